@@ -1,0 +1,55 @@
+#pragma once
+// Error types. Exceptions are for programming errors and setup failures; I/O outcomes arrive as
+// failed futures or exception events carrying these types.
+
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+namespace weft {
+
+// Base of every error weft raises itself.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A task was submitted to an event loop that has terminated.
+class RejectedExecutionError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A blocking call (Future::get/wait) was made on the event loop that must complete the future.
+class BlockingOperationError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An operation needs an open channel and the channel is closed.
+class ChannelClosedError : public Error {
+ public:
+  ChannelClosedError() : Error("channel closed") {}
+  using Error::Error;
+};
+
+// A connect did not complete within the channel's connect timeout.
+class ConnectTimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Handlers added next to each other disagree on the message type passed between them.
+class PipelineTypeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An I/O system call failed; code() holds errno.
+class IoError : public std::system_error {
+ public:
+  IoError(int errno_value, const std::string& what)
+      : std::system_error(errno_value, std::system_category(), what) {}
+};
+
+}  // namespace weft

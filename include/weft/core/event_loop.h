@@ -1,0 +1,176 @@
+#pragma once
+// EventLoop: one thread that owns a set of channels, runs posted tasks and timers, and waits for I/O
+// through its IoDriver.
+//
+// Thread contract (checked in debug builds by the callers that need it): methods marked "loop
+// thread only" must run on the loop's thread; everything else is safe from any thread.
+//
+// A loop runs either on a thread of its own (start()), on the caller's thread (run()), or -- for
+// tests -- by hand on the thread that created it with a manual clock (Options::manual_clock), where
+// run_pending() and advance_time() do the work of one iteration.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "weft/core/clock.h"
+#include "weft/core/future.h"
+#include "weft/core/io_driver.h"
+#include "weft/core/mpsc_queue.h"
+#include "weft/core/unique_function.h"
+
+namespace weft {
+
+using TimerId = std::uint64_t;
+
+// Something a loop must close when it shuts down (a channel). Intrusively linked: tracking a
+// resource does not allocate.
+class LoopResource {
+ public:
+  virtual ~LoopResource() = default;
+  // Loop thread only. Begin closing; the resource untracks itself once closed.
+  virtual void close_for_shutdown() = 0;
+
+ private:
+  friend class EventLoop;
+  LoopResource* resource_prev_ = nullptr;
+  LoopResource* resource_next_ = nullptr;
+  bool tracked_ = false;
+};
+
+class EventLoop {
+ public:
+  struct Options {
+    std::string name = "weft-loop";
+    bool manual_clock = false;  // tests: time moves only by advance_time(); driven by run_pending()
+    int max_remote_tasks_per_turn = 1024;
+  };
+
+  EventLoop(std::unique_ptr<IoDriver> driver, Options options);
+  explicit EventLoop(std::unique_ptr<IoDriver> driver) : EventLoop(std::move(driver), Options{}) {}
+  // Shuts the loop down (no quiet period) if it still runs, and joins its thread. Not from the loop thread.
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Not thread-safe; once. Starts a thread that runs the loop.
+  void start();
+  // Runs the loop on the calling thread until it terminates. Once.
+  void run();
+
+  // Thread-safe. True on the thread that runs this loop.
+  bool in_loop() const noexcept { return owner_.load(std::memory_order_acquire) == std::this_thread::get_id(); }
+  // Thread-safe. The loop running on the calling thread, or null.
+  static EventLoop* current() noexcept;
+
+  // Thread-safe. Queues `task` to run on the loop. Throws RejectedExecutionError once terminated.
+  void execute(UniqueFunction<void()> task);
+  // Thread-safe. As execute(), but returns false instead of throwing.
+  bool try_execute(UniqueFunction<void()> task) noexcept;
+
+  // Thread-safe. Runs `task` once after `delay`. Returns an id for cancel().
+  TimerId schedule(Duration delay, UniqueFunction<void()> task);
+  // Thread-safe. Runs `task` after `initial_delay`, then every `period` measured from the previous
+  // deadline (fixed rate), until cancelled or the loop terminates.
+  TimerId schedule_at_fixed_rate(Duration initial_delay, Duration period, UniqueFunction<void()> task);
+  // Thread-safe. Cancels a timer. On the loop thread returns whether it was still pending; from other
+  // threads the cancel is queued (ordered after a schedule() made earlier by the same thread) and
+  // the result is true.
+  bool cancel(TimerId id);
+
+  // Thread-safe. Starts a graceful shutdown: closes every tracked channel, keeps running tasks, and
+  // terminates once no task has run for `quiet_period`, or at `timeout` at the latest. Then drains
+  // the remaining tasks. Idempotent; the returned future completes on termination.
+  Future<void> shutdown_gracefully(Duration quiet_period = std::chrono::seconds(2),
+                                   Duration timeout = std::chrono::seconds(15));
+  // Thread-safe. Completes when the loop has terminated (listeners run on the terminating thread).
+  Future<void> termination_future() const { return terminated_.future(); }
+  // Thread-safe.
+  bool is_shutting_down() const noexcept { return state_.load(std::memory_order_acquire) >= kShuttingDown; }
+  // Thread-safe.
+  bool is_terminated() const noexcept { return state_.load(std::memory_order_acquire) == kTerminated; }
+
+  // Loop thread only (any thread for a real clock). The loop's notion of now.
+  TimePoint now() const noexcept;
+  // Loop thread only; manual-clock loops. Moves time forward and runs what became due.
+  void advance_time(Duration d);
+  // Loop thread only; manual-clock loops. Runs ready tasks and due timers until none are left.
+  // Returns the number run.
+  std::size_t run_pending();
+
+  // Loop thread only. Channels register so that shutdown closes them.
+  void track(LoopResource& resource) noexcept;
+  // Loop thread only.
+  void untrack(LoopResource& resource) noexcept;
+  // Loop thread only.
+  std::size_t tracked_count() const noexcept { return tracked_count_; }
+
+  // Thread-safe.
+  IoDriver& driver() noexcept { return *driver_; }
+  // Thread-safe.
+  const std::string& name() const noexcept { return options_.name; }
+
+ private:
+  struct RemoteTask : MpscNode {
+    explicit RemoteTask(UniqueFunction<void()> f) : fn(std::move(f)) {}
+    UniqueFunction<void()> fn;
+  };
+  struct TimerEntry {
+    TimePoint deadline;
+    TimerId id;
+    bool operator>(const TimerEntry& o) const noexcept {
+      return deadline != o.deadline ? deadline > o.deadline : id > o.id;
+    }
+  };
+  struct TimerRecord {
+    UniqueFunction<void()> fn;
+    Duration period;  // zero: one-shot
+  };
+
+  static constexpr int kRunning = 0, kShuttingDown = 1, kTerminated = 2;
+
+  void loop_body();
+  void add_timer(TimerId id, TimePoint deadline, Duration period, UniqueFunction<void()> fn);
+  std::size_t run_due_timers();
+  std::size_t run_tasks();
+  Duration poll_timeout() const;
+  bool confirm_shutdown();
+  void close_tracked_resources();
+  void terminate();
+  void wake_if_sleeping() noexcept;
+
+  Options options_;
+  std::unique_ptr<IoDriver> driver_;
+  std::atomic<std::thread::id> owner_{};
+  bool draining_ = false;
+  std::thread thread_;
+  std::atomic<int> state_{kRunning};
+  std::atomic<bool> sleeping_{false};
+  std::atomic<TimerId> next_timer_id_{1};
+
+  MpscQueue remote_tasks_;
+  std::vector<UniqueFunction<void()>> local_tasks_;
+  std::vector<UniqueFunction<void()>> running_tasks_;
+
+  std::vector<TimerEntry> timer_heap_;  // min-heap; cancelled entries are skipped lazily
+  std::unordered_map<TimerId, TimerRecord> timers_;
+
+  LoopResource* resources_ = nullptr;
+  std::size_t tracked_count_ = 0;
+
+  // shutdown bookkeeping (loop thread)
+  std::atomic<std::int64_t> quiet_period_ns_{0};
+  std::atomic<std::int64_t> shutdown_timeout_ns_{0};
+  bool shutdown_started_ = false;
+  TimePoint shutdown_start_{};
+  TimePoint last_activity_{};
+  Promise<void> terminated_;
+  Duration manual_offset_{0};
+  TimePoint manual_base_{};
+};
+
+}  // namespace weft

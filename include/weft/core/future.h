@@ -1,0 +1,289 @@
+#pragma once
+// Future<T> / Promise<T>: a one-shot result owned by an event loop.
+//
+// A promise may be completed from any thread; the listeners of its future always run on the owning
+// loop (inline when completion happens there, posted otherwise). A future without an owning loop
+// runs listeners on the completing thread. get() and wait() block a non-loop thread; on the loop that
+// must complete the future they throw BlockingOperationError at once instead of deadlocking.
+
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "weft/core/clock.h"
+#include "weft/core/error.h"
+#include "weft/core/unique_function.h"
+
+namespace weft {
+
+class EventLoop;
+template <class T>
+class Future;
+template <class T>
+class Promise;
+
+namespace detail {
+
+bool loop_in_loop(const EventLoop* loop) noexcept;
+void loop_execute(EventLoop* loop, UniqueFunction<void()> task);
+[[noreturn]] void throw_blocking_on_loop(const EventLoop* loop);
+void log_listener_exception(std::exception_ptr error) noexcept;
+
+template <class T>
+using Stored = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+
+template <class T>
+struct FutureState : std::enable_shared_from_this<FutureState<T>> {
+  using Listener = UniqueFunction<void(const Future<T>&)>;
+
+  explicit FutureState(EventLoop* owner) : loop(owner) {}
+
+  EventLoop* const loop;
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::optional<Stored<T>> value;
+  std::exception_ptr error;
+  std::vector<Listener> listeners;  // never hold the state itself: no cycle if never completed
+
+  // Runs the listeners on the owning loop (inline when already there).
+  void run_listeners(std::vector<Listener> fns) {
+    if (fns.empty()) return;
+    if (loop == nullptr || loop_in_loop(loop)) {
+      Future<T> self(this->shared_from_this());
+      for (auto& fn : fns) run_guarded(fn, self);
+    } else {
+      loop_execute(loop, [self = Future<T>(this->shared_from_this()),
+                          fns = std::make_shared<std::vector<Listener>>(std::move(fns))] {
+        for (auto& fn : *fns) run_guarded(fn, self);
+      });
+    }
+  }
+
+  static void run_guarded(Listener& fn, const Future<T>& self) noexcept {
+    try {
+      fn(self);
+    } catch (...) {
+      log_listener_exception(std::current_exception());
+    }
+  }
+
+  template <class Setter>
+  bool complete(Setter&& set) {
+    std::vector<Listener> to_run;
+    {
+      std::lock_guard lock(mutex);
+      if (done) return false;
+      set();
+      done = true;
+      to_run.swap(listeners);
+    }
+    done_cv.notify_all();
+    run_listeners(std::move(to_run));
+    return true;
+  }
+};
+
+template <class T>
+struct FutureTraits {
+  using type = T;
+  static constexpr bool is_future = false;
+};
+template <class T>
+struct FutureTraits<Future<T>> {
+  using type = T;
+  static constexpr bool is_future = true;
+};
+
+}  // namespace detail
+
+template <class T>
+class Future {
+ public:
+  using value_type = T;
+
+  Future() = default;  // invalid until assigned; valid() is false
+
+  // Thread-safe.
+  bool valid() const noexcept { return state_ != nullptr; }
+  // Thread-safe.
+  bool is_done() const {
+    std::lock_guard lock(state_->mutex);
+    return state_->done;
+  }
+  // Thread-safe. True when done without error.
+  bool is_success() const {
+    std::lock_guard lock(state_->mutex);
+    return state_->done && !state_->error;
+  }
+  // Thread-safe. The failure, or null while pending or after success.
+  std::exception_ptr error() const {
+    std::lock_guard lock(state_->mutex);
+    return state_->error;
+  }
+  // Thread-safe; the owning loop may call it only once the future is done.
+  void wait() const {
+    std::unique_lock lock(state_->mutex);
+    if (state_->done) return;
+    if (detail::loop_in_loop(state_->loop)) detail::throw_blocking_on_loop(state_->loop);
+    state_->done_cv.wait(lock, [&] { return state_->done; });
+  }
+  // Thread-safe; as wait(). Returns false on timeout.
+  bool wait_for(Duration timeout) const {
+    std::unique_lock lock(state_->mutex);
+    if (state_->done) return true;
+    if (detail::loop_in_loop(state_->loop)) detail::throw_blocking_on_loop(state_->loop);
+    return state_->done_cv.wait_for(lock, timeout, [&] { return state_->done; });
+  }
+  // Thread-safe; as wait(). Returns the value or rethrows the failure.
+  decltype(auto) get() const {
+    wait();
+    if (state_->error) std::rethrow_exception(state_->error);
+    if constexpr (std::is_void_v<T>) {
+      return;
+    } else {
+      return static_cast<const T&>(*state_->value);
+    }
+  }
+
+  // Thread-safe. `fn(const Future<T>&)` runs on the owning loop once done (at once when done and
+  // called on that loop).
+  template <class F>
+  void add_listener(F&& fn) const {
+    typename detail::FutureState<T>::Listener listener(std::forward<F>(fn));
+    {
+      std::lock_guard lock(state_->mutex);
+      if (!state_->done) {
+        state_->listeners.push_back(std::move(listener));
+        return;
+      }
+    }
+    std::vector<typename detail::FutureState<T>::Listener> one;
+    one.push_back(std::move(listener));
+    state_->run_listeners(std::move(one));
+  }
+
+  // Thread-safe. Chains `fn` on success: fn(const T&) (or fn() for void) returning R or Future<R>.
+  // A failure, or an exception thrown by fn, fails the returned future.
+  template <class F>
+  auto then(F&& fn) const {
+    using Raw = std::conditional_t<std::is_void_v<T>, std::invoke_result<F>, std::invoke_result<F, const T&>>;
+    using R = typename Raw::type;
+    using Traits = detail::FutureTraits<R>;
+    using Out = typename Traits::type;
+    Promise<Out> next(state_->loop);
+    Future<Out> result = next.future();
+    add_listener([next, fn = std::forward<F>(fn)](const Future<T>& done) mutable {
+      if (auto err = done.error()) {
+        next.set_error(err);
+        return;
+      }
+      try {
+        if constexpr (Traits::is_future) {
+          R inner = call(fn, done);
+          inner.add_listener([next](const R& f) mutable { next.complete_from(f); });
+        } else if constexpr (std::is_void_v<Out>) {
+          call(fn, done);
+          next.set_value();
+        } else {
+          next.set_value(call(fn, done));
+        }
+      } catch (...) {
+        next.set_error(std::current_exception());
+      }
+    });
+    return result;
+  }
+
+  // The loop that runs this future's listeners (may be null).
+  EventLoop* loop() const noexcept { return state_->loop; }
+
+ private:
+  template <class F>
+  static decltype(auto) call(F& fn, const Future<T>& done) {
+    if constexpr (std::is_void_v<T>) {
+      return fn();
+    } else {
+      return fn(*done.state_->value);
+    }
+  }
+
+  friend class Promise<T>;
+  friend struct detail::FutureState<T>;
+  explicit Future(std::shared_ptr<detail::FutureState<T>> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::FutureState<T>> state_;
+};
+
+template <class T>
+class Promise {
+ public:
+  // `loop` owns the future: its listeners run there. Null: listeners run on the completing thread.
+  explicit Promise(EventLoop* loop = nullptr) : state_(std::make_shared<detail::FutureState<T>>(loop)) {}
+
+  // Thread-safe.
+  Future<T> future() const { return Future<T>(state_); }
+
+  // Thread-safe. Returns false when already completed.
+  template <class U = T, class = std::enable_if_t<!std::is_void_v<U>>>
+  bool set_value(U value) {
+    return state_->complete([&] { state_->value.emplace(std::move(value)); });
+  }
+  // Thread-safe. Returns false when already completed.
+  template <class U = T, class = std::enable_if_t<std::is_void_v<U>>>
+  bool set_value() {
+    return state_->complete([&] { state_->value.emplace(); });
+  }
+  // Thread-safe. Returns false when already completed.
+  bool set_error(std::exception_ptr error) {
+    return state_->complete([&] { state_->error = std::move(error); });
+  }
+  // Thread-safe. Completes with an exception object.
+  template <class E>
+  bool fail(E&& error) {
+    return set_error(std::make_exception_ptr(std::forward<E>(error)));
+  }
+  // Thread-safe. Completes with the outcome of a finished future of the same type.
+  bool complete_from(const Future<T>& done) {
+    if (auto err = done.error()) return set_error(err);
+    if constexpr (std::is_void_v<T>) {
+      return set_value();
+    } else {
+      return set_value(done.get());
+    }
+  }
+  // Thread-safe.
+  bool is_done() const {
+    std::lock_guard lock(state_->mutex);
+    return state_->done;
+  }
+
+ private:
+  std::shared_ptr<detail::FutureState<T>> state_;
+};
+
+// A future that is already complete. Thread-safe.
+inline Future<void> make_ready_future(EventLoop* loop = nullptr) {
+  Promise<void> p(loop);
+  p.set_value();
+  return p.future();
+}
+template <class T>
+Future<T> make_ready_future(T value, EventLoop* loop = nullptr) {
+  Promise<T> p(loop);
+  p.set_value(std::move(value));
+  return p.future();
+}
+template <class T>
+Future<T> make_failed_future(std::exception_ptr error, EventLoop* loop = nullptr) {
+  Promise<T> p(loop);
+  p.set_error(std::move(error));
+  return p.future();
+}
+
+}  // namespace weft

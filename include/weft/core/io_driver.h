@@ -1,0 +1,60 @@
+#pragma once
+// The engine under an event loop: waits for I/O readiness or completions, dispatches them, and can
+// be woken from another thread. epoll and io_uring implement it in the transport layer; BasicDriver
+// (below) serves loops that run only tasks and timers.
+
+#include <memory>
+#include <string_view>
+
+#include "weft/core/clock.h"
+
+namespace weft {
+
+class EventLoop;
+
+class IoDriver {
+ public:
+  virtual ~IoDriver() = default;
+  // Loop thread only. Waits up to `timeout` (negative: no limit, zero: do not block) for events
+  // and dispatches them. Returns when woken, on events, or at the timeout.
+  virtual void poll(Duration timeout) = 0;
+  // Thread-safe. Makes a current or the next poll() return promptly.
+  virtual void wakeup() noexcept = 0;
+  // Called once by the loop before its first poll, on the loop thread.
+  virtual void attach(EventLoop& /*loop*/) {}
+};
+
+// Creates the driver for each loop of a group. A transport is a factory.
+class IoDriverFactory {
+ public:
+  virtual ~IoDriverFactory() = default;
+  // Thread-safe.
+  virtual std::unique_ptr<IoDriver> create_driver() = 0;
+  // Thread-safe.
+  virtual std::string_view name() const noexcept = 0;
+};
+
+// A driver with no I/O: blocks on an eventfd. For executors and tests of the loop itself.
+class BasicDriver final : public IoDriver {
+ public:
+  BasicDriver();
+  ~BasicDriver() override;
+  BasicDriver(const BasicDriver&) = delete;
+  BasicDriver& operator=(const BasicDriver&) = delete;
+  void poll(Duration timeout) override;
+  void wakeup() noexcept override;
+
+ private:
+  int event_fd_;
+};
+
+class BasicDriverFactory final : public IoDriverFactory {
+ public:
+  std::unique_ptr<IoDriver> create_driver() override { return std::make_unique<BasicDriver>(); }
+  std::string_view name() const noexcept override { return "basic"; }
+};
+
+// Process-wide factory of BasicDriver. Thread-safe.
+IoDriverFactory& basic_driver_factory();
+
+}  // namespace weft

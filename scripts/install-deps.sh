@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Install the Debian packages weft needs to build and test, skipping those already installed.
+# Works as root, or as a normal user with sudo.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential
+  cmake
+  ninja-build
+  g++
+  clang
+  libgtest-dev
+  libgmock-dev
+  libfmt-dev
+  libbenchmark-dev
+  libclang-rt-14-dev
+  pkg-config
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-deps: not a Debian/Ubuntu system (no dpkg-query/apt-get); install these yourself:" >&2
+  echo "  ${PACKAGES[*]}" >&2
+  exit 0
+fi
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  if [[ "$status" != *"install ok installed"* ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+else
+  echo "install-deps: missing packages (${missing[*]}), and not root and no sudo" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y --no-install-recommends "${missing[@]}"

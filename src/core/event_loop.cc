@@ -1,0 +1,353 @@
+#include "weft/core/event_loop.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "weft/core/log.h"
+
+namespace weft {
+namespace {
+
+thread_local EventLoop* t_current_loop = nullptr;
+
+constexpr Duration kShutdownPollInterval = std::chrono::milliseconds(10);
+
+void run_guarded(UniqueFunction<void()>& task, const std::string& loop_name) noexcept {
+  try {
+    task();
+  } catch (const std::exception& e) {
+    log(LogLevel::error, "task on loop '{}' threw: {}", loop_name, e.what());
+  } catch (...) {
+    log(LogLevel::error, "task on loop '{}' threw a non-standard exception", loop_name);
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+bool loop_in_loop(const EventLoop* loop) noexcept { return loop != nullptr && loop->in_loop(); }
+
+void loop_execute(EventLoop* loop, UniqueFunction<void()> task) {
+  if (!loop->is_terminated()) {
+    try {
+      loop->execute(std::move(task));
+      return;
+    } catch (const RejectedExecutionError&) {
+      // fall through: the loop terminated meanwhile
+    }
+  }
+  // The owning loop is gone: run listeners here rather than lose them.
+  if (task) run_guarded(task, loop->name());
+}
+
+void throw_blocking_on_loop(const EventLoop* loop) {
+  throw BlockingOperationError(fmt::format(
+      "Future::get()/wait() called on event loop '{}', the loop that must complete this future; "
+      "it would deadlock. Use add_listener() or then() on the loop.",
+      loop->name()));
+}
+
+void log_listener_exception(std::exception_ptr error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    log(LogLevel::error, "future listener threw: {}", e.what());
+  } catch (...) {
+    log(LogLevel::error, "future listener threw a non-standard exception");
+  }
+}
+
+}  // namespace detail
+
+EventLoop::EventLoop(std::unique_ptr<IoDriver> driver, Options options)
+    : options_(std::move(options)), driver_(std::move(driver)), terminated_(nullptr) {
+  if (options_.manual_clock) {
+    owner_ = std::this_thread::get_id();
+    manual_base_ = Clock::now();
+    driver_->attach(*this);
+  }
+}
+
+EventLoop::~EventLoop() {
+  if (thread_.joinable()) {
+    if (!is_terminated()) shutdown_gracefully(Duration::zero(), Duration::zero());
+    thread_.join();
+  } else if (options_.manual_clock && !is_terminated() && in_loop()) {
+    state_.store(kShuttingDown, std::memory_order_release);
+    close_tracked_resources();
+    run_pending();
+    terminate();
+  }
+  // Tasks that raced with termination are dropped, not run.
+  while (MpscNode* node = remote_tasks_.pop()) delete static_cast<RemoteTask*>(node);
+}
+
+void EventLoop::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+EventLoop* EventLoop::current() noexcept { return t_current_loop; }
+
+void EventLoop::run() {
+  owner_ = std::this_thread::get_id();
+  t_current_loop = this;
+  pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
+  driver_->attach(*this);
+  for (;;) {
+    Duration timeout = poll_timeout();
+    if (timeout.count() != 0) {
+      sleeping_.store(true, std::memory_order_seq_cst);
+      if (!remote_tasks_.empty()) timeout = Duration::zero();
+    }
+    driver_->poll(timeout);
+    sleeping_.store(false, std::memory_order_relaxed);
+    std::size_t ran = run_due_timers();
+    ran += run_tasks();
+    if (state_.load(std::memory_order_acquire) != kRunning) {
+      if (ran > 0) last_activity_ = now();
+      if (confirm_shutdown()) break;
+    }
+  }
+  terminate();
+  t_current_loop = nullptr;
+}
+
+void EventLoop::execute(UniqueFunction<void()> task) {
+  if (in_loop()) {
+    if (state_.load(std::memory_order_relaxed) == kTerminated && !draining_) {
+      throw RejectedExecutionError(fmt::format("event loop '{}' has terminated", options_.name));
+    }
+    local_tasks_.push_back(std::move(task));
+    return;
+  }
+  if (state_.load(std::memory_order_acquire) == kTerminated) {
+    throw RejectedExecutionError(fmt::format("event loop '{}' has terminated", options_.name));
+  }
+  remote_tasks_.push(new RemoteTask(std::move(task)));
+  wake_if_sleeping();
+}
+
+bool EventLoop::try_execute(UniqueFunction<void()> task) noexcept {
+  try {
+    execute(std::move(task));
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+void EventLoop::wake_if_sleeping() noexcept {
+  if (sleeping_.load(std::memory_order_seq_cst) && sleeping_.exchange(false, std::memory_order_seq_cst)) {
+    driver_->wakeup();
+  }
+}
+
+TimePoint EventLoop::now() const noexcept {
+  return options_.manual_clock ? manual_base_ + manual_offset_ : Clock::now();
+}
+
+TimerId EventLoop::schedule(Duration delay, UniqueFunction<void()> task) {
+  TimerId id = next_timer_id_.fetch_add(1, std::memory_order_relaxed);
+  if (in_loop()) {
+    add_timer(id, now() + delay, Duration::zero(), std::move(task));
+  } else {
+    TimePoint deadline = Clock::now() + delay;
+    execute([this, id, deadline, t = std::move(task)]() mutable {
+      add_timer(id, deadline, Duration::zero(), std::move(t));
+    });
+  }
+  return id;
+}
+
+TimerId EventLoop::schedule_at_fixed_rate(Duration initial_delay, Duration period, UniqueFunction<void()> task) {
+  if (period <= Duration::zero()) throw std::invalid_argument("schedule_at_fixed_rate: period must be positive");
+  TimerId id = next_timer_id_.fetch_add(1, std::memory_order_relaxed);
+  if (in_loop()) {
+    add_timer(id, now() + initial_delay, period, std::move(task));
+  } else {
+    TimePoint deadline = Clock::now() + initial_delay;
+    execute([this, id, deadline, period, t = std::move(task)]() mutable {
+      add_timer(id, deadline, period, std::move(t));
+    });
+  }
+  return id;
+}
+
+bool EventLoop::cancel(TimerId id) {
+  if (in_loop()) return timers_.erase(id) > 0;
+  try_execute([this, id] { timers_.erase(id); });
+  return true;
+}
+
+void EventLoop::add_timer(TimerId id, TimePoint deadline, Duration period, UniqueFunction<void()> fn) {
+  if (state_.load(std::memory_order_relaxed) == kTerminated) return;
+  timers_.emplace(id, TimerRecord{std::move(fn), period});
+  timer_heap_.push_back(TimerEntry{deadline, id});
+  std::push_heap(timer_heap_.begin(), timer_heap_.end(), std::greater<>{});
+  // Cancelled timers stay in the heap until their deadline; rebuild when they dominate it.
+  if (timer_heap_.size() > 1024 && timer_heap_.size() > 2 * timers_.size()) {
+    std::erase_if(timer_heap_, [this](const TimerEntry& e) { return !timers_.contains(e.id); });
+    std::make_heap(timer_heap_.begin(), timer_heap_.end(), std::greater<>{});
+  }
+}
+
+std::size_t EventLoop::run_due_timers() {
+  std::size_t ran = 0;
+  const TimePoint now_time = now();
+  while (!timer_heap_.empty() && timer_heap_.front().deadline <= now_time) {
+    std::pop_heap(timer_heap_.begin(), timer_heap_.end(), std::greater<>{});
+    TimerEntry entry = timer_heap_.back();
+    timer_heap_.pop_back();
+    auto it = timers_.find(entry.id);
+    if (it == timers_.end()) continue;  // cancelled
+    ++ran;
+    Duration period = it->second.period;
+    UniqueFunction<void()> fn = std::move(it->second.fn);
+    if (period == Duration::zero()) {
+      timers_.erase(it);
+      run_guarded(fn, options_.name);
+      continue;
+    }
+    run_guarded(fn, options_.name);
+    it = timers_.find(entry.id);  // the task may have cancelled itself
+    if (it == timers_.end()) continue;
+    it->second.fn = std::move(fn);
+    TimePoint next = entry.deadline + period;
+    if (next <= now_time) {  // missed periods are skipped, not run in a burst
+      auto missed = (now_time - next) / period + 1;
+      next += missed * period;
+    }
+    timer_heap_.push_back(TimerEntry{next, entry.id});
+    std::push_heap(timer_heap_.begin(), timer_heap_.end(), std::greater<>{});
+  }
+  return ran;
+}
+
+std::size_t EventLoop::run_tasks() {
+  std::size_t ran = 0;
+  for (int i = 0; i < options_.max_remote_tasks_per_turn; ++i) {
+    MpscNode* node = remote_tasks_.pop();
+    if (node == nullptr) break;
+    auto* task = static_cast<RemoteTask*>(node);
+    run_guarded(task->fn, options_.name);
+    delete task;
+    ++ran;
+  }
+  if (!local_tasks_.empty()) {
+    running_tasks_.swap(local_tasks_);
+    for (auto& task : running_tasks_) run_guarded(task, options_.name);
+    ran += running_tasks_.size();
+    running_tasks_.clear();
+  }
+  return ran;
+}
+
+Duration EventLoop::poll_timeout() const {
+  if (!local_tasks_.empty()) return Duration::zero();
+  Duration timeout{-1};
+  if (!timer_heap_.empty()) {
+    timeout = std::max(Duration::zero(), timer_heap_.front().deadline - now());
+  }
+  if (state_.load(std::memory_order_relaxed) != kRunning) {
+    timeout = timeout.count() < 0 ? kShutdownPollInterval : std::min(timeout, kShutdownPollInterval);
+  }
+  return timeout;
+}
+
+Future<void> EventLoop::shutdown_gracefully(Duration quiet_period, Duration timeout) {
+  quiet_period_ns_.store(quiet_period.count(), std::memory_order_relaxed);
+  shutdown_timeout_ns_.store(timeout.count(), std::memory_order_relaxed);
+  int expected = kRunning;
+  state_.compare_exchange_strong(expected, kShuttingDown, std::memory_order_acq_rel);
+  if (options_.manual_clock) {
+    if (in_loop() && !is_terminated()) {
+      close_tracked_resources();
+      run_pending();
+      terminate();
+    }
+  } else {
+    driver_->wakeup();
+  }
+  return terminated_.future();
+}
+
+bool EventLoop::confirm_shutdown() {
+  const TimePoint now_time = now();
+  if (!shutdown_started_) {
+    shutdown_started_ = true;
+    shutdown_start_ = last_activity_ = now_time;
+    close_tracked_resources();
+    return false;
+  }
+  if (now_time - shutdown_start_ >= Duration(shutdown_timeout_ns_.load(std::memory_order_relaxed))) return true;
+  if (tracked_count_ > 0 || !local_tasks_.empty() || !remote_tasks_.empty()) return false;
+  return now_time - last_activity_ >= Duration(quiet_period_ns_.load(std::memory_order_relaxed));
+}
+
+void EventLoop::close_tracked_resources() {
+  std::vector<LoopResource*> to_close;
+  to_close.reserve(tracked_count_);
+  for (LoopResource* r = resources_; r != nullptr; r = r->resource_next_) to_close.push_back(r);
+  for (LoopResource* r : to_close) {
+    try {
+      r->close_for_shutdown();
+    } catch (const std::exception& e) {
+      log(LogLevel::warn, "closing a channel at shutdown of loop '{}' failed: {}", options_.name, e.what());
+    }
+  }
+}
+
+void EventLoop::terminate() {
+  state_.store(kTerminated, std::memory_order_release);
+  draining_ = true;
+  while (run_tasks() > 0) {
+  }
+  draining_ = false;
+  timers_.clear();
+  timer_heap_.clear();
+  while (resources_ != nullptr) untrack(*resources_);  // only when the shutdown deadline passed
+  terminated_.set_value();
+}
+
+std::size_t EventLoop::run_pending() {
+  std::size_t total = 0;
+  for (;;) {
+    std::size_t ran = run_due_timers() + run_tasks();
+    if (ran == 0) break;
+    total += ran;
+  }
+  return total;
+}
+
+void EventLoop::advance_time(Duration d) {
+  manual_offset_ += d;
+  run_pending();
+}
+
+void EventLoop::track(LoopResource& resource) noexcept {
+  if (resource.tracked_) return;
+  resource.tracked_ = true;
+  resource.resource_prev_ = nullptr;
+  resource.resource_next_ = resources_;
+  if (resources_ != nullptr) resources_->resource_prev_ = &resource;
+  resources_ = &resource;
+  ++tracked_count_;
+}
+
+void EventLoop::untrack(LoopResource& resource) noexcept {
+  if (!resource.tracked_) return;
+  resource.tracked_ = false;
+  if (resource.resource_prev_ != nullptr) {
+    resource.resource_prev_->resource_next_ = resource.resource_next_;
+  } else {
+    resources_ = resource.resource_next_;
+  }
+  if (resource.resource_next_ != nullptr) resource.resource_next_->resource_prev_ = resource.resource_prev_;
+  resource.resource_prev_ = resource.resource_next_ = nullptr;
+  --tracked_count_;
+}
+
+}  // namespace weft

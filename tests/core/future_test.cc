@@ -1,0 +1,121 @@
+#include "weft/core/future.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "weft/core/event_loop.h"
+
+using namespace std::chrono_literals;
+
+namespace weft {
+namespace {
+
+TEST(FutureTest, ValueAndListenersWithoutLoop) {
+  Promise<int> p;
+  auto f = p.future();
+  int seen = 0;
+  f.add_listener([&](const Future<int>& done) { seen = done.get(); });
+  EXPECT_FALSE(f.is_done());
+  EXPECT_TRUE(p.set_value(7));
+  EXPECT_FALSE(p.set_value(8));
+  EXPECT_TRUE(f.is_success());
+  EXPECT_EQ(f.get(), 7);
+  EXPECT_EQ(seen, 7);
+  int late = 0;
+  f.add_listener([&](const Future<int>& done) { late = done.get(); });
+  EXPECT_EQ(late, 7);
+}
+
+TEST(FutureTest, FailureRethrowsFromGet) {
+  Promise<void> p;
+  p.fail(ChannelClosedError());
+  auto f = p.future();
+  EXPECT_TRUE(f.is_done());
+  EXPECT_FALSE(f.is_success());
+  EXPECT_THROW(f.get(), ChannelClosedError);
+}
+
+TEST(FutureTest, ThenChainsValuesAndFutures) {
+  Promise<int> p;
+  auto doubled = p.future().then([](int v) { return v * 2; });
+  auto text = doubled.then([](int v) { return make_ready_future(std::to_string(v)); });
+  Future<void> ended = text.then([](const std::string&) {});
+  p.set_value(21);
+  EXPECT_EQ(doubled.get(), 42);
+  EXPECT_EQ(text.get(), "42");
+  EXPECT_TRUE(ended.is_success());
+}
+
+TEST(FutureTest, ThenPropagatesFailureAndExceptions) {
+  Promise<int> p;
+  bool called = false;
+  auto next = p.future().then([&](int) {
+    called = true;
+    return 1;
+  });
+  p.fail(std::runtime_error("upstream"));
+  EXPECT_FALSE(called);
+  EXPECT_THROW(next.get(), std::runtime_error);
+
+  auto thrower = make_ready_future(1).then([](int) -> int { throw std::logic_error("in then"); });
+  EXPECT_THROW(thrower.get(), std::logic_error);
+}
+
+TEST(FutureTest, GetFromAnotherThreadBlocksUntilSet) {
+  Promise<int> p;
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    p.set_value(5);
+  });
+  EXPECT_EQ(p.future().get(), 5);
+  t.join();
+}
+
+TEST(FutureTest, WaitForTimesOut) {
+  Promise<int> p;
+  EXPECT_FALSE(p.future().wait_for(10ms));
+}
+
+TEST(FutureTest, ListenersRunOnOwningLoop) {
+  EventLoop loop(std::make_unique<BasicDriver>());
+  loop.start();
+  Promise<int> p(&loop);
+  Promise<bool> ran_on_loop;
+  p.future().add_listener([&](const Future<int>&) { ran_on_loop.set_value(loop.in_loop()); });
+  p.set_value(1);  // completed from this (non-loop) thread
+  EXPECT_TRUE(ran_on_loop.future().get());
+}
+
+TEST(FutureTest, GetOnOwningLoopFailsAtOnceInsteadOfDeadlocking) {
+  EventLoop loop(std::make_unique<BasicDriver>(), EventLoop::Options{.name = "owner"});
+  loop.start();
+  Promise<int> p(&loop);
+  Promise<std::string> message;
+  loop.execute([&] {
+    try {
+      p.future().get();
+      message.set_value("no error");
+    } catch (const BlockingOperationError& e) {
+      message.set_value(e.what());
+    }
+  });
+  std::string m = message.future().get();
+  EXPECT_NE(m.find("'owner'"), std::string::npos) << m;
+  EXPECT_NE(m.find("deadlock"), std::string::npos) << m;
+  // Once done, get() on the loop is fine.
+  Promise<int> q(&loop);
+  q.set_value(3);
+  Promise<int> seen;
+  loop.execute([&] { seen.set_value(q.future().get()); });
+  EXPECT_EQ(seen.future().get(), 3);
+}
+
+TEST(FutureTest, NeverCompletedPromiseWithListenersDoesNotLeak) {
+  // Run under ASan/LSan: the listener must not keep its own state alive.
+  Promise<int> p;
+  p.future().add_listener([](const Future<int>&) {});
+}
+
+}  // namespace
+}  // namespace weft
