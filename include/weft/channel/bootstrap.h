@@ -1,0 +1,82 @@
+#pragma once
+// Bootstraps: the fluent way to start servers and clients.
+//
+//   weft::EventLoopGroup loops(weft::epoll(), 2);
+//   auto server = weft::ServerBootstrap()
+//       .group(loops)
+//       .option(weft::option::backlog, 4096)
+//       .child_option(weft::option::tcp_nodelay, true)
+//       .child_handler([](weft::Channel& ch) { ch.pipeline().add_last("echo", std::make_shared<Echo>()); })
+//       .bind(weft::SocketAddress::loopback(8080))
+//       .get();
+//
+// Initializers run on the loop of the channel they initialize, possibly on several loops at once:
+// they must be safe to call concurrently (build new handlers; share only thread-safe state).
+
+#include <functional>
+
+#include "weft/channel/channel.h"
+#include "weft/channel/channel_config.h"
+#include "weft/channel/transport.h"
+#include "weft/core/event_loop_group.h"
+
+namespace weft {
+
+using ChannelInitializer = std::function<void(Channel&)>;
+
+class ServerBootstrap {
+ public:
+  // The acceptor loops and the loops that run accepted connections (may be the same group).
+  ServerBootstrap& group(EventLoopGroup& parent, EventLoopGroup& child);
+  ServerBootstrap& group(EventLoopGroup& both) { return group(both, both); }
+  template <class T, class V>
+  ServerBootstrap& option(const ChannelOption<T>& o, V value) {
+    server_config_.*(o.field) = static_cast<T>(value);
+    return *this;
+  }
+  template <class T, class V>
+  ServerBootstrap& child_option(const ChannelOption<T>& o, V value) {
+    child_config_.*(o.field) = static_cast<T>(value);
+    return *this;
+  }
+  // Sets up the listening channel's own pipeline (optional).
+  ServerBootstrap& handler(ChannelInitializer init);
+  // Sets up each accepted channel's pipeline.
+  ServerBootstrap& child_handler(ChannelInitializer init);
+
+  // Thread-safe (not from a loop of the group: use the future's listeners there). Binds and
+  // listens; the future holds the server channel. Fails with IoError (e.g. address in use) or
+  // std::invalid_argument (bad options, no group).
+  Future<ChannelPtr> bind(const SocketAddress& local) const;
+  Future<ChannelPtr> bind(std::uint16_t port) const { return bind(SocketAddress::any(port)); }
+
+ private:
+  EventLoopGroup* parent_ = nullptr;
+  EventLoopGroup* child_ = nullptr;
+  ChannelConfig server_config_;
+  ChannelConfig child_config_;
+  ChannelInitializer server_init_;
+  ChannelInitializer child_init_;
+};
+
+class Bootstrap {
+ public:
+  Bootstrap& group(EventLoopGroup& group);
+  template <class T, class V>
+  Bootstrap& option(const ChannelOption<T>& o, V value) {
+    config_.*(o.field) = static_cast<T>(value);
+    return *this;
+  }
+  Bootstrap& handler(ChannelInitializer init);
+
+  // Thread-safe. Connects; the future holds the active channel, or fails with IoError
+  // (e.g. connection refused) or ConnectTimeoutError.
+  Future<ChannelPtr> connect(const SocketAddress& remote) const;
+
+ private:
+  EventLoopGroup* group_ = nullptr;
+  ChannelConfig config_;
+  ChannelInitializer init_;
+};
+
+}  // namespace weft

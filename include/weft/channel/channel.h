@@ -1,0 +1,181 @@
+#pragma once
+// Channel: one connection (or listening socket) with its pipeline, bound to one event loop.
+//
+// Threads: all pipeline callbacks run on the channel's loop. The public operations below are safe
+// from any thread: off the loop they are posted to it. Channels are shared: hold a ChannelPtr.
+// A registered channel keeps itself alive until it has closed and its pipeline has been torn
+// down, so a handler may close (and so destroy) its own channel from inside a callback.
+//
+// Transports derive from Channel and implement the do_* hooks; the hooks admit a readiness engine
+// (epoll: write when writable) as well as a completion engine (io_uring: submit, then complete).
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <typeinfo>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/buffer/byte_buf_allocator.h"
+#include "weft/channel/channel_config.h"
+#include "weft/channel/outbound_buffer.h"
+#include "weft/channel/pipeline.h"
+#include "weft/channel/socket_address.h"
+#include "weft/core/event_loop.h"
+#include "weft/core/future.h"
+
+namespace weft {
+
+class Channel;
+using ChannelPtr = std::shared_ptr<Channel>;
+
+class Channel : public std::enable_shared_from_this<Channel>, public LoopResource {
+ public:
+  ~Channel() override;
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  // Thread-safe.
+  EventLoop& loop() const noexcept { return loop_; }
+  // Thread-safe. Unique per process.
+  std::uint64_t id() const noexcept { return id_; }
+  // Loop thread only (or before registration).
+  Pipeline& pipeline() noexcept { return pipeline_; }
+  // Loop thread only (or before registration). Change reading with set_auto_read().
+  ChannelConfig& config() noexcept { return config_; }
+  // Thread-safe.
+  ByteBufAllocator& allocator() const noexcept { return *allocator_; }
+
+  // Thread-safe.
+  bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
+  // Thread-safe. Connected (socket) or bound (server).
+  bool is_active() const noexcept { return active_.load(std::memory_order_acquire); }
+  // Thread-safe. False while the write queue is above the high water mark.
+  bool is_writable() const noexcept { return writable_.load(std::memory_order_acquire); }
+  // Thread-safe. Set when the channel turns active.
+  SocketAddress local_address() const noexcept { return local_address_; }
+  // Thread-safe. Set when the channel turns active.
+  SocketAddress remote_address() const noexcept { return remote_address_; }
+  // Thread-safe. Completes once the channel has closed.
+  Future<void> close_future() const { return close_promise_.future(); }
+
+  // Thread-safe. Writes through the whole pipeline (from its tail).
+  template <class T>
+  void write(T&& message) {
+    static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
+    if (loop_.in_loop()) {
+      pipeline_.write(std::move(message));
+    } else {
+      loop_.execute([self = shared_from_this(), m = std::move(message)]() mutable { self->pipeline_.write(std::move(m)); });
+    }
+  }
+  // Thread-safe.
+  template <class T>
+  void write_and_flush(T&& message) {
+    static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
+    if (loop_.in_loop()) {
+      pipeline_.write_and_flush(std::move(message));
+    } else {
+      loop_.execute([self = shared_from_this(), m = std::move(message)]() mutable {
+        self->pipeline_.write_and_flush(std::move(m));
+      });
+    }
+  }
+  // Thread-safe.
+  void flush();
+  // Thread-safe. Requests one read batch; with auto-read on, reading is continuous anyway.
+  void read();
+  // Thread-safe. Idempotent: every call returns the close future. Queued writes are dropped.
+  Future<void> close();
+  // Thread-safe. Closes once every buffer flushed so far has been written (or at once if none).
+  Future<void> close_after_flush();
+  // Thread-safe. Turns continuous reading on or off: the backpressure switch.
+  void set_auto_read(bool on);
+  // Thread-safe. Sends FIN; the channel can still read.
+  Future<void> shutdown_output();
+  // Loop thread only. Bytes queued for writing.
+  std::size_t pending_write_bytes() const noexcept { return outbound_.pending_bytes(); }
+  // Loop thread only.
+  std::size_t bytes_before_unwritable() const noexcept { return outbound_.bytes_before_unwritable(); }
+
+  // Thread-safe. Registers the channel with its loop (done by the bootstraps); completes on the loop.
+  Future<void> register_channel();
+
+ protected:
+  Channel(EventLoop& loop, ChannelConfig config, ByteBufAllocator& allocator);
+
+  // ---- transport hooks; loop thread only
+  virtual void do_register() = 0;
+  // Reads are wanted (auto-read on, or read() requested).
+  virtual void do_begin_read() = 0;
+  // Reads are no longer wanted.
+  virtual void do_stop_read() = 0;
+  // Write out what outbound() has flushed.
+  virtual void do_flush() = 0;
+  // Release the socket. Called once.
+  virtual void do_close() = 0;
+  virtual void do_bind(const SocketAddress& local, Promise<void> promise);
+  virtual void do_connect(const SocketAddress& remote, Promise<void> promise);
+  virtual void do_shutdown_output(Promise<void> promise);
+  // The message type that reaches the outbound end of the pipeline; ByteBuf unless overridden.
+  virtual void do_write_message(void* message, const std::type_info& type);
+  // The type the transport emits into the pipeline (null: any); ByteBuf unless overridden.
+  virtual const std::type_info* inbound_message_type() const noexcept { return &typeid(ByteBuf); }
+  // The type the transport accepts from the pipeline (null: any).
+  virtual const std::type_info* outbound_message_type() const noexcept { return &typeid(ByteBuf); }
+  // A message reached the tail unconsumed. Default: debug log, the message is dropped.
+  virtual void on_unhandled_read(void* message, const std::type_info& type);
+  // An exception reached the tail. Default: warning log.
+  virtual void on_unhandled_exception(std::exception_ptr error);
+
+  // ---- helpers for transports; loop thread only
+  OutboundBuffer& outbound() noexcept { return outbound_; }
+  bool auto_read_or_requested() const noexcept { return config_.auto_read || read_requested_; }
+  // After a read batch: reset a one-shot read() request.
+  void read_batch_done();
+  // Marks the channel active, fires channel_active and starts reading if auto-read.
+  void activate(const SocketAddress& local, const SocketAddress& remote);
+  // Bytes left the write queue: updates writability (and closes if close_after_flush asked for it).
+  void on_bytes_written(std::size_t n);
+  // Reports an I/O error as an exception event, then closes.
+  void fail_and_close(std::exception_ptr error);
+  // The full close sequence: do_close, drop queued writes, channel_inactive, close future.
+  void close_now();
+  bool is_registered() const noexcept { return registered_; }
+  bool is_output_shutdown() const noexcept { return output_shutdown_; }
+  void set_output_shutdown() noexcept { output_shutdown_ = true; }
+
+ private:
+  friend class Pipeline;
+  friend class HeadHandler;
+  friend class TailHandler;
+
+  void close_for_shutdown() override { close_now(); }
+  void register_on_loop();
+  void set_writable(bool writable);
+  // head of the pipeline
+  void head_write(void* message, const std::type_info& type);
+  void head_flush();
+  void head_read();
+  void head_close(Promise<void> promise);
+
+  EventLoop& loop_;
+  const std::uint64_t id_;
+  ChannelConfig config_;
+  ByteBufAllocator* allocator_;
+  Pipeline pipeline_;
+  OutboundBuffer outbound_;
+  Promise<void> close_promise_;
+  SocketAddress local_address_;
+  SocketAddress remote_address_;
+  ChannelPtr self_;  // keeps a registered channel alive until it is torn down
+  std::atomic<bool> open_{true};
+  std::atomic<bool> active_{false};
+  std::atomic<bool> writable_{true};
+  bool registered_ = false;
+  bool read_requested_ = false;
+  bool close_when_flushed_ = false;
+  bool output_shutdown_ = false;
+  bool was_active_ = false;
+};
+
+}  // namespace weft

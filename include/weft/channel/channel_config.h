@@ -1,0 +1,88 @@
+#pragma once
+// Channel options. A ChannelConfig holds every option with its default; ChannelOption<T> names one
+// field so that bootstraps can set options fluently and type-checked:
+//
+//   ServerBootstrap().option(option::backlog, 4096).child_option(option::tcp_nodelay, true)
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "weft/core/clock.h"
+
+namespace weft {
+
+struct ChannelConfig {
+  // server sockets
+  int backlog = 1024;
+  bool reuse_address = true;
+  bool reuse_port = false;
+  // connected sockets
+  bool tcp_nodelay = true;
+  bool keep_alive = false;
+  int send_buffer_size = 0;     // SO_SNDBUF; 0 keeps the kernel's default
+  int receive_buffer_size = 0;  // SO_RCVBUF; 0 keeps the kernel's default
+  Duration connect_timeout = std::chrono::seconds(30);
+  // write queue: above high the channel turns unwritable, below low writable again
+  std::size_t write_buffer_high_water_mark = 64 * 1024;
+  std::size_t write_buffer_low_water_mark = 32 * 1024;
+  // reading
+  bool auto_read = true;
+  bool allow_half_closure = false;
+  int max_messages_per_read = 16;
+  std::size_t read_buffer_min = 64;
+  std::size_t read_buffer_initial = 2048;
+  std::size_t read_buffer_max = 64 * 1024;
+  // writing: writes per flush before yielding to other channels
+  int write_spin_count = 16;
+
+  // Throws std::invalid_argument naming the first inconsistent option.
+  void validate() const;
+};
+
+template <class T>
+struct ChannelOption {
+  T ChannelConfig::*field;
+  std::string_view name;
+};
+
+namespace option {
+inline constexpr ChannelOption<int> backlog{&ChannelConfig::backlog, "backlog"};
+inline constexpr ChannelOption<bool> reuse_address{&ChannelConfig::reuse_address, "reuse_address"};
+inline constexpr ChannelOption<bool> reuse_port{&ChannelConfig::reuse_port, "reuse_port"};
+inline constexpr ChannelOption<bool> tcp_nodelay{&ChannelConfig::tcp_nodelay, "tcp_nodelay"};
+inline constexpr ChannelOption<bool> keep_alive{&ChannelConfig::keep_alive, "keep_alive"};
+inline constexpr ChannelOption<int> send_buffer_size{&ChannelConfig::send_buffer_size, "send_buffer_size"};
+inline constexpr ChannelOption<int> receive_buffer_size{&ChannelConfig::receive_buffer_size, "receive_buffer_size"};
+inline constexpr ChannelOption<Duration> connect_timeout{&ChannelConfig::connect_timeout, "connect_timeout"};
+inline constexpr ChannelOption<std::size_t> write_buffer_high_water_mark{
+    &ChannelConfig::write_buffer_high_water_mark, "write_buffer_high_water_mark"};
+inline constexpr ChannelOption<std::size_t> write_buffer_low_water_mark{&ChannelConfig::write_buffer_low_water_mark,
+                                                                        "write_buffer_low_water_mark"};
+inline constexpr ChannelOption<bool> auto_read{&ChannelConfig::auto_read, "auto_read"};
+inline constexpr ChannelOption<bool> allow_half_closure{&ChannelConfig::allow_half_closure, "allow_half_closure"};
+inline constexpr ChannelOption<int> max_messages_per_read{&ChannelConfig::max_messages_per_read,
+                                                          "max_messages_per_read"};
+inline constexpr ChannelOption<std::size_t> read_buffer_min{&ChannelConfig::read_buffer_min, "read_buffer_min"};
+inline constexpr ChannelOption<std::size_t> read_buffer_initial{&ChannelConfig::read_buffer_initial,
+                                                                "read_buffer_initial"};
+inline constexpr ChannelOption<std::size_t> read_buffer_max{&ChannelConfig::read_buffer_max, "read_buffer_max"};
+inline constexpr ChannelOption<int> write_spin_count{&ChannelConfig::write_spin_count, "write_spin_count"};
+}  // namespace option
+
+// Chooses the size of the next read buffer from what recent reads returned: grows at once when a
+// read fills its buffer, shrinks after two reads in a row that would have fit a smaller one.
+// Loop thread only.
+class AdaptiveReadSizer {
+ public:
+  AdaptiveReadSizer(std::size_t min, std::size_t initial, std::size_t max) noexcept;
+  std::size_t next_size() const noexcept { return size_; }
+  void record(std::size_t bytes_read) noexcept;
+
+ private:
+  std::size_t min_, max_, size_;
+  bool shrink_pending_ = false;
+};
+
+}  // namespace weft

@@ -1,0 +1,128 @@
+#pragma once
+// Handlers: the units a pipeline is made of.
+//
+// A handler sees inbound events (from the socket towards the application) and outbound operations
+// (from the application towards the socket). Every default implementation forwards to the next
+// handler, so a handler overrides only what it cares about.
+//
+// Messages are typed. Derive from InboundHandler<In, Out>, OutboundHandler<In, Out> or
+// DuplexHandler<InIn, InOut, OutIn, OutOut>: the pipeline checks, when a handler is added, that
+// the type it takes is the type its neighbour emits, and reports both names if not. A message is
+// passed by address along the chain: passing it does not allocate or copy; a handler takes
+// ownership by moving from the rvalue it receives.
+//
+// All methods run on the channel's event loop thread.
+
+#include <any>
+#include <exception>
+#include <string>
+#include <typeinfo>
+
+#include "weft/core/future.h"
+#include "weft/channel/socket_address.h"
+
+namespace weft {
+
+class Context;
+
+// Marker for a handler that accepts any message type and forwards it unchanged (logging, metrics).
+struct AnyMessage {};
+
+// The message types of a handler; null where it does not take part in that direction.
+struct MessageTypes {
+  const std::type_info* inbound_in = nullptr;
+  const std::type_info* inbound_out = nullptr;
+  const std::type_info* outbound_in = nullptr;
+  const std::type_info* outbound_out = nullptr;
+};
+
+// Human-readable (demangled) name of a type, for error messages.
+std::string type_name(const std::type_info& type);
+
+class Handler {
+ public:
+  virtual ~Handler() = default;
+
+  // Called after the handler was added to a pipeline / before it is removed from it.
+  virtual void handler_added(Context& /*ctx*/) {}
+  virtual void handler_removed(Context& /*ctx*/) {}
+
+  // ---- inbound events (default: forward to the next handler)
+  virtual void channel_active(Context& ctx);
+  virtual void channel_inactive(Context& ctx);
+  virtual void channel_read_complete(Context& ctx);
+  virtual void user_event(Context& ctx, const std::any& event);
+  virtual void writability_changed(Context& ctx);
+  virtual void exception_caught(Context& ctx, std::exception_ptr error);
+
+  // ---- outbound operations (default: forward to the previous handler)
+  virtual void bind(Context& ctx, const SocketAddress& local, Promise<void> promise);
+  virtual void connect(Context& ctx, const SocketAddress& remote, Promise<void> promise);
+  virtual void flush(Context& ctx);
+  virtual void read(Context& ctx);
+  virtual void close(Context& ctx, Promise<void> promise);
+
+  // ---- type-erased message entry points; the typed bases below implement them
+  virtual void read_message(Context& ctx, void* message, const std::type_info& type);
+  virtual void write_message(Context& ctx, void* message, const std::type_info& type);
+  virtual MessageTypes message_types() const noexcept { return {}; }
+
+ protected:
+  // Throws PipelineTypeError: `type` arrived where `expected` was declared.
+  [[noreturn]] static void throw_type_mismatch(const Context& ctx, const char* direction,
+                                               const std::type_info& expected, const std::type_info& type);
+};
+
+// Takes inbound messages of type In and emits Out with ctx.fire_read(Out&&).
+template <class In, class Out = In>
+class InboundHandler : public Handler {
+ public:
+  using InboundIn = In;
+  using InboundOut = Out;
+
+  virtual void channel_read(Context& ctx, In&& message) = 0;
+
+  void read_message(Context& ctx, void* message, const std::type_info& type) final {
+    if (type != typeid(In)) throw_type_mismatch(ctx, "inbound", typeid(In), type);
+    channel_read(ctx, std::move(*static_cast<In*>(message)));
+  }
+  MessageTypes message_types() const noexcept override { return {&typeid(In), &typeid(Out), nullptr, nullptr}; }
+};
+
+// Takes outbound messages of type In and writes Out with ctx.write(Out&&).
+template <class In, class Out = In>
+class OutboundHandler : public Handler {
+ public:
+  using OutboundIn = In;
+  using OutboundOut = Out;
+
+  virtual void write(Context& ctx, In&& message) = 0;
+
+  void write_message(Context& ctx, void* message, const std::type_info& type) final {
+    if (type != typeid(In)) throw_type_mismatch(ctx, "outbound", typeid(In), type);
+    write(ctx, std::move(*static_cast<In*>(message)));
+  }
+  MessageTypes message_types() const noexcept override { return {nullptr, nullptr, &typeid(In), &typeid(Out)}; }
+};
+
+// Both directions: a codec (decoder InIn -> InOut, encoder OutIn -> OutOut).
+template <class InIn, class InOut, class OutIn, class OutOut>
+class DuplexHandler : public Handler {
+ public:
+  virtual void channel_read(Context& ctx, InIn&& message) = 0;
+  virtual void write(Context& ctx, OutIn&& message) = 0;
+
+  void read_message(Context& ctx, void* message, const std::type_info& type) final {
+    if (type != typeid(InIn)) throw_type_mismatch(ctx, "inbound", typeid(InIn), type);
+    channel_read(ctx, std::move(*static_cast<InIn*>(message)));
+  }
+  void write_message(Context& ctx, void* message, const std::type_info& type) final {
+    if (type != typeid(OutIn)) throw_type_mismatch(ctx, "outbound", typeid(OutIn), type);
+    write(ctx, std::move(*static_cast<OutIn*>(message)));
+  }
+  MessageTypes message_types() const noexcept override {
+    return {&typeid(InIn), &typeid(InOut), &typeid(OutIn), &typeid(OutOut)};
+  }
+};
+
+}  // namespace weft

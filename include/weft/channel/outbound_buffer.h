@@ -1,0 +1,63 @@
+#pragma once
+// The write queue of a channel (Netty's ChannelOutboundBuffer): buffers written but not yet sent,
+// split into the flushed part (handed to the transport) and the part written since the last flush.
+// It counts pending bytes against the high/low water marks that drive the channel's writability.
+//
+// Layout: a ring of ByteBufs; [0, flushed_) are flushed, [flushed_, size_) unflushed.
+// Loop thread only.
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "weft/buffer/byte_buf.h"
+
+namespace weft {
+
+class OutboundBuffer {
+ public:
+  OutboundBuffer(std::size_t low_water_mark, std::size_t high_water_mark) noexcept
+      : low_(low_water_mark), high_(high_water_mark) {}
+
+  // Queues `buf`. Returns true when this made the channel cross the high water mark.
+  bool add(ByteBuf buf);
+  // Marks everything queued so far as flushed.
+  void add_flush() noexcept { flushed_ = size_; }
+  // Fills up to `max_iov` entries with flushed bytes (at most `max_bytes`). Returns the count.
+  int collect_iovecs(iovec* iov, int max_iov, std::size_t max_bytes) const noexcept;
+  // Removes `n` sent bytes from the front of the flushed part. Returns true when this made the
+  // channel fall below the low water mark.
+  bool remove_bytes(std::size_t n) noexcept;
+  // Drops every queued buffer (on close).
+  void clear() noexcept;
+
+  bool has_flushed() const noexcept { return flushed_ > 0; }
+  bool empty() const noexcept { return size_ == 0; }
+  std::size_t pending_bytes() const noexcept { return pending_bytes_; }
+  std::size_t flushed_bytes() const noexcept;
+  bool is_writable() const noexcept { return writable_; }
+  // Bytes that can still be queued before the channel turns unwritable.
+  std::size_t bytes_before_unwritable() const noexcept {
+    return pending_bytes_ >= high_ ? 0 : high_ - pending_bytes_;
+  }
+  void set_water_marks(std::size_t low, std::size_t high) noexcept {
+    low_ = low;
+    high_ = high;
+  }
+
+ private:
+  ByteBuf& at(std::size_t i) noexcept { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+  const ByteBuf& at(std::size_t i) const noexcept { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+  void grow();
+
+  std::vector<ByteBuf> ring_;  // power-of-two capacity; reused, so steady state does not allocate
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+  std::size_t flushed_ = 0;
+  std::size_t pending_bytes_ = 0;
+  std::size_t low_, high_;
+  bool writable_ = true;
+};
+
+}  // namespace weft

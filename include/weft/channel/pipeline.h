@@ -1,0 +1,121 @@
+#pragma once
+// Pipeline: the ordered chain of handlers of one channel, between a head (the transport) and a
+// tail (which logs what nobody consumed).
+//
+//   socket -> head -> h1 -> h2 -> ... -> tail      inbound events (fire_*)
+//   socket <- head <- h1 <- h2 <- ... <- tail      outbound operations (write, flush, close, ...)
+//
+// Loop thread only, or before the channel is registered. Handlers may be added and removed at any
+// time, also from inside a handler's callback. Adding a handler whose message types do not match
+// its neighbours throws PipelineTypeError naming both handlers and both types.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/channel/context.h"
+
+namespace weft {
+
+class Pipeline {
+ public:
+  explicit Pipeline(Channel& channel);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Throw std::invalid_argument on a duplicate or unknown name, PipelineTypeError on a type mismatch
+  // (the pipeline is then unchanged).
+  Pipeline& add_last(std::string name, std::shared_ptr<Handler> handler);
+  Pipeline& add_first(std::string name, std::shared_ptr<Handler> handler);
+  Pipeline& add_before(std::string_view base, std::string name, std::shared_ptr<Handler> handler);
+  Pipeline& add_after(std::string_view base, std::string name, std::shared_ptr<Handler> handler);
+  template <class H, class... Args>
+  H& emplace_last(std::string name, Args&&... args) {
+    auto handler = std::make_shared<H>(std::forward<Args>(args)...);
+    H& ref = *handler;
+    add_last(std::move(name), std::move(handler));
+    return ref;
+  }
+
+  // Remove a handler (handler_removed runs). Throw std::invalid_argument when absent.
+  std::shared_ptr<Handler> remove(std::string_view name);
+  void remove(const Handler& handler);
+  // Replaces a handler in place; type-checked like add.
+  std::shared_ptr<Handler> replace(std::string_view old_name, std::string new_name, std::shared_ptr<Handler> handler);
+
+  Handler* get(std::string_view name) const noexcept;
+  template <class H>
+  H* get_as(std::string_view name) const noexcept {
+    return dynamic_cast<H*>(get(name));
+  }
+  Context* context(std::string_view name) const noexcept;
+  Context* context(const Handler& handler) const noexcept;
+  std::vector<std::string> names() const;
+  Channel& channel() const noexcept { return channel_; }
+
+  // ---- inbound events, starting at the first handler
+  void fire_channel_active();
+  void fire_channel_inactive();
+  template <class T>
+  void fire_read(T&& message) {
+    Depth depth(*this);
+    head_.fire_read(std::forward<T>(message));
+  }
+  void fire_read_complete();
+  void fire_user_event(const std::any& event);
+  void fire_writability_changed();
+  void fire_exception(std::exception_ptr error);
+
+  // ---- outbound operations, starting at the last handler
+  template <class T>
+  void write(T&& message) {
+    Depth depth(*this);
+    tail_.write(std::forward<T>(message));
+  }
+  template <class T>
+  void write_and_flush(T&& message) {
+    Depth depth(*this);
+    tail_.write(std::forward<T>(message));
+    tail_.flush();
+  }
+  void flush();
+  void read();
+  void close(Promise<void> promise);
+  void bind(const SocketAddress& local, Promise<void> promise);
+  void connect(const SocketAddress& remote, Promise<void> promise);
+
+  // Removes every handler (handler_removed runs for each). Used when a channel is torn down.
+  void clear();
+
+ private:
+  friend class Context;
+
+  // Counts nested pipeline calls; contexts removed meanwhile are freed when the outermost returns.
+  struct Depth {
+    explicit Depth(Pipeline& p) noexcept : pipeline(p) { ++pipeline.depth_; }
+    ~Depth() {
+      if (--pipeline.depth_ == 0 && !pipeline.removed_.empty()) pipeline.removed_.clear();
+    }
+    Pipeline& pipeline;
+  };
+
+  Context* find(std::string_view name) const noexcept;
+  Context& find_or_throw(std::string_view name) const;
+  void link_after(Context& prev, std::unique_ptr<Context> ctx);
+  void unlink(Context& ctx);
+  void check_types() const;
+  void check_name_free(std::string_view name) const;
+
+  Channel& channel_;
+  std::unique_ptr<Handler> head_handler_;
+  std::unique_ptr<Handler> tail_handler_;
+  Context head_;
+  Context tail_;
+  std::vector<std::unique_ptr<Context>> contexts_;  // owns the contexts between head and tail
+  std::vector<std::unique_ptr<Context>> removed_;   // freed when the outermost pipeline call returns
+  int depth_ = 0;
+};
+
+}  // namespace weft

@@ -1,0 +1,50 @@
+#pragma once
+// Transport: an I/O engine (epoll, io_uring, blocking) as seen by the channel layer. It makes the
+// drivers of an EventLoopGroup's loops and the channels that run on them; a group and its channels
+// always come from the same transport.
+
+#include <memory>
+
+#include "weft/channel/channel.h"
+#include "weft/core/event_loop_group.h"
+#include "weft/core/io_driver.h"
+
+namespace weft {
+
+// A connection accepted by a server channel, not yet a channel: the server pipeline's message
+// type. Owns the descriptor (closes it unless handed on).
+class AcceptedSocket {
+ public:
+  AcceptedSocket() noexcept = default;
+  AcceptedSocket(int fd, SocketAddress remote) noexcept : fd_(fd), remote_(remote) {}
+  AcceptedSocket(AcceptedSocket&& o) noexcept : fd_(std::exchange(o.fd_, -1)), remote_(o.remote_) {}
+  AcceptedSocket& operator=(AcceptedSocket&& o) noexcept;
+  AcceptedSocket(const AcceptedSocket&) = delete;
+  AcceptedSocket& operator=(const AcceptedSocket&) = delete;
+  ~AcceptedSocket();
+
+  int fd() const noexcept { return fd_; }
+  const SocketAddress& remote_address() const noexcept { return remote_; }
+  // Hands the descriptor over; this object no longer closes it.
+  int release() noexcept { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_ = -1;
+  SocketAddress remote_;
+};
+
+class Transport : public IoDriverFactory {
+ public:
+  // Thread-safe. An unconnected client socket channel on `loop` (for Bootstrap::connect).
+  virtual ChannelPtr new_socket_channel(EventLoop& loop, const ChannelConfig& config) = 0;
+  // Thread-safe. A channel for an accepted connection, to be registered on `loop`.
+  virtual ChannelPtr new_accepted_channel(EventLoop& loop, const ChannelConfig& config, AcceptedSocket socket) = 0;
+  // Thread-safe. A listening channel on `loop` (for ServerBootstrap::bind).
+  virtual ChannelPtr new_server_channel(EventLoop& loop, const ChannelConfig& config) = 0;
+};
+
+// The transport that made `group`'s loops. Throws std::invalid_argument when the group was not made
+// by a Transport (e.g. BasicDriver loops, which have no I/O).
+Transport& transport_of(const EventLoopGroup& group);
+
+}  // namespace weft

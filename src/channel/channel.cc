@@ -1,0 +1,264 @@
+#include "weft/channel/channel.h"
+
+#include <fmt/format.h>
+
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft {
+namespace {
+
+std::atomic<std::uint64_t> g_next_channel_id{1};
+
+std::string describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "non-standard exception";
+  }
+}
+
+}  // namespace
+
+Channel::Channel(EventLoop& loop, ChannelConfig config, ByteBufAllocator& allocator)
+    : loop_(loop),
+      id_(g_next_channel_id.fetch_add(1, std::memory_order_relaxed)),
+      config_(std::move(config)),
+      allocator_(&allocator),
+      pipeline_(*this),
+      outbound_(config_.write_buffer_low_water_mark, config_.write_buffer_high_water_mark),
+      close_promise_(&loop) {
+  config_.validate();
+}
+
+Channel::~Channel() = default;
+
+Future<void> Channel::register_channel() {
+  Promise<void> promise(&loop_);
+  auto work = [this, promise]() mutable {
+    try {
+      register_on_loop();
+      promise.set_value();
+    } catch (...) {
+      promise.set_error(std::current_exception());
+    }
+  };
+  if (loop_.in_loop()) {
+    work();
+  } else {
+    loop_.execute([self = shared_from_this(), work = std::move(work)]() mutable { work(); });
+  }
+  return promise.future();
+}
+
+void Channel::register_on_loop() {
+  if (registered_) throw Error(fmt::format("channel {} is already registered", id_));
+  if (!is_open()) throw ChannelClosedError();
+  config_.validate();
+  outbound_.set_water_marks(config_.write_buffer_low_water_mark, config_.write_buffer_high_water_mark);
+  self_ = weak_from_this().lock();
+  loop_.track(*this);
+  registered_ = true;
+  try {
+    do_register();
+  } catch (...) {
+    close_now();
+    throw;
+  }
+}
+
+void Channel::activate(const SocketAddress& local, const SocketAddress& remote) {
+  local_address_ = local;
+  remote_address_ = remote;
+  active_.store(true, std::memory_order_release);
+  was_active_ = true;
+  pipeline_.fire_channel_active();
+  if (is_open() && config_.auto_read) do_begin_read();
+}
+
+void Channel::flush() {
+  if (loop_.in_loop()) {
+    pipeline_.flush();
+  } else {
+    loop_.execute([self = shared_from_this()] { self->pipeline_.flush(); });
+  }
+}
+
+void Channel::read() {
+  if (loop_.in_loop()) {
+    pipeline_.read();
+  } else {
+    loop_.execute([self = shared_from_this()] { self->pipeline_.read(); });
+  }
+}
+
+Future<void> Channel::close() {
+  if (loop_.in_loop()) {
+    pipeline_.close(Promise<void>(&loop_));
+  } else if (is_open()) {
+    loop_.try_execute([self = shared_from_this()] { self->pipeline_.close(Promise<void>(&self->loop_)); });
+  }
+  return close_future();
+}
+
+Future<void> Channel::close_after_flush() {
+  auto work = [this] {
+    if (outbound_.has_flushed() && is_active()) {
+      close_when_flushed_ = true;
+    } else {
+      pipeline_.close(Promise<void>(&loop_));
+    }
+  };
+  if (loop_.in_loop()) {
+    work();
+  } else {
+    loop_.try_execute([self = shared_from_this(), work] { work(); });
+  }
+  return close_future();
+}
+
+void Channel::set_auto_read(bool on) {
+  auto work = [this, on] {
+    config_.auto_read = on;
+    if (!is_open() || !registered_) return;
+    if (on) {
+      do_begin_read();
+    } else if (!read_requested_) {
+      do_stop_read();
+    }
+  };
+  if (loop_.in_loop()) {
+    work();
+  } else {
+    loop_.execute([self = shared_from_this(), work] { work(); });
+  }
+}
+
+Future<void> Channel::shutdown_output() {
+  Promise<void> promise(&loop_);
+  auto work = [this, promise]() mutable {
+    if (!is_active()) {
+      promise.fail(ChannelClosedError("shutdown_output: channel is not active"));
+      return;
+    }
+    if (output_shutdown_) {
+      promise.set_value();
+      return;
+    }
+    do_shutdown_output(promise);
+  };
+  if (loop_.in_loop()) {
+    work();
+  } else {
+    loop_.execute([self = shared_from_this(), work = std::move(work)]() mutable { work(); });
+  }
+  return promise.future();
+}
+
+void Channel::do_bind(const SocketAddress&, Promise<void> promise) {
+  promise.fail(Error("bind is not supported by this channel"));
+}
+
+void Channel::do_connect(const SocketAddress&, Promise<void> promise) {
+  promise.fail(Error("connect is not supported by this channel"));
+}
+
+void Channel::do_shutdown_output(Promise<void> promise) {
+  promise.fail(Error("shutdown_output is not supported by this channel"));
+}
+
+void Channel::do_write_message(void* message, const std::type_info& type) {
+  if (type != typeid(ByteBuf)) {
+    throw PipelineTypeError(fmt::format("channel {} writes ByteBuf to its socket but received {}; add an encoder",
+                                        id_, type_name(type)));
+  }
+  if (outbound_.add(std::move(*static_cast<ByteBuf*>(message)))) set_writable(false);
+}
+
+void Channel::on_unhandled_read(void*, const std::type_info& type) {
+  log(LogLevel::debug, "channel {}: a message of type {} reached the tail of the pipeline and was dropped", id_,
+      type_name(type));
+}
+
+void Channel::on_unhandled_exception(std::exception_ptr error) {
+  log(LogLevel::warn, "channel {}: an exception reached the tail of the pipeline: {}", id_, describe(error));
+}
+
+void Channel::head_write(void* message, const std::type_info& type) {
+  if (!is_open() || output_shutdown_) {
+    // The caller still owns the message and releases it.
+    log(LogLevel::debug, "channel {}: write dropped, the channel is {}", id_,
+        is_open() ? "shut down for output" : "closed");
+    return;
+  }
+  do_write_message(message, type);
+}
+
+void Channel::head_flush() {
+  if (!is_open()) return;
+  outbound_.add_flush();
+  if (is_active() && outbound_.has_flushed()) do_flush();
+}
+
+void Channel::head_read() {
+  if (!is_open() || !registered_) return;
+  read_requested_ = true;
+  do_begin_read();
+}
+
+void Channel::head_close(Promise<void> promise) {
+  close_now();
+  promise.set_value();
+}
+
+void Channel::read_batch_done() {
+  read_requested_ = false;
+  if (!config_.auto_read && is_open()) do_stop_read();
+}
+
+void Channel::set_writable(bool writable) {
+  if (writable_.load(std::memory_order_relaxed) == writable) return;
+  writable_.store(writable, std::memory_order_release);
+  pipeline_.fire_writability_changed();
+}
+
+void Channel::on_bytes_written(std::size_t n) {
+  if (outbound_.remove_bytes(n)) set_writable(true);
+  if (close_when_flushed_ && !outbound_.has_flushed()) {
+    close_when_flushed_ = false;
+    pipeline_.close(Promise<void>(&loop_));
+  }
+}
+
+void Channel::fail_and_close(std::exception_ptr error) {
+  if (!is_open()) return;
+  pipeline_.fire_exception(std::move(error));
+  close_now();
+}
+
+void Channel::close_now() {
+  if (!open_.exchange(false, std::memory_order_acq_rel)) return;
+  ChannelPtr keep_alive = std::move(self_);
+  bool was_active = active_.exchange(false, std::memory_order_acq_rel);
+  try {
+    do_close();
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "channel {}: closing the transport failed: {}", id_, e.what());
+  }
+  outbound_.clear();
+  if (was_active) pipeline_.fire_channel_inactive();
+  loop_.untrack(*this);
+  close_promise_.set_value();
+  if (!registered_) return;
+  // Tear the pipeline down once the current call stack (which may be inside a handler) unwinds.
+  auto teardown = [self = std::move(keep_alive), this] { pipeline_.clear(); };
+  if (loop_.is_terminated()) {
+    pipeline_.clear();
+  } else {
+    loop_.execute(std::move(teardown));
+  }
+}
+
+}  // namespace weft

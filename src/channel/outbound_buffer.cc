@@ -1,0 +1,76 @@
+#include "weft/channel/outbound_buffer.h"
+
+#include <algorithm>
+
+namespace weft {
+
+void OutboundBuffer::grow() {
+  std::size_t capacity = ring_.empty() ? 16 : ring_.size() * 2;
+  std::vector<ByteBuf> bigger(capacity);
+  for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
+  ring_.swap(bigger);
+  head_ = 0;
+}
+
+bool OutboundBuffer::add(ByteBuf buf) {
+  std::size_t n = buf.readable_bytes();
+  if (n == 0) return false;
+  if (size_ == ring_.size()) grow();
+  at(size_) = std::move(buf);
+  ++size_;
+  pending_bytes_ += n;
+  if (writable_ && pending_bytes_ > high_) {
+    writable_ = false;
+    return true;
+  }
+  return false;
+}
+
+int OutboundBuffer::collect_iovecs(iovec* iov, int max_iov, std::size_t max_bytes) const noexcept {
+  int count = 0;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < flushed_ && count < max_iov && bytes < max_bytes; ++i) {
+    const ByteBuf& b = at(i);
+    iov[count].iov_base = const_cast<std::uint8_t*>(b.read_ptr());
+    iov[count].iov_len = b.readable_bytes();
+    bytes += b.readable_bytes();
+    ++count;
+  }
+  return count;
+}
+
+bool OutboundBuffer::remove_bytes(std::size_t n) noexcept {
+  pending_bytes_ -= std::min(n, pending_bytes_);
+  while (n > 0 && flushed_ > 0) {
+    ByteBuf& front = at(0);
+    std::size_t readable = front.readable_bytes();
+    if (n < readable) {
+      front.skip_bytes(n);
+      break;
+    }
+    n -= readable;
+    front.release();
+    head_ = (head_ + 1) & (ring_.size() - 1);
+    --size_;
+    --flushed_;
+  }
+  if (!writable_ && pending_bytes_ < low_) {
+    writable_ = true;
+    return true;
+  }
+  return false;
+}
+
+void OutboundBuffer::clear() noexcept {
+  for (std::size_t i = 0; i < size_; ++i) at(i).release();
+  head_ = size_ = flushed_ = pending_bytes_ = 0;
+  writable_ = true;
+}
+
+std::size_t OutboundBuffer::flushed_bytes() const noexcept {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < flushed_; ++i) total += at(i).readable_bytes();
+  return total;
+}
+
+}  // namespace weft

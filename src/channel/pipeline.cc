@@ -1,0 +1,292 @@
+#include "weft/channel/pipeline.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "weft/channel/channel.h"
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft {
+
+// The transport end of the pipeline: outbound operations reach the channel here.
+class HeadHandler final : public Handler {
+ public:
+  explicit HeadHandler(Channel& channel) : channel_(channel) {}
+  void write_message(Context&, void* message, const std::type_info& type) override {
+    channel_.head_write(message, type);
+  }
+  void flush(Context&) override { channel_.head_flush(); }
+  void read(Context&) override { channel_.head_read(); }
+  void close(Context&, Promise<void> promise) override { channel_.head_close(std::move(promise)); }
+  void bind(Context&, const SocketAddress& local, Promise<void> promise) override {
+    channel_.do_bind(local, std::move(promise));
+  }
+  void connect(Context&, const SocketAddress& remote, Promise<void> promise) override {
+    channel_.do_connect(remote, std::move(promise));
+  }
+
+ private:
+  Channel& channel_;
+};
+
+// The application end: whatever arrives here was not consumed by any handler.
+class TailHandler final : public Handler {
+ public:
+  explicit TailHandler(Channel& channel) : channel_(channel) {}
+  void channel_active(Context&) override {}
+  void channel_inactive(Context&) override {}
+  void channel_read_complete(Context&) override {}
+  void user_event(Context&, const std::any&) override {}
+  void writability_changed(Context&) override {}
+  void exception_caught(Context&, std::exception_ptr error) override {
+    channel_.on_unhandled_exception(std::move(error));
+  }
+  void read_message(Context&, void* message, const std::type_info& type) override {
+    channel_.on_unhandled_read(message, type);
+  }
+
+ private:
+  Channel& channel_;
+};
+
+Pipeline::Pipeline(Channel& channel)
+    : channel_(channel),
+      head_handler_(std::make_unique<HeadHandler>(channel)),
+      tail_handler_(std::make_unique<TailHandler>(channel)),
+      head_(*this, "head", head_handler_.get(), nullptr),
+      tail_(*this, "tail", tail_handler_.get(), nullptr) {
+  head_.next_ = &tail_;
+  tail_.prev_ = &head_;
+}
+
+Pipeline::~Pipeline() = default;
+
+Context* Pipeline::find(std::string_view name) const noexcept {
+  for (Context* c = head_.next_; c != &tail_; c = c->next_) {
+    if (c->name_ == name) return c;
+  }
+  return nullptr;
+}
+
+Context& Pipeline::find_or_throw(std::string_view name) const {
+  Context* c = find(name);
+  if (c == nullptr) throw std::invalid_argument(fmt::format("no handler named '{}' in the pipeline", name));
+  return *c;
+}
+
+void Pipeline::check_name_free(std::string_view name) const {
+  if (name.empty()) throw std::invalid_argument("a handler needs a non-empty name");
+  if (find(name) != nullptr) throw std::invalid_argument(fmt::format("duplicate handler name '{}'", name));
+}
+
+void Pipeline::link_after(Context& prev, std::unique_ptr<Context> ctx) {
+  Context& c = *ctx;
+  c.prev_ = &prev;
+  c.next_ = prev.next_;
+  prev.next_->prev_ = &c;
+  prev.next_ = &c;
+  contexts_.push_back(std::move(ctx));
+  try {
+    check_types();
+  } catch (...) {
+    unlink(c);
+    contexts_.pop_back();
+    throw;
+  }
+  try {
+    c.handler_->handler_added(c);
+  } catch (...) {
+    unlink(c);
+    auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
+    contexts_.erase(it);
+    throw;
+  }
+}
+
+void Pipeline::unlink(Context& ctx) {
+  // The removed context keeps its own prev_/next_, so an event it is forwarding right now still
+  // reaches the right neighbour.
+  ctx.prev_->next_ = ctx.next_;
+  ctx.next_->prev_ = ctx.prev_;
+  ctx.removed_ = true;
+}
+
+namespace {
+bool is_any(const std::type_info* t) { return t == nullptr || *t == typeid(AnyMessage); }
+}  // namespace
+
+void Pipeline::check_types() const {
+  const std::type_info* current = channel_.inbound_message_type();
+  const Context* emitter = &head_;
+  for (const Context* c = head_.next_; c != &tail_; c = c->next_) {
+    const std::type_info* in = c->types_.inbound_in;
+    if (is_any(in)) continue;
+    if (current != nullptr && *current != *in) {
+      throw PipelineTypeError(fmt::format("handler '{}' takes inbound {} but '{}' before it emits {}", c->name_,
+                                          type_name(*in), emitter->name_, type_name(*current)));
+    }
+    current = is_any(c->types_.inbound_out) ? nullptr : c->types_.inbound_out;
+    emitter = c;
+  }
+  current = nullptr;
+  emitter = nullptr;
+  for (const Context* c = tail_.prev_; c != &head_; c = c->prev_) {
+    const std::type_info* in = c->types_.outbound_in;
+    if (is_any(in)) continue;
+    if (current != nullptr && *current != *in) {
+      throw PipelineTypeError(fmt::format("handler '{}' takes outbound {} but '{}' after it writes {}", c->name_,
+                                          type_name(*in), emitter->name_, type_name(*current)));
+    }
+    current = is_any(c->types_.outbound_out) ? nullptr : c->types_.outbound_out;
+    emitter = c;
+  }
+  const std::type_info* accepted = channel_.outbound_message_type();
+  if (accepted != nullptr && current != nullptr && *accepted != *current) {
+    throw PipelineTypeError(fmt::format("the channel writes {} to its transport but '{}' writes {}",
+                                        type_name(*accepted), emitter->name_, type_name(*current)));
+  }
+}
+
+Pipeline& Pipeline::add_last(std::string name, std::shared_ptr<Handler> handler) {
+  check_name_free(name);
+  Handler* raw = handler.get();
+  link_after(*tail_.prev_, std::unique_ptr<Context>(new Context(*this, std::move(name), raw, std::move(handler))));
+  return *this;
+}
+
+Pipeline& Pipeline::add_first(std::string name, std::shared_ptr<Handler> handler) {
+  check_name_free(name);
+  Handler* raw = handler.get();
+  link_after(head_, std::unique_ptr<Context>(new Context(*this, std::move(name), raw, std::move(handler))));
+  return *this;
+}
+
+Pipeline& Pipeline::add_before(std::string_view base, std::string name, std::shared_ptr<Handler> handler) {
+  Context& at = find_or_throw(base);
+  check_name_free(name);
+  Handler* raw = handler.get();
+  link_after(*at.prev_, std::unique_ptr<Context>(new Context(*this, std::move(name), raw, std::move(handler))));
+  return *this;
+}
+
+Pipeline& Pipeline::add_after(std::string_view base, std::string name, std::shared_ptr<Handler> handler) {
+  Context& at = find_or_throw(base);
+  check_name_free(name);
+  Handler* raw = handler.get();
+  link_after(at, std::unique_ptr<Context>(new Context(*this, std::move(name), raw, std::move(handler))));
+  return *this;
+}
+
+std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
+  Context& c = find_or_throw(name);
+  unlink(c);
+  std::shared_ptr<Handler> handler = c.owner_;
+  try {
+    c.handler_->handler_removed(c);
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", c.name_, e.what());
+  }
+  auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
+  // Freed when the outermost pipeline call returns: the handler may be removing itself right now.
+  removed_.push_back(std::move(*it));
+  contexts_.erase(it);
+  return handler;
+}
+
+void Pipeline::remove(const Handler& handler) {
+  Context* c = context(handler);
+  if (c == nullptr) throw std::invalid_argument("handler is not in this pipeline");
+  remove(c->name_);
+}
+
+std::shared_ptr<Handler> Pipeline::replace(std::string_view old_name, std::string new_name,
+                                           std::shared_ptr<Handler> handler) {
+  Context& old = find_or_throw(old_name);
+  if (new_name != old_name) check_name_free(new_name);
+  Context& prev = *old.prev_;
+  std::string old_copy(old_name);
+  std::shared_ptr<Handler> removed = remove(old_copy);
+  try {
+    Handler* raw = handler.get();
+    link_after(prev, std::unique_ptr<Context>(new Context(*this, std::move(new_name), raw, std::move(handler))));
+  } catch (...) {
+    link_after(prev, std::unique_ptr<Context>(new Context(*this, std::move(old_copy), removed.get(), removed)));
+    throw;
+  }
+  return removed;
+}
+
+Handler* Pipeline::get(std::string_view name) const noexcept {
+  Context* c = find(name);
+  return c != nullptr ? c->handler_ : nullptr;
+}
+
+Context* Pipeline::context(std::string_view name) const noexcept { return find(name); }
+
+Context* Pipeline::context(const Handler& handler) const noexcept {
+  for (Context* c = head_.next_; c != &tail_; c = c->next_) {
+    if (c->handler_ == &handler) return c;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Pipeline::names() const {
+  std::vector<std::string> out;
+  for (Context* c = head_.next_; c != &tail_; c = c->next_) out.push_back(c->name_);
+  return out;
+}
+
+void Pipeline::clear() {
+  Depth depth(*this);
+  while (head_.next_ != &tail_) remove(std::string(head_.next_->name_));
+}
+
+void Pipeline::fire_channel_active() {
+  Depth depth(*this);
+  head_.fire_channel_active();
+}
+void Pipeline::fire_channel_inactive() {
+  Depth depth(*this);
+  head_.fire_channel_inactive();
+}
+void Pipeline::fire_read_complete() {
+  Depth depth(*this);
+  head_.fire_read_complete();
+}
+void Pipeline::fire_user_event(const std::any& event) {
+  Depth depth(*this);
+  head_.fire_user_event(event);
+}
+void Pipeline::fire_writability_changed() {
+  Depth depth(*this);
+  head_.fire_writability_changed();
+}
+void Pipeline::fire_exception(std::exception_ptr error) {
+  Depth depth(*this);
+  head_.fire_exception(std::move(error));
+}
+void Pipeline::flush() {
+  Depth depth(*this);
+  tail_.flush();
+}
+void Pipeline::read() {
+  Depth depth(*this);
+  tail_.read();
+}
+void Pipeline::close(Promise<void> promise) {
+  Depth depth(*this);
+  tail_.close(std::move(promise));
+}
+void Pipeline::bind(const SocketAddress& local, Promise<void> promise) {
+  Depth depth(*this);
+  tail_.bind(local, std::move(promise));
+}
+void Pipeline::connect(const SocketAddress& remote, Promise<void> promise) {
+  Depth depth(*this);
+  tail_.connect(remote, std::move(promise));
+}
+
+}  // namespace weft

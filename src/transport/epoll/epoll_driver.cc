@@ -1,0 +1,81 @@
+#include "epoll_driver.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft {
+
+EpollDriver::EpollDriver() : epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), event_fd_(-1) {
+  if (epoll_fd_ < 0) throw IoError(errno, "epoll_create1");
+  event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (event_fd_ < 0) {
+    int e = errno;
+    ::close(epoll_fd_);
+    throw IoError(e, "eventfd");
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;  // null marks the wake-up descriptor
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &ev) != 0) {
+    int e = errno;
+    ::close(event_fd_);
+    ::close(epoll_fd_);
+    throw IoError(e, "epoll_ctl(eventfd)");
+  }
+}
+
+EpollDriver::~EpollDriver() {
+  ::close(event_fd_);
+  ::close(epoll_fd_);
+}
+
+void EpollDriver::poll(Duration timeout) {
+  int ms = -1;
+  if (timeout.count() >= 0) {
+    // Round up: waking before a timer's deadline would only poll again.
+    ms = static_cast<int>(std::min<std::int64_t>((timeout.count() + 999'999) / 1'000'000, 1 << 30));
+  }
+  int n = ::epoll_wait(epoll_fd_, events_.data(), static_cast<int>(events_.size()), ms);
+  if (n < 0) {
+    if (errno != EINTR) log(LogLevel::error, "epoll_wait failed: errno {}", errno);
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    auto* handle = static_cast<EpollHandle*>(events_[i].data.ptr);
+    if (handle == nullptr) {
+      std::uint64_t value;
+      [[maybe_unused]] auto r = ::read(event_fd_, &value, sizeof value);
+      continue;
+    }
+    handle->on_epoll_events(events_[i].events);
+  }
+}
+
+void EpollDriver::wakeup() noexcept {
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto r = ::write(event_fd_, &one, sizeof one);
+}
+
+void EpollDriver::add(int fd, std::uint32_t events, EpollHandle* handle) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = handle;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) throw IoError(errno, "epoll_ctl(ADD)");
+}
+
+void EpollDriver::modify(int fd, std::uint32_t events, EpollHandle* handle) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = handle;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) throw IoError(errno, "epoll_ctl(MOD)");
+}
+
+void EpollDriver::remove(int fd) noexcept { ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }
+
+}  // namespace weft

@@ -1,0 +1,162 @@
+#include "epoll_server_channel.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "socket_ops.h"
+#include "weft/buffer/byte_buf_allocator.h"
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft {
+namespace {
+
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+
+int open_reserved_fd() noexcept { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+}  // namespace
+
+EpollServerChannel::EpollServerChannel(EventLoop& loop, const ChannelConfig& config)
+    : Channel(loop, config, default_allocator()) {}
+
+EpollServerChannel::~EpollServerChannel() {
+  if (fd_ >= 0) ::close(fd_);
+  if (reserved_fd_ >= 0) ::close(reserved_fd_);
+}
+
+void EpollServerChannel::do_register() {
+  driver_ = dynamic_cast<EpollDriver*>(&loop().driver());
+  if (driver_ == nullptr) {
+    throw Error(fmt::format("an epoll server channel cannot run on loop '{}': its group was not made by weft::epoll()",
+                            loop().name()));
+  }
+}
+
+void EpollServerChannel::do_bind(const SocketAddress& local, Promise<void> promise) {
+  if (fd_ >= 0) {
+    promise.fail(Error("bind: server channel is already bound"));
+    return;
+  }
+  try {
+    fd_ = socket_ops::open_stream_socket(local.family());
+    socket_ops::apply_server_options(fd_, config());
+    if (::bind(fd_, local.raw(), local.length()) != 0) throw IoError(errno, fmt::format("bind {}", local.to_string()));
+    if (::listen(fd_, config().backlog) != 0) throw IoError(errno, fmt::format("listen on {}", local.to_string()));
+    driver_->add(fd_, 0, this);
+  } catch (...) {
+    promise.set_error(std::current_exception());
+    close_now();
+    return;
+  }
+  reserved_fd_ = open_reserved_fd();
+  promise.set_value();
+  activate(socket_ops::local_address(fd_), SocketAddress());
+}
+
+void EpollServerChannel::update_interest() {
+  if (fd_ < 0) return;
+  std::uint32_t wanted = (want_read_ && !paused_) ? EPOLLIN : 0;
+  if (wanted == interest_) return;
+  try {
+    driver_->modify(fd_, wanted, this);
+    interest_ = wanted;
+  } catch (...) {
+    fail_and_close(std::current_exception());
+  }
+}
+
+void EpollServerChannel::do_begin_read() {
+  want_read_ = true;
+  update_interest();
+}
+
+void EpollServerChannel::do_stop_read() {
+  want_read_ = false;
+  update_interest();
+}
+
+void EpollServerChannel::do_write_message(void*, const std::type_info&) {
+  throw Error("a server channel does not write; write to an accepted channel instead");
+}
+
+void EpollServerChannel::on_epoll_events(std::uint32_t events) {
+  if (fd_ < 0) return;
+  if (events & EPOLLIN) accept_all();
+}
+
+void EpollServerChannel::accept_all() {
+  int accepted = 0;
+  while (is_open() && auto_read_or_requested() && !paused_) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      ++accepted;
+      pipeline().fire_read(AcceptedSocket(fd, SocketAddress(reinterpret_cast<sockaddr*>(&ss), len)));
+      continue;
+    }
+    int err = errno;
+    if (err == EINTR || err == ECONNABORTED) continue;
+    if (err == EAGAIN || err == EWOULDBLOCK) break;
+    if (err == EMFILE || err == ENFILE) {
+      shed_one_connection();
+      continue;
+    }
+    // ENOBUFS, ENOMEM, EPERM...: report and back off instead of spinning on a level-triggered event.
+    pipeline().fire_exception(std::make_exception_ptr(IoError(err, "accept")));
+    pause_accepting();
+    break;
+  }
+  read_batch_done();
+  if (accepted > 0 && is_open()) pipeline().fire_read_complete();
+}
+
+void EpollServerChannel::shed_one_connection() {
+  // Out of descriptors: the pending connection would keep the listening socket readable forever.
+  // Free the reserved descriptor, accept the connection, close it, and take the reserve back.
+  TimePoint now = loop().now();
+  if (now - last_exhaustion_log_ >= std::chrono::seconds(1)) {
+    last_exhaustion_log_ = now;
+    log(LogLevel::warn, "server {}: out of file descriptors; refusing new connections", local_address().to_string());
+  }
+  if (reserved_fd_ >= 0) {
+    ::close(reserved_fd_);
+    reserved_fd_ = -1;
+    int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    reserved_fd_ = open_reserved_fd();
+    if (reserved_fd_ >= 0) return;
+  }
+  pause_accepting();  // no reserve left: back off instead of busy looping
+}
+
+void EpollServerChannel::pause_accepting() {
+  if (paused_) return;
+  paused_ = true;
+  update_interest();
+  loop().schedule(kAcceptPause, [self = shared_from_this(), this] {
+    paused_ = false;
+    if (reserved_fd_ < 0) reserved_fd_ = open_reserved_fd();
+    if (is_open()) update_interest();
+  });
+}
+
+void EpollServerChannel::do_close() {
+  if (fd_ >= 0) {
+    driver_->remove(fd_);
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (reserved_fd_ >= 0) {
+    ::close(reserved_fd_);
+    reserved_fd_ = -1;
+  }
+}
+
+}  // namespace weft

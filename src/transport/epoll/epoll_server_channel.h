@@ -1,0 +1,44 @@
+#pragma once
+// A listening TCP socket on the epoll transport. Emits AcceptedSocket messages into its pipeline.
+
+#include <cstdint>
+
+#include "epoll_driver.h"
+#include "weft/channel/channel.h"
+#include "weft/channel/transport.h"
+
+namespace weft {
+
+class EpollServerChannel final : public Channel, private EpollHandle {
+ public:
+  EpollServerChannel(EventLoop& loop, const ChannelConfig& config);
+  ~EpollServerChannel() override;
+
+ protected:
+  void do_register() override;
+  void do_begin_read() override;
+  void do_stop_read() override;
+  void do_flush() override {}
+  void do_close() override;
+  void do_bind(const SocketAddress& local, Promise<void> promise) override;
+  void do_write_message(void* message, const std::type_info& type) override;
+  const std::type_info* inbound_message_type() const noexcept override { return &typeid(AcceptedSocket); }
+  const std::type_info* outbound_message_type() const noexcept override { return nullptr; }
+
+ private:
+  void on_epoll_events(std::uint32_t events) override;
+  void accept_all();
+  void shed_one_connection();
+  void pause_accepting();
+  void update_interest();
+
+  int fd_ = -1;
+  int reserved_fd_ = -1;  // given up to accept-and-close one connection when out of descriptors
+  EpollDriver* driver_ = nullptr;
+  bool want_read_ = false;
+  bool paused_ = false;
+  std::uint32_t interest_ = 0;
+  TimePoint last_exhaustion_log_{};
+};
+
+}  // namespace weft

@@ -1,0 +1,65 @@
+#include "socket_ops.h"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "weft/core/error.h"
+
+namespace weft::socket_ops {
+namespace {
+
+void set_int(int fd, int level, int name, int value, const char* what) {
+  if (::setsockopt(fd, level, name, &value, sizeof value) != 0) throw IoError(errno, what);
+}
+
+}  // namespace
+
+int open_stream_socket(int family) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw IoError(errno, "socket");
+  return fd;
+}
+
+void apply_connection_options(int fd, const ChannelConfig& config) {
+  set_int(fd, IPPROTO_TCP, TCP_NODELAY, config.tcp_nodelay ? 1 : 0, "setsockopt(TCP_NODELAY)");
+  if (config.keep_alive) set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "setsockopt(SO_KEEPALIVE)");
+  if (config.send_buffer_size > 0) set_int(fd, SOL_SOCKET, SO_SNDBUF, config.send_buffer_size, "setsockopt(SO_SNDBUF)");
+  if (config.receive_buffer_size > 0) {
+    set_int(fd, SOL_SOCKET, SO_RCVBUF, config.receive_buffer_size, "setsockopt(SO_RCVBUF)");
+  }
+}
+
+void apply_server_options(int fd, const ChannelConfig& config) {
+  if (config.reuse_address) set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1, "setsockopt(SO_REUSEADDR)");
+  if (config.reuse_port) set_int(fd, SOL_SOCKET, SO_REUSEPORT, 1, "setsockopt(SO_REUSEPORT)");
+  // Inherited by accepted sockets: must be set before listen() to affect the window scale.
+  if (config.receive_buffer_size > 0) {
+    set_int(fd, SOL_SOCKET, SO_RCVBUF, config.receive_buffer_size, "setsockopt(SO_RCVBUF)");
+  }
+}
+
+SocketAddress local_address(int fd) noexcept {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  return SocketAddress(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+SocketAddress peer_address(int fd) noexcept {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  return SocketAddress(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+int pending_error(int fd) noexcept {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+  return err;
+}
+
+}  // namespace weft::socket_ops

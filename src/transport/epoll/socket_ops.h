@@ -1,0 +1,20 @@
+#pragma once
+// Small wrappers over socket system calls shared by the epoll channels.
+
+#include "weft/channel/channel_config.h"
+#include "weft/channel/socket_address.h"
+
+namespace weft::socket_ops {
+
+// A non-blocking, close-on-exec TCP socket. Throws IoError.
+int open_stream_socket(int family);
+// Options of a connected socket from `config`. Throws IoError.
+void apply_connection_options(int fd, const ChannelConfig& config);
+// Options of a listening socket from `config`. Throws IoError.
+void apply_server_options(int fd, const ChannelConfig& config);
+SocketAddress local_address(int fd) noexcept;
+SocketAddress peer_address(int fd) noexcept;
+// The pending error of a socket (SO_ERROR), 0 if none.
+int pending_error(int fd) noexcept;
+
+}  // namespace weft::socket_ops
