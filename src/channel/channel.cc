@@ -169,37 +169,37 @@ void Channel::do_shutdown_output(Promise<void> promise) {
   promise.fail(Error("shutdown_output is not supported by this channel"));
 }
 
-void Channel::do_write_message(void* message, const std::type_info& type) {
-  if (type != typeid(ByteBuf)) {
+void Channel::do_write_message(MessageRef message) {
+  if (!message.is<ByteBuf>()) {
     throw PipelineTypeError(fmt::format("channel {} writes ByteBuf to its socket but received {}; add an encoder",
-                                        id_, type_name(type)));
+                                        id_, type_name(message.type())));
   }
-  if (outbound_.add(std::move(*static_cast<ByteBuf*>(message)))) set_writable(false);
+  if (outbound_.add(std::move(message.as<ByteBuf>()))) set_writable(false);
 }
 
-void Channel::on_unhandled_read(void*, const std::type_info& type) {
+void Channel::on_unhandled_read(MessageRef message) {
   log(LogLevel::debug, "channel {}: a message of type {} reached the tail of the pipeline and was dropped", id_,
-      type_name(type));
+      type_name(message.type()));
 }
 
 void Channel::on_unhandled_exception(std::exception_ptr error) {
   log(LogLevel::warn, "channel {}: an exception reached the tail of the pipeline: {}", id_, describe(error));
 }
 
-void Channel::head_write(void* message, const std::type_info& type) {
+void Channel::head_write(MessageRef message) {
   if (!is_open() || output_shutdown_) {
     // The caller still owns the message and releases it.
     log(LogLevel::debug, "channel {}: write dropped, the channel is {}", id_,
         is_open() ? "shut down for output" : "closed");
     return;
   }
-  do_write_message(message, type);
+  do_write_message(message);
 }
 
 void Channel::head_flush() {
   if (!is_open()) return;
   outbound_.add_flush();
-  if (is_active() && outbound_.has_flushed()) do_flush();
+  if (is_active()) do_flush();
 }
 
 void Channel::head_read() {

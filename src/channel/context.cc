@@ -68,17 +68,17 @@ void Context::fire_exception(std::exception_ptr error) {
   }
 }
 
-void Context::invoke_read(void* message, const std::type_info& type) {
+void Context::invoke_read(MessageRef message) {
   try {
-    handler_->read_message(*this, message, type);
+    handler_->read_message(*this, message);
   } catch (...) {
     handle_inbound_exception(std::current_exception());
   }
 }
 
-void Context::invoke_write(void* message, const std::type_info& type) {
+void Context::invoke_write(MessageRef message) {
   try {
-    handler_->write_message(*this, message, type);
+    handler_->write_message(*this, message);
   } catch (...) {
     handle_outbound_exception(std::current_exception());
   }

@@ -38,13 +38,9 @@ void Handler::flush(Context& ctx) { ctx.flush(); }
 void Handler::read(Context& ctx) { ctx.read(); }
 void Handler::close(Context& ctx, Promise<void> promise) { ctx.close(std::move(promise)); }
 
-void Handler::read_message(Context& ctx, void* message, const std::type_info& type) {
-  ctx.fire_read_erased(message, type);
-}
+void Handler::read_message(Context& ctx, MessageRef message) { ctx.fire_read_erased(message); }
 
-void Handler::write_message(Context& ctx, void* message, const std::type_info& type) {
-  ctx.write_erased(message, type);
-}
+void Handler::write_message(Context& ctx, MessageRef message) { ctx.write_erased(message); }
 
 void Handler::throw_type_mismatch(const Context& ctx, const char* direction, const std::type_info& expected,
                                   const std::type_info& type) {

@@ -15,9 +15,7 @@ namespace weft {
 class HeadHandler final : public Handler {
  public:
   explicit HeadHandler(Channel& channel) : channel_(channel) {}
-  void write_message(Context&, void* message, const std::type_info& type) override {
-    channel_.head_write(message, type);
-  }
+  void write_message(Context&, MessageRef message) override { channel_.head_write(message); }
   void flush(Context&) override { channel_.head_flush(); }
   void read(Context&) override { channel_.head_read(); }
   void close(Context&, Promise<void> promise) override { channel_.head_close(std::move(promise)); }
@@ -44,9 +42,7 @@ class TailHandler final : public Handler {
   void exception_caught(Context&, std::exception_ptr error) override {
     channel_.on_unhandled_exception(std::move(error));
   }
-  void read_message(Context&, void* message, const std::type_info& type) override {
-    channel_.on_unhandled_read(message, type);
-  }
+  void read_message(Context&, MessageRef message) override { channel_.on_unhandled_read(message); }
 
  private:
   Channel& channel_;

@@ -117,13 +117,13 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   virtual void do_connect(const SocketAddress& remote, Promise<void> promise);
   virtual void do_shutdown_output(Promise<void> promise);
   // The message type that reaches the outbound end of the pipeline; ByteBuf unless overridden.
-  virtual void do_write_message(void* message, const std::type_info& type);
+  virtual void do_write_message(MessageRef message);
   // The type the transport emits into the pipeline (null: any); ByteBuf unless overridden.
   virtual const std::type_info* inbound_message_type() const noexcept { return &typeid(ByteBuf); }
   // The type the transport accepts from the pipeline (null: any).
   virtual const std::type_info* outbound_message_type() const noexcept { return &typeid(ByteBuf); }
   // A message reached the tail unconsumed. Default: debug log, the message is dropped.
-  virtual void on_unhandled_read(void* message, const std::type_info& type);
+  virtual void on_unhandled_read(MessageRef message);
   // An exception reached the tail. Default: warning log.
   virtual void on_unhandled_exception(std::exception_ptr error);
 
@@ -153,7 +153,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   void register_on_loop();
   void set_writable(bool writable);
   // head of the pipeline
-  void head_write(void* message, const std::type_info& type);
+  void head_write(MessageRef message);
   void head_flush();
   void head_read();
   void head_close(Promise<void> promise);

@@ -42,7 +42,7 @@ class Context {
   template <class T>
   void fire_read(T&& message) {
     static_assert(!std::is_lvalue_reference_v<T>, "fire_read takes ownership: pass std::move(message)");
-    next_->invoke_read(&message, typeid(std::remove_cv_t<T>));
+    next_->invoke_read(MessageRef::of(message));
   }
   void fire_read_complete();
   void fire_user_event(const std::any& event);
@@ -54,7 +54,7 @@ class Context {
   template <class T>
   void write(T&& message) {
     static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
-    prev_->invoke_write(&message, typeid(std::remove_cv_t<T>));
+    prev_->invoke_write(MessageRef::of(message));
   }
   void flush();
   template <class T>
@@ -72,15 +72,15 @@ class Context {
   void connect(const SocketAddress& remote, Promise<void> promise);
 
   // For handlers that pass on messages of any type (AnyMessage): forward without knowing the type.
-  void fire_read_erased(void* message, const std::type_info& type) { next_->invoke_read(message, type); }
-  void write_erased(void* message, const std::type_info& type) { prev_->invoke_write(message, type); }
+  void fire_read_erased(MessageRef message) { next_->invoke_read(message); }
+  void write_erased(MessageRef message) { prev_->invoke_write(message); }
 
  private:
   friend class Pipeline;
   Context(Pipeline& pipeline, std::string name, Handler* handler, std::shared_ptr<Handler> owner);
 
-  void invoke_read(void* message, const std::type_info& type);
-  void invoke_write(void* message, const std::type_info& type);
+  void invoke_read(MessageRef message);
+  void invoke_write(MessageRef message);
   void handle_inbound_exception(std::exception_ptr error) noexcept;
   void handle_outbound_exception(std::exception_ptr error) noexcept;
 

@@ -18,8 +18,9 @@
 #include <string>
 #include <typeinfo>
 
-#include "weft/core/future.h"
+#include "weft/channel/message.h"
 #include "weft/channel/socket_address.h"
+#include "weft/core/future.h"
 
 namespace weft {
 
@@ -36,8 +37,6 @@ struct MessageTypes {
   const std::type_info* outbound_out = nullptr;
 };
 
-// Human-readable (demangled) name of a type, for error messages.
-std::string type_name(const std::type_info& type);
 
 class Handler {
  public:
@@ -63,8 +62,8 @@ class Handler {
   virtual void close(Context& ctx, Promise<void> promise);
 
   // ---- type-erased message entry points; the typed bases below implement them
-  virtual void read_message(Context& ctx, void* message, const std::type_info& type);
-  virtual void write_message(Context& ctx, void* message, const std::type_info& type);
+  virtual void read_message(Context& ctx, MessageRef message);
+  virtual void write_message(Context& ctx, MessageRef message);
   virtual MessageTypes message_types() const noexcept { return {}; }
 
  protected:
@@ -82,9 +81,9 @@ class InboundHandler : public Handler {
 
   virtual void channel_read(Context& ctx, In&& message) = 0;
 
-  void read_message(Context& ctx, void* message, const std::type_info& type) final {
-    if (type != typeid(In)) throw_type_mismatch(ctx, "inbound", typeid(In), type);
-    channel_read(ctx, std::move(*static_cast<In*>(message)));
+  void read_message(Context& ctx, MessageRef message) final {
+    if (!message.is<In>()) throw_type_mismatch(ctx, "inbound", typeid(In), message.type());
+    channel_read(ctx, std::move(message.as<In>()));
   }
   MessageTypes message_types() const noexcept override { return {&typeid(In), &typeid(Out), nullptr, nullptr}; }
 };
@@ -98,9 +97,9 @@ class OutboundHandler : public Handler {
 
   virtual void write(Context& ctx, In&& message) = 0;
 
-  void write_message(Context& ctx, void* message, const std::type_info& type) final {
-    if (type != typeid(In)) throw_type_mismatch(ctx, "outbound", typeid(In), type);
-    write(ctx, std::move(*static_cast<In*>(message)));
+  void write_message(Context& ctx, MessageRef message) final {
+    if (!message.is<In>()) throw_type_mismatch(ctx, "outbound", typeid(In), message.type());
+    write(ctx, std::move(message.as<In>()));
   }
   MessageTypes message_types() const noexcept override { return {nullptr, nullptr, &typeid(In), &typeid(Out)}; }
 };
@@ -112,13 +111,13 @@ class DuplexHandler : public Handler {
   virtual void channel_read(Context& ctx, InIn&& message) = 0;
   virtual void write(Context& ctx, OutIn&& message) = 0;
 
-  void read_message(Context& ctx, void* message, const std::type_info& type) final {
-    if (type != typeid(InIn)) throw_type_mismatch(ctx, "inbound", typeid(InIn), type);
-    channel_read(ctx, std::move(*static_cast<InIn*>(message)));
+  void read_message(Context& ctx, MessageRef message) final {
+    if (!message.is<InIn>()) throw_type_mismatch(ctx, "inbound", typeid(InIn), message.type());
+    channel_read(ctx, std::move(message.as<InIn>()));
   }
-  void write_message(Context& ctx, void* message, const std::type_info& type) final {
-    if (type != typeid(OutIn)) throw_type_mismatch(ctx, "outbound", typeid(OutIn), type);
-    write(ctx, std::move(*static_cast<OutIn*>(message)));
+  void write_message(Context& ctx, MessageRef message) final {
+    if (!message.is<OutIn>()) throw_type_mismatch(ctx, "outbound", typeid(OutIn), message.type());
+    write(ctx, std::move(message.as<OutIn>()));
   }
   MessageTypes message_types() const noexcept override {
     return {&typeid(InIn), &typeid(InOut), &typeid(OutIn), &typeid(OutOut)};

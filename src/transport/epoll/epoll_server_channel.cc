@@ -81,7 +81,7 @@ void EpollServerChannel::do_stop_read() {
   update_interest();
 }
 
-void EpollServerChannel::do_write_message(void*, const std::type_info&) {
+void EpollServerChannel::do_write_message(MessageRef) {
   throw Error("a server channel does not write; write to an accepted channel instead");
 }
 

@@ -21,7 +21,7 @@ class EpollServerChannel final : public Channel, private EpollHandle {
   void do_flush() override {}
   void do_close() override;
   void do_bind(const SocketAddress& local, Promise<void> promise) override;
-  void do_write_message(void* message, const std::type_info& type) override;
+  void do_write_message(MessageRef message) override;
   const std::type_info* inbound_message_type() const noexcept override { return &typeid(AcceptedSocket); }
   const std::type_info* outbound_message_type() const noexcept override { return nullptr; }
 

@@ -1,0 +1,95 @@
+#pragma once
+// Type-erased messages.
+//
+// MessageRef: a borrowed message of any type, as it travels along a pipeline (an address, its
+// type, and how to move it into a box). Building one does not allocate.
+// Message: an owning, move-only box for a message of any type, for when a message must be kept
+// without knowing its type (EmbeddedChannel's queues, queues between threads). Boxing allocates.
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+
+namespace weft {
+
+std::string type_name(const std::type_info& type);
+
+class Message {
+ public:
+  Message() noexcept = default;
+  template <class T, class D = std::decay_t<T>, class = std::enable_if_t<!std::is_same_v<D, Message>>>
+  explicit Message(T&& value) : holder_(std::make_unique<Holder<D>>(std::forward<T>(value))) {}
+
+  bool has_value() const noexcept { return holder_ != nullptr; }
+  const std::type_info& type() const noexcept { return holder_ ? holder_->type() : typeid(void); }
+  template <class T>
+  bool is() const noexcept {
+    return holder_ && holder_->type() == typeid(T);
+  }
+  // The value, or null when the box holds another type.
+  template <class T>
+  T* get() noexcept {
+    return is<T>() ? &static_cast<Holder<T>*>(holder_.get())->value : nullptr;
+  }
+  // Moves the value out; throws std::logic_error naming both types on a mismatch.
+  template <class T>
+  T take() {
+    if (!is<T>()) {
+      throw std::logic_error("message holds " + (holder_ ? type_name(type()) : std::string("nothing")) +
+                             ", not " + type_name(typeid(T)));
+    }
+    T out = std::move(static_cast<Holder<T>*>(holder_.get())->value);
+    holder_.reset();
+    return out;
+  }
+  void* address() noexcept { return holder_ ? holder_->address() : nullptr; }
+
+ private:
+  struct HolderBase {
+    virtual ~HolderBase() = default;
+    virtual const std::type_info& type() const noexcept = 0;
+    virtual void* address() noexcept = 0;
+  };
+  template <class T>
+  struct Holder final : HolderBase {
+    template <class U>
+    explicit Holder(U&& v) : value(std::forward<U>(v)) {}
+    const std::type_info& type() const noexcept override { return typeid(T); }
+    void* address() noexcept override { return &value; }
+    T value;
+  };
+  std::unique_ptr<HolderBase> holder_;
+};
+
+class MessageRef {
+ public:
+  template <class T>
+  static MessageRef of(T& object) noexcept {
+    return MessageRef(&object, typeid(T), [](void* o) { return Message(std::move(*static_cast<T*>(o))); });
+  }
+
+  const std::type_info& type() const noexcept { return *type_; }
+  template <class T>
+  bool is() const noexcept {
+    return *type_ == typeid(T);
+  }
+  // The message as T; the caller has checked is<T>().
+  template <class T>
+  T& as() const noexcept {
+    return *static_cast<T*>(object_);
+  }
+  // Moves the message into an owning box.
+  Message take() const { return box_(object_); }
+
+ private:
+  using BoxFn = Message (*)(void*);
+  MessageRef(void* object, const std::type_info& type, BoxFn box) noexcept : object_(object), type_(&type), box_(box) {}
+  void* object_;
+  const std::type_info* type_;
+  BoxFn box_;
+};
+
+}  // namespace weft

@@ -1,0 +1,90 @@
+#include "weft/channel/outbound_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace weft {
+namespace {
+
+TEST(OutboundBufferTest, FlushedPartIsWhatTheTransportSees) {
+  OutboundBuffer ob(8, 16);
+  ob.add(ByteBuf::copy_of("abc"));
+  ob.add(ByteBuf::copy_of("de"));
+  iovec iov[4];
+  EXPECT_EQ(ob.collect_iovecs(iov, 4, 1 << 20), 0);  // nothing flushed yet
+  ob.add_flush();
+  ob.add(ByteBuf::copy_of("later"));
+  ASSERT_EQ(ob.collect_iovecs(iov, 4, 1 << 20), 2);
+  EXPECT_EQ(std::string(static_cast<char*>(iov[0].iov_base), iov[0].iov_len), "abc");
+  EXPECT_EQ(std::string(static_cast<char*>(iov[1].iov_base), iov[1].iov_len), "de");
+  EXPECT_EQ(ob.flushed_bytes(), 5u);
+  EXPECT_EQ(ob.pending_bytes(), 10u);
+}
+
+TEST(OutboundBufferTest, PartialWritesAdvanceAcrossBuffers) {
+  OutboundBuffer ob(8, 16);
+  ob.add(ByteBuf::copy_of("abc"));
+  ob.add(ByteBuf::copy_of("defg"));
+  ob.add_flush();
+  ob.remove_bytes(4);  // all of "abc" and "d"
+  iovec iov[4];
+  ASSERT_EQ(ob.collect_iovecs(iov, 4, 1 << 20), 1);
+  EXPECT_EQ(std::string(static_cast<char*>(iov[0].iov_base), iov[0].iov_len), "efg");
+  ob.remove_bytes(3);
+  EXPECT_FALSE(ob.has_flushed());
+  EXPECT_TRUE(ob.empty());
+  EXPECT_EQ(ob.pending_bytes(), 0u);
+}
+
+TEST(OutboundBufferTest, WaterMarksDriveWritabilityWithHysteresis) {
+  OutboundBuffer ob(10, 20);
+  EXPECT_FALSE(ob.add(ByteBuf::copy_of(std::string(20, 'x'))));  // at the mark, not above
+  EXPECT_TRUE(ob.is_writable());
+  EXPECT_TRUE(ob.add(ByteBuf::copy_of("y")));  // crosses high
+  EXPECT_FALSE(ob.is_writable());
+  EXPECT_FALSE(ob.add(ByteBuf::copy_of("z")));  // already unwritable: no second event
+  ob.add_flush();
+  EXPECT_FALSE(ob.remove_bytes(12));  // 10 left: not below low
+  EXPECT_FALSE(ob.is_writable());
+  EXPECT_TRUE(ob.remove_bytes(1));  // 9 < 10
+  EXPECT_TRUE(ob.is_writable());
+}
+
+TEST(OutboundBufferTest, IovecCollectionIsBounded) {
+  OutboundBuffer ob(1 << 20, 1 << 21);
+  for (int i = 0; i < 100; ++i) ob.add(ByteBuf::copy_of("0123456789"));
+  ob.add_flush();
+  iovec iov[64];
+  EXPECT_EQ(ob.collect_iovecs(iov, 64, 1 << 20), 64);
+  EXPECT_EQ(ob.collect_iovecs(iov, 64, 25), 3);  // stops once the byte budget is reached
+}
+
+TEST(OutboundBufferTest, RingGrowsAndKeepsOrder) {
+  OutboundBuffer ob(1 << 20, 1 << 21);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 40; ++i) ob.add(ByteBuf::copy_of(std::to_string(i)));
+    ob.add_flush();
+    iovec iov[64];
+    int n = ob.collect_iovecs(iov, 64, 1 << 20);
+    ASSERT_EQ(n, 40);
+    for (int i = 0; i < 40; ++i) {
+      EXPECT_EQ(std::string(static_cast<char*>(iov[i].iov_base), iov[i].iov_len), std::to_string(i));
+    }
+    ob.remove_bytes(ob.flushed_bytes());
+    EXPECT_TRUE(ob.empty());
+  }
+}
+
+TEST(OutboundBufferTest, ClearDropsEverything) {
+  OutboundBuffer ob(1, 2);
+  ob.add(ByteBuf::copy_of("abc"));
+  ob.add_flush();
+  ob.clear();
+  EXPECT_TRUE(ob.empty());
+  EXPECT_TRUE(ob.is_writable());
+  EXPECT_EQ(ob.pending_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace weft
