@@ -55,8 +55,8 @@ void EpollServerChannel::do_bind(const SocketAddress& local, Promise<void> promi
     return;
   }
   reserved_fd_ = open_reserved_fd();
+  activate(socket_ops::local_address(fd_), SocketAddress());  // addresses are set before the future completes
   promise.set_value();
-  activate(socket_ops::local_address(fd_), SocketAddress());
 }
 
 void EpollServerChannel::update_interest() {

@@ -233,8 +233,8 @@ void EpollSocketChannel::do_connect(const SocketAddress& remote, Promise<void> p
   } while (rc != 0 && errno == EINTR);
   if (rc == 0) {
     attach_to_epoll(0);
-    promise.set_value();
     activate(socket_ops::local_address(fd_), remote_);
+    promise.set_value();
     return;
   }
   if (errno != EINPROGRESS) {
@@ -277,8 +277,8 @@ void EpollSocketChannel::finish_connect() {
     return;
   }
   update_interest();
-  connect_promise_.set_value();
   activate(socket_ops::local_address(fd_), remote_);
+  connect_promise_.set_value();
 }
 
 void EpollSocketChannel::do_shutdown_output(Promise<void> promise) {

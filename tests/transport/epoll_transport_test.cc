@@ -1,0 +1,207 @@
+#include "weft/transport/epoll.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "weft/channel/bootstrap.h"
+#include "weft/core/error.h"
+
+using namespace std::chrono_literals;
+
+namespace weft {
+namespace {
+
+class Echo final : public InboundHandler<ByteBuf> {
+ public:
+  void channel_read(Context& ctx, ByteBuf&& buf) override { ctx.write(std::move(buf)); }
+  void channel_read_complete(Context& ctx) override { ctx.flush(); }
+};
+
+ChannelPtr start_echo(EventLoopGroup& group, ChannelConfig child = {}) {
+  ServerBootstrap b;
+  b.group(group).child_handler([](Channel& ch) { ch.pipeline().add_last("echo", std::make_shared<Echo>()); });
+  b.child_option(option::auto_read, child.auto_read);
+  return b.bind(SocketAddress::loopback(0)).get();
+}
+
+int blocking_connect(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+bool round_trip(int fd, const std::string& msg) {
+  if (::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size())) return false;
+  std::string got(msg.size(), '\0');
+  std::size_t have = 0;
+  while (have < msg.size()) {
+    ssize_t n = ::recv(fd, got.data() + have, msg.size() - have, 0);
+    if (n <= 0) return false;
+    have += static_cast<std::size_t>(n);
+  }
+  return got == msg;
+}
+
+TEST(EpollTransportTest, DriverWakesUpFromAnotherThread) {
+  auto driver = epoll().create_driver();
+  std::thread t([&] {
+    std::this_thread::sleep_for(30ms);
+    driver->wakeup();
+  });
+  auto start = Clock::now();
+  driver->poll(Duration(std::chrono::seconds(5)));
+  EXPECT_LT(Clock::now() - start, 2s);
+  t.join();
+}
+
+TEST(EpollTransportTest, BindingAPortInUseFailsWithTheErrno) {
+  EventLoopGroup group(epoll(), 1);
+  ChannelPtr first = start_echo(group);
+  ServerBootstrap b;
+  b.group(group).option(option::reuse_address, false).child_handler([](Channel&) {});
+  try {
+    b.bind(SocketAddress::loopback(first->local_address().port())).get();
+    FAIL() << "expected IoError";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.code().value(), EADDRINUSE);
+  }
+  first->close().wait();
+}
+
+TEST(EpollTransportTest, GroupOfBasicLoopsIsRejectedWithAClearError) {
+  EventLoopGroup group(basic_driver_factory(), 1);
+  ServerBootstrap b;
+  b.group(group);
+  EXPECT_THROW(b.bind(SocketAddress::loopback(0)), std::invalid_argument);
+}
+
+TEST(EpollTransportTest, AutoReadOffReadsOnlyWhenAsked) {
+  EventLoopGroup group(epoll(), 1);
+  std::atomic<int> reads{0};
+  Promise<ChannelPtr> accepted;
+  class Counter final : public InboundHandler<ByteBuf> {
+   public:
+    Counter(std::atomic<int>& n, Promise<ChannelPtr> p) : n_(n), p_(std::move(p)) {}
+    void channel_active(Context& ctx) override { p_.set_value(ctx.channel().shared_from_this()); }
+    void channel_read(Context&, ByteBuf&&) override { ++n_; }
+
+   private:
+    std::atomic<int>& n_;
+    Promise<ChannelPtr> p_;
+  };
+  ServerBootstrap b;
+  b.group(group).child_option(option::auto_read, false).child_handler([&](Channel& ch) {
+    ch.pipeline().add_last("count", std::make_shared<Counter>(reads, accepted));
+  });
+  ChannelPtr server = b.bind(SocketAddress::loopback(0)).get();
+  int fd = blocking_connect(server->local_address().port());
+  ASSERT_GE(fd, 0) << "errno " << errno << " port " << server->local_address().port();
+  ChannelPtr child = accepted.future().get();
+  ASSERT_EQ(::send(fd, "x", 1, 0), 1);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(reads.load(), 0);
+  child->read();
+  for (int i = 0; i < 200 && reads.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(reads.load(), 1);
+  ::close(fd);
+  server->close().wait();
+}
+
+TEST(EpollTransportTest, ConnectTimeoutFailsTheConnectFuture) {
+  // A listener that never accepts, with its queue full: further SYNs are dropped.
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 0), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::uint16_t port = ntohs(a.sin_port);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(fd);
+  }
+  std::this_thread::sleep_for(50ms);
+  EventLoopGroup group(epoll(), 1);
+  Bootstrap c;
+  c.group(group).option(option::connect_timeout, Duration(200ms)).handler([](Channel&) {});
+  auto start = Clock::now();
+  auto f = c.connect(SocketAddress::loopback(port));
+  ASSERT_TRUE(f.wait_for(5s));
+  EXPECT_THROW(f.get(), ConnectTimeoutError);
+  EXPECT_GE(Clock::now() - start, 190ms);
+  for (int fd : fillers) ::close(fd);
+  ::close(lfd);
+}
+
+TEST(EpollTransportTest, RunningOutOfDescriptorsShedsConnectionsAndRecovers) {
+  EventLoopGroup group(epoll(), 1);
+  ChannelPtr server = start_echo(group);
+  std::uint16_t port = server->local_address().port();
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+
+  // Clients are created before the limit drops; connecting them needs no new descriptor.
+  constexpr int kClients = 5;
+  std::vector<int> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int highest = *std::max_element(clients.begin(), clients.end());
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(highest + 1);  // the server cannot create a single new descriptor
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> holes;  // occupy any free descriptor below the limit
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) holes.push_back(fd);
+  ASSERT_EQ(errno, EMFILE);
+
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int fd : clients) {
+    timeval tv{3, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  }
+  // Each one is accepted and closed at once (EOF or reset), instead of hanging or spinning.
+  for (int fd : clients) {
+    char c;
+    ssize_t n = ::recv(fd, &c, 1, 0);
+    EXPECT_LE(n, 0) << "the shed connection must be closed";
+    if (n < 0) EXPECT_TRUE(errno == ECONNRESET) << "errno " << errno;
+    ::close(fd);
+  }
+  for (int fd : holes) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  std::this_thread::sleep_for(150ms);  // past any accept back-off
+
+  int fd = blocking_connect(port);
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(round_trip(fd, "still serving"));
+  ::close(fd);
+  server->close().wait();
+}
+
+}  // namespace
+}  // namespace weft
