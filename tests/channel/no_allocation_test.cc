@@ -9,6 +9,9 @@
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/embedded_channel.h"
 
+// The replacement operator new/delete pair is malloc/free on both sides.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 namespace {
 thread_local bool g_counting = false;
 thread_local long g_allocations = 0;

@@ -135,8 +135,8 @@ TEST(PipelineTest, DuplicateAndUnknownNamesAreRejected) {
 }
 
 TEST(PipelineTest, PositionalAddsAndEventsVisitHandlersInOrder) {
+  std::vector<std::string> log;  // outlives the channel, whose handlers log until torn down
   EmbeddedChannel ch;
-  std::vector<std::string> log;
   ch.pipeline().add_last("b", std::make_shared<Recorder>(log, "b"));
   ch.pipeline().add_first("a", std::make_shared<Recorder>(log, "a"));
   ch.pipeline().add_after("b", "d", std::make_shared<Recorder>(log, "d"));
