@@ -60,6 +60,10 @@ Pipeline::Pipeline(Channel& channel)
 
 Pipeline::~Pipeline() = default;
 
+void Pipeline::check_thread(const char* operation) const noexcept {
+  if (channel_.registered_) channel_.loop().assert_in_loop(operation);
+}
+
 Context* Pipeline::find(std::string_view name) const noexcept {
   for (Context* c = head_.next_; c != &tail_; c = c->next_) {
     if (c->name_ == name) return c;
@@ -79,6 +83,7 @@ void Pipeline::check_name_free(std::string_view name) const {
 }
 
 void Pipeline::link_after(Context& prev, std::unique_ptr<Context> ctx) {
+  check_thread("Pipeline::add_*");
   Context& c = *ctx;
   c.prev_ = &prev;
   c.next_ = prev.next_;
@@ -177,6 +182,7 @@ Pipeline& Pipeline::add_after(std::string_view base, std::string name, std::shar
 }
 
 std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
+  check_thread("Pipeline::remove");
   Context& c = find_or_throw(name);
   unlink(c);
   std::shared_ptr<Handler> handler = c.owner_;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 
 #include "weft/core/log.h"
@@ -90,6 +91,12 @@ void EventLoop::start() {
 }
 
 EventLoop* EventLoop::current() noexcept { return t_current_loop; }
+
+void EventLoop::abort_not_in_loop(const char* operation) const noexcept {
+  log(LogLevel::error, "{} must run on event loop '{}' but was called from another thread", operation,
+      options_.name);
+  std::abort();
+}
 
 void EventLoop::run() {
   owner_ = std::this_thread::get_id();
@@ -313,6 +320,7 @@ void EventLoop::terminate() {
 }
 
 std::size_t EventLoop::run_pending() {
+  assert_in_loop("EventLoop::run_pending");
   std::size_t total = 0;
   for (;;) {
     std::size_t ran = run_due_timers() + run_tasks();
@@ -328,6 +336,7 @@ void EventLoop::advance_time(Duration d) {
 }
 
 void EventLoop::track(LoopResource& resource) noexcept {
+  assert_in_loop("EventLoop::track");
   if (resource.tracked_) return;
   resource.tracked_ = true;
   resource.resource_prev_ = nullptr;
@@ -338,6 +347,7 @@ void EventLoop::track(LoopResource& resource) noexcept {
 }
 
 void EventLoop::untrack(LoopResource& resource) noexcept {
+  assert_in_loop("EventLoop::untrack");
   if (!resource.tracked_) return;
   resource.tracked_ = false;
   if (resource.resource_prev_ != nullptr) {

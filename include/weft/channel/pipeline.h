@@ -94,13 +94,20 @@ class Pipeline {
 
   // Counts nested pipeline calls; contexts removed meanwhile are freed when the outermost returns.
   struct Depth {
-    explicit Depth(Pipeline& p) noexcept : pipeline(p) { ++pipeline.depth_; }
+    explicit Depth(Pipeline& p) noexcept : pipeline(p) {
+#ifndef NDEBUG
+      pipeline.check_thread("a pipeline operation");
+#endif
+      ++pipeline.depth_;
+    }
     ~Depth() {
       if (--pipeline.depth_ == 0 && !pipeline.removed_.empty()) pipeline.removed_.clear();
     }
     Pipeline& pipeline;
   };
 
+  // Debug builds: aborts when a registered channel's pipeline is used off its loop.
+  void check_thread(const char* operation) const noexcept;
   Context* find(std::string_view name) const noexcept;
   Context& find_or_throw(std::string_view name) const;
   void link_after(Context& prev, std::unique_ptr<Context> ctx);

@@ -64,6 +64,14 @@ class EventLoop {
 
   // Thread-safe. True on the thread that runs this loop.
   bool in_loop() const noexcept { return owner_.load(std::memory_order_acquire) == std::this_thread::get_id(); }
+  // Thread-safe. Debug builds abort with a message naming `operation` when called off the loop
+  // thread; release builds check nothing.
+  void assert_in_loop([[maybe_unused]] const char* operation) const noexcept {
+#ifndef NDEBUG
+    if (!in_loop()) abort_not_in_loop(operation);
+#endif
+  }
+  [[noreturn]] void abort_not_in_loop(const char* operation) const noexcept;
   // Thread-safe. The loop running on the calling thread, or null.
   static EventLoop* current() noexcept;
 

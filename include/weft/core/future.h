@@ -76,6 +76,8 @@ struct FutureState : std::enable_shared_from_this<FutureState<T>> {
 
   template <class Setter>
   bool complete(Setter&& set) {
+    // A waiter may drop the last other reference as soon as it sees `done`.
+    auto keep_alive = this->shared_from_this();
     std::vector<Listener> to_run;
     {
       std::lock_guard lock(mutex);

@@ -61,7 +61,7 @@ void EpollServerChannel::do_bind(const SocketAddress& local, Promise<void> promi
 
 void EpollServerChannel::update_interest() {
   if (fd_ < 0) return;
-  std::uint32_t wanted = (want_read_ && !paused_) ? EPOLLIN : 0;
+  std::uint32_t wanted = (want_read_ && !paused_) ? std::uint32_t{EPOLLIN} : 0u;
   if (wanted == interest_) return;
   try {
     driver_->modify(fd_, wanted, this);
