@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev
   libgmock-dev
   libfmt-dev
+  rapidjson-dev
   libbenchmark-dev
   libclang-rt-14-dev
   pkg-config

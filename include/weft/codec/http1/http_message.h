@@ -1,0 +1,86 @@
+#pragma once
+// HttpRequest (what the server codec emits) and HttpResponse (what it takes).
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/codec/http1/request_parser.h"
+
+namespace weft::http {
+
+// A whole request: head and body (bodies are aggregated up to Limits::max_body). The views of the
+// head point into a buffer the request shares, so they stay valid as long as the request lives,
+// also when it is moved.
+class HttpRequest {
+ public:
+  const RequestHead& head() const noexcept { return head_; }
+  std::string_view method() const noexcept { return head_.method; }
+  std::string_view target() const noexcept { return head_.target; }
+  std::string_view path() const noexcept { return head_.path; }
+  std::string_view query() const noexcept { return head_.query; }
+  Version version() const noexcept { return head_.version; }
+  bool keep_alive() const noexcept { return head_.keep_alive; }
+  std::optional<std::string_view> header(std::string_view name) const noexcept { return head_.header(name); }
+  const ByteBuf& body() const noexcept { return body_; }
+  ByteBuf& body() noexcept { return body_; }
+  std::string_view body_view() const noexcept { return body_.view(); }
+
+ private:
+  friend class ServerCodec;
+  RequestHead head_;
+  ByteBuf head_bytes_;  // keeps the bytes the head's views point into
+  ByteBuf body_;
+};
+
+// A response. Headers are validated as they are added: a name that is not a token, or a value with
+// CR, LF or NUL, throws std::invalid_argument (no response splitting). The encoder adds Date,
+// Content-Length and, where the connection ends, Connection: close.
+class HttpResponse {
+ public:
+  explicit HttpResponse(int status = 200) noexcept : status_(status) {}
+  HttpResponse(HttpResponse&&) noexcept = default;
+  HttpResponse& operator=(HttpResponse&&) noexcept = default;
+
+  int status() const noexcept { return status_; }
+  // Builder methods return the response as the same kind of reference they were called on, so that
+  // ctx.write(HttpResponse(200).content_type("text/plain").body_view(text)) passes an rvalue.
+  HttpResponse& header(std::string_view name, std::string_view value) &;
+  HttpResponse&& header(std::string_view name, std::string_view value) && { return std::move(header(name, value)); }
+  HttpResponse& content_type(std::string_view value) & { return header("Content-Type", value); }
+  HttpResponse&& content_type(std::string_view value) && { return std::move(header("Content-Type", value)); }
+  // The body, owned.
+  HttpResponse& body(ByteBuf bytes) & noexcept;
+  HttpResponse&& body(ByteBuf bytes) && noexcept { return std::move(body(std::move(bytes))); }
+  // The body, borrowed: `bytes` must stay valid until the response has been encoded, which happens
+  // inside ctx.write() when the codec runs on the same loop (the common case). For static data.
+  HttpResponse& body_view(std::string_view bytes) & noexcept;
+  HttpResponse&& body_view(std::string_view bytes) && noexcept { return std::move(body_view(bytes)); }
+  // Close the connection after this response.
+  HttpResponse& close_connection() & noexcept {
+    close_ = true;
+    return *this;
+  }
+  HttpResponse&& close_connection() && noexcept { return std::move(close_connection()); }
+
+  std::string_view header_block() const noexcept {
+    return overflow_.empty() ? std::string_view(inline_.data(), inline_size_) : std::string_view(overflow_);
+  }
+  std::string_view body_bytes() const noexcept { return body_.has_storage() ? body_.view() : body_view_; }
+  ByteBuf& owned_body() noexcept { return body_; }
+  bool closes_connection() const noexcept { return close_; }
+
+ private:
+  void append(std::string_view a, std::string_view b, std::string_view c, std::string_view d);
+
+  int status_;
+  bool close_ = false;
+  std::size_t inline_size_ = 0;
+  std::array<char, 256> inline_;
+  std::string overflow_;  // used once the headers outgrow the inline space
+  ByteBuf body_;
+  std::string_view body_view_;
+};
+
+}  // namespace weft::http

@@ -1,0 +1,51 @@
+#pragma once
+// Parses an HTTP/1.x request head (request line and header section) in place: every field is a view
+// into the bytes given, nothing is copied. The parser is stateless: when the head is incomplete it
+// reports so, and the caller parses again from the start once more bytes arrived (the head is bounded
+// by Limits, so this costs at most a few KiB of rescanning, and `scan_from` skips what was already
+// seen not to hold the end of the head).
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+#include "weft/codec/http1/http_types.h"
+
+namespace weft::http {
+
+// A parsed request head. Views point into the parsed bytes.
+struct RequestHead {
+  static constexpr std::size_t kInlineHeaders = 64;  // Limits::max_headers is capped at this
+
+  std::string_view method;
+  std::string_view target;  // as sent: path and query
+  std::string_view path;
+  std::string_view query;   // after '?', without it
+  Version version = Version::http11;
+  std::array<Header, kInlineHeaders> inline_headers;
+  std::size_t header_count = 0;
+
+  // Semantics derived from the headers.
+  std::optional<std::uint64_t> content_length;
+  bool chunked = false;
+  bool keep_alive = true;
+  bool expect_continue = false;
+
+  // The first header with this name (case-insensitive), if any.
+  std::optional<std::string_view> header(std::string_view name) const noexcept;
+  const Header* begin() const noexcept { return inline_headers.data(); }
+  const Header* end() const noexcept { return inline_headers.data() + header_count; }
+};
+
+struct ParseResult {
+  enum class Kind { complete, incomplete, error } kind;
+  std::size_t consumed = 0;     // complete: bytes of the head, including the final CRLF CRLF
+  int status = 0;               // error: the HTTP status to answer with
+  std::string_view reason;      // error: what was wrong, for logs
+};
+
+// Parses the head at the start of `data`. On an error the caller answers `status` and closes.
+ParseResult parse_request_head(std::string_view data, RequestHead& out, const Limits& limits) noexcept;
+
+}  // namespace weft::http

@@ -1,0 +1,266 @@
+#include "weft/codec/http1/server_codec.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "date_cache.h"
+#include "weft/buffer/byte_buf_allocator.h"
+#include "weft/channel/channel.h"
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft::http {
+namespace {
+
+constexpr std::size_t kCopyBodyBelow = 8192;  // larger owned bodies are written without copying
+constexpr std::uint8_t kKeepAlive = 1, kHttp10 = 2;
+
+void put(ByteBuf& out, std::string_view s) { out.write_bytes(s.data(), s.size()); }
+
+void put_status_line(ByteBuf& out, int status) {
+  if (status == 200) {
+    put(out, "HTTP/1.1 200 OK\r\n");
+    return;
+  }
+  char digits[8];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, status);
+  put(out, "HTTP/1.1 ");
+  put(out, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  put(out, " ");
+  put(out, reason_phrase(status));
+  put(out, "\r\n");
+}
+
+void put_content_length(ByteBuf& out, std::size_t n) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+  put(out, "Content-Length: ");
+  put(out, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  put(out, "\r\n");
+}
+
+}  // namespace
+
+ServerCodec::ServerCodec(Limits limits) : limits_(limits) {}
+
+void ServerCodec::read_message(Context& ctx, MessageRef message) {
+  if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
+  ByteBuf& bytes = message.as<ByteBuf>();
+  if (state_ == State::closed) return;  // answered with an error or Connection: close; the rest is dropped
+  if (!in_.is_readable()) {
+    in_ = std::move(bytes);  // the common case: no copy
+  } else {
+    in_.write_bytes(bytes);
+  }
+  decode(ctx);
+}
+
+void ServerCodec::decode(Context& ctx) {
+  bool progressed = true;
+  while (progressed && state_ != State::closed && in_.is_readable()) {
+    progressed = state_ == State::head ? decode_head(ctx) : decode_body(ctx);
+  }
+  if (state_ == State::closed || !in_.is_readable()) {
+    in_.release();
+  } else if (in_.reader_index() > 0) {
+    // Keep only the undecoded bytes; requests handed on may still share the old storage.
+    if (in_.ref_count() == 1) {
+      in_.discard_read_bytes();
+    } else {
+      in_ = in_.copy();
+    }
+  }
+  if (state_ == State::closed) return;
+  if (state_ != State::head || in_.is_readable()) {
+    arm_request_timer(ctx);
+  } else {
+    cancel_request_timer(ctx);
+  }
+}
+
+bool ServerCodec::decode_head(Context& ctx) {
+  RequestHead& head = request_.head_;
+  ParseResult r = parse_request_head(in_.view(), head, limits_);
+  if (r.kind == ParseResult::Kind::incomplete) return false;
+  if (r.kind == ParseResult::Kind::error) {
+    fail(ctx, r.status, r.reason);
+    return false;
+  }
+  request_.head_bytes_ = in_.read_slice(r.consumed);  // the head's views point into these bytes
+  request_.body_ = ByteBuf();
+  if (head.chunked) {
+    if (head.expect_continue) write_interim_continue(ctx);
+    body_decoder_.start_chunked();
+    state_ = State::body;
+    return true;
+  }
+  const std::uint64_t length = head.content_length.value_or(0);
+  if (length > limits_.max_body) {
+    fail(ctx, 413, "declared body too large");
+    return false;
+  }
+  if (in_.readable_bytes() >= length) {
+    if (length > 0) request_.body_ = in_.read_slice(static_cast<std::size_t>(length));  // no copy
+    emit_request(ctx);
+    return true;
+  }
+  if (head.expect_continue) write_interim_continue(ctx);
+  request_.body_ = ctx.allocator().buffer(static_cast<std::size_t>(length), static_cast<std::size_t>(length));
+  body_decoder_.start_fixed(length);
+  state_ = State::body;
+  return true;
+}
+
+bool ServerCodec::decode_body(Context& ctx) {
+  const std::size_t before = in_.readable_bytes();
+  auto r = body_decoder_.decode(in_, request_.body_, ctx.allocator(), limits_);
+  if (r.status == detail::BodyDecoder::Status::error) {
+    fail(ctx, r.http_status, r.reason);
+    return false;
+  }
+  if (r.status == detail::BodyDecoder::Status::done) {
+    emit_request(ctx);
+    return true;
+  }
+  return in_.readable_bytes() != before;
+}
+
+void ServerCodec::emit_request(Context& ctx) {
+  const RequestHead& head = request_.head_;
+  std::uint8_t flags = static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) |
+                                                 (head.version == Version::http10 ? kHttp10 : 0));
+  if (pending_head_ == pending_keep_alive_.size()) {
+    pending_keep_alive_.clear();
+    pending_head_ = 0;
+  }
+  pending_keep_alive_.push_back(flags);
+  state_ = head.keep_alive ? State::head : State::closed;
+  if (pending_keep_alive_.size() - pending_head_ >= limits_.max_pipelined && !reading_paused_) {
+    reading_paused_ = true;  // the client runs far ahead of the responses: stop reading
+    ctx.channel().set_auto_read(false);
+  }
+  ctx.fire_read(std::move(request_));
+  request_.head_bytes_.release();
+  request_.body_.release();
+}
+
+void ServerCodec::fail(Context& ctx, int status, std::string_view reason) {
+  log(LogLevel::debug, "channel {}: HTTP {} ({}); closing", ctx.channel().id(), status, reason);
+  state_ = State::closed;
+  cancel_request_timer(ctx);
+  if (!out_.has_storage()) out_ = ctx.allocator().buffer(256);
+  put_status_line(out_, status);
+  put(out_, date_header_line());
+  put(out_, "Content-Length: 0\r\nConnection: close\r\n\r\n");
+  close_after_flush_ = true;
+  flush(ctx);
+}
+
+void ServerCodec::write_interim_continue(Context& ctx) {
+  if (!out_.has_storage()) out_ = ctx.allocator().buffer(64);
+  put(out_, "HTTP/1.1 100 Continue\r\n\r\n");
+  flush(ctx);
+}
+
+void ServerCodec::write_message(Context& ctx, MessageRef message) {
+  if (message.is<HttpResponse>()) {
+    encode(ctx, message.as<HttpResponse>());
+    return;
+  }
+  if (message.is<ByteBuf>()) {  // raw bytes keep their place after what was encoded so far
+    if (out_.is_readable()) ctx.write(std::move(out_));
+    ctx.write(std::move(message.as<ByteBuf>()));
+    return;
+  }
+  throw_type_mismatch(ctx, "outbound", typeid(HttpResponse), message.type());
+}
+
+void ServerCodec::encode(Context& ctx, HttpResponse& response) {
+  const int status = response.status();
+  const bool interim = status >= 100 && status < 200;
+  bool last = response.closes_connection();
+  std::uint8_t flags = kKeepAlive;
+  if (!interim && pending_head_ < pending_keep_alive_.size()) flags = pending_keep_alive_[pending_head_++];
+  if (!(flags & kKeepAlive)) last = true;
+
+  std::string_view headers = response.header_block();
+  std::string_view body = response.body_bytes();
+  const bool copy_body = body.size() < kCopyBodyBelow || !response.owned_body().has_storage();
+  if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max<std::size_t>(1024, headers.size() + body.size() + 256));
+  out_.ensure_writable(headers.size() + 160 + (copy_body ? body.size() : 0));
+  put_status_line(out_, status);
+  put(out_, date_header_line());
+  put(out_, headers);
+  if (!interim && status != 204 && status != 304) put_content_length(out_, body.size());
+  if (last) {
+    put(out_, "Connection: close\r\n");
+  } else if (flags & kHttp10) {
+    put(out_, "Connection: keep-alive\r\n");
+  }
+  put(out_, "\r\n");
+  if (copy_body) {
+    put(out_, body);
+  } else {
+    ctx.write(std::move(out_));
+    ctx.write(std::move(response.owned_body()));
+  }
+  if (last) {
+    close_after_flush_ = true;
+    state_ = State::closed;
+  }
+  if (reading_paused_ && pending_keep_alive_.size() - pending_head_ < limits_.max_pipelined / 2) {
+    reading_paused_ = false;
+    ctx.channel().set_auto_read(true);
+  }
+}
+
+void ServerCodec::flush(Context& ctx) {
+  if (out_.is_readable()) ctx.write(std::move(out_));
+  ctx.flush();
+  if (close_after_flush_) {
+    close_after_flush_ = false;
+    ctx.channel().close_after_flush();
+  }
+}
+
+void ServerCodec::channel_read_complete(Context& ctx) { ctx.fire_read_complete(); }
+
+void ServerCodec::arm_request_timer(Context& ctx) {
+  if (request_timer_ != 0) return;
+  request_timer_ = ctx.loop().schedule(limits_.request_timeout, [this, &ctx] {
+    request_timer_ = 0;
+    if (state_ != State::closed && (state_ != State::head || in_.is_readable())) fail(ctx, 408, "request timeout");
+  });
+}
+
+void ServerCodec::cancel_request_timer(Context& ctx) {
+  if (request_timer_ == 0) return;
+  ctx.loop().cancel(request_timer_);
+  request_timer_ = 0;
+}
+
+void ServerCodec::channel_inactive(Context& ctx) {
+  cancel_request_timer(ctx);
+  state_ = State::closed;
+  in_.release();
+  out_.release();
+  ctx.fire_channel_inactive();
+}
+
+void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const IoError& e) {
+    log(LogLevel::debug, "channel {}: {}", ctx.channel().id(), e.what());
+    ctx.close();
+  } catch (...) {
+    ctx.fire_exception(std::current_exception());
+  }
+}
+
+void ServerCodec::handler_removed(Context& ctx) {
+  cancel_request_timer(ctx);
+  if (in_.is_readable() && !ctx.channel().is_open()) in_.release();
+}
+
+}  // namespace weft::http

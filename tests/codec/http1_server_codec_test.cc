@@ -1,0 +1,265 @@
+#include "weft/codec/http1/server_codec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "weft/channel/embedded_channel.h"
+#include "weft/codec/http1/router.h"
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+namespace weft::http {
+namespace {
+
+// Collects requests (so tests can look at them) and answers each with its path as the body.
+class Recorder final : public InboundHandler<HttpRequest, HttpRequest> {
+ public:
+  std::vector<std::string> paths;
+  std::vector<std::string> bodies;
+  bool answer = true;
+  void channel_read(Context& ctx, HttpRequest&& request) override {
+    paths.emplace_back(request.path());
+    bodies.emplace_back(request.body_view());
+    if (answer) ctx.write(HttpResponse(200).content_type("text/plain").body(ByteBuf::copy_of(request.path())));
+  }
+  void channel_read_complete(Context& ctx) override { ctx.flush(); }
+};
+
+struct Fixture {
+  explicit Fixture(Limits limits = {}) {
+    ch.pipeline().add_last("http", std::make_shared<ServerCodec>(limits));
+    ch.pipeline().add_last("app", app);
+  }
+  // Everything written so far, as one string.
+  std::string output() {
+    std::string all;
+    while (auto b = ch.read_outbound<ByteBuf>()) all += b->to_string();
+    return all;
+  }
+  std::shared_ptr<Recorder> app = std::make_shared<Recorder>();
+  EmbeddedChannel ch;
+};
+
+int count(const std::string& haystack, std::string_view needle) {
+  int n = 0;
+  for (auto p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(ServerCodecTest, AnswersARequestWithStatusDateAndLength) {
+  Fixture f;
+  f.ch.write_inbound(ByteBuf::copy_of("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n"));
+  ASSERT_EQ(f.app->paths, std::vector<std::string>{"/hello"});
+  std::string out = f.output();
+  EXPECT_THAT(out, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(out, HasSubstr("\r\nDate: "));
+  EXPECT_THAT(out, HasSubstr("\r\nContent-Type: text/plain\r\n"));
+  EXPECT_THAT(out, HasSubstr("\r\nContent-Length: 6\r\n\r\n/hello"));
+  EXPECT_TRUE(f.ch.is_open());
+}
+
+TEST(ServerCodecTest, PipelinedBatchGetsOrderedResponsesInOneWrite) {
+  for (int n : {1, 16, 1024}) {
+    Limits limits;
+    limits.max_pipelined = 4096;
+    Fixture f(limits);
+    std::string batch;
+    for (int i = 0; i < n; ++i) batch += "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: h\r\n\r\n";
+    f.ch.write_inbound(ByteBuf::copy_of(batch));
+    ASSERT_EQ(f.app->paths.size(), static_cast<std::size_t>(n));
+    EXPECT_EQ(f.ch.outbound_count(), 1u) << "one buffer per read batch";
+    std::string out = f.output();
+    EXPECT_EQ(count(out, "HTTP/1.1 200 OK"), n);
+    std::size_t pos = 0;
+    for (int i = 0; i < n; ++i) {  // in request order
+      std::string body = "\r\n\r\n/" + std::to_string(i);
+      auto at = out.find(body, pos);
+      ASSERT_NE(at, std::string::npos) << i;
+      pos = at + body.size();
+    }
+  }
+}
+
+TEST(ServerCodecTest, RequestsSplitAtEveryByteBoundary) {
+  const std::string req = "POST /upload?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello";
+  for (std::size_t cut = 1; cut < req.size(); ++cut) {
+    Fixture f;
+    f.ch.write_inbound(ByteBuf::copy_of(req.substr(0, cut)));
+    EXPECT_TRUE(f.app->paths.empty()) << cut;
+    f.ch.write_inbound(ByteBuf::copy_of(req.substr(cut)));
+    ASSERT_EQ(f.app->paths.size(), 1u) << cut;
+    EXPECT_EQ(f.app->bodies[0], "hello");
+  }
+}
+
+TEST(ServerCodecTest, ChunkedBodyIsAggregated) {
+  const std::string req =
+      "POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: x\r\n\r\n"
+      "GET /next HTTP/1.1\r\nHost: h\r\n\r\n";
+  for (std::size_t cut = 1; cut < req.size(); cut += 3) {
+    Fixture f;
+    f.ch.write_inbound(ByteBuf::copy_of(req.substr(0, cut)));
+    f.ch.write_inbound(ByteBuf::copy_of(req.substr(cut)));
+    ASSERT_EQ(f.app->paths.size(), 2u) << cut;
+    EXPECT_EQ(f.app->bodies[0], "hello world");
+    EXPECT_EQ(f.app->paths[1], "/next");
+  }
+}
+
+TEST(ServerCodecTest, ConnectionCloseClosesAfterTheResponse) {
+  Fixture f;
+  f.ch.write_inbound(ByteBuf::copy_of("GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_EQ(f.app->paths, std::vector<std::string>{"/a"});  // nothing after the last request
+  std::string out = f.output();
+  EXPECT_THAT(out, HasSubstr("Connection: close\r\n"));
+  f.ch.run_pending();
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(ServerCodecTest, Http10KeepAliveIsAcknowledged) {
+  Fixture f;
+  f.ch.write_inbound(ByteBuf::copy_of("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  EXPECT_THAT(f.output(), HasSubstr("Connection: keep-alive\r\n"));
+  EXPECT_TRUE(f.ch.is_open());
+  Fixture g;
+  g.ch.write_inbound(ByteBuf::copy_of("GET /a HTTP/1.0\r\n\r\n"));
+  EXPECT_THAT(g.output(), HasSubstr("Connection: close\r\n"));
+  g.ch.run_pending();
+  EXPECT_FALSE(g.ch.is_open());
+}
+
+TEST(ServerCodecTest, ExpectContinueGetsAnInterimResponse) {
+  Fixture f;
+  f.ch.write_inbound(ByteBuf::copy_of("POST /e HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n"));
+  EXPECT_EQ(f.output(), "HTTP/1.1 100 Continue\r\n\r\n");
+  f.ch.write_inbound(ByteBuf::copy_of("abc"));
+  ASSERT_EQ(f.app->bodies, std::vector<std::string>{"abc"});
+  EXPECT_THAT(f.output(), StartsWith("HTTP/1.1 200 OK\r\n"));
+}
+
+struct StatusCase {
+  const char* name;
+  std::string input;
+  int status;
+};
+
+class ServerCodecErrorTest : public ::testing::TestWithParam<StatusCase> {};
+
+TEST_P(ServerCodecErrorTest, AnswersTheStatusAndCloses) {
+  Limits limits;
+  limits.max_body = 16;
+  Fixture f(limits);
+  f.ch.write_inbound(ByteBuf::copy_of(GetParam().input));
+  std::string expected_line = "HTTP/1.1 " + std::to_string(GetParam().status) + " ";
+  std::string out = f.output();
+  EXPECT_THAT(out, StartsWith(expected_line)) << out;
+  EXPECT_THAT(out, HasSubstr("Content-Length: 0\r\nConnection: close\r\n\r\n"));
+  f.ch.run_pending();
+  EXPECT_FALSE(f.ch.is_open());
+  EXPECT_TRUE(f.app->paths.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Errors, ServerCodecErrorTest,
+    ::testing::Values(StatusCase{"malformed", "NOT HTTP AT ALL\r\n\r\n", 400},
+                      StatusCase{"uri_too_long", "GET /" + std::string(5000, 'x') + " HTTP/1.1\r\n", 414},
+                      StatusCase{"headers_too_large", "GET / HTTP/1.1\r\nX: " + std::string(9000, 'x'), 431},
+                      StatusCase{"body_too_large", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 17\r\n\r\n", 413},
+                      StatusCase{"chunked_too_large",
+                                 "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n11\r\n", 413},
+                      StatusCase{"bad_chunk_size", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                                 400},
+                      StatusCase{"chunk_without_crlf",
+                                 "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabcd", 400},
+                      StatusCase{"unsupported_coding",
+                                 "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: br\r\n\r\n", 501},
+                      StatusCase{"version", "GET / HTTP/3.0\r\nHost: h\r\n\r\n", 505},
+                      StatusCase{"smuggling_cl_te",
+                                 "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n",
+                                 400},
+                      StatusCase{"smuggling_two_cl",
+                                 "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400}),
+    [](const ::testing::TestParamInfo<StatusCase>& info) { return info.param.name; });
+
+TEST(ServerCodecTest, RequestThatDoesNotCompleteInTimeGets408) {
+  Limits limits;
+  limits.request_timeout = 5s;
+  Fixture f(limits);
+  f.ch.write_inbound(ByteBuf::copy_of("GET / HTTP/1.1\r\nHo"));
+  f.ch.advance_time(4s);
+  EXPECT_TRUE(f.ch.is_open());
+  f.ch.advance_time(2s);
+  EXPECT_THAT(f.output(), StartsWith("HTTP/1.1 408 Request Timeout\r\n"));
+  f.ch.run_pending();
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(ServerCodecTest, IdleKeepAliveConnectionIsNotTimedOut) {
+  Limits limits;
+  limits.request_timeout = 1s;
+  Fixture f(limits);
+  f.ch.write_inbound(ByteBuf::copy_of("GET / HTTP/1.1\r\nHost: h\r\n\r\n"));
+  f.output();
+  f.ch.advance_time(10s);
+  EXPECT_TRUE(f.ch.is_open());
+  EXPECT_EQ(f.output(), "");
+}
+
+TEST(ServerCodecTest, ResponseHeadersRefuseCrLf) {
+  HttpResponse r(200);
+  EXPECT_THROW(r.header("X-Evil", "a\r\nSet-Cookie: x=y"), std::invalid_argument);
+  EXPECT_THROW(r.header("X-Evil", "a\nb"), std::invalid_argument);
+  EXPECT_THROW(r.header("Bad Name", "v"), std::invalid_argument);
+  EXPECT_NO_THROW(r.header("X-Ok", "value with spaces\tand tab"));
+}
+
+TEST(ServerCodecTest, ManyHeadersSpillOutOfTheInlineSpace) {
+  HttpResponse r(200);
+  for (int i = 0; i < 40; ++i) r.header("X-Header-" + std::to_string(i), std::string(20, 'v'));
+  EXPECT_EQ(count(std::string(r.header_block()), "X-Header-"), 40);
+  EXPECT_THAT(std::string(r.header_block()), StartsWith("X-Header-0: vvvv"));
+}
+
+TEST(ServerCodecTest, LargeOwnedBodyIsWrittenWithoutCopy) {
+  Fixture f;
+  f.app->answer = false;
+  f.ch.write_inbound(ByteBuf::copy_of("GET / HTTP/1.1\r\nHost: h\r\n\r\n"));
+  ByteBuf big = ByteBuf::copy_of(std::string(100000, 'z'));
+  const std::uint8_t* storage = big.read_ptr();
+  f.ch.write_outbound(HttpResponse(200).body(std::move(big)));
+  auto head = f.ch.read_outbound<ByteBuf>();
+  auto body = f.ch.read_outbound<ByteBuf>();
+  ASSERT_TRUE(head && body);
+  EXPECT_THAT(head->to_string(), HasSubstr("Content-Length: 100000\r\n\r\n"));
+  EXPECT_EQ(body->read_ptr(), storage);
+}
+
+TEST(ServerCodecTest, RouterAnswers404And405) {
+  EmbeddedChannel ch;
+  auto router = std::make_shared<Router>();
+  router->get("/x", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("x")); });
+  ch.pipeline().add_last("http", std::make_shared<ServerCodec>());
+  ch.pipeline().add_last("router", router);
+  ch.write_inbound(ByteBuf::copy_of(
+      "GET /x HTTP/1.1\r\nHost: h\r\n\r\nGET /nope HTTP/1.1\r\nHost: h\r\n\r\nPOST /x HTTP/1.1\r\nHost: h\r\n\r\n"));
+  std::string out;
+  while (auto b = ch.read_outbound<ByteBuf>()) out += b->to_string();
+  auto first = out.find("HTTP/1.1 200 OK");
+  auto second = out.find("HTTP/1.1 404 Not Found");
+  auto third = out.find("HTTP/1.1 405 Method Not Allowed");
+  ASSERT_NE(first, std::string::npos);
+  ASSERT_NE(second, std::string::npos);
+  ASSERT_NE(third, std::string::npos);
+  EXPECT_LT(first, second);
+  EXPECT_LT(second, third);
+  EXPECT_THAT(out, HasSubstr("Allow: GET\r\n"));
+}
+
+}  // namespace
+}  // namespace weft::http
