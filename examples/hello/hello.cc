@@ -100,8 +100,13 @@ std::string_view json_body() {
   return {buffer.GetString(), buffer.GetSize()};
 }
 
-void respond(weft::Context& ctx, std::string_view content_type, std::string_view body) {
-  ctx.write(weft::http::HttpResponse(200).header("Server", "weft").content_type(content_type).body_view(body));
+// Validated once; every response shares them.
+const weft::http::HeaderBlock kTextHeaders = weft::http::HeaderBlock().add("Server", "weft").add("Content-Type", "text/plain");
+const weft::http::HeaderBlock kJsonHeaders =
+    weft::http::HeaderBlock().add("Server", "weft").add("Content-Type", "application/json");
+
+void respond(weft::Context& ctx, const weft::http::HeaderBlock& headers, std::string_view body) {
+  ctx.write(weft::http::HttpResponse(200).headers(headers).body_view(body));
 }
 
 }  // namespace
@@ -118,18 +123,18 @@ int main(int argc, char** argv) {
   weft::EventLoopGroup executors(weft::basic_driver_factory(), options.async_threads, "hello-exec");
 
   auto router = std::make_shared<weft::http::Router>();
-  router->get("/plaintext", [](weft::Context& ctx, weft::http::HttpRequest&) { respond(ctx, "text/plain", kPlain); });
-  router->get("/json", [](weft::Context& ctx, weft::http::HttpRequest&) { respond(ctx, "application/json", json_body()); });
+  router->get("/plaintext", [](weft::Context& ctx, weft::http::HttpRequest&) { respond(ctx, kTextHeaders, kPlain); });
+  router->get("/json", [](weft::Context& ctx, weft::http::HttpRequest&) { respond(ctx, kJsonHeaders, json_body()); });
   router->get("/plaintext-async", [&executors](weft::Context& ctx, weft::http::HttpRequest&) {
     weft::Promise<std::string_view> body;
     executors.next().execute([body]() mutable { body.set_value(kPlain); });
-    respond(ctx, "text/plain", body.future().get());  // blocks the loop: the pattern being measured
+    respond(ctx, kTextHeaders, body.future().get());  // blocks the loop: the pattern being measured
   });
   router->get("/json-async", [&executors](weft::Context& ctx, weft::http::HttpRequest&) {
     weft::Promise<std::string> body;
     executors.next().execute([body]() mutable { body.set_value(std::string(json_body())); });
     std::string json = body.future().get();
-    respond(ctx, "application/json", json);
+    respond(ctx, kJsonHeaders, json);
   });
 
   weft::ChannelPtr server;

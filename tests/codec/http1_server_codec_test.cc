@@ -263,3 +263,21 @@ TEST(ServerCodecTest, RouterAnswers404And405) {
 
 }  // namespace
 }  // namespace weft::http
+
+namespace weft::http {
+namespace {
+
+TEST(ServerCodecTest, SharedHeaderBlocksAreValidatedOnceAndWrittenFirst) {
+  EXPECT_THROW(HeaderBlock().add("X", "a\r\nb"), std::invalid_argument);
+  static const HeaderBlock kBlock = HeaderBlock().add("Server", "weft").add("Content-Type", "text/plain");
+  EmbeddedChannel ch;
+  ch.pipeline().add_last("http", std::make_shared<ServerCodec>());
+  ch.write_inbound(ByteBuf::copy_of("GET / HTTP/1.1\r\nHost: h\r\n\r\n"));
+  ch.write_outbound(HttpResponse(200).headers(kBlock).header("X-Own", "1").body_view("hi"));
+  std::string out;
+  while (auto b = ch.read_outbound<ByteBuf>()) out += b->to_string();
+  EXPECT_THAT(out, HasSubstr("Server: weft\r\nContent-Type: text/plain\r\nX-Own: 1\r\nContent-Length: 2\r\n\r\nhi"));
+}
+
+}  // namespace
+}  // namespace weft::http

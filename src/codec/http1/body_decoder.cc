@@ -40,24 +40,24 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
   for (;;) {
     switch (state_) {
       case State::done:
-        return {Status::done};
+        return {Status::done, 0, {}};
       case State::fixed: {
         remaining_ -= move_bytes(in, body, remaining_, allocator, limits.max_body);
-        if (remaining_ > 0) return {Status::need_more};
+        if (remaining_ > 0) return {Status::need_more, 0, {}};
         state_ = State::done;
         break;
       }
       case State::until_close: {
         if (in.readable_bytes() > limits.max_body - body.readable_bytes()) return {Status::error, 413, "body too large"};
         move_bytes(in, body, in.readable_bytes(), allocator, limits.max_body);
-        return {Status::need_more};
+        return {Status::need_more, 0, {}};
       }
       case State::chunk_size: {
         std::string_view avail = in.view().substr(0, limits.max_chunk_line + 2);
         auto crlf = avail.find("\r\n");
         if (crlf == std::string_view::npos) {
           if (in.readable_bytes() > limits.max_chunk_line + 1) return {Status::error, 400, "chunk-size line too long"};
-          return {Status::need_more};
+          return {Status::need_more, 0, {}};
         }
         std::uint64_t size = 0;
         if (!parse_chunk_size(avail.substr(0, crlf), size)) return {Status::error, 400, "malformed chunk size"};
@@ -73,12 +73,12 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
       }
       case State::chunk_data: {
         remaining_ -= move_bytes(in, body, remaining_, allocator, limits.max_body);
-        if (remaining_ > 0) return {Status::need_more};
+        if (remaining_ > 0) return {Status::need_more, 0, {}};
         state_ = State::chunk_crlf;
         break;
       }
       case State::chunk_crlf: {
-        if (in.readable_bytes() < 2) return {Status::need_more};
+        if (in.readable_bytes() < 2) return {Status::need_more, 0, {}};
         if (in.get_u8(in.reader_index()) != '\r' || in.get_u8(in.reader_index() + 1) != '\n') {
           return {Status::error, 400, "chunk data not followed by CRLF"};
         }
@@ -94,7 +94,7 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
           auto crlf = avail.find("\r\n", pos);
           if (crlf == std::string_view::npos || crlf > limits.max_header_section) {
             if (avail.size() > limits.max_header_section) return {Status::error, 431, "trailer section too large"};
-            return {Status::need_more};
+            return {Status::need_more, 0, {}};
           }
           if (avail.substr(pos, crlf - pos).find('\n') != std::string_view::npos) {
             return {Status::error, 400, "bare LF in trailer"};

@@ -11,8 +11,8 @@
 namespace weft::http::detail {
 
 struct FieldSection {
-  Header* headers;
-  std::size_t capacity;
+  Header* headers = nullptr;
+  std::size_t capacity = 0;
   std::size_t count = 0;
   std::optional<std::uint64_t> content_length;
   bool chunked = false;
@@ -30,5 +30,6 @@ ParseResult parse_field_section(std::string_view data, std::size_t pos, FieldSec
 ParseResult error(int status, std::string_view reason) noexcept;
 ParseResult incomplete() noexcept;
 bool all_tchar(std::string_view s) noexcept;
+bool is_tchar(char c) noexcept;
 
 }  // namespace weft::http::detail

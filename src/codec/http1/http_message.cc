@@ -2,28 +2,30 @@
 
 #include <stdexcept>
 
+#include "char_scan.h"
+#include "field_section.h"
+
 namespace weft::http {
+
 namespace {
 
-bool is_token(std::string_view s) noexcept {
-  if (s.empty()) return false;
-  for (unsigned char c : s) {
-    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-    if (!ok) return false;
+void check_header(std::string_view name, std::string_view value) {
+  if (!detail::all_tchar(name)) throw std::invalid_argument("HTTP header name is not a token: '" + std::string(name) + "'");
+  if (detail::find_invalid_value_byte(value.data(), value.size()) != value.size()) {
+    throw std::invalid_argument("HTTP header value of '" + std::string(name) + "' contains CR, LF, NUL or another control");
   }
-  return true;
 }
 
 }  // namespace
 
+HeaderBlock& HeaderBlock::add(std::string_view name, std::string_view value) & {
+  check_header(name, value);
+  bytes_.append(name).append(": ").append(value).append("\r\n");
+  return *this;
+}
+
 HttpResponse& HttpResponse::header(std::string_view name, std::string_view value) & {
-  if (!is_token(name)) throw std::invalid_argument("HTTP header name is not a token: '" + std::string(name) + "'");
-  for (char c : value) {
-    if (c == '\r' || c == '\n' || c == '\0') {
-      throw std::invalid_argument("HTTP header value of '" + std::string(name) + "' contains CR, LF or NUL");
-    }
-  }
+  check_header(name, value);
   append(name, ": ", value, "\r\n");
   return *this;
 }

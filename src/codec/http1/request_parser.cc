@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "char_scan.h"
 #include "field_section.h"
 
 namespace weft::http {
@@ -20,16 +21,6 @@ constexpr std::array<bool, 256> make_tchar() {
   return t;
 }
 constexpr std::array<bool, 256> kTchar = make_tchar();
-
-// Field values: VCHAR, SP, HTAB and obs-text; never CR, LF, NUL or other controls.
-constexpr std::array<bool, 256> make_value_char() {
-  std::array<bool, 256> t{};
-  for (int c = 0x20; c <= 0x7e; ++c) t[c] = true;
-  for (int c = 0x80; c <= 0xff; ++c) t[c] = true;
-  t['\t'] = true;
-  return t;
-}
-constexpr std::array<bool, 256> kValueChar = make_value_char();
 
 std::string_view trim_ows(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
@@ -61,6 +52,8 @@ void for_each_token(std::string_view value, F fn) {
 
 }  // namespace
 
+bool is_tchar(char c) noexcept { return kTchar[static_cast<unsigned char>(c)]; }
+
 bool all_tchar(std::string_view s) noexcept {
   if (s.empty()) return false;
   for (unsigned char c : s) {
@@ -73,33 +66,42 @@ ParseResult error(int status, std::string_view reason) noexcept { return {ParseR
 ParseResult incomplete() noexcept { return {ParseResult::Kind::incomplete, 0, 0, {}}; }
 
 ParseResult parse_field_section(std::string_view data, std::size_t pos, FieldSection& out, const Limits& limits) noexcept {
-  const char* const start = data.data();
+  const char* const p = data.data();
+  const std::size_t n = data.size();
   const std::size_t section_start = pos;
   const std::size_t max_headers = std::min(limits.max_headers, out.capacity);
+  // Bytes past `limit` would make the section too large.
+  const std::size_t limit = std::min(n, section_start + limits.max_header_section + 2);
+  // Out of bytes at `at`: the section is too large if the limit, not the data, stopped the scan.
+  auto ran_out = [&](std::size_t at) {
+    return at >= limit && limit < n ? error(431, "header section too large") : incomplete();
+  };
   for (;;) {
-    const std::size_t used = pos - section_start;
-    if (used > limits.max_header_section + 2) return error(431, "header section too large");
-    const std::size_t window = std::min(data.size() - pos, limits.max_header_section + 2 - used);
-    const char* lf = static_cast<const char*>(std::memchr(start + pos, '\n', window));
-    if (lf == nullptr) {
-      // No line end within the limit: either more bytes will come, or the section is too large.
-      if (data.size() - section_start > limits.max_header_section + 2) return error(431, "header section too large");
-      return incomplete();
+    // One pass per line: the name through its table, the value with the SIMD scan, which stops at
+    // the CR that ends the line (or at any other control byte, which is an error).
+    if (pos >= limit) return ran_out(pos);
+    if (p[pos] == '\r') {
+      if (pos + 1 >= n) return incomplete();
+      if (p[pos + 1] != '\n') return error(400, "bare CR in header section");
+      return {ParseResult::Kind::complete, pos + 2, 0, {}};
     }
-    const std::size_t line_end = static_cast<std::size_t>(lf - start);
-    if (line_end == pos || start[line_end - 1] != '\r') return error(400, "header line does not end with CRLF");
-    std::string_view line(start + pos, line_end - 1 - pos);
-    pos = line_end + 1;
-    if (line.empty()) return {ParseResult::Kind::complete, pos, 0, {}};
-    if (line.front() == ' ' || line.front() == '\t') return error(400, "obsolete line folding");
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) return error(400, "header line without ':'");
-    std::string_view name = line.substr(0, colon);
-    if (!all_tchar(name)) return error(400, "malformed header name");  // also rejects "Name :" (smuggling)
-    std::string_view value = trim_ows(line.substr(colon + 1));
-    for (unsigned char c : value) {
-      if (!kValueChar[c]) return error(400, "invalid character in header value");
-    }
+    if (p[pos] == ' ' || p[pos] == '\t') return error(400, "obsolete line folding");
+    std::size_t i = pos;
+    while (i < limit && kTchar[static_cast<unsigned char>(p[i])]) ++i;
+    if (i >= limit) return ran_out(i);
+    if (p[i] != ':' || i == pos) return error(400, "malformed header name");  // also "Name :" (smuggling)
+    std::string_view name(p + pos, i - pos);
+    std::size_t j = i + 1;
+    while (j < limit && (p[j] == ' ' || p[j] == '\t')) ++j;
+    const std::size_t k = j + find_invalid_value_byte(p + j, limit - j);
+    if (k >= limit) return ran_out(k);
+    if (p[k] != '\r') return error(400, p[k] == '\n' ? "header line does not end with CRLF" : "invalid character in header value");
+    if (k + 1 >= n) return k + 1 >= limit && limit < n ? error(431, "header section too large") : incomplete();
+    if (p[k + 1] != '\n') return error(400, "bare CR in header value");
+    std::size_t value_end = k;
+    while (value_end > j && (p[value_end - 1] == ' ' || p[value_end - 1] == '\t')) --value_end;
+    std::string_view value(p + j, value_end - j);
+    pos = k + 2;
     if (out.count == max_headers) return error(431, "too many header fields");
     out.headers[out.count++] = Header{name, value};
 
@@ -127,7 +129,7 @@ ParseResult parse_field_section(std::string_view data, std::size_t pos, FieldSec
           bool ok = !value.empty();
           // "5, 5" repeats one value: allowed; differing values are a smuggling attempt.
           for_each_token(value, [&](std::string_view t) {
-            std::uint64_t v;
+            std::uint64_t v = 0;
             if (!parse_decimal(t, v) || (out.content_length && *out.content_length != v)) ok = false;
             out.content_length = v;
           });
@@ -172,47 +174,47 @@ ParseResult parse_request_head(std::string_view data, RequestHead& out, const Li
   while (data.size() - pos >= 2 && data[pos] == '\r' && data[pos + 1] == '\n') pos += 2;
   if (pos > 64) return error(400, "too many empty lines before the request");
 
-  // ---- request line
-  const std::size_t line_window = std::min(data.size() - pos, limits.max_request_line + 2);
-  const char* lf = static_cast<const char*>(std::memchr(start + pos, '\n', line_window));
-  if (lf == nullptr) {
-    if (data.size() - pos > limits.max_request_line + 1) return error(414, "request line too long");
+  // ---- request line: method SP target SP HTTP/1.x CRLF, each part found and checked in one pass
+  const std::size_t n = data.size();
+  const std::size_t limit = std::min(n, pos + limits.max_request_line + 2);
+  auto ran_out = [&](std::size_t at) {
+    return at >= limit && limit < n ? error(414, "request line too long") : detail::incomplete();
+  };
+  std::size_t i = pos;
+  while (i < limit && detail::is_tchar(start[i])) ++i;
+  if (i >= limit) return ran_out(i);
+  if (start[i] != ' ' || i == pos) return error(400, "malformed request line");
+  out.method = std::string_view(start + pos, i - pos);
+  const std::size_t target_start = i + 1;
+  const std::size_t target_end = target_start + detail::find_invalid_target_byte(start + target_start, limit - target_start);
+  if (target_end >= limit) return ran_out(target_end);
+  if (start[target_end] != ' ') return error(400, "invalid character in request target");
+  if (target_end == target_start) return error(400, "empty request target");
+  out.target = std::string_view(start + target_start, target_end - target_start);
+  const std::size_t v = target_end + 1;
+  if (v + 10 > n) {
+    if (v + 10 > limit && limit < n) return error(414, "request line too long");
     return detail::incomplete();
   }
-  const std::size_t line_end = static_cast<std::size_t>(lf - start);
-  if (line_end == pos || start[line_end - 1] != '\r') return error(400, "request line does not end with CRLF");
-  std::string_view line(start + pos, line_end - 1 - pos);
-  if (line.size() > limits.max_request_line) return error(414, "request line too long");
-
-  auto sp1 = line.find(' ');
-  auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
-    return error(400, "malformed request line");
-  }
-  out.method = line.substr(0, sp1);
-  out.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  std::string_view version = line.substr(sp2 + 1);
-  if (!detail::all_tchar(out.method)) return error(400, "malformed method");
-  if (out.target.empty()) return error(400, "empty request target");
-  for (unsigned char c : out.target) {
-    if (c <= 0x20 || c == 0x7f) return error(400, "invalid character in request target");
-  }
-  if (version == "HTTP/1.1") {
-    out.version = Version::http11;
-  } else if (version == "HTTP/1.0") {
-    out.version = Version::http10;
-  } else if (version.size() == 8 && version.substr(0, 5) == "HTTP/" && version[5] >= '0' && version[5] <= '9' &&
-             version[6] == '.' && version[7] >= '0' && version[7] <= '9') {
+  const char* ver = start + v;
+  if (std::memcmp(ver, "HTTP/1.", 7) == 0 && (ver[7] == '1' || ver[7] == '0') && ver[8] == '\r' && ver[9] == '\n') {
+    out.version = ver[7] == '1' ? Version::http11 : Version::http10;
+  } else if (std::memcmp(ver, "HTTP/", 5) == 0 && ver[5] >= '0' && ver[5] <= '9' && ver[6] == '.' && ver[7] >= '0' &&
+             ver[7] <= '9' && ver[8] == '\r' && ver[9] == '\n') {
     return error(505, "unsupported HTTP version");
   } else {
-    return error(400, "malformed HTTP version");
+    return error(400, "malformed HTTP version or request line");
   }
+  if (v + 8 - pos > limits.max_request_line) return error(414, "request line too long");
+  const std::size_t line_end = v + 9;  // the LF
   auto q = out.target.find('?');
   out.path = out.target.substr(0, q);
   out.query = q == std::string_view::npos ? std::string_view() : out.target.substr(q + 1);
 
   // ---- header section
-  detail::FieldSection fields{out.inline_headers.data(), out.inline_headers.size()};
+  detail::FieldSection fields{};
+  fields.headers = out.inline_headers.data();
+  fields.capacity = out.inline_headers.size();
   ParseResult r = detail::parse_field_section(data, line_end + 1, fields, limits);
   out.header_count = fields.count;
   if (r.kind != ParseResult::Kind::complete) return r;

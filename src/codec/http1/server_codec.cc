@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include "date_cache.h"
 #include "weft/buffer/byte_buf_allocator.h"
@@ -17,26 +18,37 @@ constexpr std::uint8_t kKeepAlive = 1, kHttp10 = 2;
 
 void put(ByteBuf& out, std::string_view s) { out.write_bytes(s.data(), s.size()); }
 
-void put_status_line(ByteBuf& out, int status) {
+// "HTTP/1.1 200 OK\r\n" into `out` (64 bytes); returns its length.
+std::size_t format_status_line(char* out, int status) {
   if (status == 200) {
-    put(out, "HTTP/1.1 200 OK\r\n");
-    return;
+    std::memcpy(out, "HTTP/1.1 200 OK\r\n", 17);
+    return 17;
   }
-  char digits[8];
-  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, status);
-  put(out, "HTTP/1.1 ");
-  put(out, std::string_view(digits, static_cast<std::size_t>(end - digits)));
-  put(out, " ");
-  put(out, reason_phrase(status));
-  put(out, "\r\n");
+  std::string_view reason = reason_phrase(status);
+  char* p = out;
+  std::memcpy(p, "HTTP/1.1 ", 9);
+  p += 9;
+  p = std::to_chars(p, p + 8, status).ptr;
+  *p++ = ' ';
+  std::memcpy(p, reason.data(), reason.size());  // reason phrases are at most 31 bytes
+  p += reason.size();
+  *p++ = '\r';
+  *p++ = '\n';
+  return static_cast<std::size_t>(p - out);
 }
 
-void put_content_length(ByteBuf& out, std::size_t n) {
-  char digits[24];
-  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
-  put(out, "Content-Length: ");
-  put(out, std::string_view(digits, static_cast<std::size_t>(end - digits)));
-  put(out, "\r\n");
+// "Content-Length: N\r\n" into `out` (48 bytes); returns its length.
+std::size_t format_content_length(char* out, std::size_t n) {
+  std::memcpy(out, "Content-Length: ", 16);
+  char* p = std::to_chars(out + 16, out + 40, n).ptr;
+  *p++ = '\r';
+  *p++ = '\n';
+  return static_cast<std::size_t>(p - out);
+}
+
+void put_status_line(ByteBuf& out, int status) {
+  char line[64];
+  out.write_bytes(line, format_status_line(line, status));
 }
 
 }  // namespace
@@ -183,24 +195,39 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   if (!interim && pending_head_ < pending_keep_alive_.size()) flags = pending_keep_alive_[pending_head_++];
   if (!(flags & kKeepAlive)) last = true;
 
+  std::string_view shared = response.shared_header_block();
   std::string_view headers = response.header_block();
   std::string_view body = response.body_bytes();
   const bool copy_body = body.size() < kCopyBodyBelow || !response.owned_body().has_storage();
-  if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max<std::size_t>(1024, headers.size() + body.size() + 256));
-  out_.ensure_writable(headers.size() + 160 + (copy_body ? body.size() : 0));
-  put_status_line(out_, status);
-  put(out_, date_header_line());
-  put(out_, headers);
-  if (!interim && status != 204 && status != 304) put_content_length(out_, body.size());
-  if (last) {
-    put(out_, "Connection: close\r\n");
-  } else if (flags & kHttp10) {
-    put(out_, "Connection: keep-alive\r\n");
-  }
-  put(out_, "\r\n");
-  if (copy_body) {
-    put(out_, body);
-  } else {
+  // Everything but the body is written with one bounds check: the pieces are bounded.
+  char status_line[64];
+  std::size_t status_size = format_status_line(status_line, status);
+  char length_line[48];
+  std::size_t length_size = 0;
+  if (!interim && status != 204 && status != 304) length_size = format_content_length(length_line, body.size());
+  std::string_view connection = last ? std::string_view("Connection: close\r\n")
+                                     : (flags & kHttp10) ? std::string_view("Connection: keep-alive\r\n")
+                                                         : std::string_view();
+  std::string_view date = date_header_line();
+  const std::size_t head_size =
+      status_size + date.size() + shared.size() + headers.size() + length_size + connection.size() + 2 + (copy_body ? body.size() : 0);
+  if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max<std::size_t>(2048, head_size));
+  out_.ensure_writable(head_size);
+  char* w = reinterpret_cast<char*>(out_.write_ptr());
+  auto put_raw = [&w](const char* p, std::size_t n) {
+    std::memcpy(w, p, n);
+    w += n;
+  };
+  put_raw(status_line, status_size);
+  put_raw(date.data(), date.size());
+  put_raw(shared.data(), shared.size());
+  put_raw(headers.data(), headers.size());
+  put_raw(length_line, length_size);
+  put_raw(connection.data(), connection.size());
+  put_raw("\r\n", 2);
+  if (copy_body) put_raw(body.data(), body.size());
+  out_.advance_writer(head_size);
+  if (!copy_body) {
     ctx.write(std::move(out_));
     ctx.write(std::move(response.owned_body()));
   }

@@ -34,6 +34,20 @@ class HttpRequest {
   ByteBuf body_;
 };
 
+// Header lines validated once and attached to many responses without copying or checking them
+// again: build it at startup for the headers every response of a route carries.
+//   static const HeaderBlock kText = HeaderBlock().add("Server", "weft").add("Content-Type", "text/plain");
+class HeaderBlock {
+ public:
+  // Throws std::invalid_argument like HttpResponse::header.
+  HeaderBlock& add(std::string_view name, std::string_view value) &;
+  HeaderBlock&& add(std::string_view name, std::string_view value) && { return std::move(add(name, value)); }
+  std::string_view bytes() const noexcept { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
 // A response. Headers are validated as they are added: a name that is not a token, or a value with
 // CR, LF or NUL, throws std::invalid_argument (no response splitting). The encoder adds Date,
 // Content-Length and, where the connection ends, Connection: close.
@@ -50,6 +64,13 @@ class HttpResponse {
   HttpResponse&& header(std::string_view name, std::string_view value) && { return std::move(header(name, value)); }
   HttpResponse& content_type(std::string_view value) & { return header("Content-Type", value); }
   HttpResponse&& content_type(std::string_view value) && { return std::move(header("Content-Type", value)); }
+  // Attaches a shared block of headers (written before those added with header()). The block must
+  // outlive the encoding of the response, like body_view().
+  HttpResponse& headers(const HeaderBlock& block) & noexcept {
+    shared_headers_ = &block;
+    return *this;
+  }
+  HttpResponse&& headers(const HeaderBlock& block) && noexcept { return std::move(headers(block)); }
   // The body, owned.
   HttpResponse& body(ByteBuf bytes) & noexcept;
   HttpResponse&& body(ByteBuf bytes) && noexcept { return std::move(body(std::move(bytes))); }
@@ -67,6 +88,9 @@ class HttpResponse {
   std::string_view header_block() const noexcept {
     return overflow_.empty() ? std::string_view(inline_.data(), inline_size_) : std::string_view(overflow_);
   }
+  std::string_view shared_header_block() const noexcept {
+    return shared_headers_ != nullptr ? shared_headers_->bytes() : std::string_view();
+  }
   std::string_view body_bytes() const noexcept { return body_.has_storage() ? body_.view() : body_view_; }
   ByteBuf& owned_body() noexcept { return body_; }
   bool closes_connection() const noexcept { return close_; }
@@ -76,6 +100,7 @@ class HttpResponse {
 
   int status_;
   bool close_ = false;
+  const HeaderBlock* shared_headers_ = nullptr;
   std::size_t inline_size_ = 0;
   std::array<char, 256> inline_;
   std::string overflow_;  // used once the headers outgrow the inline space

@@ -1,0 +1,119 @@
+#pragma once
+// The HTTP/1.1 client codec: encodes requests and decodes their responses, pipelined (responses
+// are matched to requests in order, which is how a HEAD response is known to have no body).
+// Outbound HttpClientRequest -> ByteBuf; inbound ByteBuf -> HttpClientResponse. A malformed or
+// oversized response fires HttpProtocolError and closes the connection. Loop thread only.
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+
+#include "weft/channel/context.h"
+#include "weft/channel/handler.h"
+#include "weft/codec/http1/body_decoder.h"
+#include "weft/codec/http1/request_parser.h"
+#include "weft/core/error.h"
+
+namespace weft::http {
+
+// A response that could not be parsed, or broke a limit.
+class HttpProtocolError : public Error {
+ public:
+  HttpProtocolError(int status, std::string_view reason)
+      : Error("HTTP protocol error (" + std::to_string(status) + "): " + std::string(reason)), status_(status) {}
+  int status() const noexcept { return status_; }
+
+ private:
+  int status_;
+};
+
+// A request to send. Header rules as HttpResponse (no CR/LF in values). The encoder adds
+// Content-Length when there is a body.
+class HttpClientRequest {
+ public:
+  HttpClientRequest(std::string method, std::string target) : method_(std::move(method)), target_(std::move(target)) {}
+  HttpClientRequest& header(std::string_view name, std::string_view value) &;
+  HttpClientRequest&& header(std::string_view name, std::string_view value) && { return std::move(header(name, value)); }
+  HttpClientRequest& body(ByteBuf bytes) & noexcept {
+    body_ = std::move(bytes);
+    return *this;
+  }
+  HttpClientRequest&& body(ByteBuf bytes) && noexcept { return std::move(body(std::move(bytes))); }
+
+  const std::string& method() const noexcept { return method_; }
+  const std::string& target() const noexcept { return target_; }
+  std::string_view header_block() const noexcept { return headers_; }
+  ByteBuf& owned_body() noexcept { return body_; }
+
+ private:
+  std::string method_;
+  std::string target_;
+  std::string headers_;
+  ByteBuf body_;
+};
+
+struct ResponseHead {
+  static constexpr std::size_t kInlineHeaders = 64;
+  Version version = Version::http11;
+  int status = 0;
+  std::string_view reason;
+  std::array<Header, kInlineHeaders> inline_headers;
+  std::size_t header_count = 0;
+  std::optional<std::uint64_t> content_length;
+  bool chunked = false;
+  bool keep_alive = true;
+
+  std::optional<std::string_view> header(std::string_view name) const noexcept;
+};
+
+// Parses a response head at the start of `data`, like parse_request_head.
+ParseResult parse_response_head(std::string_view data, ResponseHead& out, const Limits& limits) noexcept;
+
+class HttpClientResponse {
+ public:
+  int status() const noexcept { return head_.status; }
+  Version version() const noexcept { return head_.version; }
+  bool keep_alive() const noexcept { return head_.keep_alive; }
+  std::optional<std::string_view> header(std::string_view name) const noexcept { return head_.header(name); }
+  const ResponseHead& head() const noexcept { return head_; }
+  const ByteBuf& body() const noexcept { return body_; }
+  std::string_view body_view() const noexcept { return body_.view(); }
+
+ private:
+  friend class ClientCodec;
+  ResponseHead head_;
+  ByteBuf head_bytes_;
+  ByteBuf body_;
+};
+
+class ClientCodec final : public Handler {
+ public:
+  explicit ClientCodec(Limits limits = {}) : limits_(limits) {}
+
+  MessageTypes message_types() const noexcept override {
+    return {&typeid(ByteBuf), &typeid(HttpClientResponse), &typeid(HttpClientRequest), &typeid(ByteBuf)};
+  }
+  void read_message(Context& ctx, MessageRef message) override;
+  void write_message(Context& ctx, MessageRef message) override;
+  void channel_inactive(Context& ctx) override;
+
+  // Requests sent whose response has not arrived yet.
+  std::size_t outstanding() const noexcept { return pending_head_requests_.size(); }
+
+ private:
+  void decode(Context& ctx);
+  bool decode_head(Context& ctx);
+  bool decode_body(Context& ctx);
+  void emit(Context& ctx);
+  void fail(Context& ctx, int status, std::string_view reason);
+
+  Limits limits_;
+  enum class State : std::uint8_t { head, body, failed } state_ = State::head;
+  ByteBuf in_;
+  HttpClientResponse response_;
+  detail::BodyDecoder body_decoder_;
+  std::deque<bool> pending_head_requests_;  // per outstanding request: was it a HEAD?
+};
+
+}  // namespace weft::http

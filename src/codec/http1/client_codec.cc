@@ -1,0 +1,194 @@
+#include "weft/codec/http1/client_codec.h"
+
+#include <charconv>
+#include <cstring>
+#include <stdexcept>
+
+#include "char_scan.h"
+#include "field_section.h"
+#include "weft/buffer/byte_buf_allocator.h"
+#include "weft/channel/channel.h"
+
+namespace weft::http {
+
+HttpClientRequest& HttpClientRequest::header(std::string_view name, std::string_view value) & {
+  if (!detail::all_tchar(name)) throw std::invalid_argument("HTTP header name is not a token: '" + std::string(name) + "'");
+  if (detail::find_invalid_value_byte(value.data(), value.size()) != value.size()) {
+    throw std::invalid_argument("HTTP header value of '" + std::string(name) + "' contains CR, LF, NUL or another control");
+  }
+  headers_.append(name).append(": ").append(value).append("\r\n");
+  return *this;
+}
+
+std::optional<std::string_view> ResponseHead::header(std::string_view name) const noexcept {
+  for (std::size_t i = 0; i < header_count; ++i) {
+    if (iequals(inline_headers[i].name, name)) return inline_headers[i].value;
+  }
+  return std::nullopt;
+}
+
+ParseResult parse_response_head(std::string_view data, ResponseHead& out, const Limits& limits) noexcept {
+  using detail::error;
+  const std::size_t window = std::min(data.size(), limits.max_request_line + 2);
+  const char* lf = static_cast<const char*>(std::memchr(data.data(), '\n', window));
+  if (lf == nullptr) {
+    if (data.size() > limits.max_request_line + 1) return error(400, "status line too long");
+    return detail::incomplete();
+  }
+  const std::size_t line_end = static_cast<std::size_t>(lf - data.data());
+  if (line_end == 0 || data[line_end - 1] != '\r') return error(400, "status line does not end with CRLF");
+  std::string_view line = data.substr(0, line_end - 1);
+  // HTTP/1.1 200 OK
+  if (line.size() < 12 || line.substr(0, 7) != "HTTP/1." || (line[7] != '0' && line[7] != '1') || line[8] != ' ' ||
+      (line.size() > 12 && line[12] != ' ')) {
+    return error(400, "malformed status line");
+  }
+  out.version = line[7] == '1' ? Version::http11 : Version::http10;
+  int status = 0;
+  auto [end, ec] = std::from_chars(line.data() + 9, line.data() + 12, status);
+  if (ec != std::errc() || end != line.data() + 12 || status < 100 || status > 999) {
+    return error(400, "malformed status code");
+  }
+  out.status = status;
+  out.reason = line.size() > 13 ? line.substr(13) : std::string_view();
+  detail::FieldSection fields{};
+  fields.headers = out.inline_headers.data();
+  fields.capacity = out.inline_headers.size();
+  ParseResult r = detail::parse_field_section(data, line_end + 1, fields, limits);
+  out.header_count = fields.count;
+  if (r.kind != ParseResult::Kind::complete) return r;
+  if (fields.transfer_encoding && fields.content_length) return error(400, "both Content-Length and Transfer-Encoding");
+  out.content_length = fields.content_length;
+  out.chunked = fields.chunked;
+  out.keep_alive = out.version == Version::http11 ? !fields.connection_close
+                                                  : (fields.connection_keep_alive && !fields.connection_close);
+  return r;
+}
+
+void ClientCodec::write_message(Context& ctx, MessageRef message) {
+  if (!message.is<HttpClientRequest>()) throw_type_mismatch(ctx, "outbound", typeid(HttpClientRequest), message.type());
+  HttpClientRequest& request = message.as<HttpClientRequest>();
+  ByteBuf& body = request.owned_body();
+  const std::size_t body_size = body.readable_bytes();
+  ByteBuf out = ctx.allocator().buffer(request.method().size() + request.target().size() + request.header_block().size() +
+                                       64 + body_size);
+  out.write_bytes(request.method());
+  out.write_bytes(" ");
+  out.write_bytes(request.target());
+  out.write_bytes(" HTTP/1.1\r\n");
+  out.write_bytes(request.header_block());
+  if (body_size > 0 || request.method() == "POST" || request.method() == "PUT") {
+    char digits[24];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, body_size);
+    out.write_bytes("Content-Length: ");
+    out.write_bytes(std::string_view(digits, static_cast<std::size_t>(end - digits)));
+    out.write_bytes("\r\n");
+  }
+  out.write_bytes("\r\n");
+  if (body_size > 0) out.write_bytes(body);
+  pending_head_requests_.push_back(request.method() == "HEAD");
+  ctx.write(std::move(out));
+}
+
+void ClientCodec::read_message(Context& ctx, MessageRef message) {
+  if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
+  if (state_ == State::failed) return;
+  ByteBuf& bytes = message.as<ByteBuf>();
+  if (!in_.is_readable()) {
+    in_ = std::move(bytes);
+  } else {
+    in_.write_bytes(bytes);
+  }
+  decode(ctx);
+}
+
+void ClientCodec::decode(Context& ctx) {
+  bool progressed = true;
+  while (progressed && state_ != State::failed && in_.is_readable()) {
+    progressed = state_ == State::head ? decode_head(ctx) : decode_body(ctx);
+  }
+  if (state_ == State::failed || !in_.is_readable()) {
+    in_.release();
+  } else if (in_.reader_index() > 0) {
+    if (in_.ref_count() == 1) {
+      in_.discard_read_bytes();
+    } else {
+      in_ = in_.copy();
+    }
+  }
+}
+
+bool ClientCodec::decode_head(Context& ctx) {
+  ResponseHead& head = response_.head_;
+  ParseResult r = parse_response_head(in_.view(), head, limits_);
+  if (r.kind == ParseResult::Kind::incomplete) return false;
+  if (r.kind == ParseResult::Kind::error) {
+    fail(ctx, r.status, r.reason);
+    return false;
+  }
+  if (head.status >= 100 && head.status < 200 && head.status != 101) {
+    in_.skip_bytes(r.consumed);  // interim response: the final one follows
+    return true;
+  }
+  response_.head_bytes_ = in_.read_slice(r.consumed);
+  response_.body_ = ByteBuf();
+  const bool head_request = !pending_head_requests_.empty() && pending_head_requests_.front();
+  if (head_request || head.status == 204 || head.status == 304 || head.status == 101) {
+    emit(ctx);
+    return true;
+  }
+  if (head.chunked) {
+    body_decoder_.start_chunked();
+  } else if (head.content_length) {
+    if (*head.content_length > limits_.max_body) {
+      fail(ctx, 413, "response body too large");
+      return false;
+    }
+    if (in_.readable_bytes() >= *head.content_length) {
+      if (*head.content_length > 0) response_.body_ = in_.read_slice(static_cast<std::size_t>(*head.content_length));
+      emit(ctx);
+      return true;
+    }
+    body_decoder_.start_fixed(*head.content_length);
+  } else {
+    body_decoder_.start_until_close();  // no framing: the body ends with the connection
+  }
+  state_ = State::body;
+  return true;
+}
+
+bool ClientCodec::decode_body(Context& ctx) {
+  const std::size_t before = in_.readable_bytes();
+  auto r = body_decoder_.decode(in_, response_.body_, ctx.allocator(), limits_);
+  if (r.status == detail::BodyDecoder::Status::error) {
+    fail(ctx, r.http_status, r.reason);
+    return false;
+  }
+  if (r.status == detail::BodyDecoder::Status::done) {
+    emit(ctx);
+    return true;
+  }
+  return in_.readable_bytes() != before;
+}
+
+void ClientCodec::emit(Context& ctx) {
+  if (!pending_head_requests_.empty()) pending_head_requests_.pop_front();
+  state_ = State::head;
+  ctx.fire_read(std::move(response_));
+  response_.head_bytes_.release();
+  response_.body_.release();
+}
+
+void ClientCodec::fail(Context& ctx, int status, std::string_view reason) {
+  state_ = State::failed;
+  ctx.fire_exception(std::make_exception_ptr(HttpProtocolError(status, reason)));
+  ctx.close();
+}
+
+void ClientCodec::channel_inactive(Context& ctx) {
+  if (state_ == State::body && body_decoder_.until_close()) emit(ctx);  // the close ends the body
+  in_.release();
+  ctx.fire_channel_inactive();
+}
+
+}  // namespace weft::http

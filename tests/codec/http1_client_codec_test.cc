@@ -1,0 +1,109 @@
+#include "weft/codec/http1/client_codec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "weft/channel/embedded_channel.h"
+#include "weft/codec/http1/router.h"
+#include "weft/codec/http1/server_codec.h"
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+namespace weft::http {
+namespace {
+
+struct Fixture {
+  Fixture() { ch.pipeline().add_last("http", std::make_shared<ClientCodec>()); }
+  std::string sent() {
+    std::string all;
+    while (auto b = ch.read_outbound<ByteBuf>()) all += b->to_string();
+    return all;
+  }
+  EmbeddedChannel ch;
+};
+
+TEST(ClientCodecTest, EncodesRequests) {
+  Fixture f;
+  f.ch.write_outbound(HttpClientRequest("GET", "/x?y=1").header("Host", "h"));
+  EXPECT_EQ(f.sent(), "GET /x?y=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+  f.ch.write_outbound(HttpClientRequest("POST", "/p").header("Host", "h").body(ByteBuf::copy_of("abc")));
+  EXPECT_EQ(f.sent(), "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_THROW(HttpClientRequest("GET", "/").header("X", "a\r\nb"), std::invalid_argument);
+}
+
+TEST(ClientCodecTest, DecodesPipelinedResponsesInOrderAtEverySplit) {
+  const std::string wire =
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst"
+      "HTTP/1.1 100 Continue\r\n\r\n"
+      "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nsec\r\n3\r\nond\r\n0\r\n\r\n"
+      "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"  // answer to a HEAD: no body follows
+      "HTTP/1.1 204 No Content\r\n\r\n";
+  for (std::size_t cut = 1; cut < wire.size(); cut += 7) {
+    Fixture f;
+    for (const char* m : {"GET", "POST", "HEAD", "DELETE"}) f.ch.write_outbound(HttpClientRequest(m, "/").header("Host", "h"));
+    f.sent();
+    f.ch.write_inbound(ByteBuf::copy_of(wire.substr(0, cut)));
+    f.ch.write_inbound(ByteBuf::copy_of(wire.substr(cut)));
+    auto a = f.ch.read_inbound<HttpClientResponse>();
+    auto b = f.ch.read_inbound<HttpClientResponse>();
+    auto c = f.ch.read_inbound<HttpClientResponse>();
+    auto d = f.ch.read_inbound<HttpClientResponse>();
+    ASSERT_TRUE(a && b && c && d) << cut;
+    EXPECT_EQ(a->status(), 200);
+    EXPECT_EQ(a->body_view(), "first");
+    EXPECT_EQ(b->status(), 201);
+    EXPECT_EQ(b->body_view(), "second");
+    EXPECT_EQ(c->status(), 200);
+    EXPECT_EQ(c->body_view(), "");
+    EXPECT_EQ(d->status(), 204);
+  }
+}
+
+TEST(ClientCodecTest, BodyWithoutFramingEndsWithTheConnection) {
+  Fixture f;
+  f.ch.write_outbound(HttpClientRequest("GET", "/").header("Host", "h"));
+  f.ch.write_inbound(ByteBuf::copy_of("HTTP/1.0 200 OK\r\n\r\nuntil "));
+  f.ch.write_inbound(ByteBuf::copy_of("close"));
+  EXPECT_EQ(f.ch.inbound_count(), 0u);
+  f.ch.close();
+  auto r = f.ch.read_inbound<HttpClientResponse>();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body_view(), "until close");
+  EXPECT_FALSE(r->keep_alive());
+}
+
+TEST(ClientCodecTest, MalformedResponseFailsAndCloses) {
+  Fixture f;
+  f.ch.write_inbound(ByteBuf::copy_of("HTTP/1.1 2x0 OK\r\n\r\n"));
+  EXPECT_THROW(f.ch.check_exception(), HttpProtocolError);
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(ClientCodecTest, TalksToTheServerCodec) {
+  // client pipeline -> bytes -> server pipeline -> bytes -> client pipeline
+  EmbeddedChannel server;
+  auto router = std::make_shared<Router>();
+  router->post("/echo", [](Context& ctx, HttpRequest& req) {
+    ctx.write(HttpResponse(200).body(ByteBuf::copy_of(req.body_view())));
+  });
+  server.pipeline().add_last("http", std::make_shared<ServerCodec>());
+  server.pipeline().add_last("router", router);
+  Fixture client;
+  for (int i = 0; i < 3; ++i) {
+    client.ch.write_outbound(
+        HttpClientRequest("POST", "/echo").header("Host", "h").body(ByteBuf::copy_of("msg" + std::to_string(i))));
+  }
+  server.write_inbound(ByteBuf::copy_of(client.sent()));
+  std::string answer;
+  while (auto b = server.read_outbound<ByteBuf>()) answer += b->to_string();
+  client.ch.write_inbound(ByteBuf::copy_of(answer));
+  for (int i = 0; i < 3; ++i) {
+    auto r = client.ch.read_inbound<HttpClientResponse>();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body_view(), "msg" + std::to_string(i));
+  }
+}
+
+}  // namespace
+}  // namespace weft::http
