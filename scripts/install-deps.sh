@@ -13,7 +13,11 @@ PACKAGES=(
   libgmock-dev
   libfmt-dev
   rapidjson-dev
+  curl
+  python3
   libbenchmark-dev
+  libjemalloc-dev
+  libmimalloc-dev
   libclang-rt-14-dev
   pkg-config
 )
