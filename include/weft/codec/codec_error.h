@@ -1,0 +1,58 @@
+#pragma once
+// Errors raised by decoders and encoders. Decoders fire them as exception events (the channel is not
+// closed for them: the application decides); encoders throw them from write, which turns them into
+// an exception event from the head of the pipeline.
+
+#include <cstddef>
+#include <string>
+
+#include "weft/core/error.h"
+
+namespace weft {
+
+// Base of every decoding error.
+class DecoderError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Base of every encoding error.
+class EncoderError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A frame is longer than a decoder's limit; the frame was (or is being) discarded.
+// limit_name() names the option that was exceeded (e.g. "max_frame_length").
+class TooLongFrameError : public DecoderError {
+ public:
+  // `length`: the frame's length when known, else the bytes seen so far (then `at_least` is true).
+  TooLongFrameError(std::string limit_name, std::size_t limit, std::size_t length, bool at_least = false);
+  const std::string& limit_name() const noexcept { return limit_name_; }
+  std::size_t limit() const noexcept { return limit_; }
+  std::size_t length() const noexcept { return length_; }
+
+ private:
+  std::string limit_name_;
+  std::size_t limit_;
+  std::size_t length_;
+};
+
+// The bytes cannot be a frame of this protocol (e.g. a negative length field).
+class CorruptedFrameError : public DecoderError {
+ public:
+  using DecoderError::DecoderError;
+};
+
+// The input ended (channel inactive or input shut down) in the middle of a frame; the partial frame
+// was discarded.
+class TruncatedFrameError : public DecoderError {
+ public:
+  explicit TruncatedFrameError(std::size_t discarded_bytes);
+  std::size_t discarded_bytes() const noexcept { return discarded_; }
+
+ private:
+  std::size_t discarded_;
+};
+
+}  // namespace weft

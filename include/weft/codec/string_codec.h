@@ -1,0 +1,23 @@
+#pragma once
+// String codec: StringDecoder turns each inbound ByteBuf (a frame: put a frame decoder before it)
+// into a std::string holding its bytes; StringEncoder turns each outbound std::string into a ByteBuf.
+// Bytes are passed through unchanged (UTF-8 in, UTF-8 out). Loop thread only.
+
+#include <string>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/codec/message_to_message_codec.h"
+
+namespace weft {
+
+class StringDecoder final : public MessageToMessageDecoder<ByteBuf, std::string> {
+ protected:
+  void decode(Context& ctx, ByteBuf&& message, Output<std::string>& out) override;
+};
+
+class StringEncoder final : public MessageToMessageEncoder<std::string, ByteBuf> {
+ protected:
+  void encode(Context& ctx, std::string&& message, Output<ByteBuf>& out) override;
+};
+
+}  // namespace weft

@@ -1,0 +1,18 @@
+#include "weft/codec/codec_error.h"
+
+#include <fmt/format.h>
+
+namespace weft {
+
+TooLongFrameError::TooLongFrameError(std::string limit_name, std::size_t limit, std::size_t length, bool at_least)
+    : DecoderError(fmt::format("frame length {}{} exceeds {} ({}); frame discarded", at_least ? "over " : "",
+                               at_least ? length - 1 : length, limit_name, limit)),
+      limit_name_(std::move(limit_name)),
+      limit_(limit),
+      length_(length) {}
+
+TruncatedFrameError::TruncatedFrameError(std::size_t discarded_bytes)
+    : DecoderError(fmt::format("input ended inside a frame; {} buffered bytes discarded", discarded_bytes)),
+      discarded_(discarded_bytes) {}
+
+}  // namespace weft
