@@ -1,5 +1,7 @@
 #include "weft/channel/context.h"
 
+#include "offload.h"
+#include "weft/buffer/byte_buf.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/pipeline.h"
 #include "weft/core/log.h"
@@ -15,6 +17,13 @@ std::string describe(const std::exception_ptr& error) {
   } catch (...) {
     return "non-standard exception";
   }
+}
+
+// Bytes an event queued for an executor counts for.
+std::size_t queued_size(MessageRef message) noexcept {
+  std::size_t n = ExecutorGroup::kTaskOverhead;
+  if (message.is<ByteBuf>()) n += message.as<ByteBuf>().readable_bytes();
+  return n;
 }
 
 }  // namespace
@@ -41,34 +50,120 @@ void Context::handle_inbound_exception(std::exception_ptr error) noexcept {
 
 void Context::handle_outbound_exception(std::exception_ptr error) noexcept {
   log(LogLevel::debug, "outbound operation failed in handler '{}': {}", name_, describe(error));
+  if (offload_ != nullptr && off_loop()) [[unlikely]] {
+    try {
+      to_loop([this, error] { pipeline_.fire_exception(error); });
+    } catch (...) {
+      log(LogLevel::warn, "handler '{}': exception dropped: {}", name_, describe(error));
+    }
+    return;
+  }
   pipeline_.fire_exception(std::move(error));
 }
 
+// ---- executor offload (slow path) ----------------------------------------------------------------
+
+bool Context::off_loop() const noexcept { return !loop().in_loop(); }
+
+void Context::to_loop(UniqueFunction<void()> task) {
+  offload_->to_loop([this, task = std::move(task)]() mutable {
+    if (removed_) {
+      log(LogLevel::debug, "handler '{}' emitted an event after its removal; dropped", name_);
+      return;
+    }
+    Pipeline::Depth depth(pipeline_);
+    task();
+  });
+}
+
+void Context::to_executor(std::size_t size, UniqueFunction<void()> task) { offload_->to_executor(size, std::move(task)); }
+
+bool Context::offloaded_fire_read(MessageRef message) {
+  if (!off_loop()) return false;
+  to_loop([this, m = message.take()]() mutable { next_->invoke_read(m.ref()); });
+  return true;
+}
+
+bool Context::offloaded_write(MessageRef message) {
+  if (!off_loop()) return false;
+  to_loop([this, m = message.take()]() mutable { prev_->invoke_write(m.ref()); });
+  return true;
+}
+
+#define COMMA ,
+
 // Runs one inbound callback of the handler; an exception becomes that handler's exception_caught.
-#define WEFT_INVOKE_INBOUND(call)                          \
-  try {                                                    \
-    call;                                                  \
-  } catch (...) {                                          \
-    next_->handle_inbound_exception(std::current_exception()); \
+#define WEFT_INVOKE_INBOUND(target, call)                   \
+  try {                                                     \
+    call;                                                   \
+  } catch (...) {                                           \
+    (target)->handle_inbound_exception(std::current_exception()); \
   }
 
-void Context::fire_channel_active() { WEFT_INVOKE_INBOUND(next_->handler_->channel_active(*next_)) }
-void Context::fire_channel_inactive() { WEFT_INVOKE_INBOUND(next_->handler_->channel_inactive(*next_)) }
-void Context::fire_read_complete() { WEFT_INVOKE_INBOUND(next_->handler_->channel_read_complete(*next_)) }
-void Context::fire_user_event(const std::any& event) { WEFT_INVOKE_INBOUND(next_->handler_->user_event(*next_, event)) }
-void Context::fire_writability_changed() { WEFT_INVOKE_INBOUND(next_->handler_->writability_changed(*next_)) }
+// An inbound event: from an offloaded handler's executor it goes to the loop first; to an
+// offloaded handler it goes to its executor; else it runs here.
+#define WEFT_FIRE_INBOUND(method, capture, call)                                                      \
+  if (offload_ != nullptr && off_loop()) [[unlikely]] {                                              \
+    to_loop([this capture] { method; });                                                             \
+    return;                                                                                          \
+  }                                                                                                  \
+  if (next_->offload_ != nullptr) [[unlikely]] {                                                     \
+    next_->to_executor(ExecutorGroup::kTaskOverhead, [c = next_ capture] { WEFT_INVOKE_INBOUND(c, call) }); \
+    return;                                                                                          \
+  }                                                                                                  \
+  {                                                                                                  \
+    Context* c = next_;                                                                              \
+    WEFT_INVOKE_INBOUND(c, call)                                                                     \
+  }
+
+void Context::fire_channel_active() { WEFT_FIRE_INBOUND(fire_channel_active(), , c->handler_->channel_active(*c)) }
+void Context::fire_channel_inactive() {
+  WEFT_FIRE_INBOUND(fire_channel_inactive(), , c->handler_->channel_inactive(*c))
+}
+void Context::fire_read_complete() {
+  WEFT_FIRE_INBOUND(fire_read_complete(), , c->handler_->channel_read_complete(*c))
+}
+void Context::fire_user_event(const std::any& event) {
+  WEFT_FIRE_INBOUND(fire_user_event(event), COMMA event, c->handler_->user_event(*c, event))
+}
+void Context::fire_writability_changed() {
+  WEFT_FIRE_INBOUND(fire_writability_changed(), , c->handler_->writability_changed(*c))
+}
+#undef WEFT_FIRE_INBOUND
 #undef WEFT_INVOKE_INBOUND
 
 void Context::fire_exception(std::exception_ptr error) {
-  try {
-    next_->handler_->exception_caught(*next_, error);
-  } catch (...) {
-    log(LogLevel::error, "handler '{}' threw from exception_caught while handling '{}': {}", next_->name_,
-        describe(error), describe(std::current_exception()));
+  if (offload_ != nullptr && off_loop()) [[unlikely]] {
+    to_loop([this, error] { fire_exception(error); });
+    return;
   }
+  Context* c = next_;
+  auto run = [c](const std::exception_ptr& e) {
+    try {
+      c->handler_->exception_caught(*c, e);
+    } catch (...) {
+      log(LogLevel::error, "handler '{}' threw from exception_caught while handling '{}': {}", c->name_, describe(e),
+          describe(std::current_exception()));
+    }
+  };
+  if (c->offload_ != nullptr) [[unlikely]] {
+    c->to_executor(ExecutorGroup::kTaskOverhead, [run, error] { run(error); });
+    return;
+  }
+  run(error);
 }
 
 void Context::invoke_read(MessageRef message) {
+  if (offload_ != nullptr) [[unlikely]] {
+    to_executor(queued_size(message), [this, m = message.take()]() mutable {
+      try {
+        handler_->read_message(*this, m.ref());
+      } catch (...) {
+        handle_inbound_exception(std::current_exception());
+      }
+    });
+    return;
+  }
   try {
     handler_->read_message(*this, message);
   } catch (...) {
@@ -77,6 +172,16 @@ void Context::invoke_read(MessageRef message) {
 }
 
 void Context::invoke_write(MessageRef message) {
+  if (offload_ != nullptr) [[unlikely]] {
+    to_executor(queued_size(message), [this, m = message.take()]() mutable {
+      try {
+        handler_->write_message(*this, m.ref());
+      } catch (...) {
+        handle_outbound_exception(std::current_exception());
+      }
+    });
+    return;
+  }
   try {
     handler_->write_message(*this, message);
   } catch (...) {
@@ -84,20 +189,32 @@ void Context::invoke_write(MessageRef message) {
   }
 }
 
+// An outbound operation: the mirror image of WEFT_FIRE_INBOUND, towards prev_.
+#define WEFT_OUTBOUND(method, capture, call, on_error)                                              \
+  if (offload_ != nullptr && off_loop()) [[unlikely]] {                                            \
+    to_loop([this capture]() mutable { method; });                                                 \
+    return;                                                                                        \
+  }                                                                                                \
+  Context* c = prev_;                                                                              \
+  auto run = [c capture]() mutable {                                                               \
+    try {                                                                                          \
+      call;                                                                                        \
+    } catch (...) {                                                                                \
+      on_error;                                                                                    \
+    }                                                                                              \
+  };                                                                                               \
+  if (c->offload_ != nullptr) [[unlikely]] {                                                       \
+    c->to_executor(ExecutorGroup::kTaskOverhead, std::move(run));                                  \
+    return;                                                                                        \
+  }                                                                                                \
+  run();
+
 void Context::flush() {
-  try {
-    prev_->handler_->flush(*prev_);
-  } catch (...) {
-    prev_->handle_outbound_exception(std::current_exception());
-  }
+  WEFT_OUTBOUND(flush(), , c->handler_->flush(*c), c->handle_outbound_exception(std::current_exception()))
 }
 
 void Context::read() {
-  try {
-    prev_->handler_->read(*prev_);
-  } catch (...) {
-    prev_->handle_outbound_exception(std::current_exception());
-  }
+  WEFT_OUTBOUND(read(), , c->handler_->read(*c), c->handle_outbound_exception(std::current_exception()))
 }
 
 Future<void> Context::close() {
@@ -107,11 +224,8 @@ Future<void> Context::close() {
 }
 
 void Context::close(Promise<void> promise) {
-  try {
-    prev_->handler_->close(*prev_, promise);
-  } catch (...) {
-    promise.set_error(std::current_exception());
-  }
+  WEFT_OUTBOUND(close(promise), COMMA promise, c->handler_->close(*c, promise),
+                promise.set_error(std::current_exception()))
 }
 
 Future<void> Context::bind(const SocketAddress& local) {
@@ -121,11 +235,8 @@ Future<void> Context::bind(const SocketAddress& local) {
 }
 
 void Context::bind(const SocketAddress& local, Promise<void> promise) {
-  try {
-    prev_->handler_->bind(*prev_, local, promise);
-  } catch (...) {
-    promise.set_error(std::current_exception());
-  }
+  WEFT_OUTBOUND(bind(local, promise), COMMA local COMMA promise, c->handler_->bind(*c, local, promise),
+                promise.set_error(std::current_exception()))
 }
 
 Future<void> Context::connect(const SocketAddress& remote) {
@@ -135,11 +246,11 @@ Future<void> Context::connect(const SocketAddress& remote) {
 }
 
 void Context::connect(const SocketAddress& remote, Promise<void> promise) {
-  try {
-    prev_->handler_->connect(*prev_, remote, promise);
-  } catch (...) {
-    promise.set_error(std::current_exception());
-  }
+  WEFT_OUTBOUND(connect(remote, promise), COMMA remote COMMA promise, c->handler_->connect(*c, remote, promise),
+                promise.set_error(std::current_exception()))
 }
+
+#undef WEFT_OUTBOUND
+#undef COMMA
 
 }  // namespace weft

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "offload.h"
 #include "weft/channel/channel.h"
+#include "weft/core/executor_group.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
 
@@ -97,6 +99,17 @@ void Pipeline::link_after(Context& prev, std::unique_ptr<Context> ctx) {
     contexts_.pop_back();
     throw;
   }
+  if (c.offload_ != nullptr) {
+    c.offload_->to_executor(ExecutorGroup::kTaskOverhead, [&c] {
+      try {
+        c.handler_->handler_added(c);
+      } catch (const std::exception& e) {
+        log(LogLevel::warn, "handler '{}' threw from handler_added on its executor: {}", c.name_, e.what());
+        c.fire_exception(std::current_exception());
+      }
+    });
+    return;
+  }
   try {
     c.handler_->handler_added(c);
   } catch (...) {
@@ -151,6 +164,33 @@ void Pipeline::check_types() const {
   }
 }
 
+std::unique_ptr<Context> Pipeline::new_context(std::string name, std::shared_ptr<Handler> handler,
+                                               ExecutorGroup* executors) {
+  if (!handler) throw std::invalid_argument(fmt::format("handler '{}' is null", name));
+  Handler* raw = handler.get();
+  std::unique_ptr<Context> ctx(new Context(*this, std::move(name), raw, std::move(handler)));
+  if (executors != nullptr) {
+    if (channel_.weak_from_this().expired()) {
+      throw std::logic_error(fmt::format("handler '{}': executor offload needs a channel owned by a shared_ptr",
+                                         ctx->name_));
+    }
+    ctx->offload_ = std::make_shared<detail::Offload>(*executors, channel_);
+  }
+  return ctx;
+}
+
+Pipeline& Pipeline::add_last(ExecutorGroup& executors, std::string name, std::shared_ptr<Handler> handler) {
+  check_name_free(name);
+  link_after(*tail_.prev_, new_context(std::move(name), std::move(handler), &executors));
+  return *this;
+}
+
+Pipeline& Pipeline::add_first(ExecutorGroup& executors, std::string name, std::shared_ptr<Handler> handler) {
+  check_name_free(name);
+  link_after(head_, new_context(std::move(name), std::move(handler), &executors));
+  return *this;
+}
+
 Pipeline& Pipeline::add_last(std::string name, std::shared_ptr<Handler> handler) {
   check_name_free(name);
   Handler* raw = handler.get();
@@ -186,6 +226,23 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
   Context& c = find_or_throw(name);
   unlink(c);
   std::shared_ptr<Handler> handler = c.owner_;
+  if (c.offload_ != nullptr) {
+    // handler_removed runs on the executor after the events queued for it; the context is freed
+    // on the loop after everything the handler posted back.
+    auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
+    std::unique_ptr<Context> owned = std::move(*it);
+    contexts_.erase(it);
+    std::shared_ptr<detail::Offload> offload = owned->offload_;
+    if (auto back = offload->retire(std::move(owned))) {
+      try {
+        back->handler_->handler_removed(*back);
+      } catch (const std::exception& e) {
+        log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", back->name_, e.what());
+      }
+      removed_.push_back(std::move(back));
+    }
+    return handler;
+  }
   try {
     c.handler_->handler_removed(c);
   } catch (const std::exception& e) {

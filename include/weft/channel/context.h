@@ -4,6 +4,13 @@
 //
 // Loop thread only. A context stays valid while its handler is in the pipeline; once removed, it
 // stays usable until the pipeline call that removed it returns (so a handler may remove itself).
+//
+// Executor offload: the context of a handler added with an ExecutorGroup is used by that handler
+// on its executor thread. Its event and operation methods (fire_*, write, flush, read, close, bind,
+// connect) may be called there: they are posted to the channel's loop, in order. Events that reach
+// such a handler are posted to its executor, in order. What the handler emits after it was removed
+// is dropped (with a debug log line). channel(), loop(), allocator(), handler() and name() are safe
+// from the executor; pipeline() and is_removed() are not.
 
 #include <any>
 #include <exception>
@@ -14,6 +21,7 @@
 
 #include "weft/channel/handler.h"
 #include "weft/core/future.h"
+#include "weft/core/unique_function.h"
 
 namespace weft {
 
@@ -21,6 +29,9 @@ class Channel;
 class Pipeline;
 class EventLoop;
 class ByteBufAllocator;
+namespace detail {
+class Offload;
+}  // namespace detail
 
 class Context {
  public:
@@ -42,6 +53,7 @@ class Context {
   template <class T>
   void fire_read(T&& message) {
     static_assert(!std::is_lvalue_reference_v<T>, "fire_read takes ownership: pass std::move(message)");
+    if (offload_ != nullptr && offloaded_fire_read(MessageRef::of(message))) [[unlikely]] return;
     next_->invoke_read(MessageRef::of(message));
   }
   void fire_read_complete();
@@ -54,6 +66,7 @@ class Context {
   template <class T>
   void write(T&& message) {
     static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
+    if (offload_ != nullptr && offloaded_write(MessageRef::of(message))) [[unlikely]] return;
     prev_->invoke_write(MessageRef::of(message));
   }
   void flush();
@@ -72,17 +85,34 @@ class Context {
   void connect(const SocketAddress& remote, Promise<void> promise);
 
   // For handlers that pass on messages of any type (AnyMessage): forward without knowing the type.
-  void fire_read_erased(MessageRef message) { next_->invoke_read(message); }
-  void write_erased(MessageRef message) { prev_->invoke_write(message); }
+  void fire_read_erased(MessageRef message) {
+    if (offload_ != nullptr && offloaded_fire_read(message)) [[unlikely]] return;
+    next_->invoke_read(message);
+  }
+  void write_erased(MessageRef message) {
+    if (offload_ != nullptr && offloaded_write(message)) [[unlikely]] return;
+    prev_->invoke_write(message);
+  }
 
  private:
   friend class Pipeline;
+  friend class detail::Offload;
   Context(Pipeline& pipeline, std::string name, Handler* handler, std::shared_ptr<Handler> owner);
 
   void invoke_read(MessageRef message);
   void invoke_write(MessageRef message);
   void handle_inbound_exception(std::exception_ptr error) noexcept;
   void handle_outbound_exception(std::exception_ptr error) noexcept;
+
+  // ---- executor offload (slow path; only for contexts with offload_)
+  // This context's handler runs on an executor: true when called off the loop (then posted to it).
+  bool off_loop() const noexcept;
+  bool offloaded_fire_read(MessageRef message);
+  bool offloaded_write(MessageRef message);
+  // Runs `task` on the loop, unless this context has been removed by then.
+  void to_loop(UniqueFunction<void()> task);
+  // Runs `task` on this context's executor (counted against the offload bounds).
+  void to_executor(std::size_t size, UniqueFunction<void()> task);
 
   Pipeline& pipeline_;
   std::string name_;
@@ -92,6 +122,7 @@ class Context {
   Context* next_ = nullptr;
   MessageTypes types_;
   bool removed_ = false;
+  std::shared_ptr<detail::Offload> offload_;  // set when the handler runs on an executor
 };
 
 }  // namespace weft

@@ -16,6 +16,7 @@
 namespace weft {
 
 std::string type_name(const std::type_info& type);
+class MessageRef;
 
 class Message {
  public:
@@ -46,12 +47,16 @@ class Message {
     return out;
   }
   void* address() noexcept { return holder_ ? holder_->address() : nullptr; }
+  // A borrowed view of the boxed value, to pass it along a pipeline (a handler may move from it);
+  // the box must hold a value.
+  MessageRef ref() noexcept;
 
  private:
   struct HolderBase {
     virtual ~HolderBase() = default;
     virtual const std::type_info& type() const noexcept = 0;
     virtual void* address() noexcept = 0;
+    virtual MessageRef ref() noexcept = 0;
   };
   template <class T>
   struct Holder final : HolderBase {
@@ -59,6 +64,7 @@ class Message {
     explicit Holder(U&& v) : value(std::forward<U>(v)) {}
     const std::type_info& type() const noexcept override { return typeid(T); }
     void* address() noexcept override { return &value; }
+    MessageRef ref() noexcept override;
     T value;
   };
   std::unique_ptr<HolderBase> holder_;
@@ -91,5 +97,12 @@ class MessageRef {
   const std::type_info* type_;
   BoxFn box_;
 };
+
+inline MessageRef Message::ref() noexcept { return holder_->ref(); }
+
+template <class T>
+MessageRef Message::Holder<T>::ref() noexcept {
+  return MessageRef::of(value);
+}
 
 }  // namespace weft

@@ -18,6 +18,8 @@
 
 namespace weft {
 
+class ExecutorGroup;
+
 class Pipeline {
  public:
   explicit Pipeline(Channel& channel);
@@ -31,6 +33,12 @@ class Pipeline {
   Pipeline& add_first(std::string name, std::shared_ptr<Handler> handler);
   Pipeline& add_before(std::string_view base, std::string name, std::shared_ptr<Handler> handler);
   Pipeline& add_after(std::string_view base, std::string name, std::shared_ptr<Handler> handler);
+  // Executor offload: the handler's callbacks run on one executor thread of `executors`, in order,
+  // while the rest of the pipeline stays on the loop (see ExecutorGroup for the queue bounds).
+  // The channel must be owned by a shared_ptr (every registered channel is); throws
+  // std::logic_error otherwise.
+  Pipeline& add_last(ExecutorGroup& executors, std::string name, std::shared_ptr<Handler> handler);
+  Pipeline& add_first(ExecutorGroup& executors, std::string name, std::shared_ptr<Handler> handler);
   template <class H, class... Args>
   H& emplace_last(std::string name, Args&&... args) {
     auto handler = std::make_shared<H>(std::forward<Args>(args)...);
@@ -111,6 +119,8 @@ class Pipeline {
   Context* find(std::string_view name) const noexcept;
   Context& find_or_throw(std::string_view name) const;
   void link_after(Context& prev, std::unique_ptr<Context> ctx);
+  std::unique_ptr<Context> new_context(std::string name, std::shared_ptr<Handler> handler,
+                                       ExecutorGroup* executors);
   void unlink(Context& ctx);
   void check_types() const;
   void check_name_free(std::string_view name) const;
