@@ -17,7 +17,7 @@ TSAN_WRAP := $(shell test "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo
                && command -v setarch >/dev/null && echo "setarch $$(uname -m) -R")
 
 .NOTPARALLEL:
-.PHONY: all deps build run test clean $(addprefix build-,$(PRESETS)) $(addprefix test-,$(PRESETS))
+.PHONY: all deps build run test fuzz clean $(addprefix build-,$(PRESETS)) $(addprefix test-,$(PRESETS))
 
 all: build
 
@@ -33,7 +33,12 @@ $(addprefix build-,$(PRESETS)): build-%: deps
 run: deps build-release
 	bash scripts/echo-demo.sh
 
-test: deps $(addprefix test-,$(TEST_PRESETS))
+test: deps $(addprefix test-,$(TEST_PRESETS)) fuzz
+
+# libFuzzer targets (clang, build/fuzz), FUZZ_SECONDS each
+FUZZ_SECONDS ?= 20
+fuzz: deps
+	bash scripts/run-fuzz.sh $(FUZZ_SECONDS)
 
 $(addprefix test-,$(PRESETS)): test-%: deps
 	cmake --preset $* -DWEFT_WERROR=ON
