@@ -23,7 +23,9 @@ for seeds in tests/fuzz/corpus/*/; do
   work="$build/corpus/$name"
   mkdir -p "$work"
   echo "run-fuzz: $name for ${seconds}s"
-  if ! (cd "$build" && "../../$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  dict=()
+  [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="../../tests/fuzz/$name.dict")
+  if ! (cd "$build" && "../../$target" "${dict[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
           -print_final_stats=1 "../../$work" "../../$seeds" 2>&1 | tail -n 15); then
     status=1
   fi
