@@ -290,14 +290,24 @@ bool EventLoop::confirm_shutdown() {
     return false;
   }
   if (now_time - shutdown_start_ >= Duration(shutdown_timeout_ns_.load(std::memory_order_relaxed))) return true;
-  if (tracked_count_ > 0 || !local_tasks_.empty() || !remote_tasks_.empty()) return false;
+  if (tracked_count_ > 0) {
+    // Registered after the shutdown began (an accepted connection handed over, a connect racing
+    // the shutdown): close those too instead of waiting for the deadline.
+    close_tracked_resources();
+    return false;
+  }
+  if (!local_tasks_.empty() || !remote_tasks_.empty()) return false;
   return now_time - last_activity_ >= Duration(quiet_period_ns_.load(std::memory_order_relaxed));
 }
 
 void EventLoop::close_tracked_resources() {
   std::vector<LoopResource*> to_close;
   to_close.reserve(tracked_count_);
-  for (LoopResource* r = resources_; r != nullptr; r = r->resource_next_) to_close.push_back(r);
+  for (LoopResource* r = resources_; r != nullptr; r = r->resource_next_) {
+    if (r->close_requested_) continue;  // already closing
+    r->close_requested_ = true;
+    to_close.push_back(r);
+  }
   for (LoopResource* r : to_close) {
     try {
       r->close_for_shutdown();
@@ -339,6 +349,7 @@ void EventLoop::track(LoopResource& resource) noexcept {
   assert_in_loop("EventLoop::track");
   if (resource.tracked_) return;
   resource.tracked_ = true;
+  resource.close_requested_ = false;
   resource.resource_prev_ = nullptr;
   resource.resource_next_ = resources_;
   if (resources_ != nullptr) resources_->resource_prev_ = &resource;

@@ -40,6 +40,7 @@ class LoopResource {
   LoopResource* resource_prev_ = nullptr;
   LoopResource* resource_next_ = nullptr;
   bool tracked_ = false;
+  bool close_requested_ = false;  // shutdown asked it to close (once per tracking)
 };
 
 class EventLoop {
