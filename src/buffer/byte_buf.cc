@@ -8,11 +8,12 @@
 #include <utility>
 
 #include "weft/buffer/byte_buf_allocator.h"
+#include "weft/buffer/leak_detector.h"
 
 namespace weft {
 
 static_assert(sizeof(ByteBuf) <= 40, "ByteBuf travels through pipelines by move; keep it small");
-static_assert(kMaxCapacityLimit <= 0xFFFF'FFFFu, "indices are 32-bit");
+static_assert(kMaxCapacityLimit <= 0x7FFF'FFFFu, "indices are 31-bit (marks share a word with the read-only flag)");
 static_assert(kDefaultMaxCapacity <= kMaxCapacityLimit);
 
 ByteBuf ByteBuf::copy_of(std::string_view bytes) { return copy_of(bytes.data(), bytes.size()); }
@@ -27,12 +28,29 @@ ByteBuf ByteBuf::copy_of(const void* data, std::size_t n) {
   return buf;
 }
 
-void ByteBuf::discard_read_bytes() noexcept {
+void ByteBuf::discard_read_bytes() {
+  if (read_only_) throw_read_only("discard_read_bytes");
   if (reader_ == 0) return;
   const std::size_t readable = readable_bytes();
   if (readable > 0) std::memmove(base_, base_ + reader_, readable);
+  const std::uint32_t shift = reader_;
+  marked_reader_ = marked_reader_ > shift ? marked_reader_ - shift : 0;
+  marked_writer_ = marked_writer_ > shift ? marked_writer_ - shift : 0;
   writer_ = static_cast<std::uint32_t>(readable);
   reader_ = 0;
+}
+
+void ByteBuf::prepare_write(std::size_t n) {
+  if (read_only_) throw_read_only("write");
+  if (n > writable_bytes()) grow_for(n);
+}
+
+void ByteBuf::throw_read_only(const char* op) {
+  throw std::logic_error(std::string("ByteBuf::") + op + ": the buffer is a read-only view");
+}
+
+void ByteBuf::touch_slow(const char* hint, const void* caller) noexcept {
+  detail::leak_touch(storage_, hint, caller);
 }
 
 void ByteBuf::grow_for(std::size_t n) {
@@ -52,10 +70,10 @@ void ByteBuf::grow_for(std::size_t n) {
   ByteBufStorage* fresh;
   if (old->refs.load(std::memory_order_acquire) == 1) {
     // Sole owner: nobody else can see the block, so it may be resized in place.
-    fresh = alloc->reallocate_storage(old, target, capacity_);
+    fresh = alloc->grow_storage(old, target, capacity_);
   } else {
     // Shared with slices or duplicates: copy on grow, leaving them the old block.
-    fresh = alloc->allocate_storage(target);
+    fresh = alloc->new_storage(target, __builtin_return_address(0));
     if (capacity_ > 0) std::memcpy(fresh->data, base_, capacity_);
     release_storage(old);
   }
@@ -68,6 +86,7 @@ void ByteBuf::grow_for(std::size_t n) {
 void ByteBuf::write_bytes(const void* data, std::size_t n) {
   if (n == 0) return;
   const auto* src = static_cast<const std::uint8_t*>(data);
+  if (read_only_) throw_read_only("write_bytes");
   if (n > writable_bytes()) {
     // Growth may move the storage; if data points into it, follow the bytes to their new place.
     const auto addr = reinterpret_cast<std::uintptr_t>(src);
@@ -111,6 +130,7 @@ void ByteBuf::get_bytes(std::size_t index, void* dst, std::size_t n) const {
 }
 
 void ByteBuf::set_bytes(std::size_t index, const void* src, std::size_t n) {
+  if (read_only_) throw_read_only("set_bytes");
   if (n > capacity_ || index > capacity_ - n) throw_index_error("set_bytes", index, n, capacity_);
   if (n > 0) std::memmove(base_ + index, src, n);
 }
@@ -119,7 +139,7 @@ ByteBuf ByteBuf::slice(std::size_t index, std::size_t length) const {
   if (length > capacity_ || index > capacity_ - length) throw_index_error("slice", index, length, capacity_);
   if (storage_ == nullptr) return ByteBuf();
   storage_->refs.fetch_add(1, std::memory_order_relaxed);
-  return ByteBuf(storage_, base_ + index, 0, length, length, length);
+  return ByteBuf(storage_, base_ + index, 0, length, length, length, read_only_);
 }
 
 ByteBuf ByteBuf::read_slice(std::size_t n) {
@@ -132,7 +152,38 @@ ByteBuf ByteBuf::read_slice(std::size_t n) {
 ByteBuf ByteBuf::duplicate() const {
   if (storage_ == nullptr) return ByteBuf();
   storage_->refs.fetch_add(1, std::memory_order_relaxed);
-  return ByteBuf(storage_, base_, reader_, writer_, capacity_, max_capacity_);
+  ByteBuf d(storage_, base_, reader_, writer_, capacity_, max_capacity_, read_only_);
+  d.marked_reader_ = marked_reader_;
+  d.marked_writer_ = marked_writer_;
+  return d;
+}
+
+ByteBuf ByteBuf::as_read_only() const {
+  if (storage_ == nullptr) return ByteBuf();
+  storage_->refs.fetch_add(1, std::memory_order_relaxed);
+  ByteBuf d(storage_, base_, reader_, writer_, capacity_, capacity_, true);
+  d.marked_reader_ = marked_reader_;
+  d.marked_writer_ = marked_writer_;
+  return d;
+}
+
+void ByteBuf::read_bytes(ByteBuf& dst, std::size_t n) {
+  if (n > readable_bytes()) throw_index_error("read_bytes", reader_, n, writer_);
+  if (&dst == this) throw std::invalid_argument("ByteBuf::read_bytes: destination is the source");
+  dst.write_bytes(base_ + reader_, n);
+  reader_ += static_cast<std::uint32_t>(n);
+}
+
+std::string ByteBuf::read_string(std::size_t n) {
+  if (n > readable_bytes()) throw_index_error("read_string", reader_, n, writer_);
+  std::string s(reinterpret_cast<const char*>(base_ + reader_), n);
+  reader_ += static_cast<std::uint32_t>(n);
+  return s;
+}
+
+std::string ByteBuf::get_string(std::size_t index, std::size_t n) const {
+  if (n > capacity_ || index > capacity_ - n) throw_index_error("get_string", index, n, capacity_);
+  return std::string(reinterpret_cast<const char*>(base_ + index), n);
 }
 
 ByteBuf ByteBuf::copy() const {
@@ -197,9 +248,19 @@ void ByteBuf::swap(ByteBuf& other) noexcept {
   std::swap(writer_, other.writer_);
   std::swap(capacity_, other.capacity_);
   std::swap(max_capacity_, other.max_capacity_);
+  std::swap(marked_reader_, other.marked_reader_);
+  const std::uint32_t mw = marked_writer_;
+  marked_writer_ = other.marked_writer_;
+  other.marked_writer_ = mw;
+  const std::uint32_t ro = read_only_;
+  read_only_ = other.read_only_;
+  other.read_only_ = ro;
 }
 
-void ByteBuf::return_to_allocator(ByteBufStorage* storage) noexcept { storage->allocator->free_storage(storage); }
+void ByteBuf::return_to_allocator(ByteBufStorage* storage) noexcept {
+  if (storage->leak_record != nullptr) [[unlikely]] detail::leak_untrack(storage);
+  storage->allocator->free_storage(storage);
+}
 
 void ByteBuf::throw_index_error(const char* op, std::size_t index, std::size_t length, std::size_t bound) {
   throw std::out_of_range(std::string("ByteBuf::") + op + ": index " + std::to_string(index) + ", length " +

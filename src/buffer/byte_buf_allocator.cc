@@ -1,5 +1,7 @@
 #include "weft/buffer/byte_buf_allocator.h"
 
+#include "weft/buffer/leak_detector.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
@@ -32,6 +34,7 @@ ByteBuf ByteBufAllocator::buffer(std::size_t initial_capacity, std::size_t max_c
                                 " > max_capacity " + std::to_string(max_capacity));
   }
   ByteBufStorage* storage = allocate_storage(initial_capacity);
+  if (detail::leak_tracking_enabled()) [[unlikely]] detail::leak_maybe_track(storage, __builtin_return_address(0));
   const std::size_t capacity = std::min(storage->capacity, max_capacity);
   return ByteBuf(storage, storage->data, 0, 0, capacity, max_capacity);
 }
@@ -49,6 +52,28 @@ std::size_t ByteBufAllocator::calculate_new_capacity(std::size_t min_new_capacit
     capacity = (min_new_capacity + kCapacityGrowthThreshold - 1) / kCapacityGrowthThreshold * kCapacityGrowthThreshold;
   }
   return std::min(capacity, max_capacity);
+}
+
+ByteBufStorage* ByteBufAllocator::new_storage(std::size_t min_capacity, const void* caller) {
+  ByteBufStorage* storage = allocate_storage(min_capacity);
+  if (detail::leak_tracking_enabled()) [[unlikely]] detail::leak_maybe_track(storage, caller);
+  return storage;
+}
+
+ByteBufStorage* ByteBufAllocator::grow_storage(ByteBufStorage* storage, std::size_t min_capacity,
+                                               std::size_t preserve) {
+  void* const record = storage->leak_record;
+  storage->leak_record = nullptr;  // free_storage may get this block back: it must carry no record
+  ByteBufStorage* fresh;
+  try {
+    fresh = reallocate_storage(storage, min_capacity, preserve);
+  } catch (...) {
+    storage->leak_record = record;  // on a throw the block is untouched and still the caller's
+    throw;
+  }
+  fresh->leak_record = record;
+  if (record != nullptr) detail::leak_moved(fresh);
+  return fresh;
 }
 
 ByteBufStorage* ByteBufAllocator::reallocate_storage(ByteBufStorage* storage, std::size_t min_capacity,

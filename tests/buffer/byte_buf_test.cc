@@ -902,5 +902,130 @@ TEST(ByteBufTest, ViewToStringAndHexDump) {
   EXPECT_EQ(ByteBuf().hex_dump(), "");
 }
 
+// ---- marks, read-only views, strings, iovec -------------------------------------------------------
+
+TEST(ByteBufTest, MarkAndResetReaderAndWriter) {
+  CountingAllocator alloc;
+  ByteBuf b = alloc.buffer(64);
+  b.write_bytes("hello world");
+  b.skip_bytes(2);
+  b.mark_reader_index();
+  EXPECT_EQ(b.read_string(3), "llo");
+  b.reset_reader_index();
+  EXPECT_EQ(b.reader_index(), 2u);
+  EXPECT_EQ(b.read_string(3), "llo");
+
+  b.mark_writer_index();
+  b.write_bytes("!!!");
+  EXPECT_EQ(b.writer_index(), 14u);
+  b.reset_writer_index();
+  EXPECT_EQ(b.writer_index(), 11u);
+  EXPECT_EQ(b.to_string(), " world");
+
+  // A mark that is no longer valid makes reset throw and leaves the index alone.
+  b.mark_reader_index();  // 5
+  b.set_index(0, 3);
+  EXPECT_THROW(b.reset_reader_index(), std::out_of_range);
+  EXPECT_EQ(b.reader_index(), 0u);
+}
+
+TEST(ByteBufTest, DiscardReadBytesShiftsMarks) {
+  CountingAllocator alloc;
+  ByteBuf b = alloc.buffer(64);
+  b.write_bytes("abcdefgh");
+  b.skip_bytes(2);
+  b.mark_reader_index();  // 2
+  b.skip_bytes(2);        // reader 4
+  b.mark_writer_index();  // 8
+  b.discard_read_bytes();
+  EXPECT_EQ(b.to_string(), "efgh");
+  b.reset_writer_index();
+  EXPECT_EQ(b.writer_index(), 4u);
+  b.reset_reader_index();  // clamped at 0
+  EXPECT_EQ(b.reader_index(), 0u);
+}
+
+TEST(ByteBufTest, ReadOnlyViewSharesBytesButRefusesChanges) {
+  CountingAllocator alloc;
+  ByteBuf b = alloc.buffer(64);
+  b.write_bytes("abcdef");
+  b.skip_bytes(1);
+  ByteBuf ro = b.as_read_only();
+  EXPECT_TRUE(ro.is_read_only());
+  EXPECT_FALSE(b.is_read_only());
+  EXPECT_TRUE(ro.shares_storage_with(b));
+  EXPECT_EQ(ro.ref_count(), 2u);
+  EXPECT_EQ(ro.to_string(), "bcdef");
+  EXPECT_EQ(ro.get_u8(0), 'a');
+  EXPECT_THROW(ro.write_u8(1), std::logic_error);
+  EXPECT_THROW(ro.write_bytes("x"), std::logic_error);
+  EXPECT_THROW(ro.write_zero(1), std::logic_error);
+  EXPECT_THROW(ro.set_u8(0, 1), std::logic_error);
+  EXPECT_THROW(ro.set_u32_le(0, 1), std::logic_error);
+  EXPECT_THROW(ro.set_bytes(0, "x"), std::logic_error);
+  EXPECT_THROW(ro.advance_writer(0), std::logic_error);
+  EXPECT_THROW(ro.discard_read_bytes(), std::logic_error);
+  EXPECT_THROW(ro.ensure_writable(1), std::logic_error);
+  EXPECT_EQ(ro.max_capacity(), ro.capacity());
+  // Index moves are fine, and writes through the original are visible.
+  ro.clear();
+  ro.set_writer_index(3);
+  EXPECT_EQ(ro.to_string(), "abc");
+  b.set_u8(0, 'A');
+  EXPECT_EQ(ro.read_u8(), 'A');
+  // Slices and duplicates of a read-only view stay read-only; copies do not.
+  EXPECT_TRUE(ro.slice().is_read_only());
+  EXPECT_TRUE(ro.duplicate().is_read_only());
+  ByteBuf c = ro.copy();
+  EXPECT_FALSE(c.is_read_only());
+  c.write_u8('z');
+  EXPECT_EQ(c.to_string(), "bcz");
+  // Moves and swaps carry the flag.
+  ByteBuf moved = std::move(ro);
+  EXPECT_TRUE(moved.is_read_only());
+  EXPECT_FALSE(ro.is_read_only());
+  swap(moved, c);
+  EXPECT_TRUE(c.is_read_only());
+  EXPECT_FALSE(moved.is_read_only());
+}
+
+TEST(ByteBufTest, StringsAndBufferToBufferReads) {
+  CountingAllocator alloc;
+  ByteBuf b = alloc.buffer(16);
+  b.write_string("GET /index.html");
+  EXPECT_EQ(b.get_string(4, 6), "/index");
+  EXPECT_EQ(b.read_string(3), "GET");
+  EXPECT_THROW(b.read_string(100), std::out_of_range);
+  EXPECT_THROW(b.get_string(10, 100), std::out_of_range);
+  b.set_bytes(5, std::string_view("INDEX"));
+  EXPECT_EQ(b.to_string(), " /INDEX.html");
+  ByteBuf dst = alloc.buffer(4);
+  dst.write_bytes("<");
+  b.read_bytes(dst, 7);
+  EXPECT_EQ(dst.to_string(), "< /INDEX");
+  EXPECT_EQ(b.to_string(), ".html");
+  EXPECT_THROW(b.read_bytes(dst, 6), std::out_of_range);
+  EXPECT_EQ(b.to_string(), ".html");
+}
+
+TEST(ByteBufTest, ReadableIovecCoversTheReadableBytes) {
+  CountingAllocator alloc;
+  ByteBuf b = alloc.buffer(32);
+  b.write_bytes("0123456789");
+  b.skip_bytes(3);
+  const iovec v = b.readable_iovec();
+  EXPECT_EQ(v.iov_base, static_cast<const void*>(b.read_ptr()));
+  EXPECT_EQ(v.iov_len, 7u);
+  EXPECT_EQ(ByteBuf().readable_iovec().iov_len, 0u);
+}
+
+TEST(ByteBufTest, CapacityLimitsAre31Bits) {
+  EXPECT_EQ(kMaxCapacityLimit, 0x7FFF'FFFFu);
+  EXPECT_LE(kDefaultMaxCapacity, kMaxCapacityLimit);
+  CountingAllocator alloc;
+  ByteBuf b = alloc.buffer(8, std::size_t{1} << 40);
+  EXPECT_EQ(b.max_capacity(), kMaxCapacityLimit);
+}
+
 }  // namespace
 }  // namespace weft

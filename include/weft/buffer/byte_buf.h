@@ -20,6 +20,12 @@
 // concurrently with other const calls on the same handle. Handles on the same block may live and die
 // on different threads: the reference count is atomic.
 //
+// Retained variants: Netty's retainedSlice()/retainedDuplicate() are simply slice()/duplicate() here,
+// since every handle owns its reference; there is no non-retained slice to misuse.
+//
+// Read-only views (as_read_only()) share the bytes but refuse every content change (write_*, set_*,
+// advance_writer, discard_read_bytes, growth) with std::logic_error; index moves are allowed.
+//
 // Errors: index and length violations throw std::out_of_range; growth beyond max_capacity() (and any
 // growth of a slice) throws std::length_error. Absolute get_*/set_* accept any index inside
 // [0, capacity()), as in Netty; read_* accept only readable bytes.
@@ -32,16 +38,19 @@
 #include <string>
 #include <string_view>
 
+#include <sys/uio.h>
+
 namespace weft {
 
 class ByteBufAllocator;
 
 // Initial capacity of ByteBufAllocator::buffer() when none is given.
 inline constexpr std::size_t kDefaultInitialCapacity = 256;
-// Default upper bound for growth (2 GiB, as Netty).
-inline constexpr std::size_t kDefaultMaxCapacity = std::size_t{1} << 31;
-// Hard ceiling of any buffer's capacity; larger max_capacity arguments are clamped to it.
-inline constexpr std::size_t kMaxCapacityLimit = 0xFFFF'FFFFu;
+// Hard ceiling of any buffer's capacity (2 GiB - 1, Netty's Integer.MAX_VALUE); larger max_capacity
+// arguments are clamped to it. 31 bits, so that a handle keeps its read-only flag beside a mark.
+inline constexpr std::size_t kMaxCapacityLimit = 0x7FFF'FFFFu;
+// Default upper bound for growth (as Netty).
+inline constexpr std::size_t kDefaultMaxCapacity = kMaxCapacityLimit;
 // Growth doubles up to this size and then adds this much at a time.
 inline constexpr std::size_t kCapacityGrowthThreshold = std::size_t{4} << 20;
 
@@ -67,6 +76,10 @@ struct ByteBufStorage {
   std::size_t capacity;  // usable bytes at data (may exceed what was asked for)
   void* allocator_context = nullptr;
   std::uint64_t allocator_handle = 0;
+  // Owned by the leak detector (leak_detector.h): its record of this block when the block is tracked,
+  // null otherwise. Allocators leave it alone (a constructor sets it to null; ByteBufAllocator's
+  // wrappers carry it across reallocate_storage).
+  void* leak_record = nullptr;
 };
 
 class ByteBuf {
@@ -80,7 +93,10 @@ class ByteBuf {
         reader_(other.reader_),
         writer_(other.writer_),
         capacity_(other.capacity_),
-        max_capacity_(other.max_capacity_) {
+        max_capacity_(other.max_capacity_),
+        marked_reader_(other.marked_reader_),
+        marked_writer_(other.marked_writer_),
+        read_only_(other.read_only_) {
     other.reset_fields();
   }
   // Owner only. Releases this handle's reference, then takes `other`'s; `other` becomes empty.
@@ -93,6 +109,9 @@ class ByteBuf {
       writer_ = other.writer_;
       capacity_ = other.capacity_;
       max_capacity_ = other.max_capacity_;
+      marked_reader_ = other.marked_reader_;
+      marked_writer_ = other.marked_writer_;
+      read_only_ = other.read_only_;
       other.reset_fields();
     }
     return *this;
@@ -129,6 +148,16 @@ class ByteBuf {
     reader_ = static_cast<std::uint32_t>(reader);
     writer_ = static_cast<std::uint32_t>(writer);
   }
+  // Owner only. Remembers reader_index() for reset_reader_index() (initially 0).
+  void mark_reader_index() noexcept { marked_reader_ = reader_; }
+  // Owner only. Moves the reader back to the mark; throws std::out_of_range if the mark is now past
+  // writer_index().
+  void reset_reader_index() { set_reader_index(marked_reader_); }
+  // Owner only. Remembers writer_index() for reset_writer_index() (initially 0).
+  void mark_writer_index() noexcept { marked_writer_ = writer_; }
+  // Owner only. Moves the writer back to the mark; throws std::out_of_range if the mark is now before
+  // reader_index() or past capacity().
+  void reset_writer_index() { set_writer_index(marked_writer_); }
   // Const, owner only. Bytes in this handle's window (grows with ensure_writable()).
   std::size_t capacity() const noexcept { return capacity_; }
   // Const, owner only. The capacity growth may reach; equals capacity() for slices.
@@ -156,8 +185,10 @@ class ByteBuf {
   const std::uint8_t* read_ptr() const noexcept { return base_ + reader_; }
   // Owner only. First writable byte (e.g. for recv()); see ensure_writable() and advance_writer().
   std::uint8_t* write_ptr() noexcept { return base_ + writer_; }
-  // Owner only. Commits n bytes written at write_ptr(); throws std::out_of_range if n > writable_bytes().
+  // Owner only. Commits n bytes written at write_ptr(); throws std::out_of_range if n > writable_bytes(),
+  // std::logic_error on a read-only view.
   void advance_writer(std::size_t n) {
+    if (read_only_) throw_read_only("advance_writer");
     if (n > writable_bytes()) throw_index_error("advance_writer", writer_, n, capacity_);
     writer_ += static_cast<std::uint32_t>(n);
   }
@@ -171,12 +202,13 @@ class ByteBuf {
   // when n > max_writable_bytes() (always for a slice that lacks room); std::bad_alloc on allocation
   // failure. Either way the buffer is unchanged. Invalidates read_ptr()/write_ptr()/data() on growth.
   void ensure_writable(std::size_t n) {
-    if (n > writable_bytes()) grow_for(n);
+    if (n > writable_bytes() || read_only_) [[unlikely]] prepare_write(n);
   }
   // Owner only. reader_index = writer_index = 0 (the bytes stay in place).
   void clear() noexcept { reader_ = writer_ = 0; }
-  // Owner only. Moves the readable bytes to index 0 (memmove; visible to handles sharing the block).
-  void discard_read_bytes() noexcept;
+  // Owner only. Moves the readable bytes to index 0 (memmove; visible to handles sharing the block);
+  // marks move with them (clamped at 0). Throws std::logic_error on a read-only view.
+  void discard_read_bytes();
 
   // ---- integers: big-endian (network order) by default, *_le for little-endian -----------------
   // Owner only, all of them. write_* append at the writer (growing as ensure_writable());
@@ -260,6 +292,18 @@ class ByteBuf {
   void get_bytes(std::size_t index, void* dst, std::size_t n) const;
   // Owner only. Copies n bytes from src to absolute index; throws std::out_of_range past capacity().
   void set_bytes(std::size_t index, const void* src, std::size_t n);
+  // Owner only. set_bytes(index, bytes.data(), bytes.size()).
+  void set_bytes(std::size_t index, std::string_view bytes) { set_bytes(index, bytes.data(), bytes.size()); }
+  // Owner only (of both). Moves the next n readable bytes to the end of dst (growing it) and advances
+  // this reader; throws std::out_of_range (moving nothing) if n > readable_bytes().
+  void read_bytes(ByteBuf& dst, std::size_t n);
+  // Owner only. The next n readable bytes as a string; advances the reader. Throws std::out_of_range
+  // (reading nothing) if n > readable_bytes().
+  std::string read_string(std::size_t n);
+  // Const, owner only. n bytes at absolute index as a string; throws std::out_of_range past capacity().
+  std::string get_string(std::size_t index, std::size_t n) const;
+  // Owner only. Appends the bytes of s (an alias of write_bytes(std::string_view)).
+  void write_string(std::string_view s) { write_bytes(s); }
 
   // ---- sharing ---------------------------------------------------------------------------------
 
@@ -274,6 +318,12 @@ class ByteBuf {
   // Const, owner only. A handle on the same window with the same indices and max capacity, taking a
   // reference. It can grow if this can (growing then moves it to a block of its own).
   ByteBuf duplicate() const;
+  // Const, owner only. A handle on the same window and indices that shares the bytes, takes a
+  // reference and refuses content changes (std::logic_error); its slices and duplicates are read-only
+  // too. max_capacity() == capacity(): it never grows.
+  ByteBuf as_read_only() const;
+  // Const, owner only. Whether this handle refuses content changes.
+  bool is_read_only() const noexcept { return read_only_; }
   // Const, owner only. A new, independent buffer from the same allocator (default_allocator() for an
   // empty handle) holding a copy of the readable bytes; reader 0, max capacity kDefaultMaxCapacity (or
   // the length, if larger).
@@ -319,6 +369,22 @@ class ByteBuf {
   std::string to_string() const { return std::string(view()); }
   // Const, owner only. The readable bytes as lowercase hex, two digits per byte, no separators.
   std::string hex_dump() const;
+  // Const, owner only. The readable bytes as one iovec for writev/sendmsg (iov_len 0 when none); valid
+  // until the buffer changes storage or is released. A ByteBuf is always one contiguous range; see
+  // CompositeByteBuf::fill_iovecs for several.
+  ::iovec readable_iovec() const noexcept {
+    return {const_cast<std::uint8_t*>(base_ + reader_), readable_bytes()};
+  }
+
+  // ---- leak detection ---------------------------------------------------------------------------
+
+  // Owner only. Records `hint` and the caller as the last place this buffer was touched, when the
+  // leak detector tracks its block (see leak_detector.h); otherwise costs one branch.
+  void touch(const char* hint = nullptr) noexcept {
+    if (storage_ != nullptr && storage_->leak_record != nullptr) [[unlikely]] {
+      touch_slow(hint, __builtin_return_address(0));
+    }
+  }
 
   // ---- reference and storage -------------------------------------------------------------------
 
@@ -350,21 +416,36 @@ class ByteBuf {
   friend class ByteBufAllocator;
 
   ByteBuf(ByteBufStorage* storage, std::uint8_t* base, std::size_t reader, std::size_t writer,
-          std::size_t capacity, std::size_t max_capacity) noexcept
+          std::size_t capacity, std::size_t max_capacity, bool read_only = false) noexcept
       : storage_(storage),
         base_(base),
         reader_(static_cast<std::uint32_t>(reader)),
         writer_(static_cast<std::uint32_t>(writer)),
         capacity_(static_cast<std::uint32_t>(capacity)),
-        max_capacity_(static_cast<std::uint32_t>(max_capacity)) {}
+        max_capacity_(static_cast<std::uint32_t>(max_capacity)),
+        read_only_(read_only ? 1u : 0u) {}
 
   void reset_fields() noexcept {
     storage_ = nullptr;
     base_ = nullptr;
     reader_ = writer_ = capacity_ = max_capacity_ = 0;
+    marked_reader_ = 0;
+    marked_writer_ = 0;
+    read_only_ = 0;
   }
+  void prepare_write(std::size_t n);
+  void touch_slow(const char* hint, const void* caller) noexcept;
+  [[noreturn]] static void throw_read_only(const char* op);
   static void release_storage(ByteBufStorage* storage) noexcept {
-    if (storage->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) return_to_allocator(storage);
+    // A count of 1 is ours alone: no other handle exists that could change it concurrently, so the
+    // common case (a buffer that never had a slice) skips the atomic read-modify-write. The acquire
+    // load orders our free after the releases of handles that other threads dropped earlier.
+    if (storage->refs.load(std::memory_order_acquire) == 1) {
+      storage->refs.store(0, std::memory_order_relaxed);  // allocators get blocks whose count is 0
+      return_to_allocator(storage);
+    } else if (storage->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      return_to_allocator(storage);
+    }
   }
   static void return_to_allocator(ByteBufStorage* storage) noexcept;
   void grow_for(std::size_t n);
@@ -418,19 +499,24 @@ class ByteBuf {
   }
   template <class T, bool kLittle>
   void set_int(std::size_t index, T v) {
+    if (read_only_) throw_read_only("set");
     if (sizeof(T) > capacity_ || index > capacity_ - sizeof(T)) {
       throw_index_error("set", index, sizeof(T), capacity_);
     }
     store<T, kLittle>(base_ + index, v);
   }
 
-  // 32 bytes: indices are 32-bit because capacity never exceeds kMaxCapacityLimit.
+  // 40 bytes: indices are 32-bit because capacity never exceeds kMaxCapacityLimit (31 bits, which
+  // leaves room for the read-only flag beside the writer mark).
   ByteBufStorage* storage_ = nullptr;
   std::uint8_t* base_ = nullptr;  // index 0 of this handle's window
   std::uint32_t reader_ = 0;
   std::uint32_t writer_ = 0;
   std::uint32_t capacity_ = 0;
   std::uint32_t max_capacity_ = 0;
+  std::uint32_t marked_reader_ = 0;
+  std::uint32_t marked_writer_ : 31 = 0;
+  std::uint32_t read_only_ : 1 = 0;
 };
 
 // Owner only (of both). Exchanges two handles.

@@ -56,6 +56,11 @@ class ByteBufAllocator {
 
  private:
   friend class ByteBuf;
+
+  // allocate_storage plus leak tracking (caller: the allocation site to record).
+  ByteBufStorage* new_storage(std::size_t min_capacity, const void* caller);
+  // reallocate_storage; the leak detector's record follows the block.
+  ByteBufStorage* grow_storage(ByteBufStorage* storage, std::size_t min_capacity, std::size_t preserve);
 };
 
 // The general-heap allocator: one malloc per buffer (the ByteBufStorage header sits in front of the
@@ -75,8 +80,9 @@ class HeapByteBufAllocator final : public ByteBufAllocator {
   void free_storage(ByteBufStorage* storage) noexcept override;
 };
 
-// Thread-safe. The process-wide allocator used by ByteBuf::copy_of() and by code that is given none;
-// a HeapByteBufAllocator for now. Never destroyed, so buffers may outlive static destructors.
+// Thread-safe. The process-wide allocator used by ByteBuf::copy_of() and by code that is given none:
+// a HeapByteBufAllocator (channels of the epoll transport use pooled_allocator(), see
+// pooled_byte_buf_allocator.h). Never destroyed, so buffers may outlive static destructors.
 ByteBufAllocator& default_allocator() noexcept;
 
 }  // namespace weft
