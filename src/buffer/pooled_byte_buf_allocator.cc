@@ -340,11 +340,10 @@ struct Arena {
     r->free_list = slot;
     ++r->free_count;
     if (!r->in_list) list_push(r);
-    if (r->free_count == r->slot_count && (r->prev != nullptr || r->next != nullptr)) {
-      // Fully free and not the only run of its class with room: its pages go back to the chunk.
-      if (now == 0) now = now_ns();
-      release_run(r, now);
-    }
+    // A run that became fully free stays (a producer/consumer pair empties and refills runs all the
+    // time: releasing and purging them would cost page faults); maintain() releases it once it has
+    // stayed idle for two passes, trim() at once.
+    (void)now;
   }
 
   // Releases idle runs and chunks. force: everything free goes back now (trim()).
