@@ -130,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"no_colon", "GET / HTTP/1.1\r\nHost h\r\n\r\n", 400},
         ErrorCase{"space_before_colon", "GET / HTTP/1.1\r\nHost : h\r\n\r\n", 400},
         ErrorCase{"obs_fold", "GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", 400},
-        ErrorCase{"nul_in_value", std::string("GET / HTTP/1.1\r\nHost: h\r\nX: a\0b\r\n\r\n", 37), 400},
+        ErrorCase{"nul_in_value", std::string("GET / HTTP/1.1\r\nHost: h\r\nX: a\0b\r\n\r\n", 35), 400},
         ErrorCase{"missing_host", "GET / HTTP/1.1\r\n\r\n", 400},
         ErrorCase{"two_hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
         ErrorCase{"bad_version", "GET / HTTX/1.1\r\nHost: h\r\n\r\n", 400},

@@ -215,6 +215,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   out_.ensure_writable(head_size);
   char* w = reinterpret_cast<char*>(out_.write_ptr());
   auto put_raw = [&w](const char* p, std::size_t n) {
+    if (n == 0) return;  // empty views may have a null data pointer
     std::memcpy(w, p, n);
     w += n;
   };
