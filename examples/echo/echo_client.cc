@@ -5,6 +5,8 @@
 //
 // Thread i connects to port P + (i % N) with TCP_NODELAY, then K times writes S bytes (a pattern
 // that depends on the thread and the round), reads exactly S bytes back and checks every byte.
+// (Writing and reading overlap, so an S larger than the socket buffers cannot deadlock against a
+// server that stops reading while its echo cannot leave.)
 // It prints a summary, p50/p99 round-trip latency, and on its last line `total_ms=<n>`: the
 // wall time from the first connect to the last verified byte. Exits 1 with a one-line reason if a
 // connection fails or a byte differs.
