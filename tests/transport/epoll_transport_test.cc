@@ -180,7 +180,7 @@ TEST(EpollTransportTest, RunningOutOfDescriptorsShedsConnectionsAndRecovers) {
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   for (int fd : clients) {
-    timeval tv{3, 0};
+    timeval tv{10, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   }
