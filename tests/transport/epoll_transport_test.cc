@@ -157,6 +157,12 @@ TEST(EpollTransportTest, ConnectTimeoutFailsTheConnectFuture) {
 }
 
 TEST(EpollTransportTest, RunningOutOfDescriptorsShedsConnectionsAndRecovers) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The ASan runtime opens descriptors of its own (to symbolize the paranoid leak detector's
+  // backtraces), taking the one the server frees to shed a connection: the condition this test
+  // sets up cannot be held still there. It runs in the release and tsan presets.
+  GTEST_SKIP() << "not meaningful under AddressSanitizer";
+#endif
   EventLoopGroup group(epoll(), 1);
   ChannelPtr server = start_echo(group);
   std::uint16_t port = server->local_address().port();
