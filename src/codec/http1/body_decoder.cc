@@ -112,4 +112,24 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
   }
 }
 
+void append_input(ByteBuf& in, ByteBuf&& bytes) {
+  if (!in.is_readable()) {
+    in = std::move(bytes);
+  } else {
+    in.write_bytes(bytes);
+  }
+}
+
+void keep_undecoded(ByteBuf& in) {
+  if (!in.is_readable()) {
+    in.release();
+  } else if (in.reader_index() > 0) {
+    if (in.ref_count() == 1) {
+      in.discard_read_bytes();
+    } else {
+      in = in.copy();
+    }
+  }
+}
+
 }  // namespace weft::http::detail

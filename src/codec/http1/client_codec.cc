@@ -94,11 +94,7 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
   if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
   if (state_ == State::failed) return;
   ByteBuf& bytes = message.as<ByteBuf>();
-  if (!in_.is_readable()) {
-    in_ = std::move(bytes);
-  } else {
-    in_.write_bytes(bytes);
-  }
+  detail::append_input(in_, std::move(bytes));
   decode(ctx);
 }
 
@@ -107,15 +103,8 @@ void ClientCodec::decode(Context& ctx) {
   while (progressed && state_ != State::failed && in_.is_readable()) {
     progressed = state_ == State::head ? decode_head(ctx) : decode_body(ctx);
   }
-  if (state_ == State::failed || !in_.is_readable()) {
-    in_.release();
-  } else if (in_.reader_index() > 0) {
-    if (in_.ref_count() == 1) {
-      in_.discard_read_bytes();
-    } else {
-      in_ = in_.copy();
-    }
-  }
+  if (state_ == State::failed) in_.release();
+  detail::keep_undecoded(in_);
 }
 
 bool ClientCodec::decode_head(Context& ctx) {

@@ -59,11 +59,7 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
   ByteBuf& bytes = message.as<ByteBuf>();
   if (state_ == State::closed) return;  // answered with an error or Connection: close; the rest is dropped
-  if (!in_.is_readable()) {
-    in_ = std::move(bytes);  // the common case: no copy
-  } else {
-    in_.write_bytes(bytes);
-  }
+  detail::append_input(in_, std::move(bytes));
   decode(ctx);
 }
 
@@ -72,16 +68,8 @@ void ServerCodec::decode(Context& ctx) {
   while (progressed && state_ != State::closed && in_.is_readable()) {
     progressed = state_ == State::head ? decode_head(ctx) : decode_body(ctx);
   }
-  if (state_ == State::closed || !in_.is_readable()) {
-    in_.release();
-  } else if (in_.reader_index() > 0) {
-    // Keep only the undecoded bytes; requests handed on may still share the old storage.
-    if (in_.ref_count() == 1) {
-      in_.discard_read_bytes();
-    } else {
-      in_ = in_.copy();
-    }
-  }
+  if (state_ == State::closed) in_.release();
+  detail::keep_undecoded(in_);
   if (state_ == State::closed) return;
   if (state_ != State::head || in_.is_readable()) {
     arm_request_timer(ctx);
