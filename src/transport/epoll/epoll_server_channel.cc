@@ -105,8 +105,10 @@ void EpollServerChannel::accept_all() {
     if (err == EINTR || err == ECONNABORTED) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) break;
     if (err == EMFILE || err == ENFILE) {
-      shed_one_connection();
-      continue;
+      // accept4 reports EMFILE before it looks at the queue, so it says nothing about whether a
+      // connection is waiting: only a shed that found one may loop again, or the loop spins here.
+      if (shed_one_connection()) continue;
+      break;
     }
     // ENOBUFS, ENOMEM, EPERM...: report and back off instead of spinning on a level-triggered event.
     pipeline().fire_exception(std::make_exception_ptr(IoError(err, "accept")));
@@ -117,7 +119,7 @@ void EpollServerChannel::accept_all() {
   if (accepted > 0 && is_open()) pipeline().fire_read_complete();
 }
 
-void EpollServerChannel::shed_one_connection() {
+bool EpollServerChannel::shed_one_connection() {
   // Out of descriptors: the pending connection would keep the listening socket readable forever.
   // Free the reserved descriptor, accept the connection, close it, and take the reserve back.
   TimePoint now = loop().now();
@@ -131,9 +133,10 @@ void EpollServerChannel::shed_one_connection() {
     int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) ::close(fd);
     reserved_fd_ = open_reserved_fd();
-    if (reserved_fd_ >= 0) return;
+    if (reserved_fd_ >= 0) return fd >= 0;
   }
   pause_accepting();  // no reserve left: back off instead of busy looping
+  return false;
 }
 
 void EpollServerChannel::pause_accepting() {

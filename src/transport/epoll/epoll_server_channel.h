@@ -28,7 +28,7 @@ class EpollServerChannel final : public Channel, private EpollHandle {
  private:
   void on_epoll_events(std::uint32_t events) override;
   void accept_all();
-  void shed_one_connection();
+  bool shed_one_connection();  // true when a waiting connection was accepted and closed
   void pause_accepting();
   void update_interest();
 
