@@ -1,46 +1,63 @@
-// weft-hello: the TechEmpower-style hello server.
+// weft-hello: the TechEmpower-style hello server, in every threading model weft offers.
 //   /plaintext        "Hello, World!" as text/plain
 //   /json             {"message":"Hello, World!"}, a new object serialised per request (RapidJSON)
-//   /plaintext-async  as /plaintext, the body produced on an executor thread while the loop waits
+//   /plaintext-async  as /plaintext, the body produced on an executor thread
 //   /json-async       as /json, likewise
 //
-//   weft-hello --port 8080 --loops 1 --transport epoll
+//   weft-hello --port 8080 --loops 1 --transport epoll --mode coroutine
+//
+// Modes (how handlers run, and how the -async routes wait for their executor):
+//   loop             the router runs on the event loop; -async routes block the loop on the future
+//   loop-async       the same server: the name of the column that measures the -async routes
+//   offload          the router runs on an executor group (--offload-threads), in order per channel
+//   coroutine        one coroutine per connection on the loop; -async routes block on the future
+//   coroutine-async  as coroutine, but -async routes co_await offload(...) and the loop runs on
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
+#include "weft/core/executor_group.h"
 #include "weft/weft.h"
 
 namespace {
 
+using weft::http::HttpRequest;
+using weft::http::HttpResponse;
+
 constexpr std::string_view kPlain = "Hello, World!";
+constexpr std::array<std::string_view, 5> kModes = {"loop", "loop-async", "offload", "coroutine", "coroutine-async"};
 
 struct Options {
   std::uint16_t port = 8080;
   std::string host = "0.0.0.0";
   std::size_t loops = 0;
   std::size_t async_threads = 2;
+  std::size_t offload_threads = 4;
   std::string transport = "epoll";
   std::string mode = "loop";
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
-               "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll] [--mode loop]\n"
-               "                  [--async-threads T]\n"
-               "  --loops N          event loops (default: one per core)\n"
-               "  --transport NAME   epoll (io_uring and blocking are not built yet)\n"
-               "  --mode MODE        loop (offload and coroutine modes are not built yet)\n"
-               "  --async-threads T  executor threads for the -async routes (default 2)\n");
+               "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll] [--mode MODE]\n"
+               "                  [--async-threads T] [--offload-threads T]\n"
+               "  --loops N            event loops (default: one per core)\n"
+               "  --transport NAME     epoll\n"
+               "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
+               "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
+               "  --offload-threads T  executor threads that run the handlers in offload mode (default 4)\n");
   std::exit(code);
 }
 
@@ -70,6 +87,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--host") o.host = value();
     else if (a == "--loops") o.loops = static_cast<std::size_t>(number(1, 1024));
     else if (a == "--async-threads") o.async_threads = static_cast<std::size_t>(number(1, 1024));
+    else if (a == "--offload-threads") o.offload_threads = static_cast<std::size_t>(number(1, 1024));
     else if (a == "--transport") o.transport = value();
     else if (a == "--mode") o.mode = value();
     else {
@@ -81,16 +99,16 @@ Options parse(int argc, char** argv) {
     std::fprintf(stderr, "weft-hello: transport '%s' is not built yet; available: epoll\n", o.transport.c_str());
     std::exit(2);
   }
-  if (o.mode != "loop") {
-    std::fprintf(stderr, "weft-hello: mode '%s' is not built yet; available: loop\n", o.mode.c_str());
+  if (std::find(kModes.begin(), kModes.end(), o.mode) == kModes.end()) {
+    std::fprintf(stderr, "weft-hello: unknown mode '%s'; available: loop, loop-async, offload, coroutine, coroutine-async\n",
+                 o.mode.c_str());
     std::exit(2);
   }
   return o;
 }
 
-// Serialises a new {"message": ...} object; the view is valid until the next call on this thread.
-std::string_view json_body() {
-  thread_local rapidjson::StringBuffer buffer;
+// Serialises a new {"message": ...} object into `buffer`; the view is valid until its next use.
+std::string_view json_body(rapidjson::StringBuffer& buffer) {
   buffer.Clear();
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
   writer.StartObject();
@@ -99,14 +117,70 @@ std::string_view json_body() {
   writer.EndObject();
   return {buffer.GetString(), buffer.GetSize()};
 }
+std::string_view json_body() {
+  thread_local rapidjson::StringBuffer buffer;
+  return json_body(buffer);
+}
 
 // Validated once; every response shares them.
 const weft::http::HeaderBlock kTextHeaders = weft::http::HeaderBlock().add("Server", "weft").add("Content-Type", "text/plain");
 const weft::http::HeaderBlock kJsonHeaders =
     weft::http::HeaderBlock().add("Server", "weft").add("Content-Type", "application/json");
 
-void respond(weft::Context& ctx, const weft::http::HeaderBlock& headers, std::string_view body) {
-  ctx.write(weft::http::HttpResponse(200).headers(headers).body_view(body));
+HttpResponse response(const weft::http::HeaderBlock& headers, std::string_view body) {
+  return std::move(HttpResponse(200).headers(headers).body_view(body));
+}
+
+// The -async routes' bodies, made on an executor thread while the caller blocks on the future:
+// the pattern whose cost the -async columns measure.
+std::string blocking_async_body(weft::EventLoopGroup& executors, bool json) {
+  weft::Promise<std::string> body;
+  executors.next().execute([body, json]() mutable { body.set_value(std::string(json ? json_body() : kPlain)); });
+  return body.future().get();
+}
+
+std::shared_ptr<weft::http::Router> make_router(weft::EventLoopGroup& executors) {
+  auto router = std::make_shared<weft::http::Router>();
+  router->get("/plaintext", [](weft::Context& ctx, HttpRequest&) { ctx.write(response(kTextHeaders, kPlain)); });
+  router->get("/json", [](weft::Context& ctx, HttpRequest&) { ctx.write(response(kJsonHeaders, json_body())); });
+  router->get("/plaintext-async", [&executors](weft::Context& ctx, HttpRequest&) {
+    std::string body = blocking_async_body(executors, false);
+    ctx.write(response(kTextHeaders, body));
+  });
+  router->get("/json-async", [&executors](weft::Context& ctx, HttpRequest&) {
+    std::string body = blocking_async_body(executors, true);
+    ctx.write(response(kJsonHeaders, body));
+  });
+  return router;
+}
+
+// One coroutine per connection. The JSON buffer lives in the frame, so a response waiting for
+// writability keeps its body.
+weft::Task<> serve_connection(weft::Connection<HttpRequest>& c, weft::EventLoopGroup& executors, bool async_awaits) {
+  rapidjson::StringBuffer json;
+  std::string async_body;
+  for (;;) {
+    HttpRequest request = co_await c.read();
+    std::string_view path = request.path();
+    if (request.method() != "GET" && request.method() != "HEAD") {
+      co_await c.write(std::move(HttpResponse(405).header("Allow", "GET")));
+    } else if (path == "/plaintext") {
+      co_await c.write(response(kTextHeaders, kPlain));
+    } else if (path == "/json") {
+      co_await c.write(response(kJsonHeaders, json_body(json)));
+    } else if (path == "/plaintext-async" || path == "/json-async") {
+      const bool is_json = path == "/json-async";
+      if (async_awaits) {
+        async_body = co_await weft::offload(executors, [is_json] { return std::string(is_json ? json_body() : kPlain); });
+      } else {
+        async_body = blocking_async_body(executors, is_json);
+      }
+      co_await c.write(response(is_json ? kJsonHeaders : kTextHeaders, async_body));
+    } else {
+      co_await c.write(std::move(HttpResponse(404).content_type("text/plain").body_view("Not Found")));
+    }
+    c.flush();
+  }
 }
 
 }  // namespace
@@ -121,21 +195,13 @@ int main(int argc, char** argv) {
 
   weft::EventLoopGroup loops(weft::epoll(), options.loops, "hello");
   weft::EventLoopGroup executors(weft::basic_driver_factory(), options.async_threads, "hello-exec");
+  std::optional<weft::ExecutorGroup> offload_group;
+  if (options.mode == "offload") offload_group.emplace(weft::ExecutorGroup::Options{.threads = options.offload_threads, .name = "hello-offload"});
 
-  auto router = std::make_shared<weft::http::Router>();
-  router->get("/plaintext", [](weft::Context& ctx, weft::http::HttpRequest&) { respond(ctx, kTextHeaders, kPlain); });
-  router->get("/json", [](weft::Context& ctx, weft::http::HttpRequest&) { respond(ctx, kJsonHeaders, json_body()); });
-  router->get("/plaintext-async", [&executors](weft::Context& ctx, weft::http::HttpRequest&) {
-    weft::Promise<std::string_view> body;
-    executors.next().execute([body]() mutable { body.set_value(kPlain); });
-    respond(ctx, kTextHeaders, body.future().get());  // blocks the loop: the pattern being measured
-  });
-  router->get("/json-async", [&executors](weft::Context& ctx, weft::http::HttpRequest&) {
-    weft::Promise<std::string> body;
-    executors.next().execute([body]() mutable { body.set_value(std::string(json_body())); });
-    std::string json = body.future().get();
-    respond(ctx, kJsonHeaders, json);
-  });
+  auto router = make_router(executors);
+  const bool coroutine = options.mode.starts_with("coroutine");
+  const bool async_awaits = options.mode == "coroutine-async";
+  weft::ExecutorGroup* offload = offload_group ? &*offload_group : nullptr;
 
   weft::ChannelPtr server;
   try {
@@ -143,9 +209,17 @@ int main(int argc, char** argv) {
                  .group(loops)
                  .option(weft::option::backlog, 8192)
                  .child_option(weft::option::tcp_nodelay, true)
-                 .child_handler([router](weft::Channel& ch) {
+                 .child_handler([router, offload, coroutine, async_awaits, &executors](weft::Channel& ch) {
                    ch.pipeline().add_last("http", std::make_shared<weft::http::ServerCodec>());
-                   ch.pipeline().add_last("router", router);
+                   if (coroutine) {
+                     weft::serve<HttpRequest>(ch, [&executors, async_awaits](weft::Connection<HttpRequest>& c) {
+                       return serve_connection(c, executors, async_awaits);
+                     });
+                   } else if (offload != nullptr) {
+                     ch.pipeline().add_last(*offload, "router", router);
+                   } else {
+                     ch.pipeline().add_last("router", router);
+                   }
                  })
                  .bind(weft::SocketAddress::from(options.host, options.port))
                  .get();
@@ -161,6 +235,7 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   server->close().wait();
   loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5)).wait();
+  if (offload_group) offload_group->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   executors.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   return 0;
 }

@@ -1,0 +1,294 @@
+#pragma once
+// Connection<In>: a channel as seen by a coroutine. Codecs stay pipeline handlers; the application
+// logic after them reads like blocking code and runs on the channel's event loop.
+//
+//   ch.pipeline().add_last("http", std::make_shared<http::ServerCodec>());
+//   weft::serve<http::HttpRequest>(ch, [](weft::Connection<http::HttpRequest>& c) -> weft::Task<> {
+//     for (;;) {
+//       http::HttpRequest request = co_await c.read();          // the next decoded message
+//       co_await c.write(http::HttpResponse(200).body_view("hi"));  // waits while not writable
+//       c.flush();                                              // once per read batch at most
+//     }
+//   });
+//
+// serve() adds a Connection at the tail of the pipeline and starts the coroutine when the channel
+// becomes active (or at once if it already is). Lifetimes:
+// - The function object passed to serve() is copied for each channel and lives as long as that
+//   channel's coroutine, so a lambda's captures stay valid across suspensions. Capture by value (or
+//   capture only what outlives every channel); the Connection& parameter stays valid throughout.
+// - When the channel closes (peer, error, or close()), a read() or write() that is suspended resumes
+//   by throwing ChannelClosedError, and so does every later read() or write(). A coroutine
+//   suspended elsewhere (sleep, offload, a future) resumes as usual and meets the error at its next
+//   read() or write(). Nothing the coroutine holds dangles: the Connection lives until it finishes.
+// - When the coroutine returns, the channel is closed after its writes are flushed. If it throws,
+//   the exception is logged (ChannelClosedError is the normal end and is not) and the channel closed.
+// - An exception that reaches the Connection through the pipeline (a decoder error) is thrown by
+//   the next read() once the messages before it are consumed; the channel is closed.
+//
+// Inbound messages wait in a queue while the coroutine is busy; at max_queued the channel stops
+// reading until the coroutine has taken half of them (backpressure for free, both ways).
+// All methods run on the channel's loop thread (the coroutine's thread).
+
+#include <any>
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "weft/channel/channel.h"
+#include "weft/channel/context.h"
+#include "weft/channel/handler.h"
+#include "weft/channel/pipeline.h"
+#include "weft/core/error.h"
+#include "weft/core/spawn.h"
+#include "weft/core/task.h"
+#include "weft/core/unique_function.h"
+
+namespace weft {
+
+struct ConnectionOptions {
+  std::size_t max_queued = 64;  // inbound messages held before the channel stops reading
+};
+
+namespace detail {
+// Logs an exception that ended a connection coroutine (not ChannelClosedError).
+void log_connection_failure(const Channel& channel, std::exception_ptr error) noexcept;
+}  // namespace detail
+
+template <class In>
+class Connection final : public InboundHandler<In, In>, public std::enable_shared_from_this<Connection<In>> {
+ public:
+  explicit Connection(ConnectionOptions options = {}) : options_(options) { queue_.resize(options_.max_queued); }
+
+  // ---- for the coroutine
+
+  class ReadAwaiter {
+   public:
+    explicit ReadAwaiter(Connection& c) noexcept : c_(c) {}
+    bool await_ready() const noexcept { return c_.count_ > 0 || c_.closed_; }
+    void await_suspend(std::coroutine_handle<> h) noexcept {
+      c_.reader_ = h;
+      c_.handoff_ = &slot_;
+    }
+    In await_resume() {
+      if (slot_) return std::move(*slot_);
+      return c_.take_queued();
+    }
+
+   private:
+    Connection& c_;
+    std::optional<In> slot_;
+  };
+  // The next inbound message; throws ChannelClosedError (or the pipeline's error) once the channel
+  // is closed and every message received before has been read.
+  ReadAwaiter read() noexcept { return ReadAwaiter(*this); }
+
+  template <class Out>
+  class WriteAwaiter {
+   public:
+    WriteAwaiter(Connection& c, Out&& message) : c_(c), message_(std::move(message)) {}
+    bool await_ready() {
+      if (c_.closed_) return true;
+      if (!c_.channel_->is_writable()) return false;
+      c_.write_now(std::move(*message_));
+      message_.reset();
+      return true;
+    }
+    void await_suspend(std::coroutine_handle<> h) noexcept { c_.writer_ = h; }
+    void await_resume() {
+      if (!message_) return;
+      if (c_.closed_) throw ChannelClosedError("write: the channel is closed");
+      c_.write_now(std::move(*message_));
+    }
+
+   private:
+    Connection& c_;
+    std::optional<Out> message_;
+  };
+  // Queues `message` for writing through the pipeline, first waiting while the channel is not
+  // writable. Throws ChannelClosedError when the channel is closed. Does not flush.
+  template <class Out>
+  WriteAwaiter<std::decay_t<Out>> write(Out&& message) {
+    return WriteAwaiter<std::decay_t<Out>>(*this, std::decay_t<Out>(std::forward<Out>(message)));
+  }
+
+  // Flushes written messages: inside a read batch the flush is deferred to the batch's end (one
+  // syscall for all responses of a pipelined batch), otherwise it happens now. `co_await` on the
+  // result is allowed and does not suspend.
+  std::suspend_never flush() {
+    if (closed_ || ctx_ == nullptr) return {};
+    if (in_read_batch_) {
+      flush_pending_ = true;
+    } else {
+      ctx_->flush();
+    }
+    return {};
+  }
+
+  // Closes the channel (after flushing what was written).
+  void close() {
+    if (channel_ && !closed_) {
+      flush();
+      channel_->close_after_flush();
+    }
+  }
+
+  bool is_closed() const noexcept { return closed_; }
+  Channel& channel() const noexcept { return *channel_; }
+
+  // ---- pipeline side
+
+  void handler_added(Context& ctx) override {
+    ctx_ = &ctx;
+    channel_ = ctx.channel().shared_from_this();
+    if (ctx.channel().is_active()) start();  // added to a live channel: no channel_active will come
+  }
+  void handler_removed(Context&) override {
+    ctx_ = nullptr;
+    mark_closed();
+  }
+  void channel_active(Context& ctx) override {
+    start();
+    ctx.fire_channel_active();
+  }
+  void channel_read(Context& ctx, In&& message) override {
+    in_read_batch_ = true;
+    if (reader_) {
+      *handoff_ = std::move(message);
+      resume(std::exchange(reader_, {}));
+      return;
+    }
+    if (count_ == queue_.size()) {
+      // The codec ignored our stop: grow rather than drop (the bound is reached only by that).
+      grow_queue();
+    }
+    queue_[(head_ + count_) % queue_.size()].emplace(std::move(message));
+    ++count_;
+    if (count_ >= options_.max_queued && ctx.channel().config().auto_read) {
+      paused_reading_ = true;
+      ctx.channel().set_auto_read(false);
+    }
+  }
+  void channel_read_complete(Context& ctx) override {
+    in_read_batch_ = false;
+    if (flush_pending_ && !closed_) {
+      flush_pending_ = false;
+      ctx.flush();
+    }
+    ctx.fire_read_complete();
+  }
+  void writability_changed(Context& ctx) override {
+    if (writer_ && ctx.channel().is_writable()) resume(std::exchange(writer_, {}));
+    ctx.fire_writability_changed();
+  }
+  void channel_inactive(Context& ctx) override {
+    mark_closed();
+    ctx.fire_channel_inactive();
+  }
+  void exception_caught(Context& ctx, std::exception_ptr error) override {
+    if (!error_) error_ = error;
+    ctx.channel().close();
+    mark_closed();
+  }
+
+  // Starts `fn(*this)` as this connection's coroutine once active (see serve()).
+  template <class Fn>
+  void set_body(Fn fn) {
+    body_ = [fn = std::move(fn)](std::shared_ptr<Connection> self) mutable { return run(std::move(self), std::move(fn)); };
+  }
+
+ private:
+  template <class Fn>
+  static detail::Detached run(std::shared_ptr<Connection> self, Fn fn) {
+    try {
+      co_await fn(*self);
+    } catch (const ChannelClosedError&) {
+      // the normal end of a connection that closed while the coroutine waited on it
+    } catch (...) {
+      detail::log_connection_failure(*self->channel_, std::current_exception());
+    }
+    self->close();
+  }
+
+  void start() {
+    if (started_ || !body_) return;
+    started_ = true;
+    detail::Detached runner = body_(this->shared_from_this());
+    body_ = nullptr;
+    runner.handle.resume();
+  }
+
+  // A resumed coroutine may finish and drop the last reference to this Connection.
+  void resume(std::coroutine_handle<> h) {
+    auto keep = this->shared_from_this();
+    h.resume();
+  }
+
+  void mark_closed() {
+    if (closed_) return;
+    closed_ = true;
+    if (reader_) resume(std::exchange(reader_, {}));
+    if (writer_) resume(std::exchange(writer_, {}));
+  }
+
+  In take_queued() {
+    if (count_ == 0) {
+      if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+      throw ChannelClosedError("read: the channel is closed");
+    }
+    In message = std::move(*queue_[head_]);
+    queue_[head_].reset();
+    head_ = (head_ + 1) % queue_.size();
+    --count_;
+    if (paused_reading_ && count_ <= options_.max_queued / 2 && !closed_) {
+      paused_reading_ = false;
+      channel_->set_auto_read(true);
+    }
+    return message;
+  }
+
+  void grow_queue() {
+    std::vector<std::optional<In>> bigger(queue_.size() * 2);
+    for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(queue_[(head_ + i) % queue_.size()]);
+    queue_ = std::move(bigger);
+    head_ = 0;
+  }
+
+  template <class Out>
+  void write_now(Out&& message) {
+    if (ctx_ != nullptr) ctx_->write(std::forward<Out>(message));
+  }
+
+  ConnectionOptions options_;
+  Context* ctx_ = nullptr;
+  ChannelPtr channel_;
+  UniqueFunction<detail::Detached(std::shared_ptr<Connection>)> body_;
+  std::vector<std::optional<In>> queue_;  // ring of max_queued slots (grows only past the bound)
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+  std::coroutine_handle<> reader_;
+  std::optional<In>* handoff_ = nullptr;
+  std::coroutine_handle<> writer_;
+  std::exception_ptr error_;
+  bool started_ = false;
+  bool closed_ = false;
+  bool in_read_batch_ = false;
+  bool flush_pending_ = false;
+  bool paused_reading_ = false;
+};
+
+// Loop thread only (typically in a child_handler initializer). Adds a Connection<In> named
+// "connection" at the tail of `channel`'s pipeline and runs `fn(connection)` — a function returning
+// Task<> — as the channel's coroutine. See Connection for lifetimes.
+template <class In, class Fn>
+std::shared_ptr<Connection<In>> serve(Channel& channel, Fn fn, ConnectionOptions options = {}) {
+  auto connection = std::make_shared<Connection<In>>(options);
+  connection->set_body(std::move(fn));
+  channel.pipeline().add_last("connection", connection);
+  return connection;
+}
+
+}  // namespace weft

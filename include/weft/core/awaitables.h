@@ -1,0 +1,129 @@
+#pragma once
+// What a coroutine running on an event loop can wait for without blocking the loop:
+//
+//   co_await weft::sleep(100ms);                          // a timer of the current loop
+//   int n = co_await future;                              // any weft::Future<T>
+//   auto rows = co_await weft::offload(executors, [] { return query(); });  // blocking work elsewhere
+//
+// Each resumes the coroutine on the loop it was suspended on. They must be awaited on an event
+// loop's thread (they throw std::logic_error otherwise). If that loop shuts down before the wait
+// ends, the coroutine is not resumed and its frame is freed with the loop's pending work.
+
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "weft/core/clock.h"
+#include "weft/core/event_loop.h"
+#include "weft/core/event_loop_group.h"
+#include "weft/core/executor_group.h"
+#include "weft/core/future.h"
+
+namespace weft {
+
+namespace detail {
+// The loop of the calling thread; throws std::logic_error naming `what` when there is none.
+EventLoop& current_loop_for(const char* what);
+// Resumes `handle` on `loop` from any thread (inline when already there).
+void resume_on(EventLoop& loop, std::coroutine_handle<> handle) noexcept;
+}  // namespace detail
+
+// ---- sleep
+
+class SleepAwaiter {
+ public:
+  explicit SleepAwaiter(Duration delay) noexcept : delay_(delay) {}
+  bool await_ready() const noexcept { return delay_ <= Duration::zero(); }
+  void await_suspend(std::coroutine_handle<> handle);
+  void await_resume() const noexcept {}
+
+ private:
+  Duration delay_;
+};
+
+// Loop thread only. Suspends the coroutine for `delay` on the current loop's timers.
+inline SleepAwaiter sleep(Duration delay) noexcept { return SleepAwaiter(delay); }
+
+// ---- futures
+
+template <class T>
+class FutureAwaiter {
+ public:
+  explicit FutureAwaiter(Future<T> future) noexcept : future_(std::move(future)) {}
+  bool await_ready() const { return future_.is_done(); }
+  void await_suspend(std::coroutine_handle<> handle) {
+    EventLoop& loop = detail::current_loop_for("co_await on a Future");
+    future_.add_listener([handle, &loop](const Future<T>&) { detail::resume_on(loop, handle); });
+  }
+  T await_resume() const {
+    if (auto error = future_.error()) std::rethrow_exception(error);
+    if constexpr (!std::is_void_v<T>) return future_.get();
+  }
+
+ private:
+  Future<T> future_;
+};
+
+// Loop thread only. Waits for the future without blocking the loop; yields its value or rethrows.
+template <class T>
+FutureAwaiter<T> operator co_await(Future<T> future) noexcept {
+  return FutureAwaiter<T>(std::move(future));
+}
+
+// ---- offload
+
+template <class F>
+class OffloadAwaiter {
+ public:
+  using Result = std::invoke_result_t<F&>;
+
+  OffloadAwaiter(EventLoop& executor, F fn) : executor_(executor), fn_(std::move(fn)) {}
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> handle) {
+    EventLoop& home = detail::current_loop_for("co_await offload(...)");
+    // This awaiter lives in the suspended coroutine's frame until it resumes, so the executor
+    // may fill it in place.
+    executor_.execute([this, handle, &home] {
+      try {
+        if constexpr (std::is_void_v<Result>) {
+          fn_();
+        } else {
+          result_.emplace(fn_());
+        }
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      detail::resume_on(home, handle);
+    });
+  }
+  Result await_resume() {
+    if (error_) std::rethrow_exception(error_);
+    if constexpr (!std::is_void_v<Result>) return std::move(*result_);
+  }
+
+ private:
+  using Stored = std::conditional_t<std::is_void_v<Result>, bool, Result>;
+  EventLoop& executor_;
+  F fn_;
+  std::optional<Stored> result_;
+  std::exception_ptr error_;
+};
+
+// Loop thread only. Runs `fn` on an executor thread and resumes the coroutine on its loop with
+// fn's result (or its exception). Throws RejectedExecutionError when the executor is shut down.
+template <class F>
+OffloadAwaiter<std::decay_t<F>> offload(EventLoop& executor, F&& fn) {
+  return OffloadAwaiter<std::decay_t<F>>(executor, std::forward<F>(fn));
+}
+template <class F>
+OffloadAwaiter<std::decay_t<F>> offload(ExecutorGroup& executors, F&& fn) {
+  return OffloadAwaiter<std::decay_t<F>>(executors.next(), std::forward<F>(fn));
+}
+template <class F>
+OffloadAwaiter<std::decay_t<F>> offload(EventLoopGroup& executors, F&& fn) {
+  return OffloadAwaiter<std::decay_t<F>>(executors.next(), std::forward<F>(fn));
+}
+
+}  // namespace weft
