@@ -71,48 +71,62 @@ class Connection final : public InboundHandler<In, In>, public std::enable_share
     bool await_ready() const noexcept { return c_.count_ > 0 || c_.closed_; }
     void await_suspend(std::coroutine_handle<> h) noexcept {
       c_.reader_ = h;
-      c_.handoff_ = &slot_;
+      c_.handoff_ = &handed_;
     }
     In await_resume() {
-      if (slot_) return std::move(*slot_);
+      // A message handed over by channel_read, which is still on the stack below this resume.
+      if (handed_ != nullptr) return std::move(*handed_);
       return c_.take_queued();
     }
 
    private:
     Connection& c_;
-    std::optional<In> slot_;
+    In* handed_ = nullptr;
   };
   // The next inbound message; throws ChannelClosedError (or the pipeline's error) once the channel
   // is closed and every message received before has been read.
   ReadAwaiter read() noexcept { return ReadAwaiter(*this); }
 
   template <class Out>
-  class WriteAwaiter {
+  class [[nodiscard]] WriteAwaiter {
    public:
+    // Already written (or the channel is closed): nothing to wait for.
+    explicit WriteAwaiter(Connection& c) noexcept : c_(c) {}
+    // Waits for writability, then writes `message`.
     WriteAwaiter(Connection& c, Out&& message) : c_(c), message_(std::move(message)) {}
-    bool await_ready() {
-      if (c_.closed_) return true;
-      if (!c_.channel_->is_writable()) return false;
-      c_.write_now(std::move(*message_));
-      message_.reset();
-      return true;
+    bool await_ready() const noexcept { return !message_ && !c_.closed_; }
+    void await_suspend(std::coroutine_handle<> h) noexcept {
+      if (message_) c_.writer_ = h;
+      else h.resume();  // closed: resume at once to throw
     }
-    void await_suspend(std::coroutine_handle<> h) noexcept { c_.writer_ = h; }
     void await_resume() {
-      if (!message_) return;
-      if (c_.closed_) throw ChannelClosedError("write: the channel is closed");
-      c_.write_now(std::move(*message_));
+      if (c_.closed_) {
+        if (message_ || !written_before_close_) throw ChannelClosedError("write: the channel is closed");
+        return;
+      }
+      if (message_) c_.write_now(std::move(*message_));
     }
+    void mark_written() noexcept { written_before_close_ = true; }
 
    private:
     Connection& c_;
     std::optional<Out> message_;
+    bool written_before_close_ = false;
   };
-  // Queues `message` for writing through the pipeline, first waiting while the channel is not
-  // writable. Throws ChannelClosedError when the channel is closed. Does not flush.
+  // Writes `message` through the pipeline at once when the channel is writable; otherwise the
+  // returned awaiter holds it and writes it once the channel drains. Throws ChannelClosedError when
+  // the channel is closed. Does not flush. Always co_await the result.
   template <class Out>
   WriteAwaiter<std::decay_t<Out>> write(Out&& message) {
-    return WriteAwaiter<std::decay_t<Out>>(*this, std::decay_t<Out>(std::forward<Out>(message)));
+    using Message = std::decay_t<Out>;
+    if (!closed_ && channel_->is_writable()) {
+      write_now(std::forward<Out>(message));
+      WriteAwaiter<Message> done(*this);
+      done.mark_written();
+      return done;
+    }
+    if (closed_) return WriteAwaiter<Message>(*this);
+    return WriteAwaiter<Message>(*this, Message(std::forward<Out>(message)));
   }
 
   // Flushes written messages: inside a read batch the flush is deferred to the batch's end (one
@@ -157,8 +171,8 @@ class Connection final : public InboundHandler<In, In>, public std::enable_share
   void channel_read(Context& ctx, In&& message) override {
     in_read_batch_ = true;
     if (reader_) {
-      *handoff_ = std::move(message);
-      resume(std::exchange(reader_, {}));
+      *handoff_ = &message;  // the reader moves it out before this call returns
+      std::exchange(reader_, {}).resume();  // the pipeline keeps this handler alive meanwhile
       return;
     }
     if (count_ == queue_.size()) {
@@ -181,7 +195,7 @@ class Connection final : public InboundHandler<In, In>, public std::enable_share
     ctx.fire_read_complete();
   }
   void writability_changed(Context& ctx) override {
-    if (writer_ && ctx.channel().is_writable()) resume(std::exchange(writer_, {}));
+    if (writer_ && ctx.channel().is_writable()) std::exchange(writer_, {}).resume();
     ctx.fire_writability_changed();
   }
   void channel_inactive(Context& ctx) override {
@@ -270,7 +284,7 @@ class Connection final : public InboundHandler<In, In>, public std::enable_share
   std::size_t head_ = 0;
   std::size_t count_ = 0;
   std::coroutine_handle<> reader_;
-  std::optional<In>* handoff_ = nullptr;
+  In** handoff_ = nullptr;
   std::coroutine_handle<> writer_;
   std::exception_ptr error_;
   bool started_ = false;

@@ -58,11 +58,26 @@ struct ResponseHead {
   Version version = Version::http11;
   int status = 0;
   std::string_view reason;
-  std::array<Header, kInlineHeaders> inline_headers;
+  InlineHeaders<kInlineHeaders> inline_headers;
   std::size_t header_count = 0;
   std::optional<std::uint64_t> content_length;
   bool chunked = false;
   bool keep_alive = true;
+
+  ResponseHead() noexcept = default;
+  ResponseHead(const ResponseHead& other) noexcept { *this = other; }
+  ResponseHead& operator=(const ResponseHead& other) noexcept {
+    if (this == &other) return *this;
+    version = other.version;
+    status = other.status;
+    reason = other.reason;
+    inline_headers.copy_prefix(other.inline_headers, other.header_count);
+    header_count = other.header_count;
+    content_length = other.content_length;
+    chunked = other.chunked;
+    keep_alive = other.keep_alive;
+    return *this;
+  }
 
   std::optional<std::string_view> header(std::string_view name) const noexcept;
 };

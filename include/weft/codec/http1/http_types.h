@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
+#include <type_traits>
 
 #include "weft/core/clock.h"
 
@@ -14,6 +16,31 @@ enum class Version : std::uint8_t { http10, http11 };
 struct Header {
   std::string_view name;
   std::string_view value;
+};
+
+// The fixed-capacity header array of a parsed head. Left uninitialised on construction and copied
+// only up to `count` (InlineHeaders::copy_prefix), so that making, moving and copying a head costs
+// what its headers use, not the whole capacity (64 headers are 2 KiB).
+template <std::size_t N>
+class InlineHeaders {
+ public:
+  InlineHeaders() noexcept {}  // NOLINT: storage is deliberately left uninitialised
+  InlineHeaders(const InlineHeaders&) = delete;
+  InlineHeaders& operator=(const InlineHeaders&) = delete;
+
+  Header* data() noexcept { return reinterpret_cast<Header*>(storage_); }
+  const Header* data() const noexcept { return reinterpret_cast<const Header*>(storage_); }
+  static constexpr std::size_t size() noexcept { return N; }
+  Header& operator[](std::size_t i) noexcept { return data()[i]; }
+  const Header& operator[](std::size_t i) const noexcept { return data()[i]; }
+  // Copies the first `count` headers of `other`.
+  void copy_prefix(const InlineHeaders& other, std::size_t count) noexcept {
+    if (count > 0) std::memcpy(storage_, other.storage_, count * sizeof(Header));
+  }
+
+ private:
+  static_assert(std::is_trivially_copyable_v<Header>);
+  alignas(Header) unsigned char storage_[N * sizeof(Header)];
 };
 
 // Limits of the request decoder (Netty's defaults for the line and the header section).

@@ -23,7 +23,7 @@ struct RequestHead {
   std::string_view path;
   std::string_view query;   // after '?', without it
   Version version = Version::http11;
-  std::array<Header, kInlineHeaders> inline_headers;
+  InlineHeaders<kInlineHeaders> inline_headers;
   std::size_t header_count = 0;
 
   // Semantics derived from the headers.
@@ -31,6 +31,24 @@ struct RequestHead {
   bool chunked = false;
   bool keep_alive = true;
   bool expect_continue = false;
+
+  RequestHead() noexcept = default;
+  RequestHead(const RequestHead& other) noexcept { *this = other; }
+  RequestHead& operator=(const RequestHead& other) noexcept {
+    if (this == &other) return *this;
+    method = other.method;
+    target = other.target;
+    path = other.path;
+    query = other.query;
+    version = other.version;
+    inline_headers.copy_prefix(other.inline_headers, other.header_count);
+    header_count = other.header_count;
+    content_length = other.content_length;
+    chunked = other.chunked;
+    keep_alive = other.keep_alive;
+    expect_continue = other.expect_continue;
+    return *this;
+  }
 
   // The first header with this name (case-insensitive), if any.
   std::optional<std::string_view> header(std::string_view name) const noexcept;
