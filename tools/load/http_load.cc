@@ -188,7 +188,7 @@ class Connection final : public InboundHandler<ByteBuf> {
     unsent_ = 0;
     if (ctx_ != nullptr) ctx_->close();
   }
-  void close() {
+  void close_connection() {
     if (ctx_ != nullptr) ctx_->close();
   }
 
@@ -213,7 +213,7 @@ class Connection final : public InboundHandler<ByteBuf> {
 
 void Worker::attach(Connection* c) {
   if (stopping_) {
-    c->close();
+    c->close_connection();
     return;
   }
   connections_.push_back(c);
@@ -251,7 +251,7 @@ void Worker::stop() {
   stopping_ = true;
   if (timeout_timer_ != 0) loop_.cancel(timeout_timer_);
   publish();
-  for (Connection* c : std::vector<Connection*>(connections_)) c->close();
+  for (Connection* c : std::vector<Connection*>(connections_)) c->close_connection();
 }
 
 void Worker::pump(Nanos now) {
