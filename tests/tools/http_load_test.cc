@@ -1,0 +1,129 @@
+#include "http_load.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "servers.h"
+#include "support/blocking_client.h"
+
+namespace weft::load {
+namespace {
+
+// Runs a shell command; returns its exit status and what it wrote on stdout and stderr.
+std::pair<int, std::string> run_command(const std::string& command) {
+  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(HttpLoadTest, ConstantRateHoldsWithinTwoPercent) {
+  test::TestServers servers;
+  const auto port = servers.start_http();
+  HttpOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(port) + "/plaintext";
+  o.connections = 8;
+  o.threads = 2;
+  o.duration_s = 3;
+  o.rate = 2000;
+  HttpResult r = run_http(o);
+  const double achieved = static_cast<double>(r.responses) / r.duration_s;
+  EXPECT_NEAR(achieved, o.rate, o.rate * 0.02) << r.responses << " responses in " << r.duration_s << " s";
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_EQ(r.latency.count(), r.responses);
+  EXPECT_LE(r.requests - r.responses, 16u) << "only the requests in flight at the end may lack a response";
+}
+
+TEST(HttpLoadTest, ClosedLoopKeepsThePipelineFullAndCountsEveryResponse) {
+  test::TestServers servers;
+  const auto port = servers.start_http();
+  HttpOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(port) + "/plaintext";
+  o.connections = 4;
+  o.pipeline = 8;
+  o.duration_s = 1;
+  HttpResult r = run_http(o);
+  EXPECT_GT(r.responses, 1000u);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_LE(r.requests - r.responses, 4u * 8u);
+  EXPECT_EQ(r.latency.count(), r.responses);
+  EXPECT_GT(r.bytes_read, r.responses * 13);
+}
+
+TEST(HttpLoadTest, NonSuccessStatusesAreCountedAsStatusErrors) {
+  test::TestServers servers;
+  const auto port = servers.start_http();
+  HttpOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(port) + "/missing";
+  o.connections = 2;
+  o.duration_s = 0.5;
+  HttpResult r = run_http(o);
+  EXPECT_GT(r.responses, 0u);
+  EXPECT_EQ(r.errors.status, r.responses);
+}
+
+TEST(HttpLoadTest, UnreachableTargetIsOneLineReason) {
+  const auto port = weft::test::unused_loopback_port();
+  HttpOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(port) + "/";
+  o.duration_s = 1;
+  try {
+    run_http(o);
+    FAIL() << "expected LoadError";
+  } catch (const LoadError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot connect to 127.0.0.1:" + std::to_string(port) + ": Connection refused");
+  }
+}
+
+TEST(HttpLoadTest, BadUrlsAndHeadersAreRejected) {
+  EXPECT_THROW(parse_http_url("https://127.0.0.1/"), LoadError);
+  EXPECT_THROW(parse_http_url("http://no-dns.example:80/"), LoadError);
+  EXPECT_THROW(encode_request(parse_http_url("http://127.0.0.1:1/"), {"NoColon"}), LoadError);
+  const HttpTarget t = parse_http_url("http://127.0.0.1:8080/p?q=1");
+  EXPECT_EQ(t.path, "/p?q=1");
+  EXPECT_EQ(encode_request(t, {"X-A: b"}), "GET /p?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: b\r\n\r\n");
+  EXPECT_EQ(parse_http_url("http://127.0.0.1").address.port(), 80);
+}
+
+TEST(WeftLoadBinaryTest, UnreachableTargetExitsNonZeroWithTheReason) {
+  const auto port = weft::test::unused_loopback_port();
+  const std::string target = "127.0.0.1:" + std::to_string(port);
+  for (const std::string& args : {"http http://" + target + "/ -c 2 -d 1", "stream " + target + " -d 1",
+                                  "echo " + target + " --threads 2 --rounds 1"}) {
+    auto [status, out] = run_command(std::string(WEFT_LOAD_BIN) + " " + args);
+    EXPECT_NE(status, 0) << args;
+    EXPECT_EQ(out, "weft-load: cannot connect to " + target + ": Connection refused\n") << args;
+  }
+}
+
+TEST(WeftLoadBinaryTest, WritesTheJsonShape) {
+  test::TestServers servers;
+  const auto port = servers.start_http();
+  const std::string json = ::testing::TempDir() + "weft_load_http.json";
+  auto [status, out] = run_command(std::string(WEFT_LOAD_BIN) + " http http://127.0.0.1:" + std::to_string(port) +
+                                   "/plaintext -c 2 -t 1 -d 0.5 --pipeline 4 --json " + json);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("Requests/sec:"), std::string::npos) << out;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string j = text.str();
+  for (const char* key : {"\"tool\":\"weft-load\"", "\"mode\":\"http\"", "\"connections\":2", "\"threads\":1",
+                          "\"pipeline\":4", "\"rate\":null", "\"duration_s\":", "\"requests\":", "\"responses\":",
+                          "\"rps\":", "\"bytes_read\":", "\"latency_us\":{\"p50\":", "\"p90\":", "\"p99\":",
+                          "\"p999\":", "\"max\":", "\"mean\":",
+                          "\"errors\":{\"connect\":0,\"read\":0,\"write\":0,\"timeout\":0,\"status\":0,\"parse\":0}"}) {
+    EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
+  }
+}
+
+}  // namespace
+}  // namespace weft::load

@@ -1,0 +1,57 @@
+#pragma once
+// weft-load http: wrk's closed loop (each connection keeps `pipeline` requests in flight, written
+// as one batch) or, with a rate, an open loop that schedules every request at an intended send time
+// and measures its latency from that time (no coordinated omission: a stalled server is charged
+// for the requests it delayed). Runs on weft channels, one event loop per thread.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "histogram.h"
+#include "report.h"
+#include "weft/channel/socket_address.h"
+
+namespace weft::load {
+
+struct HttpTarget {
+  SocketAddress address;
+  std::string host_header;  // "host:port" as written in the URL
+  std::string path;         // "/plaintext?x=1"
+};
+
+// Parses "http://HOST[:PORT][/PATH]" (numeric host or localhost). Throws LoadError.
+HttpTarget parse_http_url(const std::string& url);
+
+struct HttpOptions {
+  std::string url;
+  int connections = 10;
+  int threads = 1;
+  double duration_s = 10;
+  int pipeline = 1;
+  double rate = 0;  // requests per second over all connections; 0: closed loop
+  std::vector<std::string> headers;  // "Name: value"
+  double timeout_s = 2;              // no response for this long while requests are outstanding
+};
+
+struct HttpResult {
+  std::uint64_t requests = 0;   // sent
+  std::uint64_t responses = 0;  // complete responses received
+  std::uint64_t bytes_read = 0;
+  double duration_s = 0;
+  Histogram latency;  // nanoseconds
+  Errors errors;
+};
+
+// Called about once per second from the calling thread: seconds elapsed, responses so far, errors so far.
+using ProgressFn = std::function<void(double, std::uint64_t, std::uint64_t)>;
+
+// Thread-safe (each call runs its own event loops). Throws LoadError for bad options or when no
+// connection to the target could be made.
+HttpResult run_http(const HttpOptions& options, const ProgressFn& progress = {});
+
+// The request bytes sent for `target` with extra header lines (validated; throws LoadError).
+std::string encode_request(const HttpTarget& target, const std::vector<std::string>& headers);
+
+}  // namespace weft::load

@@ -1,0 +1,179 @@
+// weft-load: a load generator built on weft. Modes: http (wrk's closed loop, or a constant rate
+// without coordinated omission), echo (blocking client threads), stream (length-prefixed messages).
+// See docs/weft-load.md.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "echo_load.h"
+#include "http_load.h"
+#include "report.h"
+#include "stream_load.h"
+
+namespace {
+
+using namespace weft::load;
+
+std::string json_number(double v) { return fmt::format("{:.3f}", v); }
+
+void http_report(const HttpOptions& o, const HttpResult& r, const std::string& json_path) {
+  const double rps = r.duration_s > 0 ? static_cast<double>(r.responses) / r.duration_s : 0;
+  std::printf("Running %.1fs test @ %s\n  %d threads and %d connections, pipeline %d%s\n", r.duration_s, o.url.c_str(),
+              o.threads, o.connections, o.pipeline,
+              o.rate > 0 ? fmt::format(", constant rate {:.0f} req/s (latency from intended send times)", o.rate).c_str()
+                         : "");
+  std::fputs(latency_text(r.latency).c_str(), stdout);
+  std::printf("  %llu requests sent, %llu responses in %.2fs, %.2fMB read\n",
+              static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.responses), r.duration_s,
+              static_cast<double>(r.bytes_read) / 1e6);
+  std::fputs(errors_text(r.errors).c_str(), stdout);
+  std::printf("Requests/sec: %10.2f\nTransfer/sec: %9.2fMB\n", rps,
+              r.duration_s > 0 ? static_cast<double>(r.bytes_read) / 1e6 / r.duration_s : 0);
+  std::fflush(stdout);
+  if (json_path.empty()) return;
+  write_json_file(
+      json_path,
+      fmt::format(R"({{"tool":"weft-load","mode":"http","target":{},"connections":{},"threads":{},"pipeline":{},)"
+                  R"("rate":{},"duration_s":{},"requests":{},"responses":{},"rps":{},"bytes_read":{},)"
+                  R"("latency_us":{},"errors":{}}})",
+                  json_string(o.url), o.connections, o.threads, o.pipeline, o.rate > 0 ? json_number(o.rate) : "null",
+                  json_number(r.duration_s), r.requests, r.responses, json_number(rps), r.bytes_read,
+                  latency_json(r.latency), errors_json(r.errors)));
+}
+
+void echo_report(const EchoOptions& o, const EchoResult& r, const std::string& json_path) {
+  std::printf("Echo @ %s: %d threads x %d rounds of %d bytes\n", o.target.c_str(), o.threads, o.rounds, o.size);
+  std::fputs(latency_text(r.latency).c_str(), stdout);
+  std::printf("  %llu round trips in %.1f ms (%.0f round trips/s)\n", static_cast<unsigned long long>(r.round_trips),
+              r.total_ms, r.total_ms > 0 ? static_cast<double>(r.round_trips) / (r.total_ms / 1e3) : 0);
+  std::fputs(errors_text(r.errors).c_str(), stdout);
+  std::printf("total_ms: %.1f\n", r.total_ms);
+  std::fflush(stdout);
+  if (json_path.empty()) return;
+  write_json_file(json_path,
+                  fmt::format(R"({{"tool":"weft-load","mode":"echo","target":{},"threads":{},"rounds":{},"size":{},)"
+                              R"("total_ms":{},"round_trips":{},"complete":{},"latency_us":{},"errors":{}}})",
+                              json_string(o.target), o.threads, o.rounds, o.size, json_number(r.total_ms),
+                              r.round_trips, r.complete ? "true" : "false", latency_json(r.latency),
+                              errors_json(r.errors)));
+}
+
+void stream_report(const StreamOptions& o, const StreamResult& r, const std::string& json_path) {
+  const double d = r.duration_s > 0 ? r.duration_s : 1;
+  const double sent_mps = static_cast<double>(r.sent_messages) / d;
+  const double sent_bps = static_cast<double>(r.sent_bytes) / d;
+  const double recv_mps = static_cast<double>(r.received_messages) / d;
+  const double recv_bps = static_cast<double>(r.received_bytes) / d;
+  std::printf("Stream @ %s: %d connections, %d-byte messages, %.2fs\n", o.target.c_str(), o.connections, o.size,
+              r.duration_s);
+  std::printf("  sent:     %llu messages, %.0f msg/s, %.2f MB/s\n", static_cast<unsigned long long>(r.sent_messages),
+              sent_mps, sent_bps / 1e6);
+  std::printf("  received: %llu messages, %.0f msg/s, %.2f MB/s\n",
+              static_cast<unsigned long long>(r.received_messages), recv_mps, recv_bps / 1e6);
+  std::fputs(errors_text(r.errors).c_str(), stdout);
+  std::fflush(stdout);
+  if (json_path.empty()) return;
+  write_json_file(
+      json_path,
+      fmt::format(R"({{"tool":"weft-load","mode":"stream","target":{},"connections":{},"size":{},"duration_s":{},)"
+                  R"("sent_messages":{},"received_messages":{},"messages_per_s":{},"bytes_per_s":{},)"
+                  R"("received_messages_per_s":{},"received_bytes_per_s":{},"errors":{}}})",
+                  json_string(o.target), o.connections, o.size, json_number(r.duration_s), r.sent_messages,
+                  r.received_messages, json_number(sent_mps), json_number(sent_bps), json_number(recv_mps),
+                  json_number(recv_bps), errors_json(r.errors)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"weft-load: HTTP, echo and stream load generator built on weft"};
+  app.require_subcommand(1);
+
+  HttpOptions http;
+  std::string http_json;
+  CLI::App* http_cmd = app.add_subcommand("http", "HTTP/1.1 GET load, wrk's model (closed loop) or a constant rate");
+  http_cmd->add_option("url", http.url, "http://HOST[:PORT][/PATH]")->required();
+  http_cmd->add_option("-c,--connections", http.connections, "connections (default 10)")->check(CLI::Range(1, 1000000));
+  http_cmd->add_option("-t,--threads", http.threads, "threads, one event loop each (default 1)")->check(CLI::Range(1, 1024));
+  http_cmd->add_option("-d,--duration", http.duration_s, "seconds to run (default 10)")->check(CLI::Range(0.001, 86400.0));
+  http_cmd->add_option("--pipeline", http.pipeline, "requests in flight per connection, written as one batch (default 1)")
+      ->check(CLI::Range(1, 1024));
+  http_cmd->add_option("--rate", http.rate, "constant total request rate; latency from intended send times")
+      ->check(CLI::Range(0.001, 1e9));
+  http_cmd->add_option("-H,--header", http.headers, "extra header \"Name: value\" (repeatable)");
+  http_cmd->add_option("--timeout", http.timeout_s, "seconds without a response before outstanding requests time out (default 2)")
+      ->check(CLI::Range(0.001, 3600.0));
+  http_cmd->add_option("--json", http_json, "write the result as JSON to FILE");
+
+  EchoOptions echo;
+  std::string echo_json;
+  CLI::App* echo_cmd = app.add_subcommand("echo", "blocking client threads doing round trips to echo servers");
+  echo_cmd->add_option("target", echo.target, "HOST:PORT[+N]: thread i uses port PORT + (i mod N)")->required();
+  echo_cmd->add_option("-t,--threads", echo.threads, "client threads (default 1)")->check(CLI::Range(1, 100000));
+  echo_cmd->add_option("--rounds", echo.rounds, "round trips per thread (default 1)")->check(CLI::Range(1, 1000000000));
+  echo_cmd->add_option("--size", echo.size, "bytes per round trip (default 1)")->check(CLI::Range(1, 64 << 20));
+  echo_cmd->add_option("--max-seconds", echo.max_seconds, "stop at this deadline (default 120)")->check(CLI::Range(0.001, 86400.0));
+  echo_cmd->add_option("--json", echo_json, "write the result as JSON to FILE");
+
+  StreamOptions stream;
+  std::string stream_json;
+  CLI::App* stream_cmd = app.add_subcommand("stream", "4-byte length-prefixed messages, both directions");
+  stream_cmd->add_option("target", stream.target, "HOST:PORT")->required();
+  stream_cmd->add_option("-c,--connections", stream.connections, "connections (default 1)")->check(CLI::Range(1, 100000));
+  stream_cmd->add_option("--size", stream.size, "payload bytes per message (default 64)")->check(CLI::Range(0, 16 << 20));
+  stream_cmd->add_option("-d,--duration", stream.duration_s, "seconds to run (default 10)")->check(CLI::Range(0.001, 86400.0));
+  stream_cmd->add_option("-t,--threads", stream.threads, "event loops (default 1)")->check(CLI::Range(1, 1024));
+  stream_cmd->add_option("--json", stream_json, "write the result as JSON to FILE");
+
+  CLI11_PARSE(app, argc, argv);
+
+  const bool tty = progress_enabled();
+  try {
+    if (*http_cmd) {
+      ProgressFn progress;
+      if (tty) {
+        progress = [last = std::uint64_t{0}](double t, std::uint64_t responses, std::uint64_t errors) mutable {
+          print_progress(fmt::format("  {:5.1f}s  {:>10} req/s  {} errors", t, responses - last, errors));
+          last = responses;
+        };
+      }
+      http_report(http, run_http(http, progress), http_json);
+    } else if (*echo_cmd) {
+      ProgressFn progress;
+      if (tty) {
+        progress = [last = std::uint64_t{0}](double t, std::uint64_t trips, std::uint64_t) mutable {
+          print_progress(fmt::format("  {:5.1f}s  {:>10} round trips/s", t, trips - last));
+          last = trips;
+        };
+      }
+      EchoResult r = run_echo(echo, progress);
+      echo_report(echo, r, echo_json);
+      if (!r.complete) {
+        std::fprintf(stderr, "weft-load: stopped by --max-seconds %.1f before every round trip was done\n",
+                     echo.max_seconds);
+        return 1;
+      }
+    } else if (*stream_cmd) {
+      ProgressFn progress;
+      if (tty) {
+        progress = [ls = std::uint64_t{0}, lr = std::uint64_t{0}](double t, std::uint64_t sent,
+                                                                   std::uint64_t received) mutable {
+          print_progress(fmt::format("  {:5.1f}s  {:>10} msg/s sent  {:>10} msg/s received", t, sent - ls, received - lr));
+          ls = sent;
+          lr = received;
+        };
+      }
+      stream_report(stream, run_stream(stream, progress), stream_json);
+    }
+  } catch (const LoadError& e) {
+    std::fprintf(stderr, "weft-load: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft-load: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
