@@ -20,6 +20,8 @@ PACKAGES=(
   libmimalloc-dev
   libclang-rt-14-dev
   pkg-config
+  wrk
+  chromium
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

@@ -1,12 +1,14 @@
 """Compares two results files cell by cell and flags regressions that exceed the noise.
 
-Rule: change = (new median - base median) / base median, signed so that negative is worse. The noise of
-a cell is the sum of the spreads ((max - min) / median) of its base and new repeats. A cell regressed
-when it got worse by more than max(threshold, noise); the threshold (default 10%) covers the drift
-between two runs on one machine that the spread inside a run does not show.
+Rule: change = (new median - base median) / base median. A cell regressed when it got worse by more than
+its noise and by more than the threshold (default 10%). The noise is the part of the change that the
+spread of the repeats can explain: from the base median to its worst-side extreme plus from the new
+median to its best-side extreme, so "worse than the noise" means every new repeat is worse than every
+base repeat. The threshold covers the drift between two runs on one machine that the spread inside
+one run does not show.
 """
 from .results import cell
-from .stats import median, spread_pct
+from .stats import median
 from .tables import grid
 
 DEFAULT_THRESHOLD = 10.0
@@ -26,7 +28,10 @@ def compare_cells(base_table, new_table, threshold=DEFAULT_THRESHOLD):
             bm, nm = median(bv), median(nv)
             change = (nm - bm) / bm * 100.0
             worse = -change if better_up else change
-            noise = spread_pct(bv) + spread_pct(nv)
+            if better_up:
+                noise = ((bm - min(bv)) + (max(nv) - nm)) / bm * 100.0
+            else:
+                noise = ((max(bv) - bm) + (nm - min(nv))) / bm * 100.0
             out.append({"row": row, "column": col, "base": bm, "new": nm, "change_pct": change,
                         "noise_pct": noise, "regression": worse > max(threshold, noise)})
     return out
@@ -64,5 +69,5 @@ def compare(base, new, threshold=DEFAULT_THRESHOLD):
                              f"{r['base']:.0f} -> {r['new']:.0f} {bt['unit']} ({r['change_pct']:+.1f}%, "
                              f"noise {r['noise_pct']:.1f}%, threshold {threshold:.0f}%)")
     commits = f"base {base['environment'].get('git_commit', '?')[:12]} vs new {new['environment'].get('git_commit', '?')[:12]}"
-    summary = f"{regressions} regression(s); {commits}; rule: worse by more than max({threshold:g}%, spread of both)"
+    summary = f"{regressions} regression(s); {commits}; rule: worse than the noise of the repeats and by more than {threshold:g}%"
     return "\n".join(texts + [summary]), regressions

@@ -3,6 +3,7 @@ import html
 import json
 
 from .results import cell
+from .stats import spread_pct
 from .tables import fmt_us, fmt_value
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
@@ -79,7 +80,8 @@ def raw_numbers(table):
                 tds.append("<td>n/a</td>")
                 continue
             reps = ", ".join(fmt_value(x["value"]) for x in c["repeats"])
-            tds.append(f"<td><b>{fmt_value(c['value'])}</b><br><small>repeats: {reps}<br>"
+            spread = spread_pct([x["value"] for x in c["repeats"]])
+            tds.append(f"<td><b>{fmt_value(c['value'])}</b><br><small>repeats: {reps} (spread {spread:.1f}%)<br>"
                        f"server CPU {fmt_us(c['cpu_us_per_req'])}/req, p99 {fmt_us(c['p99_us'])}</small></td>")
         body.append(f"<tr><th>{_esc(r)}</th>{''.join(tds)}</tr>")
     notes = "".join(f"<li>{_esc(c['name'])}: {_esc(c['note'])}</li>" for c in table["columns"] if c.get("note"))
