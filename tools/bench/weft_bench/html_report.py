@@ -1,6 +1,7 @@
 """One self-contained HTML report: an inline SVG chart per table and the raw numbers (no network, no external JS)."""
 import html
 import json
+import os
 
 from .results import cell
 from .stats import spread_pct
@@ -114,5 +115,6 @@ section {{ margin-bottom: 2em; }}
 
 
 def write(results, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         f.write(render(results))

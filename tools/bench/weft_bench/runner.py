@@ -45,9 +45,13 @@ class Runner:
             server.wait_listening(port)
             if self.warmup > 0:
                 self._measure(table, column, server, port, max(table.rows), self.warmup)
-            for row in table.rows:
-                repeats = [self._measure(table, column, server, port, row, self.duration)
-                           for _ in range(self.repeat)]
+            # Rounds over all rows rather than repeats back to back, so that the spread of a cell's repeats
+            # also shows the machine's drift over the run, which is what compare calls noise.
+            by_row = {row: [] for row in table.rows}
+            for _ in range(self.repeat):
+                for row in table.rows:
+                    by_row[row].append(self._measure(table, column, server, port, row, self.duration))
+            for row, repeats in by_row.items():
                 cells.append({"row": row, "column": column.name, "repeats": repeats,
                               **{k: median([r[k] for r in repeats]) for k in ("value", "cpu_us_per_req", "p99_us")}})
             return None
