@@ -52,5 +52,6 @@ def render(table, show=("rps",)):
     notes = [f"  {c['name']}: {c['note']}" for c in table["columns"] if c.get("note")]
     legend = ""
     if len(show) > 1 or show[0] != "rps":
-        legend = f"\n  cells: {' '.join(show)} ({table['unit']}, server CPU per request, p99 latency)"
+        meaning = {"rps": table["unit"], "cpu": "server CPU per request", "p99": "p99 latency"}
+        legend = f"\n  cells: {', '.join(meaning[k] for k in show)}"
     return text + legend + ("\n" + "\n".join(notes) if notes else "")
