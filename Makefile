@@ -4,6 +4,7 @@
 #
 # Also: make build | build-<preset> | test-<preset> | deps | clean
 #   LABEL=<layer> make test-<preset>   runs only one layer (core, buffer, channel, transport, integration)
+#   make bench  builds the servers and runs weft-bench run all --quick (tables + bench-results/report.html)
 
 PRESETS      := release debug asan tsan
 TEST_PRESETS := release asan tsan
@@ -17,7 +18,7 @@ TSAN_WRAP := $(shell test "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo
                && command -v setarch >/dev/null && echo "setarch $$(uname -m) -R")
 
 .NOTPARALLEL:
-.PHONY: all deps build run test fuzz clean $(addprefix build-,$(PRESETS)) $(addprefix test-,$(PRESETS))
+.PHONY: all deps build run bench test fuzz clean $(addprefix build-,$(PRESETS)) $(addprefix test-,$(PRESETS))
 
 all: build
 
@@ -34,6 +35,11 @@ run: deps build-release
 	bash scripts/echo-demo.sh
 
 test: deps $(addprefix test-,$(TEST_PRESETS)) fuzz
+
+bench: deps
+	cmake --preset release
+	cmake --build --preset release --target weft-hello weft-echo-server weft-stream-server $(if $(wildcard tools/load),weft-load)
+	build/release/bin/weft-bench run all --quick --html bench-results/report.html
 
 # libFuzzer targets (clang, build/fuzz), FUZZ_SECONDS each
 FUZZ_SECONDS ?= 20

@@ -22,6 +22,7 @@ PACKAGES=(
   pkg-config
   libcli11-dev
   wrk
+  chromium
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

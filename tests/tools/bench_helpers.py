@@ -1,0 +1,39 @@
+"""Shared helpers for the weft-bench tests: where the tool and the built binaries are."""
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tools", "bench"))
+BIN_DIR = os.environ.get("WEFT_BIN_DIR", os.path.join(REPO, "build", "release", "bin"))
+LAUNCHER = os.path.join(REPO, "tools", "bench", "weft-bench")
+
+
+def weft_bench(*args, timeout=120):
+    """Run the launcher with the build's bin dir; returns the CompletedProcess."""
+    argv = [sys.executable, LAUNCHER] + list(args)
+    if args and args[0] == "run":
+        argv += ["--build-dir", os.path.dirname(BIN_DIR)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def table(values_by_row, column="loop", higher_is_better=True, table_id="tfb-plaintext"):
+    """A results table in weft-bench's format from {row: [repeat values]}."""
+    cells = [{"row": r, "column": column, "value": sorted(v)[len(v) // 2], "cpu_us_per_req": 1.0, "p99_us": 100.0,
+              "repeats": [{"value": x, "cpu_us_per_req": 1.0, "p99_us": 100.0} for x in v]}
+             for r, v in values_by_row.items()]
+    return {"id": table_id, "suite": "tfb", "title": "Type: plaintext, pipeline 16, Result: requests/s",
+            "row_label": "connections", "rows": list(values_by_row), "metric": "rps", "unit": "req/s",
+            "higher_is_better": higher_is_better, "columns": [{"name": column, "command": [], "note": None}],
+            "cells": cells}
+
+
+def results_doc(*tables):
+    return {"tool": "weft-bench", "schema": 1, "suite": "tfb", "environment": {"git_commit": "abc"},
+            "settings": {}, "notes": [], "tables": list(tables), "processes": []}

@@ -1,0 +1,164 @@
+"""weft-bench without servers: table layout, wrk parsing, results round trip, compare rule, peers, suites."""
+import argparse
+import copy
+import os
+import tempfile
+import unittest
+
+from bench_helpers import results_doc, table
+from weft_bench import cli, compare, load, results, suites, tables
+
+# A real wrk report (weft-hello, pipeline 16, 256 connections), including wrk's 0.00us p99 quirk.
+WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:18998/plaintext
+  1 threads and 256 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     7.76ms    4.84ms  40.09ms   68.63%
+    Req/Sec   221.46k    49.09k  291.38k    60.00%
+  Latency Distribution
+     50%    7.35ms
+     75%   11.15ms
+     90%   16.77ms
+     99%    0.00us
+  228144 requests in 1.08s, 28.07MB read
+  Socket errors: connect 0, read 3, write 0, timeout 7
+  Non-2xx or 3xx responses: 2
+Requests/sec: 211932.24
+Transfer/sec:     26.00MB
+"""
+
+
+class TableFormatting(unittest.TestCase):
+    def test_grid_is_shaped_like_the_seed_tables(self):
+        text = tables.grid("Type: json", ["pipeline", "loop", "peer"], [[4, 123, 45678], [16, 9, 1]])
+        self.assertEqual(text.splitlines(), [
+            "+-------------------------+",
+            "|        Type: json       |",
+            "+----------+------+-------+",
+            "| pipeline | loop |  peer |",
+            "+----------+------+-------+",
+            "|    4     | 123  | 45678 |",
+            "|    16    |  9   |   1   |",
+            "+----------+------+-------+",
+        ])
+
+    def test_long_title_widens_the_table(self):
+        lines = tables.grid("a very long title that is wider than the cells", ["c", "x"], [[1, 2]]).splitlines()
+        self.assertEqual(len({len(l) for l in lines}), 1)
+
+    def test_render_shows_na_notes_and_requested_figures(self):
+        t = table({16: [100.0, 110.0, 120.0]})
+        t["columns"].append({"name": "offload", "command": [], "note": "n/a: exit 2: mode 'offload' is not built yet"})
+        text = tables.render(t, ["rps", "cpu", "p99"])
+        self.assertIn("110 1.00us/req p99 100.00us", text)
+        self.assertIn("n/a", text)
+        self.assertIn("offload: n/a: exit 2: mode 'offload' is not built yet", text)
+
+
+class WrkParsing(unittest.TestCase):
+    def test_wrk_report_becomes_a_weft_load_dict(self):
+        r = load.parse_wrk(WRK_OUTPUT)
+        self.assertEqual(r["responses"], 228144)
+        self.assertAlmostEqual(r["rps"], 211932.24)
+        self.assertAlmostEqual(r["latency_us"]["p50"], 7350.0)
+        self.assertAlmostEqual(r["latency_us"]["max"], 40090.0)
+        self.assertIsNone(r["latency_us"]["p99"], "wrk's 0.00us p99 under pipelining is unknown, not zero")
+        self.assertEqual(r["errors"]["read"], 3)
+        self.assertEqual(r["errors"]["timeout"], 7)
+        self.assertEqual(r["errors"]["status"], 2)
+        self.assertEqual(r["bytes_read"], int(28.07 * 1024 * 1024))
+
+    def test_wrk_without_a_result_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, "unable to connect"):
+            load.parse_wrk("unable to connect to 127.0.0.1:1 Connection refused\n")
+
+    def test_weft_load_argv_follows_its_cli(self):
+        argv, _ = load.WeftLoad("/b/weft-load").echo("127.0.0.1", 9000, 10, 100, 128, 256)
+        self.assertEqual(argv[:8], ["/b/weft-load", "echo", "127.0.0.1:9000+10", "--threads", "100",
+                                    "--rounds", "128", "--size"])
+        os.unlink(argv[-1])
+
+    def test_weft_load_json_file_is_read(self):
+        argv, parse = load.WeftLoad("/b/weft-load").stream("127.0.0.1", 9000, 4, 64, 0.5)
+        self.assertEqual(argv[argv.index("-d") + 1], "0.5")
+        with open(argv[-1], "w") as f:
+            f.write('{"tool":"weft-load","mode":"stream","messages_per_s":5.0,"received_messages":10}')
+        self.assertEqual(parse("")["messages_per_s"], 5.0)
+        self.assertFalse(os.path.exists(argv[-1]))
+
+
+class ResultsRoundTrip(unittest.TestCase):
+    def test_save_then_load_gives_the_same_document(self):
+        doc = results_doc(table({4: [1.0, 2.0, 3.0], 16: [4.0, 5.0, 6.0]}))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "sub", "results.json")
+            results.save(doc, path)
+            self.assertEqual(results.load(path), doc)
+
+    def test_other_json_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "x.json")
+            with open(path, "w") as f:
+                f.write("{}")
+            with self.assertRaisesRegex(ValueError, "not a weft-bench results file"):
+                results.load(path)
+
+
+class CompareRule(unittest.TestCase):
+    base = table({16: [100.0, 102.0, 98.0], 256: [200.0, 190.0, 210.0]})
+
+    def slowed(self, factor, higher=True):
+        t = copy.deepcopy(self.base)
+        t["higher_is_better"] = higher
+        for c in t["cells"]:
+            c["value"] *= factor
+            for r in c["repeats"]:
+                r["value"] *= factor
+        return t
+
+    def test_a_15_percent_slowdown_is_a_regression(self):
+        text, n = compare.compare(results_doc(self.base), results_doc(self.slowed(0.85)))
+        self.assertEqual(n, 2)
+        self.assertIn("-15.0%", text)
+        self.assertIn("REGRESSION", text)
+
+    def test_a_change_inside_the_spread_is_not(self):
+        new = table({16: [95.0, 101.0, 99.0], 256: [180.0, 215.0, 199.0]})
+        self.assertEqual(compare.compare(results_doc(self.base), results_doc(new))[1], 0)
+
+    def test_a_small_change_under_the_threshold_is_not(self):
+        self.assertEqual(compare.compare(results_doc(self.base), results_doc(self.slowed(0.93)))[1], 0)
+
+    def test_lower_is_better_tables_regress_upwards(self):
+        base = copy.deepcopy(self.base)
+        base["higher_is_better"] = False
+        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(1.2, higher=False)))[1], 2)
+        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(0.8, higher=False)))[1], 0)
+
+
+class Options(unittest.TestCase):
+    def test_peer_takes_an_optional_suite_and_needs_a_port(self):
+        self.assertEqual(cli.parse_peer("nginx=nginx -p {port}"), ("tfb", "nginx", "nginx -p {port}"))
+        self.assertEqual(cli.parse_peer("echo:netty=java E {port} {ports}")[:2], ("echo", "netty"))
+        with self.assertRaisesRegex(argparse.ArgumentTypeError, "needs {port}"):
+            cli.parse_peer("nginx=nginx")
+        with self.assertRaisesRegex(argparse.ArgumentTypeError, "show takes"):
+            cli.parse_show("rps,latency")
+
+    def test_suites_quick_scales_rows_and_downstream_is_a_hook(self):
+        ctx = suites.Context(bin_dir="/b", quick=True, server_cpus=1, peers={"tfb": [("nginx", "nginx {port}")]})
+        tfb = suites.build(["tfb"], ctx)
+        self.assertEqual([t.id for t in tfb], ["tfb-plaintext", "tfb-json"])
+        names = [c.name for c in tfb[0].columns]
+        self.assertEqual(names, suites.HELLO_MODES + ["blocking", "nginx"])
+        async_col = tfb[1].columns[names.index("coroutine-async")]
+        self.assertEqual(async_col.path_suffix, "-async")
+        full = suites.build(["tfb", "echo"], suites.Context("/b", False, 1, {}))
+        self.assertEqual(full[0].rows, [4, 16, 64, 256, 1024])
+        self.assertEqual(full[1].rows, [4, 16, 64, 256, 512])
+        self.assertEqual(full[2].rows[-1], 2800)
+        with self.assertRaisesRegex(suites.NotBuilt, "issue 9"):
+            suites.build(["downstream"], ctx)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,131 @@
+"""Load generators behind one interface: weft-load (every mode) and wrk (http only).
+
+Each call returns the argv to run and a parser turning its output into weft-load's --json dict.
+"""
+import json
+import math
+import os
+import re
+import tempfile
+
+NOT_BUILT = "n/a: weft-load not built"
+
+
+class WeftLoad:
+    name = "weft-load"
+    fractional_seconds = True
+
+    def __init__(self, binary):
+        self.binary = binary
+
+    def supports(self, _kind):
+        return True
+
+    def _json_file(self):
+        fd, path = tempfile.mkstemp(prefix="weft-load-", suffix=".json")
+        os.close(fd)
+        return path
+
+    def _parser(self, path):
+        def parse(_stdout):
+            try:
+                with open(path) as f:
+                    return json.load(f)
+            finally:
+                os.unlink(path)
+        return parse
+
+    def http(self, url, connections, threads, duration, pipeline):
+        path = self._json_file()
+        argv = [self.binary, "http", url, "-c", str(connections), "-t", str(threads), "-d", f"{duration:g}",
+                "--pipeline", str(pipeline), "--json", path]
+        return argv, self._parser(path)
+
+    def echo(self, host, port, ports, threads, rounds, size):
+        path = self._json_file()
+        argv = [self.binary, "echo", f"{host}:{port}+{ports}", "--threads", str(threads), "--rounds", str(rounds),
+                "--size", str(size), "--json", path]
+        return argv, self._parser(path)
+
+    def stream(self, host, port, connections, size, duration):
+        path = self._json_file()
+        argv = [self.binary, "stream", f"{host}:{port}", "-c", str(connections), "--size", str(size),
+                "-d", f"{duration:g}", "--json", path]
+        return argv, self._parser(path)
+
+
+class Wrk:
+    """wrk with the peers' pipeline.lua (TechEmpower-style pipelining); whole seconds only."""
+    name = "wrk"
+    fractional_seconds = False
+
+    def __init__(self, binary, pipeline_script):
+        self.binary, self.pipeline_script = binary, pipeline_script
+
+    def supports(self, kind):
+        return kind == "http"
+
+    def http(self, url, connections, threads, duration, pipeline):
+        seconds = max(1, math.ceil(duration))
+        argv = [self.binary, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency",
+                "-s", self.pipeline_script, url, "--", str(pipeline)]
+
+        def parse(stdout):
+            result = parse_wrk(stdout)
+            result.update(target=url, connections=connections, threads=threads, pipeline=pipeline)
+            return result
+        return argv, parse
+
+
+
+_TIME_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
+_SIZE_UNITS = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4}
+
+
+def _micros(text):
+    m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text)
+    if not m:
+        raise ValueError(f"wrk: unreadable time '{text}'")
+    return float(m.group(1)) * _TIME_UNITS[m.group(2)]
+
+
+def parse_wrk(stdout):
+    """wrk's text report (with --latency) as weft-load's http --json dict; raises ValueError if incomplete."""
+    m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m|h), ([\d.]+)([KMGT]?B) read", stdout)
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", stdout)
+    if not m or not rps:
+        first = stdout.strip().splitlines()[-1] if stdout.strip() else "no output"
+        raise ValueError(f"wrk: no result in its output ({first})")
+    requests = int(m.group(1))
+    latency = {key: None for key in ("p50", "p90", "p99", "p999", "max", "mean")}
+    stats = re.search(r"Latency\s+([\d.]+\w+)\s+([\d.]+\w+)\s+([\d.]+\w+)", stdout)
+    if stats:
+        latency["mean"], latency["max"] = _micros(stats.group(1)), _micros(stats.group(3))
+    for pct, key in (("50", "p50"), ("90", "p90"), ("99", "p99")):
+        d = re.search(rf"^\s+{pct}%\s+([\d.]+\w+)", stdout, re.M)
+        if d:
+            latency[key] = _micros(d.group(1))
+    if latency["p99"] == 0.0 and (latency["p90"] or 0) > 0:
+        latency["p99"] = None  # wrk prints 0.00us for p99 when pipelining overflows its histogram
+    errors = {"connect": 0, "read": 0, "write": 0, "timeout": 0, "status": 0, "parse": 0}
+    s = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", stdout)
+    if s:
+        errors.update(connect=int(s.group(1)), read=int(s.group(2)), write=int(s.group(3)), timeout=int(s.group(4)))
+    n = re.search(r"Non-2xx or 3xx responses: (\d+)", stdout)
+    if n:
+        errors["status"] = int(n.group(1))
+    return {"tool": "wrk", "mode": "http", "duration_s": _micros(m.group(2) + m.group(3)) / 1e6,
+            "requests": requests, "responses": requests, "rps": float(rps.group(1)),
+            "bytes_read": int(float(m.group(4)) * _SIZE_UNITS[m.group(5)]), "latency_us": latency,
+            "errors": errors}
+
+
+def choose(kind, bin_dir, wrk_script):
+    """(adapter, note): weft-load when built (or asked for), else wrk with a note."""
+    weft_load = os.path.join(bin_dir, "weft-load")
+    if kind == "weft-load" or (kind is None and os.access(weft_load, os.X_OK)):
+        if not os.access(weft_load, os.X_OK):
+            raise FileNotFoundError(f"weft-load not built: {weft_load} (build target weft-load, or use --load wrk)")
+        return WeftLoad(weft_load), None
+    note = None if kind == "wrk" else f"load: wrk ({weft_load} not built; echo and stream need weft-load)"
+    return Wrk("wrk", wrk_script), note

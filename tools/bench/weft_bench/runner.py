@@ -1,0 +1,83 @@
+"""Runs the tables of a suite: one server per column, warmed up, each row repeated, every process stopped."""
+import sys
+import time
+
+from .load import NOT_BUILT
+from .processes import CLK_TCK, ProcessError, free_port
+from .stats import median
+
+
+class Measurement(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Runner:
+    def __init__(self, supervisor, adapter, cpus, repeat, duration, warmup):
+        self.sup, self.adapter = supervisor, adapter
+        self.server_cpus, self.load_cpus = cpus
+        self.repeat, self.duration, self.warmup = repeat, duration, warmup
+
+    def run_table(self, table):
+        out = {"id": table.id, "suite": table.suite, "title": table.title, "row_label": table.row_label,
+               "rows": table.rows, "metric": table.metric, "unit": table.unit,
+               "higher_is_better": table.higher_is_better, "columns": [], "cells": []}
+        for column in table.columns:
+            entry = {"name": column.name, "command": column.argv, "note": column.note}
+            out["columns"].append(entry)
+            if entry["note"] is None and not self.adapter.supports(table.load_kind):
+                entry["note"] = NOT_BUILT
+            if entry["note"] is None:
+                entry["note"] = self._run_column(table, column, out["cells"])
+            if entry["note"]:
+                log(f"{table.id} {column.name}: {entry['note']}")
+        return out
+
+    def _run_column(self, table, column, cells):
+        port = free_port(table.ports)
+        argv = [a.format(port=port, ports=table.ports) for a in column.argv]
+        server = None
+        try:
+            server = self.sup.start(f"{table.id}-{column.name}", argv, cpus=self.server_cpus)
+            server.wait_listening(port)
+            if self.warmup > 0:
+                self._measure(table, column, server, port, max(table.rows), self.warmup)
+            # Rounds over all rows rather than repeats back to back, so that the spread of a cell's repeats
+            # also shows the machine's drift over the run, which is what compare calls noise.
+            by_row = {row: [] for row in table.rows}
+            for _ in range(self.repeat):
+                for row in table.rows:
+                    by_row[row].append(self._measure(table, column, server, port, row, self.duration))
+            for row, repeats in by_row.items():
+                cells.append({"row": row, "column": column.name, "repeats": repeats,
+                              **{k: median([r[k] for r in repeats]) for k in ("value", "cpu_us_per_req", "p99_us")}})
+            return None
+        except (ProcessError, Measurement, ValueError) as e:
+            return f"n/a: {e}"
+        finally:
+            if server is not None:
+                self.sup.release(server)
+
+    def _measure(self, table, column, server, port, row, duration):
+        argv, parse = table.load_argv(self.adapter, column, port, row, duration)
+        t0, w0 = server.cpu_ticks(), time.monotonic()
+        code, stdout = self.sup.run(f"{table.id}-{column.name}-load", argv, cpus=self.load_cpus,
+                                    timeout=duration + 60 + row * 0.05)
+        ticks, wall = server.cpu_ticks() - t0, time.monotonic() - w0
+        if not server.alive():
+            raise Measurement(f"server exited with {server.popen.returncode}: {server.last_error_line()}")
+        if code != 0:
+            lines = [l for l in stdout.strip().splitlines() if l.strip()]
+            raise Measurement(f"{argv[0]} exited with {code}: {lines[-1] if lines else 'no output'}")
+        result = parse(stdout)
+        count = result.get(table.count_key) or 0
+        cpu_us = ticks / CLK_TCK * 1e6 / count if count else None
+        p99 = (result.get("latency_us") or {}).get("p99")
+        value = result.get(table.metric)
+        log(f"  {table.id} {column.name} {table.row_label}={row}: {value:.0f} {table.unit}"
+            + (f", {cpu_us:.2f} us/req" if cpu_us else "") + f" ({wall:.1f} s)")
+        return {"value": value, "cpu_us_per_req": cpu_us, "p99_us": p99, "server_cpu_s": ticks / CLK_TCK,
+                "load": result}

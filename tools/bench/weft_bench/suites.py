@@ -1,0 +1,127 @@
+"""The benchmark suites: which servers (columns) run at which concurrency (rows), measured how.
+
+Add a suite by writing a builder (context -> list of Table) and registering it in SUITES.
+"""
+import os
+import shlex
+from dataclasses import dataclass, field
+
+HELLO_MODES = ["loop", "loop-async", "offload", "coroutine", "coroutine-async"]
+
+
+@dataclass
+class Column:
+    name: str
+    argv: list            # may hold {port} and {ports}
+    path_suffix: str = ""  # "-async" for the routes whose handler blocks on an executor future
+    note: str = None       # set when the column cannot run (then it shows n/a)
+
+
+@dataclass
+class Table:
+    id: str
+    suite: str
+    title: str
+    row_label: str
+    rows: list
+    load_kind: str         # http | echo | stream: what the load generator must support
+    metric: str            # key of the load result shown in the cells
+    unit: str
+    higher_is_better: bool
+    count_key: str         # load result key counting requests, for server CPU us per request
+    columns: list = field(default_factory=list)
+    ports: int = 1
+    params: dict = field(default_factory=dict)
+
+    def load_argv(self, adapter, column, port, row, duration):
+        p = self.params
+        if self.load_kind == "http":
+            url = f"http://127.0.0.1:{port}{p['path']}{column.path_suffix}"
+            return adapter.http(url, row, 1, duration, p["pipeline"])
+        if self.load_kind == "echo":
+            return adapter.echo("127.0.0.1", port, self.ports, row, p["rounds"], p["size"])
+        return adapter.stream("127.0.0.1", port, row, p["size"], duration)
+
+
+@dataclass
+class Context:
+    bin_dir: str
+    quick: bool
+    server_cpus: int                 # event loops to give a weft server
+    peers: dict                      # suite -> [(name, command string)]
+    columns: set = None              # only these column names, when given
+
+
+def _bin(ctx, name):
+    return os.path.join(ctx.bin_dir, name)
+
+
+def _peer_columns(ctx, suite):
+    return [Column(name, shlex.split(cmd)) for name, cmd in ctx.peers.get(suite, [])]
+
+
+def _keep(ctx, columns):
+    return [c for c in columns if ctx.columns is None or c.name in ctx.columns]
+
+
+def tfb(ctx):
+    hello = _bin(ctx, "weft-hello")
+    base = [hello, "--port", "{port}", "--loops", str(ctx.server_cpus)]
+    columns = [Column(m, base + ["--mode", m], "-async" if m.endswith("-async") else "") for m in HELLO_MODES]
+    columns.append(Column("blocking", base + ["--mode", "loop", "--transport", "blocking"]))
+    columns += _peer_columns(ctx, "tfb")
+    tables = []
+    for kind, pipeline, full, quick in (("plaintext", 16, [4, 16, 64, 256, 1024], [16, 256]),
+                                        ("json", 1, [4, 16, 64, 256, 512], [16, 256])):
+        tables.append(Table(
+            id=f"tfb-{kind}", suite="tfb", title=f"Type: {kind}, pipeline {pipeline}, Result: requests/s",
+            row_label="connections", rows=quick if ctx.quick else full, load_kind="http", metric="rps",
+            unit="req/s", higher_is_better=True, count_key="responses", columns=_keep(ctx, columns),
+            params={"path": f"/{kind}", "pipeline": pipeline}))
+    return tables
+
+
+def echo(ctx):
+    ports, rounds = (10, 128) if ctx.quick else (100, 1024)
+    server = [_bin(ctx, "weft-echo-server"), "--port", "{port}", "--ports", "{ports}",
+              "--loops", str(ctx.server_cpus)]
+    columns = [Column("weft-echo-server", server)] + _peer_columns(ctx, "echo")
+    rows = [100, 200] if ctx.quick else [100, 200, 400, 800, 1200, 1600, 2000, 2400, 2800]
+    return [Table(
+        id="echo", suite="echo", title=f"Echo: {rounds} round trips of 256 B per client thread, {ports} ports, "
+                                       "Result: total ms", row_label="client threads", rows=rows,
+        load_kind="echo", metric="total_ms", unit="ms", higher_is_better=False, count_key="round_trips",
+        columns=_keep(ctx, columns), ports=ports, params={"rounds": rounds, "size": 256})]
+
+
+def stream(ctx):
+    server = [_bin(ctx, "weft-stream-server"), "{port}", str(ctx.server_cpus)]
+    columns = [Column("weft-stream-server", server)] + _peer_columns(ctx, "stream")
+    rows = [1, 4] if ctx.quick else [1, 4, 16, 64]
+    return [Table(
+        id="stream", suite="stream", title="Stream: 64 B length-prefixed messages, Result: messages/s",
+        row_label="connections", rows=rows, load_kind="stream", metric="messages_per_s", unit="msg/s",
+        higher_is_better=True, count_key="received_messages", columns=_keep(ctx, columns),
+        params={"size": 64})]
+
+
+class NotBuilt(Exception):
+    pass
+
+
+def downstream(_ctx):
+    # Hook for issue 9 (a proxy in front of a downstream server): register its builder here.
+    raise NotBuilt("suite 'downstream' is not built yet (issue 9)")
+
+
+SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream}
+ALL = ["tfb", "echo", "stream"]
+
+
+def build(names, ctx):
+    tables = []
+    for name in names:
+        if name not in SUITES:
+            raise KeyError(f"unknown suite '{name}'; known: {', '.join(list(SUITES) + ['all'])}")
+        tables += SUITES[name](ctx)
+    return tables

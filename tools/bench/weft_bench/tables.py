@@ -1,0 +1,57 @@
+"""Terminal tables shaped like the ones people post (rows: concurrency, columns: modes and peers)."""
+
+from .results import cell
+
+
+def fmt_value(v):
+    if v is None:
+        return "-"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def fmt_us(v):
+    if v is None:
+        return "-"
+    return f"{v / 1000:.2f}ms" if v >= 1000 else f"{v:.2f}us"
+
+
+def cell_text(c, show):
+    if c is None:
+        return "n/a"
+    parts = []
+    for key in show:
+        if key in ("rps", "value"):
+            parts.append(fmt_value(c["value"]))
+        elif key == "cpu":
+            parts.append(fmt_us(c["cpu_us_per_req"]) + "/req")
+        elif key == "p99":
+            parts.append("p99 " + fmt_us(c["p99_us"]))
+    return " ".join(parts)
+
+
+def grid(title, header, body):
+    """ASCII table: a title box over a header row and body rows, every cell centred."""
+    widths = [max(len(str(r[i])) for r in [header] + body) + 2 for i in range(len(header))]
+    line = "+" + "+".join("-" * w for w in widths) + "+"
+    inner = len(line) - 2
+    if len(title) + 2 > inner:
+        widths[-1] += len(title) + 2 - inner
+        line = "+" + "+".join("-" * w for w in widths) + "+"
+        inner = len(line) - 2
+    row = lambda cells: "|" + "|".join(str(c).center(w) for c, w in zip(cells, widths)) + "|"
+    out = ["+" + "-" * inner + "+", "|" + title.center(inner) + "|", line, row(header), line]
+    out += [row(r) for r in body]
+    out.append(line)
+    return "\n".join(out)
+
+
+def render(table, show=("rps",)):
+    names = [c["name"] for c in table["columns"]]
+    body = [[r] + [cell_text(cell(table, r, n), show) for n in names] for r in table["rows"]]
+    text = grid(table["title"], [table["row_label"]] + names, body)
+    notes = [f"  {c['name']}: {c['note']}" for c in table["columns"] if c.get("note")]
+    legend = ""
+    if len(show) > 1 or show[0] != "rps":
+        meaning = {"rps": table["unit"], "cpu": "server CPU per request", "p99": "p99 latency"}
+        legend = f"\n  cells: {', '.join(meaning[k] for k in show)}"
+    return text + legend + ("\n" + "\n".join(notes) if notes else "")
