@@ -1,10 +1,11 @@
 # weft — the two commands a new user needs:
-#   make run    install what is missing, build (release), run the echo demo
+#   make run    install what is missing, build (release), run weft's quick benchmark suite
+#               (weft-bench run all --quick: tables in the terminal, bench-results/report.html)
 #   make test   install what is missing, build and run every test under release, asan and tsan
 #
 # Also: make build | build-<preset> | test-<preset> | deps | clean
 #   LABEL=<layer> make test-<preset>   runs only one layer (core, buffer, channel, transport, integration)
-#   make bench  builds the servers and runs weft-bench run all --quick (tables + bench-results/report.html)
+#   make demo   the echo demo (weft-echo-server and weft-echo-client)
 
 PRESETS      := release debug asan tsan
 TEST_PRESETS := release asan tsan
@@ -18,7 +19,7 @@ TSAN_WRAP := $(shell test "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo
                && command -v setarch >/dev/null && echo "setarch $$(uname -m) -R")
 
 .NOTPARALLEL:
-.PHONY: all deps build run bench test fuzz clean $(addprefix build-,$(PRESETS)) $(addprefix test-,$(PRESETS))
+.PHONY: all deps build run demo bench test fuzz clean $(addprefix build-,$(PRESETS)) $(addprefix test-,$(PRESETS))
 
 all: build
 
@@ -32,14 +33,14 @@ $(addprefix build-,$(PRESETS)): build-%: deps
 	cmake --build --preset $*
 
 run: deps build-release
+	build/release/bin/weft-bench run all --quick --html bench-results/report.html
+
+demo: deps build-release
 	bash scripts/echo-demo.sh
 
 test: deps $(addprefix test-,$(TEST_PRESETS)) fuzz
 
-bench: deps
-	cmake --preset release
-	cmake --build --preset release --target weft-hello weft-echo-server weft-stream-server $(if $(wildcard tools/load),weft-load)
-	build/release/bin/weft-bench run all --quick --html bench-results/report.html
+bench: run
 
 # libFuzzer targets (clang, build/fuzz), FUZZ_SECONDS each
 FUZZ_SECONDS ?= 20
