@@ -84,8 +84,9 @@ struct LatchChild {
   std::coroutine_handle<promise_type> handle;
 };
 
+// Runs `task` and keeps its result or exception in `out`; never throws.
 template <class T>
-LatchChild run_into_outcome(Task<T> task, Outcome<T>& out) {
+Task<> settle(Task<T> task, Outcome<T>& out) {
   try {
     if constexpr (std::is_void_v<T>) {
       co_await std::move(task);
@@ -96,6 +97,11 @@ LatchChild run_into_outcome(Task<T> task, Outcome<T>& out) {
   } catch (...) {
     out.error = std::current_exception();
   }
+}
+
+template <class T>
+LatchChild run_into_outcome(Task<T> task, Outcome<T>& out) {
+  co_await settle(std::move(task), out);
 }
 
 // Starts every child; suspends the awaiter unless all of them finished synchronously.
@@ -160,16 +166,7 @@ struct Detaching {
 template <class T>
 Detaching run_racing(Task<T> task, std::size_t index, std::shared_ptr<AnyState<T>> state) {
   Outcome<T> out;
-  try {
-    if constexpr (std::is_void_v<T>) {
-      co_await std::move(task);
-      out.value.emplace();
-    } else {
-      out.value.emplace(co_await std::move(task));
-    }
-  } catch (...) {
-    out.error = std::current_exception();
-  }
+  co_await settle(std::move(task), out);
   if (!state->decided.exchange(true, std::memory_order_acq_rel)) {
     state->index = index;
     state->outcome = std::move(out);
