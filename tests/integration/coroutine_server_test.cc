@@ -29,6 +29,8 @@ using test::BlockingClient;
 using test::eventually;
 using test::StreamEnd;
 
+constexpr std::size_t kChunk = 16 * 1024;
+
 enum Outcome : int { kRunning = 0, kReturned, kClosedError, kOtherError };
 
 struct Observed {
@@ -113,9 +115,8 @@ TEST(CoroutineServerTest, ASuspendedWriteWaitsForWritabilityAndEndsWithChannelCl
   ChannelConfig small;
   small.write_buffer_high_water_mark = 64 * 1024;
   small.write_buffer_low_water_mark = 32 * 1024;
-  constexpr std::size_t kChunk = 16 * 1024;
-  ChannelPtr server = start_server<ByteBuf>(group, [&seen, kChunk](Connection<ByteBuf>& c) -> Task<> {
-    return observe(seen, [&c, &seen, kChunk]() -> Task<> {
+  ChannelPtr server = start_server<ByteBuf>(group, [&seen](Connection<ByteBuf>& c) -> Task<> {
+    return observe(seen, [&c, &seen]() -> Task<> {
       (void)co_await c.read();  // start once the client is ready
       for (;;) {
         ByteBuf chunk = c.channel().allocator().buffer(kChunk);

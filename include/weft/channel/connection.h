@@ -11,8 +11,8 @@
 //     }
 //   });
 //
-// serve() adds a Connection at the tail of the pipeline and starts the coroutine when the channel
-// becomes active (or at once if it already is). Lifetimes:
+// serve() adds the Connection's handler (Connection::Tail) at the end of the pipeline and starts the
+// coroutine when the channel becomes active (or at once if it already is). Lifetimes:
 // - The function object passed to serve() is copied for each channel and lives as long as that
 //   channel's coroutine, so a lambda's captures stay valid across suspensions. Capture by value (or
 //   capture only what outlives every channel); the Connection& parameter stays valid throughout.
@@ -59,7 +59,7 @@ void log_connection_failure(const Channel& channel, std::exception_ptr error) no
 }  // namespace detail
 
 template <class In>
-class Connection final : public InboundHandler<In, In>, public std::enable_shared_from_this<Connection<In>> {
+class Connection final : public std::enable_shared_from_this<Connection<In>> {
  public:
   explicit Connection(ConnectionOptions options = {}) : options_(options) { queue_.resize(options_.max_queued); }
 
@@ -153,60 +153,36 @@ class Connection final : public InboundHandler<In, In>, public std::enable_share
   bool is_closed() const noexcept { return closed_; }
   Channel& channel() const noexcept { return *channel_; }
 
-  // ---- pipeline side
+  // ---- pipeline side: the handler that serve() adds at the tail of the pipeline forwards here
 
-  void handler_added(Context& ctx) override {
-    ctx_ = &ctx;
-    channel_ = ctx.channel().shared_from_this();
-    if (ctx.channel().is_active()) start();  // added to a live channel: no channel_active will come
-  }
-  void handler_removed(Context&) override {
-    ctx_ = nullptr;
-    mark_closed();
-  }
-  void channel_active(Context& ctx) override {
-    start();
-    ctx.fire_channel_active();
-  }
-  void channel_read(Context& ctx, In&& message) override {
-    in_read_batch_ = true;
-    if (reader_) {
-      *handoff_ = &message;  // the reader moves it out before this call returns
-      std::exchange(reader_, {}).resume();  // the pipeline keeps this handler alive meanwhile
-      return;
+  // Loop thread only. The pipeline handler that feeds this connection.
+  class Tail final : public InboundHandler<In, In> {
+   public:
+    explicit Tail(std::shared_ptr<Connection> c) noexcept : c_(std::move(c)) {}
+    void handler_added(Context& ctx) override { c_->on_added(ctx); }
+    void handler_removed(Context&) override { c_->on_removed(); }
+    void channel_active(Context& ctx) override {
+      c_->start();
+      ctx.fire_channel_active();
     }
-    if (count_ == queue_.size()) {
-      // The codec ignored our stop: grow rather than drop (the bound is reached only by that).
-      grow_queue();
+    void channel_read(Context& ctx, In&& message) override { c_->on_read(ctx, std::move(message)); }
+    void channel_read_complete(Context& ctx) override {
+      c_->on_read_complete(ctx);
+      ctx.fire_read_complete();
     }
-    queue_[(head_ + count_) % queue_.size()].emplace(std::move(message));
-    ++count_;
-    if (count_ >= options_.max_queued && ctx.channel().config().auto_read) {
-      paused_reading_ = true;
-      ctx.channel().set_auto_read(false);
+    void writability_changed(Context& ctx) override {
+      c_->on_writability_changed(ctx);
+      ctx.fire_writability_changed();
     }
-  }
-  void channel_read_complete(Context& ctx) override {
-    in_read_batch_ = false;
-    if (flush_pending_ && !closed_) {
-      flush_pending_ = false;
-      ctx.flush();
+    void channel_inactive(Context& ctx) override {
+      c_->mark_closed();
+      ctx.fire_channel_inactive();
     }
-    ctx.fire_read_complete();
-  }
-  void writability_changed(Context& ctx) override {
-    if (writer_ && ctx.channel().is_writable()) std::exchange(writer_, {}).resume();
-    ctx.fire_writability_changed();
-  }
-  void channel_inactive(Context& ctx) override {
-    mark_closed();
-    ctx.fire_channel_inactive();
-  }
-  void exception_caught(Context& ctx, std::exception_ptr error) override {
-    if (!error_) error_ = error;
-    ctx.channel().close();
-    mark_closed();
-  }
+    void exception_caught(Context& ctx, std::exception_ptr error) override { c_->on_exception(ctx, error); }
+
+   private:
+    std::shared_ptr<Connection> c_;
+  };
 
   // Starts `fn(*this)` as this connection's coroutine once active (see serve()).
   template <class Fn>
@@ -225,6 +201,49 @@ class Connection final : public InboundHandler<In, In>, public std::enable_share
       detail::log_connection_failure(*self->channel_, std::current_exception());
     }
     self->close();
+  }
+
+  void on_added(Context& ctx) {
+    ctx_ = &ctx;
+    channel_ = ctx.channel().shared_from_this();
+    if (ctx.channel().is_active()) start();  // added to a live channel: no channel_active will come
+  }
+  void on_removed() {
+    ctx_ = nullptr;
+    mark_closed();
+  }
+  void on_read(Context& ctx, In&& message) {
+    in_read_batch_ = true;
+    if (reader_) {
+      *handoff_ = &message;  // the reader moves it out before this call returns
+      std::exchange(reader_, {}).resume();  // the pipeline keeps the Tail, and so this, alive meanwhile
+      return;
+    }
+    if (count_ == queue_.size()) {
+      // The codec ignored our stop: grow rather than drop (the bound is reached only by that).
+      grow_queue();
+    }
+    queue_[(head_ + count_) % queue_.size()].emplace(std::move(message));
+    ++count_;
+    if (count_ >= options_.max_queued && ctx.channel().config().auto_read) {
+      paused_reading_ = true;
+      ctx.channel().set_auto_read(false);
+    }
+  }
+  void on_read_complete(Context& ctx) {
+    in_read_batch_ = false;
+    if (flush_pending_ && !closed_) {
+      flush_pending_ = false;
+      ctx.flush();
+    }
+  }
+  void on_writability_changed(Context& ctx) {
+    if (writer_ && ctx.channel().is_writable()) std::exchange(writer_, {}).resume();
+  }
+  void on_exception(Context& ctx, std::exception_ptr error) {
+    if (!error_) error_ = error;
+    ctx.channel().close();
+    mark_closed();
   }
 
   void start() {
@@ -301,7 +320,7 @@ template <class In, class Fn>
 std::shared_ptr<Connection<In>> serve(Channel& channel, Fn fn, ConnectionOptions options = {}) {
   auto connection = std::make_shared<Connection<In>>(options);
   connection->set_body(std::move(fn));
-  channel.pipeline().add_last("connection", connection);
+  channel.pipeline().add_last("connection", std::make_shared<typename Connection<In>::Tail>(connection));
   return connection;
 }
 
