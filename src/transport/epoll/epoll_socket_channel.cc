@@ -10,6 +10,7 @@
 
 #include "socket_ops.h"
 #include "weft/buffer/byte_buf_allocator.h"
+#include "weft/buffer/pooled_byte_buf_allocator.h"
 #include "weft/channel/events.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
@@ -32,7 +33,7 @@ EpollDriver& epoll_driver_of(EventLoop& loop) {
 }  // namespace
 
 EpollSocketChannel::EpollSocketChannel(EventLoop& loop, const ChannelConfig& config, int fd, SocketAddress remote)
-    : Channel(loop, config, default_allocator()),
+    : Channel(loop, config, pooled_allocator()),
       fd_(fd),
       remote_(remote),
       sizer_(config.read_buffer_min, config.read_buffer_initial, config.read_buffer_max),
