@@ -3,6 +3,8 @@
 //   /json             {"message":"Hello, World!"}, a new object serialised per request (RapidJSON)
 //   /plaintext-async  as /plaintext, the body produced on an executor thread
 //   /json-async       as /json, likewise
+//   /downstream?ms=N  waits N ms (default 250) like a slow downstream call; see downstream.h for how
+//                     each mode waits (loop-async hands the wait to --offload-threads executors)
 //
 //   weft-hello --port 8080 --loops 1 --transport epoll --mode coroutine
 //
@@ -30,6 +32,7 @@
 #include "weft/codec/http1/server_codec.h"
 #include "weft/core/executor_group.h"
 #include "weft/weft.h"
+#include "downstream.h"
 
 namespace {
 
@@ -57,7 +60,8 @@ struct Options {
                "  --transport NAME     epoll\n"
                "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
                "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
-               "  --offload-threads T  executor threads that run the handlers in offload mode (default 4)\n");
+               "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
+               "                       /downstream waits in loop-async mode (default 4)\n");
   std::exit(code);
 }
 
@@ -176,6 +180,8 @@ weft::Task<> serve_connection(weft::Connection<HttpRequest>& c, weft::EventLoopG
         async_body = blocking_async_body(executors, is_json);
       }
       co_await c.write(response(is_json ? kJsonHeaders : kTextHeaders, async_body));
+    } else if (path == "/downstream") {
+      co_await hello::serve_downstream(c, request, async_awaits ? "coroutine-async" : "coroutine");
     } else {
       co_await c.write(std::move(HttpResponse(404).content_type("text/plain").body_view("Not Found")));
     }
@@ -196,9 +202,12 @@ int main(int argc, char** argv) {
   weft::EventLoopGroup loops(weft::epoll(), options.loops, "hello");
   weft::EventLoopGroup executors(weft::basic_driver_factory(), options.async_threads, "hello-exec");
   std::optional<weft::ExecutorGroup> offload_group;
-  if (options.mode == "offload") offload_group.emplace(weft::ExecutorGroup::Options{.threads = options.offload_threads, .name = "hello-offload"});
+  if (options.mode == "offload") offload_group.emplace(hello::offload_options(options.offload_threads));
+  std::optional<weft::EventLoopGroup> downstream_pool;
+  if (options.mode == "loop-async") downstream_pool.emplace(weft::basic_driver_factory(), options.offload_threads, "hello-down");
 
   auto router = make_router(executors);
+  hello::add_downstream_route(*router, options.mode, downstream_pool ? &*downstream_pool : nullptr);
   const bool coroutine = options.mode.starts_with("coroutine");
   const bool async_awaits = options.mode == "coroutine-async";
   weft::ExecutorGroup* offload = offload_group ? &*offload_group : nullptr;
@@ -234,6 +243,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   server->close().wait();
+  if (downstream_pool) downstream_pool->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5)).wait();
   if (offload_group) offload_group->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   executors.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();

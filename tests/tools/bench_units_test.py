@@ -144,7 +144,7 @@ class Options(unittest.TestCase):
         with self.assertRaisesRegex(argparse.ArgumentTypeError, "show takes"):
             cli.parse_show("rps,latency")
 
-    def test_suites_quick_scales_rows_and_downstream_is_a_hook(self):
+    def test_suites_quick_scales_rows(self):
         ctx = suites.Context(bin_dir="/b", quick=True, server_cpus=1, peers={"tfb": [("nginx", "nginx {port}")]})
         tfb = suites.build(["tfb"], ctx)
         self.assertEqual([t.id for t in tfb], ["tfb-plaintext", "tfb-json"])
@@ -156,8 +156,36 @@ class Options(unittest.TestCase):
         self.assertEqual(full[0].rows, [4, 16, 64, 256, 1024])
         self.assertEqual(full[1].rows, [4, 16, 64, 256, 512])
         self.assertEqual(full[2].rows[-1], 2800)
-        with self.assertRaisesRegex(suites.NotBuilt, "issue 9"):
-            suites.build(["downstream"], ctx)
+
+    def test_downstream_suite_columns_rows_and_overload(self):
+        self.assertIn("downstream", suites.ALL)
+        full = suites.build(["downstream"], suites.Context("/b", False, 1, {}))
+        self.assertEqual([t.id for t in full], ["downstream", "downstream-overload"])
+        steady, overload = full
+        self.assertEqual([c.name for c in steady.columns],
+                         ["sync-loop", "offload-4", "offload-8", "offload-12", "offload-16", "coroutine"])
+        self.assertEqual(steady.rows, [15, 64, 256])
+        self.assertIn(["--offload-threads", "12"], [c.argv[-2:] for c in steady.columns])
+        self.assertEqual(steady.show, ["rps", "mean", "rss"])
+        self.assertTrue(steady.restart_per_row)
+        self.assertGreater(overload.rows[0], 16 / 0.25 * 10, "overload is far above the largest pool")
+        argv, _ = steady.load_argv(load.WeftLoad("weft-load"), steady.columns[0], 9000, 15, 5)
+        self.assertIn("http://127.0.0.1:9000/downstream?ms=250", argv)
+        self.assertEqual(argv[argv.index("--timeout") + 1], "60")
+        quick = suites.build(["downstream"], suites.Context("/b", True, 1, {}))
+        # Under a minute: 6 columns, each cell a fresh server and one measurement.
+        budget = sum(len(t.columns) * len(t.rows) * t.repeat * (t.duration + 1.0) for t in quick)
+        self.assertLess(budget, 60)
+
+    def test_render_downstream_cells_show_mean_and_peak_rss(self):
+        t = table({15: [60.0]}, column="offload-16")
+        t["show"] = ["rps", "mean", "rss"]
+        t["cells"][0].update(mean_us=250_000.0, peak_rss_kib=6144, idle_rss_kib=5120)
+        text = tables.render(t)
+        self.assertIn("60 0.25s 6.0MiB", text)
+        self.assertIn("idle RSS 5.0MiB", text)
+        self.assertIn("mean response time", text)
+        self.assertNotIn("MiB", tables.render(t, ["rps", "p99"]))
 
 
 if __name__ == "__main__":

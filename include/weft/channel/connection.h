@@ -29,6 +29,7 @@
 // reading until the coroutine has taken half of them (backpressure for free, both ways).
 // All methods run on the channel's loop thread (the coroutine's thread).
 
+#include <algorithm>
 #include <any>
 #include <coroutine>
 #include <cstddef>
@@ -61,7 +62,11 @@ void log_connection_failure(const Channel& channel, std::exception_ptr error) no
 template <class In>
 class Connection final : public std::enable_shared_from_this<Connection<In>> {
  public:
-  explicit Connection(ConnectionOptions options = {}) : options_(options) { queue_.resize(options_.max_queued); }
+  // The ring starts small and doubles as messages queue up: a slot holds a whole message (an
+  // HttpRequest is over 2 KiB), so max_queued slots up front would cost every idle connection ~150 KiB.
+  explicit Connection(ConnectionOptions options = {}) : options_(options) {
+    queue_.resize(std::clamp<std::size_t>(options_.max_queued, 1, kInitialSlots));
+  }
 
   // ---- for the coroutine
 
@@ -220,7 +225,8 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
       return;
     }
     if (count_ == queue_.size()) {
-      // The codec ignored our stop: grow rather than drop (the bound is reached only by that).
+      // Below max_queued the ring is still growing; past it the codec ignored our stop: grow rather
+      // than drop.
       grow_queue();
     }
     queue_[(head_ + count_) % queue_.size()].emplace(std::move(message));
@@ -299,7 +305,8 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
   Context* ctx_ = nullptr;
   ChannelPtr channel_;
   UniqueFunction<detail::Detached(std::shared_ptr<Connection>)> body_;
-  std::vector<std::optional<In>> queue_;  // ring of max_queued slots (grows only past the bound)
+  static constexpr std::size_t kInitialSlots = 4;
+  std::vector<std::optional<In>> queue_;  // ring, doubled when full
   std::size_t head_ = 0;
   std::size_t count_ = 0;
   std::coroutine_handle<> reader_;

@@ -35,10 +35,12 @@ class WeftLoad:
                 os.unlink(path)
         return parse
 
-    def http(self, url, connections, threads, duration, pipeline):
+    def http(self, url, connections, threads, duration, pipeline, timeout=None):
         path = self._json_file()
         argv = [self.binary, "http", url, "-c", str(connections), "-t", str(threads), "-d", f"{duration:g}",
                 "--pipeline", str(pipeline), "--json", path]
+        if timeout is not None:
+            argv += ["--timeout", f"{timeout:g}"]
         return argv, self._parser(path)
 
     def echo(self, host, port, ports, threads, rounds, size):
@@ -65,10 +67,12 @@ class Wrk:
     def supports(self, kind):
         return kind == "http"
 
-    def http(self, url, connections, threads, duration, pipeline):
+    def http(self, url, connections, threads, duration, pipeline, timeout=None):
         seconds = max(1, math.ceil(duration))
-        argv = [self.binary, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency",
-                "-s", self.pipeline_script, url, "--", str(pipeline)]
+        argv = [self.binary, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+        if timeout is not None:
+            argv.append(f"--timeout={max(1, math.ceil(timeout))}s")
+        argv += ["-s", self.pipeline_script, url, "--", str(pipeline)]
 
         def parse(stdout):
             result = parse_wrk(stdout)

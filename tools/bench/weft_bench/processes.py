@@ -89,6 +89,20 @@ def session_cpu_ticks(sid):
     return total
 
 
+def memory_kib(pid):
+    """{'VmRSS': kib, 'VmHWM': kib, ...} from /proc/PID/status; empty once the process is gone."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key.startswith("Vm") and rest.strip().endswith("kB"):
+                    out[key] = int(rest.split()[0])
+    except (OSError, ValueError):
+        pass
+    return out
+
+
 class Proc:
     """One started process, leader of its own session and process group."""
 
@@ -186,8 +200,8 @@ class Supervisor:
             self.release(proc)
         return proc.popen.returncode, out.decode(errors="replace")
 
-    def release(self, proc):
-        proc.stop()
+    def release(self, proc, grace=3.0):
+        proc.stop(grace)
         if proc in self.procs:
             self.procs.remove(proc)
 

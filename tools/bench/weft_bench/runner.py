@@ -3,7 +3,7 @@ import sys
 import time
 
 from .load import NOT_BUILT
-from .processes import CLK_TCK, ProcessError, free_port
+from .processes import CLK_TCK, ProcessError, free_port, memory_kib
 from .stats import median
 
 
@@ -25,6 +25,8 @@ class Runner:
         out = {"id": table.id, "suite": table.suite, "title": table.title, "row_label": table.row_label,
                "rows": table.rows, "metric": table.metric, "unit": table.unit,
                "higher_is_better": table.higher_is_better, "columns": [], "cells": []}
+        if table.show:
+            out["show"] = table.show
         for column in table.columns:
             entry = {"name": column.name, "command": column.argv, "note": column.note}
             out["columns"].append(entry)
@@ -37,29 +39,46 @@ class Runner:
         return out
 
     def _run_column(self, table, column, cells):
-        port = free_port(table.ports)
-        argv = [a.format(port=port, ports=table.ports) for a in column.argv]
+        repeat = table.repeat or self.repeat
+        duration = table.duration or self.duration
+        warmup = self.warmup if table.warmup is None else table.warmup
         server = None
         try:
-            server = self.sup.start(f"{table.id}-{column.name}", argv, cpus=self.server_cpus)
-            server.wait_listening(port)
-            if self.warmup > 0:
-                self._measure(table, column, server, port, max(table.rows), self.warmup)
+            by_row = {row: [] for row in table.rows}
             # Rounds over all rows rather than repeats back to back, so that the spread of a cell's repeats
             # also shows the machine's drift over the run, which is what compare calls noise.
-            by_row = {row: [] for row in table.rows}
-            for _ in range(self.repeat):
+            for _ in range(repeat):
                 for row in table.rows:
-                    by_row[row].append(self._measure(table, column, server, port, row, self.duration))
+                    if server is None:
+                        server, port = self._start(table, column, warmup)
+                    by_row[row].append(self._measure(table, column, server, port, row, duration))
+                    if table.restart_per_row:
+                        self.sup.release(server, table.stop_grace)
+                        server = None
             for row, repeats in by_row.items():
+                keys = ("value", "cpu_us_per_req", "p99_us", "mean_us", "peak_rss_kib", "idle_rss_kib")
                 cells.append({"row": row, "column": column.name, "repeats": repeats,
-                              **{k: median([r[k] for r in repeats]) for k in ("value", "cpu_us_per_req", "p99_us")}})
+                              **{k: median([r.get(k) for r in repeats]) for k in keys}})
             return None
         except (ProcessError, Measurement, ValueError) as e:
             return f"n/a: {e}"
         finally:
             if server is not None:
-                self.sup.release(server)
+                self.sup.release(server, table.stop_grace)
+
+    def _start(self, table, column, warmup):
+        port = free_port(table.ports)
+        argv = [a.format(port=port, ports=table.ports) for a in column.argv]
+        server = self.sup.start(f"{table.id}-{column.name}", argv, cpus=self.server_cpus)
+        try:
+            server.wait_listening(port)
+            server.idle_rss_kib = memory_kib(server.pid).get("VmRSS")
+            if warmup > 0:
+                self._measure(table, column, server, port, max(table.rows), warmup)
+        except BaseException:
+            self.sup.release(server, table.stop_grace)
+            raise
+        return server, port
 
     def _measure(self, table, column, server, port, row, duration):
         argv, parse = table.load_argv(self.adapter, column, port, row, duration)
@@ -77,7 +96,11 @@ class Runner:
         cpu_us = ticks / CLK_TCK * 1e6 / count if count else None
         p99 = (result.get("latency_us") or {}).get("p99")
         value = result.get(table.metric)
+        mean = (result.get("latency_us") or {}).get("mean")
+        peak_rss = memory_kib(server.pid).get("VmHWM")
         log(f"  {table.id} {column.name} {table.row_label}={row}: {value:.0f} {table.unit}"
             + (f", {cpu_us:.2f} us/req" if cpu_us else "") + f" ({wall:.1f} s)")
-        return {"value": value, "cpu_us_per_req": cpu_us, "p99_us": p99, "server_cpu_s": ticks / CLK_TCK,
-                "load": result}
+        return {"value": value, "cpu_us_per_req": cpu_us, "p99_us": p99, "mean_us": mean,
+                "peak_rss_kib": peak_rss, "idle_rss_kib": getattr(server, "idle_rss_kib", None),
+                "server_cpu_s": ticks / CLK_TCK, "load": result}
+

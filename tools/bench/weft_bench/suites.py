@@ -32,12 +32,18 @@ class Table:
     columns: list = field(default_factory=list)
     ports: int = 1
     params: dict = field(default_factory=dict)
+    show: list = None            # cell contents when --show is left at its default
+    restart_per_row: bool = False  # a fresh server per measurement (no backlog carried between rows)
+    repeat: int = None           # overrides of --repeat, --duration, --warmup for this table
+    duration: float = None
+    warmup: float = None
+    stop_grace: float = 3.0      # seconds from SIGTERM to SIGKILL when the server is stopped
 
     def load_argv(self, adapter, column, port, row, duration):
         p = self.params
         if self.load_kind == "http":
             url = f"http://127.0.0.1:{port}{p['path']}{column.path_suffix}"
-            return adapter.http(url, row, 1, duration, p["pipeline"])
+            return adapter.http(url, row, 1, duration, p["pipeline"], p.get("timeout"))
         if self.load_kind == "echo":
             return adapter.echo("127.0.0.1", port, self.ports, row, p["rounds"], p["size"])
         return adapter.stream("127.0.0.1", port, row, p["size"], duration)
@@ -109,13 +115,39 @@ class NotBuilt(Exception):
     pass
 
 
-def downstream(_ctx):
-    # Hook for issue 9 (a proxy in front of a downstream server): register its builder here.
-    raise NotBuilt("suite 'downstream' is not built yet (issue 9)")
+DOWNSTREAM_POOLS = [4, 8, 12, 16]
+
+
+def downstream(ctx):
+    """Issue 9 (seed 002): /downstream?ms=250 waits like a slow downstream call; the modes and pool sizes
+    as columns, client concurrency as rows, transactions/s with mean response time and peak server RSS."""
+    hello = _bin(ctx, "weft-hello")
+    base = [hello, "--port", "{port}", "--loops", str(ctx.server_cpus)]
+    columns = [Column("sync-loop", base + ["--mode", "loop"])]
+    columns += [Column(f"offload-{t}", base + ["--mode", "offload", "--offload-threads", str(t)])
+                for t in DOWNSTREAM_POOLS]
+    columns.append(Column("coroutine", base + ["--mode", "coroutine"]))
+    columns = _keep(ctx, columns)
+    show = ["rps", "mean", "rss"]
+    quick = {"repeat": 1, "duration": 1.5} if ctx.quick else {}
+    common = dict(suite="downstream", load_kind="http", metric="rps", unit="trans/s", higher_is_better=True,
+                  count_key="responses", show=show, restart_per_row=True, warmup=0, stop_grace=1.0)
+    # Clients wait as long as siege would: no timeouts inside a measurement.
+    steady = Table(id="downstream", title="Downstream 250 ms: transactions/s, mean response time, peak RSS",
+                   row_label="clients", rows=[15, 256] if ctx.quick else [15, 64, 256], columns=columns,
+                   params={"path": "/downstream?ms=250", "pipeline": 1, "timeout": 60}, **quick, **common)
+    # Far beyond every pool (16 threads serve 64/s); clients give up after 2 s and reconnect, as users do.
+    clients = 1024 if ctx.quick else 4096
+    overload = Table(id="downstream-overload", title=f"Overload: {clients} clients, 2 s timeout, "
+                                                     "transactions/s, mean, peak RSS",
+                     row_label="clients", rows=[clients], columns=columns,
+                     params={"path": "/downstream?ms=250", "pipeline": 1, "timeout": 2},
+                     repeat=1, duration=3.0 if ctx.quick else 10.0, **common)
+    return [steady, overload]
 
 
 SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream}
-ALL = ["tfb", "echo", "stream"]
+ALL = ["tfb", "echo", "stream", "downstream"]
 
 
 def build(names, ctx):

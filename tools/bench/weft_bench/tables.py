@@ -15,6 +15,14 @@ def fmt_us(v):
     return f"{v / 1000:.2f}ms" if v >= 1000 else f"{v:.2f}us"
 
 
+def fmt_seconds(us):
+    return "-" if us is None else f"{us / 1e6:.2f}s"
+
+
+def fmt_mib(kib):
+    return "-" if kib is None else f"{kib / 1024:.1f}MiB"
+
+
 def cell_text(c, show):
     if c is None:
         return "n/a"
@@ -26,6 +34,10 @@ def cell_text(c, show):
             parts.append(fmt_us(c["cpu_us_per_req"]) + "/req")
         elif key == "p99":
             parts.append("p99 " + fmt_us(c["p99_us"]))
+        elif key == "mean":
+            parts.append(fmt_seconds(c.get("mean_us")))
+        elif key == "rss":
+            parts.append(fmt_mib(c.get("peak_rss_kib")))
     return " ".join(parts)
 
 
@@ -46,12 +58,18 @@ def grid(title, header, body):
 
 
 def render(table, show=("rps",)):
+    if table.get("show") and list(show) == ["rps"]:
+        show = table["show"]
     names = [c["name"] for c in table["columns"]]
     body = [[r] + [cell_text(cell(table, r, n), show) for n in names] for r in table["rows"]]
     text = grid(table["title"], [table["row_label"]] + names, body)
     notes = [f"  {c['name']}: {c['note']}" for c in table["columns"] if c.get("note")]
     legend = ""
     if len(show) > 1 or show[0] != "rps":
-        meaning = {"rps": table["unit"], "cpu": "server CPU per request", "p99": "p99 latency"}
+        meaning = {"rps": table["unit"], "cpu": "server CPU per request", "p99": "p99 latency",
+                   "mean": "mean response time", "rss": "server peak RSS (VmHWM)"}
         legend = f"\n  cells: {', '.join(meaning[k] for k in show)}"
+    idle = [c.get("idle_rss_kib") for c in table.get("cells", []) if c.get("idle_rss_kib")]
+    if "rss" in show and idle:
+        legend += f"; idle RSS {fmt_mib(min(idle))}..{fmt_mib(max(idle))}"
     return text + legend + ("\n" + "\n".join(notes) if notes else "")
