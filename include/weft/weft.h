@@ -14,4 +14,6 @@
 #include "weft/core/event_loop.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/core/future.h"
+#include "weft/transport/blocking.h"
 #include "weft/transport/epoll.h"
+#include "weft/transport/transport_named.h"
