@@ -107,11 +107,12 @@ TEST(BlockingTransportTest, ALoopFreedByAClosedChannelServesTheNextConnection) {
   EventLoopGroup workers(blocking(), 2);
   server.start(acceptor, workers);
 
-  BlockingClient first(server.port), second(server.port);
+  BlockingClient first(server.port);
   ASSERT_TRUE(first.round_trip("one"));
-  ASSERT_TRUE(second.round_trip("two"));
-  auto probe = server.probes.wait(0);
+  auto probe = server.probes.wait(0);  // first's channel: the only one yet
   ASSERT_NE(probe, nullptr);
+  BlockingClient second(server.port);
+  ASSERT_TRUE(second.round_trip("two"));
   EventLoop* freed = &probe->channel()->loop();
   first.close();
   ASSERT_TRUE(probe->inactive.future().wait_for(5s));

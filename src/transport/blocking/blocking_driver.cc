@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "weft/core/error.h"
+#include "weft/core/event_loop.h"
 #include "weft/core/log.h"
 
 namespace weft {
@@ -45,6 +46,7 @@ void BlockingDriver::wakeup() noexcept {
 
 void BlockingDriver::interrupt_blocking_call(const void* owner) noexcept {
   std::lock_guard lock(call_mutex_);
+  if (owner != nullptr) closing_owner_ = owner;  // a send it starts later fails at once
   if (call_fd_ < 0 || (owner != nullptr && owner != call_owner_)) return;
   ::shutdown(call_fd_, SHUT_RDWR);
   interrupted_ = true;
@@ -63,6 +65,7 @@ bool BlockingDriver::try_own() noexcept {
   }
   std::lock_guard lock(call_mutex_);
   interrupted_ = false;
+  closing_owner_ = nullptr;
   return true;
 }
 
@@ -80,7 +83,11 @@ void BlockingDriver::begin_blocking_call(int fd, const void* owner) noexcept {
   std::lock_guard lock(call_mutex_);
   call_fd_ = fd;
   call_owner_ = owner;
-  if (interrupted_) ::shutdown(fd, SHUT_RDWR);  // the owner was interrupted already: fail at once
+  // Asked before this call began (the loop's shutdown sets its state before it interrupts): fail at once.
+  if (interrupted_ || owner == closing_owner_ || (loop_ != nullptr && loop_->is_shutting_down())) {
+    ::shutdown(fd, SHUT_RDWR);
+    interrupted_ = true;
+  }
 }
 
 bool BlockingDriver::end_blocking_call() noexcept {

@@ -38,6 +38,7 @@ class BlockingDriver final : public IoDriver {
   void poll(Duration timeout) override;
   void wakeup() noexcept override;
   void interrupt_blocking_call(const void* owner) noexcept override;
+  void attach(EventLoop& loop) override { loop_ = &loop; }
 
   // Thread-safe. Reserves a free loop for a channel about to be made on it (Transport::choose_loop).
   bool try_reserve() noexcept;
@@ -69,7 +70,9 @@ class BlockingDriver final : public IoDriver {
   std::mutex call_mutex_;  // orders an interrupting shutdown() before the owner closes the descriptor
   int call_fd_ = -1;
   const void* call_owner_ = nullptr;
-  bool interrupted_ = false;  // until the next owner
+  const void* closing_owner_ = nullptr;  // close() asked from another thread, until the next owner
+  bool interrupted_ = false;             // until the next owner
+  const EventLoop* loop_ = nullptr;      // set by attach() before the first poll
 };
 
 }  // namespace weft
