@@ -19,4 +19,6 @@
 #include "weft/core/spawn.h"
 #include "weft/core/task.h"
 #include "weft/core/when.h"
+#include "weft/transport/blocking.h"
 #include "weft/transport/epoll.h"
+#include "weft/transport/transport_named.h"

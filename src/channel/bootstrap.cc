@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "weft/core/error.h"
 #include "weft/core/log.h"
 
 namespace weft {
@@ -20,16 +21,20 @@ class Acceptor final : public InboundHandler<AcceptedSocket> {
  public:
   explicit Acceptor(std::shared_ptr<const ChildSetup> setup) : setup_(std::move(setup)) {}
 
-  void channel_read(Context&, AcceptedSocket&& socket) override {
-    EventLoop& loop = setup_->group.next();
+  void channel_read(Context& ctx, AcceptedSocket&& socket) override {
     ChannelPtr child;
+    EventLoop* loop = nullptr;
     try {
-      child = setup_->transport.new_accepted_channel(loop, setup_->config, std::move(socket));
+      loop = &setup_->transport.choose_loop(setup_->group);
+      child = setup_->transport.new_accepted_channel(*loop, setup_->config, std::move(socket));
+    } catch (const ChannelLimitError& e) {
+      refuse(ctx, std::move(socket), e);
+      return;
     } catch (const std::exception& e) {
       log(LogLevel::warn, "could not create a channel for an accepted connection: {}", e.what());
       return;
     }
-    loop.try_execute([setup = setup_, child] {
+    loop->try_execute([setup = setup_, child] {
       try {
         if (setup->init) setup->init(*child);
         child->register_channel();
@@ -44,6 +49,8 @@ class Acceptor final : public InboundHandler<AcceptedSocket> {
     // accept() failures are reported and the server keeps running.
     try {
       std::rethrow_exception(error);
+    } catch (const ChannelLimitError&) {
+      // logged, rate-limited, by refuse()
     } catch (const std::exception& e) {
       log(LogLevel::warn, "server {}: {}", ctx.channel().local_address().to_string(), e.what());
     } catch (...) {
@@ -51,7 +58,25 @@ class Acceptor final : public InboundHandler<AcceptedSocket> {
   }
 
  private:
+  // The transport is full: close the connection at once, log at most once a second, and tell the
+  // server pipeline's handlers (from its head, so that handlers before this one see it too).
+  void refuse(Context& ctx, AcceptedSocket socket, const ChannelLimitError& error) {
+    const SocketAddress remote = socket.remote_address();
+    socket = AcceptedSocket();  // closes the descriptor
+    ++refused_since_log_;
+    const TimePoint now = ctx.channel().loop().now();
+    if (now - last_refusal_log_ >= std::chrono::seconds(1)) {
+      log(LogLevel::warn, "server {}: refused {} connection(s) (latest from {}): {}",
+          ctx.channel().local_address().to_string(), refused_since_log_, remote.to_string(), error.what());
+      last_refusal_log_ = now;
+      refused_since_log_ = 0;
+    }
+    ctx.channel().pipeline().fire_exception(std::make_exception_ptr(error));
+  }
+
   std::shared_ptr<const ChildSetup> setup_;
+  TimePoint last_refusal_log_{};
+  std::uint64_t refused_since_log_ = 0;
 };
 
 }  // namespace
@@ -80,7 +105,15 @@ Future<ChannelPtr> ServerBootstrap::bind(const SocketAddress& local) const {
   if (&transport_of(*child_) != &transport) {
     throw std::invalid_argument("ServerBootstrap: parent and child groups use different transports");
   }
-  EventLoop& loop = parent_->next();
+  EventLoop* chosen = nullptr;
+  try {
+    chosen = &transport.choose_loop(*parent_);
+  } catch (const ChannelLimitError&) {
+    Promise<ChannelPtr> full;
+    full.set_error(std::current_exception());
+    return full.future();
+  }
+  EventLoop& loop = *chosen;
   ChannelPtr server = transport.new_server_channel(loop, server_config_);
   auto setup = std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_});
   Promise<ChannelPtr> result(&loop);
@@ -121,7 +154,15 @@ Future<ChannelPtr> Bootstrap::connect(const SocketAddress& remote) const {
   if (group_ == nullptr) throw std::invalid_argument("Bootstrap: call group() before connect()");
   config_.validate();
   Transport& transport = transport_of(*group_);
-  EventLoop& loop = group_->next();
+  EventLoop* chosen = nullptr;
+  try {
+    chosen = &transport.choose_loop(*group_);
+  } catch (const ChannelLimitError&) {
+    Promise<ChannelPtr> full;
+    full.set_error(std::current_exception());
+    return full.future();
+  }
+  EventLoop& loop = *chosen;
   ChannelPtr channel = transport.new_socket_channel(loop, config_);
   Promise<ChannelPtr> result(&loop);
   loop.execute([channel, init = init_, remote, result]() mutable {

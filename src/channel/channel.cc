@@ -99,6 +99,7 @@ Future<void> Channel::close() {
     pipeline_.close(Promise<void>(&loop_));
   } else if (is_open()) {
     loop_.try_execute([self = shared_from_this()] { self->pipeline_.close(Promise<void>(&self->loop_)); });
+    loop_.driver().interrupt_blocking_call(this);  // the loop thread may be blocked in a send (blocking transport)
   }
   return close_future();
 }

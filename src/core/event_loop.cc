@@ -277,6 +277,7 @@ Future<void> EventLoop::shutdown_gracefully(Duration quiet_period, Duration time
     }
   } else {
     driver_->wakeup();
+    if (!in_loop()) driver_->interrupt_blocking_call(nullptr);  // a thread blocked in send would never see the wake-up
   }
   return terminated_.future();
 }

@@ -14,12 +14,14 @@
 #include "support/channel_probe.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/core/error.h"
-#include "weft/transport/epoll.h"
+#include "support/transports.h"
 
 using namespace std::chrono_literals;
 
 namespace weft {
 namespace {
+
+class EchoIntegrationTest : public test::TransportTest {};
 
 using test::BlockingClient;
 
@@ -66,14 +68,15 @@ std::string message_for(int i) {
   return m;
 }
 
-TEST(EchoIntegrationTest, ThousandConcurrentConnectionsEachEchoTheirOwnMessage) {
-  constexpr int kConnections = 1000;
+TEST_P(EchoIntegrationTest, ManyConcurrentConnectionsEachEchoTheirOwnMessage) {
+  // A thread per connection on the blocking transport: fewer, still far more than the cores.
+  const int kConnections = is_blocking() ? 200 : 1000;
   constexpr int kConnectThreads = 4;
   rlim_t limit = test::raise_fd_limit();
-  if (limit < 2 * kConnections + 200) GTEST_SKIP() << "RLIMIT_NOFILE hard limit is only " << limit;
+  if (limit < static_cast<rlim_t>(2 * kConnections + 200)) GTEST_SKIP() << "RLIMIT_NOFILE hard limit is only " << limit;
 
   ConnectionCounter counter;
-  EventLoopGroup group(epoll(), 2);
+  EventLoopGroup group(transport(), loops(2, static_cast<std::size_t>(kConnections) + 1));
   ChannelPtr server = start_echo_server(group, &counter);
   const std::uint16_t port = server->local_address().port();
   ASSERT_NE(port, 0);
@@ -113,8 +116,8 @@ TEST(EchoIntegrationTest, ThousandConcurrentConnectionsEachEchoTheirOwnMessage) 
 }
 
 // A client that reads only the echo of what it sends (in a round trip loop) sees its own bytes.
-TEST(EchoIntegrationTest, LargeRoundTripsStayInOrder) {
-  EventLoopGroup group(epoll(), 2);
+TEST_P(EchoIntegrationTest, LargeRoundTripsStayInOrder) {
+  EventLoopGroup group(transport(), loops(2, 2));
   ChannelPtr server = start_echo_server(group);
   BlockingClient client(server->local_address().port());
   ASSERT_TRUE(client.is_open());
@@ -132,8 +135,8 @@ TEST(EchoIntegrationTest, LargeRoundTripsStayInOrder) {
   EXPECT_TRUE(back == big) << "echoed bytes differ";
 }
 
-TEST(EchoIntegrationTest, BootstrapClientRoundTripsWithTheEchoServer) {
-  EventLoopGroup group(epoll(), 2);
+TEST_P(EchoIntegrationTest, BootstrapClientRoundTripsWithTheEchoServer) {
+  EventLoopGroup group(transport(), loops(2, 3));
   ChannelPtr server = start_echo_server(group);
 
   struct Collector final : InboundHandler<ByteBuf> {
@@ -174,8 +177,8 @@ TEST(EchoIntegrationTest, BootstrapClientRoundTripsWithTheEchoServer) {
   EXPECT_FALSE(channel->is_active());
 }
 
-TEST(EchoIntegrationTest, ConnectToAClosedPortFailsWithConnectionRefused) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(EchoIntegrationTest, ConnectToAClosedPortFailsWithConnectionRefused) {
+  EventLoopGroup group(transport(), loops(1, 1));
   std::uint16_t port = test::unused_loopback_port();
   Bootstrap client;
   client.group(group).handler([](Channel&) {});
@@ -193,10 +196,10 @@ TEST(EchoIntegrationTest, ConnectToAClosedPortFailsWithConnectionRefused) {
 
 // The echo server stops reading while its echo cannot leave, so a client that writes without
 // reading fills the socket buffers and then blocks, instead of growing the server's write queue.
-TEST(EchoIntegrationTest, EchoServerStopsReadingFromAClientThatDoesNotRead) {
+TEST_P(EchoIntegrationTest, EchoServerStopsReadingFromAClientThatDoesNotRead) {
   auto meter = std::make_shared<test::PendingMeter>();
   test::ProbeRegistry probes;  // outlives the group: the child initializer refers to it
-  EventLoopGroup group(epoll(), 1);
+  EventLoopGroup group(transport(), loops(1, 2));
   constexpr std::size_t kHigh = 64 * 1024;
   ServerBootstrap b;
   b.group(group)
@@ -255,6 +258,8 @@ TEST(EchoIntegrationTest, EchoServerStopsReadingFromAClientThatDoesNotRead) {
   EXPECT_GE(probe->index_of("writable"), 0) << "writability_changed never reported writable again";
   EXPECT_TRUE(client.round_trip("still echoing")) << "the server did not resume reading";
 }
+
+WEFT_ON_EVERY_TRANSPORT(EchoIntegrationTest);
 
 }  // namespace
 }  // namespace weft

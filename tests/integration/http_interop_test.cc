@@ -13,6 +13,7 @@
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
 #include "weft/weft.h"
+#include "support/transports.h"
 
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
@@ -31,7 +32,7 @@ std::string run(const std::string& command, int& status) {
   return out;
 }
 
-class HttpInteropTest : public ::testing::Test {
+class HttpInteropTest : public test::TransportTest {
  protected:
   void SetUp() override {
     auto router = std::make_shared<Router>();
@@ -53,12 +54,12 @@ class HttpInteropTest : public ::testing::Test {
   }
   void TearDown() override { server_->close().wait(); }
 
-  EventLoopGroup loops_{epoll(), 1};
+  EventLoopGroup loops_{transport(), loops(1, 4)};
   ChannelPtr server_;
   std::string base_;
 };
 
-TEST_F(HttpInteropTest, Curl) {
+TEST_P(HttpInteropTest, Curl) {
   int status = -1;
   std::string out = run("curl -s -i --max-time 5 " + base_ + "/plaintext", status);
   ASSERT_EQ(status, 0) << "curl failed: " << out;
@@ -78,7 +79,7 @@ TEST_F(HttpInteropTest, Curl) {
   EXPECT_EQ(out, "404");
 }
 
-TEST_F(HttpInteropTest, PythonHttpClientKeepsTheConnectionAlive) {
+TEST_P(HttpInteropTest, PythonHttpClientKeepsTheConnectionAlive) {
   std::string script =
       "import http.client,sys\n"
       "c=http.client.HTTPConnection('127.0.0.1'," + std::to_string(server_->local_address().port()) + ",timeout=5)\n"
@@ -114,7 +115,7 @@ class Collect final : public InboundHandler<HttpClientResponse, HttpClientRespon
   int expected_;
 };
 
-TEST_F(HttpInteropTest, WeftClientCodecPipelinesOverARealSocket) {
+TEST_P(HttpInteropTest, WeftClientCodecPipelinesOverARealSocket) {
   constexpr int kRequests = 64;
   auto collect = std::make_shared<Collect>(kRequests);
   ChannelPtr client = Bootstrap()
@@ -133,6 +134,8 @@ TEST_F(HttpInteropTest, WeftClientCodecPipelinesOverARealSocket) {
   for (int i = 0; i < kRequests; ++i) EXPECT_EQ(collect->bodies[i], "n" + std::to_string(i));
   client->close().wait();
 }
+
+WEFT_ON_EVERY_TRANSPORT(HttpInteropTest);
 
 }  // namespace
 }  // namespace weft::http

@@ -11,20 +11,22 @@
 #include "support/blocking_client.h"
 #include "support/channel_probe.h"
 #include "weft/channel/bootstrap.h"
-#include "weft/transport/epoll.h"
+#include "support/transports.h"
 
 using namespace std::chrono_literals;
 
 namespace weft {
 namespace {
 
+class LifecycleTest : public test::TransportTest {};
+
 using test::BlockingClient;
 using test::StreamEnd;
 
-TEST(LifecycleTest, GracefulShutdownClosesOpenConnectionsAndCompletes) {
+TEST_P(LifecycleTest, GracefulShutdownClosesOpenConnectionsAndCompletes) {
   constexpr int kClients = 8;
   test::ProbeRegistry probes;  // outlives the group: the child initializer refers to it
-  auto group = std::make_unique<EventLoopGroup>(epoll(), 2);
+  auto group = std::make_unique<EventLoopGroup>(transport(), loops(2, kClients + 1));
   ServerBootstrap b;
   b.group(*group).child_handler([&](Channel& ch) {
     ch.pipeline().add_last("probe", std::make_shared<test::ChannelProbe>(probes.add()));
@@ -76,9 +78,9 @@ TEST(LifecycleTest, GracefulShutdownClosesOpenConnectionsAndCompletes) {
 // A channel that registers with a loop after its shutdown began (an accepted connection handed to a
 // child loop, a connect racing the shutdown) is closed as well, and does not hold the loop until
 // the shutdown deadline.
-TEST(LifecycleTest, ChannelRegisteredWhileTheLoopShutsDownIsClosedToo) {
+TEST_P(LifecycleTest, ChannelRegisteredWhileTheLoopShutsDownIsClosedToo) {
   test::ProbeRegistry probes;  // outlives the group: the child initializer refers to it
-  EventLoopGroup servers(epoll(), 1);
+  EventLoopGroup servers(transport(), loops(1, 2));
   ServerBootstrap b;
   b.group(servers).child_handler([&](Channel& ch) {
     ch.pipeline().add_last("probe", std::make_shared<test::ChannelProbe>(probes.add()));
@@ -86,7 +88,7 @@ TEST(LifecycleTest, ChannelRegisteredWhileTheLoopShutsDownIsClosedToo) {
   });
   ChannelPtr server = b.bind(SocketAddress::loopback(0)).get();
 
-  EventLoopGroup clients(epoll(), 1);
+  EventLoopGroup clients(transport(), 1);
   auto start = std::chrono::steady_clock::now();
   Future<void> terminated = clients.shutdown_gracefully(200ms, 5s);
   // Let the loop start its shutdown (and close what it tracks) before the new channel arrives.
@@ -108,15 +110,15 @@ TEST(LifecycleTest, ChannelRegisteredWhileTheLoopShutsDownIsClosedToo) {
   }
 }
 
-TEST(LifecycleTest, ShutdownOfAnIdleGroupCompletesWithinTheQuietPeriod) {
-  EventLoopGroup group(epoll(), 4);
+TEST_P(LifecycleTest, ShutdownOfAnIdleGroupCompletesWithinTheQuietPeriod) {
+  EventLoopGroup group(transport(), 4);
   auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(group.shutdown_gracefully(20ms, 5s).wait_for(5s));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
   for (std::size_t i = 0; i < group.size(); ++i) EXPECT_TRUE(group.at(i).is_terminated());
 }
 
-TEST(LifecycleTest, EightThreadsPostingTasksAtOnceRunEveryTaskOnItsLoop) {
+TEST_P(LifecycleTest, EightThreadsPostingTasksAtOnceRunEveryTaskOnItsLoop) {
   constexpr int kThreads = 8;
   constexpr int kTasksPerThread = 20000;
   constexpr int kTotal = kThreads * kTasksPerThread;
@@ -128,7 +130,7 @@ TEST(LifecycleTest, EightThreadsPostingTasksAtOnceRunEveryTaskOnItsLoop) {
   std::atomic<int> wrong_thread{0};
   std::atomic<int> timers_fired{0};
   Promise<void> all_done;
-  EventLoopGroup group(epoll(), kLoops);  // after what its tasks refer to
+  EventLoopGroup group(transport(), kLoops);  // after what its tasks refer to
 
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
@@ -170,6 +172,8 @@ TEST(LifecycleTest, EightThreadsPostingTasksAtOnceRunEveryTaskOnItsLoop) {
       << timers_fired.load() << " timers fired";
   ASSERT_TRUE(group.shutdown_gracefully(10ms, 5s).wait_for(10s));
 }
+
+WEFT_ON_EVERY_TRANSPORT(LifecycleTest);
 
 }  // namespace
 }  // namespace weft

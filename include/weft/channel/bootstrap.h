@@ -45,8 +45,8 @@ class ServerBootstrap {
   ServerBootstrap& child_handler(ChannelInitializer init);
 
   // Thread-safe (not from a loop of the group: use the future's listeners there). Binds and
-  // listens; the future holds the server channel. Fails with IoError (e.g. address in use) or
-  // std::invalid_argument (bad options, no group).
+  // listens; the future holds the server channel. Fails with IoError (e.g. address in use),
+  // ChannelLimitError (a blocking group with no free loop) or std::invalid_argument (bad options, no group).
   Future<ChannelPtr> bind(const SocketAddress& local) const;
   Future<ChannelPtr> bind(std::uint16_t port) const { return bind(SocketAddress::any(port)); }
 
@@ -70,7 +70,7 @@ class Bootstrap {
   Bootstrap& handler(ChannelInitializer init);
 
   // Thread-safe. Connects; the future holds the active channel, or fails with IoError
-  // (e.g. connection refused) or ConnectTimeoutError.
+  // (e.g. connection refused), ConnectTimeoutError or ChannelLimitError (a blocking group is full).
   Future<ChannelPtr> connect(const SocketAddress& remote) const;
 
  private:

@@ -41,6 +41,9 @@ class Transport : public IoDriverFactory {
   virtual ChannelPtr new_accepted_channel(EventLoop& loop, const ChannelConfig& config, AcceptedSocket socket) = 0;
   // Thread-safe. A listening channel on `loop` (for ServerBootstrap::bind).
   virtual ChannelPtr new_server_channel(EventLoop& loop, const ChannelConfig& config) = 0;
+  // Thread-safe. The loop of `group` for the next new channel (the bootstraps ask). Default:
+  // round-robin. A transport that bounds its channels reserves a free loop or throws ChannelLimitError.
+  virtual EventLoop& choose_loop(EventLoopGroup& group) { return group.next(); }
 };
 
 // The transport that made `group`'s loops. Throws std::invalid_argument when the group was not made

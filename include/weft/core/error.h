@@ -33,6 +33,13 @@ class ChannelClosedError : public Error {
   using Error::Error;
 };
 
+// A transport with a bounded number of channels (the blocking transport: one thread each) is full.
+// Accepted connections are closed; a client connect fails with it.
+class ChannelLimitError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A connect did not complete within the channel's connect timeout.
 class ConnectTimeoutError : public Error {
  public:

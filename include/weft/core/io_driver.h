@@ -22,6 +22,10 @@ class IoDriver {
   virtual void wakeup() noexcept = 0;
   // Called once by the loop before its first poll, on the loop thread.
   virtual void attach(EventLoop& /*loop*/) {}
+  // Thread-safe. A close (of `owner`, a channel) or a shutdown (owner null: any call) was requested
+  // from another thread: a driver whose loop thread may sit in a blocking system call other than
+  // poll() (a blocking send) makes that call return.
+  virtual void interrupt_blocking_call(const void* /*owner*/) noexcept {}
 };
 
 // Creates the driver for each loop of a group. A transport is a factory.

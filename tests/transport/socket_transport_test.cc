@@ -20,11 +20,15 @@
 
 #include "weft/channel/bootstrap.h"
 #include "weft/core/error.h"
+#include "support/transports.h"
 
 using namespace std::chrono_literals;
 
 namespace weft {
 namespace {
+
+// Channel-level socket behaviour that every transport shares; epoll-only tests are EpollTransportTest.
+class SocketTransportTest : public test::TransportTest {};
 
 class Echo final : public InboundHandler<ByteBuf> {
  public:
@@ -81,8 +85,8 @@ bool round_trip(int fd, const std::string& msg) {
   return got == msg;
 }
 
-TEST(EpollTransportTest, DriverWakesUpFromAnotherThread) {
-  auto driver = epoll().create_driver();
+TEST_P(SocketTransportTest, DriverWakesUpFromAnotherThread) {
+  auto driver = transport().create_driver();
   std::thread t([&] {
     std::this_thread::sleep_for(30ms);
     driver->wakeup();
@@ -93,8 +97,8 @@ TEST(EpollTransportTest, DriverWakesUpFromAnotherThread) {
   t.join();
 }
 
-TEST(EpollTransportTest, BindingAPortInUseFailsWithTheErrno) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(SocketTransportTest, BindingAPortInUseFailsWithTheErrno) {
+  EventLoopGroup group(transport(), loops(1, 2));
   ChannelPtr first = start_echo(group);
   ServerBootstrap b;
   b.group(group).option(option::reuse_address, false).child_handler([](Channel&) {});
@@ -114,8 +118,8 @@ TEST(EpollTransportTest, GroupOfBasicLoopsIsRejectedWithAClearError) {
   EXPECT_THROW(b.bind(SocketAddress::loopback(0)), std::invalid_argument);
 }
 
-TEST(EpollTransportTest, AutoReadOffReadsOnlyWhenAsked) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(SocketTransportTest, AutoReadOffReadsOnlyWhenAsked) {
+  EventLoopGroup group(transport(), loops(1, 2));
   std::atomic<int> reads{0};
   Promise<ChannelPtr> accepted;
   class Counter final : public InboundHandler<ByteBuf> {
@@ -146,7 +150,7 @@ TEST(EpollTransportTest, AutoReadOffReadsOnlyWhenAsked) {
   server->close().wait();
 }
 
-TEST(EpollTransportTest, ConnectTimeoutFailsTheConnectFuture) {
+TEST_P(SocketTransportTest, ConnectTimeoutFailsTheConnectFuture) {
   // A listener that never accepts, with its queue full: further SYNs are dropped.
   int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -164,7 +168,7 @@ TEST(EpollTransportTest, ConnectTimeoutFailsTheConnectFuture) {
     fillers.push_back(fd);
   }
   std::this_thread::sleep_for(50ms);
-  EventLoopGroup group(epoll(), 1);
+  EventLoopGroup group(transport(), loops(1, 1));
   Bootstrap c;
   c.group(group).option(option::connect_timeout, Duration(200ms)).handler([](Channel&) {});
   auto start = Clock::now();
@@ -247,6 +251,8 @@ TEST(EpollTransportTest, RunningOutOfDescriptorsShedsConnectionsAndRecovers) {
   ::close(fd);
   server->close().wait();
 }
+
+WEFT_ON_EVERY_TRANSPORT(SocketTransportTest);
 
 }  // namespace
 }  // namespace weft

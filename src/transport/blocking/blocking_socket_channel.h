@@ -1,0 +1,44 @@
+#pragma once
+// A TCP connection on the blocking transport: a blocking socket served by its own loop thread.
+
+#include "blocking_driver.h"
+#include "weft/channel/channel.h"
+
+namespace weft {
+
+class BlockingSocketChannel final : public Channel, private BlockingHandle {
+ public:
+  // `driver` is the loop's, already owned for this channel (released on close or destruction).
+  // fd < 0: an unconnected client channel (connect() creates the socket).
+  BlockingSocketChannel(EventLoop& loop, BlockingDriver& driver, const ChannelConfig& config, int fd,
+                        SocketAddress remote);
+  ~BlockingSocketChannel() override;
+
+ protected:
+  void do_register() override;
+  void do_begin_read() override;
+  void do_stop_read() override;
+  void do_flush() override;
+  void do_close() override;
+  void do_connect(const SocketAddress& remote, Promise<void> promise) override;
+  void do_shutdown_output(Promise<void> promise) override;
+
+ private:
+  void on_ready(short revents) override;
+  void read_batch();
+  void write_out();
+  void on_input_shutdown();
+  void update_watch() noexcept;
+  const void* owner() const noexcept { return static_cast<const Channel*>(this); }
+
+  BlockingDriver& driver_;
+  int fd_;
+  SocketAddress remote_;
+  AdaptiveReadSizer sizer_;
+  bool owns_loop_ = true;
+  bool want_read_ = false;
+  bool input_shutdown_ = false;
+  bool writing_ = false;
+};
+
+}  // namespace weft

@@ -1,0 +1,15 @@
+#pragma once
+// Socket calls of the blocking transport (the shared ones are in ../epoll/socket_ops.h).
+
+#include "weft/core/clock.h"
+
+namespace weft::blocking_ops {
+
+// A blocking, close-on-exec TCP socket. Throws IoError.
+int open_blocking_stream_socket(int family);
+// SO_SNDTIMEO (zero: no limit), which also bounds a blocking connect(). Throws IoError.
+void set_send_timeout(int fd, Duration timeout);
+// Whether a read (or accept) on `fd` would return at once. Never blocks.
+bool readable_now(int fd) noexcept;
+
+}  // namespace weft::blocking_ops
