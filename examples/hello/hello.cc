@@ -48,16 +48,19 @@ struct Options {
   std::size_t loops = 0;
   std::size_t async_threads = 2;
   std::size_t offload_threads = 4;
+  std::size_t max_connections = 1024;
   std::string transport = "epoll";
   std::string mode = "loop";
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
-               "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll] [--mode MODE]\n"
-               "                  [--async-threads T] [--offload-threads T]\n"
-               "  --loops N            event loops (default: one per core)\n"
-               "  --transport NAME     epoll\n"
+               "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
+               "                  [--async-threads T] [--offload-threads T] [--max-connections N]\n"
+               "  --loops N            event loops (default: one per core; epoll)\n"
+               "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
+               "                       the handler runs on the connection's own thread)\n"
+               "  --max-connections N  blocking: connections served at once, i.e. threads (default 1024)\n"
                "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
                "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
                "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
@@ -93,14 +96,17 @@ Options parse(int argc, char** argv) {
     else if (a == "--async-threads") o.async_threads = static_cast<std::size_t>(number(1, 1024));
     else if (a == "--offload-threads") o.offload_threads = static_cast<std::size_t>(number(1, 1024));
     else if (a == "--transport") o.transport = value();
+    else if (a == "--max-connections") o.max_connections = static_cast<std::size_t>(number(1, 100000));
     else if (a == "--mode") o.mode = value();
     else {
       std::fprintf(stderr, "weft-hello: unknown option '%s'\n", a.c_str());
       usage(2);
     }
   }
-  if (o.transport != "epoll") {
-    std::fprintf(stderr, "weft-hello: transport '%s' is not built yet; available: epoll\n", o.transport.c_str());
+  try {
+    (void)weft::transport_named(o.transport);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "weft-hello: %s\n", e.what());
     std::exit(2);
   }
   if (std::find(kModes.begin(), kModes.end(), o.mode) == kModes.end()) {
@@ -199,7 +205,13 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // every thread started below inherits the mask
 
-  weft::EventLoopGroup loops(weft::epoll(), options.loops, "hello");
+  // On the blocking transport every connection takes a loop (a thread) of the child group to itself,
+  // and the listener one of its own group.
+  const bool blocking = options.transport == "blocking";
+  weft::Transport& transport = weft::transport_named(options.transport);
+  weft::EventLoopGroup loops(transport, blocking ? options.max_connections : options.loops, "hello");
+  std::optional<weft::EventLoopGroup> acceptor;
+  if (blocking) acceptor.emplace(transport, 1, "hello-accept");
   weft::EventLoopGroup executors(weft::basic_driver_factory(), options.async_threads, "hello-exec");
   std::optional<weft::ExecutorGroup> offload_group;
   if (options.mode == "offload") offload_group.emplace(hello::offload_options(options.offload_threads));
@@ -215,7 +227,7 @@ int main(int argc, char** argv) {
   weft::ChannelPtr server;
   try {
     server = weft::ServerBootstrap()
-                 .group(loops)
+                 .group(acceptor ? *acceptor : loops, loops)
                  .option(weft::option::backlog, 8192)
                  .child_option(weft::option::tcp_nodelay, true)
                  .child_handler([router, offload, coroutine, async_awaits, &executors](weft::Channel& ch) {
@@ -244,6 +256,7 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   server->close().wait();
   if (downstream_pool) downstream_pool->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
+  if (acceptor) acceptor->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5)).wait();
   if (offload_group) offload_group->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   executors.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
