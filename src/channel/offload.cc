@@ -30,10 +30,13 @@ void Offload::to_executor(std::size_t size, UniqueFunction<void()> task) {
     }
   }
   auto self = shared_from_this();
-  if (!executor_.try_execute([self, size, task = std::move(task)]() mutable {
+  // The task may post to the loop (events the handler emits, a resume) while the loop group is
+  // being destroyed: the hold keeps the loop's memory valid until the task is done.
+  if (!executor_.try_execute([self, size, task = std::move(task), hold = EventLoop::KeepAlive(loop_)]() mutable {
         task();
         task = nullptr;  // captures (messages) are released before the bytes are
         self->after_task(size);
+        hold.reset();
       })) {
     queued_.fetch_sub(size, std::memory_order_acq_rel);
     group_.release_queued(size);
@@ -102,7 +105,7 @@ std::unique_ptr<Context> Offload::retire(std::unique_ptr<Context> ctx) {
   auto holder = std::make_shared<std::unique_ptr<Context>>(std::move(ctx));
   auto self = shared_from_this();
   auto keep = channel_ref_.lock();
-  const bool queued = executor_.try_execute([self, holder, keep]() mutable {
+  const bool queued = executor_.try_execute([self, holder, keep, hold = EventLoop::KeepAlive(loop_)]() mutable {
     Context* raw = holder->get();
     try {
       raw->handler().handler_removed(*raw);
@@ -114,6 +117,7 @@ std::unique_ptr<Context> Offload::retire(std::unique_ptr<Context> ctx) {
       owned.reset();
       keep.reset();
     });
+    hold.reset();  // after the post, and after the context was freed here if the loop had terminated
   });
   if (queued) return nullptr;
   log(LogLevel::debug, "executor has terminated; handler_removed of '{}' runs on the loop", (*holder)->name());
