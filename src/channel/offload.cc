@@ -30,10 +30,13 @@ void Offload::to_executor(std::size_t size, UniqueFunction<void()> task) {
     }
   }
   auto self = shared_from_this();
-  if (!executor_.try_execute([self, size, task = std::move(task)]() mutable {
+  // The task may post to the loop (events the handler emits, a resume) while the loop group is
+  // being destroyed: the hold keeps the loop's memory valid until the task is done.
+  if (!executor_.try_execute([self, size, task = std::move(task), hold = EventLoop::KeepAlive(loop_)]() mutable {
         task();
         task = nullptr;  // captures (messages) are released before the bytes are
         self->after_task(size);
+        hold.reset();
       })) {
     queued_.fetch_sub(size, std::memory_order_acq_rel);
     group_.release_queued(size);
@@ -98,26 +101,35 @@ void Offload::to_loop(UniqueFunction<void()> task) {
 }
 
 std::unique_ptr<Context> Offload::retire(std::unique_ptr<Context> ctx) {
-  // Keeps the channel (and so the pipeline the context points into) alive until the context is freed.
-  auto holder = std::make_shared<std::unique_ptr<Context>>(std::move(ctx));
+  // The context, and the channel that keeps the pipeline it points into alive; both are freed on
+  // the loop thread (or after it has finished), never while loop tasks may still use them.
+  struct Retired {
+    std::unique_ptr<Context> ctx;
+    ChannelPtr keep;
+    void free() noexcept {
+      ctx.reset();
+      keep.reset();
+    }
+  };
+  auto retired = std::make_shared<Retired>(Retired{std::move(ctx), channel_ref_.lock()});
   auto self = shared_from_this();
-  auto keep = channel_ref_.lock();
-  const bool queued = executor_.try_execute([self, holder, keep]() mutable {
-    Context* raw = holder->get();
+  const bool queued = executor_.try_execute([self, retired, hold = EventLoop::KeepAlive(loop_)]() mutable {
+    Context* raw = retired->ctx.get();
     try {
       raw->handler().handler_removed(*raw);
     } catch (const std::exception& e) {
       log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", raw->name(), e.what());
     }
-    // Freed on the loop, after everything the handler posted there.
-    self->loop_.try_execute([owned = std::move(*holder), keep = std::move(keep)]() mutable {
-      owned.reset();
-      keep.reset();
-    });
+    // Freed on the loop, after everything the handler posted there. A loop that has terminated may
+    // still be draining those tasks: then free once its termination completes.
+    if (!self->loop_.try_execute([retired] { retired->free(); })) {
+      self->loop_.termination_future().add_listener([retired](const Future<void>&) { retired->free(); });
+    }
+    hold.reset();
   });
   if (queued) return nullptr;
-  log(LogLevel::debug, "executor has terminated; handler_removed of '{}' runs on the loop", (*holder)->name());
-  return std::move(*holder);
+  log(LogLevel::debug, "executor has terminated; handler_removed of '{}' runs on the loop", retired->ctx->name());
+  return std::move(retired->ctx);
 }
 
 }  // namespace weft::detail

@@ -8,7 +8,9 @@
 //
 // Lifetime: shared by the context and every task in flight. A removed context is handed to the
 // executor (retire()) so that handler_removed runs after every queued event, and is freed on the
-// loop after everything the handler posted there -- while a ChannelPtr keeps the pipeline alive.
+// loop after everything the handler posted there (or once a terminated loop finished draining) --
+// while a ChannelPtr keeps the pipeline alive. Executor tasks hold an EventLoop::KeepAlive, so the
+// loop's memory stays valid for their posts while its group is being destroyed.
 
 #include <atomic>
 #include <cstddef>

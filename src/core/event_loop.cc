@@ -82,6 +82,10 @@ EventLoop::~EventLoop() {
     run_pending();
     terminate();
   }
+  // Polling, not a condition variable: the last holder must not touch the loop after its release.
+  while (keep_alive_count_.load(std::memory_order_acquire) != 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   // Tasks that raced with termination are dropped, not run.
   while (MpscNode* node = remote_tasks_.pop()) delete static_cast<RemoteTask*>(node);
 }

@@ -48,6 +48,22 @@ TEST(DelimiterBasedFrameDecoderTest, OversizeFrameDiscardedInEverySplit) {
   }
 }
 
+TEST(DelimiterBasedFrameDecoderTest, FailFastDecidesWhenTheErrorFires) {
+  for (bool fail_fast : {true, false}) {
+    EmbeddedChannel ch;
+    ch.pipeline().add_last("decoder", std::make_shared<DelimiterBasedFrameDecoder>(
+                                          4, std::vector<std::string>{";"}, true, fail_fast));
+    auto errors = std::make_shared<test::ErrorRecorder>();
+    ch.pipeline().add_last("errors", errors);
+    ch.write_inbound(ByteBuf::copy_of("0123456789"));
+    EXPECT_EQ(errors->count<TooLongFrameError>(), fail_fast ? 1u : 0u);  // no delimiter yet
+    ch.write_inbound(ByteBuf::copy_of("more;ok;"));
+    EXPECT_EQ(errors->count<TooLongFrameError>(), 1u);
+    EXPECT_EQ(ch.read_inbound<ByteBuf>()->to_string(), "ok");
+    EXPECT_EQ(ch.inbound_count(), 0u);
+  }
+}
+
 TEST(DelimiterBasedFrameDecoderTest, MemoryStaysBoundedAndEndOfInputIsReported) {
   EmbeddedChannel ch;
   auto decoder = std::make_shared<DelimiterBasedFrameDecoder>(50, std::vector<std::string>{"END"});

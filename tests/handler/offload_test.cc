@@ -237,5 +237,42 @@ TEST(OffloadTest, RemovalRunsHandlerRemovedAfterQueuedEvents) {
   server->close().wait();
 }
 
+// Its removal outlasts the loop group: handler_removed runs on the executor while the group that
+// owns the channel's loop is being destroyed, and then posts the context back to that loop.
+class SlowRemoval final : public InboundHandler<ByteBuf> {
+ public:
+  void channel_read(Context&, ByteBuf&&) override { reads.fetch_add(1); }
+  void handler_removed(Context&) override {
+    removing.store(true);
+    std::this_thread::sleep_for(300ms);
+    removed.store(true);
+  }
+  std::atomic<int> reads{0};
+  std::atomic<bool> removing{false};
+  std::atomic<bool> removed{false};
+};
+
+TEST(OffloadTest, LoopGroupDestructionWaitsForOffloadedRemoval) {
+  ExecutorGroup executors({.threads = 1});
+  auto slow = std::make_shared<SlowRemoval>();
+  {
+    EventLoopGroup loops(epoll(), 1);
+    ChannelPtr server = ServerBootstrap()
+                            .group(loops)
+                            .child_handler([&](Channel& ch) { ch.pipeline().add_last(executors, "slow", slow); })
+                            .bind(SocketAddress::loopback(0))
+                            .get();
+    Client client(server->local_address().port());
+    ASSERT_TRUE(client.send_all("x"));
+    ASSERT_TRUE(eventually([&] { return slow->reads.load() == 1; }));
+    server->close().wait();
+    server.reset();
+    // Leaving the scope shuts the loop down, which closes the connection and retires the handler.
+  }
+  // The executor thread used the loop after handler_removed; the loop had to stay valid until then.
+  EXPECT_TRUE(slow->removing.load());
+  EXPECT_TRUE(slow->removed.load());
+}
+
 }  // namespace
 }  // namespace weft

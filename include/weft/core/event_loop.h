@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "weft/core/clock.h"
@@ -53,7 +54,8 @@ class EventLoop {
 
   EventLoop(std::unique_ptr<IoDriver> driver, Options options);
   explicit EventLoop(std::unique_ptr<IoDriver> driver) : EventLoop(std::move(driver), Options{}) {}
-  // Shuts the loop down (no quiet period) if it still runs, and joins its thread. Not from the loop thread.
+  // Shuts the loop down (no quiet period) if it still runs, joins its thread, and waits until no
+  // KeepAlive is held. Not from the loop thread.
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -123,6 +125,35 @@ class EventLoop {
   // Thread-safe.
   const std::string& name() const noexcept { return options_.name; }
 
+  // Keeps the loop's memory (not its thread) valid while held: ~EventLoop waits until every
+  // KeepAlive is gone. For work on other threads that may post to the loop after it terminated
+  // (an executor running an offloaded handler): such a post then fails cleanly instead of touching
+  // freed memory. Hold one only for work that finishes on its own. Movable; thread-safe.
+  class KeepAlive {
+   public:
+    KeepAlive() noexcept = default;
+    explicit KeepAlive(EventLoop& loop) noexcept : loop_(&loop) {
+      loop.keep_alive_count_.fetch_add(1, std::memory_order_relaxed);
+    }
+    KeepAlive(KeepAlive&& o) noexcept : loop_(std::exchange(o.loop_, nullptr)) {}
+    KeepAlive& operator=(KeepAlive&& o) noexcept {
+      if (this != &o) {
+        reset();
+        loop_ = std::exchange(o.loop_, nullptr);
+      }
+      return *this;
+    }
+    ~KeepAlive() { reset(); }
+    // Releases the hold; the loop must not be used through it afterwards.
+    void reset() noexcept {
+      // release: what this thread did with the loop happens before its destruction.
+      if (loop_ != nullptr) std::exchange(loop_, nullptr)->keep_alive_count_.fetch_sub(1, std::memory_order_release);
+    }
+
+   private:
+    EventLoop* loop_ = nullptr;
+  };
+
  private:
   struct RemoteTask : MpscNode {
     explicit RemoteTask(UniqueFunction<void()> f) : fn(std::move(f)) {}
@@ -160,6 +191,7 @@ class EventLoop {
   std::atomic<int> state_{kRunning};
   std::atomic<bool> sleeping_{false};
   std::atomic<TimerId> next_timer_id_{1};
+  std::atomic<std::size_t> keep_alive_count_{0};
 
   MpscQueue remote_tasks_;
   std::vector<UniqueFunction<void()>> local_tasks_;
