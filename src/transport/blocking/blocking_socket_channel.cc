@@ -23,6 +23,8 @@ constexpr std::size_t kMaxBytesPerWrite = std::size_t{4} << 20;
 
 }  // namespace
 
+// The heap allocator, not the pooled one: every connection has a thread of its own here, and the
+// pool's per-thread caches would multiply by the connection count.
 BlockingSocketChannel::BlockingSocketChannel(EventLoop& loop, BlockingDriver& driver, const ChannelConfig& config,
                                              int fd, SocketAddress remote)
     : Channel(loop, config, default_allocator()),
