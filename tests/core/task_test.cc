@@ -71,10 +71,19 @@ TEST_F(LoopFixture, ExceptionsReachTheAwaiterAndTheFuture) {
 }
 
 // Symmetric transfer: neither a deep chain of awaiting tasks nor a long loop of synchronously
-// finishing tasks grows the stack (either would overflow an 8 MiB stack without it).
+// finishing tasks grows the stack (either would overflow an 8 MiB stack without it). The transfer is a
+// tail call only in optimised builds without sanitizer instrumentation (ASan's stack redzones and
+// TSan's function exit hooks prevent it), so those builds check the behaviour with short chains.
+#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+constexpr int kChain = 200000;
+constexpr int kLoop = 1000000;
+#else
+constexpr int kChain = 1000;
+constexpr int kLoop = 1000;
+#endif
 TEST_F(LoopFixture, LongChainsDoNotGrowTheStack) {
-  EXPECT_EQ(run(depth(200000)), 200000);
-  EXPECT_EQ(run(many_sequential(1000000)), 42000000L);
+  EXPECT_EQ(run(depth(kChain)), kChain);
+  EXPECT_EQ(run(many_sequential(kLoop)), 42L * kLoop);
 }
 
 TEST_F(LoopFixture, TaskIsLazyAndDestroyingItUnstartedRunsNothing) {

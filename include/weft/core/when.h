@@ -174,9 +174,11 @@ Detaching run_racing(Task<T> task, std::size_t index, std::shared_ptr<AnyState<T
   }
 }
 
+// Holds references only: g++ 12 can destroy a co_await operand's temporary a second time when the
+// awaiting frame is destroyed, which double-released a shared_ptr member here (seen under ASan).
 template <class T>
 struct AnyAwaiter {
-  std::shared_ptr<AnyState<T>> state;
+  const std::shared_ptr<AnyState<T>>& state;
   std::vector<Task<T>>& tasks;
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<> awaiter) {
