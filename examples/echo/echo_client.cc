@@ -33,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include "flags.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -65,59 +67,24 @@ void print_usage(std::FILE* out) {
                "  --help            show this text\n");
 }
 
-bool parse_int(std::string_view text, int min, int max, int& out) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) return false;
-  out = value;
-  return true;
-}
-
 // Returns 0 to go on, 1 on bad flags, -1 after --help.
 int parse_flags(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      print_usage(stdout);
-      return -1;
-    }
-    std::string_view value;
-    if (auto eq = flag.find('='); flag.starts_with("--") && eq != std::string_view::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      std::fprintf(stderr, "weft-echo-client: %.*s needs a value (see --help)\n", static_cast<int>(flag.size()),
-                   flag.data());
-      return 1;
-    }
-    bool ok = true;
-    if (flag == "--port") {
-      ok = parse_int(value, 1, 65535, o.port);
-    } else if (flag == "--ports") {
-      ok = parse_int(value, 1, 65535, o.ports);
-    } else if (flag == "--host") {
+  int rc = echo_flags::for_each_flag(argc, argv, "weft-echo-client", print_usage, [&](std::string_view flag, std::string_view value) {
+    using echo_flags::parse_int;
+    using echo_flags::valid;
+    if (flag == "--port") return valid(parse_int(value, 1, 65535, o.port));
+    if (flag == "--ports") return valid(parse_int(value, 1, 65535, o.ports));
+    if (flag == "--host") {
       o.host = std::string(value);
-    } else if (flag == "--threads") {
-      ok = parse_int(value, 1, 100'000, o.threads);
-    } else if (flag == "--rounds") {
-      ok = parse_int(value, 1, 1'000'000'000, o.rounds);
-    } else if (flag == "--size") {
-      ok = parse_int(value, 1, 64 << 20, o.size);
-    } else if (flag == "--timeout-ms") {
-      ok = parse_int(value, 1, 3'600'000, o.timeout_ms);
-    } else {
-      std::fprintf(stderr, "weft-echo-client: unknown flag %.*s (see --help)\n", static_cast<int>(flag.size()),
-                   flag.data());
-      return 1;
+      return echo_flags::Verdict::ok;
     }
-    if (!ok) {
-      std::fprintf(stderr, "weft-echo-client: bad value '%.*s' for %.*s (see --help)\n",
-                   static_cast<int>(value.size()), value.data(), static_cast<int>(flag.size()), flag.data());
-      return 1;
-    }
-  }
+    if (flag == "--threads") return valid(parse_int(value, 1, 100'000, o.threads));
+    if (flag == "--rounds") return valid(parse_int(value, 1, 1'000'000'000, o.rounds));
+    if (flag == "--size") return valid(parse_int(value, 1, 64 << 20, o.size));
+    if (flag == "--timeout-ms") return valid(parse_int(value, 1, 3'600'000, o.timeout_ms));
+    return echo_flags::Verdict::unknown;
+  });
+  if (rc != 0) return rc;
   const char* missing = o.port < 0 ? "--port" : o.threads < 0 ? "--threads" : o.rounds < 0 ? "--rounds"
                                                                                           : o.size < 0 ? "--size"
                                                                                                        : nullptr;

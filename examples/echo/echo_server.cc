@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "flags.h"
+
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/channel/context.h"
@@ -79,53 +81,21 @@ void print_usage(std::FILE* out) {
                "  --help      show this text\n");
 }
 
-bool parse_int(std::string_view text, int min, int max, int& out) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) return false;
-  out = value;
-  return true;
-}
-
 // Returns 0 to go on, or the exit status (1: bad flags; -1: --help, exit 0).
 int parse_flags(int argc, char** argv, Options& options) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      print_usage(stdout);
-      return -1;
-    }
-    std::string_view value;
-    if (auto eq = flag.find('='); flag.starts_with("--") && eq != std::string_view::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      std::fprintf(stderr, "weft-echo-server: %.*s needs a value (see --help)\n", static_cast<int>(flag.size()),
-                   flag.data());
-      return 1;
-    }
-    bool ok = true;
-    if (flag == "--port") {
-      ok = parse_int(value, 1, 65535, options.port);
-    } else if (flag == "--ports") {
-      ok = parse_int(value, 1, 65535, options.ports);
-    } else if (flag == "--loops") {
-      ok = parse_int(value, 1, 1024, options.loops);
-    } else if (flag == "--host") {
+  int rc = echo_flags::for_each_flag(argc, argv, "weft-echo-server", print_usage, [&](std::string_view flag, std::string_view value) {
+    using echo_flags::parse_int;
+    using echo_flags::valid;
+    if (flag == "--port") return valid(parse_int(value, 1, 65535, options.port));
+    if (flag == "--ports") return valid(parse_int(value, 1, 65535, options.ports));
+    if (flag == "--loops") return valid(parse_int(value, 1, 1024, options.loops));
+    if (flag == "--host") {
       options.host = std::string(value);
-    } else {
-      std::fprintf(stderr, "weft-echo-server: unknown flag %.*s (see --help)\n", static_cast<int>(flag.size()),
-                   flag.data());
-      return 1;
+      return echo_flags::Verdict::ok;
     }
-    if (!ok) {
-      std::fprintf(stderr, "weft-echo-server: bad value '%.*s' for %.*s (see --help)\n",
-                   static_cast<int>(value.size()), value.data(), static_cast<int>(flag.size()), flag.data());
-      return 1;
-    }
-  }
+    return echo_flags::Verdict::unknown;
+  });
+  if (rc != 0) return rc;
   if (options.port < 0) {
     std::fprintf(stderr, "weft-echo-server: --port is required (see --help)\n");
     return 1;
