@@ -23,6 +23,7 @@ PACKAGES=(
   libcli11-dev
   wrk
   chromium
+  liburing-dev
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

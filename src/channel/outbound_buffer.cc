@@ -39,6 +39,10 @@ int OutboundBuffer::collect_iovecs(iovec* iov, int max_iov, std::size_t max_byte
   return count;
 }
 
+void OutboundBuffer::retain_flushed(std::size_t count, std::vector<ByteBuf>& out) const {
+  for (std::size_t i = 0; i < count && i < flushed_; ++i) out.push_back(at(i).duplicate());
+}
+
 bool OutboundBuffer::remove_bytes(std::size_t n) noexcept {
   pending_bytes_ -= std::min(n, pending_bytes_);
   while (n > 0 && flushed_ > 0) {

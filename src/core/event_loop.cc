@@ -325,8 +325,9 @@ void EventLoop::close_tracked_resources() {
 void EventLoop::terminate() {
   state_.store(kTerminated, std::memory_order_release);
   draining_ = true;
-  while (run_tasks() > 0) {
-  }
+  do {
+    driver_->drain();
+  } while (run_tasks() > 0);
   draining_ = false;
   timers_.clear();
   timer_heap_.clear();

@@ -246,8 +246,15 @@ TEST_P(PeerBehaviourTest, AClientThatNeverReadsMakesTheChannelUnwritableAndTheQu
   EXPECT_GT(flooder->unwritable_pending.load(), kHigh);
   EXPECT_LE(flooder->unwritable_pending.load(), kHigh + Flooder::kChunk);
 
-  // While the client does not read, nothing more is queued and the queue stays where it stopped.
-  const std::size_t sent_when_stuck = flooder->unwritable_sent.load();
+  // While the client does not read, sending stalls and the queue stays where it stopped. On io_uring a
+  // send is submitted at the loop's next turn, after the flusher queued past the mark, so the first
+  // unwritable moment may pass once the kernel takes its share: wait until nothing moves for 100 ms.
+  std::size_t sent_when_stuck = flooder->sent();
+  for (auto deadline = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(100ms);
+    if (flooder->sent() == sent_when_stuck) break;
+    sent_when_stuck = flooder->sent();
+  }
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(flooder->sent(), sent_when_stuck);
   EXPECT_LT(flooder->sent(), kTotal);

@@ -10,6 +10,7 @@
 #include "weft/channel/transport.h"
 #include "weft/transport/blocking.h"
 #include "weft/transport/epoll.h"
+#include "weft/transport/io_uring.h"
 
 namespace weft::test {
 
@@ -31,5 +32,6 @@ inline std::string transport_name(const ::testing::TestParamInfo<Transport*>& in
 }  // namespace weft::test
 
 #define WEFT_ON_EVERY_TRANSPORT(suite)                                                             \
-  INSTANTIATE_TEST_SUITE_P(On, suite, ::testing::Values(&::weft::epoll(), &::weft::blocking()), \
+  INSTANTIATE_TEST_SUITE_P(On, suite,                                                              \
+                           ::testing::Values(&::weft::epoll(), &::weft::io_uring(), &::weft::blocking()), \
                            ::weft::test::transport_name)

@@ -16,6 +16,7 @@
 #include "weft/core/error.h"
 #include "weft/transport/blocking.h"
 #include "weft/transport/epoll.h"
+#include "weft/transport/io_uring.h"
 #include "weft/transport/transport_named.h"
 
 using namespace std::chrono_literals;
@@ -70,15 +71,16 @@ struct EchoServer {
   }
 };
 
-TEST(BlockingTransportTest, TransportNamedFindsBothAndRejectsOthersNamingThem) {
+TEST(BlockingTransportTest, TransportNamedFindsEachAndRejectsOthersNamingThem) {
   EXPECT_EQ(&transport_named("epoll"), &epoll());
+  EXPECT_EQ(&transport_named("io_uring"), &io_uring());
   EXPECT_EQ(&transport_named("blocking"), &blocking());
   try {
-    transport_named("io_uring");
+    transport_named("kqueue");
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("io_uring"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("epoll, blocking"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kqueue"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("epoll, io_uring, blocking"), std::string::npos) << e.what();
   }
 }
 

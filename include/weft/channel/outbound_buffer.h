@@ -26,6 +26,9 @@ class OutboundBuffer {
   void add_flush() noexcept { flushed_ = size_; }
   // Fills up to `max_iov` entries with flushed bytes (at most `max_bytes`). Returns the count.
   int collect_iovecs(iovec* iov, int max_iov, std::size_t max_bytes) const noexcept;
+  // Appends a reference (duplicate()) to each of the first `count` flushed buffers to `out`: for a
+  // transport whose kernel reads them after collect_iovecs' caller returned (io_uring).
+  void retain_flushed(std::size_t count, std::vector<ByteBuf>& out) const;
   // Removes `n` sent bytes from the front of the flushed part. Returns true when this made the
   // channel fall below the low water mark.
   bool remove_bytes(std::size_t n) noexcept;

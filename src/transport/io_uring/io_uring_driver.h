@@ -1,0 +1,134 @@
+#pragma once
+// io_uring-based IoDriver: one ring per loop, created on the loop thread (single issuer). Channels
+// queue submissions through prepare(); poll() submits everything queued and waits for completions in
+// one io_uring_enter, dispatches each completion to its IoUringOp, then ends the read batches of the
+// channels that received data (one read-complete per channel per turn).
+
+#include <liburing.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/channel/channel.h"
+#include "weft/core/io_driver.h"
+#include "weft/transport/io_uring.h"
+
+namespace weft {
+
+// One kind of operation of one owner (a channel's receive, its send...). Its address is the
+// submission's user_data, so the owner must stay allocated until the operation's last completion
+// (the one without IORING_CQE_F_MORE). Loop thread only.
+class IoUringOp {
+ public:
+  virtual void on_completion(int result, unsigned flags) = 0;
+
+ protected:
+  ~IoUringOp() = default;
+};
+
+// Told once at the end of a poll's completions, when it asked during them. Loop thread only.
+class IoUringBatchEnd {
+ public:
+  virtual void on_batch_end() = 0;
+
+ protected:
+  ~IoUringBatchEnd() = default;
+};
+
+class IoUringDriver final : public IoDriver {
+ public:
+  // Throws IoError when the wake-up eventfd cannot be made; the ring is made by attach().
+  explicit IoUringDriver(const IoUringOptions& options);
+  ~IoUringDriver() override;
+  IoUringDriver(const IoUringDriver&) = delete;
+  IoUringDriver& operator=(const IoUringDriver&) = delete;
+
+  void attach(EventLoop& loop) override;
+  void poll(Duration timeout) override;
+  void wakeup() noexcept override;
+  void drain() noexcept override;
+
+  // Loop thread only. A cleared submission entry whose completions go to `op`; submitted by the next
+  // poll (or earlier when the queue is full). Never null. Counts `op` in flight until its last completion.
+  io_uring_sqe* prepare(IoUringOp& op);
+  // Loop thread only. Asks the kernel to cancel `op`; its completions still arrive (with -ECANCELED
+  // when it had not finished).
+  void cancel(IoUringOp& op);
+  // Loop thread only. The provided buffer `id` that a receive filled with `length` bytes, as a pooled
+  // ByteBuf of its own; a fresh buffer takes its place in the ring.
+  ByteBuf take_buffer(unsigned id, std::size_t length);
+  // Loop thread only. `listener->on_batch_end()` after this poll's completions; `keep` holds its owner.
+  void at_batch_end(ChannelPtr keep, IoUringBatchEnd* listener);
+
+  static constexpr unsigned short kBufferGroup = 1;
+  const IoUringOptions& options() const noexcept { return options_; }
+
+ private:
+  class WakeOp final : public IoUringOp {
+   public:
+    explicit WakeOp(IoUringDriver& driver) : driver_(driver) {}
+    void on_completion(int result, unsigned flags) override;
+
+   private:
+    IoUringDriver& driver_;
+  };
+
+  void create_ring();
+  void provide_buffers();
+  void arm_wake_read();
+  io_uring_sqe* next_sqe();
+  void submit_and_wait(Duration timeout);
+  void dispatch_completions();
+  void end_batches();
+
+  IoUringOptions options_;
+  ::io_uring ring_{};
+  bool ring_ready_ = false;
+  int wake_fd_ = -1;
+  std::uint64_t wake_value_ = 0;
+  WakeOp wake_op_{*this};
+  io_uring_buf_ring* buffer_ring_ = nullptr;
+  std::size_t buffer_ring_bytes_ = 0;
+  unsigned buffer_mask_ = 0;
+  std::vector<ByteBuf> buffers_;  // slot i is the pooled buffer behind provided buffer id i
+  std::size_t in_flight_ = 0;     // operations whose last completion has not arrived
+  struct PendingBatchEnd {
+    ChannelPtr keep;
+    IoUringBatchEnd* listener;
+  };
+  std::vector<PendingBatchEnd> batch_ends_;
+  std::vector<PendingBatchEnd> ending_;
+};
+
+}  // namespace weft
+
+namespace weft {
+
+// An IoUringOp that calls a member function of its owner.
+template <class Owner, void (Owner::*Handler)(int, unsigned)>
+class MemberOp final : public IoUringOp {
+ public:
+  explicit MemberOp(Owner& owner) noexcept : owner_(owner) {}
+  void on_completion(int result, unsigned flags) override { (owner_.*Handler)(result, flags); }
+
+ private:
+  Owner& owner_;
+};
+
+// Keeps a channel allocated while the kernel may still complete one of its operations: the first
+// started operation takes a reference, the last completion hands it back to the caller, who drops it
+// once it is done with the channel. Loop thread only.
+class InFlightGuard {
+ public:
+  void started(Channel& channel) {
+    if (count_++ == 0) keep_ = channel.shared_from_this();
+  }
+  [[nodiscard]] ChannelPtr finished() noexcept { return --count_ == 0 ? std::move(keep_) : ChannelPtr(); }
+
+ private:
+  std::size_t count_ = 0;
+  ChannelPtr keep_;
+};
+
+}  // namespace weft

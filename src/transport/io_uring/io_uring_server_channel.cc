@@ -1,0 +1,191 @@
+#include "io_uring_server_channel.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "../epoll/socket_ops.h"
+#include "weft/buffer/byte_buf_allocator.h"
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft {
+namespace {
+
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+
+int open_reserved_fd() noexcept { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+}  // namespace
+
+IoUringServerChannel::IoUringServerChannel(EventLoop& loop, const ChannelConfig& config)
+    : Channel(loop, config, default_allocator()) {}
+
+IoUringServerChannel::~IoUringServerChannel() {
+  if (fd_ >= 0) ::close(fd_);
+  if (reserved_fd_ >= 0) ::close(reserved_fd_);
+}
+
+void IoUringServerChannel::do_register() {
+  driver_ = dynamic_cast<IoUringDriver*>(&loop().driver());
+  if (driver_ == nullptr) {
+    throw Error(fmt::format(
+        "an io_uring server channel cannot run on loop '{}': its group was not made by weft::io_uring()",
+        loop().name()));
+  }
+}
+
+void IoUringServerChannel::do_bind(const SocketAddress& local, Promise<void> promise) {
+  if (fd_ >= 0) {
+    promise.fail(Error("bind: server channel is already bound"));
+    return;
+  }
+  try {
+    fd_ = socket_ops::open_stream_socket(local.family());
+    socket_ops::apply_server_options(fd_, config());
+    if (::bind(fd_, local.raw(), local.length()) != 0) throw IoError(errno, fmt::format("bind {}", local.to_string()));
+    if (::listen(fd_, config().backlog) != 0) throw IoError(errno, fmt::format("listen on {}", local.to_string()));
+  } catch (...) {
+    promise.set_error(std::current_exception());
+    close_now();
+    return;
+  }
+  reserved_fd_ = open_reserved_fd();
+  activate(socket_ops::local_address(fd_), SocketAddress());  // addresses are set before the future completes
+  promise.set_value();
+}
+
+void IoUringServerChannel::do_write_message(MessageRef) {
+  throw Error("a server channel does not write; write to an accepted channel instead");
+}
+
+void IoUringServerChannel::do_begin_read() {
+  want_read_ = true;
+  if (!parked_.empty()) {
+    loop().execute([self = shared_from_this(), this] { deliver_parked(); });
+    return;
+  }
+  arm_accept();
+}
+
+void IoUringServerChannel::do_stop_read() {
+  want_read_ = false;
+  if (accept_armed_ && !accept_cancelled_) {
+    driver_->cancel(accept_op_);
+    accept_cancelled_ = true;
+  }
+}
+
+void IoUringServerChannel::arm_accept() {
+  if (accept_armed_ || !accepting()) return;
+  io_uring_sqe* sqe = driver_->prepare(accept_op_);
+  // Accepted sockets are left blocking: io_uring waits for readiness itself.
+  io_uring_prep_multishot_accept(sqe, fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  in_flight_.started(*this);
+  accept_armed_ = true;
+  accept_cancelled_ = false;
+}
+
+void IoUringServerChannel::on_accept(int result, unsigned flags) {
+  const bool last = (flags & IORING_CQE_F_MORE) == 0;
+  ChannelPtr keep = last ? in_flight_.finished() : ChannelPtr();
+  if (last) accept_armed_ = false;
+  if (result >= 0) {
+    deliver(AcceptedSocket(result, socket_ops::peer_address(result)));
+  } else if (result == -EMFILE || result == -ENFILE) {
+    // The kernel fails an accept for want of a descriptor before it looks at the queue, so re-arming
+    // at once would fail again at once: shed a waiting connection, or pause.
+    if (is_open() && !shed_one_connection()) pause_accepting();
+  } else if (result != -ECANCELED && result != -EINTR && result != -ECONNABORTED && result != -EAGAIN) {
+    // ENOBUFS, ENOMEM, EPERM...: report and back off.
+    if (is_open()) {
+      pipeline().fire_exception(std::make_exception_ptr(IoError(-result, "accept")));
+      pause_accepting();
+    }
+  }
+  if (last) arm_accept();
+}
+
+void IoUringServerChannel::deliver(AcceptedSocket socket) {
+  if (!is_open()) return;  // the socket closes its descriptor
+  if (!want_read_ || !auto_read_or_requested()) {
+    parked_.push_back(std::move(socket));
+    return;
+  }
+  if (!batch_pending_) {
+    batch_pending_ = true;
+    driver_->at_batch_end(shared_from_this(), this);
+  }
+  pipeline().fire_read(std::move(socket));
+}
+
+void IoUringServerChannel::deliver_parked() {
+  if (!want_read_ || !is_open()) return;
+  std::vector<AcceptedSocket> parked = std::move(parked_);
+  parked_.clear();
+  for (AcceptedSocket& socket : parked) {
+    if (!is_open()) return;
+    pipeline().fire_read(std::move(socket));
+  }
+  read_batch_done();
+  if (is_open()) pipeline().fire_read_complete();
+  arm_accept();
+}
+
+void IoUringServerChannel::on_batch_end() {
+  batch_pending_ = false;
+  if (!is_open()) return;
+  read_batch_done();
+  pipeline().fire_read_complete();
+}
+
+bool IoUringServerChannel::shed_one_connection() {
+  TimePoint now = loop().now();
+  if (now - last_exhaustion_log_ >= std::chrono::seconds(1)) {
+    last_exhaustion_log_ = now;
+    log(LogLevel::warn, "server {}: out of file descriptors; refusing new connections", local_address().to_string());
+  }
+  if (reserved_fd_ < 0) return false;
+  ::close(reserved_fd_);
+  reserved_fd_ = -1;
+  int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);  // the listening socket is non-blocking
+  if (fd >= 0) ::close(fd);
+  reserved_fd_ = open_reserved_fd();
+  return fd >= 0 && reserved_fd_ >= 0;
+}
+
+void IoUringServerChannel::pause_accepting() {
+  if (paused_) return;
+  paused_ = true;
+  if (accept_armed_ && !accept_cancelled_) {
+    driver_->cancel(accept_op_);
+    accept_cancelled_ = true;
+  }
+  loop().schedule(kAcceptPause, [self = shared_from_this(), this] {
+    paused_ = false;
+    if (reserved_fd_ < 0) reserved_fd_ = open_reserved_fd();
+    arm_accept();
+  });
+}
+
+void IoUringServerChannel::do_close() {
+  if (accept_armed_ && !accept_cancelled_) {
+    driver_->cancel(accept_op_);
+    accept_cancelled_ = true;
+  }
+  parked_.clear();
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (reserved_fd_ >= 0) {
+    ::close(reserved_fd_);
+    reserved_fd_ = -1;
+  }
+}
+
+}  // namespace weft

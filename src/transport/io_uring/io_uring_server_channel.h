@@ -1,0 +1,53 @@
+#pragma once
+// A listening TCP socket on the io_uring transport: one multishot accept armed while reading. Emits
+// AcceptedSocket messages into its pipeline.
+
+#include <vector>
+
+#include "io_uring_driver.h"
+#include "weft/channel/channel.h"
+#include "weft/channel/transport.h"
+
+namespace weft {
+
+class IoUringServerChannel final : public Channel, private IoUringBatchEnd {
+ public:
+  IoUringServerChannel(EventLoop& loop, const ChannelConfig& config);
+  ~IoUringServerChannel() override;
+
+ protected:
+  void do_register() override;
+  void do_begin_read() override;
+  void do_stop_read() override;
+  void do_flush() override {}
+  void do_close() override;
+  void do_bind(const SocketAddress& local, Promise<void> promise) override;
+  void do_write_message(MessageRef message) override;
+  const std::type_info* inbound_message_type() const noexcept override { return &typeid(AcceptedSocket); }
+  const std::type_info* outbound_message_type() const noexcept override { return nullptr; }
+
+ private:
+  void on_accept(int result, unsigned flags);
+  void on_batch_end() override;
+  bool accepting() const noexcept { return want_read_ && !paused_ && is_open() && fd_ >= 0; }
+  void arm_accept();
+  void deliver(AcceptedSocket socket);
+  void deliver_parked();
+  bool shed_one_connection();  // true when a waiting connection was accepted and closed
+  void pause_accepting();
+
+  int fd_ = -1;
+  int reserved_fd_ = -1;  // given up to accept-and-close one connection when out of descriptors
+  IoUringDriver* driver_ = nullptr;
+  InFlightGuard in_flight_;
+  MemberOp<IoUringServerChannel, &IoUringServerChannel::on_accept> accept_op_{*this};
+  bool want_read_ = false;
+  bool accept_armed_ = false;
+  bool accept_cancelled_ = false;
+  bool paused_ = false;
+  bool batch_pending_ = false;
+  std::vector<AcceptedSocket> parked_;  // accepted while not reading (after a stop, before its cancel landed)
+  TimePoint last_exhaustion_log_{};
+};
+
+}  // namespace weft

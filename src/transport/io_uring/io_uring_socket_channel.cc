@@ -1,0 +1,298 @@
+#include "io_uring_socket_channel.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "../epoll/socket_ops.h"
+#include "weft/buffer/pooled_byte_buf_allocator.h"
+#include "weft/channel/events.h"
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft {
+namespace {
+
+constexpr std::size_t kMaxBytesPerSend = std::size_t{4} << 20;
+
+IoUringDriver& io_uring_driver_of(EventLoop& loop) {
+  auto* driver = dynamic_cast<IoUringDriver*>(&loop.driver());
+  if (driver == nullptr) {
+    throw Error(fmt::format("an io_uring channel cannot run on loop '{}': its group was not made by weft::io_uring()",
+                            loop.name()));
+  }
+  return *driver;
+}
+
+bool is_last(unsigned flags) noexcept { return (flags & IORING_CQE_F_MORE) == 0; }
+
+}  // namespace
+
+IoUringSocketChannel::IoUringSocketChannel(EventLoop& loop, const ChannelConfig& config, int fd, SocketAddress remote)
+    : Channel(loop, config, pooled_allocator()), fd_(fd), remote_(remote), connect_promise_(&loop) {}
+
+IoUringSocketChannel::~IoUringSocketChannel() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void IoUringSocketChannel::do_register() {
+  driver_ = &io_uring_driver_of(loop());
+  if (fd_ < 0) return;  // a client channel: connect() creates the socket
+  socket_ops::apply_connection_options(fd_, config());
+  activate(socket_ops::local_address(fd_), remote_);
+}
+
+// --- reading -------------------------------------------------------------------------------------
+
+void IoUringSocketChannel::do_begin_read() {
+  want_read_ = true;
+  if (!parked_.empty() || eof_parked_) {
+    // Delivered from a task: begin_read may be called from inside a handler of this pipeline.
+    loop().execute([self = shared_from_this(), this] { deliver_parked(); });
+    return;
+  }
+  arm_receive();
+}
+
+void IoUringSocketChannel::do_stop_read() {
+  want_read_ = false;
+  if (receive_armed_ && !receive_cancelled_) {
+    driver_->cancel(receive_op_);
+    receive_cancelled_ = true;
+  }
+}
+
+void IoUringSocketChannel::arm_receive() {
+  if (receive_armed_ || fd_ < 0 || !reading() || connecting_) return;
+  io_uring_sqe* sqe = driver_->prepare(receive_op_);
+  io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = IoUringDriver::kBufferGroup;
+  in_flight_.started(*this);
+  receive_armed_ = true;
+  receive_cancelled_ = false;
+}
+
+void IoUringSocketChannel::on_receive(int result, unsigned flags) {
+  ChannelPtr keep = is_last(flags) ? in_flight_.finished() : ChannelPtr();
+  if (is_last(flags)) receive_armed_ = false;
+  if (flags & IORING_CQE_F_BUFFER) {
+    ByteBuf data = driver_->take_buffer(flags >> IORING_CQE_BUFFER_SHIFT, result > 0 ? result : 0);
+    if (result > 0) deliver(std::move(data));
+  }
+  if (result == 0) {
+    if (reading()) {
+      eof_in_batch_ = true;
+      if (!batch_pending_) {
+        batch_pending_ = true;
+        driver_->at_batch_end(shared_from_this(), this);
+      }
+    } else if (is_open() && !input_shutdown_) {
+      eof_parked_ = true;
+    }
+    return;  // the stream ended: nothing to re-arm
+  }
+  if (result < 0 && result != -ENOBUFS && result != -ECANCELED && result != -EINTR && result != -EAGAIN) {
+    if (is_open()) fail_and_close(std::make_exception_ptr(IoError(-result, "read")));
+    return;
+  }
+  // Re-armed when the kernel ended it (out of provided buffers, a cancel that crossed a resumed read).
+  if (is_last(flags) && reading()) arm_receive();
+}
+
+void IoUringSocketChannel::deliver(ByteBuf data) {
+  if (!is_open() || input_shutdown_) return;
+  if (!want_read_ || !auto_read_or_requested()) {
+    parked_.push_back(std::move(data));
+    return;
+  }
+  if (!batch_pending_) {
+    batch_pending_ = true;
+    driver_->at_batch_end(shared_from_this(), this);
+  }
+  pipeline().fire_read(std::move(data));
+}
+
+void IoUringSocketChannel::deliver_parked() {
+  if (!reading()) return;
+  std::vector<ByteBuf> parked = std::move(parked_);
+  parked_.clear();
+  bool any = false;
+  for (ByteBuf& data : parked) {
+    if (!is_open()) return;
+    pipeline().fire_read(std::move(data));
+    any = true;
+  }
+  const bool eof = std::exchange(eof_parked_, false);
+  read_batch_done();
+  if (any && is_open()) pipeline().fire_read_complete();
+  if (eof && is_open()) {
+    on_input_shutdown();
+    return;
+  }
+  if (reading()) arm_receive();
+}
+
+void IoUringSocketChannel::on_batch_end() {
+  batch_pending_ = false;
+  if (!is_open()) return;
+  read_batch_done();
+  pipeline().fire_read_complete();
+  if (std::exchange(eof_in_batch_, false) && is_open()) on_input_shutdown();
+}
+
+void IoUringSocketChannel::on_input_shutdown() {
+  input_shutdown_ = true;
+  if (!config().allow_half_closure || is_output_shutdown()) {
+    close_now();
+    return;
+  }
+  pipeline().fire_user_event(ChannelInputShutdownEvent{});
+}
+
+// --- writing -------------------------------------------------------------------------------------
+
+void IoUringSocketChannel::do_flush() {
+  if (send_in_flight_ || fd_ < 0 || connecting_) return;  // the send's completion continues
+  start_send();
+}
+
+void IoUringSocketChannel::start_send() {
+  if (!outbound().has_flushed()) return;
+  send_entries_ = outbound().collect_iovecs(iov_, kMaxIovecs, kMaxBytesPerSend);
+  std::size_t bytes = 0;
+  for (int i = 0; i < send_entries_; ++i) bytes += iov_[i].iov_len;
+  msg_ = {};
+  msg_.msg_iov = iov_;
+  msg_.msg_iovlen = static_cast<std::size_t>(send_entries_);
+  io_uring_sqe* sqe = driver_->prepare(send_op_);
+  const std::size_t zero_copy_threshold = driver_->options().zero_copy_threshold;
+  if (zero_copy_threshold > 0 && bytes >= zero_copy_threshold) {
+    hold_send_buffers();  // until the notification, not only until the result
+    io_uring_prep_sendmsg_zc(sqe, fd_, &msg_, MSG_NOSIGNAL);
+  } else {
+    io_uring_prep_sendmsg(sqe, fd_, &msg_, MSG_NOSIGNAL);
+  }
+  in_flight_.started(*this);
+  send_in_flight_ = true;
+}
+
+void IoUringSocketChannel::hold_send_buffers() {
+  if (!send_hold_.empty()) return;
+  outbound().retain_flushed(static_cast<std::size_t>(send_entries_), send_hold_);
+}
+
+void IoUringSocketChannel::on_send(int result, unsigned flags) {
+  ChannelPtr keep = is_last(flags) ? in_flight_.finished() : ChannelPtr();
+  if ((flags & IORING_CQE_F_NOTIF) == 0 && !send_detached_ && is_open()) {
+    if (result >= 0) {
+      on_bytes_written(static_cast<std::size_t>(result));
+    } else if (result != -EAGAIN && result != -EINTR && result != -ENOBUFS && result != -ECANCELED) {
+      fail_and_close(std::make_exception_ptr(IoError(-result, "write")));
+    }
+  }
+  if (!is_last(flags)) return;  // a zero-copy send: its notification follows
+  send_in_flight_ = false;
+  send_detached_ = false;
+  send_hold_.clear();
+  if (is_open() && !is_output_shutdown()) start_send();
+}
+
+// --- connecting, shutting down, closing ----------------------------------------------------------
+
+void IoUringSocketChannel::do_connect(const SocketAddress& remote, Promise<void> promise) {
+  if (fd_ >= 0 || connecting_) {
+    promise.fail(Error("connect: channel is already connected or connecting"));
+    return;
+  }
+  try {
+    fd_ = socket_ops::open_stream_socket(remote.family());
+    socket_ops::apply_connection_options(fd_, config());
+  } catch (...) {
+    promise.set_error(std::current_exception());
+    close_now();
+    return;
+  }
+  remote_ = remote;
+  connecting_ = true;
+  connect_promise_ = promise;
+  io_uring_sqe* sqe = driver_->prepare(connect_op_);
+  io_uring_prep_connect(sqe, fd_, remote_.raw(), remote_.length());
+  in_flight_.started(*this);
+  connect_timer_ = loop().schedule(config().connect_timeout, [self = shared_from_this(), this] {
+    connect_timer_ = 0;
+    if (!connecting_) return;
+    connecting_ = false;
+    connect_promise_.fail(ConnectTimeoutError(fmt::format(
+        "connect to {} timed out after {} ms", remote_.to_string(),
+        std::chrono::duration_cast<std::chrono::milliseconds>(config().connect_timeout).count())));
+    close_now();
+  });
+}
+
+void IoUringSocketChannel::on_connect(int result, unsigned /*flags*/) {
+  ChannelPtr keep = in_flight_.finished();
+  if (!connecting_) return;  // timed out or closed meanwhile
+  connecting_ = false;
+  if (connect_timer_ != 0) {
+    loop().cancel(connect_timer_);
+    connect_timer_ = 0;
+  }
+  if (result < 0) {
+    connect_promise_.fail(IoError(-result, fmt::format("connect to {}", remote_.to_string())));
+    close_now();
+    return;
+  }
+  activate(socket_ops::local_address(fd_), remote_);
+  connect_promise_.set_value();
+  if (is_open()) do_flush();  // writes queued while connecting
+}
+
+void IoUringSocketChannel::do_shutdown_output(Promise<void> promise) {
+  if (::shutdown(fd_, SHUT_WR) != 0) {
+    promise.fail(IoError(errno, "shutdown(SHUT_WR)"));
+    return;
+  }
+  set_output_shutdown();
+  if (send_in_flight_) {
+    hold_send_buffers();
+    send_detached_ = true;
+  }
+  outbound().clear();
+  promise.set_value();
+  pipeline().fire_user_event(ChannelOutputShutdownEvent{});
+  if (input_shutdown_ && is_open()) close_now();
+}
+
+void IoUringSocketChannel::do_close() {
+  if (connect_timer_ != 0) {
+    loop().cancel(connect_timer_);
+    connect_timer_ = 0;
+  }
+  if (connecting_) {
+    connecting_ = false;
+    driver_->cancel(connect_op_);
+    connect_promise_.fail(ChannelClosedError("channel closed while connecting"));
+  }
+  if (receive_armed_ && !receive_cancelled_) {
+    driver_->cancel(receive_op_);
+    receive_cancelled_ = true;
+  }
+  if (send_in_flight_) {
+    // The outbound buffer is cleared after this returns; the kernel may still read the send's buffers.
+    hold_send_buffers();
+    send_detached_ = true;
+    driver_->cancel(send_op_);
+  }
+  parked_.clear();
+  if (fd_ >= 0) {
+    // In-flight operations hold their own reference to the socket; it is released when they end.
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+}  // namespace weft

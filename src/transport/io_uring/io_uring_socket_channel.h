@@ -1,0 +1,78 @@
+#pragma once
+// A TCP connection on the io_uring transport: one multishot receive armed while reading, at most one
+// gathered send in flight, a connect for client channels.
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <vector>
+
+#include "io_uring_driver.h"
+#include "weft/channel/channel.h"
+
+namespace weft {
+
+class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
+ public:
+  // fd < 0: an unconnected client channel (connect() creates the socket).
+  IoUringSocketChannel(EventLoop& loop, const ChannelConfig& config, int fd, SocketAddress remote);
+  ~IoUringSocketChannel() override;
+
+ protected:
+  void do_register() override;
+  void do_begin_read() override;
+  void do_stop_read() override;
+  void do_flush() override;
+  void do_close() override;
+  void do_connect(const SocketAddress& remote, Promise<void> promise) override;
+  void do_shutdown_output(Promise<void> promise) override;
+
+ private:
+  static constexpr int kMaxIovecs = 256;
+
+  void on_receive(int result, unsigned flags);
+  void on_send(int result, unsigned flags);
+  void on_connect(int result, unsigned flags);
+  void on_batch_end() override;
+
+  bool reading() const noexcept { return want_read_ && is_open() && !input_shutdown_; }
+  void arm_receive();
+  void deliver(ByteBuf data);
+  void deliver_parked();
+  void start_send();
+  void hold_send_buffers();
+  void on_input_shutdown();
+
+  int fd_;
+  IoUringDriver* driver_ = nullptr;
+  SocketAddress remote_;
+  InFlightGuard in_flight_;
+  MemberOp<IoUringSocketChannel, &IoUringSocketChannel::on_receive> receive_op_{*this};
+  MemberOp<IoUringSocketChannel, &IoUringSocketChannel::on_send> send_op_{*this};
+  MemberOp<IoUringSocketChannel, &IoUringSocketChannel::on_connect> connect_op_{*this};
+
+  // reading
+  bool want_read_ = false;
+  bool receive_armed_ = false;
+  bool receive_cancelled_ = false;
+  bool input_shutdown_ = false;
+  bool batch_pending_ = false;  // registered for on_batch_end
+  bool eof_in_batch_ = false;
+  std::vector<ByteBuf> parked_;  // received while not reading (after a stop, before its cancel landed)
+  bool eof_parked_ = false;
+
+  // writing: the kernel reads iov_ and the buffers it points into until the send's last completion
+  iovec iov_[kMaxIovecs];
+  msghdr msg_{};
+  int send_entries_ = 0;
+  bool send_in_flight_ = false;
+  bool send_detached_ = false;      // the outbound buffer let go of the send's buffers (close, shutdown)
+  std::vector<ByteBuf> send_hold_;  // references keeping those buffers alive until the last completion
+
+  // connecting
+  bool connecting_ = false;
+  Promise<void> connect_promise_;
+  TimerId connect_timer_ = 0;
+};
+
+}  // namespace weft

@@ -1,0 +1,198 @@
+// The io_uring transport's own behaviour: options, the probe and its fallback, receive-buffer
+// exhaustion, zero-copy sends, and cancellation of what is in flight when channels close. The shared
+// channel behaviour runs on it through WEFT_ON_EVERY_TRANSPORT.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <typeinfo>
+#include <vector>
+
+#include "support/blocking_client.h"
+#include "support/channel_probe.h"
+#include "weft/channel/bootstrap.h"
+#include "weft/transport/io_uring.h"
+
+using namespace std::chrono_literals;
+
+namespace weft {
+namespace {
+
+using test::BlockingClient;
+
+ChannelPtr start_echo(EventLoopGroup& group) {
+  ServerBootstrap b;
+  b.group(group).child_handler(
+      [](Channel& ch) { ch.pipeline().add_last("echo", std::make_shared<test::BackpressureEcho>()); });
+  return b.bind(SocketAddress::loopback(0)).get();
+}
+
+std::string pattern(std::size_t size, int seed) {
+  std::string s(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) s[i] = static_cast<char>((i * 131 + static_cast<std::size_t>(seed) * 7) % 251);
+  return s;
+}
+
+// Each of `clients` threads sends `size` bytes and reads them back, concurrently.
+void echo_from_many_clients(std::uint16_t port, int clients, std::size_t size) {
+  std::vector<std::thread> threads;
+  std::vector<int> ok(static_cast<std::size_t>(clients), 0);
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      BlockingClient client(port);
+      if (!client.is_open()) return;
+      const std::string sent = pattern(size, c);
+      std::thread writer([&] { client.send_all(sent, 20s); });
+      auto echoed = client.recv_exact(size, 20s);
+      writer.join();
+      ok[static_cast<std::size_t>(c)] = echoed.has_value() && *echoed == sent;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int c = 0; c < clients; ++c) EXPECT_TRUE(ok[static_cast<std::size_t>(c)]) << "client " << c;
+}
+
+#define SKIP_WITHOUT_IO_URING()                                                          \
+  do {                                                                                   \
+    std::string reason;                                                                  \
+    if (!IoUringTransport::available(&reason)) GTEST_SKIP() << "no io_uring: " << reason; \
+  } while (0)
+
+TEST(IoUringTransportTest, InconsistentOptionsAreRejectedNamingTheOption) {
+  auto message_of = [](IoUringOptions o) -> std::string {
+    try {
+      IoUringTransport t(o);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message_of({.buffer_count = 3}).find("buffer_count"), std::string::npos);
+  EXPECT_NE(message_of({.buffer_size = 16}).find("buffer_size"), std::string::npos);
+  EXPECT_NE(message_of({.submission_entries = 64, .completion_entries = 32}).find("completion_entries"),
+            std::string::npos);
+  EXPECT_NE(message_of({.single_issuer = false, .defer_taskrun = true}).find("defer_taskrun"), std::string::npos);
+  EXPECT_EQ(message_of({}), "");
+}
+
+TEST(IoUringTransportTest, ChannelsRunOnTheRingWhenTheKernelOffersIt) {
+  SKIP_WITHOUT_IO_URING();
+  EventLoopGroup group(io_uring(), 1);
+  ChannelPtr server = start_echo(group);
+  EXPECT_NE(std::string(typeid(*server).name()).find("IoUringServerChannel"), std::string::npos)
+      << typeid(*server).name();
+  BlockingClient client(server->local_address().port());
+  EXPECT_TRUE(client.round_trip("hello ring"));
+}
+
+// A process whose io_uring is switched off (as io_uring_disabled or a seccomp filter would) runs the
+// transport on epoll and says so once.
+TEST(IoUringTransportDeathTest, WhenTheKernelRefusesTheTransportRunsOnEpoll) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: the probe runs once per process
+  EXPECT_EXIT(
+      {
+        ::setenv("WEFT_IO_URING", "off", 1);
+        std::string reason;
+        if (IoUringTransport::available(&reason) || reason.find("WEFT_IO_URING") == std::string::npos) std::_Exit(2);
+        EventLoopGroup group(io_uring(), 1);
+        ChannelPtr server = start_echo(group);
+        if (std::string(typeid(*server).name()).find("Epoll") == std::string::npos) std::_Exit(3);
+        BlockingClient client(server->local_address().port());
+        std::_Exit(client.round_trip("over epoll") ? 0 : 4);
+      },
+      ::testing::ExitedWithCode(0), "io_uring unavailable .*WEFT_IO_URING.*runs on epoll");
+}
+
+TEST(IoUringTransportTest, AReceiveBufferRingFarSmallerThanTheTrafficStillDeliversEveryByteInOrder) {
+  SKIP_WITHOUT_IO_URING();
+  // Two 64-byte buffers for eight clients: receives run out of buffers (ENOBUFS) and are re-armed.
+  IoUringTransport tiny({.buffer_count = 2, .buffer_size = 64});
+  EventLoopGroup group(tiny, 1);
+  ChannelPtr server = start_echo(group);
+  echo_from_many_clients(server->local_address().port(), 8, 256 * 1024);
+}
+
+TEST(IoUringTransportTest, ZeroCopySendsDeliverEveryByteInOrder) {
+  SKIP_WITHOUT_IO_URING();
+  IoUringTransport zero_copy({.zero_copy_threshold = 1});
+  EventLoopGroup group(zero_copy, 2);
+  ChannelPtr server = start_echo(group);
+  echo_from_many_clients(server->local_address().port(), 4, 2 * 1024 * 1024);
+}
+
+// Writes `size` bytes when active, to a client that never reads: a send stays in flight.
+class BigWriter final : public InboundHandler<ByteBuf> {
+ public:
+  explicit BigWriter(std::shared_ptr<test::ProbeState> probe) : probe_(std::move(probe)) {}
+  void channel_active(Context& ctx) override {
+    probe_->set_channel(ctx.channel().shared_from_this());
+    ByteBuf big = ctx.allocator().buffer(8 << 20);
+    big.write_zero(8 << 20);
+    ctx.write_and_flush(std::move(big));
+    probe_->active.set_value();
+    ctx.fire_channel_active();
+  }
+  void channel_read(Context&, ByteBuf&&) override {}
+
+ private:
+  std::shared_ptr<test::ProbeState> probe_;
+};
+
+TEST(IoUringTransportTest, ClosingWithASendAndAReceiveInFlightCancelsThemAndFreesTheChannel) {
+  SKIP_WITHOUT_IO_URING();
+  std::weak_ptr<Channel> watched;
+  {
+    EventLoopGroup group(io_uring(), 1);
+    auto probe = std::make_shared<test::ProbeState>();
+    ServerBootstrap b;
+    b.group(group).child_handler([probe](Channel& ch) { ch.pipeline().add_last("w", std::make_shared<BigWriter>(probe)); });
+    ChannelPtr server = b.bind(SocketAddress::loopback(0)).get();
+    BlockingClient client(server->local_address().port(), {.receive_buffer = 16 * 1024});
+    ASSERT_TRUE(probe->active.future().wait_for(5s));
+    ChannelPtr channel = probe->channel();
+    ASSERT_NE(channel, nullptr);
+    std::this_thread::sleep_for(50ms);  // the send has filled the socket and waits in the kernel
+    EXPECT_GT(channel->pending_write_bytes(), 0u);
+    watched = channel;
+    channel->close().get();
+    channel.reset();
+    // The peer sees the connection end even though a send was in flight.
+    EXPECT_NE(client.recv_until_end(nullptr, 10s), test::StreamEnd::timeout);
+    // Once the cancellations landed nothing holds the channel: it is freed while the loop still runs.
+    EXPECT_TRUE(test::eventually([&] { return watched.expired(); }, 5s));
+    server->close().get();
+  }
+  EXPECT_TRUE(watched.expired());
+}
+
+TEST(IoUringTransportTest, AGroupShutDownWithOpenConnectionsCompletesEverythingInFlight) {
+  SKIP_WITHOUT_IO_URING();
+  std::vector<std::weak_ptr<Channel>> watched;
+  std::vector<BlockingClient> clients;
+  {
+    EventLoopGroup group(io_uring(), 2);
+    test::ProbeRegistry probes;
+    ServerBootstrap b;
+    b.group(group).child_handler([&probes](Channel& ch) {
+      ch.pipeline().add_last("probe", std::make_shared<test::ChannelProbe>(probes.add()));
+    });
+    ChannelPtr server = b.bind(SocketAddress::loopback(0)).get();
+    for (int i = 0; i < 16; ++i) clients.emplace_back(server->local_address().port());
+    for (int i = 0; i < 16; ++i) {
+      auto probe = probes.wait(static_cast<std::size_t>(i));
+      ASSERT_NE(probe, nullptr);
+      watched.push_back(probe->channel());
+    }
+    watched.push_back(server);
+    server.reset();
+    ASSERT_TRUE(group.shutdown_gracefully(0ms, 5s).wait_for(10s));
+  }
+  for (auto& w : watched) EXPECT_TRUE(w.expired());
+}
+
+}  // namespace
+}  // namespace weft
