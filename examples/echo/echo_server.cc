@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,7 +31,8 @@
 #include "weft/core/error.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/core/log.h"
-#include "weft/transport/epoll.h"
+#include "weft/transport/io_uring.h"
+#include "weft/transport/transport_named.h"
 
 namespace {
 
@@ -66,11 +68,13 @@ struct Options {
   int port = -1;
   int ports = 1;
   int loops = 0;  // 0: one per core
+  std::string transport = "epoll";
+  int zero_copy_threshold = 0;  // io_uring only; 0: off
 };
 
 void print_usage(std::FILE* out) {
   std::fprintf(out,
-               "usage: weft-echo-server --port P [--ports N] [--loops L] [--host H]\n"
+               "usage: weft-echo-server --port P [--ports N] [--loops L] [--host H] [--transport T]\n"
                "\n"
                "Echoes every byte it receives on ports P .. P+N-1 until SIGINT or SIGTERM.\n"
                "\n"
@@ -78,6 +82,8 @@ void print_usage(std::FILE* out) {
                "  --ports N   number of consecutive ports (default 1)\n"
                "  --loops L   event loops (default: number of cores)\n"
                "  --host H    numeric address to listen on (default 127.0.0.1)\n"
+               "  --transport T  epoll (default), io_uring or blocking\n"
+               "  --zero-copy-threshold B  io_uring: zero-copy sends of B bytes or more (default 0: off)\n"
                "  --help      show this text\n");
 }
 
@@ -89,6 +95,16 @@ int parse_flags(int argc, char** argv, Options& options) {
     if (flag == "--port") return valid(parse_int(value, 1, 65535, options.port));
     if (flag == "--ports") return valid(parse_int(value, 1, 65535, options.ports));
     if (flag == "--loops") return valid(parse_int(value, 1, 1024, options.loops));
+    if (flag == "--transport") {
+      options.transport = std::string(value);
+      try {
+        (void)weft::transport_named(options.transport);
+      } catch (const std::invalid_argument&) {
+        return echo_flags::Verdict::bad_value;
+      }
+      return echo_flags::Verdict::ok;
+    }
+    if (flag == "--zero-copy-threshold") return valid(parse_int(value, 0, 1 << 30, options.zero_copy_threshold));
     if (flag == "--host") {
       options.host = std::string(value);
       return echo_flags::Verdict::ok;
@@ -136,7 +152,14 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  weft::EventLoopGroup loops(weft::epoll(), static_cast<std::size_t>(options.loops), "echo");
+  weft::Transport* transport = &weft::transport_named(options.transport);
+  std::unique_ptr<weft::IoUringTransport> tuned;
+  if (options.transport == "io_uring" && options.zero_copy_threshold > 0) {
+    tuned = std::make_unique<weft::IoUringTransport>(
+        weft::IoUringOptions{.zero_copy_threshold = static_cast<std::size_t>(options.zero_copy_threshold)});
+    transport = tuned.get();
+  }
+  weft::EventLoopGroup loops(*transport, static_cast<std::size_t>(options.loops), "echo");
 
   weft::ServerBootstrap bootstrap;
   bootstrap.group(loops)

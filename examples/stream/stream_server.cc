@@ -1,19 +1,21 @@
 // weft-stream-server: receives length-prefixed messages ([u32 length][payload]) and reports how
 // many arrive per second -- the streaming-throughput scenario of the benchmarks.
 //
-//   weft-stream-server [port=9200] [loops=1] [seconds=0 (run until SIGINT)]
+//   weft-stream-server [port=9200] [loops=1] [seconds=0 (run until SIGINT)] [transport=epoll]
 //
 // Prints one line per second and, at the end, the average.
 
 #include <weft/weft.h>
 
 #include <weft/codec/length_field_based_frame_decoder.h>
+#include <weft/transport/transport_named.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 
 namespace {
@@ -47,10 +49,17 @@ int main(int argc, char** argv) {
   const auto port = static_cast<std::uint16_t>(argc > 1 ? std::atoi(argv[1]) : 9200);
   const std::size_t loop_count = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1;
   const int seconds = argc > 3 ? std::atoi(argv[3]) : 0;
+  weft::Transport* transport = nullptr;
+  try {
+    transport = &weft::transport_named(argc > 4 ? argv[4] : "epoll");
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "weft-stream-server: %s\n", e.what());
+    return 1;
+  }
   std::signal(SIGINT, [](int) { g_stop.store(true); });
   std::signal(SIGTERM, [](int) { g_stop.store(true); });
 
-  weft::EventLoopGroup loops(weft::epoll(), loop_count);
+  weft::EventLoopGroup loops(*transport, loop_count);
   weft::ChannelPtr server;
   try {
     server = weft::ServerBootstrap()

@@ -21,4 +21,5 @@
 #include "weft/core/when.h"
 #include "weft/transport/blocking.h"
 #include "weft/transport/epoll.h"
+#include "weft/transport/io_uring.h"
 #include "weft/transport/transport_named.h"

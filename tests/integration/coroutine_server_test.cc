@@ -19,6 +19,7 @@
 #include "weft/codec/line_based_frame_decoder.h"
 #include "weft/core/awaitables.h"
 #include "weft/transport/epoll.h"
+#include "weft/transport/io_uring.h"
 
 using namespace std::chrono_literals;
 
@@ -64,6 +65,9 @@ Task<> observe(Observed& seen, Body body) {
   }
 }
 
+// On each event-loop transport (the blocking transport's coroutines are the same code on a loop per channel).
+class CoroutineServerTest : public ::testing::TestWithParam<Transport*> {};
+
 template <class In, class Fn>
 ChannelPtr start_server(EventLoopGroup& group, Fn fn, ChannelConfig child = {}, std::size_t max_line = 0) {
   ServerBootstrap b;
@@ -77,8 +81,8 @@ ChannelPtr start_server(EventLoopGroup& group, Fn fn, ChannelConfig child = {}, 
   return b.bind(SocketAddress::loopback(0)).get();
 }
 
-TEST(CoroutineServerTest, EchoesEveryMessageInOrder) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(CoroutineServerTest, EchoesEveryMessageInOrder) {
+  EventLoopGroup group(*GetParam(), 1);
   ChannelPtr server = start_server<ByteBuf>(group, [](Connection<ByteBuf>& c) -> Task<> {
     for (;;) {
       ByteBuf data = co_await c.read();
@@ -91,8 +95,8 @@ TEST(CoroutineServerTest, EchoesEveryMessageInOrder) {
   server->close().wait();
 }
 
-TEST(CoroutineServerTest, ASuspendedReadEndsWithChannelClosedWhenThePeerLeaves) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(CoroutineServerTest, ASuspendedReadEndsWithChannelClosedWhenThePeerLeaves) {
+  EventLoopGroup group(*GetParam(), 1);
   Observed seen;
   ChannelPtr server = start_server<ByteBuf>(group, [&seen](Connection<ByteBuf>& c) -> Task<> {
     return observe(seen, [&c]() -> Task<> {
@@ -109,8 +113,8 @@ TEST(CoroutineServerTest, ASuspendedReadEndsWithChannelClosedWhenThePeerLeaves) 
   server->close().wait();
 }
 
-TEST(CoroutineServerTest, ASuspendedWriteWaitsForWritabilityAndEndsWithChannelClosed) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(CoroutineServerTest, ASuspendedWriteWaitsForWritabilityAndEndsWithChannelClosed) {
+  EventLoopGroup group(*GetParam(), 1);
   Observed seen;
   ChannelConfig small;
   small.write_buffer_high_water_mark = 64 * 1024;
@@ -147,8 +151,8 @@ TEST(CoroutineServerTest, ASuspendedWriteWaitsForWritabilityAndEndsWithChannelCl
   server->close().wait();
 }
 
-TEST(CoroutineServerTest, AnExceptionInsideTheCoroutineClosesTheChannel) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(CoroutineServerTest, AnExceptionInsideTheCoroutineClosesTheChannel) {
+  EventLoopGroup group(*GetParam(), 1);
   Observed seen;
   ChannelPtr server = start_server<ByteBuf>(group, [&seen](Connection<ByteBuf>& c) -> Task<> {
     return observe(seen, [&c]() -> Task<> {
@@ -163,8 +167,8 @@ TEST(CoroutineServerTest, AnExceptionInsideTheCoroutineClosesTheChannel) {
   server->close().wait();
 }
 
-TEST(CoroutineServerTest, ReturningFlushesWhatWasWrittenThenCloses) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(CoroutineServerTest, ReturningFlushesWhatWasWrittenThenCloses) {
+  EventLoopGroup group(*GetParam(), 1);
   ChannelPtr server = start_server<ByteBuf>(group, [](Connection<ByteBuf>& c) -> Task<> {
     (void)co_await c.read();
     co_await sleep(10ms);
@@ -178,8 +182,8 @@ TEST(CoroutineServerTest, ReturningFlushesWhatWasWrittenThenCloses) {
   server->close().wait();
 }
 
-TEST(CoroutineServerTest, ADecoderErrorIsThrownByTheNextReadAfterEarlierMessages) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(CoroutineServerTest, ADecoderErrorIsThrownByTheNextReadAfterEarlierMessages) {
+  EventLoopGroup group(*GetParam(), 1);
   Observed seen;
   std::atomic<int> lines{0};
   ChannelPtr server = start_server<ByteBuf>(
@@ -203,8 +207,8 @@ TEST(CoroutineServerTest, ADecoderErrorIsThrownByTheNextReadAfterEarlierMessages
   server->close().wait();
 }
 
-TEST(CoroutineServerTest, InboundMessagesQueueWhileTheCoroutineIsBusyAndArriveInOrder) {
-  EventLoopGroup group(epoll(), 1);
+TEST_P(CoroutineServerTest, InboundMessagesQueueWhileTheCoroutineIsBusyAndArriveInOrder) {
+  EventLoopGroup group(*GetParam(), 1);
   ChannelPtr server = start_server<ByteBuf>(
       group,
       [](Connection<ByteBuf>& c) -> Task<> {
@@ -229,12 +233,12 @@ TEST(CoroutineServerTest, InboundMessagesQueueWhileTheCoroutineIsBusyAndArriveIn
 
 // 10,000 connections, each with its own coroutine suspended in read() at the same time. The client
 // side runs in a child process so that each process needs only 10,000 descriptors.
-TEST(CoroutineServerTest, TenThousandConcurrentCoroutineConnections) {
+TEST_P(CoroutineServerTest, TenThousandConcurrentCoroutineConnections) {
   constexpr int kConnections = 10000;
   rlim_t limit = test::raise_fd_limit();
   if (limit < kConnections + 200) GTEST_SKIP() << "RLIMIT_NOFILE hard limit is only " << limit;
 
-  EventLoopGroup group(epoll(), 1);
+  EventLoopGroup group(*GetParam(), 1);
   Observed seen;
   ChannelPtr server = start_server<ByteBuf>(group, [&seen](Connection<ByteBuf>& c) -> Task<> {
     return observe(seen, [&c]() -> Task<> {
@@ -301,6 +305,9 @@ TEST(CoroutineServerTest, TenThousandConcurrentCoroutineConnections) {
   EXPECT_EQ(seen.peak.load(), kConnections);
   server->close().wait();
 }
+
+INSTANTIATE_TEST_SUITE_P(On, CoroutineServerTest, ::testing::Values(&epoll(), &io_uring()),
+                         [](const ::testing::TestParamInfo<Transport*>& info) { return std::string(info.param->name()); });
 
 }  // namespace
 }  // namespace weft

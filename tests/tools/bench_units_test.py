@@ -149,13 +149,17 @@ class Options(unittest.TestCase):
         tfb = suites.build(["tfb"], ctx)
         self.assertEqual([t.id for t in tfb], ["tfb-plaintext", "tfb-json"])
         names = [c.name for c in tfb[0].columns]
-        self.assertEqual(names, suites.HELLO_MODES + ["blocking", "nginx"])
+        self.assertEqual(names, suites.HELLO_MODES + ["io_uring", "blocking", "nginx"])
         async_col = tfb[1].columns[names.index("coroutine-async")]
         self.assertEqual(async_col.path_suffix, "-async")
         full = suites.build(["tfb", "echo"], suites.Context("/b", False, 1, {}))
         self.assertEqual(full[0].rows, [4, 16, 64, 256, 1024])
         self.assertEqual(full[1].rows, [4, 16, 64, 256, 512])
         self.assertEqual(full[2].rows[-1], 2800)
+        echo_columns = {c.name: c.argv for c in full[2].columns}
+        self.assertEqual(echo_columns["weft-echo-server/io_uring"][-2:], ["--transport", "io_uring"])
+        stream_columns = {c.name: c.argv for c in suites.build(["stream"], ctx)[0].columns}
+        self.assertEqual(stream_columns["weft-stream-server/io_uring"][-1], "io_uring")
 
     def test_downstream_suite_columns_rows_and_overload(self):
         self.assertIn("downstream", suites.ALL)

@@ -74,6 +74,7 @@ def tfb(ctx):
     hello = _bin(ctx, "weft-hello")
     base = [hello, "--port", "{port}", "--loops", str(ctx.server_cpus)]
     columns = [Column(m, base + ["--mode", m], "-async" if m.endswith("-async") else "") for m in HELLO_MODES]
+    columns.append(Column("io_uring", base + ["--mode", "loop", "--transport", "io_uring"]))
     columns.append(Column("blocking", base + ["--mode", "loop", "--transport", "blocking"]))
     columns += _peer_columns(ctx, "tfb")
     tables = []
@@ -91,7 +92,8 @@ def echo(ctx):
     ports, rounds = (10, 128) if ctx.quick else (100, 1024)
     server = [_bin(ctx, "weft-echo-server"), "--port", "{port}", "--ports", "{ports}",
               "--loops", str(ctx.server_cpus)]
-    columns = [Column("weft-echo-server", server)] + _peer_columns(ctx, "echo")
+    columns = [Column("weft-echo-server", server),
+               Column("weft-echo-server/io_uring", server + ["--transport", "io_uring"])] + _peer_columns(ctx, "echo")
     rows = [100, 200] if ctx.quick else [100, 200, 400, 800, 1200, 1600, 2000, 2400, 2800]
     return [Table(
         id="echo", suite="echo", title=f"Echo: {rounds} round trips of 256 B per client thread, {ports} ports, "
@@ -102,7 +104,8 @@ def echo(ctx):
 
 def stream(ctx):
     server = [_bin(ctx, "weft-stream-server"), "{port}", str(ctx.server_cpus)]
-    columns = [Column("weft-stream-server", server)] + _peer_columns(ctx, "stream")
+    columns = [Column("weft-stream-server", server),
+               Column("weft-stream-server/io_uring", server + ["0", "io_uring"])] + _peer_columns(ctx, "stream")
     rows = [1, 4] if ctx.quick else [1, 4, 16, 64]
     return [Table(
         id="stream", suite="stream", title="Stream: 64 B length-prefixed messages, Result: messages/s",
