@@ -170,8 +170,16 @@ void IoUringSocketChannel::start_send() {
   msg_.msg_iovlen = static_cast<std::size_t>(send_entries_);
   io_uring_sqe* sqe = driver_->prepare(send_op_);
   const std::size_t zero_copy_threshold = driver_->options().zero_copy_threshold;
-  if (zero_copy_threshold > 0 && bytes >= zero_copy_threshold) {
-    hold_send_buffers();  // until the notification, not only until the result
+  const bool zero_copy = zero_copy_threshold > 0 && bytes >= zero_copy_threshold;
+  if (zero_copy) hold_send_buffers();  // until the notification, not only until the result
+  if (send_entries_ == 1) {
+    // One buffer (a typical response): a plain send spares the kernel importing a msghdr and iovec.
+    if (zero_copy) {
+      io_uring_prep_send_zc(sqe, fd_, iov_[0].iov_base, iov_[0].iov_len, MSG_NOSIGNAL, 0);
+    } else {
+      io_uring_prep_send(sqe, fd_, iov_[0].iov_base, iov_[0].iov_len, MSG_NOSIGNAL);
+    }
+  } else if (zero_copy) {
     io_uring_prep_sendmsg_zc(sqe, fd_, &msg_, MSG_NOSIGNAL);
   } else {
     io_uring_prep_sendmsg(sqe, fd_, &msg_, MSG_NOSIGNAL);
