@@ -6,7 +6,7 @@ import tempfile
 import unittest
 
 from bench_helpers import results_doc, table
-from weft_bench import cli, compare, load, results, suites, tables
+from weft_bench import cli, compare, load, processes, results, suites, tables
 
 # A real wrk report (weft-hello, pipeline 16, 256 connections), including wrk's 0.00us p99 quirk.
 WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:18998/plaintext
@@ -133,6 +133,18 @@ class CompareRule(unittest.TestCase):
         base["higher_is_better"] = False
         self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(1.2, higher=False)))[1], 2)
         self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(0.8, higher=False)))[1], 0)
+
+
+class Logs(unittest.TestCase):
+    def test_a_column_name_with_a_slash_gets_a_log_file_in_the_log_directory(self):
+        with tempfile.TemporaryDirectory() as d:
+            sup = processes.Supervisor(os.path.join(d, "logs"))
+            proc = sup.start("echo-weft-echo-server/io_uring", ["sh", "-c", "echo started >&2"])
+            proc.popen.wait(timeout=10)
+            sup.stop_all()
+            self.assertEqual(os.listdir(os.path.join(d, "logs")), ["echo-weft-echo-server_io_uring.log"])
+            with open(os.path.join(d, "logs", "echo-weft-echo-server_io_uring.log")) as f:
+                self.assertIn("started", f.read())
 
 
 class Options(unittest.TestCase):

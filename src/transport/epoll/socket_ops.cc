@@ -1,5 +1,6 @@
 #include "socket_ops.h"
 
+#include <fcntl.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +22,11 @@ int open_stream_socket(int family) {
   int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) throw IoError(errno, "socket");
   return fd;
+}
+
+void set_blocking(int fd) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) throw IoError(errno, "fcntl(O_NONBLOCK)");
 }
 
 void apply_connection_options(int fd, const ChannelConfig& config) {

@@ -1,5 +1,5 @@
 #pragma once
-// Small wrappers over socket system calls shared by the epoll channels.
+// Small wrappers over socket system calls shared by the epoll and io_uring channels.
 
 #include "weft/channel/channel_config.h"
 #include "weft/channel/socket_address.h"
@@ -8,6 +8,8 @@ namespace weft::socket_ops {
 
 // A non-blocking, close-on-exec TCP socket. Throws IoError.
 int open_stream_socket(int family);
+// Clears O_NONBLOCK (for transports that wait in the kernel, not in the socket call). Throws IoError.
+void set_blocking(int fd);
 // Options of a connected socket from `config`. Throws IoError.
 void apply_connection_options(int fd, const ChannelConfig& config);
 // Options of a listening socket from `config`. Throws IoError.

@@ -208,7 +208,12 @@ void IoUringDriver::dispatch_completions() {
       const int result = cqes[i]->res;
       const unsigned flags = cqes[i]->flags;
       if (op != &wake_op_ && (flags & IORING_CQE_F_MORE) == 0) --in_flight_;
-      op->on_completion(result, flags);
+      try {
+        op->on_completion(result, flags);
+      } catch (const std::exception& e) {
+        // Pipelines catch their handlers' exceptions; this is the transport's own failure (no memory).
+        log(LogLevel::error, "io_uring: handling a completion failed: {}", e.what());
+      }
     }
     io_uring_cq_advance(&ring_, n);
   }

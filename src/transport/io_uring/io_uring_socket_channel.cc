@@ -113,11 +113,16 @@ void IoUringSocketChannel::deliver(ByteBuf data) {
     batch_pending_ = true;
     driver_->at_batch_end(shared_from_this(), this);
   }
+  ++batch_reads_;
   pipeline().fire_read(std::move(data));
 }
 
 void IoUringSocketChannel::deliver_parked() {
   if (!reading()) return;
+  if (parked_.empty() && !eof_parked_) {  // a second begin_read's task: the first delivered them
+    arm_receive();
+    return;
+  }
   std::vector<ByteBuf> parked = std::move(parked_);
   parked_.clear();
   bool any = false;
@@ -138,9 +143,10 @@ void IoUringSocketChannel::deliver_parked() {
 
 void IoUringSocketChannel::on_batch_end() {
   batch_pending_ = false;
+  const bool any = std::exchange(batch_reads_, 0) > 0;
   if (!is_open()) return;
   read_batch_done();
-  pipeline().fire_read_complete();
+  if (any) pipeline().fire_read_complete();
   if (std::exchange(eof_in_batch_, false) && is_open()) on_input_shutdown();
 }
 
@@ -218,6 +224,7 @@ void IoUringSocketChannel::do_connect(const SocketAddress& remote, Promise<void>
   }
   try {
     fd_ = socket_ops::open_stream_socket(remote.family());
+    socket_ops::set_blocking(fd_);  // as accepted sockets: io_uring waits for readiness itself
     socket_ops::apply_connection_options(fd_, config());
   } catch (...) {
     promise.set_error(std::current_exception());

@@ -58,6 +58,7 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   bool input_shutdown_ = false;
   bool batch_pending_ = false;  // registered for on_batch_end
   bool eof_in_batch_ = false;
+  int batch_reads_ = 0;  // messages fired since the last on_batch_end
   std::vector<ByteBuf> parked_;  // received while not reading (after a stop, before its cancel landed)
   bool eof_parked_ = false;
 

@@ -3,6 +3,7 @@ import atexit
 import ctypes
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -157,6 +158,11 @@ class Proc:
         self.popen.poll()
 
 
+def log_file_name(name):
+    """The log file of a process named `name` (a column or peer name, which may hold '/' or spaces)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".log"
+
+
 class Supervisor:
     """Owns every process it starts; stop_all() runs on exit, exceptions, SIGINT, SIGTERM and SIGHUP."""
 
@@ -175,7 +181,7 @@ class Supervisor:
         if cpus:
             argv = ["taskset", "-c", cpus] + list(argv)
         os.makedirs(self.log_dir, exist_ok=True)
-        log_path = os.path.join(self.log_dir, f"{name}.log")
+        log_path = os.path.join(self.log_dir, log_file_name(name))
         log = open(log_path, "ab")
         try:
             popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout or log, stderr=log,
