@@ -125,7 +125,7 @@ TEST(IoUringTransportTest, ZeroCopySendsDeliverEveryByteInOrder) {
   echo_from_many_clients(server->local_address().port(), 4, 2 * 1024 * 1024);
 }
 
-// Turns auto-read off in its first read; records every byte.
+// Turns auto-read off in its first and third reads; records every byte.
 class PauseAfterFirstRead final : public InboundHandler<ByteBuf> {
  public:
   struct State {
@@ -142,7 +142,8 @@ class PauseAfterFirstRead final : public InboundHandler<ByteBuf> {
   void channel_read(Context& ctx, ByteBuf&& buf) override {
     std::lock_guard lock(state_->mutex);
     state_->received.append(reinterpret_cast<const char*>(buf.read_ptr()), buf.readable_bytes());
-    if (++state_->reads == 1) ctx.channel().set_auto_read(false);
+    ++state_->reads;
+    if (state_->reads == 1 || state_->reads == 3) ctx.channel().set_auto_read(false);
   }
 
  private:
@@ -168,7 +169,15 @@ TEST(IoUringTransportTest, BytesReceivedAfterReadingStoppedWaitAndArriveInOrderW
   {
     std::lock_guard lock(state->mutex);
     EXPECT_EQ(state->reads, 1);
-    EXPECT_EQ(state->received, sent.substr(0, 64));
+    EXPECT_TRUE(state->received == sent.substr(0, 64)) << state->received.size() << " bytes";
+  }
+  // Resumed, the waiting bytes flow until the handler stops again (its third read), not past it.
+  child->set_auto_read(true);
+  std::this_thread::sleep_for(150ms);
+  {
+    std::lock_guard lock(state->mutex);
+    EXPECT_EQ(state->reads, 3);
+    EXPECT_TRUE(state->received == sent.substr(0, 3 * 64)) << state->received.size() << " bytes";
   }
   child->set_auto_read(true);
   EXPECT_TRUE(test::eventually([&] {
@@ -176,7 +185,7 @@ TEST(IoUringTransportTest, BytesReceivedAfterReadingStoppedWaitAndArriveInOrderW
     return state->received.size() == sent.size();
   }));
   std::lock_guard lock(state->mutex);
-  EXPECT_EQ(state->received, sent);
+  EXPECT_TRUE(state->received == sent) << state->received.size() << " bytes";
 }
 
 // Writes `size` bytes when active, to a client that never reads: a send stays in flight.
@@ -211,7 +220,9 @@ TEST(IoUringTransportTest, ClosingWithASendAndAReceiveInFlightCancelsThemAndFree
     ChannelPtr channel = probe->channel();
     ASSERT_NE(channel, nullptr);
     std::this_thread::sleep_for(50ms);  // the send has filled the socket and waits in the kernel
-    EXPECT_GT(channel->pending_write_bytes(), 0u);
+    Promise<std::size_t> pending;
+    channel->loop().execute([&] { pending.set_value(channel->pending_write_bytes()); });
+    EXPECT_GT(pending.future().get(), 0u);
     watched = channel;
     channel->close().get();
     channel.reset();

@@ -127,9 +127,14 @@ void IoUringServerChannel::deliver_parked() {
   if (!want_read_ || !is_open()) return;
   std::vector<AcceptedSocket> parked = std::move(parked_);
   parked_.clear();
-  for (AcceptedSocket& socket : parked) {
+  for (std::size_t i = 0; i < parked.size(); ++i) {
     if (!is_open()) return;
-    pipeline().fire_read(std::move(socket));
+    if (!want_read_ || !auto_read_or_requested()) {  // stopped again: the rest waits
+      parked_.assign(std::make_move_iterator(parked.begin() + static_cast<std::ptrdiff_t>(i)),
+                     std::make_move_iterator(parked.end()));
+      break;
+    }
+    pipeline().fire_read(std::move(parked[i]));
   }
   read_batch_done();
   if (is_open()) pipeline().fire_read_complete();

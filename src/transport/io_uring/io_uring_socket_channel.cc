@@ -126,12 +126,18 @@ void IoUringSocketChannel::deliver_parked() {
   std::vector<ByteBuf> parked = std::move(parked_);
   parked_.clear();
   bool any = false;
-  for (ByteBuf& data : parked) {
+  for (std::size_t i = 0; i < parked.size(); ++i) {
     if (!is_open()) return;
-    pipeline().fire_read(std::move(data));
+    if (!want_read_ || !auto_read_or_requested()) {
+      // A handler stopped reading again (backpressure): the rest waits for the next resume.
+      parked_.assign(std::make_move_iterator(parked.begin() + static_cast<std::ptrdiff_t>(i)),
+                     std::make_move_iterator(parked.end()));
+      break;
+    }
+    pipeline().fire_read(std::move(parked[i]));
     any = true;
   }
-  const bool eof = std::exchange(eof_parked_, false);
+  const bool eof = parked_.empty() && std::exchange(eof_parked_, false);
   read_batch_done();
   if (any && is_open()) pipeline().fire_read_complete();
   if (eof && is_open()) {
