@@ -168,10 +168,6 @@ ByteBuf IoUringDriver::take_buffer(unsigned id, std::size_t length) {
   return filled;
 }
 
-void IoUringDriver::at_batch_end(ChannelPtr keep, IoUringBatchEnd* listener) {
-  batch_ends_.push_back({std::move(keep), listener});
-}
-
 void IoUringDriver::poll(Duration timeout) {
   submit_and_wait(timeout);
   dispatch_completions();
@@ -222,7 +218,7 @@ void IoUringDriver::dispatch_completions() {
 void IoUringDriver::end_batches() {
   // A batch end may start another (a handler reads again): those run at the next poll.
   ending_.swap(batch_ends_);
-  for (PendingBatchEnd& pending : ending_) pending.listener->on_batch_end();
+  for (IoUringBatchEnd* listener : ending_) listener->on_batch_end();
   ending_.clear();
 }
 

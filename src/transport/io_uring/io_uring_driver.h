@@ -58,8 +58,9 @@ class IoUringDriver final : public IoDriver {
   // Loop thread only. The provided buffer `id` that a receive filled with `length` bytes, as a pooled
   // ByteBuf of its own; a fresh buffer takes its place in the ring.
   ByteBuf take_buffer(unsigned id, std::size_t length);
-  // Loop thread only. `listener->on_batch_end()` after this poll's completions; `keep` holds its owner.
-  void at_batch_end(ChannelPtr keep, IoUringBatchEnd* listener);
+  // Loop thread only. `listener->on_batch_end()` after this poll's completions; its owner keeps itself
+  // allocated until then (an InFlightGuard does).
+  void at_batch_end(IoUringBatchEnd* listener) { batch_ends_.push_back(listener); }
 
   static constexpr unsigned short kBufferGroup = 1;
   const IoUringOptions& options() const noexcept { return options_; }
@@ -93,12 +94,8 @@ class IoUringDriver final : public IoDriver {
   unsigned buffer_mask_ = 0;
   std::vector<ByteBuf> buffers_;  // slot i is the pooled buffer behind provided buffer id i
   std::size_t in_flight_ = 0;     // operations whose last completion has not arrived
-  struct PendingBatchEnd {
-    ChannelPtr keep;
-    IoUringBatchEnd* listener;
-  };
-  std::vector<PendingBatchEnd> batch_ends_;
-  std::vector<PendingBatchEnd> ending_;
+  std::vector<IoUringBatchEnd*> batch_ends_;
+  std::vector<IoUringBatchEnd*> ending_;
 };
 
 }  // namespace weft

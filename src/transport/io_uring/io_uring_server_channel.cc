@@ -116,10 +116,7 @@ void IoUringServerChannel::deliver(AcceptedSocket socket) {
     parked_.push_back(std::move(socket));
     return;
   }
-  if (!batch_pending_) {
-    batch_pending_ = true;
-    driver_->at_batch_end(shared_from_this(), this);
-  }
+  request_batch_end();
   pipeline().fire_read(std::move(socket));
 }
 
@@ -141,7 +138,15 @@ void IoUringServerChannel::deliver_parked() {
   arm_accept();
 }
 
+void IoUringServerChannel::request_batch_end() {
+  if (batch_pending_) return;
+  batch_pending_ = true;
+  in_flight_.started(*this);  // no reference count touched while an operation already holds one
+  driver_->at_batch_end(this);
+}
+
 void IoUringServerChannel::on_batch_end() {
+  ChannelPtr keep = in_flight_.finished();
   batch_pending_ = false;
   if (!is_open()) return;
   read_batch_done();

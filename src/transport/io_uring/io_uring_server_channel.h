@@ -28,6 +28,7 @@ class IoUringServerChannel final : public Channel, private IoUringBatchEnd {
 
  private:
   void on_accept(int result, unsigned flags);
+  void request_batch_end();
   void on_batch_end() override;
   bool accepting() const noexcept { return want_read_ && !paused_ && is_open() && fd_ >= 0; }
   void arm_accept();

@@ -86,10 +86,7 @@ void IoUringSocketChannel::on_receive(int result, unsigned flags) {
   if (result == 0) {
     if (reading()) {
       eof_in_batch_ = true;
-      if (!batch_pending_) {
-        batch_pending_ = true;
-        driver_->at_batch_end(shared_from_this(), this);
-      }
+      request_batch_end();
     } else if (is_open() && !input_shutdown_) {
       eof_parked_ = true;
     }
@@ -109,10 +106,7 @@ void IoUringSocketChannel::deliver(ByteBuf data) {
     parked_.push_back(std::move(data));
     return;
   }
-  if (!batch_pending_) {
-    batch_pending_ = true;
-    driver_->at_batch_end(shared_from_this(), this);
-  }
+  request_batch_end();
   ++batch_reads_;
   pipeline().fire_read(std::move(data));
 }
@@ -147,7 +141,15 @@ void IoUringSocketChannel::deliver_parked() {
   if (reading()) arm_receive();
 }
 
+void IoUringSocketChannel::request_batch_end() {
+  if (batch_pending_) return;
+  batch_pending_ = true;
+  in_flight_.started(*this);  // no reference count touched while an operation already holds one
+  driver_->at_batch_end(this);
+}
+
 void IoUringSocketChannel::on_batch_end() {
+  ChannelPtr keep = in_flight_.finished();
   batch_pending_ = false;
   const bool any = std::exchange(batch_reads_, 0) > 0;
   if (!is_open()) return;

@@ -33,6 +33,7 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   void on_receive(int result, unsigned flags);
   void on_send(int result, unsigned flags);
   void on_connect(int result, unsigned flags);
+  void request_batch_end();
   void on_batch_end() override;
 
   bool reading() const noexcept { return want_read_ && is_open() && !input_shutdown_; }
