@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -106,6 +110,29 @@ TEST(IoUringTransportDeathTest, WhenTheKernelRefusesTheTransportRunsOnEpoll) {
         std::_Exit(client.round_trip("over epoll") ? 0 : 4);
       },
       ::testing::ExitedWithCode(0), "io_uring unavailable .*WEFT_IO_URING.*runs on epoll");
+}
+
+// The kernel tells every task that used a ring when the ring goes away, with a signal-like
+// notification that makes a blocking call with a timeout fail with EINTR. The thread that makes a group
+// (the application's) must not be one of those tasks.
+TEST(IoUringTransportTest, MakingAndDestroyingGroupsDoesNotInterruptTheCallersBlockingCalls) {
+  SKIP_WITHOUT_IO_URING();
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  timeval timeout{0, 200'000};
+  ASSERT_EQ(::setsockopt(pair[0], SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout), 0);
+  for (int i = 0; i < 5; ++i) {
+    {
+      IoUringTransport transport;
+      EventLoopGroup group(transport, 2);
+    }
+    char byte;
+    errno = 0;
+    EXPECT_EQ(::recv(pair[0], &byte, 1, 0), -1);
+    EXPECT_EQ(errno, EAGAIN) << "round " << i << ": " << std::strerror(errno);
+  }
+  ::close(pair[0]);
+  ::close(pair[1]);
 }
 
 TEST(IoUringTransportTest, AReceiveBufferRingFarSmallerThanTheTrafficStillDeliversEveryByteInOrder) {

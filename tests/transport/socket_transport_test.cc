@@ -111,6 +111,67 @@ TEST_P(SocketTransportTest, BindingAPortInUseFailsWithTheErrno) {
   first->close().wait();
 }
 
+// Writes small messages while the channel is writable, flushes once, and does it again from every
+// writability event, as a streaming producer does (weft-load stream). With a peer that reads as fast as it is written to, a send
+// makes the channel writable inside the flush that a writability event started: the flush must not
+// recurse into itself (it once did on epoll, one stack frame per 64 KiB, until the stack overflowed).
+class StreamingProducer final : public InboundHandler<ByteBuf> {
+ public:
+  static constexpr std::size_t kMessage = 4096;
+  explicit StreamingProducer(std::size_t total) : total_(total) {}
+  void channel_active(Context& ctx) override {
+    pump(ctx);
+    ctx.fire_channel_active();
+  }
+  void channel_read(Context&, ByteBuf&&) override {}
+  void writability_changed(Context& ctx) override {
+    if (ctx.channel().is_writable()) pump(ctx);
+    ctx.fire_writability_changed();
+  }
+
+ private:
+  void pump(Context& ctx) {
+    while (ctx.channel().is_writable() && sent_ < total_) {
+      ByteBuf message = ctx.allocator().buffer(kMessage);
+      message.write_zero(kMessage);
+      sent_ += kMessage;
+      ctx.write(std::move(message));
+    }
+    ctx.flush();
+    if (sent_ >= total_ && !closing_) {
+      closing_ = true;
+      ctx.channel().close_after_flush();
+    }
+  }
+  std::size_t total_;
+  std::size_t sent_ = 0;
+  bool closing_ = false;
+};
+
+TEST_P(SocketTransportTest, AProducerThatWritesFromWritabilityEventsToAFastReaderDoesNotRecurse) {
+  static constexpr std::size_t kTotal = std::size_t{512} << 20;
+  EventLoopGroup group(transport(), loops(1, 2));
+  ServerBootstrap b;
+  b.group(group).child_handler(
+      [](Channel& ch) { ch.pipeline().add_last("producer", std::make_shared<StreamingProducer>(kTotal)); });
+  ChannelPtr server = b.bind(SocketAddress::loopback(0)).get();
+  int fd = blocking_connect(server->local_address().port());
+  ASSERT_GE(fd, 0);
+  std::vector<char> sink(1 << 20);
+  std::size_t received = 0;
+  for (;;) {
+    ssize_t n = ::recv(fd, sink.data(), sink.size(), 0);
+    if (n <= 0) {
+      EXPECT_EQ(n, 0) << "errno " << errno;
+      break;
+    }
+    received += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  EXPECT_EQ(received, kTotal);
+  server->close().wait();
+}
+
 TEST(EpollTransportTest, GroupOfBasicLoopsIsRejectedWithAClearError) {
   EventLoopGroup group(basic_driver_factory(), 1);
   ServerBootstrap b;

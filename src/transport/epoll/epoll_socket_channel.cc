@@ -176,6 +176,14 @@ void EpollSocketChannel::do_flush() {
 }
 
 void EpollSocketChannel::write_out() {
+  // Re-entered when a handler writes and flushes from the writability event that a send below fires:
+  // the loop below sends what it queued. Recursing instead grows the stack by one frame per send.
+  if (writing_) return;
+  writing_ = true;
+  struct ClearOnExit {
+    bool& flag;
+    ~ClearOnExit() { flag = false; }
+  } clear{writing_};
   iovec iov[kMaxIovecs];
   for (int spins = config().write_spin_count; outbound().has_flushed(); --spins) {
     if (spins == 0) {

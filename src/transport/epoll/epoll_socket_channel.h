@@ -40,6 +40,7 @@ class EpollSocketChannel final : public Channel, private EpollHandle {
   bool in_epoll_ = false;
   bool want_read_ = false;
   bool waiting_writable_ = false;
+  bool writing_ = false;  // inside write_out()
   bool input_shutdown_ = false;
   bool hangup_parked_ = false;  // peer hung up while we were not reading
   bool connecting_ = false;

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <exception>
+#include <thread>
 
 #include "weft/buffer/pooled_byte_buf_allocator.h"
 #include "weft/core/error.h"
@@ -25,8 +27,20 @@ IoUringDriver::IoUringDriver(const IoUringOptions& options) : options_(options) 
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) throw IoError(errno, "eventfd");
   try {
-    create_ring();
-    provide_buffers();
+    // On a thread of its own: the kernel notifies every task that touched a ring when the ring goes
+    // away, and that notification makes a blocking call with a timeout fail with EINTR. The caller's
+    // thread (the application's) must not be one of them; the loop thread, which submits, is.
+    std::exception_ptr failure;
+    std::thread setup([&] {
+      try {
+        create_ring();
+        provide_buffers();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    });
+    setup.join();
+    if (failure) std::rethrow_exception(failure);
   } catch (...) {
     if (ring_ready_) io_uring_queue_exit(&ring_);
     if (buffer_ring_ != nullptr) ::munmap(buffer_ring_, buffer_ring_bytes_);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -58,7 +59,9 @@ Probe probe_kernel() {
 
 const Probe& kernel_probe() {
   static const Probe probe = [] {
-    Probe p = probe_kernel();
+    Probe p;
+    // On a thread of its own, for the reason IoUringDriver makes its ring on one (see there).
+    std::thread([&p] { p = probe_kernel(); }).join();
     if (!p.available) log(LogLevel::warn, "io_uring unavailable ({}); the io_uring transport runs on epoll", p.reason);
     return p;
   }();
