@@ -32,8 +32,10 @@ struct IoUringOptions {
   // Completion queue entries per loop (the kernel rounds up to a power of two).
   unsigned completion_entries = 16384;
   // Receive buffers provided to the kernel per loop: count (a power of two, at most 32768) and size.
-  // A completion carries at most buffer_size bytes; count * size is the loop's receive memory.
-  unsigned buffer_count = 512;
+  // A completion carries at most buffer_size bytes; count * size is the loop's receive memory. The
+  // kernel takes them in ring order, so a smaller ring stays warmer in the cache (measured: a 4 KiB
+  // message stream costs 1.3-1.5 us per message with 32-128 buffers, 1.9-2.0 us with 512).
+  unsigned buffer_count = 128;
   std::size_t buffer_size = 16 * 1024;
   // IORING_SETUP_SINGLE_ISSUER and IORING_SETUP_DEFER_TASKRUN: completions are processed only when the
   // loop asks, on its own thread (no interrupting task work). Turned off when the kernel refuses them.
