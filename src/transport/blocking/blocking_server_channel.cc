@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "../epoll/socket_ops.h"
+#include "../socket/socket_ops.h"
 #include "blocking_socket_ops.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/core/error.h"
@@ -34,9 +34,7 @@ void BlockingServerChannel::do_bind(const SocketAddress& local, Promise<void> pr
   }
   try {
     fd_ = blocking_ops::open_blocking_stream_socket(local.family());
-    socket_ops::apply_server_options(fd_, config());
-    if (::bind(fd_, local.raw(), local.length()) != 0) throw IoError(errno, fmt::format("bind {}", local.to_string()));
-    if (::listen(fd_, config().backlog) != 0) throw IoError(errno, fmt::format("listen on {}", local.to_string()));
+    socket_ops::bind_and_listen(fd_, local, config());
   } catch (...) {
     promise.set_error(std::current_exception());
     close_now();

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "../epoll/socket_ops.h"
+#include "../socket/socket_ops.h"
 #include "blocking_socket_ops.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/events.h"

@@ -1,5 +1,5 @@
 #pragma once
-// Socket calls of the blocking transport (the shared ones are in ../epoll/socket_ops.h).
+// Socket calls of the blocking transport (the shared ones are in ../socket/socket_ops.h).
 
 #include "weft/core/clock.h"
 

@@ -8,7 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "socket_ops.h"
+#include "../socket/descriptor_reserve.h"
+#include "../socket/socket_ops.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
@@ -18,8 +19,6 @@ namespace {
 
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 
-int open_reserved_fd() noexcept { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
-
 }  // namespace
 
 EpollServerChannel::EpollServerChannel(EventLoop& loop, const ChannelConfig& config)
@@ -27,7 +26,6 @@ EpollServerChannel::EpollServerChannel(EventLoop& loop, const ChannelConfig& con
 
 EpollServerChannel::~EpollServerChannel() {
   if (fd_ >= 0) ::close(fd_);
-  if (reserved_fd_ >= 0) ::close(reserved_fd_);
 }
 
 void EpollServerChannel::do_register() {
@@ -45,16 +43,14 @@ void EpollServerChannel::do_bind(const SocketAddress& local, Promise<void> promi
   }
   try {
     fd_ = socket_ops::open_stream_socket(local.family());
-    socket_ops::apply_server_options(fd_, config());
-    if (::bind(fd_, local.raw(), local.length()) != 0) throw IoError(errno, fmt::format("bind {}", local.to_string()));
-    if (::listen(fd_, config().backlog) != 0) throw IoError(errno, fmt::format("listen on {}", local.to_string()));
+    socket_ops::bind_and_listen(fd_, local, config());
     driver_->add(fd_, 0, this);
   } catch (...) {
     promise.set_error(std::current_exception());
     close_now();
     return;
   }
-  reserved_fd_ = open_reserved_fd();
+  reserve_.refill();
   activate(socket_ops::local_address(fd_), SocketAddress());  // addresses are set before the future completes
   promise.set_value();
 }
@@ -107,7 +103,9 @@ void EpollServerChannel::accept_all() {
     if (err == EMFILE || err == ENFILE) {
       // accept4 reports EMFILE before it looks at the queue, so it says nothing about whether a
       // connection is waiting: only a shed that found one may loop again, or the loop spins here.
-      if (shed_one_connection()) continue;
+      DescriptorReserve::Shed shed = reserve_.shed_one(fd_, local_address(), loop().now());
+      if (shed == DescriptorReserve::Shed::one) continue;
+      if (shed == DescriptorReserve::Shed::no_reserve) pause_accepting();  // back off instead of busy looping
       break;
     }
     // ENOBUFS, ENOMEM, EPERM...: report and back off instead of spinning on a level-triggered event.
@@ -119,33 +117,13 @@ void EpollServerChannel::accept_all() {
   if (accepted > 0 && is_open()) pipeline().fire_read_complete();
 }
 
-bool EpollServerChannel::shed_one_connection() {
-  // Out of descriptors: the pending connection would keep the listening socket readable forever.
-  // Free the reserved descriptor, accept the connection, close it, and take the reserve back.
-  TimePoint now = loop().now();
-  if (now - last_exhaustion_log_ >= std::chrono::seconds(1)) {
-    last_exhaustion_log_ = now;
-    log(LogLevel::warn, "server {}: out of file descriptors; refusing new connections", local_address().to_string());
-  }
-  if (reserved_fd_ >= 0) {
-    ::close(reserved_fd_);
-    reserved_fd_ = -1;
-    int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd >= 0) ::close(fd);
-    reserved_fd_ = open_reserved_fd();
-    if (reserved_fd_ >= 0) return fd >= 0;
-  }
-  pause_accepting();  // no reserve left: back off instead of busy looping
-  return false;
-}
-
 void EpollServerChannel::pause_accepting() {
   if (paused_) return;
   paused_ = true;
   update_interest();
   loop().schedule(kAcceptPause, [self = shared_from_this(), this] {
     paused_ = false;
-    if (reserved_fd_ < 0) reserved_fd_ = open_reserved_fd();
+    reserve_.refill();
     if (is_open()) update_interest();
   });
 }
@@ -156,10 +134,7 @@ void EpollServerChannel::do_close() {
     ::close(fd_);
     fd_ = -1;
   }
-  if (reserved_fd_ >= 0) {
-    ::close(reserved_fd_);
-    reserved_fd_ = -1;
-  }
+  reserve_.release();
 }
 
 }  // namespace weft

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "../socket/descriptor_reserve.h"
 #include "epoll_driver.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/transport.h"
@@ -28,17 +29,15 @@ class EpollServerChannel final : public Channel, private EpollHandle {
  private:
   void on_epoll_events(std::uint32_t events) override;
   void accept_all();
-  bool shed_one_connection();  // true when a waiting connection was accepted and closed
   void pause_accepting();
   void update_interest();
 
   int fd_ = -1;
-  int reserved_fd_ = -1;  // given up to accept-and-close one connection when out of descriptors
+  DescriptorReserve reserve_;
   EpollDriver* driver_ = nullptr;
   bool want_read_ = false;
   bool paused_ = false;
   std::uint32_t interest_ = 0;
-  TimePoint last_exhaustion_log_{};
 };
 
 }  // namespace weft

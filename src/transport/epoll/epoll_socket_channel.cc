@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "socket_ops.h"
+#include "../socket/socket_ops.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/buffer/pooled_byte_buf_allocator.h"
 #include "weft/channel/events.h"

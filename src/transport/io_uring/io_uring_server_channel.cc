@@ -1,6 +1,5 @@
 #include "io_uring_server_channel.h"
 
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -8,7 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "../epoll/socket_ops.h"
+#include "../socket/descriptor_reserve.h"
+#include "../socket/socket_ops.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
@@ -18,8 +18,6 @@ namespace {
 
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 
-int open_reserved_fd() noexcept { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
-
 }  // namespace
 
 IoUringServerChannel::IoUringServerChannel(EventLoop& loop, const ChannelConfig& config)
@@ -27,7 +25,6 @@ IoUringServerChannel::IoUringServerChannel(EventLoop& loop, const ChannelConfig&
 
 IoUringServerChannel::~IoUringServerChannel() {
   if (fd_ >= 0) ::close(fd_);
-  if (reserved_fd_ >= 0) ::close(reserved_fd_);
 }
 
 void IoUringServerChannel::do_register() {
@@ -46,15 +43,13 @@ void IoUringServerChannel::do_bind(const SocketAddress& local, Promise<void> pro
   }
   try {
     fd_ = socket_ops::open_stream_socket(local.family());
-    socket_ops::apply_server_options(fd_, config());
-    if (::bind(fd_, local.raw(), local.length()) != 0) throw IoError(errno, fmt::format("bind {}", local.to_string()));
-    if (::listen(fd_, config().backlog) != 0) throw IoError(errno, fmt::format("listen on {}", local.to_string()));
+    socket_ops::bind_and_listen(fd_, local, config());
   } catch (...) {
     promise.set_error(std::current_exception());
     close_now();
     return;
   }
-  reserved_fd_ = open_reserved_fd();
+  reserve_.refill();
   activate(socket_ops::local_address(fd_), SocketAddress());  // addresses are set before the future completes
   promise.set_value();
 }
@@ -99,7 +94,9 @@ void IoUringServerChannel::on_accept(int result, unsigned flags) {
   } else if (result == -EMFILE || result == -ENFILE) {
     // The kernel fails an accept for want of a descriptor before it looks at the queue, so re-arming
     // at once would fail again at once: shed a waiting connection, or pause.
-    if (is_open() && !shed_one_connection()) pause_accepting();
+    if (is_open() && reserve_.shed_one(fd_, local_address(), loop().now()) != DescriptorReserve::Shed::one) {
+      pause_accepting();
+    }
   } else if (result != -ECANCELED && result != -EINTR && result != -ECONNABORTED && result != -EAGAIN) {
     // ENOBUFS, ENOMEM, EPERM...: report and back off.
     if (is_open()) {
@@ -153,21 +150,6 @@ void IoUringServerChannel::on_batch_end() {
   pipeline().fire_read_complete();
 }
 
-bool IoUringServerChannel::shed_one_connection() {
-  TimePoint now = loop().now();
-  if (now - last_exhaustion_log_ >= std::chrono::seconds(1)) {
-    last_exhaustion_log_ = now;
-    log(LogLevel::warn, "server {}: out of file descriptors; refusing new connections", local_address().to_string());
-  }
-  if (reserved_fd_ < 0) return false;
-  ::close(reserved_fd_);
-  reserved_fd_ = -1;
-  int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);  // the listening socket is non-blocking
-  if (fd >= 0) ::close(fd);
-  reserved_fd_ = open_reserved_fd();
-  return fd >= 0 && reserved_fd_ >= 0;
-}
-
 void IoUringServerChannel::pause_accepting() {
   if (paused_) return;
   paused_ = true;
@@ -177,7 +159,7 @@ void IoUringServerChannel::pause_accepting() {
   }
   loop().schedule(kAcceptPause, [self = shared_from_this(), this] {
     paused_ = false;
-    if (reserved_fd_ < 0) reserved_fd_ = open_reserved_fd();
+    reserve_.refill();
     arm_accept();
   });
 }
@@ -192,10 +174,7 @@ void IoUringServerChannel::do_close() {
     ::close(fd_);
     fd_ = -1;
   }
-  if (reserved_fd_ >= 0) {
-    ::close(reserved_fd_);
-    reserved_fd_ = -1;
-  }
+  reserve_.release();
 }
 
 }  // namespace weft

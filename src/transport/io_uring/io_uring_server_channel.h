@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "../socket/descriptor_reserve.h"
 #include "io_uring_driver.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/transport.h"
@@ -34,11 +35,10 @@ class IoUringServerChannel final : public Channel, private IoUringBatchEnd {
   void arm_accept();
   void deliver(AcceptedSocket socket);
   void deliver_parked();
-  bool shed_one_connection();  // true when a waiting connection was accepted and closed
   void pause_accepting();
 
   int fd_ = -1;
-  int reserved_fd_ = -1;  // given up to accept-and-close one connection when out of descriptors
+  DescriptorReserve reserve_;
   IoUringDriver* driver_ = nullptr;
   InFlightGuard in_flight_;
   MemberOp<IoUringServerChannel, &IoUringServerChannel::on_accept> accept_op_{*this};
@@ -48,7 +48,6 @@ class IoUringServerChannel final : public Channel, private IoUringBatchEnd {
   bool paused_ = false;
   bool batch_pending_ = false;
   std::vector<AcceptedSocket> parked_;  // accepted while not reading (after a stop, before its cancel landed)
-  TimePoint last_exhaustion_log_{};
 };
 
 }  // namespace weft

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "../epoll/socket_ops.h"
+#include "../socket/socket_ops.h"
 #include "weft/buffer/pooled_byte_buf_allocator.h"
 #include "weft/channel/events.h"
 #include "weft/core/error.h"

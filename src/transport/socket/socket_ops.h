@@ -1,5 +1,5 @@
 #pragma once
-// Small wrappers over socket system calls shared by the epoll and io_uring channels.
+// Small wrappers over socket system calls shared by the transports' channels.
 
 #include "weft/channel/channel_config.h"
 #include "weft/channel/socket_address.h"
@@ -14,6 +14,9 @@ void set_blocking(int fd);
 void apply_connection_options(int fd, const ChannelConfig& config);
 // Options of a listening socket from `config`. Throws IoError.
 void apply_server_options(int fd, const ChannelConfig& config);
+// Applies `config`'s server options to `fd`, binds it to `local` and listens. Throws IoError naming the
+// address.
+void bind_and_listen(int fd, const SocketAddress& local, const ChannelConfig& config);
 SocketAddress local_address(int fd) noexcept;
 SocketAddress peer_address(int fd) noexcept;
 // The pending error of a socket (SO_ERROR), 0 if none.

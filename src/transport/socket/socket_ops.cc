@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include <fmt/format.h>
+
 #include "weft/core/error.h"
 
 namespace weft::socket_ops {
@@ -45,6 +47,12 @@ void apply_server_options(int fd, const ChannelConfig& config) {
   if (config.receive_buffer_size > 0) {
     set_int(fd, SOL_SOCKET, SO_RCVBUF, config.receive_buffer_size, "setsockopt(SO_RCVBUF)");
   }
+}
+
+void bind_and_listen(int fd, const SocketAddress& local, const ChannelConfig& config) {
+  apply_server_options(fd, config);
+  if (::bind(fd, local.raw(), local.length()) != 0) throw IoError(errno, fmt::format("bind {}", local.to_string()));
+  if (::listen(fd, config.backlog) != 0) throw IoError(errno, fmt::format("listen on {}", local.to_string()));
 }
 
 SocketAddress local_address(int fd) noexcept {
