@@ -109,7 +109,7 @@ void IoUringServerChannel::on_accept(int result, unsigned flags) {
 
 void IoUringServerChannel::deliver(AcceptedSocket socket) {
   if (!is_open()) return;  // the socket closes its descriptor
-  if (!want_read_ || !auto_read_or_requested()) {
+  if (!want_read_ || !auto_read_or_requested() || !parked_.empty()) {  // behind anything parked earlier
     parked_.push_back(std::move(socket));
     return;
   }

@@ -84,7 +84,7 @@ void IoUringSocketChannel::on_receive(int result, unsigned flags) {
     if (result > 0) deliver(std::move(data));
   }
   if (result == 0) {
-    if (reading()) {
+    if (reading() && parked_.empty()) {
       eof_in_batch_ = true;
       request_batch_end();
     } else if (is_open() && !input_shutdown_) {
@@ -102,7 +102,8 @@ void IoUringSocketChannel::on_receive(int result, unsigned flags) {
 
 void IoUringSocketChannel::deliver(ByteBuf data) {
   if (!is_open() || input_shutdown_) return;
-  if (!want_read_ || !auto_read_or_requested()) {
+  // Parked while reading is off, and behind anything parked earlier (its delivery task may not have run).
+  if (!want_read_ || !auto_read_or_requested() || !parked_.empty()) {
     parked_.push_back(std::move(data));
     return;
   }
