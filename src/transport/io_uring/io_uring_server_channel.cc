@@ -92,10 +92,12 @@ void IoUringServerChannel::on_accept(int result, unsigned flags) {
   if (result >= 0) {
     deliver(AcceptedSocket(result, socket_ops::peer_address(result)));
   } else if (result == -EMFILE || result == -ENFILE) {
-    // The kernel fails an accept for want of a descriptor before it looks at the queue, so re-arming
-    // at once would fail again at once: shed a waiting connection, or pause.
-    if (is_open() && reserve_.shed_one(fd_, local_address(), loop().now()) != DescriptorReserve::Shed::one) {
-      pause_accepting();
+    // Shed once the accept has ended: while armed, the kernel could take the spare descriptor the
+    // moment the reserve frees it and let a connection through.
+    out_of_descriptors_ = true;
+    if (!last && !accept_cancelled_) {
+      driver_->cancel(accept_op_);
+      accept_cancelled_ = true;
     }
   } else if (result != -ECANCELED && result != -EINTR && result != -ECONNABORTED && result != -EAGAIN) {
     // ENOBUFS, ENOMEM, EPERM...: report and back off.
@@ -103,6 +105,11 @@ void IoUringServerChannel::on_accept(int result, unsigned flags) {
       pipeline().fire_exception(std::make_exception_ptr(IoError(-result, "accept")));
       pause_accepting();
     }
+  }
+  if (last && std::exchange(out_of_descriptors_, false) && is_open()) {
+    // The kernel fails an accept for want of a descriptor before it looks at the queue, so re-arming
+    // at once would fail again at once: shed a waiting connection and try again, or pause.
+    if (reserve_.shed_one(fd_, local_address(), loop().now()) != DescriptorReserve::Shed::one) pause_accepting();
   }
   if (last) arm_accept();
 }

@@ -46,6 +46,7 @@ class IoUringServerChannel final : public Channel, private IoUringBatchEnd {
   bool accept_armed_ = false;
   bool accept_cancelled_ = false;
   bool paused_ = false;
+  bool out_of_descriptors_ = false;  // an accept failed for want of a descriptor; shed when it ends
   bool batch_pending_ = false;
   std::vector<AcceptedSocket> parked_;  // accepted while not reading (after a stop, before its cancel landed)
 };
