@@ -117,10 +117,19 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Serialises a new {"message": ...} object into `buffer`; the view is valid until its next use.
-std::string_view json_body(rapidjson::StringBuffer& buffer) {
+// A JSON writer and its output, reused: a fresh rapidjson::Writer allocates its allocator and level
+// stack from the heap (two allocations per response, 6% of /json's instructions under callgrind).
+struct JsonOut {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer;
+};
+
+// Serialises a new {"message": ...} object into `out`; the view is valid until its next use.
+std::string_view json_body(JsonOut& out) {
+  rapidjson::StringBuffer& buffer = out.buffer;
+  rapidjson::Writer<rapidjson::StringBuffer>& writer = out.writer;
   buffer.Clear();
-  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.Reset(buffer);
   writer.StartObject();
   writer.Key("message");
   writer.String(kPlain.data(), static_cast<rapidjson::SizeType>(kPlain.size()));
@@ -128,8 +137,8 @@ std::string_view json_body(rapidjson::StringBuffer& buffer) {
   return {buffer.GetString(), buffer.GetSize()};
 }
 std::string_view json_body() {
-  thread_local rapidjson::StringBuffer buffer;
-  return json_body(buffer);
+  thread_local JsonOut out;
+  return json_body(out);
 }
 
 // Validated once; every response shares them.
@@ -167,7 +176,7 @@ std::shared_ptr<weft::http::Router> make_router(weft::EventLoopGroup& executors)
 // One coroutine per connection. The JSON buffer lives in the frame, so a response waiting for
 // writability keeps its body.
 weft::Task<> serve_connection(weft::Connection<HttpRequest>& c, weft::EventLoopGroup& executors, bool async_awaits) {
-  rapidjson::StringBuffer json;
+  JsonOut json;
   std::string async_body;
   for (;;) {
     HttpRequest request = co_await c.read();
