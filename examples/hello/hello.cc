@@ -147,7 +147,9 @@ const weft::http::HeaderBlock kJsonHeaders =
     weft::http::HeaderBlock().add("Server", "weft").add("Content-Type", "application/json");
 
 HttpResponse response(const weft::http::HeaderBlock& headers, std::string_view body) {
-  return std::move(HttpResponse(200).headers(headers).body_view(body));
+  HttpResponse r(200);
+  r.headers(headers).body_view(body);
+  return r;  // constructed in place: no move of the response's inline header space
 }
 
 // The -async routes' bodies, made on an executor thread while the caller blocks on the future:

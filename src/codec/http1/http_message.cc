@@ -1,5 +1,7 @@
 #include "weft/codec/http1/http_message.h"
 
+#include <cstring>
+
 #include <stdexcept>
 
 #include "char_scan.h"
@@ -48,6 +50,30 @@ void HttpResponse::append(std::string_view a, std::string_view b, std::string_vi
 HttpResponse& HttpResponse::body(ByteBuf bytes) & noexcept {
   body_ = std::move(bytes);
   body_view_ = {};
+  return *this;
+}
+
+HttpResponse::HttpResponse(HttpResponse&& other) noexcept
+    : status_(other.status_),
+      close_(other.close_),
+      shared_headers_(other.shared_headers_),
+      inline_size_(other.inline_size_),
+      overflow_(std::move(other.overflow_)),
+      body_(std::move(other.body_)),
+      body_view_(other.body_view_) {
+  std::memcpy(inline_.data(), other.inline_.data(), inline_size_);
+}
+
+HttpResponse& HttpResponse::operator=(HttpResponse&& other) noexcept {
+  if (this == &other) return *this;
+  status_ = other.status_;
+  close_ = other.close_;
+  shared_headers_ = other.shared_headers_;
+  inline_size_ = other.inline_size_;
+  std::memcpy(inline_.data(), other.inline_.data(), inline_size_);
+  overflow_ = std::move(other.overflow_);
+  body_ = std::move(other.body_);
+  body_view_ = other.body_view_;
   return *this;
 }
 

@@ -54,8 +54,9 @@ class HeaderBlock {
 class HttpResponse {
  public:
   explicit HttpResponse(int status = 200) noexcept : status_(status) {}
-  HttpResponse(HttpResponse&&) noexcept = default;
-  HttpResponse& operator=(HttpResponse&&) noexcept = default;
+  // Moves copy only the used part of the inline header space, not all of it.
+  HttpResponse(HttpResponse&& other) noexcept;
+  HttpResponse& operator=(HttpResponse&& other) noexcept;
 
   int status() const noexcept { return status_; }
   // Builder methods return the response as the same kind of reference they were called on, so that
