@@ -55,7 +55,9 @@ ChannelPtr start_server(EventLoopGroup& group, ProbeRegistry& probes, MakeHandle
 
 TEST_P(PeerBehaviourTest, ResetByPeerIsAnExceptionThenInactiveAndTheServerKeepsServing) {
   ProbeRegistry probes;  // outlives the group: the child initializer refers to it
-  EventLoopGroup group(transport(), loops(2, 4));
+  // Blocking: the listener, the reset channel, and each polite client's channel, which may still be
+  // closing (its thread has not seen the EOF yet) when the next client connects.
+  EventLoopGroup group(transport(), loops(2, 8));
   ChannelPtr server = start_server(group, probes, [] { return std::make_shared<test::BackpressureEcho>(); });
   const std::uint16_t port = server->local_address().port();
 
