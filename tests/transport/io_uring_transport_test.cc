@@ -192,7 +192,14 @@ TEST(IoUringTransportTest, BytesReceivedAfterReadingStoppedWaitAndArriveInOrderW
   ChannelPtr child = state->active.future().get();
   const std::string sent = pattern(4000, 3);
   ASSERT_TRUE(client.send_all(sent));
-  std::this_thread::sleep_for(150ms);
+  auto reads_reach = [&](int n) {
+    return test::eventually([&] {
+      std::lock_guard lock(state->mutex);
+      return state->reads >= n;
+    });
+  };
+  ASSERT_TRUE(reads_reach(1));
+  std::this_thread::sleep_for(150ms);  // time for reads that should not happen
   {
     std::lock_guard lock(state->mutex);
     EXPECT_EQ(state->reads, 1);
@@ -200,6 +207,7 @@ TEST(IoUringTransportTest, BytesReceivedAfterReadingStoppedWaitAndArriveInOrderW
   }
   // Resumed, the waiting bytes flow until the handler stops again (its third read), not past it.
   child->set_auto_read(true);
+  ASSERT_TRUE(reads_reach(3));
   std::this_thread::sleep_for(150ms);
   {
     std::lock_guard lock(state->mutex);
