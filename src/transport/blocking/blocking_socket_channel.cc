@@ -182,9 +182,7 @@ void BlockingSocketChannel::do_connect(const SocketAddress& remote, Promise<void
   if (interrupted) {
     promise.fail(ChannelClosedError("channel closed while connecting"));
   } else if (err == EINPROGRESS || err == EAGAIN) {
-    promise.fail(ConnectTimeoutError(
-        fmt::format("connect to {} timed out after {} ms", remote.to_string(),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(config().connect_timeout).count())));
+    promise.fail(socket_ops::connect_timed_out(remote, config().connect_timeout));
   } else {
     promise.fail(IoError(err, fmt::format("connect to {}", remote.to_string())));
   }

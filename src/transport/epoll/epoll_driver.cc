@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <fmt/format.h>
+
 #include "weft/core/error.h"
+#include "weft/core/event_loop.h"
 #include "weft/core/log.h"
 
 namespace weft {
@@ -33,6 +36,15 @@ EpollDriver::EpollDriver() : epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), event_fd
 EpollDriver::~EpollDriver() {
   ::close(event_fd_);
   ::close(epoll_fd_);
+}
+
+EpollDriver& EpollDriver::of(EventLoop& loop) {
+  auto* driver = dynamic_cast<EpollDriver*>(&loop.driver());
+  if (driver == nullptr) {
+    throw Error(fmt::format("an epoll channel cannot run on loop '{}': its group was not made by weft::epoll()",
+                            loop.name()));
+  }
+  return *driver;
 }
 
 void EpollDriver::poll(Duration timeout) {

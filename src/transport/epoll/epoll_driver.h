@@ -26,6 +26,9 @@ class EpollDriver final : public IoDriver {
   EpollDriver(const EpollDriver&) = delete;
   EpollDriver& operator=(const EpollDriver&) = delete;
 
+  // The driver of `loop`. Throws weft::Error naming the loop when its group was not made by weft::epoll().
+  static EpollDriver& of(EventLoop& loop);
+
   void poll(Duration timeout) override;
   void wakeup() noexcept override;
 

@@ -29,11 +29,7 @@ EpollServerChannel::~EpollServerChannel() {
 }
 
 void EpollServerChannel::do_register() {
-  driver_ = dynamic_cast<EpollDriver*>(&loop().driver());
-  if (driver_ == nullptr) {
-    throw Error(fmt::format("an epoll server channel cannot run on loop '{}': its group was not made by weft::epoll()",
-                            loop().name()));
-  }
+  driver_ = &EpollDriver::of(loop());
 }
 
 void EpollServerChannel::do_bind(const SocketAddress& local, Promise<void> promise) {

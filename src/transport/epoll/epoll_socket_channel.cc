@@ -21,15 +21,6 @@ namespace {
 constexpr int kMaxIovecs = 256;
 constexpr std::size_t kMaxBytesPerWrite = std::size_t{4} << 20;
 
-EpollDriver& epoll_driver_of(EventLoop& loop) {
-  auto* driver = dynamic_cast<EpollDriver*>(&loop.driver());
-  if (driver == nullptr) {
-    throw Error(fmt::format("an epoll channel cannot run on loop '{}': its group was not made by weft::epoll()",
-                            loop.name()));
-  }
-  return *driver;
-}
-
 }  // namespace
 
 EpollSocketChannel::EpollSocketChannel(EventLoop& loop, const ChannelConfig& config, int fd, SocketAddress remote)
@@ -44,7 +35,7 @@ EpollSocketChannel::~EpollSocketChannel() {
 }
 
 void EpollSocketChannel::do_register() {
-  driver_ = &epoll_driver_of(loop());
+  driver_ = &EpollDriver::of(loop());
   if (fd_ < 0) return;  // a client channel: connect() creates the socket
   socket_ops::apply_connection_options(fd_, config());
   attach_to_epoll(0);
@@ -265,10 +256,7 @@ void EpollSocketChannel::do_connect(const SocketAddress& remote, Promise<void> p
     connect_timer_ = 0;
     if (!connecting_) return;
     connecting_ = false;
-    connect_promise_.fail(ConnectTimeoutError(fmt::format("connect to {} timed out after {} ms", remote_.to_string(),
-                                                          std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                              config().connect_timeout)
-                                                              .count())));
+    connect_promise_.fail(socket_ops::connect_timed_out(remote_, config().connect_timeout));
     close_now();
   });
 }

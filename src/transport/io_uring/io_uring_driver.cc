@@ -10,8 +10,11 @@
 #include <exception>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "weft/buffer/pooled_byte_buf_allocator.h"
 #include "weft/core/error.h"
+#include "weft/core/event_loop.h"
 #include "weft/core/log.h"
 
 namespace weft {
@@ -107,6 +110,15 @@ void IoUringDriver::provide_buffers() {
                           static_cast<unsigned short>(id), static_cast<int>(buffer_mask_), static_cast<int>(id));
   }
   io_uring_buf_ring_advance(buffer_ring_, static_cast<int>(count));
+}
+
+IoUringDriver& IoUringDriver::of(EventLoop& loop) {
+  auto* driver = dynamic_cast<IoUringDriver*>(&loop.driver());
+  if (driver == nullptr) {
+    throw Error(fmt::format("an io_uring channel cannot run on loop '{}': its group was not made by weft::io_uring()",
+                            loop.name()));
+  }
+  return *driver;
 }
 
 void IoUringDriver::attach(EventLoop& /*loop*/) {

@@ -44,6 +44,9 @@ class IoUringDriver final : public IoDriver {
   IoUringDriver(const IoUringDriver&) = delete;
   IoUringDriver& operator=(const IoUringDriver&) = delete;
 
+  // The driver of `loop`. Throws weft::Error naming the loop when its group was not made by weft::io_uring().
+  static IoUringDriver& of(EventLoop& loop);
+
   void attach(EventLoop& loop) override;
   void poll(Duration timeout) override;
   void wakeup() noexcept override;

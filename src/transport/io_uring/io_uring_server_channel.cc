@@ -28,12 +28,7 @@ IoUringServerChannel::~IoUringServerChannel() {
 }
 
 void IoUringServerChannel::do_register() {
-  driver_ = dynamic_cast<IoUringDriver*>(&loop().driver());
-  if (driver_ == nullptr) {
-    throw Error(fmt::format(
-        "an io_uring server channel cannot run on loop '{}': its group was not made by weft::io_uring()",
-        loop().name()));
-  }
+  driver_ = &IoUringDriver::of(loop());
 }
 
 void IoUringServerChannel::do_bind(const SocketAddress& local, Promise<void> promise) {

@@ -18,15 +18,6 @@ namespace {
 
 constexpr std::size_t kMaxBytesPerSend = std::size_t{4} << 20;
 
-IoUringDriver& io_uring_driver_of(EventLoop& loop) {
-  auto* driver = dynamic_cast<IoUringDriver*>(&loop.driver());
-  if (driver == nullptr) {
-    throw Error(fmt::format("an io_uring channel cannot run on loop '{}': its group was not made by weft::io_uring()",
-                            loop.name()));
-  }
-  return *driver;
-}
-
 bool is_last(unsigned flags) noexcept { return (flags & IORING_CQE_F_MORE) == 0; }
 
 }  // namespace
@@ -39,7 +30,7 @@ IoUringSocketChannel::~IoUringSocketChannel() {
 }
 
 void IoUringSocketChannel::do_register() {
-  driver_ = &io_uring_driver_of(loop());
+  driver_ = &IoUringDriver::of(loop());
   if (fd_ < 0) return;  // a client channel: connect() creates the socket
   socket_ops::apply_connection_options(fd_, config());
   activate(socket_ops::local_address(fd_), remote_);
@@ -250,9 +241,7 @@ void IoUringSocketChannel::do_connect(const SocketAddress& remote, Promise<void>
     connect_timer_ = 0;
     if (!connecting_) return;
     connecting_ = false;
-    connect_promise_.fail(ConnectTimeoutError(fmt::format(
-        "connect to {} timed out after {} ms", remote_.to_string(),
-        std::chrono::duration_cast<std::chrono::milliseconds>(config().connect_timeout).count())));
+    connect_promise_.fail(socket_ops::connect_timed_out(remote_, config().connect_timeout));
     close_now();
   });
 }

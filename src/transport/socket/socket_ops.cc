@@ -55,6 +55,11 @@ void bind_and_listen(int fd, const SocketAddress& local, const ChannelConfig& co
   if (::listen(fd, config.backlog) != 0) throw IoError(errno, fmt::format("listen on {}", local.to_string()));
 }
 
+ConnectTimeoutError connect_timed_out(const SocketAddress& remote, Duration timeout) {
+  return ConnectTimeoutError(fmt::format("connect to {} timed out after {} ms", remote.to_string(),
+                                         std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+}
+
 SocketAddress local_address(int fd) noexcept {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

@@ -3,6 +3,8 @@
 
 #include "weft/channel/channel_config.h"
 #include "weft/channel/socket_address.h"
+#include "weft/core/clock.h"
+#include "weft/core/error.h"
 
 namespace weft::socket_ops {
 
@@ -17,6 +19,8 @@ void apply_server_options(int fd, const ChannelConfig& config);
 // Applies `config`'s server options to `fd`, binds it to `local` and listens. Throws IoError naming the
 // address.
 void bind_and_listen(int fd, const SocketAddress& local, const ChannelConfig& config);
+// The error a connect that did not finish within `timeout` fails with, naming the address and the limit.
+ConnectTimeoutError connect_timed_out(const SocketAddress& remote, Duration timeout);
 SocketAddress local_address(int fd) noexcept;
 SocketAddress peer_address(int fd) noexcept;
 // The pending error of a socket (SO_ERROR), 0 if none.
