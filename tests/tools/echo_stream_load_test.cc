@@ -11,7 +11,7 @@ namespace {
 TEST(EchoLoadTest, ThreadsSpreadOverPortsAndCompleteEveryRoundTrip) {
   test::TestServers servers;
   const auto port = servers.start_echo(3);
-  ASSERT_NE(port, 0);
+  ASSERT_NE(port, 0) << servers.last_error();
   EchoOptions o;
   o.target = "127.0.0.1:" + std::to_string(port) + "+3";
   o.threads = 12;
@@ -29,6 +29,7 @@ TEST(EchoLoadTest, ThreadsSpreadOverPortsAndCompleteEveryRoundTrip) {
 TEST(EchoLoadTest, MaxSecondsStopsARunThatCannotFinish) {
   test::TestServers servers;
   const auto port = servers.start_echo(1);
+  ASSERT_NE(port, 0) << servers.last_error();
   EchoOptions o;
   o.target = "127.0.0.1:" + std::to_string(port);
   o.threads = 2;
@@ -55,6 +56,7 @@ TEST(EchoLoadTest, TargetsAreParsed) {
 TEST(StreamLoadTest, MessagesGoBothWaysThroughAnEchoServer) {
   test::TestServers servers;
   const auto port = servers.start_echo(1);
+  ASSERT_NE(port, 0) << servers.last_error();
   StreamOptions o;
   o.target = "127.0.0.1:" + std::to_string(port);
   o.connections = 2;

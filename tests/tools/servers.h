@@ -3,6 +3,7 @@
 // (the weft-hello plaintext route), a byte echo server on N ports. Stopped by their destructors.
 
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,16 +44,26 @@ class TestServers {
     }));
   }
 
-  // Echoes bytes on `count` consecutive ports; returns the first.
+  // Echoes bytes on `count` consecutive ports; returns the first, or 0 with last_error() saying why.
+  // The block is drawn below the kernel's ephemeral range (32768+ on Debian): a block drawn from it
+  // (bind to port 0, then the next ports) collides with the local ports of other tests' client
+  // connections, which Linux hands out right beside the ports it gives bind(0).
   std::uint16_t start_echo(int count) {
-    for (int attempt = 0; attempt < 50; ++attempt) {
-      const std::uint16_t first = start_one_echo(0);
+    std::mt19937 random(std::random_device{}());
+    std::uniform_int_distribution<int> base(20000, 32000 - count);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      const auto first = static_cast<std::uint16_t>(base(random));
+      const std::size_t before = servers_.size();
       bool all = true;
-      for (int i = 1; i < count && all; ++i) all = start_one_echo(static_cast<std::uint16_t>(first + i)) != 0;
+      for (int i = 0; i < count && all; ++i) all = start_one_echo(static_cast<std::uint16_t>(first + i)) != 0;
       if (all) return first;
+      for (std::size_t i = before; i < servers_.size(); ++i) servers_[i]->close().wait();
+      servers_.resize(before);
     }
     return 0;
   }
+
+  const std::string& last_error() const { return last_error_; }
 
  private:
   std::uint16_t start_one_echo(std::uint16_t port) {
@@ -64,7 +75,8 @@ class TestServers {
       auto server = b.bind(SocketAddress::loopback(port)).get();
       servers_.push_back(server);
       return server->local_address().port();
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      last_error_ = e.what();
       return 0;
     }
   }
@@ -77,6 +89,7 @@ class TestServers {
 
   EventLoopGroup loops_;
   std::vector<ChannelPtr> servers_;
+  std::string last_error_;
 };
 
 }  // namespace weft::load::test
