@@ -3,12 +3,12 @@
 # load generator's own CPU time per response is printed for both (server pinned to CPU 0, load to
 # CPU 1, the same connections and pipeline depth). Runs against nginx (when installed) and weft-hello.
 #
-#   scripts/check-load-vs-wrk.sh [PRESET=release] [SECONDS=3] [REPEATS=3]
+#   [CONNS=64] scripts/check-load-vs-wrk.sh [PRESET=release] [SECONDS=3] [REPEATS=3]
 #
 # Exit status 1 when a pair disagrees by more than 10% (medians of REPEATS alternating runs).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-preset=${1:-release} secs=${2:-3} repeats=${3:-3}
+preset=${1:-release} secs=${2:-3} repeats=${3:-3} conns=${CONNS:-64}
 bin=$root/build/$preset/bin
 peers=${WEFT_PEERS:-$root/../shared/peers}
 [ -x "$bin/weft-load" ] && [ -x "$bin/weft-hello" ] || { echo "build weft-load and weft-hello first (cmake --build build/$preset --target weft-load weft-hello)" >&2; exit 2; }
@@ -66,7 +66,7 @@ if command -v nginx >/dev/null && [ -x "$peers/serve-peer.sh" ]; then
 fi
 sleep 1
 for depth in 1 16; do
-  compare weft-hello "http://127.0.0.1:$port/plaintext" 64 "$depth"
-  [ -n "${nport:-}" ] && compare nginx "http://127.0.0.1:$nport/plaintext" 64 "$depth"
+  compare weft-hello "http://127.0.0.1:$port/plaintext" "$conns" "$depth"
+  [ -n "${nport:-}" ] && compare nginx "http://127.0.0.1:$nport/plaintext" "$conns" "$depth"
 done
 exit $status

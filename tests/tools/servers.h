@@ -2,6 +2,7 @@
 // Real servers for the weft-load tests, in process, on 127.0.0.1 ephemeral ports: an HTTP server
 // (the weft-hello plaintext route), a byte echo server on N ports. Stopped by their destructors.
 
+#include <atomic>
 #include <memory>
 #include <random>
 #include <string>
@@ -32,10 +33,12 @@ class TestServers {
     loops_.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(5)).wait();
   }
 
-  // Serves GET /plaintext ("Hello, World!") and 404 elsewhere; returns the port.
+  // Serves GET /plaintext ("Hello, World!") and 404 elsewhere; returns the port. served() counts
+  // the /plaintext responses written.
   std::uint16_t start_http() {
     auto router = std::make_shared<http::Router>();
-    router->get("/plaintext", [](Context& ctx, http::HttpRequest&) {
+    router->get("/plaintext", [this](Context& ctx, http::HttpRequest&) {
+      served_.fetch_add(1, std::memory_order_relaxed);
       ctx.write(http::HttpResponse(200).content_type("text/plain").body_view("Hello, World!"));
     });
     return bind(ServerBootstrap().group(loops_).child_option(option::tcp_nodelay, true).child_handler([router](Channel& ch) {
@@ -64,6 +67,7 @@ class TestServers {
   }
 
   const std::string& last_error() const { return last_error_; }
+  std::uint64_t served() const { return served_.load(std::memory_order_relaxed); }
 
  private:
   std::uint16_t start_one_echo(std::uint16_t port) {
@@ -90,6 +94,7 @@ class TestServers {
   EventLoopGroup loops_;
   std::vector<ChannelPtr> servers_;
   std::string last_error_;
+  std::atomic<std::uint64_t> served_{0};
 };
 
 }  // namespace weft::load::test
