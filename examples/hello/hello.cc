@@ -223,11 +223,11 @@ int main(int argc, char** argv) {
   weft::EventLoopGroup loops(transport, blocking ? options.max_connections : options.loops, "hello");
   std::optional<weft::EventLoopGroup> acceptor;
   if (blocking) acceptor.emplace(transport, 1, "hello-accept");
-  weft::EventLoopGroup executors(weft::basic_driver_factory(), options.async_threads, "hello-exec");
+  weft::EventLoopGroup executors(weft::executor_driver_factory(), options.async_threads, "hello-exec");
   std::optional<weft::ExecutorGroup> offload_group;
   if (options.mode == "offload") offload_group.emplace(hello::offload_options(options.offload_threads));
   std::optional<weft::EventLoopGroup> downstream_pool;
-  if (options.mode == "loop-async") downstream_pool.emplace(weft::basic_driver_factory(), options.offload_threads, "hello-down");
+  if (options.mode == "loop-async") downstream_pool.emplace(weft::executor_driver_factory(), options.offload_threads, "hello-down");
 
   auto router = make_router(executors);
   hello::add_downstream_route(*router, options.mode, downstream_pool ? &*downstream_pool : nullptr);

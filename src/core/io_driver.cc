@@ -1,16 +1,20 @@
 #include "weft/core/io_driver.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "weft/core/error.h"
+#include "weft/core/log.h"
 
 namespace weft {
 
-BasicDriver::BasicDriver() : event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+BasicDriver::BasicDriver(bool batch_scheduling)
+    : event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), batch_scheduling_(batch_scheduling) {
   if (event_fd_ < 0) throw IoError(errno, "eventfd");
 }
 
@@ -35,8 +39,21 @@ void BasicDriver::wakeup() noexcept {
   [[maybe_unused]] auto r = ::write(event_fd_, &one, sizeof one);
 }
 
+void BasicDriver::attach(EventLoop& /*loop*/) {
+  if (!batch_scheduling_ || ::sched_getscheduler(0) != SCHED_OTHER) return;
+  sched_param param{};
+  if (::sched_setscheduler(0, SCHED_BATCH, &param) != 0) {
+    log(LogLevel::debug, "executor thread stays SCHED_OTHER: sched_setscheduler: {}", std::strerror(errno));
+  }
+}
+
 IoDriverFactory& basic_driver_factory() {
   static BasicDriverFactory factory;
+  return factory;
+}
+
+IoDriverFactory& executor_driver_factory() {
+  static BasicDriverFactory factory(true);
   return factory;
 }
 

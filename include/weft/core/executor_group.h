@@ -33,6 +33,9 @@ class ExecutorGroup {
     std::string name = "weft-exec";
     std::size_t max_queued_bytes_per_channel = std::size_t{1} << 20;
     std::size_t max_queued_bytes = std::size_t{64} << 20;
+    // Executor threads run under SCHED_BATCH, so that waking one never preempts an event loop
+    // (see executor_driver_factory in weft/core/io_driver.h); false keeps SCHED_OTHER.
+    bool batch_scheduling = true;
   };
   // Bytes counted for each queued event, on top of a ByteBuf's readable bytes.
   static constexpr std::size_t kTaskOverhead = 64;

@@ -45,24 +45,40 @@ class IoDriverFactory {
 // A driver with no I/O: blocks on an eventfd. For executors and tests of the loop itself.
 class BasicDriver final : public IoDriver {
  public:
-  BasicDriver();
+  // batch_scheduling: the loop's thread runs under SCHED_BATCH (see executor_driver_factory).
+  explicit BasicDriver(bool batch_scheduling = false);
   ~BasicDriver() override;
   BasicDriver(const BasicDriver&) = delete;
   BasicDriver& operator=(const BasicDriver&) = delete;
   void poll(Duration timeout) override;
   void wakeup() noexcept override;
+  void attach(EventLoop& loop) override;
 
  private:
   int event_fd_;
+  bool batch_scheduling_;
 };
 
 class BasicDriverFactory final : public IoDriverFactory {
  public:
-  std::unique_ptr<IoDriver> create_driver() override { return std::make_unique<BasicDriver>(); }
-  std::string_view name() const noexcept override { return "basic"; }
+  explicit BasicDriverFactory(bool batch_scheduling = false) : batch_scheduling_(batch_scheduling) {}
+  std::unique_ptr<IoDriver> create_driver() override { return std::make_unique<BasicDriver>(batch_scheduling_); }
+  std::string_view name() const noexcept override { return batch_scheduling_ ? "executor" : "basic"; }
+
+ private:
+  bool batch_scheduling_;
 };
 
 // Process-wide factory of BasicDriver. Thread-safe.
 IoDriverFactory& basic_driver_factory();
+
+// Process-wide factory of BasicDriver for executor threads (ExecutorGroup's default): each loop's
+// thread switches itself from SCHED_OTHER to SCHED_BATCH, the Linux policy whose threads do not
+// preempt others when they wake. An event loop that hands work to a sleeping executor then finishes
+// its turn, and the executor runs what was handed over in one go, instead of preempting the loop
+// for every task (one context switch per offloaded request when both share a CPU). The policy only
+// changes wake-up preemption: an executor still gets its fair share of CPU at its nice level. A
+// thread under another policy (real-time, say) is left as it is. Thread-safe.
+IoDriverFactory& executor_driver_factory();
 
 }  // namespace weft
