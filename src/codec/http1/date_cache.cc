@@ -4,7 +4,7 @@
 
 namespace weft::http {
 
-std::string_view date_header_line() noexcept {
+DateLine current_date_line() noexcept {
   struct Cache {
     std::time_t second = -1;
     char line[64];
@@ -18,7 +18,7 @@ std::string_view date_header_line() noexcept {
     cache.size = std::strftime(cache.line, sizeof cache.line, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
     cache.second = now;
   }
-  return {cache.line, cache.size};
+  return {{cache.line, cache.size}, now};
 }
 
 }  // namespace weft::http

@@ -1,7 +1,7 @@
 #include "weft/codec/http1/http_message.h"
 
+#include <atomic>
 #include <cstring>
-
 #include <stdexcept>
 
 #include "char_scan.h"
@@ -20,9 +20,29 @@ void check_header(std::string_view name, std::string_view value) {
 
 }  // namespace
 
+namespace {
+std::atomic<std::uint64_t> g_next_header_block_id{1};
+}
+
+HeaderBlock::HeaderBlock(HeaderBlock&& other) noexcept : bytes_(std::move(other.bytes_)), id_(other.id_) {
+  other.bytes_.clear();
+  other.id_ = 0;
+}
+
+HeaderBlock& HeaderBlock::operator=(HeaderBlock&& other) noexcept {
+  if (this != &other) {
+    bytes_ = std::move(other.bytes_);
+    id_ = other.id_;
+    other.bytes_.clear();
+    other.id_ = 0;
+  }
+  return *this;
+}
+
 HeaderBlock& HeaderBlock::add(std::string_view name, std::string_view value) & {
   check_header(name, value);
   bytes_.append(name).append(": ").append(value).append("\r\n");
+  id_ = g_next_header_block_id.fetch_add(1, std::memory_order_relaxed);
   return *this;
 }
 

@@ -46,6 +46,39 @@ std::size_t format_content_length(char* out, std::size_t n) {
   return static_cast<std::size_t>(p - out);
 }
 
+enum class ConnectionLine : std::uint8_t { none, close, keep_alive };
+
+std::string_view connection_line_text(ConnectionLine line) {
+  switch (line) {
+    case ConnectionLine::close:
+      return "Connection: close\r\n";
+    case ConnectionLine::keep_alive:
+      return "Connection: keep-alive\r\n";
+    case ConnectionLine::none:
+      break;
+  }
+  return {};
+}
+
+// What a response head without per-response headers is made of. Equal keys, equal heads.
+struct HeadKey {
+  int status = -1;
+  std::uint64_t shared_block = 0;  // HeaderBlock::id()
+  std::time_t date_second = -1;
+  std::size_t body_size = 0;
+  ConnectionLine connection = ConnectionLine::none;
+  bool operator==(const HeadKey&) const = default;
+};
+
+// The last head of that kind encoded on this thread (each loop is a thread). The responses of a
+// route are alike, so most heads become one copy instead of formatting and six small copies.
+struct HeadCache {
+  HeadKey key;
+  std::size_t size = 0;  // 0: empty
+  char bytes[512];
+};
+thread_local HeadCache t_head_cache;
+
 void put_status_line(ByteBuf& out, int status) {
   char line[64];
   out.write_bytes(line, format_status_line(line, status));
@@ -187,35 +220,54 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   std::string_view headers = response.header_block();
   std::string_view body = response.body_bytes();
   const bool copy_body = body.size() < kCopyBodyBelow || !response.owned_body().has_storage();
-  // Everything but the body is written with one bounds check: the pieces are bounded.
-  char status_line[64];
-  std::size_t status_size = format_status_line(status_line, status);
-  char length_line[48];
-  std::size_t length_size = 0;
-  if (!interim && status != 204 && status != 304) length_size = format_content_length(length_line, body.size());
-  std::string_view connection = last ? std::string_view("Connection: close\r\n")
-                                     : (flags & kHttp10) ? std::string_view("Connection: keep-alive\r\n")
-                                                         : std::string_view();
-  std::string_view date = date_header_line();
-  const std::size_t head_size =
-      status_size + date.size() + shared.size() + headers.size() + length_size + connection.size() + 2 + (copy_body ? body.size() : 0);
-  if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max<std::size_t>(2048, head_size));
-  out_.ensure_writable(head_size);
-  char* w = reinterpret_cast<char*>(out_.write_ptr());
-  auto put_raw = [&w](const char* p, std::size_t n) {
-    if (n == 0) return;  // empty views may have a null data pointer
-    std::memcpy(w, p, n);
-    w += n;
-  };
-  put_raw(status_line, status_size);
-  put_raw(date.data(), date.size());
-  put_raw(shared.data(), shared.size());
-  put_raw(headers.data(), headers.size());
-  put_raw(length_line, length_size);
-  put_raw(connection.data(), connection.size());
-  put_raw("\r\n", 2);
-  if (copy_body) put_raw(body.data(), body.size());
-  out_.advance_writer(head_size);
+  const std::size_t body_copy = copy_body ? body.size() : 0;
+  const ConnectionLine connection = last ? ConnectionLine::close
+                                         : (flags & kHttp10) ? ConnectionLine::keep_alive : ConnectionLine::none;
+  const DateLine date = current_date_line();
+  const HeadKey key{status, response.shared_header_block_id(), date.second, body.size(), connection};
+  HeadCache& cache = t_head_cache;
+  const bool cacheable = headers.empty();  // per-response headers are not worth remembering
+  if (cacheable && cache.size != 0 && cache.key == key) {
+    if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max<std::size_t>(2048, cache.size + body_copy));
+    out_.ensure_writable(cache.size + body_copy);
+    char* w = reinterpret_cast<char*>(out_.write_ptr());
+    std::memcpy(w, cache.bytes, cache.size);
+    if (body_copy != 0) std::memcpy(w + cache.size, body.data(), body_copy);
+    out_.advance_writer(cache.size + body_copy);
+  } else {
+    // Everything but the body is written with one bounds check: the pieces are bounded.
+    char status_line[64];
+    std::size_t status_size = format_status_line(status_line, status);
+    char length_line[48];
+    std::size_t length_size = 0;
+    if (!interim && status != 204 && status != 304) length_size = format_content_length(length_line, body.size());
+    const std::string_view connection_line = connection_line_text(connection);
+    const std::size_t head_size =
+        status_size + date.line.size() + shared.size() + headers.size() + length_size + connection_line.size() + 2;
+    if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max<std::size_t>(2048, head_size + body_copy));
+    out_.ensure_writable(head_size + body_copy);
+    char* const head = reinterpret_cast<char*>(out_.write_ptr());
+    char* w = head;
+    auto put_raw = [&w](const char* p, std::size_t n) {
+      if (n == 0) return;  // empty views may have a null data pointer
+      std::memcpy(w, p, n);
+      w += n;
+    };
+    put_raw(status_line, status_size);
+    put_raw(date.line.data(), date.line.size());
+    put_raw(shared.data(), shared.size());
+    put_raw(headers.data(), headers.size());
+    put_raw(length_line, length_size);
+    put_raw(connection_line.data(), connection_line.size());
+    put_raw("\r\n", 2);
+    put_raw(body.data(), body_copy);
+    out_.advance_writer(head_size + body_copy);
+    if (cacheable && head_size <= sizeof cache.bytes) {
+      std::memcpy(cache.bytes, head, head_size);
+      cache.size = head_size;
+      cache.key = key;
+    }
+  }
   if (!copy_body) {
     ctx.write(std::move(out_));
     ctx.write(std::move(response.owned_body()));

@@ -2,6 +2,7 @@
 // HttpRequest (what the server codec emits) and HttpResponse (what it takes).
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -39,13 +40,24 @@ class HttpRequest {
 //   static const HeaderBlock kText = HeaderBlock().add("Server", "weft").add("Content-Type", "text/plain");
 class HeaderBlock {
  public:
-  // Throws std::invalid_argument like HttpResponse::header.
+  HeaderBlock() = default;
+  HeaderBlock(const HeaderBlock&) = default;
+  HeaderBlock& operator=(const HeaderBlock&) = default;
+  // The moved-from block is left empty.
+  HeaderBlock(HeaderBlock&& other) noexcept;
+  HeaderBlock& operator=(HeaderBlock&& other) noexcept;
+
+  // Throws std::invalid_argument like HttpResponse::header. Not thread-safe.
   HeaderBlock& add(std::string_view name, std::string_view value) &;
   HeaderBlock&& add(std::string_view name, std::string_view value) && { return std::move(add(name, value)); }
   std::string_view bytes() const noexcept { return bytes_; }
+  // Names the content: equal ids, equal bytes (0 for an empty block). Every add() draws a new id,
+  // so the encoder can reuse a head it built from this block without comparing its bytes.
+  std::uint64_t id() const noexcept { return id_; }
 
  private:
   std::string bytes_;
+  std::uint64_t id_ = 0;
 };
 
 // A response. Headers are validated as they are added: a name that is not a token, or a value with
@@ -92,6 +104,7 @@ class HttpResponse {
   std::string_view shared_header_block() const noexcept {
     return shared_headers_ != nullptr ? shared_headers_->bytes() : std::string_view();
   }
+  std::uint64_t shared_header_block_id() const noexcept { return shared_headers_ != nullptr ? shared_headers_->id() : 0; }
   std::string_view body_bytes() const noexcept { return body_.has_storage() ? body_.view() : body_view_; }
   ByteBuf& owned_body() noexcept { return body_; }
   bool closes_connection() const noexcept { return close_; }
