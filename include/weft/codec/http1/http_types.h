@@ -57,7 +57,17 @@ struct Limits {
 // Reason phrase of a status code ("OK", "Not Found"...); "Unknown" for codes weft does not name.
 std::string_view reason_phrase(int status) noexcept;
 
-// ASCII case-insensitive comparison, for header names and tokens.
-bool iequals(std::string_view a, std::string_view b) noexcept;
+// ASCII case-insensitive comparison, for header names and tokens. Inline: the parser compares
+// names with short literals on every request.
+inline bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+    if (x == y) continue;
+    const auto lower = static_cast<unsigned char>(x | 0x20);
+    if (lower != (y | 0x20) || lower < 'a' || lower > 'z') return false;
+  }
+  return true;
+}
 
 }  // namespace weft::http
