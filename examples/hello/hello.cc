@@ -131,7 +131,8 @@ std::string_view json_body(JsonOut& out) {
   buffer.Clear();
   writer.Reset(buffer);
   writer.StartObject();
-  writer.Key("message");
+  constexpr std::string_view kKey = "message";
+  writer.Key(kKey.data(), static_cast<rapidjson::SizeType>(kKey.size()));
   writer.String(kPlain.data(), static_cast<rapidjson::SizeType>(kPlain.size()));
   writer.EndObject();
   return {buffer.GetString(), buffer.GetSize()};
