@@ -1,6 +1,7 @@
 #include "weft/codec/http1/server_codec.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 
@@ -70,14 +71,20 @@ struct HeadKey {
   bool operator==(const HeadKey&) const = default;
 };
 
-// The last head of that kind encoded on this thread (each loop is a thread). The responses of a
-// route are alike, so most heads become one copy instead of formatting and six small copies.
-struct HeadCache {
+// Heads encoded on this thread (each loop is a thread), a few slots chosen by key, so that routes
+// served in turn keep theirs. The responses of a route are alike, so most heads become one copy
+// instead of formatting and six small copies.
+struct CachedHead {
   HeadKey key;
   std::size_t size = 0;  // 0: empty
   char bytes[512];
 };
-thread_local HeadCache t_head_cache;
+thread_local std::array<CachedHead, 4> t_heads;
+
+CachedHead& cached_head_slot(const HeadKey& key) noexcept {
+  const auto hash = key.shared_block * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(key.status) ^ key.body_size;
+  return t_heads[(hash >> 32) % t_heads.size()];
+}
 
 void put_status_line(ByteBuf& out, int status) {
   char line[64];
@@ -225,7 +232,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
                                          : (flags & kHttp10) ? ConnectionLine::keep_alive : ConnectionLine::none;
   const DateLine date = current_date_line();
   const HeadKey key{status, response.shared_header_block_id(), date.second, body.size(), connection};
-  HeadCache& cache = t_head_cache;
+  CachedHead& cache = cached_head_slot(key);
   const bool cacheable = headers.empty();  // per-response headers are not worth remembering
   if (cacheable && cache.size != 0 && cache.key == key) {
     if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max<std::size_t>(2048, cache.size + body_copy));
