@@ -7,15 +7,16 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rounds=${1:-3} conns=${2:-256} bin=${3:-build/release/bin}
 peers=${WEFT_PEERS:-../shared/peers}
+source scripts/measure-lib.sh
 switches() { cat /proc/"$1"/task/*/status | awk '/ctxt_switches/{s+=$2} END{print s}'; }
 for _ in $(seq "$rounds"); do
   for mode in loop-async coroutine-async; do
-    port=$((20000 + RANDOM % 12000))
-    taskset -c 0 "$bin/weft-hello" --loops 1 --mode "$mode" --port "$port" >/dev/null 2>&1 & pid=$!
-    for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
-    "$peers/load.sh" "$pid" "$port" /json-async 1 "$conns" 2 >/dev/null  # warm-up
+    p=$(port)
+    taskset -c 0 "$bin/weft-hello" --loops 1 --mode "$mode" --port "$p" >/dev/null 2>&1 & pid=$!; pids+=($pid)
+    wait_port "$p"
+    "$peers/load.sh" "$pid" "$p" /json-async 1 "$conns" 2 >/dev/null  # warm-up
     c0=$(switches "$pid")
-    out=$("$peers/load.sh" "$pid" "$port" /json-async 1 "$conns" 4)
+    out=$("$peers/load.sh" "$pid" "$p" /json-async 1 "$conns" 4)
     c1=$(switches "$pid")
     rps=$(echo "$out" | sed -n 's/.*rps=\([0-9]*\).*/\1/p')
     printf '%-16s %s switches_per_req=%s\n' "$mode" "$out" "$(awk -v a="$c0" -v b="$c1" -v r="$rps" 'BEGIN{printf "%.2f", (b-a)/(r*4)}')"

@@ -6,12 +6,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs=${1:-3} bin=${2:-build/release/bin}
-# Ports below the ephemeral range: a client's TIME_WAIT sockets there would make the server's bind fail.
-port() { echo $((20000 + RANDOM % 5000)); }
+source scripts/measure-lib.sh
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 results=$(mktemp)
-trap 'rm -f "$results"' EXIT
+trap 'rm -f "$results"; kill "${pids[@]}" 2>/dev/null || true' EXIT
 echo_point() {  # transport -> server us per round trip
   local p; p=$(port)
   taskset -c 0 "$bin/weft-echo-server" --port "$p" --ports 10 --loops 1 --transport "$1" >/dev/null 2>&1 & local pid=$!

@@ -7,10 +7,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 secs=${1:-5} bin=${2:-build/release/bin}
 peers=../shared/peers
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; echo "nothing listens on $1" >&2; return 1; }
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+source scripts/measure-lib.sh
 measure() {  # pid port path depth conns -> "us_per_req rps"
   "$peers/load.sh" "$@" "$secs" | sed -n 's/.*rps=\([0-9]*\) server_us_per_req=\([0-9.]*\).*/\2 \1/p'
 }
