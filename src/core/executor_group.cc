@@ -14,7 +14,9 @@ ExecutorGroup::Options checked(ExecutorGroup::Options o) {
 }  // namespace
 
 ExecutorGroup::ExecutorGroup(Options options)
-    : options_(checked(std::move(options))), loops_(options_.batch_scheduling ? executor_driver_factory() : basic_driver_factory(), options_.threads, options_.name) {}
+    : options_(checked(std::move(options))),
+      loops_(options_.batch_scheduling ? executor_driver_factory() : basic_driver_factory(), options_.threads,
+             options_.name) {}
 
 void ExecutorGroup::add_queued(std::size_t n) noexcept {
   const std::size_t now = queued_.fetch_add(n, std::memory_order_acq_rel) + n;

@@ -18,11 +18,9 @@ void check_header(std::string_view name, std::string_view value) {
   }
 }
 
-}  // namespace
-
-namespace {
 std::atomic<std::uint64_t> g_next_header_block_id{1};
-}
+
+}  // namespace
 
 HeaderBlock::HeaderBlock(HeaderBlock&& other) noexcept : bytes_(std::move(other.bytes_)), id_(other.id_) {
   other.bytes_.clear();
