@@ -1,6 +1,7 @@
 #pragma once
-// Real servers for the weft-load tests, in process, on 127.0.0.1 ephemeral ports: an HTTP server
-// (the weft-hello plaintext route), a byte echo server on N ports. Stopped by their destructors.
+// Real servers for the weft-load tests, in process, on 127.0.0.1: an HTTP server (the weft-hello
+// plaintext route) on an ephemeral port, a byte echo server on N consecutive ports below the
+// ephemeral range. Stopped by their destructors.
 
 #include <atomic>
 #include <memory>
