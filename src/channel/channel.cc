@@ -24,11 +24,11 @@ std::string describe(const std::exception_ptr& error) {
 
 Channel::Channel(EventLoop& loop, ChannelConfig config, ByteBufAllocator& allocator)
     : loop_(loop),
-      id_(g_next_channel_id.fetch_add(1, std::memory_order_relaxed)),
-      config_(std::move(config)),
       allocator_(&allocator),
+      outbound_(config.write_buffer_low_water_mark, config.write_buffer_high_water_mark),
+      config_(std::move(config)),
       pipeline_(*this),
-      outbound_(config_.write_buffer_low_water_mark, config_.write_buffer_high_water_mark),
+      id_(g_next_channel_id.fetch_add(1, std::memory_order_relaxed)),
       close_promise_(&loop) {
   config_.validate();
 }

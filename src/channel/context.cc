@@ -28,12 +28,23 @@ std::size_t queued_size(MessageRef message) noexcept {
 
 }  // namespace
 
-Context::Context(Pipeline& pipeline, std::string name, Handler* handler, std::shared_ptr<Handler> owner)
-    : pipeline_(pipeline),
+Context::Context(Pipeline& pipeline, std::string name, Handler* handler, std::shared_ptr<Handler> owner, int slot)
+    : handler_(handler),
+      pipeline_(pipeline),
+      slot_(static_cast<std::int8_t>(slot)),
       name_(std::move(name)),
-      handler_(handler),
-      owner_(std::move(owner)),
-      types_(handler->message_types()) {}
+      owner_(std::move(owner)) {}
+
+void detail::ContextDeleter::operator()(Context* ctx) const noexcept {
+  if (ctx->slot_ < 0) {
+    delete ctx;
+    return;
+  }
+  Pipeline& pipeline = ctx->pipeline_;
+  const int slot = ctx->slot_;
+  ctx->~Context();
+  pipeline.free_slot(slot);
+}
 
 Channel& Context::channel() const noexcept { return pipeline_.channel(); }
 EventLoop& Context::loop() const noexcept { return pipeline_.channel().loop(); }

@@ -100,11 +100,11 @@ void Offload::to_loop(UniqueFunction<void()> task) {
   }
 }
 
-std::unique_ptr<Context> Offload::retire(std::unique_ptr<Context> ctx) {
+ContextPtr Offload::retire(ContextPtr ctx) {
   // The context, and the channel that keeps the pipeline it points into alive; both are freed on
   // the loop thread (or after it has finished), never while loop tasks may still use them.
   struct Retired {
-    std::unique_ptr<Context> ctx;
+    ContextPtr ctx;
     ChannelPtr keep;
     void free() noexcept {
       ctx.reset();

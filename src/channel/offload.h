@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "weft/channel/context.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/executor_group.h"
 #include "weft/core/unique_function.h"
@@ -38,7 +39,7 @@ class Offload : public std::enable_shared_from_this<Offload> {
   void to_loop(UniqueFunction<void()> task);
   // Loop thread. Runs handler_removed on the executor after every queued event, then frees the
   // context on the loop. Returns the context back when the executor has terminated.
-  std::unique_ptr<Context> retire(std::unique_ptr<Context> ctx);
+  ContextPtr retire(ContextPtr ctx);
 
  private:
   void after_task(std::size_t size);  // executor thread

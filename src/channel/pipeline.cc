@@ -13,54 +13,41 @@
 
 namespace weft {
 
-// The transport end of the pipeline: outbound operations reach the channel here.
-class HeadHandler final : public Handler {
- public:
-  explicit HeadHandler(Channel& channel) : channel_(channel) {}
-  void write_message(Context&, MessageRef message) override { channel_.head_write(message); }
-  void flush(Context&) override { channel_.head_flush(); }
-  void read(Context&) override { channel_.head_read(); }
-  void close(Context&, Promise<void> promise) override { channel_.head_close(std::move(promise)); }
-  void bind(Context&, const SocketAddress& local, Promise<void> promise) override {
-    channel_.do_bind(local, std::move(promise));
-  }
-  void connect(Context&, const SocketAddress& remote, Promise<void> promise) override {
-    channel_.do_connect(remote, std::move(promise));
-  }
+namespace detail {
 
- private:
-  Channel& channel_;
-};
+void PipelineHead::write_message(Context&, MessageRef message) { channel_.head_write(message); }
+void PipelineHead::flush(Context&) { channel_.head_flush(); }
+void PipelineHead::read(Context&) { channel_.head_read(); }
+void PipelineHead::close(Context&, Promise<void> promise) { channel_.head_close(std::move(promise)); }
+void PipelineHead::bind(Context&, const SocketAddress& local, Promise<void> promise) {
+  channel_.do_bind(local, std::move(promise));
+}
+void PipelineHead::connect(Context&, const SocketAddress& remote, Promise<void> promise) {
+  channel_.do_connect(remote, std::move(promise));
+}
 
-// The application end: whatever arrives here was not consumed by any handler.
-class TailHandler final : public Handler {
- public:
-  explicit TailHandler(Channel& channel) : channel_(channel) {}
-  void channel_active(Context&) override {}
-  void channel_inactive(Context&) override {}
-  void channel_read_complete(Context&) override {}
-  void user_event(Context&, const std::any&) override {}
-  void writability_changed(Context&) override {}
-  void exception_caught(Context&, std::exception_ptr error) override {
-    channel_.on_unhandled_exception(std::move(error));
-  }
-  void read_message(Context&, MessageRef message) override { channel_.on_unhandled_read(message); }
+void PipelineTail::exception_caught(Context&, std::exception_ptr error) {
+  channel_.on_unhandled_exception(std::move(error));
+}
+void PipelineTail::read_message(Context&, MessageRef message) { channel_.on_unhandled_read(message); }
 
- private:
-  Channel& channel_;
-};
+}  // namespace detail
 
 Pipeline::Pipeline(Channel& channel)
     : channel_(channel),
-      head_handler_(std::make_unique<HeadHandler>(channel)),
-      tail_handler_(std::make_unique<TailHandler>(channel)),
-      head_(*this, "head", head_handler_.get(), nullptr),
-      tail_(*this, "tail", tail_handler_.get(), nullptr) {
+      head_handler_(channel),
+      tail_handler_(channel),
+      head_(*this, "head", &head_handler_, nullptr),
+      tail_(*this, "tail", &tail_handler_, nullptr) {
   head_.next_ = &tail_;
   tail_.prev_ = &head_;
 }
 
-Pipeline::~Pipeline() = default;
+Pipeline::~Pipeline() {
+  // Contexts in inline slots give them back to this pipeline: free them while it is whole.
+  removed_.clear();
+  contexts_.clear();
+}
 
 void Pipeline::check_thread(const char* operation) const noexcept {
   if (channel_.registered_) channel_.loop().assert_in_loop(operation);
@@ -84,7 +71,7 @@ void Pipeline::check_name_free(std::string_view name) const {
   if (find(name) != nullptr) throw std::invalid_argument(fmt::format("duplicate handler name '{}'", name));
 }
 
-void Pipeline::link_after(Context& prev, std::unique_ptr<Context> ctx) {
+void Pipeline::link_after(Context& prev, ContextPtr ctx) {
   check_thread("Pipeline::add_*");
   Context& c = *ctx;
   c.prev_ = &prev;
@@ -136,25 +123,27 @@ void Pipeline::check_types() const {
   const std::type_info* current = channel_.inbound_message_type();
   const Context* emitter = &head_;
   for (const Context* c = head_.next_; c != &tail_; c = c->next_) {
-    const std::type_info* in = c->types_.inbound_in;
+    const MessageTypes types = c->handler_->message_types();
+    const std::type_info* in = types.inbound_in;
     if (is_any(in)) continue;
     if (current != nullptr && *current != *in) {
       throw PipelineTypeError(fmt::format("handler '{}' takes inbound {} but '{}' before it emits {}", c->name_,
                                           type_name(*in), emitter->name_, type_name(*current)));
     }
-    current = is_any(c->types_.inbound_out) ? nullptr : c->types_.inbound_out;
+    current = is_any(types.inbound_out) ? nullptr : types.inbound_out;
     emitter = c;
   }
   current = nullptr;
   emitter = nullptr;
   for (const Context* c = tail_.prev_; c != &head_; c = c->prev_) {
-    const std::type_info* in = c->types_.outbound_in;
+    const MessageTypes types = c->handler_->message_types();
+    const std::type_info* in = types.outbound_in;
     if (is_any(in)) continue;
     if (current != nullptr && *current != *in) {
       throw PipelineTypeError(fmt::format("handler '{}' takes outbound {} but '{}' after it writes {}", c->name_,
                                           type_name(*in), emitter->name_, type_name(*current)));
     }
-    current = is_any(c->types_.outbound_out) ? nullptr : c->types_.outbound_out;
+    current = is_any(types.outbound_out) ? nullptr : types.outbound_out;
     emitter = c;
   }
   const std::type_info* accepted = channel_.outbound_message_type();
@@ -164,11 +153,26 @@ void Pipeline::check_types() const {
   }
 }
 
-std::unique_ptr<Context> Pipeline::new_context(std::string name, std::shared_ptr<Handler> handler,
-                                               ExecutorGroup* executors) {
+ContextPtr Pipeline::new_context(std::string name, std::shared_ptr<Handler> handler, ExecutorGroup* executors) {
   if (!handler) throw std::invalid_argument(fmt::format("handler '{}' is null", name));
   Handler* raw = handler.get();
-  std::unique_ptr<Context> ctx(new Context(*this, std::move(name), raw, std::move(handler)));
+  // An offloaded context may outlive the pipeline (its executor frees it), so it lives on the heap.
+  int slot = -1;
+  if (executors == nullptr) {
+    for (int i = 0; i < kInlineContexts; ++i) {
+      if ((used_slots_ & (1u << i)) == 0) {
+        slot = i;
+        break;
+      }
+    }
+  }
+  ContextPtr ctx;
+  if (slot >= 0) {
+    ctx.reset(new (slots_[slot].bytes) Context(*this, std::move(name), raw, std::move(handler), slot));
+    used_slots_ |= static_cast<std::uint8_t>(1u << slot);
+  } else {
+    ctx.reset(new Context(*this, std::move(name), raw, std::move(handler)));
+  }
   if (executors != nullptr) {
     if (channel_.weak_from_this().expired()) {
       throw std::logic_error(fmt::format("handler '{}': executor offload needs a channel owned by a shared_ptr",
@@ -193,31 +197,27 @@ Pipeline& Pipeline::add_first(ExecutorGroup& executors, std::string name, std::s
 
 Pipeline& Pipeline::add_last(std::string name, std::shared_ptr<Handler> handler) {
   check_name_free(name);
-  Handler* raw = handler.get();
-  link_after(*tail_.prev_, std::unique_ptr<Context>(new Context(*this, std::move(name), raw, std::move(handler))));
+  link_after(*tail_.prev_, new_context(std::move(name), std::move(handler)));
   return *this;
 }
 
 Pipeline& Pipeline::add_first(std::string name, std::shared_ptr<Handler> handler) {
   check_name_free(name);
-  Handler* raw = handler.get();
-  link_after(head_, std::unique_ptr<Context>(new Context(*this, std::move(name), raw, std::move(handler))));
+  link_after(head_, new_context(std::move(name), std::move(handler)));
   return *this;
 }
 
 Pipeline& Pipeline::add_before(std::string_view base, std::string name, std::shared_ptr<Handler> handler) {
   Context& at = find_or_throw(base);
   check_name_free(name);
-  Handler* raw = handler.get();
-  link_after(*at.prev_, std::unique_ptr<Context>(new Context(*this, std::move(name), raw, std::move(handler))));
+  link_after(*at.prev_, new_context(std::move(name), std::move(handler)));
   return *this;
 }
 
 Pipeline& Pipeline::add_after(std::string_view base, std::string name, std::shared_ptr<Handler> handler) {
   Context& at = find_or_throw(base);
   check_name_free(name);
-  Handler* raw = handler.get();
-  link_after(at, std::unique_ptr<Context>(new Context(*this, std::move(name), raw, std::move(handler))));
+  link_after(at, new_context(std::move(name), std::move(handler)));
   return *this;
 }
 
@@ -230,7 +230,7 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
     // handler_removed runs on the executor after the events queued for it; the context is freed
     // on the loop after everything the handler posted back.
     auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
-    std::unique_ptr<Context> owned = std::move(*it);
+    ContextPtr owned = std::move(*it);
     contexts_.erase(it);
     std::shared_ptr<detail::Offload> offload = owned->offload_;
     if (auto back = offload->retire(std::move(owned))) {
@@ -269,10 +269,9 @@ std::shared_ptr<Handler> Pipeline::replace(std::string_view old_name, std::strin
   std::string old_copy(old_name);
   std::shared_ptr<Handler> removed = remove(old_copy);
   try {
-    Handler* raw = handler.get();
-    link_after(prev, std::unique_ptr<Context>(new Context(*this, std::move(new_name), raw, std::move(handler))));
+    link_after(prev, new_context(std::move(new_name), std::move(handler)));
   } catch (...) {
-    link_after(prev, std::unique_ptr<Context>(new Context(*this, std::move(old_copy), removed.get(), removed)));
+    link_after(prev, new_context(std::move(old_copy), removed));
     throw;
   }
   return removed;

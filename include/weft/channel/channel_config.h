@@ -14,6 +14,16 @@
 namespace weft {
 
 struct ChannelConfig {
+  // (Read on every read batch and flush, so they come first: one cache line of the channel.)
+  // reading
+  bool auto_read = true;
+  bool allow_half_closure = false;
+  int max_messages_per_read = 16;
+  // writing: writes per flush before yielding to other channels
+  int write_spin_count = 16;
+  std::size_t read_buffer_min = 64;
+  std::size_t read_buffer_initial = 2048;
+  std::size_t read_buffer_max = 64 * 1024;
   // server sockets
   int backlog = 1024;
   bool reuse_address = true;
@@ -27,15 +37,6 @@ struct ChannelConfig {
   // write queue: above high the channel turns unwritable, below low writable again
   std::size_t write_buffer_high_water_mark = 64 * 1024;
   std::size_t write_buffer_low_water_mark = 32 * 1024;
-  // reading
-  bool auto_read = true;
-  bool allow_half_closure = false;
-  int max_messages_per_read = 16;
-  std::size_t read_buffer_min = 64;
-  std::size_t read_buffer_initial = 2048;
-  std::size_t read_buffer_max = 64 * 1024;
-  // writing: writes per flush before yielding to other channels
-  int write_spin_count = 16;
 
   // Throws std::invalid_argument naming the first inconsistent option.
   void validate() const;

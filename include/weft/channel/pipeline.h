@@ -9,6 +9,8 @@
 // time, also from inside a handler's callback. Adding a handler whose message types do not match
 // its neighbours throws PipelineTypeError naming both handlers and both types.
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +21,39 @@
 namespace weft {
 
 class ExecutorGroup;
+
+namespace detail {
+// The transport end of the pipeline: outbound operations reach the channel here.
+class PipelineHead final : public Handler {
+ public:
+  explicit PipelineHead(Channel& channel) noexcept : channel_(channel) {}
+  void write_message(Context&, MessageRef message) override;
+  void flush(Context&) override;
+  void read(Context&) override;
+  void close(Context&, Promise<void> promise) override;
+  void bind(Context&, const SocketAddress& local, Promise<void> promise) override;
+  void connect(Context&, const SocketAddress& remote, Promise<void> promise) override;
+
+ private:
+  Channel& channel_;
+};
+
+// The application end: whatever arrives here was not consumed by any handler.
+class PipelineTail final : public Handler {
+ public:
+  explicit PipelineTail(Channel& channel) noexcept : channel_(channel) {}
+  void channel_active(Context&) override {}
+  void channel_inactive(Context&) override {}
+  void channel_read_complete(Context&) override {}
+  void user_event(Context&, const std::any&) override {}
+  void writability_changed(Context&) override {}
+  void exception_caught(Context&, std::exception_ptr error) override;
+  void read_message(Context&, MessageRef message) override;
+
+ private:
+  Channel& channel_;
+};
+}  // namespace detail
 
 class Pipeline {
  public:
@@ -99,6 +134,7 @@ class Pipeline {
 
  private:
   friend class Context;
+  friend struct detail::ContextDeleter;
 
   // Counts nested pipeline calls; contexts removed meanwhile are freed when the outermost returns.
   struct Depth {
@@ -118,21 +154,31 @@ class Pipeline {
   void check_thread(const char* operation) const noexcept;
   Context* find(std::string_view name) const noexcept;
   Context& find_or_throw(std::string_view name) const;
-  void link_after(Context& prev, std::unique_ptr<Context> ctx);
-  std::unique_ptr<Context> new_context(std::string name, std::shared_ptr<Handler> handler,
-                                       ExecutorGroup* executors);
+  void link_after(Context& prev, ContextPtr ctx);
+  // In a free inline slot when there is one and the handler runs on the loop, else on the heap.
+  ContextPtr new_context(std::string name, std::shared_ptr<Handler> handler, ExecutorGroup* executors = nullptr);
+  void free_slot(int slot) noexcept { used_slots_ &= static_cast<std::uint8_t>(~(1u << slot)); }
   void unlink(Context& ctx);
   void check_types() const;
   void check_name_free(std::string_view name) const;
 
+  // Storage for the first few handlers' contexts, so that a connection's pipeline is one block
+  // with its channel rather than a chain of heap objects each a cache miss away.
+  static constexpr int kInlineContexts = 4;
+  struct alignas(Context) ContextSlot {
+    std::byte bytes[sizeof(Context)];
+  };
+
   Channel& channel_;
-  std::unique_ptr<Handler> head_handler_;
-  std::unique_ptr<Handler> tail_handler_;
+  int depth_ = 0;
+  std::uint8_t used_slots_ = 0;  // bit i: slots_[i] holds a context
+  std::vector<ContextPtr> contexts_;  // owns the contexts between head and tail
+  std::vector<ContextPtr> removed_;   // freed when the outermost pipeline call returns
+  detail::PipelineHead head_handler_;
+  detail::PipelineTail tail_handler_;
   Context head_;
   Context tail_;
-  std::vector<std::unique_ptr<Context>> contexts_;  // owns the contexts between head and tail
-  std::vector<std::unique_ptr<Context>> removed_;   // freed when the outermost pipeline call returns
-  int depth_ = 0;
+  ContextSlot slots_[kInlineContexts];
 };
 
 }  // namespace weft

@@ -26,8 +26,8 @@ constexpr std::size_t kMaxBytesPerWrite = std::size_t{4} << 20;
 EpollSocketChannel::EpollSocketChannel(EventLoop& loop, const ChannelConfig& config, int fd, SocketAddress remote)
     : Channel(loop, config, pooled_allocator()),
       fd_(fd),
-      remote_(remote),
       sizer_(config.read_buffer_min, config.read_buffer_initial, config.read_buffer_max),
+      remote_(remote),
       connect_promise_(&loop) {}
 
 EpollSocketChannel::~EpollSocketChannel() {

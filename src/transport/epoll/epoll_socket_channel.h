@@ -34,7 +34,6 @@ class EpollSocketChannel final : public Channel, private EpollHandle {
 
   int fd_;
   EpollDriver* driver_ = nullptr;
-  SocketAddress remote_;
   AdaptiveReadSizer sizer_;
   std::uint32_t interest_ = 0;
   bool in_epoll_ = false;
@@ -44,6 +43,8 @@ class EpollSocketChannel final : public Channel, private EpollHandle {
   bool input_shutdown_ = false;
   bool hangup_parked_ = false;  // peer hung up while we were not reading
   bool connecting_ = false;
+  // ---- cold
+  SocketAddress remote_;
   Promise<void> connect_promise_;
   TimerId connect_timer_ = 0;
 };
