@@ -31,22 +31,38 @@ inline std::size_t find_invalid_value_byte(const char* p, std::size_t n) noexcep
   return n;
 }
 
-// Index of the first byte of [p, p + n) not allowed in a request target (controls, space, DEL), or n.
-inline std::size_t find_invalid_target_byte(const char* p, std::size_t n) noexcept {
-  std::size_t i = 0;
+// Where a request target ends -- the first byte of [p, p + n) not allowed in one (controls, space,
+// DEL), or n -- and where its first '?' is (npos if none): one pass for both.
+struct TargetScan {
+  std::size_t end;
+  std::size_t question;
+};
+inline TargetScan scan_target(const char* p, std::size_t n) noexcept {
+  constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  std::size_t i = 0, question = npos;
 #if defined(__SSE2__)
-  const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f);
+  const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7f), qmark = _mm_set1_epi8('?');
   for (; i + 16 <= n; i += 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
     __m128i bad = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, space), v), _mm_cmpeq_epi8(v, del));
-    if (int mask = _mm_movemask_epi8(bad)) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    const auto bad_mask = static_cast<unsigned>(_mm_movemask_epi8(bad));
+    if (question == npos) {
+      if (auto q = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, qmark)))) {
+        question = i + static_cast<std::size_t>(__builtin_ctz(q));
+      }
+    }
+    if (bad_mask != 0) {
+      const std::size_t end = i + static_cast<std::size_t>(__builtin_ctz(bad_mask));
+      return {end, question < end ? question : npos};
+    }
   }
 #endif
   for (; i < n; ++i) {
     auto c = static_cast<unsigned char>(p[i]);
-    if (c <= 0x20 || c == 0x7f) return i;
+    if (c <= 0x20 || c == 0x7f) break;
+    if (c == '?' && question == npos) question = i;
   }
-  return n;
+  return {i, question};
 }
 
 }  // namespace weft::http::detail
