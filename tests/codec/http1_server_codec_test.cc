@@ -87,6 +87,42 @@ TEST(ServerCodecTest, PipelinedBatchGetsOrderedResponsesInOneWrite) {
   }
 }
 
+// Responses written later than their requests were read, in two rounds, so that the queue of
+// requests awaiting an answer wraps around and then outgrows its inline space: every response
+// still carries what its own request asked for (HTTP/1.0 keep-alive here, nothing for 1.1).
+TEST(ServerCodecTest, LateResponsesKeepTheirRequestsKeepAliveAcrossADeepQueue) {
+  Fixture f;
+  f.app->answer = false;
+  auto request = [](int i) {
+    return i % 3 == 0 ? "GET /" + std::to_string(i) + " HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                      : "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: h\r\n\r\n";
+  };
+  Context& app = *f.ch.pipeline().context("app");
+  auto answer = [&](int i) { app.write(HttpResponse(200).body(ByteBuf::copy_of(std::to_string(i)))); };
+  std::string batch;
+  for (int i = 0; i < 10; ++i) batch += request(i);
+  f.ch.write_inbound(ByteBuf::copy_of(batch));
+  for (int i = 0; i < 5; ++i) answer(i);
+  batch.clear();
+  for (int i = 10; i < 40; ++i) batch += request(i);
+  f.ch.write_inbound(ByteBuf::copy_of(batch));
+  ASSERT_EQ(f.app->paths.size(), 40u);
+  for (int i = 5; i < 40; ++i) answer(i);
+  app.flush();
+  std::string out = f.output();
+  std::size_t pos = 0;
+  for (int i = 0; i < 40; ++i) {
+    const std::string body = "\r\n\r\n" + std::to_string(i);
+    const auto end = out.find(body, pos);
+    ASSERT_NE(end, std::string::npos) << i;
+    const std::string head = out.substr(pos, end - pos);
+    EXPECT_EQ(head.find("Connection: keep-alive") != std::string::npos, i % 3 == 0) << i << ": " << head;
+    EXPECT_EQ(head.find("Connection: close"), std::string::npos) << i;
+    pos = end + body.size();
+  }
+  EXPECT_TRUE(f.ch.is_open());
+}
+
 TEST(ServerCodecTest, RequestsSplitAtEveryByteBoundary) {
   const std::string req = "POST /upload?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello";
   for (std::size_t cut = 1; cut < req.size(); ++cut) {

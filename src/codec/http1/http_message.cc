@@ -95,10 +95,5 @@ HttpResponse& HttpResponse::operator=(HttpResponse&& other) noexcept {
   return *this;
 }
 
-HttpResponse& HttpResponse::body_view(std::string_view bytes) & noexcept {
-  body_.release();
-  body_view_ = bytes;
-  return *this;
-}
 
 }  // namespace weft::http

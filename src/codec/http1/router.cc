@@ -8,11 +8,12 @@ Router& Router::route(std::string method, std::string path, RouteFn fn) {
 }
 
 void Router::channel_read(Context& ctx, HttpRequest&& request) {
+  const std::string_view path = request.path(), method = request.method();
   bool path_known = false;
   for (Route& r : routes_) {
-    if (r.path != request.path()) continue;
+    if (std::string_view(r.path) != path) continue;  // string_view's == compares sizes first
     path_known = true;
-    if (r.method == request.method() || (r.method == "GET" && request.method() == "HEAD")) {
+    if (std::string_view(r.method) == method || (r.method == "GET" && method == "HEAD")) {
       r.fn(ctx, request);
       return;
     }

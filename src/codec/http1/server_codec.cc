@@ -15,6 +15,7 @@ namespace weft::http {
 namespace {
 
 constexpr std::size_t kCopyBodyBelow = 8192;  // larger owned bodies are written without copying
+constexpr std::size_t kMaxOutSizeHint = 64 * 1024;
 constexpr std::uint8_t kKeepAlive = 1, kHttp10 = 2;
 
 void put(ByteBuf& out, std::string_view s) { out.write_bytes(s.data(), s.size()); }
@@ -99,8 +100,21 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
   ByteBuf& bytes = message.as<ByteBuf>();
   if (state_ == State::closed) return;  // answered with an error or Connection: close; the rest is dropped
+  if (!in_read_batch_) {
+    const DateLine date = current_date_line();
+    batch_date_line_ = date.line;
+    batch_date_second_ = date.second;
+    in_read_batch_ = true;
+  }
   detail::append_input(in_, std::move(bytes));
   decode(ctx);
+}
+
+void ServerCodec::PendingRequests::grow() {
+  std::vector<std::uint8_t> bigger(capacity() * 2);
+  for (std::size_t i = 0; i < size_; ++i) bigger[i] = data()[(head_ + i) & (capacity() - 1)];
+  heap_ = std::move(bigger);
+  head_ = 0;
 }
 
 void ServerCodec::decode(Context& ctx) {
@@ -169,13 +183,9 @@ void ServerCodec::emit_request(Context& ctx) {
   const RequestHead& head = request_.head_;
   std::uint8_t flags = static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) |
                                                  (head.version == Version::http10 ? kHttp10 : 0));
-  if (pending_head_ == pending_keep_alive_.size()) {
-    pending_keep_alive_.clear();
-    pending_head_ = 0;
-  }
-  pending_keep_alive_.push_back(flags);
+  pending_.push(flags);
   state_ = head.keep_alive ? State::head : State::closed;
-  if (pending_keep_alive_.size() - pending_head_ >= limits_.max_pipelined && !reading_paused_) {
+  if (pending_.size() >= limits_.max_pipelined && !reading_paused_) {
     reading_paused_ = true;  // the client runs far ahead of the responses: stop reading
     ctx.channel().set_auto_read(false);
   }
@@ -220,7 +230,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   const bool interim = status >= 100 && status < 200;
   bool last = response.closes_connection();
   std::uint8_t flags = kKeepAlive;
-  if (!interim && pending_head_ < pending_keep_alive_.size()) flags = pending_keep_alive_[pending_head_++];
+  if (!interim && pending_.size() > 0) flags = pending_.pop();
   if (!(flags & kKeepAlive)) last = true;
 
   std::string_view shared = response.shared_header_block();
@@ -230,12 +240,12 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   const std::size_t body_copy = copy_body ? body.size() : 0;
   const ConnectionLine connection = last ? ConnectionLine::close
                                          : (flags & kHttp10) ? ConnectionLine::keep_alive : ConnectionLine::none;
-  const DateLine date = current_date_line();
+  const DateLine date = in_read_batch_ ? DateLine{batch_date_line_, batch_date_second_} : current_date_line();
   const HeadKey key{status, response.shared_header_block_id(), date.second, body.size(), connection};
   CachedHead& cache = cached_head_slot(key);
   const bool cacheable = headers.empty();  // per-response headers are not worth remembering
   if (cacheable && cache.size != 0 && cache.key == key) {
-    if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max<std::size_t>(2048, cache.size + body_copy));
+    if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max(out_size_hint_, cache.size + body_copy));
     out_.ensure_writable(cache.size + body_copy);
     char* w = reinterpret_cast<char*>(out_.write_ptr());
     std::memcpy(w, cache.bytes, cache.size);
@@ -251,7 +261,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
     const std::string_view connection_line = connection_line_text(connection);
     const std::size_t head_size =
         status_size + date.line.size() + shared.size() + headers.size() + length_size + connection_line.size() + 2;
-    if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max<std::size_t>(2048, head_size + body_copy));
+    if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max(out_size_hint_, head_size + body_copy));
     out_.ensure_writable(head_size + body_copy);
     char* const head = reinterpret_cast<char*>(out_.write_ptr());
     char* w = head;
@@ -283,14 +293,19 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
     close_after_flush_ = true;
     state_ = State::closed;
   }
-  if (reading_paused_ && pending_keep_alive_.size() - pending_head_ < limits_.max_pipelined / 2) {
+  if (reading_paused_ && pending_.size() < limits_.max_pipelined / 2) {
     reading_paused_ = false;
     ctx.channel().set_auto_read(true);
   }
 }
 
 void ServerCodec::flush(Context& ctx) {
-  if (out_.is_readable()) ctx.write(std::move(out_));
+  if (out_.is_readable()) {
+    // The next batch is likely alike: start its buffer at this one's size (bounded), not grow it.
+    out_size_hint_ = std::clamp<std::size_t>(out_.readable_bytes(), 2048, kMaxOutSizeHint);
+    ctx.write(std::move(out_));
+  }
+  in_read_batch_ = false;  // a later response reads the clock again, whatever else the pipeline does
   ctx.flush();
   if (close_after_flush_) {
     close_after_flush_ = false;
@@ -298,7 +313,10 @@ void ServerCodec::flush(Context& ctx) {
   }
 }
 
-void ServerCodec::channel_read_complete(Context& ctx) { ctx.fire_read_complete(); }
+void ServerCodec::channel_read_complete(Context& ctx) {
+  in_read_batch_ = false;
+  ctx.fire_read_complete();
+}
 
 void ServerCodec::arm_request_timer(Context& ctx) {
   if (request_timer_ != 0) return;

@@ -30,9 +30,9 @@ class HttpRequest {
 
  private:
   friend class ServerCodec;
-  RequestHead head_;
   ByteBuf head_bytes_;  // keeps the bytes the head's views point into
   ByteBuf body_;
+  RequestHead head_;    // last: its fields first, then the inline header array
 };
 
 // Header lines validated once and attached to many responses without copying or checking them
@@ -89,7 +89,11 @@ class HttpResponse {
   HttpResponse&& body(ByteBuf bytes) && noexcept { return std::move(body(std::move(bytes))); }
   // The body, borrowed: `bytes` must stay valid until the response has been encoded, which happens
   // inside ctx.write() when the codec runs on the same loop (the common case). For static data.
-  HttpResponse& body_view(std::string_view bytes) & noexcept;
+  HttpResponse& body_view(std::string_view bytes) & noexcept {
+    if (body_.has_storage()) body_.release();
+    body_view_ = bytes;
+    return *this;
+  }
   HttpResponse&& body_view(std::string_view bytes) && noexcept { return std::move(body_view(bytes)); }
   // Close the connection after this response.
   HttpResponse& close_connection() & noexcept {

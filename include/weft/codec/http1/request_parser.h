@@ -23,7 +23,6 @@ struct RequestHead {
   std::string_view path;
   std::string_view query;   // after '?', without it
   Version version = Version::http11;
-  InlineHeaders<kInlineHeaders> inline_headers;
   std::size_t header_count = 0;
 
   // Semantics derived from the headers.
@@ -31,6 +30,8 @@ struct RequestHead {
   bool chunked = false;
   bool keep_alive = true;
   bool expect_continue = false;
+
+  InlineHeaders<kInlineHeaders> inline_headers;  // last: only its first lines are used
 
   RequestHead() noexcept = default;
   RequestHead(const RequestHead& other) noexcept { *this = other; }
