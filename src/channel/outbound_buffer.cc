@@ -5,17 +5,19 @@
 namespace weft {
 
 void OutboundBuffer::grow() {
-  std::size_t capacity = ring_.empty() ? 16 : ring_.size() * 2;
+  const std::size_t capacity = capacity_ == kInline ? 16 : capacity_ * 2;
   std::vector<ByteBuf> bigger(capacity);
   for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
-  ring_.swap(bigger);
+  heap_.swap(bigger);
+  slots_ = heap_.data();
+  capacity_ = capacity;
   head_ = 0;
 }
 
 bool OutboundBuffer::add(ByteBuf buf) {
   std::size_t n = buf.readable_bytes();
   if (n == 0) return false;
-  if (size_ == ring_.size()) grow();
+  if (size_ == capacity_) grow();
   at(size_) = std::move(buf);
   ++size_;
   pending_bytes_ += n;
@@ -54,7 +56,7 @@ bool OutboundBuffer::remove_bytes(std::size_t n) noexcept {
     }
     n -= readable;
     front.release();
-    head_ = (head_ + 1) & (ring_.size() - 1);
+    head_ = (head_ + 1) & (capacity_ - 1);
     --size_;
     --flushed_;
   }

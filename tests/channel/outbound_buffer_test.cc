@@ -37,6 +37,36 @@ TEST(OutboundBufferTest, PartialWritesAdvanceAcrossBuffers) {
   EXPECT_EQ(ob.pending_bytes(), 0u);
 }
 
+// The ring starts inline and moves to the heap as it grows; doing so while it has wrapped around
+// keeps the order of what is queued.
+TEST(OutboundBufferTest, OrderHoldsWhenTheRingWrapsAndGrows) {
+  OutboundBuffer ob(1 << 20, 1 << 21);
+  int next_in = 0, next_out = 0;
+  auto add = [&](int n) {
+    for (int i = 0; i < n; ++i) ob.add(ByteBuf::copy_of("b" + std::to_string(next_in++) + ";"));
+  };
+  auto take = [&](int n) {  // sends the first n queued buffers, checking each is the next expected
+    ob.add_flush();
+    iovec iov[64];
+    ASSERT_GE(ob.collect_iovecs(iov, 64, 1 << 20), n);
+    std::size_t bytes = 0;
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(std::string(static_cast<char*>(iov[i].iov_base), iov[i].iov_len), "b" + std::to_string(next_out++) + ";");
+      bytes += iov[i].iov_len;
+    }
+    ob.remove_bytes(bytes);
+  };
+  add(2);
+  take(1);  // head moves: the inline ring has wrapped once the next one is added
+  add(1);
+  add(30);  // grows twice (inline -> 16 -> 32) with the head not at slot 0
+  take(20);
+  add(40);
+  take(52);
+  EXPECT_TRUE(ob.empty());
+  EXPECT_EQ(ob.pending_bytes(), 0u);
+}
+
 TEST(OutboundBufferTest, WaterMarksDriveWritabilityWithHysteresis) {
   OutboundBuffer ob(10, 20);
   EXPECT_FALSE(ob.add(ByteBuf::copy_of(std::string(20, 'x'))));  // at the mark, not above

@@ -3,7 +3,9 @@
 // split into the flushed part (handed to the transport) and the part written since the last flush.
 // It counts pending bytes against the high/low water marks that drive the channel's writability.
 //
-// Layout: a ring of ByteBufs; [0, flushed_) are flushed, [flushed_, size_) unflushed.
+// Layout: a ring of ByteBufs; [0, flushed_) are flushed, [flushed_, size_) unflushed. The first
+// two slots are inline (a server usually has one buffer queued at a time, and a heap ring would be
+// one more cache line per write on a cold connection); past them the ring moves to the heap.
 // Loop thread only.
 
 #include <sys/uio.h>
@@ -19,6 +21,8 @@ class OutboundBuffer {
  public:
   OutboundBuffer(std::size_t low_water_mark, std::size_t high_water_mark) noexcept
       : low_(low_water_mark), high_(high_water_mark) {}
+  OutboundBuffer(const OutboundBuffer&) = delete;  // slots_ may point into this object
+  OutboundBuffer& operator=(const OutboundBuffer&) = delete;
 
   // Queues `buf`. Returns true when this made the channel cross the high water mark.
   bool add(ByteBuf buf);
@@ -50,17 +54,21 @@ class OutboundBuffer {
   }
 
  private:
-  ByteBuf& at(std::size_t i) noexcept { return ring_[(head_ + i) & (ring_.size() - 1)]; }
-  const ByteBuf& at(std::size_t i) const noexcept { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+  static constexpr std::size_t kInline = 2;
+  ByteBuf& at(std::size_t i) noexcept { return slots_[(head_ + i) & (capacity_ - 1)]; }
+  const ByteBuf& at(std::size_t i) const noexcept { return slots_[(head_ + i) & (capacity_ - 1)]; }
   void grow();
 
-  std::vector<ByteBuf> ring_;  // power-of-two capacity; reused, so steady state does not allocate
+  ByteBuf* slots_ = inline_;
+  std::size_t capacity_ = kInline;  // a power of two; the heap ring is reused, so steady state does not allocate
   std::size_t head_ = 0;
   std::size_t size_ = 0;
   std::size_t flushed_ = 0;
   std::size_t pending_bytes_ = 0;
   std::size_t low_, high_;
   bool writable_ = true;
+  ByteBuf inline_[kInline];
+  std::vector<ByteBuf> heap_;
 };
 
 }  // namespace weft

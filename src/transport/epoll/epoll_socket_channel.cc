@@ -24,9 +24,8 @@ constexpr std::size_t kMaxBytesPerWrite = std::size_t{4} << 20;
 }  // namespace
 
 EpollSocketChannel::EpollSocketChannel(EventLoop& loop, const ChannelConfig& config, int fd, SocketAddress remote)
-    : Channel(loop, config, pooled_allocator()),
-      fd_(fd),
-      sizer_(config.read_buffer_min, config.read_buffer_initial, config.read_buffer_max),
+    : EpollSocketState(fd, config),
+      Channel(loop, config, pooled_allocator()),
       remote_(remote),
       connect_promise_(&loop) {}
 
@@ -187,10 +186,15 @@ void EpollSocketChannel::write_out() {
     int count = outbound().collect_iovecs(iov, kMaxIovecs, kMaxBytesPerWrite);
     std::size_t requested = 0;
     for (int i = 0; i < count; ++i) requested += iov[i].iov_len;
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<std::size_t>(count);
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n;
+    if (count == 1) {
+      n = ::send(fd_, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL);  // the kernel's shorter path
+    } else {
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<std::size_t>(count);
+      n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    }
     if (n >= 0) {
       on_bytes_written(static_cast<std::size_t>(n));
       if (!is_open()) return;
