@@ -23,10 +23,10 @@ std::string describe(const std::exception_ptr& error) {
 }  // namespace
 
 Channel::Channel(EventLoop& loop, ChannelConfig config, ByteBufAllocator& allocator)
-    : loop_(loop),
-      allocator_(&allocator),
-      outbound_(config.write_buffer_low_water_mark, config.write_buffer_high_water_mark),
+    : allocator_(&allocator),
       config_(std::move(config)),
+      outbound_(config_.write_buffer_low_water_mark, config_.write_buffer_high_water_mark),
+      loop_(loop),
       pipeline_(*this),
       id_(g_next_channel_id.fetch_add(1, std::memory_order_relaxed)),
       close_promise_(&loop) {

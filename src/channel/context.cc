@@ -28,12 +28,14 @@ std::size_t queued_size(MessageRef message) noexcept {
 
 }  // namespace
 
-Context::Context(Pipeline& pipeline, std::string name, Handler* handler, std::shared_ptr<Handler> owner, int slot)
+Context::Context(Pipeline& pipeline, Handler* handler, detail::ContextCold* cold, int slot)
     : handler_(handler),
       pipeline_(pipeline),
-      slot_(static_cast<std::int8_t>(slot)),
-      name_(std::move(name)),
-      owner_(std::move(owner)) {}
+      cold_(cold),
+      own_cold_(cold == nullptr ? std::make_unique<detail::ContextCold>() : nullptr),
+      slot_(static_cast<std::int8_t>(slot)) {
+  if (cold_ == nullptr) cold_ = own_cold_.get();
+}
 
 void detail::ContextDeleter::operator()(Context* ctx) const noexcept {
   if (ctx->slot_ < 0) {
@@ -42,7 +44,9 @@ void detail::ContextDeleter::operator()(Context* ctx) const noexcept {
   }
   Pipeline& pipeline = ctx->pipeline_;
   const int slot = ctx->slot_;
+  detail::ContextCold& cold = *ctx->cold_;
   ctx->~Context();
+  cold = detail::ContextCold{};  // releases the handler, as deleting a heap context does
   pipeline.free_slot(slot);
 }
 
@@ -54,18 +58,18 @@ void Context::handle_inbound_exception(std::exception_ptr error) noexcept {
   try {
     handler_->exception_caught(*this, error);
   } catch (...) {
-    log(LogLevel::error, "handler '{}' threw from exception_caught while handling '{}': {}", name_,
+    log(LogLevel::error, "handler '{}' threw from exception_caught while handling '{}': {}", cold_->name,
         describe(error), describe(std::current_exception()));
   }
 }
 
 void Context::handle_outbound_exception(std::exception_ptr error) noexcept {
-  log(LogLevel::debug, "outbound operation failed in handler '{}': {}", name_, describe(error));
+  log(LogLevel::debug, "outbound operation failed in handler '{}': {}", cold_->name, describe(error));
   if (offload_ != nullptr && off_loop()) [[unlikely]] {
     try {
       to_loop([this, error] { pipeline_.fire_exception(error); });
     } catch (...) {
-      log(LogLevel::warn, "handler '{}': exception dropped: {}", name_, describe(error));
+      log(LogLevel::warn, "handler '{}': exception dropped: {}", cold_->name, describe(error));
     }
     return;
   }
@@ -79,7 +83,7 @@ bool Context::off_loop() const noexcept { return !loop().in_loop(); }
 void Context::to_loop(UniqueFunction<void()> task) {
   offload_->to_loop([this, task = std::move(task)]() mutable {
     if (removed_) {
-      log(LogLevel::debug, "handler '{}' emitted an event after its removal; dropped", name_);
+      log(LogLevel::debug, "handler '{}' emitted an event after its removal; dropped", cold_->name);
       return;
     }
     Pipeline::Depth depth(pipeline_);
@@ -153,7 +157,7 @@ void Context::fire_exception(std::exception_ptr error) {
     try {
       c->handler_->exception_caught(*c, e);
     } catch (...) {
-      log(LogLevel::error, "handler '{}' threw from exception_caught while handling '{}': {}", c->name_, describe(e),
+      log(LogLevel::error, "handler '{}' threw from exception_caught while handling '{}': {}", c->cold_->name, describe(e),
           describe(std::current_exception()));
     }
   };

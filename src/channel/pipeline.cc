@@ -34,11 +34,13 @@ void PipelineTail::read_message(Context&, MessageRef message) { channel_.on_unha
 }  // namespace detail
 
 Pipeline::Pipeline(Channel& channel)
-    : channel_(channel),
-      head_handler_(channel),
+    : head_handler_(channel),
       tail_handler_(channel),
-      head_(*this, "head", &head_handler_, nullptr),
-      tail_(*this, "tail", &tail_handler_, nullptr) {
+      channel_(channel),
+      head_(*this, &head_handler_, &head_cold_),
+      tail_(*this, &tail_handler_, &tail_cold_) {
+  head_cold_.name = "head";
+  tail_cold_.name = "tail";
   head_.next_ = &tail_;
   tail_.prev_ = &head_;
 }
@@ -55,7 +57,7 @@ void Pipeline::check_thread(const char* operation) const noexcept {
 
 Context* Pipeline::find(std::string_view name) const noexcept {
   for (Context* c = head_.next_; c != &tail_; c = c->next_) {
-    if (c->name_ == name) return c;
+    if (c->cold_->name == name) return c;
   }
   return nullptr;
 }
@@ -91,7 +93,7 @@ void Pipeline::link_after(Context& prev, ContextPtr ctx) {
       try {
         c.handler_->handler_added(c);
       } catch (const std::exception& e) {
-        log(LogLevel::warn, "handler '{}' threw from handler_added on its executor: {}", c.name_, e.what());
+        log(LogLevel::warn, "handler '{}' threw from handler_added on its executor: {}", c.cold_->name, e.what());
         c.fire_exception(std::current_exception());
       }
     });
@@ -127,8 +129,8 @@ void Pipeline::check_types() const {
     const std::type_info* in = types.inbound_in;
     if (is_any(in)) continue;
     if (current != nullptr && *current != *in) {
-      throw PipelineTypeError(fmt::format("handler '{}' takes inbound {} but '{}' before it emits {}", c->name_,
-                                          type_name(*in), emitter->name_, type_name(*current)));
+      throw PipelineTypeError(fmt::format("handler '{}' takes inbound {} but '{}' before it emits {}", c->cold_->name,
+                                          type_name(*in), emitter->cold_->name, type_name(*current)));
     }
     current = is_any(types.inbound_out) ? nullptr : types.inbound_out;
     emitter = c;
@@ -140,8 +142,8 @@ void Pipeline::check_types() const {
     const std::type_info* in = types.outbound_in;
     if (is_any(in)) continue;
     if (current != nullptr && *current != *in) {
-      throw PipelineTypeError(fmt::format("handler '{}' takes outbound {} but '{}' after it writes {}", c->name_,
-                                          type_name(*in), emitter->name_, type_name(*current)));
+      throw PipelineTypeError(fmt::format("handler '{}' takes outbound {} but '{}' after it writes {}", c->cold_->name,
+                                          type_name(*in), emitter->cold_->name, type_name(*current)));
     }
     current = is_any(types.outbound_out) ? nullptr : types.outbound_out;
     emitter = c;
@@ -149,7 +151,7 @@ void Pipeline::check_types() const {
   const std::type_info* accepted = channel_.outbound_message_type();
   if (accepted != nullptr && current != nullptr && *accepted != *current) {
     throw PipelineTypeError(fmt::format("the channel writes {} to its transport but '{}' writes {}",
-                                        type_name(*accepted), emitter->name_, type_name(*current)));
+                                        type_name(*accepted), emitter->cold_->name, type_name(*current)));
   }
 }
 
@@ -168,17 +170,20 @@ ContextPtr Pipeline::new_context(std::string name, std::shared_ptr<Handler> hand
   }
   ContextPtr ctx;
   if (slot >= 0) {
-    ctx.reset(new (slots_[slot].bytes) Context(*this, std::move(name), raw, std::move(handler), slot));
+    ctx.reset(new (slots_[slot].bytes) Context(*this, raw, &slot_cold_[slot], slot));
     used_slots_ |= static_cast<std::uint8_t>(1u << slot);
   } else {
-    ctx.reset(new Context(*this, std::move(name), raw, std::move(handler)));
+    ctx.reset(new Context(*this, raw, nullptr));
   }
+  ctx->cold_->name = std::move(name);
+  ctx->cold_->owner = std::move(handler);
   if (executors != nullptr) {
     if (channel_.weak_from_this().expired()) {
       throw std::logic_error(fmt::format("handler '{}': executor offload needs a channel owned by a shared_ptr",
-                                         ctx->name_));
+                                         ctx->cold_->name));
     }
-    ctx->offload_ = std::make_shared<detail::Offload>(*executors, channel_);
+    ctx->cold_->offload = std::make_shared<detail::Offload>(*executors, channel_);
+    ctx->offload_ = ctx->cold_->offload.get();
   }
   return ctx;
 }
@@ -225,32 +230,34 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
   check_thread("Pipeline::remove");
   Context& c = find_or_throw(name);
   unlink(c);
-  std::shared_ptr<Handler> handler = c.owner_;
+  std::shared_ptr<Handler> handler = c.cold_->owner;
   if (c.offload_ != nullptr) {
     // handler_removed runs on the executor after the events queued for it; the context is freed
     // on the loop after everything the handler posted back.
     auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
     ContextPtr owned = std::move(*it);
     contexts_.erase(it);
-    std::shared_ptr<detail::Offload> offload = owned->offload_;
+    std::shared_ptr<detail::Offload> offload = owned->cold_->offload;
     if (auto back = offload->retire(std::move(owned))) {
       try {
         back->handler_->handler_removed(*back);
       } catch (const std::exception& e) {
-        log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", back->name_, e.what());
+        log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", back->cold_->name, e.what());
       }
       removed_.push_back(std::move(back));
+      has_removed_ = true;
     }
     return handler;
   }
   try {
     c.handler_->handler_removed(c);
   } catch (const std::exception& e) {
-    log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", c.name_, e.what());
+    log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", c.cold_->name, e.what());
   }
   auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
   // Freed when the outermost pipeline call returns: the handler may be removing itself right now.
   removed_.push_back(std::move(*it));
+  has_removed_ = true;
   contexts_.erase(it);
   return handler;
 }
@@ -258,7 +265,7 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
 void Pipeline::remove(const Handler& handler) {
   Context* c = context(handler);
   if (c == nullptr) throw std::invalid_argument("handler is not in this pipeline");
-  remove(c->name_);
+  remove(c->cold_->name);
 }
 
 std::shared_ptr<Handler> Pipeline::replace(std::string_view old_name, std::string new_name,
@@ -293,13 +300,13 @@ Context* Pipeline::context(const Handler& handler) const noexcept {
 
 std::vector<std::string> Pipeline::names() const {
   std::vector<std::string> out;
-  for (Context* c = head_.next_; c != &tail_; c = c->next_) out.push_back(c->name_);
+  for (Context* c = head_.next_; c != &tail_; c = c->next_) out.push_back(c->cold_->name);
   return out;
 }
 
 void Pipeline::clear() {
   Depth depth(*this);
-  while (head_.next_ != &tail_) remove(std::string(head_.next_->name_));
+  while (head_.next_ != &tail_) remove(std::string(head_.next_->cold_->name));
 }
 
 void Pipeline::fire_channel_active() {

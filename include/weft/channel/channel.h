@@ -160,8 +160,6 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
 
   // What each request reads comes first, and the pipeline right after it: a server with many
   // connections finds most of them out of cache, and each line here is a miss per request.
-  EventLoop& loop_;
-  ByteBufAllocator* allocator_;
   std::atomic<bool> open_{true};
   std::atomic<bool> active_{false};
   std::atomic<bool> writable_{true};
@@ -170,8 +168,10 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   bool close_when_flushed_ = false;
   bool output_shutdown_ = false;
   bool was_active_ = false;
+  ByteBufAllocator* allocator_;
+  ChannelConfig config_;  // its per-read and per-write fields first
   OutboundBuffer outbound_;
-  ChannelConfig config_;
+  EventLoop& loop_;
   Pipeline pipeline_;
   // ---- cold
   const std::uint64_t id_;

@@ -32,6 +32,12 @@ class EventLoop;
 class ByteBufAllocator;
 namespace detail {
 class Offload;
+// What a context needs only when it is set up, removed or reports an error: kept out of its hot line.
+struct ContextCold {
+  std::string name;
+  std::shared_ptr<Handler> owner;    // null for the pipeline's own head and tail
+  std::shared_ptr<Offload> offload;  // owns Context::offload_
+};
 // Frees a context: a heap one is deleted, one in the pipeline's inline slots gives its slot back.
 struct ContextDeleter {
   void operator()(Context* ctx) const noexcept;
@@ -39,8 +45,8 @@ struct ContextDeleter {
 }  // namespace detail
 using ContextPtr = std::unique_ptr<Context, detail::ContextDeleter>;
 
-// Aligned to a cache line, with what every event reads in the first one: a pipeline's contexts are
-// touched on each request, so their hot fields are the line each costs when the connection is cold.
+// One cache line: a pipeline's contexts are touched on every request, so each costs a line when the
+// connection is cold, and the pipeline keeps its first ones side by side; the rest is in ContextCold.
 class alignas(64) Context {
  public:
   Context(const Context&) = delete;
@@ -51,7 +57,7 @@ class alignas(64) Context {
   EventLoop& loop() const noexcept;
   ByteBufAllocator& allocator() const noexcept;
   Handler& handler() const noexcept { return *handler_; }
-  const std::string& name() const noexcept { return name_; }
+  const std::string& name() const noexcept { return cold_->name; }
   bool is_removed() const noexcept { return removed_; }
 
   // ---- inbound: to the next handler
@@ -106,7 +112,8 @@ class alignas(64) Context {
   friend class Pipeline;
   friend class detail::Offload;
   friend struct detail::ContextDeleter;
-  Context(Pipeline& pipeline, std::string name, Handler* handler, std::shared_ptr<Handler> owner, int slot = -1);
+  // `cold` null: the context allocates and owns its own. The caller fills in the cold part.
+  Context(Pipeline& pipeline, Handler* handler, detail::ContextCold* cold, int slot = -1);
 
   void invoke_read(MessageRef message);
   void invoke_write(MessageRef message);
@@ -123,17 +130,16 @@ class alignas(64) Context {
   // Runs `task` on this context's executor (counted against the offload bounds).
   void to_executor(std::size_t size, UniqueFunction<void()> task);
 
-  // ---- read on every event (the first cache line)
   Handler* handler_;
   Context* next_ = nullptr;
   Context* prev_ = nullptr;
-  std::shared_ptr<detail::Offload> offload_;  // set when the handler runs on an executor
+  detail::Offload* offload_ = nullptr;  // set when the handler runs on an executor
   Pipeline& pipeline_;
+  detail::ContextCold* cold_;
+  std::unique_ptr<detail::ContextCold> own_cold_;  // a heap context's; the pipeline keeps its slots'
   bool removed_ = false;
   std::int8_t slot_;  // index of the pipeline's inline slot this context lives in; -1: the heap
-  // ---- cold
-  std::string name_;
-  std::shared_ptr<Handler> owner_;  // null for the pipeline's own head and tail
 };
+static_assert(sizeof(Context) == 64, "a context is one cache line");
 
 }  // namespace weft

@@ -145,7 +145,10 @@ class Pipeline {
       ++pipeline.depth_;
     }
     ~Depth() {
-      if (--pipeline.depth_ == 0 && !pipeline.removed_.empty()) pipeline.removed_.clear();
+      if (--pipeline.depth_ == 0 && pipeline.has_removed_) {
+        pipeline.has_removed_ = false;
+        pipeline.removed_.clear();
+      }
     }
     Pipeline& pipeline;
   };
@@ -169,16 +172,22 @@ class Pipeline {
     std::byte bytes[sizeof(Context)];
   };
 
+  // ---- one line read on every event, then the contexts' lines side by side
+  detail::PipelineHead head_handler_;
+  detail::PipelineTail tail_handler_;
   Channel& channel_;
   int depth_ = 0;
   std::uint8_t used_slots_ = 0;  // bit i: slots_[i] holds a context
-  std::vector<ContextPtr> contexts_;  // owns the contexts between head and tail
-  std::vector<ContextPtr> removed_;   // freed when the outermost pipeline call returns
-  detail::PipelineHead head_handler_;
-  detail::PipelineTail tail_handler_;
+  bool has_removed_ = false;     // removed_ is not empty
   Context head_;
   Context tail_;
   ContextSlot slots_[kInlineContexts];
+  // ---- cold
+  std::vector<ContextPtr> contexts_;  // owns the contexts between head and tail
+  std::vector<ContextPtr> removed_;   // freed when the outermost pipeline call returns
+  detail::ContextCold head_cold_;
+  detail::ContextCold tail_cold_;
+  detail::ContextCold slot_cold_[kInlineContexts];
 };
 
 }  // namespace weft

@@ -133,18 +133,21 @@ void ServerCodec::decode(Context& ctx) {
 }
 
 bool ServerCodec::decode_head(Context& ctx) {
-  RequestHead& head = request_.head_;
+  // Parsed on this thread's stack, which is in cache; the codec's own request_ is not when the
+  // connection is one of many. request_ keeps the head only while a body is still arriving.
+  HttpRequest request;
+  RequestHead& head = request.head_;
   ParseResult r = parse_request_head(in_.view(), head, limits_);
   if (r.kind == ParseResult::Kind::incomplete) return false;
   if (r.kind == ParseResult::Kind::error) {
     fail(ctx, r.status, r.reason);
     return false;
   }
-  request_.head_bytes_ = in_.read_slice(r.consumed);  // the head's views point into these bytes
-  request_.body_ = ByteBuf();
+  request.head_bytes_ = in_.read_slice(r.consumed);  // the head's views point into these bytes
   if (head.chunked) {
     if (head.expect_continue) write_interim_continue(ctx);
     body_decoder_.start_chunked();
+    request_ = std::move(request);
     state_ = State::body;
     return true;
   }
@@ -154,13 +157,14 @@ bool ServerCodec::decode_head(Context& ctx) {
     return false;
   }
   if (in_.readable_bytes() >= length) {
-    if (length > 0) request_.body_ = in_.read_slice(static_cast<std::size_t>(length));  // no copy
-    emit_request(ctx);
+    if (length > 0) request.body_ = in_.read_slice(static_cast<std::size_t>(length));  // no copy
+    emit_request(ctx, request);
     return true;
   }
   if (head.expect_continue) write_interim_continue(ctx);
-  request_.body_ = ctx.allocator().buffer(static_cast<std::size_t>(length), static_cast<std::size_t>(length));
+  request.body_ = ctx.allocator().buffer(static_cast<std::size_t>(length), static_cast<std::size_t>(length));
   body_decoder_.start_fixed(length);
+  request_ = std::move(request);
   state_ = State::body;
   return true;
 }
@@ -173,14 +177,16 @@ bool ServerCodec::decode_body(Context& ctx) {
     return false;
   }
   if (r.status == detail::BodyDecoder::Status::done) {
-    emit_request(ctx);
+    emit_request(ctx, request_);
+    request_.head_bytes_.release();
+    request_.body_.release();
     return true;
   }
   return in_.readable_bytes() != before;
 }
 
-void ServerCodec::emit_request(Context& ctx) {
-  const RequestHead& head = request_.head_;
+void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
+  const RequestHead& head = request.head_;
   std::uint8_t flags = static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) |
                                                  (head.version == Version::http10 ? kHttp10 : 0));
   pending_.push(flags);
@@ -189,9 +195,7 @@ void ServerCodec::emit_request(Context& ctx) {
     reading_paused_ = true;  // the client runs far ahead of the responses: stop reading
     ctx.channel().set_auto_read(false);
   }
-  ctx.fire_read(std::move(request_));
-  request_.head_bytes_.release();
-  request_.body_.release();
+  ctx.fire_read(std::move(request));
 }
 
 void ServerCodec::fail(Context& ctx, int status, std::string_view reason) {

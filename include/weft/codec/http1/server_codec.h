@@ -43,7 +43,7 @@ class ServerCodec final : public Handler {
   void decode(Context& ctx);
   bool decode_head(Context& ctx);
   bool decode_body(Context& ctx);
-  void emit_request(Context& ctx);
+  void emit_request(Context& ctx, HttpRequest& request);
   void fail(Context& ctx, int status, std::string_view reason);
   void encode(Context& ctx, HttpResponse& response);
   void write_interim_continue(Context& ctx);
@@ -87,14 +87,14 @@ class ServerCodec final : public Handler {
   bool in_read_batch_ = false;  // from a read to its read_complete or a flush: batch_date_* hold
   TimerId request_timer_ = 0;
   ByteBuf in_;        // received bytes not yet decoded
+  Limits limits_;
   ByteBuf out_;       // responses encoded since the last flush
   std::size_t out_size_hint_ = 2048;  // what the last flush wrote: the next batch's buffer size
   std::string_view batch_date_line_;  // one clock read per read batch, not one per response
   std::time_t batch_date_second_ = 0;
   PendingRequests pending_;
-  Limits limits_;
   detail::BodyDecoder body_decoder_;
-  HttpRequest request_;
+  HttpRequest request_;  // a request whose body is still arriving
 };
 
 }  // namespace weft::http
