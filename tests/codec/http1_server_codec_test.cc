@@ -299,6 +299,35 @@ TEST(ServerCodecTest, RouterAnswers404And405) {
   EXPECT_THAT(out, HasSubstr("Allow: GET\r\n"));
 }
 
+// Paths of every length class the router compares (bytes, 4-byte words, 8-byte words, and more
+// than one word), each also asked with one byte changed at its start, middle and end.
+TEST(ServerCodecTest, RouterMatchesWholePathsOfEveryLength) {
+  const std::vector<std::string> paths = {"/", "/ab", "/abc", "/abcdefg", "/abcdefgh", "/abcdefghijklmno",
+                                          "/abcdefghijklmnopqrstu"};
+  EmbeddedChannel ch;
+  auto router = std::make_shared<Router>();
+  for (const std::string& p : paths) {
+    router->get(p, [p](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body(ByteBuf::copy_of("hit " + p))); });
+  }
+  ch.pipeline().add_last("http", std::make_shared<ServerCodec>());
+  ch.pipeline().add_last("router", router);
+  auto ask = [&](const std::string& path) {
+    ch.write_inbound(ByteBuf::copy_of("GET " + path + " HTTP/1.1\r\nHost: h\r\n\r\n"));
+    std::string out;
+    while (auto b = ch.read_outbound<ByteBuf>()) out += b->to_string();
+    return out;
+  };
+  for (const std::string& p : paths) {
+    EXPECT_THAT(ask(p), AllOf(StartsWith("HTTP/1.1 200 OK"), HasSubstr("\r\n\r\nhit " + p))) << p;
+    for (std::size_t at : {std::size_t{1}, p.size() / 2, p.size() - 1}) {
+      if (at == 0 || at >= p.size()) continue;
+      std::string other = p;
+      other[at] = 'Z';
+      EXPECT_THAT(ask(other), StartsWith("HTTP/1.1 404")) << other;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft::http
 

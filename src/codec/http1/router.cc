@@ -1,6 +1,30 @@
 #include "weft/codec/http1/router.h"
 
+#include "field_section.h"
+
 namespace weft::http {
+namespace {
+
+// Equal strings, compared a word at a time inline: the libc memcmp call std::string_view makes is
+// a third of the routing cost of a short path.
+bool same(std::string_view a, std::string_view b) noexcept {
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  const char *p = a.data(), *q = b.data();
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 <= n; i += 8) {
+      if (detail::load8(p + i) != detail::load8(q + i)) return false;
+    }
+    return detail::load8(p + n - 8) == detail::load8(q + n - 8);
+  }
+  if (n >= 4) return detail::load4(p) == detail::load4(q) && detail::load4(p + n - 4) == detail::load4(q + n - 4);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p[i] != q[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 Router& Router::route(std::string method, std::string path, RouteFn fn) {
   routes_.push_back(Route{std::move(method), std::move(path), std::move(fn)});
@@ -11,9 +35,9 @@ void Router::channel_read(Context& ctx, HttpRequest&& request) {
   const std::string_view path = request.path(), method = request.method();
   bool path_known = false;
   for (Route& r : routes_) {
-    if (std::string_view(r.path) != path) continue;  // string_view's == compares sizes first
+    if (!same(r.path, path)) continue;
     path_known = true;
-    if (std::string_view(r.method) == method || (r.method == "GET" && method == "HEAD")) {
+    if (same(r.method, method) || (r.method == "GET" && method == "HEAD")) {
       r.fn(ctx, request);
       return;
     }
