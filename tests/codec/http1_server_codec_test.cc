@@ -123,6 +123,66 @@ TEST(ServerCodecTest, LateResponsesKeepTheirRequestsKeepAliveAcrossADeepQueue) {
   EXPECT_TRUE(f.ch.is_open());
 }
 
+// The codec lends a request its head's bytes for the length of channel_read. A handler that keeps
+// requests moves them, and the moved requests own their bytes: they stay intact after the codec has
+// decoded more, compacted its input and released it on close.
+class Keeper final : public InboundHandler<HttpRequest, HttpRequest> {
+ public:
+  std::vector<HttpRequest> kept;
+  bool close_first = false;
+  std::vector<std::string> seen_after_close;
+  void channel_read(Context& ctx, HttpRequest&& request) override {
+    if (close_first) {
+      ctx.close();  // releases what the codec holds, unless it is lending it right now
+      seen_after_close.emplace_back(std::string(request.method()) + " " + std::string(request.path()) + " " +
+                                    std::string(request.header("X-Tag").value_or("")));
+      return;
+    }
+    kept.push_back(std::move(request));
+  }
+};
+
+TEST(ServerCodecTest, KeptRequestsOwnTheirHeadBytes) {
+  EmbeddedChannel ch;
+  auto keeper = std::make_shared<Keeper>();
+  ch.pipeline().add_last("http", std::make_shared<ServerCodec>());
+  ch.pipeline().add_last("keeper", keeper);
+  std::string expected;
+  for (int round = 0; round < 3; ++round) {
+    std::string batch;
+    for (int i = 0; i < 5; ++i) {
+      const std::string n = std::to_string(round * 5 + i);
+      batch += "GET /r" + n + " HTTP/1.1\r\nHost: h\r\nX-Tag: t" + n + "\r\n\r\n";
+    }
+    batch += "GET /partial";  // left in the codec's input, which it compacts before the next read
+    ch.write_inbound(ByteBuf::copy_of(batch));
+    ch.write_inbound(ByteBuf::copy_of(" HTTP/1.1\r\nHost: h\r\nX-Tag: p\r\n\r\n"));
+  }
+  ch.close();
+  ch.run_pending();
+  ASSERT_EQ(keeper->kept.size(), 18u);
+  for (std::size_t k = 0; k < keeper->kept.size(); ++k) {
+    const HttpRequest& r = keeper->kept[k];
+    const bool partial = k % 6 == 5;
+    const std::string n = std::to_string(k / 6 * 5 + k % 6);
+    EXPECT_EQ(r.method(), "GET");
+    EXPECT_EQ(r.path(), partial ? "/partial" : "/r" + n) << k;
+    EXPECT_EQ(r.header("X-Tag").value_or(""), partial ? "p" : "t" + n) << k;
+  }
+}
+
+TEST(ServerCodecTest, AHandlerThatClosesStillReadsItsRequest) {
+  EmbeddedChannel ch;
+  auto keeper = std::make_shared<Keeper>();
+  keeper->close_first = true;
+  ch.pipeline().add_last("http", std::make_shared<ServerCodec>());
+  ch.pipeline().add_last("keeper", keeper);
+  ch.write_inbound(ByteBuf::copy_of("GET /bye HTTP/1.1\r\nHost: h\r\nX-Tag: last\r\n\r\n"));
+  ch.run_pending();
+  EXPECT_FALSE(ch.is_open());
+  EXPECT_EQ(keeper->seen_after_close, std::vector<std::string>{"GET /bye last"});
+}
+
 TEST(ServerCodecTest, RequestsSplitAtEveryByteBoundary) {
   const std::string req = "POST /upload?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello";
   for (std::size_t cut = 1; cut < req.size(); ++cut) {

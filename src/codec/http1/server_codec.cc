@@ -143,7 +143,9 @@ bool ServerCodec::decode_head(Context& ctx) {
     fail(ctx, r.status, r.reason);
     return false;
   }
-  request.head_bytes_ = in_.read_slice(r.consumed);  // the head's views point into these bytes
+  // The head's views point into in_, which lends its bytes until the request is emitted (see HttpRequest).
+  request.lend_head_bytes(in_, in_.reader_index(), r.consumed);
+  in_.skip_bytes(r.consumed);
   if (head.chunked) {
     if (head.expect_continue) write_interim_continue(ctx);
     body_decoder_.start_chunked();
@@ -195,7 +197,9 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
     reading_paused_ = true;  // the client runs far ahead of the responses: stop reading
     ctx.channel().set_auto_read(false);
   }
+  lending_ = true;  // in_ must keep the lent head bytes until fire_read returns
   ctx.fire_read(std::move(request));
+  lending_ = false;
 }
 
 void ServerCodec::fail(Context& ctx, int status, std::string_view reason) {
@@ -339,7 +343,7 @@ void ServerCodec::cancel_request_timer(Context& ctx) {
 void ServerCodec::channel_inactive(Context& ctx) {
   cancel_request_timer(ctx);
   state_ = State::closed;
-  in_.release();
+  if (!lending_) in_.release();  // else decode() releases it once the handler has returned
   out_.release();
   ctx.fire_channel_inactive();
 }
@@ -357,7 +361,7 @@ void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
 
 void ServerCodec::handler_removed(Context& ctx) {
   cancel_request_timer(ctx);
-  if (in_.is_readable() && !ctx.channel().is_open()) in_.release();
+  if (in_.is_readable() && !ctx.channel().is_open() && !lending_) in_.release();
 }
 
 }  // namespace weft::http

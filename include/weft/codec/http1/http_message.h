@@ -14,8 +14,24 @@ namespace weft::http {
 // A whole request: head and body (bodies are aggregated up to Limits::max_body). The views of the
 // head point into a buffer the request shares, so they stay valid as long as the request lives,
 // also when it is moved.
+//
+// (Within the codec's channel_read call the head's bytes are only lent by the codec, which keeps
+// them; moving the request takes its own reference. So a handler that answers in place costs no
+// reference count traffic, and one that keeps the request -- it must move it -- is safe.)
 class HttpRequest {
  public:
+  HttpRequest() noexcept = default;
+  HttpRequest(HttpRequest&& other) noexcept
+      : head_bytes_(other.take_head_bytes()), body_(std::move(other.body_)), head_(other.head_) {}
+  HttpRequest& operator=(HttpRequest&& other) noexcept {
+    if (this != &other) {
+      head_bytes_ = other.take_head_bytes();
+      lender_ = nullptr;
+      body_ = std::move(other.body_);
+      head_ = other.head_;
+    }
+    return *this;
+  }
   const RequestHead& head() const noexcept { return head_; }
   std::string_view method() const noexcept { return head_.method; }
   std::string_view target() const noexcept { return head_.target; }
@@ -30,7 +46,23 @@ class HttpRequest {
 
  private:
   friend class ServerCodec;
-  ByteBuf head_bytes_;  // keeps the bytes the head's views point into
+  // The bytes [index, index + length) of `lender` hold the head; it keeps them while lending.
+  void lend_head_bytes(const ByteBuf& lender, std::size_t index, std::size_t length) noexcept {
+    lender_ = &lender;
+    lent_index_ = static_cast<std::uint32_t>(index);
+    lent_length_ = static_cast<std::uint32_t>(length);
+  }
+  ByteBuf take_head_bytes() noexcept {
+    if (lender_ == nullptr) return std::move(head_bytes_);
+    const ByteBuf* lender = lender_;
+    lender_ = nullptr;
+    return lender->slice(lent_index_, lent_length_);
+  }
+
+  ByteBuf head_bytes_;  // keeps the bytes the head's views point into (unless lent)
+  const ByteBuf* lender_ = nullptr;
+  std::uint32_t lent_index_ = 0;
+  std::uint32_t lent_length_ = 0;
   ByteBuf body_;
   RequestHead head_;    // last: its fields first, then the inline header array
 };

@@ -84,6 +84,7 @@ class ServerCodec final : public Handler {
   State state_ = State::head;
   bool close_after_flush_ = false;
   bool reading_paused_ = false;
+  bool lending_ = false;  // a request emitted now borrows its head bytes from in_
   bool in_read_batch_ = false;  // from a read to its read_complete or a flush: batch_date_* hold
   TimerId request_timer_ = 0;
   ByteBuf in_;        // received bytes not yet decoded
