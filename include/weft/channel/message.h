@@ -70,17 +70,30 @@ class Message {
   std::unique_ptr<HolderBase> holder_;
 };
 
+namespace detail {
+// What a MessageRef knows about its message's type: one static object per type, so that a
+// MessageRef is two words (passed in registers from hop to hop) and the common type check is one
+// pointer comparison.
+struct MessageKind {
+  const std::type_info& type;
+  Message (*box)(void*);
+};
+template <class T>
+inline constexpr MessageKind message_kind{typeid(T), [](void* o) { return Message(std::move(*static_cast<T*>(o))); }};
+}  // namespace detail
+
 class MessageRef {
  public:
   template <class T>
   static MessageRef of(T& object) noexcept {
-    return MessageRef(&object, typeid(T), [](void* o) { return Message(std::move(*static_cast<T*>(o))); });
+    return MessageRef(&object, detail::message_kind<T>);
   }
 
-  const std::type_info& type() const noexcept { return *type_; }
+  const std::type_info& type() const noexcept { return kind_->type; }
   template <class T>
   bool is() const noexcept {
-    return *type_ == typeid(T);
+    // The same kind object, or (across shared libraries, where it may be duplicated) the same type.
+    return kind_ == &detail::message_kind<T> || kind_->type == typeid(T);
   }
   // The message as T; the caller has checked is<T>().
   template <class T>
@@ -88,14 +101,12 @@ class MessageRef {
     return *static_cast<T*>(object_);
   }
   // Moves the message into an owning box.
-  Message take() const { return box_(object_); }
+  Message take() const { return kind_->box(object_); }
 
  private:
-  using BoxFn = Message (*)(void*);
-  MessageRef(void* object, const std::type_info& type, BoxFn box) noexcept : object_(object), type_(&type), box_(box) {}
+  MessageRef(void* object, const detail::MessageKind& kind) noexcept : object_(object), kind_(&kind) {}
   void* object_;
-  const std::type_info* type_;
-  BoxFn box_;
+  const detail::MessageKind* kind_;
 };
 
 inline MessageRef Message::ref() noexcept { return holder_->ref(); }

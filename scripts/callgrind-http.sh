@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Instructions and simulated cache misses per request of weft-hello under load: deterministic where
+# timings on this machine are not. Collection starts once the connections are up (steady state).
+#   scripts/callgrind-http.sh [HELLO] [PATH] [DEPTH] [CONNS]
+#   e.g. scripts/callgrind-http.sh build/prof/bin/weft-hello /json 1 256
+# build/prof is release with -g: cmake --preset release -B build/prof -DCMAKE_CXX_FLAGS_RELEASE="-O2 -g -DNDEBUG"
+# Cache model: 32 KiB L1 data/instruction, 1 MiB last level; with 256 connections the per-connection
+# state does not stay in L1, so D1 misses per request count the cold lines a request touches.
+# The profile is left in build/callgrind.http.out for callgrind_annotate (--auto=yes for lines).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/measure-lib.sh
+hello=${1:-build/prof/bin/weft-hello} path=${2:-/plaintext} depth=${3:-16} conns=${4:-256}
+p=$(port)
+valgrind --tool=callgrind --cache-sim=yes --D1=32768,8,64 --I1=32768,8,64 --LL=1048576,16,64 \
+  --instr-atstart=no --callgrind-out-file=build/callgrind.http.out "$hello" --loops 1 --port "$p" >/dev/null 2>&1 &
+vg=$!
+pids+=($vg)
+wait_port "$p"
+wrk -t1 -c"$conns" -d6s -s ../shared/peers/pipeline.lua "http://127.0.0.1:$p$path" -- "$depth" >/dev/null 2>&1 &
+load=$!
+sleep 3
+callgrind_control -i on "$vg" >/dev/null
+wait "$load"
+callgrind_control -i off "$vg" >/dev/null
+kill -INT "$vg"
+wait "$vg" || true
+python3 - build/callgrind.http.out <<'PY'
+import re, subprocess, sys
+f = sys.argv[1]
+out = subprocess.run(["callgrind_annotate", "--inclusive=no", f], capture_output=True, text=True).stdout
+totals = [int(x.replace(",", "")) for x in re.findall(r"([\d,]+) \(", next(l for l in out.splitlines() if "PROGRAM TOTALS" in l))]
+text = open(f).read()
+ids = set(re.findall(r"^c?fn=\((\d+)\) .*ServerCodec::emit_request", text, re.M))
+lines = text.splitlines()
+n = sum(int(lines[i + 1].split("=")[1].split()[0]) for i, l in enumerate(lines)
+        if (m := re.match(r"^cfn=\((\d+)\)", l)) and m.group(1) in ids and lines[i + 1].startswith("calls="))
+names = "Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw".split()
+print(f"{n} requests; per request: " + " ".join(f"{k}={v / n:.1f}" for k, v in zip(names, totals)))
+PY
