@@ -20,9 +20,9 @@ wait_port "$p"
 wrk -t1 -c"$conns" -d6s -s ../shared/peers/pipeline.lua "http://127.0.0.1:$p$path" -- "$depth" >/dev/null 2>&1 &
 load=$!
 sleep 3
-callgrind_control -i on "$vg" >/dev/null
+callgrind_control -i on "$vg" >/dev/null 2>&1
 wait "$load"
-callgrind_control -i off "$vg" >/dev/null
+callgrind_control -i off "$vg" >/dev/null 2>&1
 kill -INT "$vg"
 wait "$vg" || true
 python3 - build/callgrind.http.out <<'PY'
