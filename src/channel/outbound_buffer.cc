@@ -4,22 +4,10 @@
 
 namespace weft {
 
-void OutboundBuffer::grow() {
-  const std::size_t capacity = capacity_ == kInline ? 16 : capacity_ * 2;
-  std::vector<ByteBuf> bigger(capacity);
-  for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
-  heap_.swap(bigger);
-  slots_ = heap_.data();
-  capacity_ = capacity;
-  head_ = 0;
-}
-
 bool OutboundBuffer::add(ByteBuf buf) {
   std::size_t n = buf.readable_bytes();
   if (n == 0) return false;
-  if (size_ == capacity_) grow();
-  at(size_) = std::move(buf);
-  ++size_;
+  ring_.push_back(std::move(buf));
   pending_bytes_ += n;
   if (writable_ && pending_bytes_ > high_) {
     writable_ = false;
@@ -32,7 +20,7 @@ int OutboundBuffer::collect_iovecs(iovec* iov, int max_iov, std::size_t max_byte
   int count = 0;
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < flushed_ && count < max_iov && bytes < max_bytes; ++i) {
-    const ByteBuf& b = at(i);
+    const ByteBuf& b = ring_[i];
     iov[count].iov_base = const_cast<std::uint8_t*>(b.read_ptr());
     iov[count].iov_len = b.readable_bytes();
     bytes += b.readable_bytes();
@@ -42,22 +30,20 @@ int OutboundBuffer::collect_iovecs(iovec* iov, int max_iov, std::size_t max_byte
 }
 
 void OutboundBuffer::retain_flushed(std::size_t count, std::vector<ByteBuf>& out) const {
-  for (std::size_t i = 0; i < count && i < flushed_; ++i) out.push_back(at(i).duplicate());
+  for (std::size_t i = 0; i < count && i < flushed_; ++i) out.push_back(ring_[i].duplicate());
 }
 
 bool OutboundBuffer::remove_bytes(std::size_t n) noexcept {
   pending_bytes_ -= std::min(n, pending_bytes_);
   while (n > 0 && flushed_ > 0) {
-    ByteBuf& front = at(0);
+    ByteBuf& front = ring_[0];
     std::size_t readable = front.readable_bytes();
     if (n < readable) {
       front.skip_bytes(n);
       break;
     }
     n -= readable;
-    front.release();
-    head_ = (head_ + 1) & (capacity_ - 1);
-    --size_;
+    ring_.drop_front();
     --flushed_;
   }
   if (!writable_ && pending_bytes_ < low_) {
@@ -68,14 +54,14 @@ bool OutboundBuffer::remove_bytes(std::size_t n) noexcept {
 }
 
 void OutboundBuffer::clear() noexcept {
-  for (std::size_t i = 0; i < size_; ++i) at(i).release();
-  head_ = size_ = flushed_ = pending_bytes_ = 0;
+  ring_.clear();
+  flushed_ = pending_bytes_ = 0;
   writable_ = true;
 }
 
 std::size_t OutboundBuffer::flushed_bytes() const noexcept {
   std::size_t total = 0;
-  for (std::size_t i = 0; i < flushed_; ++i) total += at(i).readable_bytes();
+  for (std::size_t i = 0; i < flushed_; ++i) total += ring_[i].readable_bytes();
   return total;
 }
 

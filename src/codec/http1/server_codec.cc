@@ -110,13 +110,6 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   decode(ctx);
 }
 
-void ServerCodec::PendingRequests::grow() {
-  std::vector<std::uint8_t> bigger(capacity() * 2);
-  for (std::size_t i = 0; i < size_; ++i) bigger[i] = data()[(head_ + i) & (capacity() - 1)];
-  heap_ = std::move(bigger);
-  head_ = 0;
-}
-
 void ServerCodec::decode(Context& ctx) {
   bool progressed = true;
   while (progressed && state_ != State::closed && in_.is_readable()) {
@@ -191,7 +184,7 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   const RequestHead& head = request.head_;
   std::uint8_t flags = static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) |
                                                  (head.version == Version::http10 ? kHttp10 : 0));
-  pending_.push(flags);
+  pending_.push_back(flags);
   state_ = head.keep_alive ? State::head : State::closed;
   if (pending_.size() >= limits_.max_pipelined && !reading_paused_) {
     reading_paused_ = true;  // the client runs far ahead of the responses: stop reading
@@ -238,7 +231,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   const bool interim = status >= 100 && status < 200;
   bool last = response.closes_connection();
   std::uint8_t flags = kKeepAlive;
-  if (!interim && pending_.size() > 0) flags = pending_.pop();
+  if (!interim && pending_.size() > 0) flags = pending_.pop_front();
   if (!(flags & kKeepAlive)) last = true;
 
   std::string_view shared = response.shared_header_block();

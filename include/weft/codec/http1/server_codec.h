@@ -17,6 +17,7 @@
 #include "weft/channel/handler.h"
 #include "weft/codec/http1/http_message.h"
 #include "weft/core/event_loop.h"
+#include "weft/core/inline_ring.h"
 #include "weft/codec/http1/body_decoder.h"
 
 namespace weft::http {
@@ -50,35 +51,6 @@ class ServerCodec final : public Handler {
   void arm_request_timer(Context& ctx);
   void cancel_request_timer(Context& ctx);
 
-  // Keep-alive flags of the requests decoded but not answered yet, oldest first: a ring that is
-  // inline for the usual few (no heap line of its own per request) and spills to the heap for a
-  // client that pipelines deeply.
-  class PendingRequests {
-   public:
-    std::size_t size() const noexcept { return size_; }
-    void push(std::uint8_t flags) {
-      if (size_ == capacity()) grow();
-      data()[(head_ + size_) & (capacity() - 1)] = flags;
-      ++size_;
-    }
-    std::uint8_t pop() noexcept {  // requires size() > 0
-      const std::uint8_t flags = data()[head_];
-      head_ = (head_ + 1) & (capacity() - 1);
-      --size_;
-      return flags;
-    }
-
-   private:
-    static constexpr std::size_t kInline = 16;
-    std::uint8_t* data() noexcept { return heap_.empty() ? inline_ : heap_.data(); }
-    std::size_t capacity() const noexcept { return heap_.empty() ? kInline : heap_.size(); }
-    void grow();
-    std::size_t head_ = 0;
-    std::size_t size_ = 0;
-    std::uint8_t inline_[kInline];
-    std::vector<std::uint8_t> heap_;  // power-of-two size once used
-  };
-
   // What each request touches first, the parsed head last: a server with many connections finds
   // most of them out of cache, so the hot fields share as few lines as they can.
   State state_ = State::head;
@@ -93,7 +65,9 @@ class ServerCodec final : public Handler {
   std::size_t out_size_hint_ = 2048;  // what the last flush wrote: the next batch's buffer size
   std::string_view batch_date_line_;  // one clock read per read batch, not one per response
   std::time_t batch_date_second_ = 0;
-  PendingRequests pending_;
+  // Keep-alive flags of the requests decoded but not answered yet, oldest first: inline for the
+  // usual few (no heap line of its own per request), on the heap for a client that pipelines deeply.
+  InlineRing<std::uint8_t, 16> pending_;
   detail::BodyDecoder body_decoder_;
   HttpRequest request_;  // a request whose body is still arriving
 };
