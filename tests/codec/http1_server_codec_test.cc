@@ -317,6 +317,25 @@ TEST(ServerCodecTest, ResponseHeadersRefuseCrLf) {
   EXPECT_NO_THROW(r.header("X-Ok", "value with spaces\tand tab"));
 }
 
+TEST(ServerCodecTest, AResponseToHeadHasTheLengthButNoBodyWhetherCopiedOrReferenced) {
+  for (std::size_t size : {std::size_t{5}, std::size_t{100000}}) {
+    Fixture f;
+    f.app->answer = false;
+    f.ch.write_inbound(ByteBuf::copy_of("HEAD / HTTP/1.1\r\nHost: h\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n"));
+    f.ch.write_outbound(HttpResponse(200).body(ByteBuf::copy_of(std::string(size, 'z'))));
+    f.ch.write_outbound(HttpResponse(200).body_view("after"));
+    std::string out;
+    while (auto b = f.ch.read_outbound<ByteBuf>()) out += b->to_string();
+    const std::string length = "Content-Length: " + std::to_string(size) + "\r\n";
+    EXPECT_THAT(out, HasSubstr(length)) << size;
+    EXPECT_EQ(count(out, "z"), 0) << size;
+    // The next response follows the first head directly.
+    const auto first_end = out.find("\r\n\r\n");
+    EXPECT_EQ(out.compare(first_end + 4, 15, "HTTP/1.1 200 OK"), 0) << out;
+    EXPECT_THAT(out, testing::EndsWith("\r\n\r\nafter"));
+  }
+}
+
 TEST(ServerCodecTest, ManyHeadersSpillOutOfTheInlineSpace) {
   HttpResponse r(200);
   for (int i = 0; i < 40; ++i) r.header("X-Header-" + std::to_string(i), std::string(20, 'v'));
@@ -357,6 +376,27 @@ TEST(ServerCodecTest, RouterAnswers404And405) {
   EXPECT_LT(first, second);
   EXPECT_LT(second, third);
   EXPECT_THAT(out, HasSubstr("Allow: GET\r\n"));
+}
+
+TEST(ServerCodecTest, RouterListsEveryMethodOfAPathIn405AndServesHeadFromGet) {
+  EmbeddedChannel ch;
+  auto router = std::make_shared<Router>();
+  router->get("/y", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("get")); });
+  router->post("/y", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("post")); });
+  ch.pipeline().add_last("http", std::make_shared<ServerCodec>());
+  ch.pipeline().add_last("router", router);
+  auto ask = [&](const std::string& request) {
+    ch.write_inbound(ByteBuf::copy_of(request));
+    std::string out;
+    while (auto b = ch.read_outbound<ByteBuf>()) out += b->to_string();
+    return out;
+  };
+  EXPECT_THAT(ask("POST /y HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"), HasSubstr("\r\n\r\npost"));
+  const std::string head = ask("HEAD /y HTTP/1.1\r\nHost: h\r\n\r\n");
+  EXPECT_THAT(head, AllOf(StartsWith("HTTP/1.1 200 OK"), HasSubstr("Content-Length: 3\r\n")));
+  EXPECT_THAT(head, Not(HasSubstr("get")));
+  EXPECT_THAT(ask("DELETE /y HTTP/1.1\r\nHost: h\r\n\r\n"),
+              AllOf(StartsWith("HTTP/1.1 405 Method Not Allowed"), HasSubstr("Allow: GET, POST\r\n")));
 }
 
 // Paths of every length class the router compares (bytes, 4-byte words, 8-byte words, and more

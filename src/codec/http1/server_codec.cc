@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::size_t kCopyBodyBelow = 8192;  // larger owned bodies are written without copying
 constexpr std::size_t kMaxOutSizeHint = 64 * 1024;
-constexpr std::uint8_t kKeepAlive = 1, kHttp10 = 2;
+constexpr std::uint8_t kKeepAlive = 1, kHttp10 = 2, kHeadRequest = 4;
 
 void put(ByteBuf& out, std::string_view s) { out.write_bytes(s.data(), s.size()); }
 
@@ -183,7 +183,8 @@ bool ServerCodec::decode_body(Context& ctx) {
 void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   const RequestHead& head = request.head_;
   std::uint8_t flags = static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) |
-                                                 (head.version == Version::http10 ? kHttp10 : 0));
+                                                 (head.version == Version::http10 ? kHttp10 : 0) |
+                                                 (head.method == "HEAD" ? kHeadRequest : 0));
   pending_.push_back(flags);
   state_ = head.keep_alive ? State::head : State::closed;
   if (pending_.size() >= limits_.max_pipelined && !reading_paused_) {
@@ -236,9 +237,11 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
 
   std::string_view shared = response.shared_header_block();
   std::string_view headers = response.header_block();
+  // A response to HEAD has the headers a GET would get, Content-Length included, and no content.
+  const bool omit_body = (flags & kHeadRequest) != 0;
   std::string_view body = response.body_bytes();
-  const bool copy_body = body.size() < kCopyBodyBelow || !response.owned_body().has_storage();
-  const std::size_t body_copy = copy_body ? body.size() : 0;
+  const bool body_by_reference = !omit_body && body.size() >= kCopyBodyBelow && response.owned_body().has_storage();
+  const std::size_t body_copy = omit_body || body_by_reference ? 0 : body.size();
   const ConnectionLine connection = last ? ConnectionLine::close
                                          : (flags & kHttp10) ? ConnectionLine::keep_alive : ConnectionLine::none;
   const DateLine date = in_read_batch_ ? DateLine{batch_date_line_, batch_date_second_} : current_date_line();
@@ -286,7 +289,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
       cache.key = key;
     }
   }
-  if (!copy_body) {
+  if (body_by_reference) {
     ctx.write(std::move(out_));
     ctx.write(std::move(response.owned_body()));
   }

@@ -29,6 +29,8 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest> {
   void channel_read_complete(Context& ctx) override;
 
  private:
+  [[gnu::noinline, gnu::cold]] void reply_unrouted(Context& ctx, const HttpRequest& request) const;
+
   struct Route {
     std::string method;
     std::string path;
