@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "char_scan.h"
@@ -29,6 +30,7 @@ std::optional<std::string_view> ResponseHead::header(std::string_view name) cons
 
 ParseResult parse_response_head(std::string_view data, ResponseHead& out, const Limits& limits) noexcept {
   using detail::error;
+  data = data.substr(0, std::numeric_limits<std::uint32_t>::max());  // so that `consumed` fits
   const std::size_t window = std::min(data.size(), limits.max_request_line + 2);
   const char* lf = static_cast<const char*>(std::memchr(data.data(), '\n', window));
   if (lf == nullptr) {
@@ -51,14 +53,12 @@ ParseResult parse_response_head(std::string_view data, ResponseHead& out, const 
   }
   out.status = status;
   out.reason = line.size() > 13 ? line.substr(13) : std::string_view();
-  detail::FieldSection fields{};
-  fields.headers = out.inline_headers.data();
-  fields.capacity = out.inline_headers.size();
+  detail::FieldSection fields(out.inline_headers.data(), static_cast<std::uint32_t>(out.inline_headers.size()));
   ParseResult r = detail::parse_field_section(data, line_end + 1, fields, limits);
   out.header_count = fields.count;
   if (r.kind != ParseResult::Kind::complete) return r;
-  if (fields.transfer_encoding && fields.content_length) return error(400, "both Content-Length and Transfer-Encoding");
-  out.content_length = fields.content_length;
+  if (fields.transfer_encoding && fields.has_content_length) return error(400, "both Content-Length and Transfer-Encoding");
+  out.content_length = fields.has_content_length ? std::optional(fields.content_length) : std::nullopt;
   out.chunked = fields.chunked;
   out.keep_alive = out.version == Version::http11 ? !fields.connection_close
                                                   : (fields.connection_keep_alive && !fields.connection_close);

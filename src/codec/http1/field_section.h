@@ -14,13 +14,18 @@
 namespace weft::http::detail {
 
 struct FieldSection {
+  // Member by member, not `FieldSection{}`: g++ clears an aggregate with a `rep stos`, slow to start,
+  // and this is set up once per request.
+  FieldSection(Header* storage, std::uint32_t storage_capacity) noexcept : headers(storage), capacity(storage_capacity) {}
+
   Header* headers = nullptr;
-  std::size_t capacity = 0;
-  std::size_t count = 0;
-  std::optional<std::uint64_t> content_length;
+  std::uint32_t capacity = 0;
+  std::uint32_t count = 0;
+  std::uint64_t content_length = 0;  // when has_content_length
+  bool has_content_length = false;
   bool chunked = false;
   bool transfer_encoding = false;
-  int host_count = 0;
+  std::uint8_t host_count = 0;  // saturates at 2: more than one is all that matters
   bool connection_close = false;
   bool connection_keep_alive = false;
   bool expect_continue = false;
@@ -30,7 +35,7 @@ struct FieldSection {
 // offset just past the section. Errors carry 400, 431 or 501 (request smuggling included).
 ParseResult parse_field_section(std::string_view data, std::size_t pos, FieldSection& out, const Limits& limits) noexcept;
 
-ParseResult error(int status, std::string_view reason) noexcept;
+ParseResult error(int status, const char* reason) noexcept;
 ParseResult incomplete() noexcept;
 bool all_tchar(std::string_view s) noexcept;
 
@@ -112,7 +117,7 @@ template <std::size_t N>
   const char* const p = data.data();
   const std::size_t n = data.size();
   const std::size_t section_start = pos;
-  const std::size_t max_headers = std::min(limits.max_headers, out.capacity);
+  const std::size_t max_headers = std::min<std::size_t>(limits.max_headers, out.capacity);
   // Bytes past `limit` would make the section too large.
   const std::size_t limit = std::min(n, section_start + limits.max_header_section + 2);
   // Out of bytes at `at`: the section is too large if the limit, not the data, stopped the scan.
@@ -126,7 +131,7 @@ template <std::size_t N>
     if (p[pos] == '\r') {
       if (pos + 1 >= n) return incomplete();
       if (p[pos + 1] != '\n') return error(400, "bare CR in header section");
-      return {ParseResult::Kind::complete, pos + 2, 0, {}};
+      return {ParseResult::Kind::complete, 0, static_cast<std::uint32_t>(pos + 2), ""};
     }
     if (p[pos] == ' ' || p[pos] == '\t') return error(400, "obsolete line folding");
     std::size_t i = pos;
@@ -151,7 +156,7 @@ template <std::size_t N>
     // Semantics of the headers that frame the message.
     switch (name.size()) {
       case 4:
-        if (equals_lowercase_token(name, "host")) ++out.host_count;
+        if (equals_lowercase_token(name, "host") && out.host_count < 2) ++out.host_count;
         break;
       case 6:
         if (equals_lowercase_token(name, "expect")) {
@@ -173,8 +178,9 @@ template <std::size_t N>
           // "5, 5" repeats one value: allowed; differing values are a smuggling attempt.
           for_each_token(value, [&](std::string_view t) {
             std::uint64_t v = 0;
-            if (!parse_decimal(t, v) || (out.content_length && *out.content_length != v)) ok = false;
+            if (!parse_decimal(t, v) || (out.has_content_length && out.content_length != v)) ok = false;
             out.content_length = v;
+            out.has_content_length = true;
           });
           if (!ok) return error(400, "invalid or conflicting Content-Length");
         }

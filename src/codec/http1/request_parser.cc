@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 
 #include "char_scan.h"
 #include "field_section.h"
@@ -18,8 +19,10 @@ bool all_tchar(std::string_view s) noexcept {
   return true;
 }
 
-ParseResult error(int status, std::string_view reason) noexcept { return {ParseResult::Kind::error, 0, status, reason}; }
-ParseResult incomplete() noexcept { return {ParseResult::Kind::incomplete, 0, 0, {}}; }
+ParseResult error(int status, const char* reason) noexcept {
+  return {ParseResult::Kind::error, static_cast<std::uint16_t>(status), 0, reason};
+}
+ParseResult incomplete() noexcept { return {}; }
 
 ParseResult parse_field_section(std::string_view data, std::size_t pos, FieldSection& out, const Limits& limits) noexcept {
   return parse_field_section_inline(data, pos, out, limits);
@@ -36,6 +39,7 @@ std::optional<std::string_view> RequestHead::header(std::string_view name) const
 
 ParseResult parse_request_head(std::string_view data, RequestHead& out, const Limits& limits) noexcept {
   using detail::error;
+  data = data.substr(0, std::numeric_limits<std::uint32_t>::max());  // so that `consumed` fits
   const char* const start = data.data();
   const std::size_t n = data.size();
   std::size_t pos = 0;
@@ -93,19 +97,17 @@ ParseResult parse_request_head(std::string_view data, RequestHead& out, const Li
   }
 
   // ---- header section
-  detail::FieldSection fields{};
-  fields.headers = out.inline_headers.data();
-  fields.capacity = out.inline_headers.size();
+  detail::FieldSection fields(out.inline_headers.data(), static_cast<std::uint32_t>(out.inline_headers.size()));
   ParseResult r = detail::parse_field_section_inline(data, line_end + 1, fields, limits);
   out.header_count = fields.count;
   if (r.kind != ParseResult::Kind::complete) return r;
-  if (fields.transfer_encoding && fields.content_length) {
+  if (fields.transfer_encoding && fields.has_content_length) {
     return error(400, "both Content-Length and Transfer-Encoding");  // request smuggling
   }
   if (fields.transfer_encoding && out.version == Version::http10) return error(400, "Transfer-Encoding in HTTP/1.0");
   if (fields.host_count > 1) return error(400, "more than one Host header");
   if (out.version == Version::http11 && fields.host_count == 0) return error(400, "missing Host header");
-  out.content_length = fields.content_length;
+  out.content_length = fields.has_content_length ? std::optional(fields.content_length) : std::nullopt;
   out.chunked = fields.chunked;
   out.expect_continue = fields.expect_continue;
   out.keep_alive = out.version == Version::http11 ? !fields.connection_close

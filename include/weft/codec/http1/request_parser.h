@@ -57,14 +57,19 @@ struct RequestHead {
   const Header* end() const noexcept { return inline_headers.data() + header_count; }
 };
 
+// Sixteen bytes, so that it comes back in two registers: a larger result is copied through memory
+// (with a `rep movs` that cost a fifth of a short request's parse).
 struct ParseResult {
-  enum class Kind { complete, incomplete, error } kind;
-  std::size_t consumed = 0;     // complete: bytes of the head, including the final CRLF CRLF
-  int status = 0;               // error: the HTTP status to answer with
-  std::string_view reason;      // error: what was wrong, for logs
+  enum class Kind : std::uint8_t { complete, incomplete, error };
+  Kind kind = Kind::incomplete;
+  std::uint16_t status = 0;    // error: the HTTP status to answer with
+  std::uint32_t consumed = 0;  // complete: bytes of the head, including the final CRLF CRLF
+  const char* reason = "";     // error: what was wrong (static text), for logs
 };
+static_assert(sizeof(ParseResult) == 16);
 
-// Parses the head at the start of `data`. On an error the caller answers `status` and closes.
+// Parses the head at the start of `data` (of which it reads at most 4 GiB, a ByteBuf's most). On an
+// error the caller answers `status` and closes.
 ParseResult parse_request_head(std::string_view data, RequestHead& out, const Limits& limits) noexcept;
 
 }  // namespace weft::http
