@@ -69,7 +69,8 @@ ParseResult parse_request_head(std::string_view data, RequestHead& out, const Li
   if (target_end >= limit) return ran_out(target_end);
   if (start[target_end] != ' ') return error(400, "invalid character in request target");
   if (target_end == target_start) return error(400, "empty request target");
-  out.target = std::string_view(start + target_start, scan.end);
+  const std::string_view target(start + target_start, scan.end);
+  out.target = target;
   const std::size_t v = target_end + 1;
   if (v + 10 > n) {
     if (v + 10 > limit && limit < n) return error(414, "request line too long");
@@ -88,12 +89,14 @@ ParseResult parse_request_head(std::string_view data, RequestHead& out, const Li
   }
   if (v + 8 - pos > limits.max_request_line) return error(414, "request line too long");
   const std::size_t line_end = v + 9;  // the LF
+  // From the local `target`, not out.target: reading back the two halves just stored is a
+  // store-forwarding stall (a tenth of a short request's parse under perf).
   if (scan.question == static_cast<std::size_t>(-1)) {
-    out.path = out.target;
+    out.path = target;
     out.query = {};
   } else {
-    out.path = std::string_view(out.target.data(), scan.question);
-    out.query = std::string_view(out.target.data() + scan.question + 1, scan.end - scan.question - 1);
+    out.path = std::string_view(target.data(), scan.question);
+    out.query = std::string_view(target.data() + scan.question + 1, scan.end - scan.question - 1);
   }
 
   // ---- header section
