@@ -60,8 +60,10 @@ class InlineRing {
  private:
   // Destroys what the slot owns and leaves it empty, without a temporary to move from.
   static void reset(T& slot) noexcept {
-    std::destroy_at(&slot);
-    std::construct_at(&slot);
+    if constexpr (!std::is_trivially_destructible_v<T>) {  // a plain value needs no clearing
+      std::destroy_at(&slot);
+      std::construct_at(&slot);
+    }
   }
   void grow() {
     std::vector<T> bigger(std::max<std::size_t>(16, capacity_ * 2));

@@ -87,6 +87,53 @@ CachedHead& cached_head_slot(const HeadKey& key) noexcept {
   return t_heads[(hash >> 32) % t_heads.size()];
 }
 
+struct HeadParts {
+  int status;
+  bool interim;
+  std::string_view date_line, shared, headers, body;
+  std::size_t body_copy;  // bytes of `body` to copy after the head
+  std::string_view connection_line;
+};
+
+// Formats a head that is not cached (and caches it when `cache` is given), then the copied body.
+// Out of line: its buffers would otherwise cost every cached response a larger frame.
+[[gnu::noinline]] void write_new_head(ByteBuf& out, Context& ctx, std::size_t size_hint, const HeadParts& parts,
+                                     CachedHead* cache, const HeadKey& key) {
+  char status_line[64];
+  const std::size_t status_size = format_status_line(status_line, parts.status);
+  char length_line[48];
+  std::size_t length_size = 0;
+  if (!parts.interim && parts.status != 204 && parts.status != 304) {
+    length_size = format_content_length(length_line, parts.body.size());
+  }
+  const std::size_t head_size = status_size + parts.date_line.size() + parts.shared.size() + parts.headers.size() +
+                                length_size + parts.connection_line.size() + 2;
+  const std::size_t body_copy = parts.body_copy;
+  if (!out.has_storage()) out = ctx.allocator().buffer(std::max(size_hint, head_size + body_copy));
+  out.ensure_writable(head_size + body_copy);
+  char* const head = reinterpret_cast<char*>(out.write_ptr());
+  char* w = head;
+  auto put_raw = [&w](const char* p, std::size_t n) {
+    if (n == 0) return;  // empty views may have a null data pointer
+    std::memcpy(w, p, n);
+    w += n;
+  };
+  put_raw(status_line, status_size);
+  put_raw(parts.date_line.data(), parts.date_line.size());
+  put_raw(parts.shared.data(), parts.shared.size());
+  put_raw(parts.headers.data(), parts.headers.size());
+  put_raw(length_line, length_size);
+  put_raw(parts.connection_line.data(), parts.connection_line.size());
+  put_raw("\r\n", 2);
+  put_raw(parts.body.data(), body_copy);
+  out.advance_writer(head_size + body_copy);
+  if (cache != nullptr && head_size <= sizeof cache->bytes) {
+    std::memcpy(cache->bytes, head, head_size);
+    cache->size = head_size;
+    cache->key = key;
+  }
+}
+
 void put_status_line(ByteBuf& out, int status) {
   char line[64];
   out.write_bytes(line, format_status_line(line, status));
@@ -256,38 +303,9 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
     if (body_copy != 0) std::memcpy(w + cache.size, body.data(), body_copy);
     out_.advance_writer(cache.size + body_copy);
   } else {
-    // Everything but the body is written with one bounds check: the pieces are bounded.
-    char status_line[64];
-    std::size_t status_size = format_status_line(status_line, status);
-    char length_line[48];
-    std::size_t length_size = 0;
-    if (!interim && status != 204 && status != 304) length_size = format_content_length(length_line, body.size());
-    const std::string_view connection_line = connection_line_text(connection);
-    const std::size_t head_size =
-        status_size + date.line.size() + shared.size() + headers.size() + length_size + connection_line.size() + 2;
-    if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max(out_size_hint_, head_size + body_copy));
-    out_.ensure_writable(head_size + body_copy);
-    char* const head = reinterpret_cast<char*>(out_.write_ptr());
-    char* w = head;
-    auto put_raw = [&w](const char* p, std::size_t n) {
-      if (n == 0) return;  // empty views may have a null data pointer
-      std::memcpy(w, p, n);
-      w += n;
-    };
-    put_raw(status_line, status_size);
-    put_raw(date.line.data(), date.line.size());
-    put_raw(shared.data(), shared.size());
-    put_raw(headers.data(), headers.size());
-    put_raw(length_line, length_size);
-    put_raw(connection_line.data(), connection_line.size());
-    put_raw("\r\n", 2);
-    put_raw(body.data(), body_copy);
-    out_.advance_writer(head_size + body_copy);
-    if (cacheable && head_size <= sizeof cache.bytes) {
-      std::memcpy(cache.bytes, head, head_size);
-      cache.size = head_size;
-      cache.key = key;
-    }
+    write_new_head(out_, ctx, out_size_hint_,
+                   {status, interim, date.line, shared, headers, body, body_copy, connection_line_text(connection)},
+                   cacheable ? &cache : nullptr, key);
   }
   if (body_by_reference) {
     ctx.write(std::move(out_));
