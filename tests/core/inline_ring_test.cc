@@ -42,6 +42,18 @@ TEST(InlineRingTest, GrowsPastTheInlineSlotsFromAnyHeadPosition) {
   }
 }
 
+TEST(InlineRingTest, GrowsAgainOnTheHeapWithItsHeadInTheMiddle) {
+  InlineRing<int, 2> ring;
+  int next_in = 0, next_out = 0;
+  for (int i = 0; i < 20; ++i) ring.push_back(next_in++);  // on the heap now (32 slots)
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(ring.pop_front(), next_out++);
+  for (int i = 0; i < 60; ++i) ring.push_back(next_in++);  // wraps, then grows from head 15
+  ASSERT_EQ(ring.size(), 65u);
+  for (std::size_t i = 0; i < ring.size(); ++i) EXPECT_EQ(ring[i], next_out + static_cast<int>(i));
+  while (!ring.empty()) EXPECT_EQ(ring.pop_front(), next_out++);
+  EXPECT_EQ(next_out, next_in);
+}
+
 TEST(InlineRingTest, DroppingAndClearingDestroyWhatEntriesOwn) {
   auto owned = std::make_shared<int>(7);
   InlineRing<std::shared_ptr<int>, 2> ring;

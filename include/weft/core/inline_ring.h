@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -66,7 +68,9 @@ class InlineRing {
     }
   }
   void grow() {
-    std::vector<T> bigger(std::max<std::size_t>(16, capacity_ * 2));
+    const std::size_t capacity = std::max<std::size_t>(16, std::size_t{capacity_} * 2);
+    if (capacity > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("InlineRing: too many entries");
+    std::vector<T> bigger(capacity);
     for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move((*this)[i]);
     heap_.swap(bigger);
     slots_ = heap_.data();

@@ -1,5 +1,8 @@
 #include "weft/codec/http1/router.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "field_section.h"
 
 namespace weft::http {
@@ -43,11 +46,19 @@ void Router::channel_read(Context& ctx, HttpRequest&& request) {
 // 405 with Allow when the path has routes for other methods, 404 otherwise. Out of line: its strings
 // and response would otherwise cost every routed request a larger frame.
 void Router::reply_unrouted(Context& ctx, const HttpRequest& request) const {
-  std::string allow;
+  std::vector<std::string_view> methods;
+  auto add = [&methods](std::string_view m) {
+    if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
+  };
   for (const Route& r : routes_) {
     if (r.path != request.path()) continue;
+    add(r.method);
+    if (r.method == "GET") add("HEAD");  // GET routes answer HEAD too
+  }
+  std::string allow;
+  for (std::string_view m : methods) {
     if (!allow.empty()) allow += ", ";
-    allow += r.method;
+    allow += m;
   }
   if (!allow.empty()) {
     ctx.write(HttpResponse(405).header("Allow", allow));

@@ -6,6 +6,10 @@
 // Bad input is answered with its status (400, 408, 413, 414, 431, 501, 505, 417) and the connection
 // is closed after the answer; nothing else is read from it. Inbound ByteBuf -> HttpRequest;
 // outbound HttpResponse -> ByteBuf. Loop thread only; one codec per channel.
+//
+// A response to HEAD is encoded with the headers, Content-Length included, of the response it is
+// given and without its body: build the same response as for GET (the Router sends HEAD to the GET
+// route) and the encoder drops the content.
 
 #include <cstdint>
 #include <ctime>
