@@ -58,10 +58,9 @@ ParseResult parse_response_head(std::string_view data, ResponseHead& out, const 
   out.header_count = fields.count;
   if (r.kind != ParseResult::Kind::complete) return r;
   if (fields.transfer_encoding && fields.has_content_length) return error(400, "both Content-Length and Transfer-Encoding");
-  out.content_length = fields.has_content_length ? std::optional(fields.content_length) : std::nullopt;
+  out.content_length = fields.declared_length();
   out.chunked = fields.chunked;
-  out.keep_alive = out.version == Version::http11 ? !fields.connection_close
-                                                  : (fields.connection_keep_alive && !fields.connection_close);
+  out.keep_alive = fields.keeps_alive(out.version);
   return r;
 }
 

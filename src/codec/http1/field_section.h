@@ -18,6 +18,14 @@ struct FieldSection {
   // and this is set up once per request.
   FieldSection(Header* storage, std::uint32_t storage_capacity) noexcept : headers(storage), capacity(storage_capacity) {}
 
+  std::optional<std::uint64_t> declared_length() const noexcept {
+    return has_content_length ? std::optional(content_length) : std::nullopt;
+  }
+  // RFC 9112 9.3: HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive".
+  bool keeps_alive(Version version) const noexcept {
+    return version == Version::http11 ? !connection_close : connection_keep_alive && !connection_close;
+  }
+
   Header* headers = nullptr;
   std::uint32_t capacity = 0;
   std::uint32_t count = 0;
@@ -205,6 +213,5 @@ template <std::size_t N>
     }
   }
 }
-
 
 }  // namespace weft::http::detail

@@ -110,11 +110,10 @@ ParseResult parse_request_head(std::string_view data, RequestHead& out, const Li
   if (fields.transfer_encoding && out.version == Version::http10) return error(400, "Transfer-Encoding in HTTP/1.0");
   if (fields.host_count > 1) return error(400, "more than one Host header");
   if (out.version == Version::http11 && fields.host_count == 0) return error(400, "missing Host header");
-  out.content_length = fields.has_content_length ? std::optional(fields.content_length) : std::nullopt;
+  out.content_length = fields.declared_length();
   out.chunked = fields.chunked;
   out.expect_continue = fields.expect_continue;
-  out.keep_alive = out.version == Version::http11 ? !fields.connection_close
-                                                  : (fields.connection_keep_alive && !fields.connection_close);
+  out.keep_alive = fields.keeps_alive(out.version);
   return r;
 }
 

@@ -89,7 +89,6 @@ CachedHead& cached_head_slot(const HeadKey& key) noexcept {
 
 struct HeadParts {
   int status;
-  bool interim;
   std::string_view date_line, shared, headers, body;
   std::size_t body_copy;  // bytes of `body` to copy after the head
   std::string_view connection_line;
@@ -103,7 +102,8 @@ struct HeadParts {
   const std::size_t status_size = format_status_line(status_line, parts.status);
   char length_line[48];
   std::size_t length_size = 0;
-  if (!parts.interim && parts.status != 204 && parts.status != 304) {
+  const bool interim = parts.status >= 100 && parts.status < 200;
+  if (!interim && parts.status != 204 && parts.status != 304) {
     length_size = format_content_length(length_line, parts.body.size());
   }
   const std::size_t head_size = status_size + parts.date_line.size() + parts.shared.size() + parts.headers.size() +
@@ -304,7 +304,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
     out_.advance_writer(cache.size + body_copy);
   } else {
     write_new_head(out_, ctx, out_size_hint_,
-                   {status, interim, date.line, shared, headers, body, body_copy, connection_line_text(connection)},
+                   {status, date.line, shared, headers, body, body_copy, connection_line_text(connection)},
                    cacheable ? &cache : nullptr, key);
   }
   if (body_by_reference) {
