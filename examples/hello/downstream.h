@@ -55,13 +55,12 @@ inline weft::http::HttpResponse downstream_bad_request() {
       "ms must be an integer in [0, 10000]\n"));
 }
 
-// Executor group bounds for weft-hello's offload mode. Requests are not ByteBufs, so each counts
-// ExecutorGroup::kTaskOverhead bytes: a connection may queue 64 requests, the server 16384 (a few MiB
-// of HttpRequests); past that the channels stop reading and the clients wait in their socket buffers.
+// Executor group bounds for weft-hello's offload mode, in bytes (each request counts what it holds:
+// weft::message_size): a connection may queue 256 KiB of requests (about a hundred), the server
+// 32 MiB; past that the channels stop reading and the clients wait in their socket buffers.
 inline weft::ExecutorGroup::Options offload_options(std::size_t threads) {
-  constexpr std::size_t kEvent = weft::ExecutorGroup::kTaskOverhead;
-  return {.threads = threads, .name = "hello-offload", .max_queued_bytes_per_channel = 64 * kEvent,
-          .max_queued_bytes = 16384 * kEvent};
+  return {.threads = threads, .name = "hello-offload", .max_queued_bytes_per_channel = 256 * 1024,
+          .max_queued_bytes = 32 * 1024 * 1024};
 }
 
 // Adds GET /downstream to a router for the loop, offload and loop-async modes. `pool` is used by
@@ -79,13 +78,19 @@ inline void add_downstream_route(weft::http::Router& router, std::string mode, w
       ctx.write(downstream_response(mode, *ms));
       return;
     }
+    // Each waiting request holds one suspension of the channel's reading, given back on the loop
+    // once its answer is written; the answer names its request, so it takes its own place in the
+    // connection's order however the answers of later requests overtake it.
     weft::ChannelPtr channel = ctx.channel().shared_from_this();
-    channel->set_auto_read(false);
-    pool->at(channel->id() % pool->size()).execute([channel, ms = *ms, mode] {
-      if (!channel->is_active()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      channel->write_and_flush(downstream_response(mode, ms));
-      channel->set_auto_read(true);
+    channel->suspend_reading();
+    pool->at(channel->id() % pool->size()).execute([channel, ms = *ms, mode, sequence = request.sequence()] {
+      if (channel->is_active()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        weft::http::HttpResponse answer = downstream_response(mode, ms);
+        answer.for_request(sequence);
+        channel->write_and_flush(std::move(answer));
+      }
+      channel->loop().execute([channel] { channel->resume_reading(); });
     });
   });
 }

@@ -165,13 +165,13 @@ std::shared_ptr<weft::http::Router> make_router(weft::EventLoopGroup& executors)
   auto router = std::make_shared<weft::http::Router>();
   router->get("/plaintext", [](weft::Context& ctx, HttpRequest&) { ctx.write(response(kTextHeaders, kPlain)); });
   router->get("/json", [](weft::Context& ctx, HttpRequest&) { ctx.write(response(kJsonHeaders, json_body())); });
+  // The body is a string made per request: the response owns a copy (a view of it would dangle
+  // where the response is encoded later, on another thread).
   router->get("/plaintext-async", [&executors](weft::Context& ctx, HttpRequest&) {
-    std::string body = blocking_async_body(executors, false);
-    ctx.write(response(kTextHeaders, body));
+    ctx.write(HttpResponse(200).headers(kTextHeaders).body(blocking_async_body(executors, false)));
   });
   router->get("/json-async", [&executors](weft::Context& ctx, HttpRequest&) {
-    std::string body = blocking_async_body(executors, true);
-    ctx.write(response(kJsonHeaders, body));
+    ctx.write(HttpResponse(200).headers(kJsonHeaders).body(blocking_async_body(executors, true)));
   });
   return router;
 }

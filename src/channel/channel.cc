@@ -120,13 +120,56 @@ Future<void> Channel::close_after_flush() {
   return close_future();
 }
 
+Future<void> Channel::close_gracefully(Duration linger) {
+  auto work = [this, linger] {
+    if (!is_open() || lingering_ || shutdown_when_flushed_) return;
+    if (!is_active()) {
+      close_now();
+      return;
+    }
+    linger_ = linger;
+    if (outbound_.has_flushed()) {
+      shutdown_when_flushed_ = true;  // on_bytes_written goes on
+    } else {
+      start_linger();
+    }
+  };
+  if (loop_.in_loop()) {
+    work();
+  } else {
+    loop_.try_execute([self = shared_from_this(), work] { work(); });
+  }
+  return close_future();
+}
+
+void Channel::start_linger() {
+  shutdown_when_flushed_ = false;
+  lingering_ = true;
+  // The peer's remaining input is read (and dropped by whoever finished) until its FIN.
+  read_suspensions_ = 0;
+  config_.auto_read = true;
+  linger_timer_ = loop_.schedule(linger_, [this] {
+    linger_timer_ = 0;
+    close_now();
+  });
+  if (!is_output_shutdown()) {
+    Promise<void> promise(&loop_);
+    do_shutdown_output(promise);  // closes at once when the input has ended already
+    if (promise.future().error() != nullptr) {
+      close_now();
+      return;
+    }
+  }
+  if (is_open()) do_begin_read();
+}
+
 void Channel::set_auto_read(bool on) {
   auto work = [this, on] {
     config_.auto_read = on;
     if (!is_open() || !registered_) return;
-    if (on) {
+    if (on && read_suspensions_ == 0) {
       do_begin_read();
-    } else if (!read_requested_) {
+    } else if (!on && !read_requested_) {
       do_stop_read();
     }
   };
@@ -135,6 +178,16 @@ void Channel::set_auto_read(bool on) {
   } else {
     loop_.execute([self = shared_from_this(), work] { work(); });
   }
+}
+
+void Channel::suspend_reading() {
+  if (lingering_) return;  // a lingering close reads until the peer's FIN
+  if (read_suspensions_++ == 0 && is_open() && registered_ && !read_requested_) do_stop_read();
+}
+
+void Channel::resume_reading() {
+  if (read_suspensions_ == 0) return;
+  if (--read_suspensions_ == 0 && config_.auto_read && is_open() && registered_) do_begin_read();
 }
 
 Future<void> Channel::shutdown_output() {
@@ -216,7 +269,7 @@ void Channel::head_close(Promise<void> promise) {
 
 void Channel::read_batch_done() {
   read_requested_ = false;
-  if (!config_.auto_read && is_open()) do_stop_read();
+  if ((!config_.auto_read || read_suspensions_ > 0) && is_open()) do_stop_read();
 }
 
 void Channel::set_writable(bool writable) {
@@ -230,6 +283,8 @@ void Channel::on_bytes_written(std::size_t n) {
   if (close_when_flushed_ && !outbound_.has_flushed()) {
     close_when_flushed_ = false;
     pipeline_.close(Promise<void>(&loop_));
+  } else if (shutdown_when_flushed_ && !outbound_.has_flushed() && is_open()) {
+    start_linger();
   }
 }
 
@@ -242,6 +297,10 @@ void Channel::fail_and_close(std::exception_ptr error) {
 void Channel::close_now() {
   if (!open_.exchange(false, std::memory_order_acq_rel)) return;
   ChannelPtr keep_alive = std::move(self_);
+  if (linger_timer_ != 0) {
+    loop_.cancel(linger_timer_);
+    linger_timer_ = 0;
+  }
   bool was_active = active_.exchange(false, std::memory_order_acq_rel);
   try {
     do_close();

@@ -21,9 +21,7 @@ std::string describe(const std::exception_ptr& error) {
 
 // Bytes an event queued for an executor counts for.
 std::size_t queued_size(MessageRef message) noexcept {
-  std::size_t n = ExecutorGroup::kTaskOverhead;
-  if (message.is<ByteBuf>()) n += message.as<ByteBuf>().readable_bytes();
-  return n;
+  return ExecutorGroup::kTaskOverhead + message.size();
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ void Offload::to_executor(std::size_t size, UniqueFunction<void()> task) {
       paused_.store(true, std::memory_order_release);
       log(LogLevel::debug, "channel {}: executor queue full ({} bytes, group {}), reading paused", channel_.id(), mine,
           group_.queued_bytes());
-      channel_.set_auto_read(false);  // on the loop: takes effect at once
+      reading_.hold(channel_);  // on the loop: takes effect at once
       if (group_full) wait_for_group();
     }
   }
@@ -91,7 +91,7 @@ void Offload::maybe_resume() {
   }
   paused_.store(false, std::memory_order_release);
   log(LogLevel::debug, "channel {}: executor queue drained, reading resumed", channel_.id());
-  channel_.set_auto_read(true);
+  reading_.release(channel_);
 }
 
 void Offload::to_loop(UniqueFunction<void()> task) {

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "weft/channel/channel.h"
 #include "weft/channel/context.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/executor_group.h"
@@ -56,6 +57,7 @@ class Offload : public std::enable_shared_from_this<Offload> {
   std::atomic<bool> paused_{false};  // written on the loop only
   std::atomic<bool> resume_posted_{false};
   std::atomic<bool> waiting_for_group_{false};
+  ReadSuspension reading_;  // loop thread only
 };
 
 }  // namespace detail

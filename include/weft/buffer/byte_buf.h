@@ -164,6 +164,8 @@ class ByteBuf {
   std::size_t max_capacity() const noexcept { return max_capacity_; }
   // Const, owner only. writer_index() - reader_index().
   std::size_t readable_bytes() const noexcept { return writer_ - reader_; }
+  // What a queued buffer counts for in bounds on messages (see weft::message_size).
+  std::size_t message_size() const noexcept { return readable_bytes(); }
   // Const, owner only. capacity() - writer_index(): bytes writable without growing.
   std::size_t writable_bytes() const noexcept { return capacity_ - writer_; }
   // Const, owner only. max_capacity() - writer_index(): bytes writable with growth.

@@ -65,7 +65,9 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
     if (loop_.in_loop()) {
       pipeline_.write(std::move(message));
     } else {
-      loop_.execute([self = shared_from_this(), m = std::move(message)]() mutable { self->pipeline_.write(std::move(m)); });
+      std::decay_t<T> owned(std::move(message));
+      own_borrowed(owned);  // what it borrows may die with this thread's stack before the loop runs
+      loop_.execute([self = shared_from_this(), m = std::move(owned)]() mutable { self->pipeline_.write(std::move(m)); });
     }
   }
   // Thread-safe.
@@ -75,7 +77,9 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
     if (loop_.in_loop()) {
       pipeline_.write_and_flush(std::move(message));
     } else {
-      loop_.execute([self = shared_from_this(), m = std::move(message)]() mutable {
+      std::decay_t<T> owned(std::move(message));
+      own_borrowed(owned);
+      loop_.execute([self = shared_from_this(), m = std::move(owned)]() mutable {
         self->pipeline_.write_and_flush(std::move(m));
       });
     }
@@ -88,8 +92,24 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   Future<void> close();
   // Thread-safe. Closes once every buffer flushed so far has been written (or at once if none).
   Future<void> close_after_flush();
-  // Thread-safe. Turns continuous reading on or off: the backpressure switch.
+  // Thread-safe. The graceful end of a connection whose peer may still be sending (an HTTP server
+  // after an error answer): once every buffer flushed so far has been written, sends FIN, then
+  // keeps reading -- whatever suspended it -- until the peer's FIN or until `linger` has passed,
+  // and closes. What arrives meanwhile still reaches the pipeline (a codec that has finished
+  // drops it). Closing with unread input makes the kernel send RST, which on a real network can
+  // destroy the answer still in flight; this does not. Idempotent; returns the close future.
+  Future<void> close_gracefully(Duration linger);
+  // Thread-safe. Turns continuous reading on or off: the application's own switch. Reading runs
+  // while auto-read is on and no source holds a suspension (below).
   void set_auto_read(bool on);
+  // Loop thread only. Backpressure by source: each source that must stop the channel's reading (a
+  // codec whose channel is unwritable, an executor queue at its bound, a coroutine's full inbox)
+  // holds one suspension and later resumes only its own, so one source's resume never undoes
+  // another's. Hold them through ReadSuspension, which keeps each source's calls balanced.
+  void suspend_reading();
+  void resume_reading();
+  // Loop thread only. Suspensions held now.
+  std::uint32_t read_suspensions() const noexcept { return read_suspensions_; }
   // Thread-safe. Sends FIN; the channel can still read.
   Future<void> shutdown_output();
   // Loop thread only. Bytes queued for writing.
@@ -129,7 +149,9 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
 
   // ---- helpers for transports; loop thread only
   OutboundBuffer& outbound() noexcept { return outbound_; }
-  bool auto_read_or_requested() const noexcept { return config_.auto_read || read_requested_; }
+  bool auto_read_or_requested() const noexcept {
+    return (config_.auto_read && read_suspensions_ == 0) || read_requested_;
+  }
   // After a read batch: reset a one-shot read() request.
   void read_batch_done();
   // Marks the channel active, fires channel_active and starts reading if auto-read.
@@ -150,6 +172,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   friend class detail::PipelineTail;
 
   void close_for_shutdown() override { close_now(); }
+  void start_linger();
   void register_on_loop();
   void set_writable(bool writable);
   // head of the pipeline
@@ -168,6 +191,9 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   bool close_when_flushed_ = false;
   bool output_shutdown_ = false;
   bool was_active_ = false;
+  bool shutdown_when_flushed_ = false;  // close_gracefully: FIN once the flushed bytes are out
+  bool lingering_ = false;              // close_gracefully: FIN sent or due; reading forced on
+  std::uint32_t read_suspensions_ = 0;
   ByteBufAllocator* allocator_;
   ChannelConfig config_;  // its per-read and per-write fields first
   OutboundBuffer outbound_;
@@ -179,6 +205,29 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   SocketAddress local_address_;
   SocketAddress remote_address_;
   ChannelPtr self_;  // keeps a registered channel alive until it is torn down
+  Duration linger_ = {};
+  TimerId linger_timer_ = 0;
+};
+
+// One source's hold on a channel's reading (see Channel::suspend_reading): hold() and release() are
+// idempotent, so the source cannot suspend twice or resume what it did not suspend. Loop thread
+// only; release it before the channel is destroyed (a closed channel ignores both).
+class ReadSuspension {
+ public:
+  bool held() const noexcept { return held_; }
+  void hold(Channel& channel) {
+    if (held_) return;
+    held_ = true;
+    channel.suspend_reading();
+  }
+  void release(Channel& channel) {
+    if (!held_) return;
+    held_ = false;
+    channel.resume_reading();
+  }
+
+ private:
+  bool held_ = false;
 };
 
 }  // namespace weft

@@ -231,10 +231,7 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
     }
     queue_[(head_ + count_) % queue_.size()].emplace(std::move(message));
     ++count_;
-    if (count_ >= options_.max_queued && ctx.channel().config().auto_read) {
-      paused_reading_ = true;
-      ctx.channel().set_auto_read(false);
-    }
+    if (count_ >= options_.max_queued) reading_.hold(ctx.channel());
   }
   void on_read_complete(Context& ctx) {
     in_read_batch_ = false;
@@ -282,10 +279,7 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
     queue_[head_].reset();
     head_ = (head_ + 1) % queue_.size();
     --count_;
-    if (paused_reading_ && count_ <= options_.max_queued / 2 && !closed_) {
-      paused_reading_ = false;
-      channel_->set_auto_read(true);
-    }
+    if (reading_.held() && count_ <= options_.max_queued / 2 && !closed_) reading_.release(*channel_);
     return message;
   }
 
@@ -317,7 +311,7 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
   bool closed_ = false;
   bool in_read_batch_ = false;
   bool flush_pending_ = false;
-  bool paused_reading_ = false;
+  ReadSuspension reading_;  // held while the inbox is full
 };
 
 // Loop thread only (typically in a child_handler initializer). Adds a Connection<In> named

@@ -6,6 +6,8 @@
 // Message: an owning, move-only box for a message of any type, for when a message must be kept
 // without knowing its type (EmbeddedChannel's queues, queues between threads). Boxing allocates.
 
+#include <concepts>
+#include <cstddef>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -18,11 +20,35 @@ namespace weft {
 std::string type_name(const std::type_info& type);
 class MessageRef;
 
+// The memory a message holds, for bounds that count bytes (the executor offload queue): what the
+// type's `message_size()` member says, the string's bytes for std::string, else sizeof(T).
+template <class T>
+std::size_t message_size(const T& message) noexcept {
+  if constexpr (requires { { message.message_size() } noexcept -> std::convertible_to<std::size_t>; }) {
+    return message.message_size();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return sizeof(std::string) + message.capacity();
+  } else {
+    return sizeof(T);
+  }
+}
+
+// Before a message leaves the thread that made it (boxed into a Message for a queue or another
+// thread), it takes its own copy of whatever it borrows: a type that borrows says so with an
+// `own_borrowed()` member (HttpResponse's body view).
+template <class T>
+void own_borrowed(T& message) {
+  if constexpr (requires { message.own_borrowed(); }) message.own_borrowed();
+}
+
 class Message {
  public:
   Message() noexcept = default;
+  // The box owns what the value borrowed (see own_borrowed()).
   template <class T, class D = std::decay_t<T>, class = std::enable_if_t<!std::is_same_v<D, Message>>>
-  explicit Message(T&& value) : holder_(std::make_unique<Holder<D>>(std::forward<T>(value))) {}
+  explicit Message(T&& value) : holder_(std::make_unique<Holder<D>>(std::forward<T>(value))) {
+    own_borrowed(static_cast<Holder<D>*>(holder_.get())->value);
+  }
 
   bool has_value() const noexcept { return holder_ != nullptr; }
   const std::type_info& type() const noexcept { return holder_ ? holder_->type() : typeid(void); }
@@ -77,9 +103,11 @@ namespace detail {
 struct MessageKind {
   const std::type_info& type;
   Message (*box)(void*);
+  std::size_t (*size)(const void*) noexcept;
 };
 template <class T>
-inline constexpr MessageKind message_kind{typeid(T), [](void* o) { return Message(std::move(*static_cast<T*>(o))); }};
+inline constexpr MessageKind message_kind{typeid(T), [](void* o) { return Message(std::move(*static_cast<T*>(o))); },
+                                          [](const void* o) noexcept { return message_size(*static_cast<const T*>(o)); }};
 }  // namespace detail
 
 class MessageRef {
@@ -102,6 +130,8 @@ class MessageRef {
   }
   // Moves the message into an owning box.
   Message take() const { return kind_->box(object_); }
+  // The memory the message holds (see message_size()).
+  std::size_t size() const noexcept { return kind_->size(object_); }
 
  private:
   MessageRef(void* object, const detail::MessageKind& kind) noexcept : object_(object), kind_(&kind) {}

@@ -36,6 +36,12 @@ namespace weft {
 
 namespace detail {
 
+// Adds `in` to the bytes buffered in `into`: takes it as is when nothing is buffered, else appends it
+// -- in place when `into` has room or can grow and no slice shares it, else by copying both into a
+// new buffer (so a buffer at its maximum, like a transport's provided buffer, never refuses bytes).
+// Every decoder that keeps input across reads cumulates with this.
+void cumulate(ByteBufAllocator& allocator, ByteBuf& into, ByteBuf&& in);
+
 // The non-template half of ByteToMessageDecoder: the cumulation buffer.
 class Cumulation {
  public:

@@ -112,14 +112,6 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
   }
 }
 
-void append_input(ByteBuf& in, ByteBuf&& bytes) {
-  if (!in.is_readable()) {
-    in = std::move(bytes);
-  } else {
-    in.write_bytes(bytes);
-  }
-}
-
 void keep_undecoded(ByteBuf& in) {
   if (!in.is_readable()) {
     in.release();

@@ -1,5 +1,7 @@
 #include "weft/codec/http1/client_codec.h"
 
+#include "weft/codec/byte_to_message_decoder.h"
+
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -93,7 +95,7 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
   if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
   if (state_ == State::failed) return;
   ByteBuf& bytes = message.as<ByteBuf>();
-  detail::append_input(in_, std::move(bytes));
+  weft::detail::cumulate(ctx.allocator(), in_, std::move(bytes));
   decode(ctx);
 }
 

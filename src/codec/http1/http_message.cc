@@ -74,6 +74,7 @@ HttpResponse& HttpResponse::body(ByteBuf bytes) & noexcept {
 HttpResponse::HttpResponse(HttpResponse&& other) noexcept
     : status_(other.status_),
       close_(other.close_),
+      request_sequence_(other.request_sequence_),
       shared_headers_(other.shared_headers_),
       inline_size_(other.inline_size_),
       overflow_(std::move(other.overflow_)),
@@ -86,6 +87,7 @@ HttpResponse& HttpResponse::operator=(HttpResponse&& other) noexcept {
   if (this == &other) return *this;
   status_ = other.status_;
   close_ = other.close_;
+  request_sequence_ = other.request_sequence_;
   shared_headers_ = other.shared_headers_;
   inline_size_ = other.inline_size_;
   std::memcpy(inline_.data(), other.inline_.data(), inline_size_);
@@ -95,5 +97,24 @@ HttpResponse& HttpResponse::operator=(HttpResponse&& other) noexcept {
   return *this;
 }
 
+void HttpResponse::own_borrowed() {
+  if (!body_.has_storage() && !body_view_.empty()) {
+    body_ = ByteBuf::copy_of(body_view_);
+    body_view_ = {};
+  }
+  if (shared_headers_ != nullptr) {
+    // The shared block is written before the response's own headers: keep that order.
+    std::string headers(shared_headers_->bytes());
+    headers.append(header_block());
+    shared_headers_ = nullptr;
+    if (headers.size() <= inline_.size()) {
+      overflow_.clear();
+      std::memcpy(inline_.data(), headers.data(), headers.size());
+      inline_size_ = headers.size();
+    } else {
+      overflow_ = std::move(headers);
+    }
+  }
+}
 
 }  // namespace weft::http

@@ -10,13 +10,16 @@
 #include "weft/channel/channel.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
+#include "weft/codec/byte_to_message_decoder.h"
+#include "weft/channel/events.h"
 
 namespace weft::http {
 namespace {
 
 constexpr std::size_t kCopyBodyBelow = 8192;  // larger owned bodies are written without copying
 constexpr std::size_t kMaxOutSizeHint = 64 * 1024;
-constexpr std::uint8_t kKeepAlive = 1, kHttp10 = 2, kHeadRequest = 4;
+// Flags of a pending request. kAnswered: its answer came early and waits in early_.
+constexpr std::uint8_t kKeepAlive = 1, kHttp10 = 2, kHeadRequest = 4, kAnswered = 8;
 
 void put(ByteBuf& out, std::string_view s) { out.write_bytes(s.data(), s.size()); }
 
@@ -142,33 +145,53 @@ void put_status_line(ByteBuf& out, int status) {
 }  // namespace
 
 ServerCodec::ServerCodec(Limits limits) : limits_(limits) {}
+ServerCodec::~ServerCodec() = default;
+
+void ServerCodec::handler_added(Context& ctx) {
+  // The end of the client's input is answered (every answer owed still goes out), not a reset.
+  ctx.channel().config().allow_half_closure = true;
+  if (ctx.channel().is_active()) {
+    last_activity_ = ctx.loop().now();
+    want_deadline(ctx, last_activity_ + limits_.idle_timeout);
+  }
+}
+
+void ServerCodec::channel_active(Context& ctx) {
+  last_activity_ = ctx.loop().now();
+  want_deadline(ctx, last_activity_ + limits_.idle_timeout);
+  ctx.fire_channel_active();
+}
 
 void ServerCodec::read_message(Context& ctx, MessageRef message) {
   if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
   ByteBuf& bytes = message.as<ByteBuf>();
-  if (state_ == State::closed) return;  // answered with an error or Connection: close; the rest is dropped
+  if (state_ == State::closed) return;  // the connection is ending: what still arrives is dropped
   if (!in_read_batch_) {
     const DateLine date = current_date_line();
     batch_date_line_ = date.line;
     batch_date_second_ = date.second;
+    batch_now_ = ctx.loop().now();
     in_read_batch_ = true;
   }
-  detail::append_input(in_, std::move(bytes));
+  last_activity_ = batch_now_;
+  weft::detail::cumulate(ctx.allocator(), in_, std::move(bytes));
   decode(ctx);
 }
 
 void ServerCodec::decode(Context& ctx) {
   bool progressed = true;
-  while (progressed && state_ != State::closed && in_.is_readable()) {
+  // Suspended reading also stops decoding what is buffered: the client is too far ahead.
+  while (progressed && state_ != State::closed && in_.is_readable() && !reading_.held()) {
     progressed = state_ == State::head ? decode_head(ctx) : decode_body(ctx);
   }
   if (state_ == State::closed) in_.release();
   detail::keep_undecoded(in_);
   if (state_ == State::closed) return;
-  if (state_ != State::head || in_.is_readable()) {
-    arm_request_timer(ctx);
-  } else {
-    cancel_request_timer(ctx);
+  if (state_ == State::head && !in_.is_readable()) {
+    request_started_ = {};
+  } else if (request_started_ == TimePoint{}) {
+    request_started_ = in_read_batch_ ? batch_now_ : ctx.loop().now();
+    want_deadline(ctx, request_started_ + limits_.request_timeout);
   }
 }
 
@@ -186,8 +209,10 @@ bool ServerCodec::decode_head(Context& ctx) {
   // The head's views point into in_, which lends its bytes until the request is emitted (see HttpRequest).
   request.lend_head_bytes(in_, in_.reader_index(), r.consumed);
   in_.skip_bytes(r.consumed);
+  // RFC 9110 10.1.1: no 100 Continue to an HTTP/1.0 client.
+  const bool send_continue = head.expect_continue && head.version != Version::http10;
   if (head.chunked) {
-    if (head.expect_continue) write_interim_continue(ctx);
+    if (send_continue) write_interim_continue(ctx);
     body_decoder_.start_chunked();
     request_ = std::move(request);
     state_ = State::body;
@@ -203,7 +228,7 @@ bool ServerCodec::decode_head(Context& ctx) {
     emit_request(ctx, request);
     return true;
   }
-  if (head.expect_continue) write_interim_continue(ctx);
+  if (send_continue) write_interim_continue(ctx);
   request.body_ = ctx.allocator().buffer(static_cast<std::size_t>(length), static_cast<std::size_t>(length));
   body_decoder_.start_fixed(length);
   request_ = std::move(request);
@@ -232,32 +257,39 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   std::uint8_t flags = static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) |
                                                  (head.version == Version::http10 ? kHttp10 : 0) |
                                                  (head.method == "HEAD" ? kHeadRequest : 0));
+  const std::uint64_t sequence = front_sequence_ + pending_.size();
   pending_.push_back(flags);
+  request.sequence_ = sequence;
+  request_started_ = {};  // the next request's time starts with its first byte
   state_ = head.keep_alive ? State::head : State::closed;
-  if (pending_.size() >= limits_.max_pipelined && !reading_paused_) {
-    reading_paused_ = true;  // the client runs far ahead of the responses: stop reading
-    ctx.channel().set_auto_read(false);
-  }
+  update_read_suspension(ctx);
+  const std::uint64_t outer = dispatching_;
+  dispatching_ = sequence;
   lending_ = true;  // in_ must keep the lent head bytes until fire_read returns
   ctx.fire_read(std::move(request));
   lending_ = false;
+  dispatching_ = outer;
 }
 
 void ServerCodec::fail(Context& ctx, int status, std::string_view reason) {
-  log(LogLevel::debug, "channel {}: HTTP {} ({}); closing", ctx.channel().id(), status, reason);
+  log(LogLevel::debug, "channel {}: HTTP {} ({}); closing after the answers owed", ctx.channel().id(), status, reason);
   state_ = State::closed;
-  cancel_request_timer(ctx);
-  if (!out_.has_storage()) out_ = ctx.allocator().buffer(256);
-  put_status_line(out_, status);
-  put(out_, date_header_line());
-  put(out_, "Content-Length: 0\r\nConnection: close\r\n\r\n");
-  close_after_flush_ = true;
-  flush(ctx);
+  request_started_ = {};
+  error_status_ = status;
+  finish_if_done(ctx);
 }
 
 void ServerCodec::write_interim_continue(Context& ctx) {
+  // For the request whose body is about to arrive: it takes the next sequence once it is whole.
+  const std::uint64_t sequence = front_sequence_ + pending_.size();
+  constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  if (!pending_.empty()) {
+    early_.push_back({sequence, ByteBuf::copy_of(kContinue), ByteBuf(), false, false});
+    early_bytes_ += kContinue.size();
+    return;
+  }
   if (!out_.has_storage()) out_ = ctx.allocator().buffer(64);
-  put(out_, "HTTP/1.1 100 Continue\r\n\r\n");
+  put(out_, kContinue);
   flush(ctx);
 }
 
@@ -274,14 +306,71 @@ void ServerCodec::write_message(Context& ctx, MessageRef message) {
   throw_type_mismatch(ctx, "outbound", typeid(HttpResponse), message.type());
 }
 
+std::uint64_t ServerCodec::answered_sequence(const HttpResponse& response) const noexcept {
+  if (response.request_sequence() != 0) return response.request_sequence();
+  const std::size_t n = pending_.size();
+  if (dispatching_ >= front_sequence_ && dispatching_ - front_sequence_ < n &&
+      !(pending_[static_cast<std::size_t>(dispatching_ - front_sequence_)] & kAnswered)) {
+    return dispatching_;  // a handler answering the request it is being handed
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(pending_[i] & kAnswered)) return front_sequence_ + i;  // the oldest without an answer
+  }
+  return 0;
+}
+
 void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   const int status = response.status();
-  const bool interim = status >= 100 && status < 200;
-  bool last = response.closes_connection();
-  std::uint8_t flags = kKeepAlive;
-  if (!interim && pending_.size() > 0) flags = pending_.pop_front();
-  if (!(flags & kKeepAlive)) last = true;
+  if (status >= 100 && status < 200) {
+    // An interim answer goes with the request it precedes: the oldest one without an answer.
+    std::uint64_t sequence = answered_sequence(response);
+    if (sequence == 0) sequence = front_sequence_ + pending_.size();
+    if (sequence == front_sequence_) {
+      encode_into(ctx, out_, nullptr, response, kKeepAlive);
+    } else {
+      hold_early(ctx, response, sequence, kKeepAlive);
+      early_.back().final = false;
+    }
+    return;
+  }
+  if (finished_ || (state_ == State::closed && pending_.empty())) {
+    log(LogLevel::debug, "channel {}: response {} after the connection's last answer; dropped", ctx.channel().id(),
+        status);
+    return;
+  }
+  if (pending_.empty()) {
+    // Not an answer to a request (none is waiting): written as it comes.
+    encode_into(ctx, out_, nullptr, response, kKeepAlive);
+    answer_sent(ctx, response.closes_connection());
+    return;
+  }
+  const std::uint64_t sequence = answered_sequence(response);
+  const std::uint64_t index = sequence - front_sequence_;
+  if (sequence == 0 || sequence < front_sequence_ || index >= pending_.size() ||
+      (pending_[static_cast<std::size_t>(index)] & kAnswered)) {
+    log(LogLevel::warn, "channel {}: response {} answers request {}, which has its answer already or is unknown; dropped",
+        ctx.channel().id(), status, sequence);
+    return;
+  }
+  const std::uint8_t flags = pending_[static_cast<std::size_t>(index)];
+  if (index != 0) {
+    hold_early(ctx, response, sequence, flags);
+    pending_[static_cast<std::size_t>(index)] = static_cast<std::uint8_t>(flags | kAnswered);
+    return;
+  }
+  pending_.drop_front();
+  ++front_sequence_;
+  encode_into(ctx, out_, nullptr, response, flags);
+  answer_sent(ctx, response.closes_connection() || !(flags & kKeepAlive));
+  if (!early_.empty()) send_early_answers(ctx);
+}
 
+// Encodes `response` for a request with `flags` into `out`; a large owned body goes to *body_out
+// when given, else straight after `out` into the channel.
+void ServerCodec::encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response,
+                              std::uint8_t flags) {
+  const int status = response.status();
+  const bool last = response.closes_connection() || !(flags & kKeepAlive);
   std::string_view shared = response.shared_header_block();
   std::string_view headers = response.header_block();
   // A response to HEAD has the headers a GET would get, Content-Length included, and no content.
@@ -296,29 +385,93 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   CachedHead& cache = cached_head_slot(key);
   const bool cacheable = headers.empty();  // per-response headers are not worth remembering
   if (cacheable && cache.size != 0 && cache.key == key) {
-    if (!out_.has_storage()) out_ = ctx.allocator().buffer(std::max(out_size_hint_, cache.size + body_copy));
-    out_.ensure_writable(cache.size + body_copy);
-    char* w = reinterpret_cast<char*>(out_.write_ptr());
+    if (!out.has_storage()) out = ctx.allocator().buffer(std::max(out_size_hint_, cache.size + body_copy));
+    out.ensure_writable(cache.size + body_copy);
+    char* w = reinterpret_cast<char*>(out.write_ptr());
     std::memcpy(w, cache.bytes, cache.size);
     if (body_copy != 0) std::memcpy(w + cache.size, body.data(), body_copy);
-    out_.advance_writer(cache.size + body_copy);
+    out.advance_writer(cache.size + body_copy);
   } else {
-    write_new_head(out_, ctx, out_size_hint_,
+    write_new_head(out, ctx, out_size_hint_,
                    {status, date.line, shared, headers, body, body_copy, connection_line_text(connection)},
                    cacheable ? &cache : nullptr, key);
   }
   if (body_by_reference) {
-    ctx.write(std::move(out_));
-    ctx.write(std::move(response.owned_body()));
+    if (body_out != nullptr) {
+      *body_out = std::move(response.owned_body());
+    } else {
+      ctx.write(std::move(out));
+      ctx.write(std::move(response.owned_body()));
+    }
   }
+}
+
+void ServerCodec::hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags) {
+  // Encoded now: what the response borrows (a body view) may not outlive this call.
+  EarlyAnswer early{sequence, ByteBuf(), ByteBuf(), true, response.closes_connection() || !(flags & kKeepAlive)};
+  encode_into(ctx, early.bytes, &early.body, response, flags);
+  early_bytes_ += early.bytes.readable_bytes() + early.body.readable_bytes();
+  early_.push_back(std::move(early));
+  update_read_suspension(ctx);
+}
+
+// Sends the early answers whose turn has come, in order.
+void ServerCodec::send_early_answers(Context& ctx) {
+  for (;;) {
+    auto it = std::find_if(early_.begin(), early_.end(),
+                           [this](const EarlyAnswer& a) { return a.sequence == front_sequence_; });
+    if (it == early_.end()) break;
+    EarlyAnswer early = std::move(*it);
+    early_.erase(it);
+    early_bytes_ -= early.bytes.readable_bytes() + early.body.readable_bytes();
+    if (out_.is_readable()) ctx.write(std::move(out_));
+    ctx.write(std::move(early.bytes));
+    if (early.body.is_readable()) ctx.write(std::move(early.body));
+    if (!early.final) continue;  // 100 Continue: the final answer follows
+    pending_.drop_front();
+    ++front_sequence_;
+    answer_sent(ctx, early.last);
+    if (finished_ || close_after_flush_) break;
+  }
+  update_read_suspension(ctx);
+}
+
+// A final answer has gone into the output: the connection goes on, waits, or ends.
+void ServerCodec::answer_sent(Context& ctx, bool last) {
   if (last) {
-    close_after_flush_ = true;
     state_ = State::closed;
+    pending_.clear();  // requests after the last answer are never answered
+    early_.clear();
+    early_bytes_ = 0;
+    error_status_ = 0;
+    close_after_flush_ = true;
+    finished_ = true;
+    return;
   }
-  if (reading_paused_ && pending_.size() < limits_.max_pipelined / 2) {
-    reading_paused_ = false;
-    ctx.channel().set_auto_read(true);
+  if (pending_.empty()) {
+    last_activity_ = in_read_batch_ ? batch_now_ : ctx.loop().now();
+    finish_if_done(ctx);
   }
+  update_read_suspension(ctx);
+}
+
+// Once nothing is owed: an error answer waiting for its turn goes out, or the client's input has
+// ended; then the connection ends gracefully.
+void ServerCodec::finish_if_done(Context& ctx) {
+  if (finished_ || !pending_.empty() || state_ != State::closed) return;
+  if (error_status_ == 0 && !input_ended_) return;
+  finished_ = true;
+  if (!early_.empty()) send_early_answers(ctx);  // an interim answer of the failed request
+  if (error_status_ != 0) {
+    if (!out_.has_storage()) out_ = ctx.allocator().buffer(256);
+    put_status_line(out_, error_status_);
+    put(out_, date_header_line());
+    put(out_, "Content-Length: 0\r\nConnection: close\r\n\r\n");
+    error_status_ = 0;
+  }
+  close_after_flush_ = true;
+  reading_.release(ctx.channel());
+  flush(ctx);
 }
 
 void ServerCodec::flush(Context& ctx) {
@@ -329,9 +482,12 @@ void ServerCodec::flush(Context& ctx) {
   }
   in_read_batch_ = false;  // a later response reads the clock again, whatever else the pipeline does
   ctx.flush();
+  update_read_suspension(ctx);  // what was unsent may have left
   if (close_after_flush_) {
     close_after_flush_ = false;
-    ctx.channel().close_after_flush();
+    finished_ = true;
+    stop_deadline(ctx);
+    ctx.channel().close_gracefully(limits_.linger_timeout);
   }
 }
 
@@ -340,25 +496,135 @@ void ServerCodec::channel_read_complete(Context& ctx) {
   ctx.fire_read_complete();
 }
 
-void ServerCodec::arm_request_timer(Context& ctx) {
-  if (request_timer_ != 0) return;
-  request_timer_ = ctx.loop().schedule(limits_.request_timeout, [this, &ctx] {
-    request_timer_ = 0;
-    if (state_ != State::closed && (state_ != State::head || in_.is_readable())) fail(ctx, 408, "request timeout");
+void ServerCodec::user_event(Context& ctx, const std::any& event) {
+  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) end_input(ctx);
+  ctx.fire_user_event(event);
+}
+
+// The client sent FIN: a request still incomplete will never be; every answer owed still goes out.
+void ServerCodec::end_input(Context& ctx) {
+  input_ended_ = true;
+  if (state_ != State::closed) {
+    if (state_ == State::body || in_.is_readable()) {
+      log(LogLevel::debug, "channel {}: the client's input ended inside a request; it is dropped", ctx.channel().id());
+    }
+    state_ = State::closed;
+    request_started_ = {};
+    if (!lending_) in_.release();
+  }
+  if (finished_) return;
+  if (pending_.empty() && error_status_ == 0) {
+    finished_ = true;
+    close_after_flush_ = true;
+    flush(ctx);
+    return;
+  }
+  finish_if_done(ctx);
+}
+
+void ServerCodec::writability_changed(Context& ctx) {
+  if (!ctx.channel().is_writable()) {
+    unwritable_since_ = ctx.loop().now();
+    want_deadline(ctx, unwritable_since_ + limits_.send_timeout);
+  } else {
+    unwritable_since_ = {};
+  }
+  update_read_suspension(ctx);
+  ctx.fire_writability_changed();
+}
+
+// Reading (and decoding what is buffered) pauses while the client is too far ahead of its answers;
+// it resumes below half of each bound, once the channel is writable again.
+void ServerCodec::update_read_suspension(Context& ctx) {
+  if (finished_) return;
+  Channel& channel = ctx.channel();
+  const std::size_t unsent = out_.readable_bytes() + early_bytes_ + channel.pending_write_bytes();
+  if (!reading_.held()) {
+    if (pending_.size() >= limits_.max_pipelined || unsent >= limits_.max_unsent_bytes || !channel.is_writable()) {
+      reading_.hold(channel);
+    }
+    return;
+  }
+  if (pending_.size() <= limits_.max_pipelined / 2 && unsent <= limits_.max_unsent_bytes / 2 && channel.is_writable()) {
+    reading_.release(channel);
+    if (in_.is_readable()) resume_decoding_later(ctx);
+  }
+}
+
+// Decodes what was buffered while reading was suspended. Posted, not run here: the resume may come
+// from inside a flush or an answer, where handing the pipeline new requests would nest.
+void ServerCodec::resume_decoding_later(Context& ctx) {
+  if (resume_posted_) return;
+  resume_posted_ = true;
+  if (!alive_) alive_ = std::make_shared<bool>(true);
+  ctx.loop().execute([this, &ctx, alive = std::weak_ptr<bool>(alive_), channel = ctx.channel().shared_from_this()] {
+    if (alive.expired()) return;
+    resume_posted_ = false;
+    if (state_ == State::closed || reading_.held() || !in_.is_readable()) return;
+    const std::uint64_t before = front_sequence_ + pending_.size();
+    decode(ctx);
+    if (front_sequence_ + pending_.size() != before) ctx.fire_read_complete();  // the batch's end: handlers flush
   });
 }
 
-void ServerCodec::cancel_request_timer(Context& ctx) {
-  if (request_timer_ == 0) return;
-  ctx.loop().cancel(request_timer_);
-  request_timer_ = 0;
+void ServerCodec::want_deadline(Context& ctx, TimePoint at) {
+  if (deadline_timer_ != 0) {
+    if (deadline_at_ <= at) return;  // the armed one comes first and re-arms for this one
+    ctx.loop().cancel(deadline_timer_);
+  }
+  deadline_at_ = at;
+  const TimePoint now = ctx.loop().now();
+  deadline_timer_ = ctx.loop().schedule(at > now ? at - now : Duration::zero(), [this, &ctx] {
+    deadline_timer_ = 0;
+    on_deadline(ctx);
+  });
+}
+
+// One timer per connection, armed at the earliest deadline that applies; when it fires it checks
+// them all against the clock and re-arms for the next.
+void ServerCodec::on_deadline(Context& ctx) {
+  if (finished_) return;
+  const TimePoint now = ctx.loop().now();
+  if (unwritable_since_ != TimePoint{} && now - unwritable_since_ >= limits_.send_timeout) {
+    log(LogLevel::debug, "channel {}: answers not taken for {} s; closing", ctx.channel().id(),
+        std::chrono::duration_cast<std::chrono::seconds>(limits_.send_timeout).count());
+    finished_ = true;
+    ctx.close();
+    return;
+  }
+  if (request_started_ != TimePoint{} && now - request_started_ >= limits_.request_timeout) {
+    fail(ctx, 408, "request timeout");
+    return;
+  }
+  const bool idle = pending_.empty() && request_started_ == TimePoint{} && state_ == State::head;
+  if (idle && now - last_activity_ >= limits_.idle_timeout) {
+    log(LogLevel::debug, "channel {}: idle for {} s; closing", ctx.channel().id(),
+        std::chrono::duration_cast<std::chrono::seconds>(limits_.idle_timeout).count());
+    finished_ = true;
+    ctx.channel().close_gracefully(limits_.linger_timeout);
+    return;
+  }
+  if (state_ == State::closed) return;
+  TimePoint next = (idle ? last_activity_ : now) + limits_.idle_timeout;  // also re-checks a wait for answers
+  if (request_started_ != TimePoint{}) next = std::min(next, request_started_ + limits_.request_timeout);
+  if (unwritable_since_ != TimePoint{}) next = std::min(next, unwritable_since_ + limits_.send_timeout);
+  want_deadline(ctx, next);
+}
+
+void ServerCodec::stop_deadline(Context& ctx) {
+  if (deadline_timer_ == 0) return;
+  ctx.loop().cancel(deadline_timer_);
+  deadline_timer_ = 0;
 }
 
 void ServerCodec::channel_inactive(Context& ctx) {
-  cancel_request_timer(ctx);
+  stop_deadline(ctx);
   state_ = State::closed;
+  finished_ = true;
   if (!lending_) in_.release();  // else decode() releases it once the handler has returned
   out_.release();
+  early_.clear();
+  early_bytes_ = 0;
   ctx.fire_channel_inactive();
 }
 
@@ -374,7 +640,9 @@ void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
 }
 
 void ServerCodec::handler_removed(Context& ctx) {
-  cancel_request_timer(ctx);
+  stop_deadline(ctx);
+  alive_.reset();
+  reading_.release(ctx.channel());
   if (in_.is_readable() && !ctx.channel().is_open() && !lending_) in_.release();
 }
 

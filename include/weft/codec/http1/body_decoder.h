@@ -36,8 +36,6 @@ class BodyDecoder {
   std::uint64_t remaining_ = 0;
 };
 
-// The codecs' input buffer: `bytes` becomes it when it is empty (no copy), else is appended.
-void append_input(ByteBuf& in, ByteBuf&& bytes);
 // After decoding: drops `in` when all of it was decoded, else keeps only the undecoded bytes
 // (compacting in place, or copying them out while messages handed on still share the storage).
 void keep_undecoded(ByteBuf& in);

@@ -22,15 +22,23 @@ class HttpRequest {
  public:
   HttpRequest() noexcept = default;
   HttpRequest(HttpRequest&& other) noexcept
-      : head_bytes_(other.take_head_bytes()), body_(std::move(other.body_)), head_(other.head_) {}
+      : head_bytes_(other.take_head_bytes()), body_(std::move(other.body_)), sequence_(other.sequence_), head_(other.head_) {}
   HttpRequest& operator=(HttpRequest&& other) noexcept {
     if (this != &other) {
       head_bytes_ = other.take_head_bytes();
       lender_ = nullptr;
       body_ = std::move(other.body_);
+      sequence_ = other.sequence_;
       head_ = other.head_;
     }
     return *this;
+  }
+  // This request's place on its connection: 1 for the first, then 2, 3... (0: not from a codec).
+  // Responses leave in this order, whichever thread makes them (see HttpResponse::for_request).
+  std::uint64_t sequence() const noexcept { return sequence_; }
+  // The memory this request holds, for bounds that count bytes (the executor offload queue).
+  std::size_t message_size() const noexcept {
+    return sizeof(HttpRequest) + body_.readable_bytes() + (lender_ != nullptr ? lent_length_ : head_bytes_.readable_bytes());
   }
   const RequestHead& head() const noexcept { return head_; }
   std::string_view method() const noexcept { return head_.method; }
@@ -64,6 +72,7 @@ class HttpRequest {
   std::uint32_t lent_index_ = 0;
   std::uint32_t lent_length_ = 0;
   ByteBuf body_;
+  std::uint64_t sequence_ = 0;
   RequestHead head_;    // last: its fields first, then the inline header array
 };
 
@@ -95,6 +104,16 @@ class HeaderBlock {
 // A response. Headers are validated as they are added: a name that is not a token, or a value with
 // CR, LF or NUL, throws std::invalid_argument (no response splitting). The encoder adds Date,
 // Content-Length and, where the connection ends, Connection: close.
+//
+// Which request it answers: the one named with for_request(); else, when it is written while the
+// codec hands a request to the pipeline (a handler that answers at once), that request; else the
+// oldest request of the connection that has no answer yet. Pipelined answers leave in request
+// order whatever thread or coroutine makes them and whenever: one that is ready early waits,
+// encoded, for those before it.
+//
+// Borrowed parts (body_view(), headers()) must outlive the encoding, which happens inside
+// ctx.write() on the loop. A response that crosses threads (written from an executor, or through
+// Channel::write from another thread) takes its own copy of them first (own_borrowed()).
 class HttpResponse {
  public:
   explicit HttpResponse(int status = 200) noexcept : status_(status) {}
@@ -119,6 +138,32 @@ class HttpResponse {
   // The body, owned.
   HttpResponse& body(ByteBuf bytes) & noexcept;
   HttpResponse&& body(ByteBuf bytes) && noexcept { return std::move(body(std::move(bytes))); }
+  // The body, owned: the string's bytes are copied into a buffer (for a body made per request).
+  HttpResponse& body(std::string_view bytes) & { return body(ByteBuf::copy_of(bytes)); }
+  HttpResponse&& body(std::string_view bytes) && { return std::move(body(bytes)); }
+  HttpResponse& body(const std::string& bytes) & { return body(std::string_view(bytes)); }
+  HttpResponse&& body(const std::string& bytes) && { return std::move(body(std::string_view(bytes))); }
+  HttpResponse& body(const char* bytes) & { return body(std::string_view(bytes)); }
+  HttpResponse&& body(const char* bytes) && { return std::move(body(std::string_view(bytes))); }
+  // Names the request this response answers (see the class comment).
+  HttpResponse& for_request(const HttpRequest& request) & noexcept {
+    request_sequence_ = request.sequence();
+    return *this;
+  }
+  HttpResponse&& for_request(const HttpRequest& request) && noexcept { return std::move(for_request(request)); }
+  // The same, by the request's sequence(): for an answer made where the request is gone.
+  HttpResponse& for_request(std::uint64_t request_sequence) & noexcept {
+    request_sequence_ = request_sequence;
+    return *this;
+  }
+  HttpResponse&& for_request(std::uint64_t request_sequence) && noexcept { return std::move(for_request(request_sequence)); }
+  std::uint64_t request_sequence() const noexcept { return request_sequence_; }
+  // Copies what the response borrows (the body view, the shared header block) into the response.
+  void own_borrowed();
+  // The memory this response holds, for bounds that count bytes.
+  std::size_t message_size() const noexcept {
+    return sizeof(HttpResponse) + overflow_.capacity() + body_bytes().size();
+  }
   // The body, borrowed: `bytes` must stay valid until the response has been encoded, which happens
   // inside ctx.write() when the codec runs on the same loop (the common case). For static data.
   HttpResponse& body_view(std::string_view bytes) & noexcept {
@@ -150,6 +195,7 @@ class HttpResponse {
 
   int status_;
   bool close_ = false;
+  std::uint64_t request_sequence_ = 0;
   const HeaderBlock* shared_headers_ = nullptr;
   std::size_t inline_size_ = 0;
   std::array<char, 256> inline_;

@@ -50,8 +50,23 @@ struct Limits {
   std::size_t max_headers = 64;            // more: 431 (at most RequestHead::kInlineHeaders)
   std::size_t max_body = 1024 * 1024;      // larger: 413
   std::size_t max_chunk_line = 256;        // chunk-size line (with extensions)
-  Duration request_timeout = std::chrono::seconds(30);  // a started request must complete in time: 408
-  std::size_t max_pipelined = 1024;        // requests read ahead of their responses before reading pauses
+  // A request must arrive whole (head and body) within this time of its first byte: else 408.
+  Duration request_timeout = std::chrono::seconds(30);
+  // A keep-alive connection with nothing to do (no request started, no answer owed) is closed
+  // after this long (nginx's keepalive_timeout).
+  Duration idle_timeout = std::chrono::seconds(75);
+  // A connection whose peer does not take the answers owed (writes stay blocked) is closed after
+  // this long without progress (nginx's send_timeout).
+  Duration send_timeout = std::chrono::seconds(60);
+  // After the last answer (an error, Connection: close), the server sends FIN and reads what the
+  // client still sends for at most this long before it closes, so that unread input does not make
+  // the kernel reset the connection under the answer (nginx's lingering close).
+  Duration linger_timeout = std::chrono::seconds(2);
+  // Reading pauses while more requests than this wait for their answers...
+  std::size_t max_pipelined = 1024;
+  // ...or while more than this many bytes of answers wait to be sent (encoded or queued on the
+  // channel); it resumes below half of both, once the channel is writable again.
+  std::size_t max_unsent_bytes = 1024 * 1024;
 };
 
 // Reason phrase of a status code ("OK", "Not Found"...); "Unknown" for codes weft does not name.

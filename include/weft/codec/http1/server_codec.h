@@ -3,20 +3,38 @@
 // chunked bodies, Expect: 100-continue) and encodes responses into one buffer per read batch, so a
 // batch of pipelined requests is answered with one write.
 //
-// Bad input is answered with its status (400, 408, 413, 414, 431, 501, 505, 417) and the connection
-// is closed after the answer; nothing else is read from it. Inbound ByteBuf -> HttpRequest;
-// outbound HttpResponse -> ByteBuf. Loop thread only; one codec per channel.
+// Order: each request takes the next place in the connection's answer sequence; an answer fills
+// its place (see HttpResponse for which request an answer is for) from any thread or coroutine,
+// and answers leave in request order -- one that is ready early is encoded at once and waits for
+// those before it. 100 Continue, an error answer, a close and the end of the client's input all
+// come after every answer already owed.
+//
+// Bad input is answered with its status (400, 408, 413, 414, 431, 501, 505, 417) after the answers
+// owed, and the connection ends gracefully (FIN, then what the client still sends is read and
+// dropped for Limits::linger_timeout): nothing else is decoded from it.
+//
+// Bounds: reading pauses while more than Limits::max_pipelined requests wait for answers, while
+// more than Limits::max_unsent_bytes of answers wait to be sent, and while the channel is not
+// writable -- a client that pipelines and never reads costs a bounded amount of memory. Timeouts
+// (Limits): a request must arrive whole within request_timeout of its first byte (408); an idle
+// keep-alive connection closes after idle_timeout; one whose answers cannot be sent for
+// send_timeout closes. A client that half-closes (FIN after its requests) gets every answer owed.
 //
 // A response to HEAD is encoded with the headers, Content-Length included, of the response it is
 // given and without its body: build the same response as for GET (the Router sends HEAD to the GET
 // route) and the encoder drops the content.
+//
+// Inbound ByteBuf -> HttpRequest; outbound HttpResponse -> ByteBuf. Loop thread only; one codec per
+// channel. Turns the channel's allow_half_closure on when added (the end of the client's input is
+// an event it answers).
 
 #include <cstdint>
 #include <ctime>
-#include <string_view>
 #include <memory>
+#include <string_view>
 #include <vector>
 
+#include "weft/channel/channel.h"
 #include "weft/channel/context.h"
 #include "weft/channel/handler.h"
 #include "weft/codec/http1/http_message.h"
@@ -29,21 +47,34 @@ namespace weft::http {
 class ServerCodec final : public Handler {
  public:
   explicit ServerCodec(Limits limits = {});
+  ~ServerCodec() override;
 
   MessageTypes message_types() const noexcept override {
     return {&typeid(ByteBuf), &typeid(HttpRequest), &typeid(HttpResponse), &typeid(ByteBuf)};
   }
+  void handler_added(Context& ctx) override;
+  void channel_active(Context& ctx) override;
   void read_message(Context& ctx, MessageRef message) override;
   void write_message(Context& ctx, MessageRef message) override;
   void flush(Context& ctx) override;
   void channel_read_complete(Context& ctx) override;
   void channel_inactive(Context& ctx) override;
+  void user_event(Context& ctx, const std::any& event) override;
+  void writability_changed(Context& ctx) override;
   // I/O errors (a peer that resets) end the connection quietly; others travel on.
   void exception_caught(Context& ctx, std::exception_ptr error) override;
   void handler_removed(Context& ctx) override;
 
  private:
   enum class State : std::uint8_t { head, body, closed };
+  // An answer encoded before its turn: it leaves once every answer before it has.
+  struct EarlyAnswer {
+    std::uint64_t sequence;
+    ByteBuf bytes;      // the head, and the body unless it is sent by reference
+    ByteBuf body;       // a large owned body, sent without copying
+    bool final;         // false: an interim answer (100 Continue) before the final one
+    bool last;          // the connection ends after it
+  };
 
   void decode(Context& ctx);
   bool decode_head(Context& ctx);
@@ -51,27 +82,52 @@ class ServerCodec final : public Handler {
   void emit_request(Context& ctx, HttpRequest& request);
   void fail(Context& ctx, int status, std::string_view reason);
   void encode(Context& ctx, HttpResponse& response);
+  std::uint64_t answered_sequence(const HttpResponse& response) const noexcept;
+  void encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response, std::uint8_t flags);
+  void hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags);
+  void send_early_answers(Context& ctx);
+  void answer_sent(Context& ctx, bool last);
   void write_interim_continue(Context& ctx);
-  void arm_request_timer(Context& ctx);
-  void cancel_request_timer(Context& ctx);
+  void finish_if_done(Context& ctx);
+  void update_read_suspension(Context& ctx);
+  void resume_decoding_later(Context& ctx);
+  void want_deadline(Context& ctx, TimePoint at);
+  void on_deadline(Context& ctx);
+  void stop_deadline(Context& ctx);
+  void end_input(Context& ctx);
 
   // What each request touches first, the parsed head last: a server with many connections finds
   // most of them out of cache, so the hot fields share as few lines as they can.
   State state_ = State::head;
-  bool close_after_flush_ = false;
-  bool reading_paused_ = false;
+  bool close_after_flush_ = false;  // a final answer or an error ends the connection once flushed
   bool lending_ = false;  // a request emitted now borrows its head bytes from in_
-  bool in_read_batch_ = false;  // from a read to its read_complete or a flush: batch_date_* hold
-  TimerId request_timer_ = 0;
+  bool in_read_batch_ = false;  // from a read to its read_complete or a flush: batch_* hold
+  bool input_ended_ = false;    // the client sent FIN
+  bool finished_ = false;       // the connection's end has been started
+  bool resume_posted_ = false;
+  ReadSuspension reading_;      // held while the client is too far ahead of its answers
   ByteBuf in_;        // received bytes not yet decoded
   Limits limits_;
   ByteBuf out_;       // responses encoded since the last flush
   std::size_t out_size_hint_ = 2048;  // what the last flush wrote: the next batch's buffer size
   std::string_view batch_date_line_;  // one clock read per read batch, not one per response
   std::time_t batch_date_second_ = 0;
+  TimePoint batch_now_{};             // the loop's clock at the batch's start
   // Keep-alive flags of the requests decoded but not answered yet, oldest first: inline for the
   // usual few (no heap line of its own per request), on the heap for a client that pipelines deeply.
   InlineRing<std::uint8_t, 16> pending_;
+  std::uint64_t front_sequence_ = 1;      // the sequence of pending_[0]
+  std::uint64_t dispatching_ = 0;         // the request being handed to the pipeline now, if any
+  // ---- colder: timers, early answers, the request whose body is arriving
+  TimerId deadline_timer_ = 0;
+  TimePoint deadline_at_{};
+  TimePoint last_activity_{};             // the last read, or the last answer owed going out
+  TimePoint request_started_{};           // first byte of a request still arriving; {}: none
+  TimePoint unwritable_since_{};          // {}: writable
+  int error_status_ = 0;                  // an error answer that waits for the answers owed
+  std::vector<EarlyAnswer> early_;
+  std::size_t early_bytes_ = 0;
+  std::shared_ptr<bool> alive_;           // lets a posted resume find out the codec is gone
   detail::BodyDecoder body_decoder_;
   HttpRequest request_;  // a request whose body is still arriving
 };
