@@ -557,7 +557,8 @@ void ServerCodec::resume_decoding_later(Context& ctx) {
   if (resume_posted_) return;
   resume_posted_ = true;
   if (!alive_) alive_ = std::make_shared<bool>(true);
-  ctx.loop().execute([this, &ctx, alive = std::weak_ptr<bool>(alive_), channel = ctx.channel().shared_from_this()] {
+  // The token outlives the codec's place in the pipeline only if the codec is still there.
+  ctx.loop().execute([this, &ctx, alive = std::weak_ptr<bool>(alive_)] {
     if (alive.expired()) return;
     resume_posted_ = false;
     if (state_ == State::closed || reading_.held() || !in_.is_readable()) return;

@@ -1,0 +1,263 @@
+// weft-hello as its users run it, in all five threading modes on epoll, io_uring and blocking, driven
+// the way real and hostile clients drive an HTTP server: deep pipelining in one write, a byte at a
+// time, slow answers overtaken by fast ones, an error or a half-close after requests still owed,
+// and a client that pipelines and never reads. Every answer is checked byte for byte and in order.
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/blocking_client.h"
+#include "support/hello_process.h"
+
+#ifndef WEFT_HELLO_BIN
+#define WEFT_HELLO_BIN ""  // examples not built: the suite is skipped
+#endif
+
+namespace weft::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Config {
+  const char* transport;
+  const char* mode;
+};
+
+std::string config_name(const ::testing::TestParamInfo<Config>& info) {
+  std::string name = std::string(info.param.transport) + "_" + info.param.mode;
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+}
+
+struct Response {
+  int status = 0;
+  std::string head;  // status line and headers
+  std::string body;
+};
+
+std::optional<std::size_t> content_length(const std::string& head) {
+  const auto at = head.find("\r\nContent-Length: ");
+  if (at == std::string::npos) return std::nullopt;
+  return std::stoul(head.substr(at + 18));
+}
+
+// Reads one response (with no body when `head_request`); nullopt on EOF, error or timeout.
+std::optional<Response> read_response(BlockingClient& c, std::string& buffered, bool head_request) {
+  auto fill = [&](std::size_t want) {
+    while (buffered.size() < want) {
+      StreamEnd end = StreamEnd::timeout;
+      std::string more = c.recv_some(64 * 1024, 20000ms, &end);
+      if (more.empty()) return false;
+      buffered += more;
+    }
+    return true;
+  };
+  std::size_t head_end;
+  while ((head_end = buffered.find("\r\n\r\n")) == std::string::npos) {
+    if (!fill(buffered.size() + 1)) return std::nullopt;
+  }
+  Response r;
+  r.head = buffered.substr(0, head_end + 2);
+  r.status = std::stoi(r.head.substr(9, 3));
+  std::size_t length = head_request ? 0 : content_length(r.head).value_or(0);
+  if (!fill(head_end + 4 + length)) return std::nullopt;
+  r.body = buffered.substr(head_end + 4, length);
+  buffered.erase(0, head_end + 4 + length);
+  return r;
+}
+
+const std::string kPlainBody = "Hello, World!";
+const std::string kJsonBody = R"({"message":"Hello, World!"})";
+
+// A request, what its answer must be, and whether it is a HEAD.
+struct Exchange {
+  std::string request;
+  int status;
+  std::string body;  // for HEAD: the body a GET gets (only its length is sent)
+  bool head = false;
+};
+
+Exchange get(const std::string& target, int status, std::string body) {
+  return {"GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n", status, std::move(body)};
+}
+Exchange head(const std::string& target, int status, std::string body) {
+  return {"HEAD " + target + " HTTP/1.1\r\nHost: t\r\n\r\n", status, std::move(body), true};
+}
+
+class HelloServerTest : public ::testing::TestWithParam<Config> {
+ protected:
+  void SetUp() override {
+    if (std::string(WEFT_HELLO_BIN).empty()) GTEST_SKIP() << "weft-hello is not built (WEFT_BUILD_EXAMPLES=OFF)";
+    server_.emplace(WEFT_HELLO_BIN, GetParam().transport, GetParam().mode);
+    ASSERT_TRUE(server_->is_running()) << server_->error();
+  }
+  void TearDown() override {
+    if (!server_) return;
+    const int status = server_->stop();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "weft-hello did not exit cleanly (status " << status << "):\n" << server_->output();
+  }
+  std::uint16_t port() const { return server_->port(); }
+  std::string downstream(int ms) const {
+    return "downstream " + std::string(GetParam().mode) + " " + std::to_string(ms) + " ms\n";
+  }
+  // Sends every request (in one write unless `byte_at_a_time`) and checks every answer, in order.
+  void expect_answers(BlockingClient& c, const std::vector<Exchange>& exchanges, bool byte_at_a_time = false) {
+    std::string all;
+    for (const auto& e : exchanges) all += e.request;
+    if (byte_at_a_time) {
+      for (char ch : all) ASSERT_TRUE(c.send_all(std::string_view(&ch, 1)));
+    } else {
+      ASSERT_TRUE(c.send_all(all, 20000ms));
+    }
+    std::string buffered;
+    for (std::size_t i = 0; i < exchanges.size(); ++i) {
+      const Exchange& e = exchanges[i];
+      auto r = read_response(c, buffered, e.head);
+      ASSERT_TRUE(r.has_value()) << "no answer " << i << " of " << exchanges.size() << " (" << e.request << ")";
+      ASSERT_EQ(r->status, e.status) << "answer " << i << " to " << e.request << r->head;
+      ASSERT_EQ(content_length(r->head), e.body.size()) << "answer " << i << " to " << e.request << r->head;
+      if (!e.head) ASSERT_EQ(r->body, e.body) << "answer " << i << " to " << e.request;
+    }
+  }
+
+  std::optional<HelloProcess> server_;
+};
+
+TEST_P(HelloServerTest, AThousandMixedPipelinedRequestsInOneWriteAreAnsweredInOrder) {
+  // Over 64 KiB in one write (more than a read buffer, or an io_uring provided buffer, holds),
+  // HEAD and 404 in the middle.
+  std::vector<Exchange> exchanges;
+  const std::string padding = "X-Padding: " + std::string(60, 'p') + "\r\n";
+  for (int i = 0; i < 1000; ++i) {
+    Exchange e = i % 7 == 3   ? head("/plaintext", 200, kPlainBody)
+                 : i % 11 == 5 ? get("/nowhere-" + std::to_string(i), 404, "Not Found")
+                 : i % 2 == 0  ? get("/plaintext", 200, kPlainBody)
+                               : get("/json", 200, kJsonBody);
+    e.request.insert(e.request.size() - 2, padding);
+    exchanges.push_back(std::move(e));
+  }
+  BlockingClient c(port());
+  ASSERT_TRUE(c.is_open());
+  expect_answers(c, exchanges);
+}
+
+TEST_P(HelloServerTest, RequestsSentOneByteAtATimeAreAnswered) {
+  BlockingClient c(port());
+  ASSERT_TRUE(c.is_open());
+  expect_answers(c, {get("/plaintext", 200, kPlainBody), head("/json", 200, kJsonBody), get("/json", 200, kJsonBody)},
+                 true);
+}
+
+TEST_P(HelloServerTest, ASlowAnswerIsNotOvertakenByTheFastOnesAfterIt) {
+  BlockingClient c(port());
+  ASSERT_TRUE(c.is_open());
+  expect_answers(c, {head("/downstream?ms=200", 200, downstream(200)), get("/plaintext", 200, kPlainBody),
+                     get("/downstream?ms=50", 200, downstream(50)), get("/plaintext", 200, kPlainBody),
+                     get("/json", 200, kJsonBody)});
+}
+
+TEST_P(HelloServerTest, AsyncBodiesAreTheirOwnBytes) {
+  // A body made on an executor thread must reach the client intact, whatever thread encodes it.
+  std::vector<Exchange> exchanges;
+  for (int i = 0; i < 40; ++i) {
+    exchanges.push_back(i % 2 == 0 ? get("/json-async", 200, kJsonBody) : get("/plaintext-async", 200, kPlainBody));
+  }
+  BlockingClient c(port());
+  ASSERT_TRUE(c.is_open());
+  expect_answers(c, exchanges);
+}
+
+TEST_P(HelloServerTest, AnErrorIsAnsweredAfterEveryAnswerOwed) {
+  for (const char* first : {"/plaintext", "/downstream?ms=100"}) {
+    BlockingClient c(port());
+    ASSERT_TRUE(c.is_open());
+    const std::string body = std::string(first) == "/plaintext" ? kPlainBody : downstream(100);
+    expect_answers(c, {get(first, 200, body), {"GET /bad\x01path HTTP/1.1\r\nHost: t\r\n\r\n", 400, ""}});
+    std::string rest;
+    EXPECT_EQ(c.recv_until_end(&rest, 20000ms), StreamEnd::eof) << "after the 400: " << rest;
+    EXPECT_EQ(rest, "");
+  }
+}
+
+TEST_P(HelloServerTest, AClientThatHalfClosesGetsEveryAnswerOwed) {
+  for (int round = 0; round < 10; ++round) {
+    BlockingClient c(port());
+    ASSERT_TRUE(c.is_open());
+    const bool slow = round % 2 == 1;
+    const std::string request = slow ? "GET /downstream?ms=20 HTTP/1.1\r\nHost: t\r\n\r\n"
+                                     : "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\nGET /json HTTP/1.1\r\nHost: t\r\n\r\n";
+    ASSERT_TRUE(c.send_all(request));
+    c.shutdown_write();
+    std::string all;
+    ASSERT_EQ(c.recv_until_end(&all, 20000ms), StreamEnd::eof) << "round " << round;
+    std::string buffered = all;
+    BlockingClient unused;
+    if (slow) {
+      auto r = read_response(unused, buffered, false);
+      ASSERT_TRUE(r) << "round " << round << ": " << all;
+      EXPECT_EQ(r->body, downstream(20));
+    } else {
+      auto a = read_response(unused, buffered, false);
+      auto b = read_response(unused, buffered, false);
+      ASSERT_TRUE(a && b) << "round " << round << ": " << all;
+      EXPECT_EQ(a->body, kPlainBody);
+      EXPECT_EQ(b->body, kJsonBody);
+    }
+    EXPECT_EQ(buffered, "") << "round " << round;
+  }
+}
+
+TEST_P(HelloServerTest, APipelinerThatNeverReadsCostsBoundedMemory) {
+  BlockingClient warm(port());
+  expect_answers(warm, {get("/plaintext", 200, kPlainBody)});
+  const std::size_t before = server_->rss_kib();
+  ASSERT_GT(before, 0u);
+  BlockingClient::Options options;
+  options.receive_buffer = 4096;
+  BlockingClient c(port(), options);
+  ASSERT_TRUE(c.is_open());
+  std::string batch;
+  for (int i = 0; i < 256; ++i) batch += "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n";
+  // Five seconds of sending whatever the server takes; the client never reads.
+  std::size_t sent = 0, offset = 0;
+  const auto end = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < end) {
+    const std::size_t n = c.send_some(std::string_view(batch).substr(offset));
+    sent += n;
+    offset = (offset + n) % batch.size();
+    if (n == 0) {
+      pollfd p{c.fd(), POLLOUT, 0};
+      ::poll(&p, 1, 50);
+    }
+  }
+  const std::size_t after = server_->rss_kib();
+  EXPECT_LE(after, before + 16 * 1024) << "RSS " << before << " -> " << after << " KiB after " << sent
+                                       << " bytes of requests";
+  // The server is still healthy for others.
+  BlockingClient other(port());
+  expect_answers(other, {get("/json", 200, kJsonBody)});
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, HelloServerTest,
+                         ::testing::Values(Config{"epoll", "loop"}, Config{"epoll", "loop-async"},
+                                           Config{"epoll", "offload"}, Config{"epoll", "coroutine"},
+                                           Config{"epoll", "coroutine-async"}, Config{"io_uring", "loop"},
+                                           Config{"io_uring", "loop-async"}, Config{"io_uring", "offload"},
+                                           Config{"io_uring", "coroutine"}, Config{"io_uring", "coroutine-async"},
+                                           Config{"blocking", "loop"}, Config{"blocking", "loop-async"},
+                                           Config{"blocking", "offload"}, Config{"blocking", "coroutine"},
+                                           Config{"blocking", "coroutine-async"}),
+                         config_name);
+
+}  // namespace
+}  // namespace weft::test

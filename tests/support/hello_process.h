@@ -1,0 +1,42 @@
+#pragma once
+// Runs weft-hello (examples/hello) as a child process on a port below the ephemeral range, for tests
+// that drive the real server the way its users do. Stopped (SIGTERM, then waited for) by the
+// destructor.
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace weft::test {
+
+class HelloProcess {
+ public:
+  // Starts `binary --transport T --mode M --loops 1` and waits until it listens. On failure
+  // is_running() is false and error() says why.
+  HelloProcess(const std::string& binary, const std::string& transport, const std::string& mode);
+  ~HelloProcess();
+  HelloProcess(const HelloProcess&) = delete;
+  HelloProcess& operator=(const HelloProcess&) = delete;
+
+  bool is_running() const noexcept { return pid_ > 0; }
+  const std::string& error() const noexcept { return error_; }
+  std::uint16_t port() const noexcept { return port_; }
+  // The server's resident set size now, in KiB (VmRSS); 0 if unknown.
+  std::size_t rss_kib() const;
+  // Everything the server printed so far.
+  std::string output() const;
+  // SIGTERM, then waits; returns the wait status (0 when it was not running).
+  int stop();
+
+ private:
+  bool start_on(const std::string& binary, const std::string& transport, const std::string& mode, std::uint16_t port);
+
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+  std::string error_;
+  std::string log_path_;
+};
+
+}  // namespace weft::test
