@@ -120,8 +120,8 @@ Future<void> Channel::close_after_flush() {
   return close_future();
 }
 
-Future<void> Channel::close_gracefully(Duration linger) {
-  auto work = [this, linger] {
+Future<void> Channel::close_gracefully(Duration linger, Duration flush_timeout) {
+  auto work = [this, linger, flush_timeout] {
     if (!is_open() || lingering_ || shutdown_when_flushed_) return;
     if (!is_active()) {
       close_now();
@@ -130,6 +130,7 @@ Future<void> Channel::close_gracefully(Duration linger) {
     linger_ = linger;
     if (outbound_.has_flushed()) {
       shutdown_when_flushed_ = true;  // on_bytes_written goes on
+      arm_close_timer(flush_timeout);
     } else {
       start_linger();
     }
@@ -148,10 +149,7 @@ void Channel::start_linger() {
   // The peer's remaining input is read (and dropped by whoever finished) until its FIN.
   read_suspensions_ = 0;
   config_.auto_read = true;
-  linger_timer_ = loop_.schedule(linger_, [this] {
-    linger_timer_ = 0;
-    close_now();
-  });
+  arm_close_timer(linger_);
   if (!is_output_shutdown()) {
     Promise<void> promise(&loop_);
     do_shutdown_output(promise);  // closes at once when the input has ended already
@@ -161,6 +159,23 @@ void Channel::start_linger() {
     }
   }
   if (is_open()) do_begin_read();
+}
+
+void Channel::arm_close_timer(Duration after) {
+  if (linger_timer_ != 0) loop_.cancel(linger_timer_);
+  linger_timer_ = loop_.schedule(after, [this] {
+    linger_timer_ = 0;
+    close_now();
+  });
+}
+
+void Channel::close_at_input_end() {
+  if (!outbound_.has_flushed() || !is_active() || is_output_shutdown()) {
+    close_now();
+    return;
+  }
+  close_when_flushed_ = true;
+  arm_close_timer(kInputEndFlushTimeout);
 }
 
 void Channel::set_auto_read(bool on) {

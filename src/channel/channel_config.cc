@@ -11,6 +11,7 @@ void ChannelConfig::validate() const {
   auto fail = [](std::string_view what) { throw std::invalid_argument(fmt::format("channel option: {}", what)); };
   if (backlog <= 0) fail("backlog must be positive");
   if (send_buffer_size < 0 || receive_buffer_size < 0) fail("socket buffer sizes must be >= 0");
+  if (send_timeout < Duration::zero()) fail("send_timeout must be >= 0");
   if (connect_timeout <= Duration::zero()) fail("connect_timeout must be positive");
   if (write_buffer_low_water_mark > write_buffer_high_water_mark) {
     fail(fmt::format("write_buffer_low_water_mark ({}) exceeds write_buffer_high_water_mark ({})",

@@ -189,6 +189,25 @@ TEST_P(HelloServerTest, AnErrorIsAnsweredAfterEveryAnswerOwed) {
   }
 }
 
+TEST_P(HelloServerTest, AnErrorAnswerIsNotLostToAResetWhenTheClientSentMore) {
+  // Unread input when the server closes makes the kernel send RST, which destroys the answers on
+  // their way; the server must half-close and drain instead.
+  BlockingClient c(port());
+  ASSERT_TRUE(c.is_open());
+  std::string all = "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\nGET /bad\x01 HTTP/1.1\r\n\r\n";
+  all += std::string(256 * 1024, 'g');
+  ASSERT_TRUE(c.send_all(all, 20000ms));
+  c.shutdown_write();
+  std::string received;
+  EXPECT_EQ(c.recv_until_end(&received, 20000ms), StreamEnd::eof);
+  BlockingClient unused;
+  auto ok = read_response(unused, received, false);
+  auto bad = read_response(unused, received, false);
+  ASSERT_TRUE(ok && bad) << received;
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(bad->status, 400);
+}
+
 TEST_P(HelloServerTest, AClientThatHalfClosesGetsEveryAnswerOwed) {
   for (int round = 0; round < 10; ++round) {
     BlockingClient c(port());

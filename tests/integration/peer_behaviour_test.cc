@@ -2,6 +2,7 @@
 // client that never reads, and writes to a peer that has gone (SIGPIPE).
 
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <gtest/gtest.h>
 
@@ -164,6 +165,34 @@ TEST_P(PeerBehaviourTest, HalfClosureNotAllowedClosesTheChannelOnThePeersFin) {
   EXPECT_FALSE(probe->input_shutdown.future().is_done()) << describe(probe->events());
   EXPECT_EQ(probe->received(), "hello");
   EXPECT_FALSE(probe->exception.future().is_done()) << describe(probe->events());
+}
+
+TEST_P(PeerBehaviourTest, WithoutHalfClosureEveryByteEchoedBeforeThePeersFinStillReachesIt) {
+  // The peer sends 1 MiB and then FIN, reading all the while: the echo of every byte it sent must
+  // come back before the server closes (the FIN used to drop what was still queued or in flight).
+  ProbeRegistry probes;
+  EventLoopGroup group(transport(), loops(1, 3));
+  ChannelPtr server = start_server(group, probes, [] { return std::make_shared<test::BackpressureEcho>(); });
+  for (int round = 0; round < 3; ++round) {
+    BlockingClient client(server->local_address().port());
+    ASSERT_TRUE(client.is_open());
+    const std::string payload(1 << 20, static_cast<char>('a' + round));
+    std::thread sender([&client, &payload] {
+      std::size_t sent = 0;
+      while (sent < payload.size()) {
+        const ssize_t n = ::send(client.fd(), payload.data() + sent, payload.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        sent += static_cast<std::size_t>(n);
+      }
+      ::shutdown(client.fd(), SHUT_WR);
+    });
+    std::string echoed;
+    const StreamEnd end = client.recv_until_end(&echoed, 20s);
+    sender.join();
+    EXPECT_EQ(end, StreamEnd::eof) << "round " << round;
+    EXPECT_EQ(echoed.size(), payload.size()) << "round " << round;
+    EXPECT_TRUE(echoed == payload) << "round " << round;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -98,7 +98,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   // and closes. What arrives meanwhile still reaches the pipeline (a codec that has finished
   // drops it). Closing with unread input makes the kernel send RST, which on a real network can
   // destroy the answer still in flight; this does not. Idempotent; returns the close future.
-  Future<void> close_gracefully(Duration linger);
+  // Waiting for the flushed bytes is bounded by `flush_timeout` (a peer that reads nothing).
+  Future<void> close_gracefully(Duration linger, Duration flush_timeout = std::chrono::seconds(60));
   // Thread-safe. Turns continuous reading on or off: the application's own switch. Reading runs
   // while auto-read is on and no source holds a suspension (below).
   void set_auto_read(bool on);
@@ -162,6 +163,10 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   void fail_and_close(std::exception_ptr error);
   // The full close sequence: do_close, drop queued writes, channel_inactive, close future.
   void close_now();
+  // The peer's input ended and the channel does not stay half-closed: closes once what was flushed
+  // has been written (for at most kInputEndFlushTimeout), so a FIN never cuts off bytes owed to it.
+  void close_at_input_end();
+  static constexpr Duration kInputEndFlushTimeout = std::chrono::seconds(30);
   bool is_registered() const noexcept { return registered_; }
   bool is_output_shutdown() const noexcept { return output_shutdown_; }
   void set_output_shutdown() noexcept { output_shutdown_ = true; }
@@ -173,6 +178,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
 
   void close_for_shutdown() override { close_now(); }
   void start_linger();
+  void arm_close_timer(Duration after);  // closes the channel then, unless it has closed
   void register_on_loop();
   void set_writable(bool writable);
   // head of the pipeline

@@ -37,6 +37,11 @@ struct ChannelConfig {
   // write queue: above high the channel turns unwritable, below low writable again
   std::size_t write_buffer_high_water_mark = 64 * 1024;
   std::size_t write_buffer_low_water_mark = 32 * 1024;
+  // Blocking transport: a send that makes no progress for this long fails and closes the channel
+  // (SO_SNDTIMEO); zero: no limit. The event-driven transports never block in a send: their
+  // handlers time writes out (http::Limits::send_timeout, WriteTimeoutHandler), and the HTTP
+  // server codec sets this from its own send timeout.
+  Duration send_timeout = Duration::zero();
 
   // Throws std::invalid_argument naming the first inconsistent option.
   void validate() const;
@@ -57,6 +62,7 @@ inline constexpr ChannelOption<bool> keep_alive{&ChannelConfig::keep_alive, "kee
 inline constexpr ChannelOption<int> send_buffer_size{&ChannelConfig::send_buffer_size, "send_buffer_size"};
 inline constexpr ChannelOption<int> receive_buffer_size{&ChannelConfig::receive_buffer_size, "receive_buffer_size"};
 inline constexpr ChannelOption<Duration> connect_timeout{&ChannelConfig::connect_timeout, "connect_timeout"};
+inline constexpr ChannelOption<Duration> send_timeout{&ChannelConfig::send_timeout, "send_timeout"};
 inline constexpr ChannelOption<std::size_t> write_buffer_high_water_mark{
     &ChannelConfig::write_buffer_high_water_mark, "write_buffer_high_water_mark"};
 inline constexpr ChannelOption<std::size_t> write_buffer_low_water_mark{&ChannelConfig::write_buffer_low_water_mark,

@@ -149,7 +149,10 @@ ServerCodec::~ServerCodec() = default;
 
 void ServerCodec::handler_added(Context& ctx) {
   // The end of the client's input is answered (every answer owed still goes out), not a reset.
-  ctx.channel().config().allow_half_closure = true;
+  ChannelConfig& config = ctx.channel().config();
+  config.allow_half_closure = true;
+  // A transport that blocks in its sends (blocking) bounds them itself.
+  if (config.send_timeout == Duration::zero()) config.send_timeout = limits_.send_timeout;
   if (ctx.channel().is_active()) {
     last_activity_ = ctx.loop().now();
     want_deadline(ctx, last_activity_ + limits_.idle_timeout);
@@ -487,7 +490,7 @@ void ServerCodec::flush(Context& ctx) {
     close_after_flush_ = false;
     finished_ = true;
     stop_deadline(ctx);
-    ctx.channel().close_gracefully(limits_.linger_timeout);
+    ctx.channel().close_gracefully(limits_.linger_timeout, limits_.send_timeout);
   }
 }
 
@@ -602,7 +605,7 @@ void ServerCodec::on_deadline(Context& ctx) {
     log(LogLevel::debug, "channel {}: idle for {} s; closing", ctx.channel().id(),
         std::chrono::duration_cast<std::chrono::seconds>(limits_.idle_timeout).count());
     finished_ = true;
-    ctx.channel().close_gracefully(limits_.linger_timeout);
+    ctx.channel().close_gracefully(limits_.linger_timeout, limits_.send_timeout);
     return;
   }
   if (state_ == State::closed) return;

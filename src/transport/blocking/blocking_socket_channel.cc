@@ -41,6 +41,7 @@ BlockingSocketChannel::~BlockingSocketChannel() {
 void BlockingSocketChannel::do_register() {
   if (fd_ < 0) return;  // a client channel: connect() creates the socket
   socket_ops::apply_connection_options(fd_, config());
+  if (config().send_timeout > Duration::zero()) blocking_ops::set_send_timeout(fd_, config().send_timeout);
   activate(socket_ops::local_address(fd_), remote_);
 }
 
@@ -106,11 +107,11 @@ void BlockingSocketChannel::read_batch() {
 
 void BlockingSocketChannel::on_input_shutdown() {
   input_shutdown_ = true;
+  update_watch();
   if (!config().allow_half_closure || is_output_shutdown()) {
-    close_now();
+    close_at_input_end();  // what was flushed before the FIN still goes out
     return;
   }
-  update_watch();
   pipeline().fire_user_event(ChannelInputShutdownEvent{});
 }
 
@@ -142,6 +143,10 @@ void BlockingSocketChannel::write_out() {
     }
     if (err == EINTR) continue;
     writing_ = false;
+    if (err == EAGAIN || err == EWOULDBLOCK) {  // SO_SNDTIMEO: the peer took nothing for send_timeout
+      fail_and_close(std::make_exception_ptr(IoError(ETIMEDOUT, "write: no progress within the send timeout")));
+      return;
+    }
     fail_and_close(std::make_exception_ptr(IoError(err, "write")));
     return;
   }
@@ -169,7 +174,7 @@ void BlockingSocketChannel::do_connect(const SocketAddress& remote, Promise<void
   const bool interrupted = driver_.end_blocking_call();
   if (rc == 0 && !interrupted) {
     try {
-      blocking_ops::set_send_timeout(fd_, Duration::zero());  // sends block without limit again
+      blocking_ops::set_send_timeout(fd_, config().send_timeout);  // zero: sends block without limit again
     } catch (...) {
       promise.set_error(std::current_exception());
       close_now();

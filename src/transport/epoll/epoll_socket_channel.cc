@@ -152,11 +152,15 @@ void EpollSocketChannel::read_batch() {
 
 void EpollSocketChannel::on_input_shutdown() {
   input_shutdown_ = true;
-  if (!config().allow_half_closure || is_output_shutdown() || hangup_parked_) {
+  if (hangup_parked_) {  // both directions are gone
     close_now();
     return;
   }
-  update_interest();
+  update_interest();  // no more reads
+  if (!config().allow_half_closure || is_output_shutdown()) {
+    close_at_input_end();
+    return;
+  }
   pipeline().fire_user_event(ChannelInputShutdownEvent{});
 }
 

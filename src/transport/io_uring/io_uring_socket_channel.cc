@@ -153,7 +153,7 @@ void IoUringSocketChannel::on_batch_end() {
 void IoUringSocketChannel::on_input_shutdown() {
   input_shutdown_ = true;
   if (!config().allow_half_closure || is_output_shutdown()) {
-    close_now();
+    close_at_input_end();  // what was flushed before the FIN still goes out
     return;
   }
   pipeline().fire_user_event(ChannelInputShutdownEvent{});
