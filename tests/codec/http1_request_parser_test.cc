@@ -103,6 +103,30 @@ TEST(RequestParserTest, BodyFraming) {
   EXPECT_TRUE(h.expect_continue);
 }
 
+// Parses `request` (which `h` then points into), then checks that each of its prefixes is incomplete.
+void expect_complete_in_every_split(const std::string& request, RequestHead& h) {
+  for (std::size_t cut = 0; cut < request.size(); ++cut) {
+    RequestHead partial;
+    ASSERT_EQ(parse(std::string_view(request).substr(0, cut), partial).kind, ParseResult::Kind::incomplete)
+        << request << " cut at " << cut;
+  }
+  auto r = parse(request, h);
+  ASSERT_EQ(r.kind, ParseResult::Kind::complete) << request << ": " << r.reason;
+  EXPECT_EQ(r.consumed, request.size());
+}
+
+TEST(RequestParserTest, HigherHttp1MinorVersionsAreServedAsHttp11) {
+  for (const char* version : {"HTTP/1.2", "HTTP/1.5", "HTTP/1.9"}) {
+    SCOPED_TRACE(version);
+    RequestHead h;
+    const std::string request = std::string("GET /v HTTP/1.1\r\nHost: h\r\n\r\n").replace(7, 8, version);
+    expect_complete_in_every_split(request, h);
+    EXPECT_EQ(h.version, Version::http11);
+    EXPECT_TRUE(h.keep_alive);
+    EXPECT_EQ(parse(std::string("GET / ") + version + "\r\n\r\n", h).status, 400);  // Host is required
+  }
+}
+
 struct ErrorCase {
   const char* name;
   std::string request;
@@ -163,6 +187,17 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"chunked_twice", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400},
         ErrorCase{"chunked_two_headers",
                   "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+        ErrorCase{"http3_version", "GET / HTTP/3.0\r\nHost: h\r\n\r\n", 505},
+        ErrorCase{"http2_minor", "GET / HTTP/2.1\r\nHost: h\r\n\r\n", 505},
+        ErrorCase{"http9_version", "GET / HTTP/9.9\r\nHost: h\r\n\r\n", 505},
+        ErrorCase{"two_digit_minor", "GET / HTTP/1.10\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"two_digit_major", "GET / HTTP/11.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"letter_minor", "GET / HTTP/1.a\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"missing_minor", "GET / HTTP/1.\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"missing_dot", "GET / HTTP/11\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"lowercase_http", "GET / http/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"comma_version", "GET / HTTP/1,1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"space_after_version", "GET / HTTP/1.1 \r\nHost: h\r\n\r\n", 400},
         ErrorCase{"te_in_http10", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 

@@ -79,11 +79,11 @@ ParseResult parse_request_head(std::string_view data, RequestHead& out, const Li
   const char* ver = start + v;
   if (detail::load8(ver) == detail::load8("HTTP/1.1") && ver[8] == '\r' && ver[9] == '\n') {
     out.version = Version::http11;
-  } else if (std::memcmp(ver, "HTTP/1.", 7) == 0 && (ver[7] == '1' || ver[7] == '0') && ver[8] == '\r' && ver[9] == '\n') {
-    out.version = ver[7] == '1' ? Version::http11 : Version::http10;
   } else if (std::memcmp(ver, "HTTP/", 5) == 0 && ver[5] >= '0' && ver[5] <= '9' && ver[6] == '.' && ver[7] >= '0' &&
              ver[7] <= '9' && ver[8] == '\r' && ver[9] == '\n') {
-    return error(505, "unsupported HTTP version");
+    if (ver[5] != '1') return error(505, "unsupported HTTP version");
+    // A higher minor version of HTTP/1 is served as HTTP/1.1 (RFC 9110 6.2, RFC 9112 2.3).
+    out.version = ver[7] == '0' ? Version::http10 : Version::http11;
   } else {
     return error(400, "malformed HTTP version or request line");
   }
