@@ -34,6 +34,7 @@ struct FieldSection {
   bool chunked = false;
   bool transfer_encoding = false;
   std::uint8_t host_count = 0;  // saturates at 2: more than one is all that matters
+  std::string_view host;        // the first Host header's value
   bool connection_close = false;
   bool connection_keep_alive = false;
   bool expect_continue = false;
@@ -47,16 +48,17 @@ ParseResult error(int status, const char* reason) noexcept;
 ParseResult incomplete() noexcept;
 bool all_tchar(std::string_view s) noexcept;
 
-// RFC 9110 token characters.
-constexpr std::array<bool, 256> make_tchar() {
+// The letters, the digits and `punctuation`.
+constexpr std::array<bool, 256> make_alnum_class(std::string_view punctuation) {
   std::array<bool, 256> t{};
   for (int c = '0'; c <= '9'; ++c) t[c] = true;
   for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
   for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
-  for (char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  for (char c : punctuation) t[static_cast<unsigned char>(c)] = true;
   return t;
 }
-inline constexpr std::array<bool, 256> kTchar = make_tchar();
+// RFC 9110 token characters.
+inline constexpr std::array<bool, 256> kTchar = make_alnum_class("!#$%&'*+-.^_`|~");
 inline bool is_tchar(char c) noexcept { return kTchar[static_cast<unsigned char>(c)]; }
 
 inline std::string_view trim_ows(std::string_view v) {
@@ -164,7 +166,9 @@ template <std::size_t N>
     // Semantics of the headers that frame the message.
     switch (name.size()) {
       case 4:
-        if (equals_lowercase_token(name, "host") && out.host_count < 2) ++out.host_count;
+        if (equals_lowercase_token(name, "host") && out.host_count < 2) {
+          if (out.host_count++ == 0) out.host = value;
+        }
         break;
       case 6:
         if (equals_lowercase_token(name, "expect")) {
