@@ -144,5 +144,44 @@ TEST(ChunkedBodyTest, ChunkSizeLineLimit) {
             BodyDecoder::Status::done);  // 16 bytes and the CRLF
 }
 
+TEST(ChunkedBodyTest, AcceptsTrailerFields) {
+  expect_decoded("3\r\nabc\r\n0\r\nExpires: never\r\n\r\nNEXT", "abc");
+  expect_decoded("3\r\nabc\r\n0\r\nA: 1\r\nB:2\r\nC: \t\r\nD:\r\n\r\nNEXT", "abc");
+  expect_decoded("3\r\nabc\r\n0\r\nX-Obs: caf\xc3\xa9\r\n\r\nNEXT", "abc");
+}
+
+TEST(ChunkedBodyTest, RejectsTrailerLinesThatAreNotFieldLines) {
+  const std::string body = "3\r\nabc\r\n0\r\n";
+  for (const char* trailer : {
+           "NoColon\r\n\r\n",          // no colon
+           "A: 1\r\nNoColon\r\n\r\n",  //
+           ": value\r\n\r\n",          // empty name
+           "A : 1\r\n\r\n",            // space before the colon
+           "A(: 1\r\n\r\n",            // not a token
+           "A: 1\rB: 2\r\n\r\n",       // bare CR in a value
+           "A: 1\r\r\n\r\n",           //
+           "A: 1\n\r\n",               // bare LF
+           "A: 1\r\n\n",               // bare LF as the last line
+           "A: 1\r\n\r\r\n",           // bare CR as the last line
+           "A: 1\r\n folded\r\n\r\n",  // obsolete line folding
+           " A: 1\r\n\r\n",            //
+           "A: \x01\r\n\r\n",          // control in a value
+           "A: \x7f\r\n\r\n",          // DEL
+       }) {
+    SCOPED_TRACE(::testing::PrintToString(std::string(trailer)));
+    expect_rejected(body + trailer);
+  }
+}
+
+TEST(ChunkedBodyTest, TrailerSectionLimit) {
+  Limits limits;
+  limits.max_header_section = 64;
+  const std::string big = "3\r\nabc\r\n0\r\nX: " + std::string(80, 'a') + "\r\n\r\n";
+  EXPECT_EQ(decode_chunked(big, 0, limits).http_status, 431);
+  EXPECT_EQ(decode_chunked(big.substr(0, 90), 0, limits).http_status, 431);  // before its end arrives
+  EXPECT_EQ(decode_chunked("3\r\nabc\r\n0\r\nX: " + std::string(40, 'a') + "\r\n\r\n", 0, limits).status,
+            BodyDecoder::Status::done);
+}
+
 }  // namespace
 }  // namespace weft::http::detail

@@ -164,25 +164,12 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
         break;
       }
       case State::trailers: {
-        // Trailer fields are checked for framing and dropped.
-        std::string_view avail = in.view();
-        std::size_t pos = 0;
-        for (;;) {
-          auto crlf = avail.find("\r\n", pos);
-          if (crlf == std::string_view::npos || crlf > limits.max_header_section) {
-            if (avail.size() > limits.max_header_section) return {Status::error, 431, "trailer section too large"};
-            return {Status::need_more, 0, {}};
-          }
-          if (avail.substr(pos, crlf - pos).find('\n') != std::string_view::npos) {
-            return {Status::error, 400, "bare LF in trailer"};
-          }
-          if (crlf == pos) {
-            in.skip_bytes(crlf + 2);
-            state_ = State::done;
-            break;
-          }
-          pos = crlf + 2;
-        }
+        TrailerSection trailers;
+        const ParseResult r = parse_field_section_inline(in.view(), 0, trailers, limits);
+        if (r.kind == ParseResult::Kind::incomplete) return {Status::need_more, 0, {}};
+        if (r.kind == ParseResult::Kind::error) return {Status::error, r.status, r.reason};
+        in.skip_bytes(r.consumed);
+        state_ = State::done;
         break;
       }
     }
