@@ -218,6 +218,15 @@ TEST_P(RequestParserErrorTest, AnswersWithTheRightStatus) {
   EXPECT_EQ(r.status, GetParam().status) << GetParam().name << ": " << r.reason;
 }
 
+// Bytes arriving one at a time: no prefix of a bad request is taken for a request.
+TEST_P(RequestParserErrorTest, NoPrefixIsComplete) {
+  const std::string_view request = GetParam().request;
+  for (std::size_t cut = 0; cut < request.size(); ++cut) {
+    RequestHead h;
+    ASSERT_NE(parse(request.substr(0, cut), h).kind, ParseResult::Kind::complete) << GetParam().name << " cut at " << cut;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Errors, RequestParserErrorTest,
     ::testing::Values(
