@@ -17,12 +17,6 @@ constexpr std::array<bool, 256> make_qdtext() {
 }
 constexpr std::array<bool, 256> kQdtext = make_qdtext();
 
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  const int lower = c | 0x20;
-  return lower >= 'a' && lower <= 'f' ? lower - 'a' + 10 : -1;
-}
-
 struct ChunkSizeLine {
   enum class Kind : std::uint8_t { complete, incomplete, malformed } kind;
   std::uint64_t size = 0;

@@ -71,6 +71,13 @@ constexpr std::array<bool, 256> make_alnum_class(std::string_view punctuation) {
 inline constexpr std::array<bool, 256> kTchar = make_alnum_class("!#$%&'*+-.^_`|~");
 inline bool is_tchar(char c) noexcept { return kTchar[static_cast<unsigned char>(c)]; }
 
+// The value of a hex digit, or -1.
+inline int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  const int lower = c | 0x20;
+  return lower >= 'a' && lower <= 'f' ? lower - 'a' + 10 : -1;
+}
+
 inline std::string_view trim_ows(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);

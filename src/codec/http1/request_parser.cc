@@ -37,7 +37,7 @@ constexpr std::size_t npos = std::string_view::npos;
 // RFC 3986 reg-name bytes, less the '%' of pct-encoded ones: unreserved and sub-delims.
 constexpr std::array<bool, 256> kRegNameChar = make_alnum_class("-._~!$&'()*+,;=");
 
-bool is_hex_digit(char c) noexcept { return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f'); }
+inline bool is_hex_digit(char c) noexcept { return hex_value(c) >= 0; }
 inline bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 inline bool is_alpha(char c) noexcept { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
 // port = *DIGIT (RFC 3986 3.2.3)
