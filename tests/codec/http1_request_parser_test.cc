@@ -103,6 +103,106 @@ TEST(RequestParserTest, BodyFraming) {
   EXPECT_TRUE(h.expect_continue);
 }
 
+// Parses `request` (which `h` then points into), then checks that each of its prefixes is incomplete.
+void expect_complete_in_every_split(const std::string& request, RequestHead& h) {
+  for (std::size_t cut = 0; cut < request.size(); ++cut) {
+    RequestHead partial;
+    ASSERT_EQ(parse(std::string_view(request).substr(0, cut), partial).kind, ParseResult::Kind::incomplete)
+        << request << " cut at " << cut;
+  }
+  auto r = parse(request, h);
+  ASSERT_EQ(r.kind, ParseResult::Kind::complete) << request << ": " << r.reason;
+  EXPECT_EQ(r.consumed, request.size());
+}
+
+TEST(RequestParserTest, AbsoluteFormTargetsAreParsed) {
+  struct Case {
+    std::string target, path, query, authority;
+  } cases[] = {
+      {"http://example.com/plaintext?x=1", "/plaintext", "x=1", "example.com"},
+      {"http://example.com", "/", "", "example.com"},
+      {"http://example.com/", "/", "", "example.com"},
+      {"http://example.com?x=1", "/", "x=1", "example.com"},
+      {"http://example.com/?", "/", "", "example.com"},
+      {"http://a/b?c?d/e", "/b", "c?d/e", "a"},
+      {"http://a//b", "//b", "", "a"},
+      {"https://example.com:8443/a/b", "/a/b", "", "example.com:8443"},
+      {"HTTP://Example.COM:80/", "/", "", "Example.COM:80"},
+      {"hTTpS://h/", "/", "", "h"},
+      {"http://127.0.0.1:8080/plaintext", "/plaintext", "", "127.0.0.1:8080"},
+      {"http://[::1]:8080/p", "/p", "", "[::1]:8080"},
+      {"http://[2001:db8::a:b]", "/", "", "[2001:db8::a:b]"},
+      {"http://[::ffff:192.0.2.1]/", "/", "", "[::ffff:192.0.2.1]"},
+      {"http://[v1.fe80::a+en1]/", "/", "", "[v1.fe80::a+en1]"},
+      {"http://h:/", "/", "", "h:"},
+      {"http://xn--bcher-kva.example/%7Euser", "/%7Euser", "", "xn--bcher-kva.example"},
+      {"http://a%2Db.example/", "/", "", "a%2Db.example"},
+      {"http://a-b_c~d!$&'()*+,;=e/", "/", "", "a-b_c~d!$&'()*+,;=e"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.target);
+    RequestHead h;
+    // The Host header is ignored for the target's authority (RFC 9112 3.2.2).
+    const std::string request = "GET " + c.target + " HTTP/1.1\r\nHost: other.example\r\n\r\n";
+    expect_complete_in_every_split(request, h);
+    EXPECT_EQ(h.target, c.target);  // as sent
+    EXPECT_EQ(h.path, c.path);
+    EXPECT_EQ(h.query, c.query);
+    EXPECT_EQ(h.authority, c.authority);
+    EXPECT_EQ(h.header("host"), "other.example");
+  }
+}
+
+TEST(RequestParserTest, AbsoluteFormInHttp10NeedsNoHost) {
+  RequestHead h;
+  const std::string request = "GET http://example.com/x HTTP/1.0\r\n\r\n";
+  expect_complete_in_every_split(request, h);
+  EXPECT_EQ(h.path, "/x");
+  EXPECT_EQ(h.authority, "example.com");
+}
+
+TEST(RequestParserTest, AuthorityOfOtherTargetsIsTheHostHeader) {
+  RequestHead h;
+  ASSERT_EQ(parse(kWrkRequest, h).kind, ParseResult::Kind::complete);
+  EXPECT_EQ(h.authority, "127.0.0.1:8080");
+  ASSERT_EQ(parse("GET http://a/ HTTP/1.1\r\nHost: b\r\n\r\n", h).kind, ParseResult::Kind::complete);
+  ASSERT_EQ(parse("GET / HTTP/1.0\r\n\r\n", h).kind, ParseResult::Kind::complete);  // reused head
+  EXPECT_EQ(h.authority, "");
+  EXPECT_EQ(h.path, "/");
+  ASSERT_EQ(parse("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", h).kind, ParseResult::Kind::complete);
+  EXPECT_EQ(h.path, "*");
+  EXPECT_EQ(h.authority, "h");
+  ASSERT_EQ(parse("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", h).kind,
+            ParseResult::Kind::complete);
+  EXPECT_EQ(h.target, "example.com:443");
+}
+
+TEST(RequestParserTest, AcceptsHostValuesOfTheUriGrammar) {
+  // Host = uri-host [ ":" port ] (RFC 9110 7.2), uri-host = IP-literal / IPv4address / reg-name (RFC 3986)
+  for (const char* host : {"", "example.com", "EXAMPLE.com", "example.com:8080", "example.com:", "127.0.0.1",
+                           "127.0.0.1:8080", "[::1]", "[::1]:80", "[2001:db8:0:0:1:0:0:1]", "[::ffff:10.0.0.1]:1",
+                           "[v7.abc:def]", "[V1a.x]", "a%20b", "%41", "a-b.c_d~e", "!$&'()*+,;=", "999.999.999.999",
+                           ":80", "h:0123456789"}) {
+    SCOPED_TRACE(host);
+    RequestHead h;
+    const std::string request = std::string("GET / HTTP/1.1\r\nHost: ") + host + "\r\n\r\n";
+    expect_complete_in_every_split(request, h);
+    EXPECT_EQ(h.authority, host);
+  }
+}
+
+TEST(RequestParserTest, HigherHttp1MinorVersionsAreServedAsHttp11) {
+  for (const char* version : {"HTTP/1.2", "HTTP/1.5", "HTTP/1.9"}) {
+    SCOPED_TRACE(version);
+    RequestHead h;
+    const std::string request = std::string("GET /v HTTP/1.1\r\nHost: h\r\n\r\n").replace(7, 8, version);
+    expect_complete_in_every_split(request, h);
+    EXPECT_EQ(h.version, Version::http11);
+    EXPECT_TRUE(h.keep_alive);
+    EXPECT_EQ(parse(std::string("GET / ") + version + "\r\n\r\n", h).status, 400);  // Host is required
+  }
+}
+
 struct ErrorCase {
   const char* name;
   std::string request;
@@ -116,6 +216,15 @@ TEST_P(RequestParserErrorTest, AnswersWithTheRightStatus) {
   auto r = parse(GetParam().request, h);
   ASSERT_EQ(r.kind, ParseResult::Kind::error) << GetParam().name;
   EXPECT_EQ(r.status, GetParam().status) << GetParam().name << ": " << r.reason;
+}
+
+// Bytes arriving one at a time: no prefix of a bad request is taken for a request.
+TEST_P(RequestParserErrorTest, NoPrefixIsComplete) {
+  const std::string_view request = GetParam().request;
+  for (std::size_t cut = 0; cut < request.size(); ++cut) {
+    RequestHead h;
+    ASSERT_NE(parse(request.substr(0, cut), h).kind, ParseResult::Kind::complete) << GetParam().name << " cut at " << cut;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -163,6 +272,89 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"chunked_twice", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400},
         ErrorCase{"chunked_two_headers",
                   "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+        ErrorCase{"absolute_ftp_scheme", "GET ftp://example.com/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_mailto_scheme", "GET mailto:a@example.com HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_urn_scheme", "GET urn:isbn:1 HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_httpx_scheme", "GET httpx://a/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_http_prefix_scheme", "GET htt://a/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_no_scheme", "GET example.com/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_relative_path", "GET a/b HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_empty_scheme", "GET ://a/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_digit_first_scheme", "GET 1http://a/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_bad_scheme_char", "GET h_tp://a/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_no_slashes", "GET http:a/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_one_slash", "GET http:/a/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_scheme_only", "GET http: HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_scheme_slashes_only", "GET http:// HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_empty_host", "GET http:///p HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_empty_host_port", "GET http://:80/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_empty_host_query", "GET http://?x HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_userinfo", "GET http://user@a/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_userinfo_password", "GET http://u:p@a/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_fragment_in_host", "GET http://a#f HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_bad_pct", "GET http://a%zz/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_short_pct", "GET http://a%4/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_unclosed_ipv6", "GET http://[::1/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_bad_ipv6", "GET http://[zz::1]/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_ipv4_in_brackets", "GET http://[1.2.3.4]/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_ipv6_bad_suffix", "GET http://[::1]x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_bad_port", "GET http://a:8x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_two_ports", "GET http://a:1:2/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_backslash_host", "GET http://a\\b/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_host_with_caret", "GET http://a^b/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_host_with_brace", "GET http://a{b}/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_ipvfuture_no_dot", "GET http://[v1]/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_ipvfuture_empty", "GET http://[v1.]/ HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"absolute_form_needs_host_in_http11", "GET http://a/ HTTP/1.1\r\n\r\n", 400},
+        ErrorCase{"absolute_form_two_hosts", "GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400},
+        ErrorCase{"absolute_form_invalid_host", "GET http://a/ HTTP/1.1\r\nHost: a b\r\n\r\n", 400},
+        ErrorCase{"host_space", "GET / HTTP/1.1\r\nHost: a b/c\r\n\r\n", 400},
+        ErrorCase{"host_inner_space", "GET / HTTP/1.1\r\nHost: exa mple.com\r\n\r\n", 400},
+        ErrorCase{"host_tab", "GET / HTTP/1.1\r\nHost: a\tb\r\n\r\n", 400},
+        ErrorCase{"host_slash", "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400},
+        ErrorCase{"host_question", "GET / HTTP/1.1\r\nHost: a?b\r\n\r\n", 400},
+        ErrorCase{"host_at", "GET / HTTP/1.1\r\nHost: u@a\r\n\r\n", 400},
+        ErrorCase{"host_hash", "GET / HTTP/1.1\r\nHost: a#b\r\n\r\n", 400},
+        ErrorCase{"host_backslash", "GET / HTTP/1.1\r\nHost: a\\b\r\n\r\n", 400},
+        ErrorCase{"host_quote", "GET / HTTP/1.1\r\nHost: a\"b\r\n\r\n", 400},
+        ErrorCase{"host_angle", "GET / HTTP/1.1\r\nHost: <a>\r\n\r\n", 400},
+        ErrorCase{"host_caret", "GET / HTTP/1.1\r\nHost: a^b\r\n\r\n", 400},
+        ErrorCase{"host_backtick", "GET / HTTP/1.1\r\nHost: a`b\r\n\r\n", 400},
+        ErrorCase{"host_pipe", "GET / HTTP/1.1\r\nHost: a|b\r\n\r\n", 400},
+        ErrorCase{"host_brace", "GET / HTTP/1.1\r\nHost: a{b\r\n\r\n", 400},
+        ErrorCase{"host_obs_text", "GET / HTTP/1.1\r\nHost: caf\xc3\xa9\r\n\r\n", 400},
+        ErrorCase{"host_pct_bad", "GET / HTTP/1.1\r\nHost: %zz\r\n\r\n", 400},
+        ErrorCase{"host_pct_short", "GET / HTTP/1.1\r\nHost: a%4\r\n\r\n", 400},
+        ErrorCase{"host_pct_end", "GET / HTTP/1.1\r\nHost: a%\r\n\r\n", 400},
+        ErrorCase{"host_two_colons", "GET / HTTP/1.1\r\nHost: a:80:80\r\n\r\n", 400},
+        ErrorCase{"host_port_sign", "GET / HTTP/1.1\r\nHost: a:-1\r\n\r\n", 400},
+        ErrorCase{"host_port_hex", "GET / HTTP/1.1\r\nHost: a:8a\r\n\r\n", 400},
+        ErrorCase{"host_port_space", "GET / HTTP/1.1\r\nHost: a: 80\r\n\r\n", 400},
+        ErrorCase{"host_unclosed_ipv6", "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400},
+        ErrorCase{"host_ipv6_junk", "GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", 400},
+        ErrorCase{"host_ipv6_bad", "GET / HTTP/1.1\r\nHost: [::g]\r\n\r\n", 400},
+        ErrorCase{"host_ipv6_too_long", "GET / HTTP/1.1\r\nHost: [1:2:3:4:5:6:7:8:9]\r\n\r\n", 400},
+        ErrorCase{"host_ipv6_empty", "GET / HTTP/1.1\r\nHost: []\r\n\r\n", 400},
+        ErrorCase{"host_ipv6_port_junk", "GET / HTTP/1.1\r\nHost: [::1]:8a\r\n\r\n", 400},
+        ErrorCase{"host_ipv6_nested", "GET / HTTP/1.1\r\nHost: [[::1]]\r\n\r\n", 400},
+        ErrorCase{"host_ipvfuture_no_hex", "GET / HTTP/1.1\r\nHost: [v.x]\r\n\r\n", 400},
+        ErrorCase{"host_ipvfuture_bad", "GET / HTTP/1.1\r\nHost: [v1.a/b]\r\n\r\n", 400},
+        ErrorCase{"host_bracket_inside", "GET / HTTP/1.1\r\nHost: a[::1]\r\n\r\n", 400},
+        ErrorCase{"host_close_bracket", "GET / HTTP/1.1\r\nHost: a]\r\n\r\n", 400},
+        ErrorCase{"host_comma_space", "GET / HTTP/1.1\r\nHost: a, b\r\n\r\n", 400},
+        ErrorCase{"two_hosts_case_differs", "GET / HTTP/1.1\r\nhost: a\r\nHOST: a\r\n\r\n", 400},
+        ErrorCase{"invalid_host_in_http10", "GET / HTTP/1.0\r\nHost: a b\r\n\r\n", 400},
+        ErrorCase{"http3_version", "GET / HTTP/3.0\r\nHost: h\r\n\r\n", 505},
+        ErrorCase{"http2_minor", "GET / HTTP/2.1\r\nHost: h\r\n\r\n", 505},
+        ErrorCase{"http9_version", "GET / HTTP/9.9\r\nHost: h\r\n\r\n", 505},
+        ErrorCase{"two_digit_minor", "GET / HTTP/1.10\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"two_digit_major", "GET / HTTP/11.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"letter_minor", "GET / HTTP/1.a\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"missing_minor", "GET / HTTP/1.\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"missing_dot", "GET / HTTP/11\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"lowercase_http", "GET / http/1.1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"comma_version", "GET / HTTP/1,1\r\nHost: h\r\n\r\n", 400},
+        ErrorCase{"space_after_version", "GET / HTTP/1.1 \r\nHost: h\r\n\r\n", 400},
         ErrorCase{"te_in_http10", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 

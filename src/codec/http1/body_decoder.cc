@@ -1,18 +1,89 @@
 #include "weft/codec/http1/body_decoder.h"
 
 #include <algorithm>
-#include <charconv>
+#include <array>
+
+#include "field_section.h"
 
 namespace weft::http::detail {
 namespace {
 
-// Hex chunk size of a chunk-size line (extensions after ';' ignored). False when malformed.
-bool parse_chunk_size(std::string_view line, std::uint64_t& size) {
-  std::string_view digits = line.substr(0, line.find(';'));
-  while (!digits.empty() && (digits.back() == ' ' || digits.back() == '\t')) digits.remove_suffix(1);
-  if (digits.empty() || digits.size() > 15) return false;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
-  return ec == std::errc() && end == digits.data() + digits.size();
+// qdtext (RFC 9110 5.6.4): HTAB, SP, VCHAR but '"' and '\\', obs-text.
+constexpr std::array<bool, 256> make_qdtext() {
+  std::array<bool, 256> t{};
+  t['\t'] = t[' '] = true;
+  for (int c = 0x21; c <= 0xff; ++c) t[c] = c != '"' && c != '\\' && c != 0x7f;
+  return t;
+}
+constexpr std::array<bool, 256> kQdtext = make_qdtext();
+
+struct ChunkSizeLine {
+  enum class Kind : std::uint8_t { complete, incomplete, malformed } kind;
+  std::uint64_t size = 0;
+  std::size_t length = 0;  // complete: of the line, CRLF included
+};
+
+// chunk-size [ chunk-ext ] CRLF (RFC 9112 7.1) at the start of `s`, where
+// chunk-ext = *( BWS ";" BWS ext-name [ BWS "=" BWS ext-value ] ), ext-name = token,
+// ext-value = token / quoted-string. Extensions are checked and ignored. Malformed as soon as the
+// bytes seen cannot begin such a line, incomplete when they are all of one's beginning.
+ChunkSizeLine parse_chunk_size_line(std::string_view s) noexcept {
+  using Kind = ChunkSizeLine::Kind;
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  std::uint64_t size = 0;
+  for (int digit; i < n && (digit = hex_value(s[i])) >= 0; ++i) {
+    if (i == 15) return {Kind::malformed};  // would not fit in 60 bits
+    size = size << 4 | static_cast<std::uint64_t>(digit);
+  }
+  if (i == 0) return {n == 0 ? Kind::incomplete : Kind::malformed};
+  auto skip_bws = [&] {
+    while (i < n && (s[i] == ' ' || s[i] == '\t')) ++i;
+  };
+  auto skip_token = [&] {  // false when there is none
+    const std::size_t first = i;
+    while (i < n && kTchar[static_cast<unsigned char>(s[i])]) ++i;
+    return i > first;
+  };
+  for (;;) {
+    const std::size_t before_bws = i;
+    skip_bws();
+    if (i == n) return {Kind::incomplete};
+    if (s[i] == '\r' && i == before_bws) {  // BWS comes only before ';' or '='
+      if (i + 1 == n) return {Kind::incomplete};
+      if (s[i + 1] != '\n') return {Kind::malformed};
+      return {Kind::complete, size, i + 2};
+    }
+    if (s[i] != ';') return {Kind::malformed};
+    ++i;
+    skip_bws();
+    if (!skip_token()) return {i == n ? Kind::incomplete : Kind::malformed};
+    const std::size_t after_name = i;
+    skip_bws();
+    if (i == n) return {Kind::incomplete};
+    if (s[i] != '=') {
+      i = after_name;  // the BWS belongs to the next extension
+      continue;
+    }
+    ++i;
+    skip_bws();
+    if (i == n) return {Kind::incomplete};
+    if (s[i] != '"') {
+      if (!skip_token()) return {Kind::malformed};
+      continue;
+    }
+    for (++i;; ++i) {  // quoted-string = DQUOTE *( qdtext / quoted-pair ) DQUOTE
+      if (i == n) return {Kind::incomplete};
+      if (s[i] == '"') break;
+      if (s[i] == '\\') {  // quoted-pair = "\\" ( HTAB / SP / VCHAR / obs-text )
+        if (++i == n) return {Kind::incomplete};
+        if (!kQdtext[static_cast<unsigned char>(s[i])] && s[i] != '"' && s[i] != '\\') return {Kind::malformed};
+      } else if (!kQdtext[static_cast<unsigned char>(s[i])]) {
+        return {Kind::malformed};
+      }
+    }
+    ++i;
+  }
 }
 
 // Appends up to `n` bytes of `in` to `body`, allocating it on first use. Returns the count moved.
@@ -53,15 +124,15 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
         return {Status::need_more, 0, {}};
       }
       case State::chunk_size: {
-        std::string_view avail = in.view().substr(0, limits.max_chunk_line + 2);
-        auto crlf = avail.find("\r\n");
-        if (crlf == std::string_view::npos) {
-          if (in.readable_bytes() > limits.max_chunk_line + 1) return {Status::error, 400, "chunk-size line too long"};
+        const std::string_view avail = in.view().substr(0, limits.max_chunk_line + 2);
+        const ChunkSizeLine line = parse_chunk_size_line(avail);
+        if (line.kind == ChunkSizeLine::Kind::malformed) return {Status::error, 400, "malformed chunk-size line"};
+        if (line.kind == ChunkSizeLine::Kind::incomplete) {
+          if (avail.size() == limits.max_chunk_line + 2) return {Status::error, 400, "chunk-size line too long"};
           return {Status::need_more, 0, {}};
         }
-        std::uint64_t size = 0;
-        if (!parse_chunk_size(avail.substr(0, crlf), size)) return {Status::error, 400, "malformed chunk size"};
-        in.skip_bytes(crlf + 2);
+        const std::uint64_t size = line.size;
+        in.skip_bytes(line.length);
         if (size == 0) {
           state_ = State::trailers;
           break;
@@ -87,25 +158,12 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
         break;
       }
       case State::trailers: {
-        // Trailer fields are checked for framing and dropped.
-        std::string_view avail = in.view();
-        std::size_t pos = 0;
-        for (;;) {
-          auto crlf = avail.find("\r\n", pos);
-          if (crlf == std::string_view::npos || crlf > limits.max_header_section) {
-            if (avail.size() > limits.max_header_section) return {Status::error, 431, "trailer section too large"};
-            return {Status::need_more, 0, {}};
-          }
-          if (avail.substr(pos, crlf - pos).find('\n') != std::string_view::npos) {
-            return {Status::error, 400, "bare LF in trailer"};
-          }
-          if (crlf == pos) {
-            in.skip_bytes(crlf + 2);
-            state_ = State::done;
-            break;
-          }
-          pos = crlf + 2;
-        }
+        TrailerSection trailers;
+        const ParseResult r = parse_field_section_inline(in.view(), 0, trailers, limits);
+        if (r.kind == ParseResult::Kind::incomplete) return {Status::need_more, 0, {}};
+        if (r.kind == ParseResult::Kind::error) return {Status::error, r.status, r.reason};
+        in.skip_bytes(r.consumed);
+        state_ = State::done;
         break;
       }
     }

@@ -14,6 +14,8 @@
 namespace weft::http::detail {
 
 struct FieldSection {
+  static constexpr bool kIsHeaderSection = true;  // stores the fields and interprets those that frame the message
+
   // Member by member, not `FieldSection{}`: g++ clears an aggregate with a `rep stos`, slow to start,
   // and this is set up once per request.
   FieldSection(Header* storage, std::uint32_t storage_capacity) noexcept : headers(storage), capacity(storage_capacity) {}
@@ -34,9 +36,18 @@ struct FieldSection {
   bool chunked = false;
   bool transfer_encoding = false;
   std::uint8_t host_count = 0;  // saturates at 2: more than one is all that matters
+  std::string_view host;        // the first Host header's value
   bool connection_close = false;
   bool connection_keep_alive = false;
   bool expect_continue = false;
+};
+
+// A trailer section (RFC 9112 7.1.2): its lines follow the header fields' grammar, and are counted
+// against the same limits, but are dropped, and none of them frames the message.
+struct TrailerSection {
+  static constexpr bool kIsHeaderSection = false;
+  static constexpr std::uint32_t capacity = UINT32_MAX;
+  std::uint32_t count = 0;
 };
 
 // Parses header lines from `pos` up to and including the empty line. complete: `consumed` is the
@@ -47,17 +58,25 @@ ParseResult error(int status, const char* reason) noexcept;
 ParseResult incomplete() noexcept;
 bool all_tchar(std::string_view s) noexcept;
 
-// RFC 9110 token characters.
-constexpr std::array<bool, 256> make_tchar() {
+// The letters, the digits and `punctuation`.
+constexpr std::array<bool, 256> make_alnum_class(std::string_view punctuation) {
   std::array<bool, 256> t{};
   for (int c = '0'; c <= '9'; ++c) t[c] = true;
   for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
   for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
-  for (char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  for (char c : punctuation) t[static_cast<unsigned char>(c)] = true;
   return t;
 }
-inline constexpr std::array<bool, 256> kTchar = make_tchar();
+// RFC 9110 token characters.
+inline constexpr std::array<bool, 256> kTchar = make_alnum_class("!#$%&'*+-.^_`|~");
 inline bool is_tchar(char c) noexcept { return kTchar[static_cast<unsigned char>(c)]; }
+
+// The value of a hex digit, or -1.
+inline int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  const int lower = c | 0x20;
+  return lower >= 'a' && lower <= 'f' ? lower - 'a' + 10 : -1;
+}
 
 inline std::string_view trim_ows(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
@@ -119,9 +138,11 @@ template <std::size_t N>
 }
 
 // The body of parse_field_section, inlined into the request parser (a call and a returned
-// ParseResult per head are a tenth of a short request's cost).
+// ParseResult per head are a tenth of a short request's cost). `Section`: FieldSection or TrailerSection.
+template <class Section>
 [[gnu::always_inline]] inline ParseResult parse_field_section_inline(std::string_view data, std::size_t pos,
-                                                                    FieldSection& out, const Limits& limits) noexcept {
+                                                                    Section& out, const Limits& limits) noexcept {
+  constexpr bool kHeaders = Section::kIsHeaderSection;
   const char* const p = data.data();
   const std::size_t n = data.size();
   const std::size_t section_start = pos;
@@ -130,7 +151,8 @@ template <std::size_t N>
   const std::size_t limit = std::min(n, section_start + limits.max_header_section + 2);
   // Out of bytes at `at`: the section is too large if the limit, not the data, stopped the scan.
   auto ran_out = [&](std::size_t at) {
-    return at >= limit && limit < n ? error(431, "header section too large") : incomplete();
+    return at >= limit && limit < n ? error(431, kHeaders ? "header section too large" : "trailer section too large")
+                                    : incomplete();
   };
   for (;;) {
     // One pass per line: the name through its table, the value with the SIMD scan, which stops at
@@ -138,78 +160,84 @@ template <std::size_t N>
     if (pos >= limit) return ran_out(pos);
     if (p[pos] == '\r') {
       if (pos + 1 >= n) return incomplete();
-      if (p[pos + 1] != '\n') return error(400, "bare CR in header section");
+      if (p[pos + 1] != '\n') return error(400, "bare CR in field section");
       return {ParseResult::Kind::complete, 0, static_cast<std::uint32_t>(pos + 2), ""};
     }
     if (p[pos] == ' ' || p[pos] == '\t') return error(400, "obsolete line folding");
     std::size_t i = pos;
     while (i < limit && kTchar[static_cast<unsigned char>(p[i])]) ++i;
     if (i >= limit) return ran_out(i);
-    if (p[i] != ':' || i == pos) return error(400, "malformed header name");  // also "Name :" (smuggling)
+    if (p[i] != ':' || i == pos) return error(400, "malformed field name");  // also "Name :" (smuggling)
     std::string_view name(p + pos, i - pos);
     std::size_t j = i + 1;
     while (j < limit && (p[j] == ' ' || p[j] == '\t')) ++j;
     const std::size_t k = j + find_invalid_value_byte(p + j, limit - j);
     if (k >= limit) return ran_out(k);
-    if (p[k] != '\r') return error(400, p[k] == '\n' ? "header line does not end with CRLF" : "invalid character in header value");
-    if (k + 1 >= n) return k + 1 >= limit && limit < n ? error(431, "header section too large") : incomplete();
-    if (p[k + 1] != '\n') return error(400, "bare CR in header value");
-    std::size_t value_end = k;
-    while (value_end > j && (p[value_end - 1] == ' ' || p[value_end - 1] == '\t')) --value_end;
-    std::string_view value(p + j, value_end - j);
+    if (p[k] != '\r') return error(400, p[k] == '\n' ? "field line does not end with CRLF" : "invalid character in field value");
+    if (k + 1 >= n) return ran_out(k + 1);
+    if (p[k + 1] != '\n') return error(400, "bare CR in field value");
     pos = k + 2;
-    if (out.count == max_headers) return error(431, "too many header fields");
-    out.headers[out.count++] = Header{name, value};
+    if (out.count == max_headers) return error(431, kHeaders ? "too many header fields" : "too many trailer fields");
+    if constexpr (!kHeaders) {
+      ++out.count;  // dropped
+    } else {
+      std::size_t value_end = k;
+      while (value_end > j && (p[value_end - 1] == ' ' || p[value_end - 1] == '\t')) --value_end;
+      std::string_view value(p + j, value_end - j);
+      out.headers[out.count++] = Header{name, value};
 
-    // Semantics of the headers that frame the message.
-    switch (name.size()) {
-      case 4:
-        if (equals_lowercase_token(name, "host") && out.host_count < 2) ++out.host_count;
-        break;
-      case 6:
-        if (equals_lowercase_token(name, "expect")) {
-          if (!iequals(value, "100-continue")) return error(417, "unsupported expectation");
-          out.expect_continue = true;
-        }
-        break;
-      case 10:
-        if (equals_lowercase_token(name, "connection")) {
-          for_each_token(value, [&](std::string_view t) {
-            if (iequals(t, "close")) out.connection_close = true;
-            if (iequals(t, "keep-alive")) out.connection_keep_alive = true;
-          });
-        }
-        break;
-      case 14:
-        if (equals_lowercase_token(name, "content-length")) {
-          bool ok = !value.empty();
-          // "5, 5" repeats one value: allowed; differing values are a smuggling attempt.
-          for_each_token(value, [&](std::string_view t) {
-            std::uint64_t v = 0;
-            if (!parse_decimal(t, v) || (out.has_content_length && out.content_length != v)) ok = false;
-            out.content_length = v;
-            out.has_content_length = true;
-          });
-          if (!ok) return error(400, "invalid or conflicting Content-Length");
-        }
-        break;
-      case 17:
-        if (equals_lowercase_token(name, "transfer-encoding")) {
-          bool unsupported = false;
-          int codings = 0;
-          for_each_token(value, [&](std::string_view t) {
-            ++codings;
-            if (!iequals(t, "chunked")) unsupported = true;
-          });
-          if (codings == 0) return error(400, "empty Transfer-Encoding");
-          if (unsupported) return error(501, "unsupported transfer coding");
-          if (codings > 1 || out.chunked) return error(400, "chunked applied more than once");
-          out.transfer_encoding = true;
-          out.chunked = true;
-        }
-        break;
-      default:
-        break;
+      // Semantics of the headers that frame the message.
+      switch (name.size()) {
+        case 4:
+          if (equals_lowercase_token(name, "host") && out.host_count < 2) {
+            if (out.host_count++ == 0) out.host = value;
+          }
+          break;
+        case 6:
+          if (equals_lowercase_token(name, "expect")) {
+            if (!iequals(value, "100-continue")) return error(417, "unsupported expectation");
+            out.expect_continue = true;
+          }
+          break;
+        case 10:
+          if (equals_lowercase_token(name, "connection")) {
+            for_each_token(value, [&](std::string_view t) {
+              if (iequals(t, "close")) out.connection_close = true;
+              if (iequals(t, "keep-alive")) out.connection_keep_alive = true;
+            });
+          }
+          break;
+        case 14:
+          if (equals_lowercase_token(name, "content-length")) {
+            bool ok = !value.empty();
+            // "5, 5" repeats one value: allowed; differing values are a smuggling attempt.
+            for_each_token(value, [&](std::string_view t) {
+              std::uint64_t v = 0;
+              if (!parse_decimal(t, v) || (out.has_content_length && out.content_length != v)) ok = false;
+              out.content_length = v;
+              out.has_content_length = true;
+            });
+            if (!ok) return error(400, "invalid or conflicting Content-Length");
+          }
+          break;
+        case 17:
+          if (equals_lowercase_token(name, "transfer-encoding")) {
+            bool unsupported = false;
+            int codings = 0;
+            for_each_token(value, [&](std::string_view t) {
+              ++codings;
+              if (!iequals(t, "chunked")) unsupported = true;
+            });
+            if (codings == 0) return error(400, "empty Transfer-Encoding");
+            if (unsupported) return error(501, "unsupported transfer coding");
+            if (codings > 1 || out.chunked) return error(400, "chunked applied more than once");
+            out.transfer_encoding = true;
+            out.chunked = true;
+          }
+          break;
+        default:
+          break;
+      }
     }
   }
 }

@@ -19,9 +19,12 @@ struct RequestHead {
   static constexpr std::size_t kInlineHeaders = 64;  // Limits::max_headers is capped at this
 
   std::string_view method;
-  std::string_view target;  // as sent: path and query
-  std::string_view path;
+  std::string_view target;  // as sent: origin-form (path and query), absolute-form, '*' or CONNECT's authority
+  std::string_view path;    // of an absolute-form target too ("/" when it has none)
   std::string_view query;   // after '?', without it
+  // Host and port the request is for: an absolute-form target's authority, which takes the place of
+  // the Host header (RFC 9112 3.2.2), else the Host header's value (empty without one, in HTTP/1.0).
+  std::string_view authority;
   Version version = Version::http11;
   std::size_t header_count = 0;
 
@@ -41,6 +44,7 @@ struct RequestHead {
     target = other.target;
     path = other.path;
     query = other.query;
+    authority = other.authority;
     version = other.version;
     inline_headers.copy_prefix(other.inline_headers, other.header_count);
     header_count = other.header_count;
