@@ -65,34 +65,38 @@ Router& Router::route(std::string method, std::string path, ParamRouteFn fn) {
     return route(std::move(method), std::move(path),
                  RouteFn([fn = std::move(fn)](Context& ctx, HttpRequest& request) { fn(ctx, request, kNoParams); }));
   }
-  if (path.empty() || path[0] != '/') bad_pattern(path, "must start with '/'");
-  if (path.size() > std::numeric_limits<std::uint32_t>::max()) bad_pattern(path.substr(0, 64), "too long");
-  PatternRoute r{std::move(method), std::move(path), {}, std::move(fn)};
-  const std::string_view text = r.pattern;
+  std::vector<Segment> segments = parse_pattern(path);
+  patterns_.push_back(PatternRoute{std::move(method), std::move(path), std::move(segments), std::move(fn)});
+  return *this;
+}
+
+std::vector<Router::Segment> Router::parse_pattern(const std::string& pattern) {
+  if (pattern.empty() || pattern[0] != '/') bad_pattern(pattern, "must start with '/'");
+  if (pattern.size() > std::numeric_limits<std::uint32_t>::max()) bad_pattern(pattern.substr(0, 64), "too long");
+  const std::string_view text = pattern;
+  std::vector<Segment> segments;
   std::vector<std::string_view> names;
   for (std::size_t begin = 1;;) {
     const std::size_t slash = std::min(text.find('/', begin), text.size());
     const std::string_view segment = text.substr(begin, slash - begin);
-    Segment s{static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(segment.size()), false};
-    if (segment.find_first_of("{}") != std::string_view::npos) {
+    if (segment.find_first_of("{}") == std::string_view::npos) {
+      segments.push_back(Segment{static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(segment.size()), false});
+    } else {
       if (segment.size() < 2 || segment.front() != '{' || segment.back() != '}') {
-        bad_pattern(r.pattern, "a parameter must be a whole segment, \"{name}\"");
+        bad_pattern(pattern, "a parameter must be a whole segment, \"{name}\"");
       }
       const std::string_view name = segment.substr(1, segment.size() - 2);
       if (name.empty() || !std::all_of(name.begin(), name.end(), is_param_name_char)) {
-        bad_pattern(r.pattern, "a parameter name is letters, digits and '_', at least one");
+        bad_pattern(pattern, "a parameter name is letters, digits and '_', at least one");
       }
-      if (std::find(names.begin(), names.end(), name) != names.end()) bad_pattern(r.pattern, "a parameter name repeats");
-      if (names.size() == RouteParams::kMax) bad_pattern(r.pattern, "more than RouteParams::kMax parameters");
+      if (std::find(names.begin(), names.end(), name) != names.end()) bad_pattern(pattern, "a parameter name repeats");
+      if (names.size() == RouteParams::kMax) bad_pattern(pattern, "more than RouteParams::kMax parameters");
       names.push_back(name);
-      s = Segment{static_cast<std::uint32_t>(begin + 1), static_cast<std::uint32_t>(name.size()), true};
+      segments.push_back(Segment{static_cast<std::uint32_t>(begin + 1), static_cast<std::uint32_t>(name.size()), true});
     }
-    r.segments.push_back(s);
-    if (slash == text.size()) break;
+    if (slash == text.size()) return segments;
     begin = slash + 1;
   }
-  patterns_.push_back(std::move(r));
-  return *this;
 }
 
 Router& Router::fallback(RouteFn fn) {

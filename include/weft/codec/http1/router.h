@@ -141,6 +141,8 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest> {
     ParamRouteFn fn;
   };
 
+  // The segments of a pattern; throws std::invalid_argument when it is malformed.
+  static std::vector<Segment> parse_pattern(const std::string& pattern);
   static bool matches(const PatternRoute& route, std::string_view path, RouteParams& params) noexcept;
   const PatternRoute* find_pattern(std::string_view method, std::string_view path, RouteParams& params) const noexcept;
   bool has_route_for_path(std::string_view path) const noexcept;
