@@ -239,6 +239,7 @@ TEST(RouterMatchTest, ACoroutineDispatchesThroughTheSameTable) {
   EXPECT_LT(slept, hello);
   EXPECT_LT(hello, not_allowed);
   EXPECT_LT(not_allowed, custom);
+  ch.finish();  // ends the coroutine, which lets go of the channel
 }
 
 }  // namespace
