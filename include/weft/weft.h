@@ -1,8 +1,22 @@
 #pragma once
-// Everything a weft application usually needs, in one include.
+// Everything a weft application usually needs, in one include: buffers, channels and bootstraps,
+// event loops, futures and coroutines, the transports, the frame and string codecs, HTTP/1.1
+// (server and client codecs, router, query helpers) and the common handlers.
+//
+// Left out, include them where you need them:
+// - weft/channel/embedded_channel.h     running a pipeline without sockets, for tests
+// - weft/buffer/leak_detector.h, weft/buffer/pooled_byte_buf_allocator.h
+//                                       tuning and debugging the allocator behind ByteBufAllocator
+// - weft/channel/transport.h, weft/channel/outbound_buffer.h, weft/core/io_driver.h
+//                                       writing a transport of your own
+// - weft/codec/http1/request_parser.h, body_decoder.h
+//                                       the HTTP/1 parser pieces the codecs are made of
+// - weft/core/frame_pool.h, inline_ring.h, mpsc_queue.h
+//                                       building blocks of the core, used through the types above
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/buffer/byte_buf_allocator.h"
+#include "weft/buffer/composite_byte_buf.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/channel_config.h"
@@ -11,14 +25,35 @@
 #include "weft/channel/events.h"
 #include "weft/channel/handler.h"
 #include "weft/channel/pipeline.h"
+#include "weft/channel/socket_address.h"
+#include "weft/codec/byte_to_message_decoder.h"
+#include "weft/codec/codec_error.h"
+#include "weft/codec/delimiter_based_frame_decoder.h"
+#include "weft/codec/fixed_length_frame_decoder.h"
+#include "weft/codec/http1/client_codec.h"
+#include "weft/codec/http1/http_message.h"
+#include "weft/codec/http1/query.h"
+#include "weft/codec/http1/router.h"
+#include "weft/codec/http1/server_codec.h"
+#include "weft/codec/length_field_based_frame_decoder.h"
+#include "weft/codec/line_based_frame_decoder.h"
+#include "weft/codec/message_to_message_codec.h"
+#include "weft/codec/string_codec.h"
 #include "weft/core/awaitables.h"
+#include "weft/core/clock.h"
 #include "weft/core/error.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/event_loop_group.h"
+#include "weft/core/executor_group.h"
 #include "weft/core/future.h"
+#include "weft/core/log.h"
 #include "weft/core/spawn.h"
 #include "weft/core/task.h"
 #include "weft/core/when.h"
+#include "weft/handler/connection_limit_handler.h"
+#include "weft/handler/flush_consolidation_handler.h"
+#include "weft/handler/idle_state_handler.h"
+#include "weft/handler/logging_handler.h"
 #include "weft/transport/blocking.h"
 #include "weft/transport/epoll.h"
 #include "weft/transport/io_uring.h"

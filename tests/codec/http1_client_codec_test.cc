@@ -32,6 +32,31 @@ TEST(ClientCodecTest, EncodesRequests) {
   EXPECT_THROW(HttpClientRequest("GET", "/").header("X", "a\r\nb"), std::invalid_argument);
 }
 
+TEST(ClientCodecTest, AddsHostWhenTheRequestHasNone) {
+  {
+    Fixture f;  // an embedded channel has no remote address: Host is empty, as RFC 9110 asks then
+    f.ch.write_outbound(HttpClientRequest("GET", "/a"));
+    EXPECT_EQ(f.sent(), "GET /a HTTP/1.1\r\nHost: \r\n\r\n");
+    f.ch.write_outbound(HttpClientRequest("GET", "/b").header("host", "given"));  // any case counts
+    EXPECT_EQ(f.sent(), "GET /b HTTP/1.1\r\nhost: given\r\n\r\n");
+  }
+  EmbeddedChannel ch;
+  ch.pipeline().add_last("http", std::make_shared<ClientCodec>(Limits{}, "api.example:8443"));
+  auto sent = [&ch] {
+    std::string all;
+    while (auto b = ch.read_outbound<ByteBuf>()) all += b->to_string();
+    return all;
+  };
+  ch.write_outbound(HttpClientRequest("GET", "/c").header("Accept", "*/*"));
+  EXPECT_EQ(sent(), "GET /c HTTP/1.1\r\nHost: api.example:8443\r\nAccept: */*\r\n\r\n");
+  // An absolute-form target names its own authority (what a proxy is asked for); userinfo is dropped.
+  ch.write_outbound(HttpClientRequest("GET", "http://user:pw@origin.example:81/p?q=http://x"));
+  EXPECT_EQ(sent(), "GET http://user:pw@origin.example:81/p?q=http://x HTTP/1.1\r\nHost: origin.example:81\r\n\r\n");
+  ch.write_outbound(HttpClientRequest("GET", "https://bare.example"));
+  EXPECT_EQ(sent(), "GET https://bare.example HTTP/1.1\r\nHost: bare.example\r\n\r\n");
+  EXPECT_THROW(ClientCodec(Limits{}, "evil\r\nX-Injected: 1"), std::invalid_argument);
+}
+
 TEST(ClientCodecTest, DecodesPipelinedResponsesInOrderAtEverySplit) {
   const std::string wire =
       "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst"

@@ -42,6 +42,9 @@ class HttpInteropTest : public test::TransportTest {
     router->post("/echo", [](Context& ctx, HttpRequest& req) {
       ctx.write(HttpResponse(200).content_type("application/octet-stream").body(ByteBuf::copy_of(req.body_view())));
     });
+    router->get("/host", [](Context& ctx, HttpRequest& req) {
+      ctx.write(HttpResponse(200).body(ByteBuf::copy_of(req.header("Host").value_or("(none)"))));
+    });
     server_ = ServerBootstrap()
                   .group(loops_)
                   .child_handler([router](Channel& ch) {
@@ -132,6 +135,22 @@ TEST_P(HttpInteropTest, WeftClientCodecPipelinesOverARealSocket) {
   client->flush();
   ASSERT_TRUE(collect->done.future().wait_for(10s));
   for (int i = 0; i < kRequests; ++i) EXPECT_EQ(collect->bodies[i], "n" + std::to_string(i));
+  client->close().wait();
+}
+
+TEST_P(HttpInteropTest, WeftClientCodecSendsTheConnectAddressAsHost) {
+  auto collect = std::make_shared<Collect>(1);
+  ChannelPtr client = Bootstrap()
+                          .group(loops_)
+                          .handler([collect](Channel& ch) {
+                            ch.pipeline().add_last("http", std::make_shared<ClientCodec>());
+                            ch.pipeline().add_last("collect", collect);
+                          })
+                          .connect(server_->local_address())
+                          .get();
+  client->write_and_flush(HttpClientRequest("GET", "/host"));  // no Host: the codec adds it
+  ASSERT_TRUE(collect->done.future().wait_for(10s));
+  EXPECT_EQ(collect->bodies[0], server_->local_address().to_string());
   client->close().wait();
 }
 

@@ -20,6 +20,7 @@
 #include "weft/channel/outbound_buffer.h"
 #include "weft/channel/pipeline.h"
 #include "weft/channel/socket_address.h"
+#include "weft/channel/write_checks.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/future.h"
 
@@ -61,6 +62,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   // Thread-safe. Writes through the whole pipeline (from its tail).
   template <class T>
   void write(T&& message) {
+    static_assert(detail::WrittenMessageCheck<T>::ok);
     static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
     if (loop_.in_loop()) {
       pipeline_.write(std::move(message));
@@ -73,6 +75,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   // Thread-safe.
   template <class T>
   void write_and_flush(T&& message) {
+    static_assert(detail::WrittenMessageCheck<T>::ok);
     static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
     if (loop_.in_loop()) {
       pipeline_.write_and_flush(std::move(message));

@@ -36,6 +36,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -314,11 +315,27 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
   ReadSuspension reading_;  // held while the inbox is full
 };
 
+namespace detail {
+// Whether `fn(connection)` is a Task<>; true when fn is not callable so (serve reports that first).
+template <class Fn, class Arg>
+constexpr bool serve_fn_returns_task() noexcept {
+  if constexpr (std::is_invocable_v<Fn&, Arg&>) return std::is_same_v<std::invoke_result_t<Fn&, Arg&>, Task<>>;
+  else return true;
+}
+}  // namespace detail
+
 // Loop thread only (typically in a child_handler initializer). Adds a Connection<In> named
 // "connection" at the tail of `channel`'s pipeline and runs `fn(connection)` — a function returning
 // Task<> — as the channel's coroutine. See Connection for lifetimes.
 template <class In, class Fn>
 std::shared_ptr<Connection<In>> serve(Channel& channel, Fn fn, ConnectionOptions options = {}) {
+  static_assert(std::is_invocable_v<Fn&, Connection<In>&>,
+                "serve<In>(channel, fn): fn must take weft::Connection<In>&, "
+                "e.g. [](weft::Connection<In>& c) -> weft::Task<> { auto m = co_await c.read(); ... }");
+  static_assert(detail::serve_fn_returns_task<Fn, Connection<In>>(),
+                "serve<In>(channel, fn): fn must return weft::Task<>: make it a coroutine, "
+                "[](weft::Connection<In>& c) -> weft::Task<> { ... co_await c.read(); ... }, "
+                "or a function that returns one");
   auto connection = std::make_shared<Connection<In>>(options);
   connection->set_body(std::move(fn));
   channel.pipeline().add_last("connection", std::make_shared<typename Connection<In>::Tail>(connection));

@@ -21,6 +21,7 @@
 #include <typeinfo>
 
 #include "weft/channel/handler.h"
+#include "weft/channel/write_checks.h"
 #include "weft/core/future.h"
 #include "weft/core/unique_function.h"
 
@@ -79,6 +80,7 @@ class alignas(64) Context {
   // Takes ownership: pass an rvalue.
   template <class T>
   void write(T&& message) {
+    static_assert(detail::WrittenMessageCheck<T>::ok);
     static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
     if (offload_ != nullptr && offloaded_write(MessageRef::of(message))) [[unlikely]] return;
     prev_->invoke_write(MessageRef::of(message));
@@ -86,6 +88,7 @@ class alignas(64) Context {
   void flush();
   template <class T>
   void write_and_flush(T&& message) {
+    static_assert(detail::WrittenMessageCheck<T>::ok);
     write(std::forward<T>(message));
     flush();
   }

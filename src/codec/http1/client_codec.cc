@@ -14,13 +14,39 @@
 
 namespace weft::http {
 
-HttpClientRequest& HttpClientRequest::header(std::string_view name, std::string_view value) & {
-  if (!detail::all_tchar(name)) throw std::invalid_argument("HTTP header name is not a token: '" + std::string(name) + "'");
+namespace {
+
+void check_header_value(std::string_view name, std::string_view value) {
   if (detail::find_invalid_value_byte(value.data(), value.size()) != value.size()) {
     throw std::invalid_argument("HTTP header value of '" + std::string(name) + "' contains CR, LF, NUL or another control");
   }
+}
+
+// The authority of an absolute-form target ("http://user@host:port/path" -> "host:port"), or
+// nullopt for an origin-form one ("/path").
+std::optional<std::string_view> absolute_form_authority(std::string_view target) noexcept {
+  std::size_t scheme_end = target.find("://");
+  if (scheme_end == std::string_view::npos || target.substr(0, scheme_end).find('/') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string_view authority = target.substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (std::size_t at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+  return authority;
+}
+
+}  // namespace
+
+HttpClientRequest& HttpClientRequest::header(std::string_view name, std::string_view value) & {
+  if (!detail::all_tchar(name)) throw std::invalid_argument("HTTP header name is not a token: '" + std::string(name) + "'");
+  check_header_value(name, value);
   headers_.append(name).append(": ").append(value).append("\r\n");
+  if (iequals(name, "Host")) has_host_ = true;
   return *this;
+}
+
+ClientCodec::ClientCodec(Limits limits, std::string authority) : limits_(limits), authority_(std::move(authority)) {
+  check_header_value("Host", authority_);
 }
 
 std::optional<std::string_view> ResponseHead::header(std::string_view name) const noexcept {
@@ -71,12 +97,18 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
   HttpClientRequest& request = message.as<HttpClientRequest>();
   ByteBuf& body = request.owned_body();
   const std::size_t body_size = body.readable_bytes();
+  const std::string_view host = request.has_host() ? std::string_view() : host_for(ctx, request.target());
   ByteBuf out = ctx.allocator().buffer(request.method().size() + request.target().size() + request.header_block().size() +
-                                       64 + body_size);
+                                       host.size() + 64 + body_size);
   out.write_bytes(request.method());
   out.write_bytes(" ");
   out.write_bytes(request.target());
   out.write_bytes(" HTTP/1.1\r\n");
+  if (!request.has_host()) {
+    out.write_bytes("Host: ");
+    out.write_bytes(host);
+    out.write_bytes("\r\n");
+  }
   out.write_bytes(request.header_block());
   if (body_size > 0 || request.method() == "POST" || request.method() == "PUT") {
     char digits[24];
@@ -89,6 +121,16 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
   if (body_size > 0) out.write_bytes(body);
   pending_head_requests_.push_back(request.method() == "HEAD");
   ctx.write(std::move(out));
+}
+
+std::string_view ClientCodec::host_for(Context& ctx, std::string_view target) {
+  if (auto authority = absolute_form_authority(target)) return *authority;
+  if (!authority_.empty()) return authority_;
+  if (connect_authority_.empty()) {
+    const SocketAddress remote = ctx.channel().remote_address();
+    if (remote.is_valid() && remote.port() != 0) connect_authority_ = remote.to_string();  // port 0: no peer
+  }
+  return connect_authority_;
 }
 
 void ClientCodec::read_message(Context& ctx, MessageRef message) {

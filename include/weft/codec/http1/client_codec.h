@@ -29,7 +29,7 @@ class HttpProtocolError : public Error {
 };
 
 // A request to send. Header rules as HttpResponse (no CR/LF in values). The encoder adds
-// Content-Length when there is a body.
+// Content-Length when there is a body, and Host when the request has none (see ClientCodec).
 class HttpClientRequest {
  public:
   HttpClientRequest(std::string method, std::string target) : method_(std::move(method)), target_(std::move(target)) {}
@@ -44,6 +44,7 @@ class HttpClientRequest {
   const std::string& method() const noexcept { return method_; }
   const std::string& target() const noexcept { return target_; }
   std::string_view header_block() const noexcept { return headers_; }
+  bool has_host() const noexcept { return has_host_; }
   ByteBuf& owned_body() noexcept { return body_; }
 
  private:
@@ -51,6 +52,7 @@ class HttpClientRequest {
   std::string target_;
   std::string headers_;
   ByteBuf body_;
+  bool has_host_ = false;
 };
 
 struct ResponseHead {
@@ -102,9 +104,14 @@ class HttpClientResponse {
   ByteBuf body_;
 };
 
+// Host (required in HTTP/1.1) is added to a request that has none, first of: the authority of an
+// absolute-form target ("http://example.com:8080/x" -> example.com:8080), the configured
+// `authority`, the address the channel is connected to ("127.0.0.1:8080", "[::1]:8080"), or empty
+// when none is known, as on an EmbeddedChannel (RFC 9110 7.2 asks for an empty Host then).
 class ClientCodec final : public Handler {
  public:
-  explicit ClientCodec(Limits limits = {}) : limits_(limits) {}
+  // Throws std::invalid_argument when `authority` holds CR, LF, NUL or another control.
+  explicit ClientCodec(Limits limits = {}, std::string authority = {});
 
   MessageTypes message_types() const noexcept override {
     return {&typeid(ByteBuf), &typeid(HttpClientResponse), &typeid(HttpClientRequest), &typeid(ByteBuf)};
@@ -122,8 +129,11 @@ class ClientCodec final : public Handler {
   bool decode_body(Context& ctx);
   void emit(Context& ctx);
   void fail(Context& ctx, int status, std::string_view reason);
+  std::string_view host_for(Context& ctx, std::string_view target);
 
   Limits limits_;
+  std::string authority_;          // configured
+  std::string connect_authority_;  // the remote address, formatted on first use
   enum class State : std::uint8_t { head, body, failed } state_ = State::head;
   ByteBuf in_;
   HttpClientResponse response_;
