@@ -1,4 +1,5 @@
 #include "weft/codec/http1/body_decoder.h"
+#include "weft/codec/byte_to_message_decoder.h"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +25,7 @@ Outcome decode_chunked(std::string_view input, std::size_t step = 0, Limits limi
   if (step == 0) step = input.size();
   std::size_t handed = 0;
   while (handed < input.size() && out.status == BodyDecoder::Status::need_more) {
-    append_input(in, ByteBuf::copy_of(input.substr(handed, step)));
+    weft::detail::cumulate(default_allocator(), in, ByteBuf::copy_of(input.substr(handed, step)));
     handed = std::min(input.size(), handed + step);
     BodyDecoder::Result r = decoder.decode(in, body, default_allocator(), limits);
     out.status = r.status;
