@@ -48,7 +48,22 @@ Pipeline::Pipeline(Channel& channel)
 Pipeline::~Pipeline() {
   // Contexts in inline slots give them back to this pipeline: free them while it is whole.
   removed_.clear();
+  for (auto& ctx : contexts_) release(*ctx->handler_);
   contexts_.clear();
+}
+
+void Pipeline::claim(Handler& handler, std::string_view name) {
+  if (handler.is_sharable()) return;
+  if (handler.membership_.in_pipeline.exchange(true, std::memory_order_acq_rel)) {
+    throw std::invalid_argument(
+        fmt::format("handler '{}' ({}) is already in a pipeline and is not sharable: it keeps per-channel state, so "
+                    "give each pipeline its own instance (a handler that keeps none overrides Handler::is_sharable)",
+                    name, type_name(typeid(handler))));
+  }
+}
+
+void Pipeline::release(Handler& handler) noexcept {
+  if (!handler.is_sharable()) handler.membership_.in_pipeline.store(false, std::memory_order_release);
 }
 
 void Pipeline::check_thread(const char* operation) const noexcept {
@@ -85,6 +100,7 @@ void Pipeline::link_after(Context& prev, ContextPtr ctx) {
     check_types();
   } catch (...) {
     unlink(c);
+    release(*c.handler_);
     contexts_.pop_back();
     throw;
   }
@@ -103,6 +119,7 @@ void Pipeline::link_after(Context& prev, ContextPtr ctx) {
     c.handler_->handler_added(c);
   } catch (...) {
     unlink(c);
+    release(*c.handler_);
     auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
     contexts_.erase(it);
     throw;
@@ -158,6 +175,13 @@ void Pipeline::check_types() const {
 ContextPtr Pipeline::new_context(std::string name, std::shared_ptr<Handler> handler, ExecutorGroup* executors) {
   if (!handler) throw std::invalid_argument(fmt::format("handler '{}' is null", name));
   Handler* raw = handler.get();
+  claim(*raw, name);
+  struct ReleaseUnlessOwned {  // new_context may still throw below
+    Handler* handler;
+    ~ReleaseUnlessOwned() {
+      if (handler != nullptr) release(*handler);
+    }
+  } guard{raw};
   // An offloaded context may outlive the pipeline (its executor frees it), so it lives on the heap.
   int slot = -1;
   if (executors == nullptr) {
@@ -185,6 +209,7 @@ ContextPtr Pipeline::new_context(std::string name, std::shared_ptr<Handler> hand
     ctx->cold_->offload = std::make_shared<detail::Offload>(*executors, channel_);
     ctx->offload_ = ctx->cold_->offload.get();
   }
+  guard.handler = nullptr;
   return ctx;
 }
 
@@ -230,6 +255,7 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
   check_thread("Pipeline::remove");
   Context& c = find_or_throw(name);
   unlink(c);
+  release(*c.handler_);
   std::shared_ptr<Handler> handler = c.cold_->owner;
   if (c.offload_ != nullptr) {
     // handler_removed runs on the executor after the events queued for it; the context is freed

@@ -7,7 +7,8 @@
 //
 // Loop thread only, or before the channel is registered. Handlers may be added and removed at any
 // time, also from inside a handler's callback. Adding a handler whose message types do not match
-// its neighbours throws PipelineTypeError naming both handlers and both types.
+// its neighbours throws PipelineTypeError naming both handlers and both types; adding one that is
+// not sharable and already in a pipeline throws std::invalid_argument (see Handler::is_sharable).
 
 #include <cstddef>
 #include <cstdint>
@@ -153,6 +154,9 @@ class Pipeline {
     Pipeline& pipeline;
   };
 
+  // A handler that is not sharable is in one pipeline at a time (Handler::is_sharable).
+  static void claim(Handler& handler, std::string_view name);
+  static void release(Handler& handler) noexcept;
   // Debug builds: aborts when a registered channel's pipeline is used off its loop.
   void check_thread(const char* operation) const noexcept;
   Context* find(std::string_view name) const noexcept;
