@@ -52,6 +52,37 @@ Pipeline::~Pipeline() {
   contexts_.clear();
 }
 
+template <class Event>
+void Pipeline::deliver(const Event& event) {
+  if (called_from_outside() && post_later(event)) [[unlikely]] return;
+  EventDepth depth(*this);
+  event();
+}
+
+template <class Event>
+bool Pipeline::post_later(const Event& event) {
+  if (!channel_.registered_) return false;  // no loop serves the channel yet
+  // The channel stays alive for the task; an unshared one (EmbeddedChannel) runs its tasks before it dies.
+  return channel_.loop().try_execute([this, keep = channel_.weak_from_this().lock(), event] {
+    EventDepth depth(*this);
+    event();
+  });
+  // false: the loop has terminated and would never run it, so the caller delivers now.
+}
+
+void Pipeline::deliver_close(bool was_active, std::shared_ptr<Channel> keep_alive) {
+  deliver([this, was_active, keep_alive] { channel_.finish_close(was_active, keep_alive); });
+}
+
+void Pipeline::schedule_free() {
+  if (free_scheduled_ || removed_.empty() || !channel_.registered_) return;
+  free_scheduled_ = channel_.loop().try_execute([this, keep = channel_.weak_from_this().lock()] {
+    free_scheduled_ = false;
+    removed_.clear();
+  });
+  // Not posted (the loop has terminated): the destructor frees them.
+}
+
 void Pipeline::claim(Handler& handler, std::string_view name) {
   if (handler.is_sharable()) return;
   if (handler.membership_.in_pipeline.exchange(true, std::memory_order_acq_rel)) {
@@ -271,7 +302,7 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
         log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", back->cold_->name, e.what());
       }
       removed_.push_back(std::move(back));
-      has_removed_ = true;
+      schedule_free();
     }
     return handler;
   }
@@ -281,10 +312,10 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
     log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", c.cold_->name, e.what());
   }
   auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
-  // Freed when the outermost pipeline call returns: the handler may be removing itself right now.
+  // Freed from a loop task: the handler may be removing itself right now.
   removed_.push_back(std::move(*it));
-  has_removed_ = true;
   contexts_.erase(it);
+  schedule_free();
   return handler;
 }
 
@@ -336,28 +367,25 @@ void Pipeline::clear() {
 }
 
 void Pipeline::fire_channel_active() {
-  Depth depth(*this);
-  head_.fire_channel_active();
+  deliver([this] { head_.fire_channel_active(); });
 }
 void Pipeline::fire_channel_inactive() {
-  Depth depth(*this);
-  head_.fire_channel_inactive();
+  deliver([this] { head_.fire_channel_inactive(); });
 }
 void Pipeline::fire_read_complete() {
-  Depth depth(*this);
-  head_.fire_read_complete();
+  deliver([this] { head_.fire_read_complete(); });
 }
 void Pipeline::fire_user_event(const std::any& event) {
-  Depth depth(*this);
+  // As deliver(), copying the event only when it has to wait.
+  if (called_from_outside() && post_later([this, event] { head_.fire_user_event(event); })) [[unlikely]] return;
+  EventDepth depth(*this);
   head_.fire_user_event(event);
 }
 void Pipeline::fire_writability_changed() {
-  Depth depth(*this);
-  head_.fire_writability_changed();
+  deliver([this] { head_.fire_writability_changed(); });
 }
 void Pipeline::fire_exception(std::exception_ptr error) {
-  Depth depth(*this);
-  head_.fire_exception(std::move(error));
+  deliver([this, error = std::move(error)] { head_.fire_exception(error); });
 }
 void Pipeline::flush() {
   Depth depth(*this);
