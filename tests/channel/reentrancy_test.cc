@@ -1,9 +1,10 @@
 // The pipeline's re-entrancy rules (issue 14): a call on one channel never runs another channel's
 // events nested inside it; a handler is freed only once nothing of it is on the stack, whatever
-// entered it.
+// entered it; no inbound read reaches a handler after its channel_inactive.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -12,6 +13,8 @@
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/embedded_channel.h"
+#include "weft/codec/line_based_frame_decoder.h"
+#include "weft/codec/string_codec.h"
 #include "weft/handler/idle_state_handler.h"
 
 namespace weft {
@@ -143,6 +146,73 @@ TEST(Reentrancy, HandlerRemovedFromAFutureListenerLivesUntilTheListenerReturns) 
   EXPECT_EQ(lifetime.events, 1);
   EXPECT_FALSE(lifetime.destroyed_while_running);
   EXPECT_TRUE(lifetime.destroyed);
+}
+
+// Records the events that reach it, in order.
+class EventLog final : public InboundHandler<std::string> {
+ public:
+  EventLog(std::vector<std::string>& log, bool close_on_first) : log_(log), close_on_first_(close_on_first) {}
+  void channel_read(Context& ctx, std::string&& line) override {
+    log_.push_back("read " + line);
+    if (close_on_first_ && log_.size() == 1) ctx.close();
+  }
+  void channel_inactive(Context& ctx) override {
+    log_.push_back("inactive");
+    ctx.fire_channel_inactive();
+  }
+
+ private:
+  std::vector<std::string>& log_;
+  bool close_on_first_;
+};
+
+std::vector<std::string> after_inactive(const std::vector<std::string>& log) {
+  std::vector<std::string> out;
+  bool seen = false;
+  for (const auto& e : log) {
+    if (seen) out.push_back(e);
+    if (e == "inactive") seen = true;
+  }
+  return out;
+}
+
+TEST(Reentrancy, NoReadReachesAHandlerAfterItsChannelInactive) {
+  std::vector<std::string> log;
+  EmbeddedChannel ch;
+  ch.pipeline()
+      .add_last("lines", std::make_shared<LineBasedFrameDecoder>(64))
+      .add_last("strings", std::make_shared<StringDecoder>())
+      .add_last("log", std::make_shared<EventLog>(log, /*close_on_first=*/true));
+
+  ch.write_inbound(ByteBuf::copy_of("a\nb\nc\n"));
+
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.front(), "read a");
+  EXPECT_EQ(std::count(log.begin(), log.end(), "inactive"), 1);
+  EXPECT_EQ(after_inactive(log), std::vector<std::string>{});
+}
+
+// Passes channel_inactive on first, then fires what it still holds: a misbehaving handler.
+class FiresAfterInactive final : public InboundHandler<std::string> {
+ public:
+  void channel_read(Context& ctx, std::string&& line) override { ctx.fire_read(std::move(line)); }
+  void channel_inactive(Context& ctx) override {
+    ctx.fire_channel_inactive();
+    ctx.fire_read(std::string("late"));
+  }
+};
+
+TEST(Reentrancy, AReadFiredAfterInactivePassedIsNotDelivered) {
+  std::vector<std::string> log;
+  EmbeddedChannel ch;
+  ch.pipeline()
+      .add_last("late", std::make_shared<FiresAfterInactive>())
+      .add_last("log", std::make_shared<EventLog>(log, /*close_on_first=*/false));
+
+  ch.write_inbound(std::string("early"));
+  ch.finish();
+
+  EXPECT_EQ(log, (std::vector<std::string>{"read early", "inactive"}));
 }
 
 }  // namespace
