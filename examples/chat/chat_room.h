@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace weft_chat {
 
@@ -30,10 +31,17 @@ class Room {
   }
   // Sends `line` to everyone but `from` (0: everyone).
   void broadcast(std::uint64_t from, const std::string& line) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, ch] : members_) {
-      if (id != from) ch->write_and_flush(std::string(line));  // thread-safe: posted to ch's loop
+    // Write outside the lock: a write runs the channel's encoder right here when the channel is on
+    // this loop (else it is posted to its loop), and nothing that calls out should hold a lock.
+    std::vector<weft::ChannelPtr> to;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      to.reserve(members_.size());
+      for (auto& [id, ch] : members_) {
+        if (id != from) to.push_back(ch);
+      }
     }
+    for (auto& ch : to) ch->write_and_flush(std::string(line));  // thread-safe
   }
   std::size_t size() {
     std::lock_guard<std::mutex> lock(mu_);
