@@ -15,6 +15,8 @@ namespace weft {
 
 namespace detail {
 
+constinit thread_local int events_on_this_thread = 0;
+
 void PipelineHead::write_message(Context&, MessageRef message) { channel_.head_write(message); }
 void PipelineHead::flush(Context&) { channel_.head_flush(); }
 void PipelineHead::read(Context&) { channel_.head_read(); }
@@ -54,7 +56,7 @@ Pipeline::~Pipeline() {
 
 template <class Event>
 void Pipeline::deliver(const Event& event) {
-  if (called_from_outside() && post_later(event)) [[unlikely]] return;
+  if (called_from_another_channel() && post_later(event)) [[unlikely]] return;
   EventDepth depth(*this);
   event();
 }
@@ -377,7 +379,7 @@ void Pipeline::fire_read_complete() {
 }
 void Pipeline::fire_user_event(const std::any& event) {
   // As deliver(), copying the event only when it has to wait.
-  if (called_from_outside() && post_later([this, event] { head_.fire_user_event(event); })) [[unlikely]] return;
+  if (called_from_another_channel() && post_later([this, event] { head_.fire_user_event(event); })) [[unlikely]] return;
   EventDepth depth(*this);
   head_.fire_user_event(event);
 }

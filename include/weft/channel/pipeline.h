@@ -12,14 +12,13 @@
 //
 // Rules this class keeps, each by one mechanism:
 // - No re-entrancy across channels. An inbound event that enters at the head (fire_* below) while
-//   a call made on this pipeline from outside is on the stack -- a write, flush or close by
-//   another channel's handler, by a timer or by any code but this pipeline's handlers handling one
-//   of its events -- is posted to the loop and delivered once that call has returned. So the
-//   events a channel raises itself (channel_inactive when it closes, the exception of a failed
-//   write, writability_changed, the shutdown events) never run inside another channel's call.
-//   Raised while one of the pipeline's own events is being handled, they are delivered at once
-//   (nested in it, as Netty does), and so are events entering with nothing of the pipeline on the
-//   stack (I/O, a timer, a task). fire_read is the transport's, from I/O only.
+//   another channel's event is being handled on this thread and this pipeline was called from it
+//   (a write, flush or close by that channel's handler) is posted to the loop and delivered once
+//   the call has returned. So the events a channel raises itself (channel_inactive when it closes,
+//   the exception of a failed write, writability_changed, the shutdown events) never run inside
+//   another channel's handler. Raised while one of the pipeline's own events is being handled, or
+//   with no channel's event on the stack (I/O, a timer, a task, a test), they are delivered at
+//   once, as Netty does. fire_read is the transport's, from I/O only.
 // - Removal is delayed destruction. A removed context and its handler are freed from a loop task,
 //   once every invocation on the stack has returned, whatever entered it: I/O, a timer, a future
 //   listener, a resumed coroutine (none needs a guard of its own).
@@ -38,6 +37,9 @@ namespace weft {
 class ExecutorGroup;
 
 namespace detail {
+// Pipeline events (of any channel) being handled on this thread's stack.
+extern constinit thread_local int events_on_this_thread;
+
 // The transport end of the pipeline: outbound operations reach the channel here.
 class PipelineHead final : public Handler {
  public:
@@ -165,14 +167,22 @@ class Pipeline {
   };
   // A call that is one of the pipeline's own inbound events.
   struct EventDepth : Depth {
-    explicit EventDepth(Pipeline& p) noexcept : Depth(p) { ++pipeline.events_; }
-    ~EventDepth() { --pipeline.events_; }
+    explicit EventDepth(Pipeline& p) noexcept : Depth(p) {
+      ++pipeline.events_;
+      ++detail::events_on_this_thread;
+    }
+    ~EventDepth() {
+      --pipeline.events_;
+      --detail::events_on_this_thread;
+    }
   };
-  // A call from outside is on the stack and none of the pipeline's own events is.
-  bool called_from_outside() const noexcept { return depth_ != 0 && events_ == 0; }
+  // This pipeline was called from another channel's event: none of its own is on the stack.
+  bool called_from_another_channel() const noexcept {
+    return depth_ != 0 && events_ == 0 && detail::events_on_this_thread != 0;
+  }
 
   // Runs `event` (it enters at the head) as one of the pipeline's events: now, or from a loop task
-  // when called_from_outside(). The one place that keeps the re-entrancy rule.
+  // when called_from_another_channel(). The one place that keeps the re-entrancy rule.
   template <class Event>
   void deliver(const Event& event);
   // Posts a copy of `event` to run as an event; false when the channel has no loop to run it.
