@@ -61,6 +61,7 @@ void Channel::register_on_loop() {
   self_ = weak_from_this().lock();
   loop_.track(*this);
   registered_ = true;
+  pipeline_.schedule_free();  // handlers removed while the pipeline was set up
   try {
     do_register();
   } catch (...) {
