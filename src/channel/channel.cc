@@ -61,6 +61,7 @@ void Channel::register_on_loop() {
   self_ = weak_from_this().lock();
   loop_.track(*this);
   registered_ = true;
+  pipeline_.schedule_free();  // handlers removed while the pipeline was set up
   try {
     do_register();
   } catch (...) {
@@ -208,6 +209,7 @@ void Channel::resume_reading() {
 Future<void> Channel::shutdown_output() {
   Promise<void> promise(&loop_);
   auto work = [this, promise]() mutable {
+    Pipeline::Depth depth(pipeline_);  // a call on this channel: the events it raises wait for its end
     if (!is_active()) {
       promise.fail(ChannelClosedError("shutdown_output: channel is not active"));
       return;
@@ -323,12 +325,16 @@ void Channel::close_now() {
     log(LogLevel::warn, "channel {}: closing the transport failed: {}", id_, e.what());
   }
   outbound_.clear();
-  if (was_active) pipeline_.fire_channel_inactive();
+  pipeline_.deliver_close(was_active, std::move(keep_alive));
+}
+
+void Channel::finish_close(bool was_active, const ChannelPtr& keep_alive) {
+  if (was_active) pipeline_.head_.fire_channel_inactive();
   loop_.untrack(*this);
   close_promise_.set_value();
   if (!registered_) return;
   // Tear the pipeline down once the current call stack (which may be inside a handler) unwinds.
-  auto teardown = [self = std::move(keep_alive), this] { pipeline_.clear(); };
+  auto teardown = [self = keep_alive, this] { pipeline_.clear(); };
   if (loop_.is_terminated()) {
     pipeline_.clear();
   } else {

@@ -131,6 +131,7 @@ bool Context::offloaded_write(MessageRef message) {
 
 void Context::fire_channel_active() { WEFT_FIRE_INBOUND(fire_channel_active(), , c->handler_->channel_active(*c)) }
 void Context::fire_channel_inactive() {
+  if (offload_ == nullptr || !off_loop()) next_->inactive_ = true;  // on the loop, before anything follows it
   WEFT_FIRE_INBOUND(fire_channel_inactive(), , c->handler_->channel_inactive(*c))
 }
 void Context::fire_read_complete() {
@@ -167,6 +168,11 @@ void Context::fire_exception(std::exception_ptr error) {
 }
 
 void Context::invoke_read(MessageRef message) {
+  if (inactive_) [[unlikely]] {
+    log(LogLevel::debug, "handler '{}': a {} read after channel_inactive was dropped", cold_->name,
+        type_name(message.type()));
+    return;
+  }
   if (offload_ != nullptr) [[unlikely]] {
     to_executor(queued_size(message), [this, m = message.take()]() mutable {
       try {

@@ -15,6 +15,8 @@ namespace weft {
 
 namespace detail {
 
+constinit thread_local int events_on_this_thread = 0;
+
 void PipelineHead::write_message(Context&, MessageRef message) { channel_.head_write(message); }
 void PipelineHead::flush(Context&) { channel_.head_flush(); }
 void PipelineHead::read(Context&) { channel_.head_read(); }
@@ -48,7 +50,53 @@ Pipeline::Pipeline(Channel& channel)
 Pipeline::~Pipeline() {
   // Contexts in inline slots give them back to this pipeline: free them while it is whole.
   removed_.clear();
+  for (auto& ctx : contexts_) release(*ctx->handler_);
   contexts_.clear();
+}
+
+template <class Event>
+void Pipeline::deliver(const Event& event) {
+  if (called_from_another_channel() && post_later(event)) [[unlikely]] return;
+  EventDepth depth(*this);
+  event();
+}
+
+template <class Event>
+bool Pipeline::post_later(const Event& event) {
+  if (!channel_.registered_) return false;  // no loop serves the channel yet
+  // The channel stays alive for the task; an unshared one (EmbeddedChannel) runs its tasks before it dies.
+  return channel_.loop().try_execute([this, keep = channel_.weak_from_this().lock(), event] {
+    EventDepth depth(*this);
+    event();
+  });
+  // false: the loop has terminated and would never run it, so the caller delivers now.
+}
+
+void Pipeline::deliver_close(bool was_active, std::shared_ptr<Channel> keep_alive) {
+  deliver([this, was_active, keep_alive] { channel_.finish_close(was_active, keep_alive); });
+}
+
+void Pipeline::schedule_free() {
+  if (free_scheduled_ || removed_.empty() || !channel_.registered_) return;
+  free_scheduled_ = channel_.loop().try_execute([this, keep = channel_.weak_from_this().lock()] {
+    free_scheduled_ = false;
+    removed_.clear();
+  });
+  // Not posted (the loop has terminated): the destructor frees them.
+}
+
+void Pipeline::claim(Handler& handler, std::string_view name) {
+  if (handler.is_sharable()) return;
+  if (handler.membership_.in_pipeline.exchange(true, std::memory_order_acq_rel)) {
+    throw std::invalid_argument(
+        fmt::format("handler '{}' ({}) is already in a pipeline and is not sharable: it keeps per-channel state, so "
+                    "give each pipeline its own instance (a handler that keeps none overrides Handler::is_sharable)",
+                    name, type_name(typeid(handler))));
+  }
+}
+
+void Pipeline::release(Handler& handler) noexcept {
+  if (!handler.is_sharable()) handler.membership_.in_pipeline.store(false, std::memory_order_release);
 }
 
 void Pipeline::check_thread(const char* operation) const noexcept {
@@ -85,6 +133,7 @@ void Pipeline::link_after(Context& prev, ContextPtr ctx) {
     check_types();
   } catch (...) {
     unlink(c);
+    release(*c.handler_);
     contexts_.pop_back();
     throw;
   }
@@ -103,6 +152,7 @@ void Pipeline::link_after(Context& prev, ContextPtr ctx) {
     c.handler_->handler_added(c);
   } catch (...) {
     unlink(c);
+    release(*c.handler_);
     auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
     contexts_.erase(it);
     throw;
@@ -158,6 +208,13 @@ void Pipeline::check_types() const {
 ContextPtr Pipeline::new_context(std::string name, std::shared_ptr<Handler> handler, ExecutorGroup* executors) {
   if (!handler) throw std::invalid_argument(fmt::format("handler '{}' is null", name));
   Handler* raw = handler.get();
+  claim(*raw, name);
+  struct ReleaseUnlessOwned {  // new_context may still throw below
+    Handler* handler;
+    ~ReleaseUnlessOwned() {
+      if (handler != nullptr) release(*handler);
+    }
+  } guard{raw};
   // An offloaded context may outlive the pipeline (its executor frees it), so it lives on the heap.
   int slot = -1;
   if (executors == nullptr) {
@@ -185,6 +242,7 @@ ContextPtr Pipeline::new_context(std::string name, std::shared_ptr<Handler> hand
     ctx->cold_->offload = std::make_shared<detail::Offload>(*executors, channel_);
     ctx->offload_ = ctx->cold_->offload.get();
   }
+  guard.handler = nullptr;
   return ctx;
 }
 
@@ -230,6 +288,7 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
   check_thread("Pipeline::remove");
   Context& c = find_or_throw(name);
   unlink(c);
+  release(*c.handler_);
   std::shared_ptr<Handler> handler = c.cold_->owner;
   if (c.offload_ != nullptr) {
     // handler_removed runs on the executor after the events queued for it; the context is freed
@@ -245,7 +304,7 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
         log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", back->cold_->name, e.what());
       }
       removed_.push_back(std::move(back));
-      has_removed_ = true;
+      schedule_free();
     }
     return handler;
   }
@@ -255,10 +314,10 @@ std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
     log(LogLevel::warn, "handler '{}' threw from handler_removed: {}", c.cold_->name, e.what());
   }
   auto it = std::find_if(contexts_.begin(), contexts_.end(), [&](auto& p) { return p.get() == &c; });
-  // Freed when the outermost pipeline call returns: the handler may be removing itself right now.
+  // Freed from a loop task: the handler may be removing itself right now.
   removed_.push_back(std::move(*it));
-  has_removed_ = true;
   contexts_.erase(it);
+  schedule_free();
   return handler;
 }
 
@@ -310,28 +369,25 @@ void Pipeline::clear() {
 }
 
 void Pipeline::fire_channel_active() {
-  Depth depth(*this);
-  head_.fire_channel_active();
+  deliver([this] { head_.fire_channel_active(); });
 }
 void Pipeline::fire_channel_inactive() {
-  Depth depth(*this);
-  head_.fire_channel_inactive();
+  deliver([this] { head_.fire_channel_inactive(); });
 }
 void Pipeline::fire_read_complete() {
-  Depth depth(*this);
-  head_.fire_read_complete();
+  deliver([this] { head_.fire_read_complete(); });
 }
 void Pipeline::fire_user_event(const std::any& event) {
-  Depth depth(*this);
+  // As deliver(), copying the event only when it has to wait.
+  if (called_from_another_channel() && post_later([this, event] { head_.fire_user_event(event); })) [[unlikely]] return;
+  EventDepth depth(*this);
   head_.fire_user_event(event);
 }
 void Pipeline::fire_writability_changed() {
-  Depth depth(*this);
-  head_.fire_writability_changed();
+  deliver([this] { head_.fire_writability_changed(); });
 }
 void Pipeline::fire_exception(std::exception_ptr error) {
-  Depth depth(*this);
-  head_.fire_exception(std::move(error));
+  deliver([this, error = std::move(error)] { head_.fire_exception(error); });
 }
 void Pipeline::flush() {
   Depth depth(*this);

@@ -6,6 +6,13 @@
 // A registered channel keeps itself alive until it has closed and its pipeline has been torn
 // down, so a handler may close (and so destroy) its own channel from inside a callback.
 //
+// No re-entrancy across channels: a call on one channel never runs another channel's events
+// nested inside it. The events a channel raises itself -- channel_inactive when it closes, the
+// exception of a failed write, writability_changed, the shutdown events -- are delivered after
+// the call on it that caused them has returned, so a handler that writes to (or closes) another
+// channel, even one on its loop, never finds that channel's handlers running inside its call.
+// Pipeline keeps the rule (see pipeline.h).
+//
 // Transports derive from Channel and implement the do_* hooks; the hooks admit a readiness engine
 // (epoll: write when writable) as well as a completion engine (io_uring: submit, then complete).
 
@@ -164,7 +171,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   void on_bytes_written(std::size_t n);
   // Reports an I/O error as an exception event, then closes.
   void fail_and_close(std::exception_ptr error);
-  // The full close sequence: do_close, drop queued writes, channel_inactive, close future.
+  // The full close sequence: do_close, drop queued writes, then channel_inactive and the close
+  // future (posted when a call on this channel is on the stack, see Pipeline).
   void close_now();
   // The peer's input ended and the channel does not stay half-closed: closes once what was flushed
   // has been written (for at most kInputEndFlushTimeout), so a FIN never cuts off bytes owed to it.
@@ -182,6 +190,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   void close_for_shutdown() override { close_now(); }
   void start_linger();
   void arm_close_timer(Duration after);  // closes the channel then, unless it has closed
+  // channel_inactive and what follows it: the close future, the pipeline's teardown.
+  void finish_close(bool was_active, const ChannelPtr& keep_alive);
   void register_on_loop();
   void set_writable(bool writable);
   // head of the pipeline

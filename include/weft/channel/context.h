@@ -3,7 +3,11 @@
 // the next handler (fire_*), outbound operations to the previous one -- and to reach the channel.
 //
 // Loop thread only. A context stays valid while its handler is in the pipeline; once removed, it
-// stays usable until the pipeline call that removed it returns (so a handler may remove itself).
+// stays usable until every invocation on the stack has returned, whatever entered it (so a handler
+// may remove itself, also from a timer, a future listener or a coroutine; see Pipeline).
+//
+// No inbound read reaches a handler after its channel_inactive: a context that has passed
+// channel_inactive to its handler drops (and the sender releases) any read that arrives later.
 //
 // Executor offload: the context of a handler added with an ExecutorGroup is used by that handler
 // on its executor thread. Its event and operation methods (fire_*, write, flush, read, close, bind,
@@ -141,6 +145,7 @@ class alignas(64) Context {
   detail::ContextCold* cold_;
   std::unique_ptr<detail::ContextCold> own_cold_;  // a heap context's; the pipeline keeps its slots'
   bool removed_ = false;
+  bool inactive_ = false;  // the handler has seen channel_inactive: reads are dropped
   std::int8_t slot_;  // index of the pipeline's inline slot this context lives in; -1: the heap
 };
 static_assert(sizeof(Context) == 64, "a context is one cache line");

@@ -12,8 +12,15 @@
 // ownership by moving from the rvalue it receives.
 //
 // All methods run on the channel's event loop thread.
+//
+// One pipeline at a time: a handler keeps per-channel state unless it says otherwise, so adding it
+// to a second pipeline (or twice to one) throws std::invalid_argument; once removed, it may be
+// added again. A handler without per-channel state overrides is_sharable() to return true (Netty's
+// @Sharable) and may then be in many pipelines at once, on several loops: its callbacks then run
+// concurrently and must be thread-safe.
 
 #include <any>
+#include <atomic>
 #include <exception>
 #include <string>
 #include <typeinfo>
@@ -66,10 +73,24 @@ class Handler {
   virtual void write_message(Context& ctx, MessageRef message);
   virtual MessageTypes message_types() const noexcept { return {}; }
 
+  // Thread-safe. True: keeps no per-channel state and may be in many pipelines at once.
+  virtual bool is_sharable() const noexcept { return false; }
+
  protected:
   // Throws PipelineTypeError: `type` arrived where `expected` was declared.
   [[noreturn]] static void throw_type_mismatch(const Context& ctx, const char* direction,
                                                const std::type_info& expected, const std::type_info& type);
+
+ private:
+  friend class Pipeline;
+  // Set while a pipeline holds this handler (when it is not sharable). A copy is in no pipeline.
+  struct Membership {
+    Membership() noexcept = default;
+    Membership(const Membership&) noexcept {}
+    Membership& operator=(const Membership&) noexcept { return *this; }
+    std::atomic<bool> in_pipeline{false};
+  };
+  Membership membership_;
 };
 
 // Takes inbound messages of type In and emits Out with ctx.fire_read(Out&&).

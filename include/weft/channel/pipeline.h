@@ -7,7 +7,21 @@
 //
 // Loop thread only, or before the channel is registered. Handlers may be added and removed at any
 // time, also from inside a handler's callback. Adding a handler whose message types do not match
-// its neighbours throws PipelineTypeError naming both handlers and both types.
+// its neighbours throws PipelineTypeError naming both handlers and both types; adding one that is
+// not sharable and already in a pipeline throws std::invalid_argument (see Handler::is_sharable).
+//
+// Rules this class keeps, each by one mechanism:
+// - No re-entrancy across channels. An inbound event that enters at the head (fire_* below) while
+//   another channel's event is being handled on this thread and this pipeline was called from it
+//   (a write, flush or close by that channel's handler) is posted to the loop and delivered once
+//   the call has returned. So the events a channel raises itself (channel_inactive when it closes,
+//   the exception of a failed write, writability_changed, the shutdown events) never run inside
+//   another channel's handler. Raised while one of the pipeline's own events is being handled, or
+//   with no channel's event on the stack (I/O, a timer, a task, a test), they are delivered at
+//   once, as Netty does. fire_read is the transport's, from I/O only.
+// - Removal is delayed destruction. A removed context and its handler are freed from a loop task,
+//   once every invocation on the stack has returned, whatever entered it: I/O, a timer, a future
+//   listener, a resumed coroutine (none needs a guard of its own).
 
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +37,9 @@ namespace weft {
 class ExecutorGroup;
 
 namespace detail {
+// Pipeline events (of any channel) being handled on this thread's stack.
+extern constinit thread_local int events_on_this_thread;
+
 // The transport end of the pipeline: outbound operations reach the channel here.
 class PipelineHead final : public Handler {
  public:
@@ -103,7 +120,7 @@ class Pipeline {
   void fire_channel_inactive();
   template <class T>
   void fire_read(T&& message) {
-    Depth depth(*this);
+    EventDepth depth(*this);
     head_.fire_read(std::forward<T>(message));
   }
   void fire_read_complete();
@@ -135,8 +152,9 @@ class Pipeline {
  private:
   friend class Context;
   friend struct detail::ContextDeleter;
+  friend class Channel;
 
-  // Counts nested pipeline calls; contexts removed meanwhile are freed when the outermost returns.
+  // Counts the calls on this pipeline that are on the stack (see the rules above).
   struct Depth {
     explicit Depth(Pipeline& p) noexcept : pipeline(p) {
 #ifndef NDEBUG
@@ -144,14 +162,40 @@ class Pipeline {
 #endif
       ++pipeline.depth_;
     }
-    ~Depth() {
-      if (--pipeline.depth_ == 0 && pipeline.has_removed_) {
-        pipeline.has_removed_ = false;
-        pipeline.removed_.clear();
-      }
-    }
+    ~Depth() { --pipeline.depth_; }
     Pipeline& pipeline;
   };
+  // A call that is one of the pipeline's own inbound events.
+  struct EventDepth : Depth {
+    explicit EventDepth(Pipeline& p) noexcept : Depth(p) {
+      ++pipeline.events_;
+      ++detail::events_on_this_thread;
+    }
+    ~EventDepth() {
+      --pipeline.events_;
+      --detail::events_on_this_thread;
+    }
+  };
+  // This pipeline was called from another channel's event: none of its own is on the stack.
+  bool called_from_another_channel() const noexcept {
+    return depth_ != 0 && events_ == 0 && detail::events_on_this_thread != 0;
+  }
+
+  // Runs `event` (it enters at the head) as one of the pipeline's events: now, or from a loop task
+  // when called_from_another_channel(). The one place that keeps the re-entrancy rule.
+  template <class Event>
+  void deliver(const Event& event);
+  // Posts a copy of `event` to run as an event; false when the channel has no loop to run it.
+  template <class Event>
+  bool post_later(const Event& event);
+  // The end of Channel::close_now -- channel_inactive, the close future, the teardown -- as one
+  // event, so that nothing of it runs inside the call that closed the channel.
+  void deliver_close(bool was_active, std::shared_ptr<Channel> keep_alive);
+  // Frees the removed contexts from a loop task (once the channel is registered: it has a loop).
+  void schedule_free();
+  // A handler that is not sharable is in one pipeline at a time (Handler::is_sharable).
+  static void claim(Handler& handler, std::string_view name);
+  static void release(Handler& handler) noexcept;
 
   // Debug builds: aborts when a registered channel's pipeline is used off its loop.
   void check_thread(const char* operation) const noexcept;
@@ -176,15 +220,16 @@ class Pipeline {
   detail::PipelineHead head_handler_;
   detail::PipelineTail tail_handler_;
   Channel& channel_;
-  int depth_ = 0;
+  std::uint16_t depth_ = 0;   // calls on this pipeline on the stack
+  std::uint16_t events_ = 0;  // ... of which are its own inbound events
   std::uint8_t used_slots_ = 0;  // bit i: slots_[i] holds a context
-  bool has_removed_ = false;     // removed_ is not empty
+  bool free_scheduled_ = false;  // a task to free removed_ is posted
   Context head_;
   Context tail_;
   ContextSlot slots_[kInlineContexts];
   // ---- cold
   std::vector<ContextPtr> contexts_;  // owns the contexts between head and tail
-  std::vector<ContextPtr> removed_;   // freed when the outermost pipeline call returns
+  std::vector<ContextPtr> removed_;   // freed by the task schedule_free() posts
   detail::ContextCold head_cold_;
   detail::ContextCold tail_cold_;
   detail::ContextCold slot_cold_[kInlineContexts];

@@ -75,6 +75,7 @@ class LengthFieldPrepender : public MessageToMessageEncoder<ByteBuf, ByteBuf> {
   };
   // Throws std::invalid_argument on an unsupported length_field_length.
   explicit LengthFieldPrepender(Options options);
+  bool is_sharable() const noexcept override { return true; }  // no per-channel state
 
  protected:
   void encode(Context& ctx, ByteBuf&& message, Output<ByteBuf>& out) override;

@@ -11,11 +11,17 @@
 namespace weft {
 
 class StringDecoder final : public MessageToMessageDecoder<ByteBuf, std::string> {
+ public:
+  bool is_sharable() const noexcept override { return true; }  // no per-channel state
+
  protected:
   void decode(Context& ctx, ByteBuf&& message, Output<std::string>& out) override;
 };
 
 class StringEncoder final : public MessageToMessageEncoder<std::string, ByteBuf> {
+ public:
+  bool is_sharable() const noexcept override { return true; }  // no per-channel state
+
  protected:
   void encode(Context& ctx, std::string&& message, Output<ByteBuf>& out) override;
 };

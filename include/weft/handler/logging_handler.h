@@ -5,7 +5,7 @@
 //
 //   pipeline.add_first("log", std::make_shared<weft::LoggingHandler>("wire"));
 //
-// Loop thread only. Passes everything on unchanged.
+// Loop thread only. Passes everything on unchanged. Sharable: one instance may log many channels.
 
 #include <cstddef>
 #include <string>
@@ -40,6 +40,8 @@ class LoggingHandler final : public Handler {
   void close(Context& ctx, Promise<void> promise) override;
   void read_message(Context& ctx, MessageRef message) override;
   void write_message(Context& ctx, MessageRef message) override;
+  // Keeps no per-channel state: one logger may watch many channels.
+  bool is_sharable() const noexcept override { return true; }
 
  private:
   bool enabled() const noexcept { return log_level() <= level_; }

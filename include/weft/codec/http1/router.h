@@ -120,6 +120,8 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest> {
 
   void channel_read(Context& ctx, HttpRequest&& request) override;
   void channel_read_complete(Context& ctx) override;
+  // Shared by every channel of a server: it keeps no per-channel state.
+  bool is_sharable() const noexcept override { return true; }
 
  private:
   friend class RouteMatch;
