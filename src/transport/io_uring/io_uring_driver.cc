@@ -9,6 +9,7 @@
 #include <chrono>
 #include <exception>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -207,8 +208,12 @@ void IoUringDriver::poll(Duration timeout) {
   if (!wake_armed_) [[unlikely]] {
     try {
       arm_wake_read();
+      wake_arm_failing_ = false;
     } catch (const std::exception& e) {
-      log(LogLevel::error, "io_uring: arming the wake-up read failed: {}; polls are bounded until it is armed", e.what());
+      if (!std::exchange(wake_arm_failing_, true)) {
+        log(LogLevel::error, "io_uring: arming the wake-up read failed: {}; polls are bounded until it is armed",
+            e.what());
+      }
       if (timeout.count() < 0 || timeout > kUnarmedPollLimit) timeout = kUnarmedPollLimit;
     }
   }

@@ -98,6 +98,7 @@ class IoUringDriver final : public IoDriver {
   int wake_fd_ = -1;
   std::uint64_t wake_value_ = 0;
   bool wake_armed_ = false;
+  bool wake_arm_failing_ = false;  // logged once per streak of failed re-arms
   int failing_wake_arms_ = 0;
   WakeOp wake_op_{*this};
   io_uring_buf_ring* buffer_ring_ = nullptr;
