@@ -105,8 +105,9 @@ TEST(ShutdownStressTest, EveryFutureCompletesAndNoFrameOutlivesItsGroup) {
         gates[1].set_value(5);
         gates.clear();  // the rest break
       });
-      ASSERT_TRUE(group.shutdown_gracefully(0ms, 5s).wait_for(60s));
+      const bool terminated = group.shutdown_gracefully(0ms, 5s).wait_for(60s);
       poster.join();
+      ASSERT_TRUE(terminated) << "cycle " << cycle;
     }
     for (auto& f : futures) ASSERT_TRUE(f.is_done()) << "cycle " << cycle;
     ASSERT_EQ(lost.load(), 0) << "cycle " << cycle;
