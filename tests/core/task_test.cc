@@ -252,10 +252,13 @@ TEST(ShutdownTest, AnOffloadEndingAfterItsLoopTerminatedResumesTheCoroutineCance
     Promise<void> started;
     auto job = [](EventLoopGroup& executors, Promise<void> started, Future<void> release) -> Task<int> {
       Held held;
-      co_await offload(executors, [started, release]() mutable {
+      // The awaiter is a named local: GCC 12 destroys a temporary awaiter twice when its
+      // await_resume throws (the captured promise would be released twice).
+      auto work = offload(executors, [started, release]() mutable {
         started.set_value();
         release.wait();
       });
+      co_await work;
       co_return 1;
     };
     f = spawn(group.next(), job(executors, started, release_work.future()));
