@@ -14,6 +14,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "weft/buffer/leak_detector.h"
@@ -97,6 +98,43 @@ std::size_t os_page() noexcept {
   static const std::size_t size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   return size;
 }
+
+// A mapped buffer of `capacity` bytes (normalized) whose header names `owner`, or null.
+ByteBufStorage* map_large(ByteBufAllocator* owner, std::size_t capacity) noexcept {
+  void* mem = map_memory(capacity + kLargeHeader);
+  if (mem == nullptr) return nullptr;
+  auto* bytes = static_cast<std::uint8_t*>(mem);
+  auto* s = new (mem) ByteBufStorage(owner, bytes + kLargeHeader, capacity);
+  s->allocator_tag = kLargeTag;
+  s->allocator_handle = capacity + kLargeHeader;
+  return s;
+}
+
+// Where the blocks of a PooledByteBufAllocator destroyed with buffers alive go: their headers are
+// pointed here, so that a late release never reaches the dead allocator. A pooled slot stays in its
+// chunk, which stays mapped; a mapped buffer, and one that grew after its allocator died, is
+// unmapped. Never destroyed.
+class OrphanedBlocks final : public ByteBufAllocator {
+ public:
+  static OrphanedBlocks& instance() noexcept {
+    alignas(OrphanedBlocks) static unsigned char memory[sizeof(OrphanedBlocks)];
+    static OrphanedBlocks* const sink = new (memory) OrphanedBlocks();
+    return *sink;
+  }
+
+ protected:
+  ByteBufStorage* allocate_storage(std::size_t min_capacity) override {
+    if (min_capacity > kMaxCapacityLimit) throw std::bad_alloc();
+    const std::size_t page = os_page();
+    const std::size_t capacity = (min_capacity + kLargeHeader + page - 1) / page * page - kLargeHeader;
+    ByteBufStorage* s = map_large(this, capacity);
+    if (s == nullptr) throw std::bad_alloc();
+    return s;
+  }
+  void free_storage(ByteBufStorage* storage) noexcept override {
+    if (storage->allocator_tag == kLargeTag) ::munmap(static_cast<void*>(storage), storage->allocator_handle);
+  }
+};
 
 struct Chunk;
 
@@ -423,6 +461,10 @@ struct PooledByteBufAllocator::State {
   std::atomic<std::uint64_t> trim_epoch{0};
   std::atomic<std::size_t> large_count{0};
   std::atomic<std::size_t> large_bytes{0};
+  // Live mapped buffers, so that destruction can find them (large_mutex). Each is a mapping of its
+  // own: the lock and the set sit beside an mmap/munmap.
+  std::mutex large_mutex;
+  std::unordered_set<ByteBufStorage*> large_blocks;
   ThreadCache* caches = nullptr;  // registry (registry mutex)
 
   Arena& arena_for_uncached_thread() {
@@ -618,13 +660,48 @@ PooledByteBufAllocator::PooledByteBufAllocator(PooledAllocatorOptions options)
   }
 }
 
+namespace {
+
+// Points the header of every block still alive at OrphanedBlocks. Alive: handed out, neither on its
+// run's free list nor in a thread cache (`cached`). Slow path: only when destroyed with buffers alive.
+void orphan_live_blocks(PooledByteBufAllocator::State* st, const std::unordered_set<const void*>& cached) {
+  ByteBufAllocator* const sink = &OrphanedBlocks::instance();
+  for (auto& a : st->arenas) {
+    for (Chunk* c = a->chunks; c != nullptr; c = c->next) {
+      for (std::size_t page = kHeaderPages; page < kPagesPerChunk;) {
+        if (!page_used(c->used, page)) {
+          ++page;
+          continue;
+        }
+        Run& r = c->runs[page];  // pages in use come in runs; the first page indexes its run
+        std::unordered_set<const void*> free_slots;
+        for (void* p = r.free_list; p != nullptr; p = *static_cast<void**>(p)) free_slots.insert(p);
+        const std::size_t stride = kClassInfo[r.cls].stride;
+        for (std::uint32_t k = 0; k < r.fresh; ++k) {
+          std::uint8_t* slot = r.base + std::size_t{k} * stride;
+          if (!free_slots.contains(slot) && !cached.contains(slot)) reinterpret_cast<ByteBufStorage*>(slot)->allocator = sink;
+        }
+        page += r.pages;
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(st->large_mutex);
+  for (ByteBufStorage* s : st->large_blocks) s->allocator = sink;
+}
+
+}  // namespace
+
 PooledByteBufAllocator::~PooledByteBufAllocator() {
   std::size_t cached = 0;
+  std::unordered_set<const void*> cached_blocks;
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
     for (ThreadCache* tc = state_->caches; tc != nullptr; tc = tc->reg_next) {
       for (std::size_t cls = 0; cls < kCachedClasses; ++cls) {
-        cached += tc->bins[cls].count.load(std::memory_order_relaxed) * kClassInfo[cls].capacity;
+        const Bin& b = tc->bins[cls];
+        const std::uint32_t n = b.count.load(std::memory_order_relaxed);
+        cached += n * kClassInfo[cls].capacity;
+        cached_blocks.insert(b.slots, b.slots + n);
       }
       tc->owner = nullptr;  // the thread deletes it at its next lookup or at exit
       tc->arena->threads.fetch_sub(1, std::memory_order_relaxed);
@@ -642,6 +719,7 @@ PooledByteBufAllocator::~PooledByteBufAllocator() {
                  "the leak detector); their memory stays mapped\n",
                  static_cast<void*>(this), live, reported);
     for (auto& a : state_->arenas) a->keep_mappings = true;
+    orphan_live_blocks(state_, cached_blocks);
   }
   delete state_;
 }
@@ -720,12 +798,15 @@ ByteBufStorage* PooledByteBufAllocator::allocate_slow(std::size_t min_capacity) 
   // Large: a mapping of its own.
   if (min_capacity > kMaxCapacityLimit) throw std::bad_alloc();
   const std::size_t capacity = normalize_capacity(min_capacity);
-  void* mem = map_memory(capacity + kLargeHeader);
-  if (mem == nullptr) throw std::bad_alloc();
-  auto* bytes = static_cast<std::uint8_t*>(mem);
-  auto* s = new (mem) ByteBufStorage(this, bytes + kLargeHeader, capacity);
-  s->allocator_tag = kLargeTag;
-  s->allocator_handle = capacity + kLargeHeader;
+  ByteBufStorage* s = map_large(this, capacity);
+  if (s == nullptr) throw std::bad_alloc();
+  try {
+    std::lock_guard<std::mutex> lock(state_->large_mutex);
+    state_->large_blocks.insert(s);
+  } catch (...) {
+    ::munmap(static_cast<void*>(s), s->allocator_handle);
+    throw;
+  }
   state_->large_count.fetch_add(1, std::memory_order_relaxed);
   state_->large_bytes.fetch_add(capacity, std::memory_order_relaxed);
   return s;
@@ -740,9 +821,17 @@ ByteBufStorage* PooledByteBufAllocator::reallocate_storage(ByteBufStorage* stora
   const std::size_t capacity = normalize_capacity(min_capacity);
   const std::size_t old_map = storage->allocator_handle;
   const std::size_t old_capacity = storage->capacity;
+  std::lock_guard<std::mutex> lock(state_->large_mutex);
+  // The node is reused for the new address, so that the registry cannot fail once the mapping moved.
+  auto node = state_->large_blocks.extract(storage);
   void* mem = ::mremap(static_cast<void*>(storage), old_map, capacity + kLargeHeader, MREMAP_MAYMOVE);
-  if (mem == MAP_FAILED) throw std::bad_alloc();
+  if (mem == MAP_FAILED) {
+    state_->large_blocks.insert(std::move(node));
+    throw std::bad_alloc();
+  }
   auto* s = static_cast<ByteBufStorage*>(mem);  // the header moved with the mapping
+  node.value() = s;
+  state_->large_blocks.insert(std::move(node));
   s->data = static_cast<std::uint8_t*>(mem) + kLargeHeader;
   s->capacity = capacity;
   s->allocator_handle = capacity + kLargeHeader;
@@ -781,6 +870,10 @@ void PooledByteBufAllocator::free_slow(ByteBufStorage* storage) noexcept {
     }
   }
   if (tag == kLargeTag) {
+    {
+      std::lock_guard<std::mutex> lock(state_->large_mutex);
+      state_->large_blocks.erase(storage);
+    }
     state_->large_count.fetch_sub(1, std::memory_order_relaxed);
     state_->large_bytes.fetch_sub(storage->capacity, std::memory_order_relaxed);
     ::munmap(static_cast<void*>(storage), storage->allocator_handle);

@@ -23,11 +23,13 @@ DelimiterBasedFrameDecoder::DelimiterBasedFrameDecoder(std::size_t max_frame_len
 }
 
 std::optional<ByteBuf> DelimiterBasedFrameDecoder::decode(Context&, ByteBuf& in) {
-  // The earliest delimiter wins; at the same position, the longest.
+  // The earliest delimiter wins; at the same position, the longest. No delimiter starts in the
+  // first scanned_ readable bytes (searched by earlier calls), so the search resumes after them.
+  const std::size_t from = in.reader_index() + scanned_;
   std::ptrdiff_t best = -1;
   std::size_t best_length = 0;
   for (const auto& d : delimiters_) {
-    const std::ptrdiff_t i = in.index_of(std::string_view(d));
+    const std::ptrdiff_t i = in.index_of(std::string_view(d), from, in.writer_index());
     if (i < 0) continue;
     if (best < 0 || i < best || (i == best && d.size() > best_length)) {
       best = i;
@@ -35,6 +37,7 @@ std::optional<ByteBuf> DelimiterBasedFrameDecoder::decode(Context&, ByteBuf& in)
     }
   }
   if (best >= 0) {
+    scanned_ = 0;  // every branch below consumes through the delimiter
     const std::size_t frame_length = static_cast<std::size_t>(best) - in.reader_index();
     if (discarding_) {
       // The rest of a frame that was too long: drop it with its delimiter.
@@ -64,13 +67,17 @@ std::optional<ByteBuf> DelimiterBasedFrameDecoder::decode(Context&, ByteBuf& in)
       too_long_length_ = skip;
       in.skip_bytes(skip);
       discarding_ = true;
+      scanned_ = 0;
       if (fail_fast_) throw TooLongFrameError("max_frame_length", max_frame_length_, too_long_length_ + 1, true);
+      return std::nullopt;
     }
+    scanned_ = in.readable_bytes() - keep;  // a delimiter may only start in the kept tail
     return std::nullopt;
   }
   const std::size_t skip = in.readable_bytes() - keep;
   too_long_length_ += skip;
   in.skip_bytes(skip);
+  scanned_ = 0;
   return std::nullopt;
 }
 

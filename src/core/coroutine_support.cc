@@ -34,21 +34,30 @@ EventLoop& current_loop_for(const char* what) {
   return *loop;
 }
 
-void resume_on(EventLoop& loop, std::coroutine_handle<> handle) noexcept {
+void resume_on(EventLoop& loop, std::coroutine_handle<> handle, bool* cancelled) noexcept {
   if (loop.in_loop()) {
     handle.resume();
     return;
   }
-  if (!loop.try_execute([handle] { handle.resume(); })) {
-    log(LogLevel::warn, "a coroutine cannot resume: its event loop is shut down");
-  }
+  UniqueFunction<void()> task(ResumeTask(handle, cancelled));
+  // Rejected: `task` is still ours, and destroying it resumes the coroutine here, cancelled.
+  loop.try_execute(std::move(task));
+}
+
+void throw_loop_terminated(const char* what) {
+  throw EventLoopTerminatedError(std::string(what) + ": the coroutine's event loop terminated during the wait");
 }
 
 }  // namespace detail
 
-void SleepAwaiter::await_suspend(std::coroutine_handle<> handle) {
+bool SleepAwaiter::await_suspend(std::coroutine_handle<> handle) {
   EventLoop& loop = detail::current_loop_for("co_await sleep(...)");
-  loop.schedule(delay_, [handle] { handle.resume(); });
+  if (loop.is_terminated()) {  // its timers are gone already: nothing would ever fire
+    cancelled_ = true;
+    return false;
+  }
+  loop.schedule(delay_, detail::ResumeTask(handle, &cancelled_));
+  return true;
 }
 
 }  // namespace weft

@@ -32,16 +32,16 @@ namespace detail {
 bool loop_in_loop(const EventLoop* loop) noexcept { return loop != nullptr && loop->in_loop(); }
 
 void loop_execute(EventLoop* loop, UniqueFunction<void()> task) {
-  if (!loop->is_terminated()) {
-    try {
-      loop->execute(std::move(task));
-      return;
-    } catch (const RejectedExecutionError&) {
-      // fall through: the loop terminated meanwhile
-    }
+  // The owning loop is gone: run the listeners here rather than lose them.
+  if (!loop->try_execute(std::move(task))) run_guarded(task, loop->name());
+}
+
+std::exception_ptr broken_promise_error() noexcept {
+  try {
+    return std::make_exception_ptr(BrokenPromiseError());
+  } catch (...) {
+    return std::current_exception();  // std::bad_alloc: still an error, not a hang
   }
-  // The owning loop is gone: run listeners here rather than lose them.
-  if (task) run_guarded(task, loop->name());
 }
 
 void throw_blocking_on_loop(const EventLoop* loop) {
@@ -86,7 +86,8 @@ EventLoop::~EventLoop() {
   while (keep_alive_count_.load(std::memory_order_acquire) != 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  // Tasks that raced with termination are dropped, not run.
+  // Left only by a producer that died between its push and its look at the state.
+  for (RemoteTask* task : late_tasks_) delete task;
   while (MpscNode* node = remote_tasks_.pop()) delete static_cast<RemoteTask*>(node);
 }
 
@@ -127,27 +128,57 @@ void EventLoop::run() {
 }
 
 void EventLoop::execute(UniqueFunction<void()> task) {
-  if (in_loop()) {
-    if (state_.load(std::memory_order_relaxed) == kTerminated && !draining_) {
-      throw RejectedExecutionError(fmt::format("event loop '{}' has terminated", options_.name));
-    }
-    local_tasks_.push_back(std::move(task));
-    return;
-  }
-  if (state_.load(std::memory_order_acquire) == kTerminated) {
-    throw RejectedExecutionError(fmt::format("event loop '{}' has terminated", options_.name));
-  }
-  remote_tasks_.push(new RemoteTask(std::move(task)));
-  wake_if_sleeping();
+  if (!post(task)) throw RejectedExecutionError(fmt::format("event loop '{}' has terminated", options_.name));
 }
 
-bool EventLoop::try_execute(UniqueFunction<void()> task) noexcept {
+bool EventLoop::try_execute(UniqueFunction<void()>&& task) noexcept {
   try {
-    execute(std::move(task));
-    return true;
+    return post(task);
   } catch (...) {
-    return false;
+    return false;  // no memory for the queue node: the task was not moved
   }
+}
+
+bool EventLoop::post(UniqueFunction<void()>& task) {
+  if (!in_loop()) return post_remote(task);
+  if (state_.load(std::memory_order_relaxed) == kTerminated && !draining_) return false;
+  local_tasks_.push_back(std::move(task));
+  return true;
+}
+
+bool EventLoop::post_remote(UniqueFunction<void()>& task) {
+  if (state_.load(std::memory_order_acquire) == kTerminated) [[unlikely]] return post_after_termination(nullptr, task);
+  auto* node = new RemoteTask(std::move(task));
+  remote_tasks_.push(node);
+  // seq_cst, paired with terminate(): a load that misses kTerminated comes before the final drain's
+  // look at the queue in the single total order, so that look sees this push.
+  if (state_.load(std::memory_order_seq_cst) == kTerminated) [[unlikely]] return post_after_termination(node, task);
+  wake_if_sleeping();
+  return true;
+}
+
+// Slow path: the loop is in terminate(). `node` is ours when already pushed, null otherwise.
+bool EventLoop::post_after_termination(RemoteTask* node, UniqueFunction<void()>& task) {
+  std::lock_guard lock(termination_mutex_);
+  if (!final_drain_done_) {
+    // The final drain looks at the queue under this mutex before it ends: it will run the task.
+    if (node == nullptr) remote_tasks_.push(new RemoteTask(std::move(task)));
+    return true;
+  }
+  if (node == nullptr) return false;
+  // Pushed after the final drain: nobody pops it but the producers that come here. Take out every
+  // late node (their producers come here too, under this mutex) until ours is out; hand ours back.
+  while (std::find(late_tasks_.begin(), late_tasks_.end(), node) == late_tasks_.end()) {
+    if (MpscNode* n = remote_tasks_.pop()) {
+      late_tasks_.push_back(static_cast<RemoteTask*>(n));
+    } else {
+      std::this_thread::yield();  // a push ahead of ours is half done
+    }
+  }
+  std::erase(late_tasks_, node);
+  task = std::move(node->fn);
+  delete node;
+  return false;
 }
 
 void EventLoop::wake_if_sleeping() noexcept {
@@ -323,16 +354,33 @@ void EventLoop::close_tracked_resources() {
 }
 
 void EventLoop::terminate() {
-  state_.store(kTerminated, std::memory_order_release);
+  // seq_cst: see post_remote().
+  state_.store(kTerminated, std::memory_order_seq_cst);
   draining_ = true;
-  do {
+  for (;;) {
     driver_->drain();
-  } while (run_tasks() > 0);
+    cancel_timers();
+    if (run_tasks() > 0) continue;
+    std::lock_guard lock(termination_mutex_);
+    if (local_tasks_.empty() && timers_.empty() && remote_tasks_.empty()) {
+      final_drain_done_ = true;
+      break;
+    }
+    if (!remote_tasks_.empty()) std::this_thread::yield();  // a push is half done
+  }
   draining_ = false;
-  timers_.clear();
-  timer_heap_.clear();
   while (resources_ != nullptr) untrack(*resources_);  // only when the shutdown deadline passed
   terminated_.set_value();
+}
+
+// Pending timers are destroyed unrun. A sleeping coroutine's timer task resumes it (cancelled) as it
+// goes, and it may schedule again: the map is moved out first.
+void EventLoop::cancel_timers() noexcept {
+  timer_heap_.clear();
+  if (timers_.empty()) return;
+  auto dropped = std::move(timers_);
+  timers_.clear();
+  dropped.clear();
 }
 
 std::size_t EventLoop::run_pending() {

@@ -214,5 +214,42 @@ TEST(EventLoopTest, ManyTimersCancelledDoNotAccumulate) {
   EXPECT_EQ(runs, 0);
 }
 
+TEST(EventLoopTest, ATaskRejectedByATerminatedLoopIsLeftToTheCaller) {
+  StartedLoop s;
+  s.loop.shutdown_gracefully(0ms, 5s).wait();
+  int runs = 0;
+  UniqueFunction<void()> task([&] { ++runs; });
+  EXPECT_FALSE(s.loop.try_execute(std::move(task)));
+  ASSERT_TRUE(static_cast<bool>(task));  // not swallowed by the rejected call
+  task();
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(EventLoopTest, AListenerOfAFutureWhoseLoopTerminatedRunsOnTheCompletingThread) {
+  StartedLoop s;
+  Promise<int> p(&s.loop);
+  std::thread::id ran_on;
+  p.future().add_listener([&](const Future<int>&) { ran_on = std::this_thread::get_id(); });
+  s.loop.shutdown_gracefully(0ms, 5s).wait();
+  p.set_value(1);
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+}
+
+TEST(EventLoopTest, TimersPendingAtTerminationAreDestroyedAndTheirPromisesBreak) {
+  StartedLoop s;
+  Promise<void> scheduled;
+  Future<void> never_fired;
+  s.loop.execute([&] {
+    Promise<void> p(&s.loop);
+    never_fired = p.future();
+    s.loop.schedule(1h, [p]() mutable { p.set_value(); });
+    scheduled.set_value();
+  });
+  scheduled.future().get();
+  s.loop.shutdown_gracefully(0ms, 5s).wait();
+  ASSERT_TRUE(never_fired.is_done());
+  EXPECT_THROW(never_fired.get(), BrokenPromiseError);
+}
+
 }  // namespace
 }  // namespace weft

@@ -117,5 +117,41 @@ TEST(FutureTest, NeverCompletedPromiseWithListenersDoesNotLeak) {
   p.future().add_listener([](const Future<int>&) {});
 }
 
+TEST(FutureTest, DestroyingTheLastPromiseFailsTheFutureWithBrokenPromise) {
+  Future<int> f;
+  int listener_runs = 0;
+  {
+    Promise<int> p;
+    f = p.future();
+    f.add_listener([&](const Future<int>&) { ++listener_runs; });
+    Promise<int> copy = p;  // a copy keeps it pending
+    Promise<int> moved = std::move(copy);
+  }
+  ASSERT_TRUE(f.is_done());
+  EXPECT_THROW(f.get(), BrokenPromiseError);
+  EXPECT_EQ(listener_runs, 1);
+}
+
+TEST(FutureTest, APromiseBreaksOnlyWhenItsLastCopyGoes) {
+  Promise<void> p;
+  Future<void> f = p.future();
+  auto copy = std::make_unique<Promise<void>>(p);
+  p = Promise<void>();  // drops one handle of f's promise
+  EXPECT_FALSE(f.is_done());
+  copy->set_value();
+  copy.reset();
+  EXPECT_TRUE(f.is_success());
+}
+
+TEST(FutureTest, AChainWhoseSourceBreaksFailsEveryStep) {
+  Future<int> last;
+  {
+    Promise<int> p;
+    last = p.future().then([](int v) { return v + 1; }).then([](int v) { return v * 2; });
+  }
+  ASSERT_TRUE(last.is_done());
+  EXPECT_THROW(last.get(), BrokenPromiseError);
+}
+
 }  // namespace
 }  // namespace weft

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -211,6 +212,63 @@ TEST(FramePoolTest, ListsAreBoundedAndOversizeFramesBypassThem) {
   frame_pool::deallocate(big, frame_pool::kMaxPooledSize + 1);
   EXPECT_EQ(frame_pool::thread_stats().misses, before.misses + 1);
   EXPECT_EQ(frame_pool::thread_stats().cached_bytes, before.cached_bytes);
+}
+
+// Counts live instances: a frame that is never resumed nor destroyed keeps its Held alive.
+struct Held {
+  static inline std::atomic<int> live{0};
+  Held() { ++live; }
+  Held(const Held&) = delete;
+  ~Held() { --live; }
+};
+
+TEST(ShutdownTest, ACoroutineSleepingWhenItsLoopTerminatesIsResumedWithEventLoopTerminatedError) {
+  Future<int> f;
+  {
+    EventLoopGroup group(basic_driver_factory(), 1, "sleep-shutdown");
+    Promise<void> asleep;
+    auto sleeper = [](Promise<void> asleep) -> Task<int> {
+      Held held;
+      asleep.set_value();
+      co_await sleep(1h);
+      co_return 1;
+    };
+    f = spawn(group.next(), sleeper(asleep));
+    asleep.future().get();
+    EXPECT_EQ(Held::live.load(), 1);
+    ASSERT_TRUE(group.shutdown_gracefully(0ms, 5s).wait_for(20s));
+  }
+  ASSERT_TRUE(f.is_done());
+  EXPECT_THROW(f.get(), EventLoopTerminatedError);
+  EXPECT_EQ(Held::live.load(), 0);
+}
+
+TEST(ShutdownTest, AnOffloadEndingAfterItsLoopTerminatedResumesTheCoroutineCancelled) {
+  EventLoopGroup executors(basic_driver_factory(), 1, "offload-shutdown");
+  Promise<void> release_work;
+  Future<int> f;
+  {
+    EventLoopGroup group(basic_driver_factory(), 1, "offload-home");
+    Promise<void> started;
+    auto job = [](EventLoopGroup& executors, Promise<void> started, Future<void> release) -> Task<int> {
+      Held held;
+      // The awaiter is a named local: GCC 12 destroys a temporary awaiter twice when its
+      // await_resume throws (the captured promise would be released twice).
+      auto work = offload(executors, [started, release]() mutable {
+        started.set_value();
+        release.wait();
+      });
+      co_await work;
+      co_return 1;
+    };
+    f = spawn(group.next(), job(executors, started, release_work.future()));
+    started.future().get();
+    ASSERT_TRUE(group.shutdown_gracefully(0ms, 5s).wait_for(20s));
+    release_work.set_value();  // the offload ends now: its loop no longer runs anything
+    ASSERT_TRUE(f.wait_for(20s));
+  }
+  EXPECT_THROW(f.get(), EventLoopTerminatedError);
+  EXPECT_EQ(Held::live.load(), 0);
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -20,7 +23,10 @@
 #include "support/blocking_client.h"
 #include "support/channel_probe.h"
 #include "weft/channel/bootstrap.h"
+#include "weft/core/error.h"
 #include "weft/transport/io_uring.h"
+// The driver itself, for its test hook (the wake-up read is no public API).
+#include "../src/transport/io_uring/io_uring_driver.h"
 
 using namespace std::chrono_literals;
 
@@ -293,6 +299,84 @@ TEST(IoUringTransportTest, AGroupShutDownWithOpenConnectionsCompletesEverythingI
     ASSERT_TRUE(group.shutdown_gracefully(0ms, 5s).wait_for(10s));
   }
   for (auto& w : watched) EXPECT_TRUE(w.expired());
+}
+
+// A listener that never accepts, its queue full: the kernel drops further SYNs, so a connect to it
+// stays in flight until the kernel gives up (tcp_syn_retries: about two minutes by default).
+class FullListener {
+ public:
+  FullListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd_, 0) == 0;
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    for (int i = 0; i < 4; ++i) {  // the first fills the queue (backlog 0 holds one); the rest wait
+      int fd = ::socket(AF_INET, SOCK_STREAM | (i == 0 ? 0 : SOCK_NONBLOCK), 0);
+      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      fillers_.push_back(fd);
+    }
+  }
+  ~FullListener() {
+    for (int fd : fillers_) ::close(fd);
+    ::close(fd_);
+  }
+  bool ok() const { return ok_; }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+  std::uint16_t port_ = 0;
+  std::vector<int> fillers_;
+};
+
+TEST(IoUringTransportTest, AConnectTimeoutCancelsTheConnectInFlightAndFreesTheChannel) {
+  SKIP_WITHOUT_IO_URING();
+  FullListener listener;
+  ASSERT_TRUE(listener.ok());
+  EventLoopGroup group(io_uring(), 1);
+  std::mutex mutex;
+  std::weak_ptr<Channel> watched;
+  Bootstrap c;
+  c.group(group).option(option::connect_timeout, Duration(100ms)).handler([&](Channel& ch) {
+    std::lock_guard lock(mutex);
+    watched = ch.shared_from_this();
+  });
+  auto f = c.connect(SocketAddress::loopback(listener.port()));
+  ASSERT_TRUE(f.wait_for(20s));
+  EXPECT_THROW(f.get(), ConnectTimeoutError);
+  // The cancelled connect completes at once; without the cancel the kernel holds it for minutes.
+  EXPECT_TRUE(test::eventually([&] {
+    std::lock_guard lock(mutex);
+    return watched.expired();
+  }, 20s));
+}
+
+TEST(IoUringTransportTest, AFailedReArmOfTheWakeUpReadIsRetriedSoPostsStillWakeTheLoop) {
+  SKIP_WITHOUT_IO_URING();
+  EventLoopGroup group(io_uring(), 1);
+  EventLoop& loop = group.next();
+  auto round_trip = [&](UniqueFunction<void()> also) {
+    Promise<void> done;
+    loop.execute([&done, also = std::move(also)]() mutable {
+      also();
+      done.set_value();
+    });
+    return done.future().wait_for(10s);
+  };
+  // The wake-up that delivers the next post re-arms the read, and that re-arm fails.
+  ASSERT_TRUE(round_trip([&] { IoUringDriver::of(loop).fail_wake_arms_for_testing(1); }));
+  ASSERT_TRUE(round_trip([] {}));
+  // Nothing else happens on this loop (no I/O, no timer): only a re-armed read can wake it. Several
+  // round trips, so that the loop is asleep when at least one post arrives.
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(round_trip([] {})) << "round trip " << i;
+  Promise<bool> armed;
+  loop.execute([&] { armed.set_value(IoUringDriver::of(loop).wake_read_armed()); });
+  EXPECT_TRUE(armed.future().get());
 }
 
 }  // namespace

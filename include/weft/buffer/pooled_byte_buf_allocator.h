@@ -24,9 +24,11 @@
 // gives its pages back to its chunk (one run per class is kept); a chunk that stays empty for
 // `chunk_release_delay` is unmapped (checked on the arenas' slow paths); trim() does all of that now.
 //
-// Thread contract: every public method is thread-safe. The allocator must outlive every buffer it
+// Thread contract: every public method is thread-safe. The allocator should outlive every buffer it
 // made; destroying it with buffers alive reports them (and the leak detector's records) on stderr and
-// keeps their memory mapped, so that the late releases do not touch freed memory.
+// hands their blocks to a sink that is never destroyed, so that a late release (or growth), on any
+// thread, touches no freed memory: pooled blocks stay mapped with their chunks until the process
+// ends, mapped (large) buffers are unmapped when released.
 
 #include <chrono>
 #include <cstddef>

@@ -36,6 +36,7 @@ class DelimiterBasedFrameDecoder : public ByteToMessageDecoder<ByteBuf> {
   bool fail_fast_;
   bool discarding_ = false;
   std::size_t too_long_length_ = 0;
+  std::size_t scanned_ = 0;  // readable bytes already searched: no delimiter starts in them
 };
 
 }  // namespace weft

@@ -6,8 +6,11 @@
 //   auto rows = co_await weft::offload(executors, [] { return query(); });  // blocking work elsewhere
 //
 // Each resumes the coroutine on the loop it was suspended on. They must be awaited on an event
-// loop's thread (they throw std::logic_error otherwise). If that loop shuts down before the wait
-// ends, the coroutine is not resumed and its frame is freed with the loop's pending work.
+// loop's thread (they throw std::logic_error otherwise). If that loop terminates before the wait
+// ends, the coroutine is resumed all the same and the co_await throws EventLoopTerminatedError: a
+// sleep during the loop's final drain (on the loop thread), an offload or a future that finishes
+// after it on the thread that finished it (the loop no longer runs anything). A coroutine resumed
+// that way should only unwind: what it holds is released as its frames go.
 
 #include <coroutine>
 #include <exception>
@@ -26,8 +29,31 @@ namespace weft {
 namespace detail {
 // The loop of the calling thread; throws std::logic_error naming `what` when there is none.
 EventLoop& current_loop_for(const char* what);
-// Resumes `handle` on `loop` from any thread (inline when already there).
-void resume_on(EventLoop& loop, std::coroutine_handle<> handle) noexcept;
+// Resumes `handle` on `loop` from any thread (inline when already there). When the loop has
+// terminated, sets *cancelled and resumes it here instead.
+void resume_on(EventLoop& loop, std::coroutine_handle<> handle, bool* cancelled) noexcept;
+[[noreturn]] void throw_loop_terminated(const char* what);
+
+// A task that resumes a coroutine: normally when run, with *cancelled set when destroyed unrun (a
+// timer dropped by its terminating loop, a post the loop rejected). Move-only.
+class ResumeTask {
+ public:
+  ResumeTask(std::coroutine_handle<> handle, bool* cancelled) noexcept : handle_(handle), cancelled_(cancelled) {}
+  ResumeTask(ResumeTask&& other) noexcept
+      : handle_(std::exchange(other.handle_, {})), cancelled_(other.cancelled_) {}
+  ResumeTask& operator=(ResumeTask&&) = delete;
+  ~ResumeTask() {
+    if (handle_) {
+      *cancelled_ = true;
+      std::exchange(handle_, {}).resume();
+    }
+  }
+  void operator()() { std::exchange(handle_, {}).resume(); }
+
+ private:
+  std::coroutine_handle<> handle_;
+  bool* cancelled_;
+};
 }  // namespace detail
 
 // ---- sleep
@@ -36,11 +62,15 @@ class SleepAwaiter {
  public:
   explicit SleepAwaiter(Duration delay) noexcept : delay_(delay) {}
   bool await_ready() const noexcept { return delay_ <= Duration::zero(); }
-  void await_suspend(std::coroutine_handle<> handle);
-  void await_resume() const noexcept {}
+  // Does not suspend (and await_resume throws) when the loop has already terminated.
+  bool await_suspend(std::coroutine_handle<> handle);
+  void await_resume() const {
+    if (cancelled_) detail::throw_loop_terminated("sleep");
+  }
 
  private:
   Duration delay_;
+  bool cancelled_ = false;
 };
 
 // Loop thread only. Suspends the coroutine for `delay` on the current loop's timers.
@@ -55,15 +85,18 @@ class FutureAwaiter {
   bool await_ready() const { return future_.is_done(); }
   void await_suspend(std::coroutine_handle<> handle) {
     EventLoop& loop = detail::current_loop_for("co_await on a Future");
-    future_.add_listener([handle, &loop](const Future<T>&) { detail::resume_on(loop, handle); });
+    future_.add_listener(
+        [this, handle, &loop](const Future<T>&) { detail::resume_on(loop, handle, &cancelled_); });
   }
   T await_resume() const {
+    if (cancelled_) detail::throw_loop_terminated("co_await on a Future");
     if (auto error = future_.error()) std::rethrow_exception(error);
     if constexpr (!std::is_void_v<T>) return future_.get();
   }
 
  private:
   Future<T> future_;
+  bool cancelled_ = false;
 };
 
 // Loop thread only. Waits for the future without blocking the loop; yields its value or rethrows.
@@ -85,7 +118,8 @@ class OffloadAwaiter {
     EventLoop& home = detail::current_loop_for("co_await offload(...)");
     // This awaiter lives in the suspended coroutine's frame until it resumes, so the executor
     // may fill it in place.
-    executor_.execute([this, handle, &home] {
+    // The hold keeps `home` allocated until the resumption was posted (or refused).
+    executor_.execute([this, handle, &home, hold = EventLoop::KeepAlive(home)] {
       try {
         if constexpr (std::is_void_v<Result>) {
           fn_();
@@ -95,10 +129,11 @@ class OffloadAwaiter {
       } catch (...) {
         error_ = std::current_exception();
       }
-      detail::resume_on(home, handle);
+      detail::resume_on(home, handle, &cancelled_);
     });
   }
   Result await_resume() {
+    if (cancelled_) detail::throw_loop_terminated("co_await offload(...)");
     if (error_) std::rethrow_exception(error_);
     if constexpr (!std::is_void_v<Result>) return std::move(*result_);
   }
@@ -109,6 +144,7 @@ class OffloadAwaiter {
   F fn_;
   std::optional<Stored> result_;
   std::exception_ptr error_;
+  bool cancelled_ = false;
 };
 
 // Loop thread only. Runs `fn` on an executor thread and resumes the coroutine on its loop with

@@ -20,6 +20,22 @@ class RejectedExecutionError : public Error {
   using Error::Error;
 };
 
+// A promise was destroyed without a value or an error: its future fails with this instead of
+// waiting forever.
+class BrokenPromiseError : public Error {
+ public:
+  BrokenPromiseError() : Error("broken promise: destroyed without being completed") {}
+  using Error::Error;
+};
+
+// The event loop a coroutine (or a piece of work) waits on terminated before the wait ended: a
+// sleep, an offload or an awaited future whose loop shut down resumes the coroutine with this.
+class EventLoopTerminatedError : public Error {
+ public:
+  EventLoopTerminatedError() : Error("event loop terminated") {}
+  using Error::Error;
+};
+
 // A blocking call (Future::get/wait) was made on the event loop that must complete the future.
 class BlockingOperationError : public Error {
  public:

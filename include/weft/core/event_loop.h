@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -78,10 +79,21 @@ class EventLoop {
   // Thread-safe. The loop running on the calling thread, or null.
   static EventLoop* current() noexcept;
 
-  // Thread-safe. Queues `task` to run on the loop. Throws RejectedExecutionError once terminated.
+  // Thread-safe. Queues `task` to run on the loop. Throws RejectedExecutionError once terminated
+  // (the task is destroyed unrun).
+  //
+  // Termination rule: a task is either accepted -- and then it runs on the loop, at the latest
+  // during the final drain of terminate, before termination_future() completes -- or rejected, and
+  // nothing in between. Tasks posted while the loop is shutting down are accepted; from the loop's
+  // own thread they are accepted until the final drain ends. Once it ended every post is rejected:
+  // a task racing with the end is handed back, never dropped in the queue. Timers still pending at
+  // termination are destroyed unrun (a sleeping coroutine is resumed with EventLoopTerminatedError,
+  // a promise a timer holds breaks); future listeners whose loop rejects them run on the thread
+  // that completes the future.
   void execute(UniqueFunction<void()> task);
-  // Thread-safe. As execute(), but returns false instead of throwing.
-  bool try_execute(UniqueFunction<void()> task) noexcept;
+  // Thread-safe. As execute(), but returns false instead of throwing and then leaves `task` to the
+  // caller, untouched (whoever cannot post it decides what to do with it).
+  bool try_execute(UniqueFunction<void()>&& task) noexcept;
 
   // Thread-safe. Runs `task` once after `delay`. Returns an id for cancel().
   TimerId schedule(Duration delay, UniqueFunction<void()> task);
@@ -182,6 +194,10 @@ class EventLoop {
   void close_tracked_resources();
   void terminate();
   void wake_if_sleeping() noexcept;
+  bool post(UniqueFunction<void()>& task);
+  bool post_remote(UniqueFunction<void()>& task);
+  bool post_after_termination(RemoteTask* node, UniqueFunction<void()>& task);
+  void cancel_timers() noexcept;
 
   Options options_;
   std::unique_ptr<IoDriver> driver_;
@@ -194,6 +210,10 @@ class EventLoop {
   std::atomic<std::size_t> keep_alive_count_{0};
 
   MpscQueue remote_tasks_;
+  // Termination handshake (slow paths only): the final drain and a post that raced with it.
+  std::mutex termination_mutex_;
+  bool final_drain_done_ = false;            // termination_mutex_
+  std::vector<RemoteTask*> late_tasks_;      // termination_mutex_: popped after the final drain
   std::vector<UniqueFunction<void()>> local_tasks_;
   std::vector<UniqueFunction<void()>> running_tasks_;
 

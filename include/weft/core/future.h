@@ -5,8 +5,14 @@
 // loop (inline when completion happens there, posted otherwise). A future without an owning loop
 // runs listeners on the completing thread. get() and wait() block a non-loop thread; on the loop that
 // must complete the future they throw BlockingOperationError at once instead of deadlocking.
+//
+// Every future completes, with its value or with a typed error: when the last Promise handle of a
+// pending future is destroyed, the future fails with BrokenPromiseError; a listener whose loop has
+// terminated runs on the completing thread instead of being dropped (see EventLoop::execute).
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -45,6 +51,7 @@ struct FutureState : std::enable_shared_from_this<FutureState<T>> {
   explicit FutureState(EventLoop* owner) : loop(owner) {}
 
   EventLoop* const loop;
+  std::atomic<std::uint32_t> promises{1};  // Promise handles; the last one breaks a pending future
   std::mutex mutex;
   std::condition_variable done_cv;
   bool done = false;
@@ -91,6 +98,23 @@ struct FutureState : std::enable_shared_from_this<FutureState<T>> {
     return true;
   }
 };
+
+std::exception_ptr broken_promise_error() noexcept;
+
+// The slow path of ~Promise: fails a pending future whose last promise is gone.
+// `sole_owner`: no Future handle is left, so only a listener could still see the outcome.
+template <class T>
+void break_promise(FutureState<T>& state, bool sole_owner) noexcept {
+  if (sole_owner) {
+    std::lock_guard lock(state.mutex);
+    if (state.listeners.empty()) return;
+  }
+  try {
+    state.complete([&] { state.error = broken_promise_error(); });
+  } catch (...) {
+    log_listener_exception(std::current_exception());
+  }
+}
 
 template <class T>
 struct FutureTraits {
@@ -227,6 +251,25 @@ class Promise {
  public:
   // `loop` owns the future: its listeners run there. Null: listeners run on the completing thread.
   explicit Promise(EventLoop* loop = nullptr) : state_(std::make_shared<detail::FutureState<T>>(loop)) {}
+  // Copies share the future; it breaks only when the last copy goes without completing it.
+  Promise(const Promise& other) noexcept : state_(other.state_) {
+    if (state_) state_->promises.fetch_add(1, std::memory_order_relaxed);
+  }
+  Promise(Promise&& other) noexcept = default;
+  Promise& operator=(const Promise& other) noexcept {
+    if (this != &other) *this = Promise(other);
+    return *this;
+  }
+  Promise& operator=(Promise&& other) noexcept {
+    if (this != &other) {
+      release();
+      state_ = std::move(other.state_);
+    }
+    return *this;
+  }
+  // Not thread-safe with other uses of this handle. The last handle of a pending future fails it
+  // with BrokenPromiseError (listeners run as for any completion).
+  ~Promise() { release(); }
 
   // Thread-safe.
   Future<T> future() const { return Future<T>(state_); }
@@ -266,6 +309,14 @@ class Promise {
   }
 
  private:
+  void release() noexcept {
+    if (!state_) return;
+    std::shared_ptr<detail::FutureState<T>> state = std::move(state_);
+    // acq_rel: the last handle sees whatever the others did before letting go.
+    if (state->promises.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    detail::break_promise(*state, state.use_count() == 1);
+  }
+
   std::shared_ptr<detail::FutureState<T>> state_;
 };
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <exception>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,9 @@ namespace {
 
 constexpr unsigned kMaxCompletionsPerPeek = 256;
 constexpr auto kDrainLimit = std::chrono::seconds(2);
+// While the wake-up read is not armed, other threads' posts are noticed only by a poll that ends on
+// its own: polls wait at most this long and retry the arming.
+constexpr Duration kUnarmedPollLimit = std::chrono::milliseconds(1);
 
 }  // namespace
 
@@ -136,16 +140,22 @@ void IoUringDriver::attach(EventLoop& /*loop*/) {
 }
 
 void IoUringDriver::arm_wake_read() {
+  if (failing_wake_arms_ > 0) [[unlikely]] {
+    --failing_wake_arms_;
+    throw IoError(EBUSY, "io_uring_submit (injected by a test)");
+  }
   io_uring_sqe* sqe = next_sqe();
   io_uring_prep_read(sqe, wake_fd_, &wake_value_, sizeof wake_value_, 0);
   io_uring_sqe_set_data(sqe, &wake_op_);  // not counted in flight: it is always armed
+  wake_armed_ = true;
 }
 
 void IoUringDriver::WakeOp::on_completion(int result, unsigned /*flags*/) {
+  driver_.wake_armed_ = false;
   if (result < 0 && result != -ECANCELED && result != -EINTR) {
     log(LogLevel::error, "io_uring: the wake-up read failed: errno {}", -result);
   }
-  driver_.arm_wake_read();
+  driver_.arm_wake_read();  // when it throws, the next poll retries
 }
 
 void IoUringDriver::wakeup() noexcept {
@@ -195,6 +205,18 @@ ByteBuf IoUringDriver::take_buffer(unsigned id, std::size_t length) {
 }
 
 void IoUringDriver::poll(Duration timeout) {
+  if (!wake_armed_) [[unlikely]] {
+    try {
+      arm_wake_read();
+      wake_arm_failing_ = false;
+    } catch (const std::exception& e) {
+      if (!std::exchange(wake_arm_failing_, true)) {
+        log(LogLevel::error, "io_uring: arming the wake-up read failed: {}; polls are bounded until it is armed",
+            e.what());
+      }
+      if (timeout.count() < 0 || timeout > kUnarmedPollLimit) timeout = kUnarmedPollLimit;
+    }
+  }
   submit_and_wait(timeout);
   dispatch_completions();
   end_batches();

@@ -65,6 +65,12 @@ class IoUringDriver final : public IoDriver {
   // allocated until then (an InFlightGuard does).
   void at_batch_end(IoUringBatchEnd* listener) { batch_ends_.push_back(listener); }
 
+  // Loop thread only; for tests. The next `n` attempts to arm the wake-up read fail as a full
+  // submission queue that cannot be submitted would.
+  void fail_wake_arms_for_testing(int n) noexcept { failing_wake_arms_ = n; }
+  // Loop thread only. Whether the wake-up read is armed (a failed re-arm is retried by every poll).
+  bool wake_read_armed() const noexcept { return wake_armed_; }
+
   static constexpr unsigned short kBufferGroup = 1;
   const IoUringOptions& options() const noexcept { return options_; }
 
@@ -91,6 +97,9 @@ class IoUringDriver final : public IoDriver {
   bool ring_ready_ = false;
   int wake_fd_ = -1;
   std::uint64_t wake_value_ = 0;
+  bool wake_armed_ = false;
+  bool wake_arm_failing_ = false;  // logged once per streak of failed re-arms
+  int failing_wake_arms_ = 0;
   WakeOp wake_op_{*this};
   io_uring_buf_ring* buffer_ring_ = nullptr;
   std::size_t buffer_ring_bytes_ = 0;

@@ -241,6 +241,9 @@ void IoUringSocketChannel::do_connect(const SocketAddress& remote, Promise<void>
     connect_timer_ = 0;
     if (!connecting_) return;
     connecting_ = false;
+    // Closing the socket does not end a connect the kernel holds: without the cancel the channel
+    // stays allocated (its in-flight guard) until the kernel gives up on the SYNs, minutes later.
+    driver_->cancel(connect_op_);
     connect_promise_.fail(socket_ops::connect_timed_out(remote_, config().connect_timeout));
     close_now();
   });
