@@ -252,13 +252,12 @@ TEST(ShutdownTest, AnOffloadEndingAfterItsLoopTerminatedResumesTheCoroutineCance
     Promise<void> started;
     auto job = [](EventLoopGroup& executors, Promise<void> started, Future<void> release) -> Task<int> {
       Held held;
-      // The awaiter is a named local: GCC 12 destroys a temporary awaiter twice when its
-      // await_resume throws (the captured promise would be released twice).
-      auto work = offload(executors, [started, release]() mutable {
+      // A temporary awaiter, as users write it: g++ 12 destroys it twice when its await_resume
+      // throws, so the awaiter must hold nothing by then (the captured promises were released once).
+      co_await offload(executors, [started, release]() mutable {
         started.set_value();
         release.wait();
       });
-      co_await work;
       co_return 1;
     };
     f = spawn(group.next(), job(executors, started, release_work.future()));

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -262,6 +263,8 @@ TEST_P(HelloServerTest, APipelinerThatNeverReadsCostsBoundedMemory) {
     }
   }
   const std::size_t after = server_->rss_kib();
+  std::printf("weft-hello %s %s: RSS %zu -> %zu KiB after %zu bytes of pipelined requests never read\n",
+              GetParam().transport, GetParam().mode, before, after, sent);
   EXPECT_LE(after, before + 16 * 1024) << "RSS " << before << " -> " << after << " KiB after " << sent
                                        << " bytes of requests";
   // The server is still healthy for others.

@@ -112,7 +112,7 @@ class OffloadAwaiter {
  public:
   using Result = std::invoke_result_t<F&>;
 
-  OffloadAwaiter(EventLoop& executor, F fn) : executor_(executor), fn_(std::move(fn)) {}
+  OffloadAwaiter(EventLoop& executor, F fn) : executor_(executor), fn_(std::in_place, std::move(fn)) {}
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<> handle) {
     EventLoop& home = detail::current_loop_for("co_await offload(...)");
@@ -122,26 +122,29 @@ class OffloadAwaiter {
     executor_.execute([this, handle, &home, hold = EventLoop::KeepAlive(home)] {
       try {
         if constexpr (std::is_void_v<Result>) {
-          fn_();
+          (*fn_)();
         } else {
-          result_.emplace(fn_());
+          result_.emplace((*fn_)());
         }
       } catch (...) {
         error_ = std::current_exception();
       }
+      fn_.reset();  // its captures are released here, on the executor, once
       detail::resume_on(home, handle, &cancelled_);
     });
   }
+  // Throws with every member empty: g++ 12 destroys a temporary awaiter whose await_resume throws
+  // twice, which must then release nothing twice.
   Result await_resume() {
     if (cancelled_) detail::throw_loop_terminated("co_await offload(...)");
-    if (error_) std::rethrow_exception(error_);
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     if constexpr (!std::is_void_v<Result>) return std::move(*result_);
   }
 
  private:
   using Stored = std::conditional_t<std::is_void_v<Result>, bool, Result>;
   EventLoop& executor_;
-  F fn_;
+  std::optional<F> fn_;
   std::optional<Stored> result_;
   std::exception_ptr error_;
   bool cancelled_ = false;
