@@ -265,7 +265,12 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   request.sequence_ = sequence;
   request_started_ = {};  // the next request's time starts with its first byte
   state_ = head.keep_alive ? State::head : State::closed;
-  update_read_suspension(ctx);
+  // Unwritability comes as an event, and the channel's queue is looked at when it is flushed: here
+  // only what grows with each request.
+  if (pending_.size() >= limits_.max_pipelined || out_.readable_bytes() + early_bytes_ >= limits_.max_unsent_bytes)
+      [[unlikely]] {
+    update_read_suspension(ctx);
+  }
   const std::uint64_t outer = dispatching_;
   dispatching_ = sequence;
   lending_ = true;  // in_ must keep the lent head bytes until fire_read returns
@@ -322,7 +327,73 @@ std::uint64_t ServerCodec::answered_sequence(const HttpResponse& response) const
   return 0;
 }
 
+// Encodes `response` for a request with `flags` into `out`; a large owned body goes to *body_out
+// when given, else straight after `out` into the channel.
+[[gnu::always_inline]] inline void ServerCodec::encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out,
+                                                           HttpResponse& response, std::uint8_t flags) {
+  const int status = response.status();
+  const bool last = response.closes_connection() || !(flags & kKeepAlive);
+  std::string_view shared = response.shared_header_block();
+  std::string_view headers = response.header_block();
+  // A response to HEAD has the headers a GET would get, Content-Length included, and no content.
+  const bool omit_body = (flags & kHeadRequest) != 0;
+  std::string_view body = response.body_bytes();
+  const bool body_by_reference = !omit_body && body.size() >= kCopyBodyBelow && response.owned_body().has_storage();
+  const std::size_t body_copy = omit_body || body_by_reference ? 0 : body.size();
+  const ConnectionLine connection = last ? ConnectionLine::close
+                                         : (flags & kHttp10) ? ConnectionLine::keep_alive : ConnectionLine::none;
+  const DateLine date = in_read_batch_ ? DateLine{batch_date_line_, batch_date_second_} : current_date_line();
+  const HeadKey key{status, response.shared_header_block_id(), date.second, body.size(), connection};
+  CachedHead& cache = cached_head_slot(key);
+  const bool cacheable = headers.empty();  // per-response headers are not worth remembering
+  if (cacheable && cache.size != 0 && cache.key == key) {
+    if (!out.has_storage()) out = ctx.allocator().buffer(std::max(out_size_hint_, cache.size + body_copy));
+    out.ensure_writable(cache.size + body_copy);
+    char* w = reinterpret_cast<char*>(out.write_ptr());
+    std::memcpy(w, cache.bytes, cache.size);
+    if (body_copy != 0) std::memcpy(w + cache.size, body.data(), body_copy);
+    out.advance_writer(cache.size + body_copy);
+  } else {
+    write_new_head(out, ctx, out_size_hint_,
+                   {status, date.line, shared, headers, body, body_copy, connection_line_text(connection)},
+                   cacheable ? &cache : nullptr, key);
+  }
+  if (body_by_reference) {
+    if (body_out != nullptr) {
+      *body_out = std::move(response.owned_body());
+    } else {
+      ctx.write(std::move(out));
+      ctx.write(std::move(response.owned_body()));
+    }
+  }
+}
+
 void ServerCodec::encode(Context& ctx, HttpResponse& response) {
+  const int status = response.status();
+  // The common case, kept short: the answer to the oldest request owed -- made while that request is
+  // handed over, or later in turn -- on a connection that goes on.
+  std::uint64_t sequence = response.request_sequence();
+  if (sequence == 0) sequence = dispatching_ != 0 ? dispatching_ : front_sequence_;
+  if (sequence == front_sequence_ && !pending_.empty() && status >= 200 && !finished_) [[likely]] {
+    const std::uint8_t flags = pending_.pop_front();
+    ++front_sequence_;
+    encode_into(ctx, out_, nullptr, response, flags);
+    const bool last = response.closes_connection() || !(flags & kKeepAlive);
+    if (last || !early_.empty() || reading_.held()) [[unlikely]] {
+      answer_sent(ctx, last);
+      if (!early_.empty()) send_early_answers(ctx);
+      return;
+    }
+    if (pending_.empty()) {
+      last_activity_ = in_read_batch_ ? batch_now_ : ctx.loop().now();
+      if (state_ == State::closed) finish_if_done(ctx);
+    }
+    return;
+  }
+  encode_out_of_turn(ctx, response);
+}
+
+void ServerCodec::encode_out_of_turn(Context& ctx, HttpResponse& response) {
   const int status = response.status();
   if (status >= 100 && status < 200) {
     // An interim answer goes with the request it precedes: the oldest one without an answer.
@@ -366,47 +437,6 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   encode_into(ctx, out_, nullptr, response, flags);
   answer_sent(ctx, response.closes_connection() || !(flags & kKeepAlive));
   if (!early_.empty()) send_early_answers(ctx);
-}
-
-// Encodes `response` for a request with `flags` into `out`; a large owned body goes to *body_out
-// when given, else straight after `out` into the channel.
-void ServerCodec::encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response,
-                              std::uint8_t flags) {
-  const int status = response.status();
-  const bool last = response.closes_connection() || !(flags & kKeepAlive);
-  std::string_view shared = response.shared_header_block();
-  std::string_view headers = response.header_block();
-  // A response to HEAD has the headers a GET would get, Content-Length included, and no content.
-  const bool omit_body = (flags & kHeadRequest) != 0;
-  std::string_view body = response.body_bytes();
-  const bool body_by_reference = !omit_body && body.size() >= kCopyBodyBelow && response.owned_body().has_storage();
-  const std::size_t body_copy = omit_body || body_by_reference ? 0 : body.size();
-  const ConnectionLine connection = last ? ConnectionLine::close
-                                         : (flags & kHttp10) ? ConnectionLine::keep_alive : ConnectionLine::none;
-  const DateLine date = in_read_batch_ ? DateLine{batch_date_line_, batch_date_second_} : current_date_line();
-  const HeadKey key{status, response.shared_header_block_id(), date.second, body.size(), connection};
-  CachedHead& cache = cached_head_slot(key);
-  const bool cacheable = headers.empty();  // per-response headers are not worth remembering
-  if (cacheable && cache.size != 0 && cache.key == key) {
-    if (!out.has_storage()) out = ctx.allocator().buffer(std::max(out_size_hint_, cache.size + body_copy));
-    out.ensure_writable(cache.size + body_copy);
-    char* w = reinterpret_cast<char*>(out.write_ptr());
-    std::memcpy(w, cache.bytes, cache.size);
-    if (body_copy != 0) std::memcpy(w + cache.size, body.data(), body_copy);
-    out.advance_writer(cache.size + body_copy);
-  } else {
-    write_new_head(out, ctx, out_size_hint_,
-                   {status, date.line, shared, headers, body, body_copy, connection_line_text(connection)},
-                   cacheable ? &cache : nullptr, key);
-  }
-  if (body_by_reference) {
-    if (body_out != nullptr) {
-      *body_out = std::move(response.owned_body());
-    } else {
-      ctx.write(std::move(out));
-      ctx.write(std::move(response.owned_body()));
-    }
-  }
 }
 
 void ServerCodec::hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags) {

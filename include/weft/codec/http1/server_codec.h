@@ -82,6 +82,7 @@ class ServerCodec final : public Handler {
   void emit_request(Context& ctx, HttpRequest& request);
   void fail(Context& ctx, int status, std::string_view reason);
   void encode(Context& ctx, HttpResponse& response);
+  void encode_out_of_turn(Context& ctx, HttpResponse& response);
   std::uint64_t answered_sequence(const HttpResponse& response) const noexcept;
   void encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response, std::uint8_t flags);
   void hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags);
