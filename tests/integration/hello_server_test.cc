@@ -265,8 +265,12 @@ TEST_P(HelloServerTest, APipelinerThatNeverReadsCostsBoundedMemory) {
   const std::size_t after = server_->rss_kib();
   std::printf("weft-hello %s %s: RSS %zu -> %zu KiB after %zu bytes of pipelined requests never read\n",
               GetParam().transport, GetParam().mode, before, after, sent);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // (Under a sanitizer, freed memory waits in a quarantine and shadow memory grows with it: RSS says
+  // nothing about the server's own bound there. The scenario still runs, and the server must stay healthy.)
   EXPECT_LE(after, before + 16 * 1024) << "RSS " << before << " -> " << after << " KiB after " << sent
                                        << " bytes of requests";
+#endif
   // The server is still healthy for others.
   BlockingClient other(port());
   expect_answers(other, {get("/json", 200, kJsonBody)});
