@@ -10,7 +10,9 @@
 // counts as the loop thread): posted tasks run in run_pending(), timers in advance_time(). Messages
 // that reach the tail are queued for read_inbound(); messages that reach the head are queued for
 // read_outbound() once flushed; exceptions that reach the tail are kept for check_exception().
-// The channel is active from construction. Loop thread only.
+// The channel is active from construction. Loop thread only. Do not call run_pending() or
+// advance_time() from inside a handler: removed contexts are freed by posted loop tasks, which would
+// then run under the handler's own call.
 
 #include <deque>
 #include <exception>
