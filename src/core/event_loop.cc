@@ -12,6 +12,7 @@ namespace weft {
 namespace {
 
 thread_local EventLoop* t_current_loop = nullptr;
+thread_local std::uint64_t t_remote_posts = 0;  // this thread's posts to other threads' loops
 
 constexpr Duration kShutdownPollInterval = std::chrono::milliseconds(10);
 
@@ -97,6 +98,9 @@ void EventLoop::start() {
 
 EventLoop* EventLoop::current() noexcept { return t_current_loop; }
 
+EventLoop::RemoteTask::RemoteTask(UniqueFunction<void()> f)
+    : fn(std::move(f)), id{&t_remote_posts, ++t_remote_posts} {}
+
 void EventLoop::abort_not_in_loop(const char* operation) const noexcept {
   log(LogLevel::error, "{} must run on event loop '{}' but was called from another thread", operation,
       options_.name);
@@ -147,37 +151,47 @@ bool EventLoop::post(UniqueFunction<void()>& task) {
 }
 
 bool EventLoop::post_remote(UniqueFunction<void()>& task) {
-  if (state_.load(std::memory_order_acquire) == kTerminated) [[unlikely]] return post_after_termination(nullptr, task);
+  // Refused once terminating: accepting every post until the final drain ends would let posters
+  // that keep posting hold the drain open for ever.
+  if (state_.load(std::memory_order_acquire) == kTerminated) [[unlikely]] return false;
   auto* node = new RemoteTask(std::move(task));
+  const PostId id = node->id;  // `node` may be run and freed as soon as it is pushed
   remote_tasks_.push(node);
   // seq_cst, paired with terminate(): a load that misses kTerminated comes before the final drain's
   // look at the queue in the single total order, so that look sees this push.
-  if (state_.load(std::memory_order_seq_cst) == kTerminated) [[unlikely]] return post_after_termination(node, task);
+  if (state_.load(std::memory_order_seq_cst) == kTerminated) [[unlikely]] return post_after_termination(id, task);
   wake_if_sleeping();
   return true;
 }
 
-// Slow path: the loop is in terminate(). `node` is ours when already pushed, null otherwise.
-bool EventLoop::post_after_termination(RemoteTask* node, UniqueFunction<void()>& task) {
+// Slow path: our post `pushed` is queued, and the loop is in terminate().
+bool EventLoop::post_after_termination(PostId pushed, UniqueFunction<void()>& task) {
   std::lock_guard lock(termination_mutex_);
-  if (!final_drain_done_) {
-    // The final drain looks at the queue under this mutex before it ends: it will run the task.
-    if (node == nullptr) remote_tasks_.push(new RemoteTask(std::move(task)));
-    return true;
-  }
-  if (node == nullptr) return false;
-  // Pushed after the final drain: nobody pops it but the producers that come here. Take out every
-  // late node (their producers come here too, under this mutex) until ours is out; hand ours back.
-  while (std::find(late_tasks_.begin(), late_tasks_.end(), node) == late_tasks_.end()) {
+  // The final drain looks at the queue under this mutex before it ends: it will run the task.
+  if (!final_drain_done_) return true;
+  // Ours was pushed, and the final drain is over: either the drain took it (it ran; the push came
+  // before the drain's last look at the queue), or it is still queued, and nobody pops it but the
+  // producers that come here. Take out every late node (their producers come here too, under this
+  // mutex) until ours is out, or the queue is empty without it: then the drain ran it and freed the
+  // node, whose address a late node of another post may now have (so we look for the post's id).
+  auto ours = [&] {
+    return std::find_if(late_tasks_.begin(), late_tasks_.end(), [&](RemoteTask* t) { return t->id == pushed; });
+  };
+  auto found = ours();
+  while (found == late_tasks_.end()) {
     if (MpscNode* n = remote_tasks_.pop()) {
       late_tasks_.push_back(static_cast<RemoteTask*>(n));
+      found = ours();
+    } else if (remote_tasks_.empty()) {
+      return true;  // the final drain ran our task
     } else {
-      std::this_thread::yield();  // a push ahead of ours is half done
+      std::this_thread::yield();  // a push is half done
     }
   }
-  std::erase(late_tasks_, node);
-  task = std::move(node->fn);
-  delete node;
+  RemoteTask* mine = *found;
+  late_tasks_.erase(found);
+  task = std::move(mine->fn);
+  delete mine;
   return false;
 }
 

@@ -167,9 +167,17 @@ class EventLoop {
   };
 
  private:
+  // Names a post from another thread uniquely among live threads (a node's address may be reused
+  // once the loop has run and freed it).
+  struct PostId {
+    const void* producer;
+    std::uint64_t serial;
+    bool operator==(const PostId&) const noexcept = default;
+  };
   struct RemoteTask : MpscNode {
-    explicit RemoteTask(UniqueFunction<void()> f) : fn(std::move(f)) {}
+    explicit RemoteTask(UniqueFunction<void()> f);
     UniqueFunction<void()> fn;
+    PostId id;
   };
   struct TimerEntry {
     TimePoint deadline;
@@ -196,7 +204,7 @@ class EventLoop {
   void wake_if_sleeping() noexcept;
   bool post(UniqueFunction<void()>& task);
   bool post_remote(UniqueFunction<void()>& task);
-  bool post_after_termination(RemoteTask* node, UniqueFunction<void()>& task);
+  bool post_after_termination(PostId pushed, UniqueFunction<void()>& task);
   void cancel_timers() noexcept;
 
   Options options_;
