@@ -177,6 +177,38 @@ TEST(RequestParserTest, AuthorityOfOtherTargetsIsTheHostHeader) {
   EXPECT_EQ(h.target, "example.com:443");
 }
 
+// "Host:" has a fast path past the field-name scan: every spelling of the name must count as it does
+// through the scan, and near-misses must not.
+TEST(RequestParserTest, TheHostHeaderIsRecognisedInAnyCaseAndOnlyByItsExactName) {
+  RequestHead h;
+  for (const char* name : {"Host", "host", "HOST", "hOsT"}) {
+    SCOPED_TRACE(name);
+    const std::string one = std::string("GET / HTTP/1.1\r\n") + name + ": a.example\r\n\r\n";
+    ASSERT_EQ(parse(one, h).kind, ParseResult::Kind::complete);
+    EXPECT_EQ(h.authority, "a.example");
+    const std::string two = std::string("GET / HTTP/1.1\r\nHost: a\r\n") + name + ": b\r\n\r\n";
+    EXPECT_EQ(parse(two, h).status, 400);  // more than one Host
+    const std::string bad = std::string("GET / HTTP/1.1\r\n") + name + ": a b\r\n\r\n";
+    EXPECT_EQ(parse(bad, h).status, 400);  // invalid Host value
+  }
+  // Not Host: a missing Host in HTTP/1.1.
+  for (const char* line : {"Hostx: a", "Hos: a", "Host-Name: a", "Ho\x01t: a"}) {
+    SCOPED_TRACE(line);
+    EXPECT_EQ(parse(std::string("GET / HTTP/1.1\r\n") + line + "\r\n\r\n", h).status, 400);
+  }
+  EXPECT_EQ(parse("GET / HTTP/1.1\r\nHost : a\r\n\r\n", h).status, 400);  // space before the colon
+  // Split inside the name or before the colon: incomplete, then complete.
+  const std::string whole = "GET / HTTP/1.1\r\nHOST:a\r\n\r\n";
+  for (std::size_t cut = 16; cut < whole.size(); ++cut) {
+    EXPECT_EQ(parse(std::string_view(whole).substr(0, cut), h).kind, ParseResult::Kind::incomplete) << cut;
+  }
+  ASSERT_EQ(parse(whole, h).kind, ParseResult::Kind::complete);
+  EXPECT_EQ(h.authority, "a");
+  // Trailing whitespace of a value goes; a tab inside stays.
+  ASSERT_EQ(parse("GET / HTTP/1.1\r\nHost: h\r\nX-A: 1\t2 \t \r\n\r\n", h).kind, ParseResult::Kind::complete);
+  EXPECT_EQ(h.header("x-a"), "1\t2");
+}
+
 TEST(RequestParserTest, AcceptsHostValuesOfTheUriGrammar) {
   // Host = uri-host [ ":" port ] (RFC 9110 7.2), uri-host = IP-literal / IPv4address / reg-name (RFC 3986)
   for (const char* host : {"", "example.com", "EXAMPLE.com", "example.com:8080", "example.com:", "127.0.0.1",

@@ -32,11 +32,12 @@ struct FieldSection {
   std::uint32_t capacity = 0;
   std::uint32_t count = 0;
   std::uint64_t content_length = 0;  // when has_content_length
+  std::string_view host;             // the first Host header's value
+  // The flags side by side: set up with one store.
   bool has_content_length = false;
   bool chunked = false;
   bool transfer_encoding = false;
   std::uint8_t host_count = 0;  // saturates at 2: more than one is all that matters
-  std::string_view host;        // the first Host header's value
   bool connection_close = false;
   bool connection_keep_alive = false;
   bool expect_continue = false;
@@ -165,11 +166,19 @@ template <class Section>
     }
     if (p[pos] == ' ' || p[pos] == '\t') return error(400, "obsolete line folding");
     std::size_t i = pos;
-    while (i < limit && kTchar[static_cast<unsigned char>(p[i])]) ++i;
-    if (i >= limit) return ran_out(i);
-    if (p[i] != ':' || i == pos) return error(400, "malformed field name");  // also "Name :" (smuggling)
+    // "Host:", in every HTTP/1.1 request, needs no scan of its name (for letters, OR-ing 0x20 maps
+    // exactly the upper-case one onto the lower-case one).
+    const bool is_host = kHeaders && limit - pos > 4 && (load4(p + pos) | 0x20202020u) == load4("host") && p[pos + 4] == ':';
+    if (is_host) {
+      i = pos + 4;
+    } else {
+      while (i < limit && kTchar[static_cast<unsigned char>(p[i])]) ++i;
+      if (i >= limit) return ran_out(i);
+      if (p[i] != ':' || i == pos) return error(400, "malformed field name");  // also "Name :" (smuggling)
+    }
     std::string_view name(p + pos, i - pos);
     std::size_t j = i + 1;
+    if (j < limit && p[j] == ' ') ++j;  // the usual single space
     while (j < limit && (p[j] == ' ' || p[j] == '\t')) ++j;
     const std::size_t k = j + find_invalid_value_byte(p + j, limit - j);
     if (k >= limit) return ran_out(k);
@@ -182,14 +191,15 @@ template <class Section>
       ++out.count;  // dropped
     } else {
       std::size_t value_end = k;
-      while (value_end > j && (p[value_end - 1] == ' ' || p[value_end - 1] == '\t')) --value_end;
+      // The value's bytes are checked: of those, only SP and HTAB are at most ' '.
+      while (value_end > j && static_cast<unsigned char>(p[value_end - 1]) <= ' ') --value_end;
       std::string_view value(p + j, value_end - j);
       out.headers[out.count++] = Header{name, value};
 
       // Semantics of the headers that frame the message.
       switch (name.size()) {
         case 4:
-          if (equals_lowercase_token(name, "host") && out.host_count < 2) {
+          if ((is_host || equals_lowercase_token(name, "host")) && out.host_count < 2) {
             if (out.host_count++ == 0) out.host = value;
           }
           break;

@@ -227,8 +227,10 @@ ParseResult parse_request_head(std::string_view data, RequestHead& out, const Li
     return error(400, "both Content-Length and Transfer-Encoding");  // request smuggling
   }
   if (fields.transfer_encoding && out.version == Version::http10) return error(400, "Transfer-Encoding in HTTP/1.0");
-  if (fields.host_count > 1) return error(400, "more than one Host header");
-  if (out.version == Version::http11 && fields.host_count == 0) return error(400, "missing Host header");
+  if (fields.host_count != 1) [[unlikely]] {
+    if (fields.host_count > 1) return error(400, "more than one Host header");
+    if (out.version == Version::http11) return error(400, "missing Host header");
+  }
   // Checked even where the target's authority replaces it: RFC 9112 3.2 asks a 400 of any request with
   // an invalid Host.
   if (!detail::is_valid_host_header(fields.host, data)) return error(400, "invalid Host header");
