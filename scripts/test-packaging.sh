@@ -41,8 +41,10 @@ done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-packaging.XXXXXX")
 server_pid=""
+sub_pid=""
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$sub_pid" ]; then kill -- "-$sub_pid" 2>/dev/null || true; wait "$sub_pid" 2>/dev/null || true; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -130,6 +132,20 @@ build_consumer() {
     { tail -n 40 "$dir.build.log" >&2; fail "$label: building examples/consumer failed"; }
   ok "$label: examples/consumer configured and built"
 }
+
+# ---- 6 (started first). add_subdirectory --------------------------------------------------------
+# The subproject compiles weft's sources, the one long step: it runs in the background (its own
+# process group) while steps 1-5 run, and step 6 waits for it and checks it. Only the library's own
+# dependencies may be needed: GTest, benchmark and Python may not be looked for, and the CLI11 lookup
+# may not run (it would leave WEFT_CLI11_INCLUDE in the cache).
+setsid bash -c '
+  cmake -S "$1/examples/consumer" -B "$2" -G Ninja -DWEFT_SOURCE_DIR="$1" \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
+    -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
+    -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON > "$2.configure.log" 2>&1 || exit 10
+  cmake --build "$2" -j "$3" > "$2.build.log" 2>&1 || exit 11
+' sub-build "$src" "$tmp/sub" "$jobs" &
+sub_pid=$!
 
 # ---- 1. docs ---------------------------------------------------------------------------------
 step "docs (Doxygen, no warnings)"
@@ -258,14 +274,17 @@ build_consumer "$tmp/debroot" "deb" -DCMAKE_PREFIX_PATH="$root/usr"
 grep -q "weft $version from $root/usr/lib/cmake/weft" "$tmp/debroot.configure.log" || fail "deb: weft was not found in the extracted root"
 run_consumer "$tmp/debroot" "deb"
 
-# ---- 6. add_subdirectory ---------------------------------------------------------------------
-step "add_subdirectory: weft built from source as a subproject"
-# Only the library's own dependencies: GTest, benchmark and Python may not be looked for, and the
-# CLI11 lookup may not run (it would leave WEFT_CLI11_INCLUDE in the cache).
-build_consumer "$tmp/sub" "add_subdirectory" -DWEFT_SOURCE_DIR="$src" \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
-  -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
-  -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON
+# ---- 6. add_subdirectory: the checks ---------------------------------------------------------
+step "add_subdirectory: weft built from source as a subproject (started at the beginning)"
+sub_status=0
+wait "$sub_pid" || sub_status=$?
+sub_pid=""
+case $sub_status in
+  0) ok "add_subdirectory: examples/consumer configured and built" ;;
+  10) cat "$tmp/sub.configure.log" >&2; fail "add_subdirectory: configuring examples/consumer failed" ;;
+  11) tail -n 40 "$tmp/sub.build.log" >&2; fail "add_subdirectory: building examples/consumer failed" ;;
+  *) fail "add_subdirectory: the background build ended with status $sub_status" ;;
+esac
 cache=$tmp/sub/CMakeCache.txt
 for option in WEFT_BUILD_TESTS WEFT_BUILD_EXAMPLES WEFT_BUILD_TOOLS WEFT_BUILD_BENCHMARKS WEFT_INSTALL; do
   grep -q "^$option:BOOL=OFF\$" "$cache" || fail "add_subdirectory: $option is not OFF in a subproject"
