@@ -2,8 +2,12 @@
 #   make run    install what is missing, build (release), run weft's quick benchmark suite
 #               (weft-bench run all --quick: tables in the terminal, bench-results/report.html)
 #   make test   install what is missing, build and run every test under release, asan and tsan
+#               (and, after release, the packaging test: scripts/test-packaging.sh)
 #
 # Also: make build | build-<preset> | test-<preset> | deps | clean
+#   make package  the Debian packages (libweft-dev, weft-tools) in build/release/packages/
+#   make docs     the API reference (Doxygen; fails on any warning): build/release/docs/html/index.html
+#   make test-packaging  install, find_package, pkg-config, add_subdirectory, .deb and docs checks
 #   LABEL=<layer> make test-<preset>   runs only one layer (core, buffer, channel, transport, integration)
 #   make demo   the echo demo (weft-echo-server and weft-echo-client)
 
@@ -19,7 +23,7 @@ TSAN_WRAP := $(shell test "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo
                && command -v setarch >/dev/null && echo "setarch $$(uname -m) -R")
 
 .NOTPARALLEL:
-.PHONY: all deps build run demo bench test fuzz clean $(addprefix build-,$(PRESETS)) $(addprefix test-,$(PRESETS))
+.PHONY: all deps build run demo bench test fuzz clean package docs test-packaging $(addprefix build-,$(PRESETS)) $(addprefix test-,$(PRESETS))
 
 all: build
 
@@ -38,7 +42,8 @@ run: deps build-release
 demo: deps build-release
 	bash scripts/echo-demo.sh
 
-test: deps $(addprefix test-,$(TEST_PRESETS)) fuzz
+# The packaging test reuses build/release: it runs once, right after the release tests.
+test: deps test-release test-packaging $(addprefix test-,$(filter-out release,$(TEST_PRESETS))) fuzz
 
 bench: run
 
@@ -51,6 +56,18 @@ $(addprefix test-,$(PRESETS)): test-%: deps
 	cmake --preset $* -DWEFT_WERROR=ON
 	cmake --build --preset $*
 	$(if $(filter tsan,$*),$(TSAN_WRAP)) ctest --preset $* $(CTEST_LABEL)
+
+package: deps build-release
+	cd build/release && cpack -G DEB -B packages
+
+docs: deps
+	cmake --preset release
+	cmake --build --preset release --target docs
+
+test-packaging: deps
+	cmake --preset release -DWEFT_WERROR=ON
+	cmake --build --preset release
+	bash scripts/test-packaging.sh build/release
 
 clean:
 	rm -rf build

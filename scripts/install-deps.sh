@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian packages weft needs to build and test, skipping those already installed.
 # Works as root, or as a normal user with sudo.
+# doxygen: `make docs`; dpkg-dev and file: `make package` (cpack's dpkg-shlibdeps); pkg-config and
+# curl: scripts/test-packaging.sh.
 set -euo pipefail
 
 PACKAGES=(
@@ -24,6 +26,9 @@ PACKAGES=(
   wrk
   chromium
   liburing-dev
+  doxygen
+  dpkg-dev
+  file
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

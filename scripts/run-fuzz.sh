@@ -12,7 +12,7 @@ build="${WEFT_FUZZ_BUILD_DIR:-build/fuzz}"
 
 cmake -S . -B "$build" -G Ninja \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DWEFT_FUZZ=ON -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCH=OFF >/dev/null
+  -DWEFT_FUZZ=ON -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCHMARKS=OFF -DWEFT_BUILD_TOOLS=OFF >/dev/null
 ninja -C "$build" -j2 $(cd tests/fuzz && ls *_fuzz.cc | sed 's/_fuzz\.cc$//; s/^/fuzz_/')
 
 status=0

@@ -1,18 +1,19 @@
 #pragma once
-// Everything a weft application usually needs, in one include: buffers, channels and bootstraps,
-// event loops, futures and coroutines, the transports, the frame and string codecs, HTTP/1.1
-// (server and client codecs, router, query helpers) and the common handlers.
-//
-// Left out, include them where you need them:
-// - weft/channel/embedded_channel.h     running a pipeline without sockets, for tests
-// - weft/buffer/leak_detector.h, weft/buffer/pooled_byte_buf_allocator.h
-//                                       tuning and debugging the allocator behind ByteBufAllocator
-// - weft/channel/transport.h, weft/channel/outbound_buffer.h, weft/core/io_driver.h
-//                                       writing a transport of your own
-// - weft/codec/http1/request_parser.h, body_decoder.h
-//                                       the HTTP/1 parser pieces the codecs are made of
-// - weft/core/frame_pool.h, inline_ring.h, mpsc_queue.h
-//                                       building blocks of the core, used through the types above
+/// @file
+/// Everything a weft application usually needs, in one include: buffers, channels and bootstraps,
+/// event loops, futures and coroutines, the transports, the frame and string codecs, HTTP/1.1
+/// (server and client codecs, router, query helpers) and the common handlers.
+///
+/// Left out, include them where you need them:
+/// - weft/channel/embedded_channel.h     running a pipeline without sockets, for tests
+/// - weft/buffer/leak_detector.h, weft/buffer/pooled_byte_buf_allocator.h
+///                                       tuning and debugging the allocator behind ByteBufAllocator
+/// - weft/channel/transport.h, weft/channel/outbound_buffer.h, weft/core/io_driver.h
+///                                       writing a transport of your own
+/// - weft/codec/http1/request_parser.h, body_decoder.h
+///                                       the HTTP/1 parser pieces the codecs are made of
+/// - weft/core/frame_pool.h, inline_ring.h, mpsc_queue.h
+///                                       building blocks of the core, used through the types above
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/buffer/byte_buf_allocator.h"

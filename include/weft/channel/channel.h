@@ -1,20 +1,21 @@
 #pragma once
-// Channel: one connection (or listening socket) with its pipeline, bound to one event loop.
-//
-// Threads: all pipeline callbacks run on the channel's loop. The public operations below are safe
-// from any thread: off the loop they are posted to it. Channels are shared: hold a ChannelPtr.
-// A registered channel keeps itself alive until it has closed and its pipeline has been torn
-// down, so a handler may close (and so destroy) its own channel from inside a callback.
-//
-// No re-entrancy across channels: a call on one channel never runs another channel's events
-// nested inside it. The events a channel raises itself -- channel_inactive when it closes, the
-// exception of a failed write, writability_changed, the shutdown events -- are delivered after
-// the call on it that caused them has returned, so a handler that writes to (or closes) another
-// channel, even one on its loop, never finds that channel's handlers running inside its call.
-// Pipeline keeps the rule (see pipeline.h).
-//
-// Transports derive from Channel and implement the do_* hooks; the hooks admit a readiness engine
-// (epoll: write when writable) as well as a completion engine (io_uring: submit, then complete).
+/// @file
+/// Channel: one connection (or listening socket) with its pipeline, bound to one event loop.
+///
+/// Threads: all pipeline callbacks run on the channel's loop. The public operations below are safe
+/// from any thread: off the loop they are posted to it. Channels are shared: hold a ChannelPtr.
+/// A registered channel keeps itself alive until it has closed and its pipeline has been torn
+/// down, so a handler may close (and so destroy) its own channel from inside a callback.
+///
+/// No re-entrancy across channels: a call on one channel never runs another channel's events
+/// nested inside it. The events a channel raises itself -- channel_inactive when it closes, the
+/// exception of a failed write, writability_changed, the shutdown events -- are delivered after
+/// the call on it that caused them has returned, so a handler that writes to (or closes) another
+/// channel, even one on its loop, never finds that channel's handlers running inside its call.
+/// Pipeline keeps the rule (see pipeline.h).
+///
+/// Transports derive from Channel and implement the do_* hooks; the hooks admit a readiness engine
+/// (epoll: write when writable) as well as a completion engine (io_uring: submit, then complete).
 
 #include <atomic>
 #include <cstdint>
@@ -34,39 +35,42 @@
 namespace weft {
 
 class Channel;
+/// How channels are held: they are shared (see the file's description).
 using ChannelPtr = std::shared_ptr<Channel>;
 
+/// One connection (or listening socket) with its pipeline, bound to one event loop (see the
+/// file's description for the thread contract). Transports derive from it.
 class Channel : public std::enable_shared_from_this<Channel>, public LoopResource {
  public:
   ~Channel() override;
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
 
-  // Thread-safe.
+  /// Thread-safe.
   EventLoop& loop() const noexcept { return loop_; }
-  // Thread-safe. Unique per process.
+  /// Thread-safe. Unique per process.
   std::uint64_t id() const noexcept { return id_; }
-  // Loop thread only (or before registration).
+  /// Loop thread only (or before registration).
   Pipeline& pipeline() noexcept { return pipeline_; }
-  // Loop thread only (or before registration). Change reading with set_auto_read().
+  /// Loop thread only (or before registration). Change reading with set_auto_read().
   ChannelConfig& config() noexcept { return config_; }
-  // Thread-safe.
+  /// Thread-safe.
   ByteBufAllocator& allocator() const noexcept { return *allocator_; }
 
-  // Thread-safe.
+  /// Thread-safe.
   bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
-  // Thread-safe. Connected (socket) or bound (server).
+  /// Thread-safe. Connected (socket) or bound (server).
   bool is_active() const noexcept { return active_.load(std::memory_order_acquire); }
-  // Thread-safe. False while the write queue is above the high water mark.
+  /// Thread-safe. False while the write queue is above the high water mark.
   bool is_writable() const noexcept { return writable_.load(std::memory_order_acquire); }
-  // Thread-safe. Set when the channel turns active.
+  /// Thread-safe. Set when the channel turns active.
   SocketAddress local_address() const noexcept { return local_address_; }
-  // Thread-safe. Set when the channel turns active.
+  /// Thread-safe. Set when the channel turns active.
   SocketAddress remote_address() const noexcept { return remote_address_; }
-  // Thread-safe. Completes once the channel has closed.
+  /// Thread-safe. Completes once the channel has closed.
   Future<void> close_future() const { return close_promise_.future(); }
 
-  // Thread-safe. Writes through the whole pipeline (from its tail).
+  /// Thread-safe. Writes through the whole pipeline (from its tail).
   template <class T>
   void write(T&& message) {
     static_assert(detail::WrittenMessageCheck<T>::ok);
@@ -79,7 +83,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
       loop_.execute([self = shared_from_this(), m = std::move(owned)]() mutable { self->pipeline_.write(std::move(m)); });
     }
   }
-  // Thread-safe.
+  /// Thread-safe.
   template <class T>
   void write_and_flush(T&& message) {
     static_assert(detail::WrittenMessageCheck<T>::ok);
@@ -94,92 +98,105 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
       });
     }
   }
-  // Thread-safe.
+  /// Thread-safe.
   void flush();
-  // Thread-safe. Requests one read batch; with auto-read on, reading is continuous anyway.
+  /// Thread-safe. Requests one read batch; with auto-read on, reading is continuous anyway.
   void read();
-  // Thread-safe. Idempotent: every call returns the close future. Queued writes are dropped.
+  /// Thread-safe. Idempotent: every call returns the close future. Queued writes are dropped.
   Future<void> close();
-  // Thread-safe. Closes once every buffer flushed so far has been written (or at once if none).
+  /// Thread-safe. Closes once every buffer flushed so far has been written (or at once if none).
   Future<void> close_after_flush();
-  // Thread-safe. The graceful end of a connection whose peer may still be sending (an HTTP server
-  // after an error answer): once every buffer flushed so far has been written, sends FIN, then
-  // keeps reading -- whatever suspended it -- until the peer's FIN or until `linger` has passed,
-  // and closes. What arrives meanwhile still reaches the pipeline (a codec that has finished
-  // drops it). Closing with unread input makes the kernel send RST, which on a real network can
-  // destroy the answer still in flight; this does not. Idempotent; returns the close future.
-  // Waiting for the flushed bytes is bounded by `flush_timeout` (a peer that reads nothing).
+  /// Thread-safe. The graceful end of a connection whose peer may still be sending (an HTTP server
+  /// after an error answer): once every buffer flushed so far has been written, sends FIN, then
+  /// keeps reading -- whatever suspended it -- until the peer's FIN or until `linger` has passed,
+  /// and closes. What arrives meanwhile still reaches the pipeline (a codec that has finished
+  /// drops it). Closing with unread input makes the kernel send RST, which on a real network can
+  /// destroy the answer still in flight; this does not. Idempotent; returns the close future.
+  /// Waiting for the flushed bytes is bounded by `flush_timeout` (a peer that reads nothing).
   Future<void> close_gracefully(Duration linger, Duration flush_timeout = std::chrono::seconds(60));
-  // Thread-safe. Turns continuous reading on or off: the application's own switch. Reading runs
-  // while auto-read is on and no source holds a suspension (below).
+  /// Thread-safe. Turns continuous reading on or off: the application's own switch. Reading runs
+  /// while auto-read is on and no source holds a suspension (below).
   void set_auto_read(bool on);
-  // Loop thread only. Backpressure by source: each source that must stop the channel's reading (a
-  // codec whose channel is unwritable, an executor queue at its bound, a coroutine's full inbox)
-  // holds one suspension and later resumes only its own, so one source's resume never undoes
-  // another's. Hold them through ReadSuspension, which keeps each source's calls balanced.
+  /// Loop thread only. Backpressure by source: each source that must stop the channel's reading (a
+  /// codec whose channel is unwritable, an executor queue at its bound, a coroutine's full inbox)
+  /// holds one suspension and later resumes only its own, so one source's resume never undoes
+  /// another's. Hold them through ReadSuspension, which keeps each source's calls balanced.
   void suspend_reading();
+  /// Loop thread only. Gives back one suspension (see suspend_reading()); reading resumes when none
+  /// is left and auto-read is on.
   void resume_reading();
-  // Loop thread only. Suspensions held now.
+  /// Loop thread only. Suspensions held now.
   std::uint32_t read_suspensions() const noexcept { return read_suspensions_; }
-  // Thread-safe. Sends FIN; the channel can still read.
+  /// Thread-safe. Sends FIN; the channel can still read.
   Future<void> shutdown_output();
-  // Loop thread only. Bytes queued for writing.
+  /// Loop thread only. Bytes queued for writing.
   std::size_t pending_write_bytes() const noexcept { return outbound_.pending_bytes(); }
-  // Loop thread only.
+  /// Loop thread only.
   std::size_t bytes_before_unwritable() const noexcept { return outbound_.bytes_before_unwritable(); }
 
-  // Thread-safe. Registers the channel with its loop (done by the bootstraps); completes on the loop.
+  /// Thread-safe. Registers the channel with its loop (done by the bootstraps); completes on the loop.
   Future<void> register_channel();
 
  protected:
+  /// For transports: a channel on `loop` with `config`, reading into buffers from `allocator`.
   Channel(EventLoop& loop, ChannelConfig config, ByteBufAllocator& allocator);
 
   // ---- transport hooks; loop thread only
+  /// The channel is being registered with its loop (on the loop thread).
   virtual void do_register() = 0;
-  // Reads are wanted (auto-read on, or read() requested).
+  /// Reads are wanted (auto-read on, or read() requested).
   virtual void do_begin_read() = 0;
-  // Reads are no longer wanted.
+  /// Reads are no longer wanted.
   virtual void do_stop_read() = 0;
-  // Write out what outbound() has flushed.
+  /// Write out what outbound() has flushed.
   virtual void do_flush() = 0;
-  // Release the socket. Called once.
+  /// Release the socket. Called once.
   virtual void do_close() = 0;
+  /// Bind to `local` and complete `promise`. Default: fails it (not supported).
   virtual void do_bind(const SocketAddress& local, Promise<void> promise);
+  /// Connect to `remote` and complete `promise`. Default: fails it (not supported).
   virtual void do_connect(const SocketAddress& remote, Promise<void> promise);
+  /// Send FIN and complete `promise`. Default: fails it (not supported).
   virtual void do_shutdown_output(Promise<void> promise);
-  // The message type that reaches the outbound end of the pipeline; ByteBuf unless overridden.
+  /// The message type that reaches the outbound end of the pipeline; ByteBuf unless overridden.
   virtual void do_write_message(MessageRef message);
-  // The type the transport emits into the pipeline (null: any); ByteBuf unless overridden.
+  /// The type the transport emits into the pipeline (null: any); ByteBuf unless overridden.
   virtual const std::type_info* inbound_message_type() const noexcept { return &typeid(ByteBuf); }
-  // The type the transport accepts from the pipeline (null: any).
+  /// The type the transport accepts from the pipeline (null: any).
   virtual const std::type_info* outbound_message_type() const noexcept { return &typeid(ByteBuf); }
-  // A message reached the tail unconsumed. Default: debug log, the message is dropped.
+  /// A message reached the tail unconsumed. Default: debug log, the message is dropped.
   virtual void on_unhandled_read(MessageRef message);
-  // An exception reached the tail. Default: warning log.
+  /// An exception reached the tail. Default: warning log.
   virtual void on_unhandled_exception(std::exception_ptr error);
 
   // ---- helpers for transports; loop thread only
+  /// The write queue.
   OutboundBuffer& outbound() noexcept { return outbound_; }
+  /// Whether the transport should read now: auto-read on and not suspended, or a read() requested.
   bool auto_read_or_requested() const noexcept {
     return (config_.auto_read && read_suspensions_ == 0) || read_requested_;
   }
-  // After a read batch: reset a one-shot read() request.
+  /// After a read batch: reset a one-shot read() request.
   void read_batch_done();
-  // Marks the channel active, fires channel_active and starts reading if auto-read.
+  /// Marks the channel active, fires channel_active and starts reading if auto-read.
   void activate(const SocketAddress& local, const SocketAddress& remote);
-  // Bytes left the write queue: updates writability (and closes if close_after_flush asked for it).
+  /// Bytes left the write queue: updates writability (and closes if close_after_flush asked for it).
   void on_bytes_written(std::size_t n);
-  // Reports an I/O error as an exception event, then closes.
+  /// Reports an I/O error as an exception event, then closes.
   void fail_and_close(std::exception_ptr error);
-  // The full close sequence: do_close, drop queued writes, then channel_inactive and the close
-  // future (posted when a call on this channel is on the stack, see Pipeline).
+  /// The full close sequence: do_close, drop queued writes, then channel_inactive and the close
+  /// future (posted when a call on this channel is on the stack, see Pipeline).
   void close_now();
-  // The peer's input ended and the channel does not stay half-closed: closes once what was flushed
-  // has been written (for at most kInputEndFlushTimeout), so a FIN never cuts off bytes owed to it.
+  /// The peer's input ended and the channel does not stay half-closed: closes once what was flushed
+  /// has been written (for at most kInputEndFlushTimeout), so a FIN never cuts off bytes owed to it.
   void close_at_input_end();
+  /// The longest close_at_input_end() waits for flushed bytes to be written.
   static constexpr Duration kInputEndFlushTimeout = std::chrono::seconds(30);
+  /// Whether do_register() has run.
   bool is_registered() const noexcept { return registered_; }
+  /// Whether output was shut down (FIN sent).
   bool is_output_shutdown() const noexcept { return output_shutdown_; }
+  /// Records that output was shut down.
   void set_output_shutdown() noexcept { output_shutdown_ = true; }
 
  private:
@@ -228,17 +245,20 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   TimerId linger_timer_ = 0;
 };
 
-// One source's hold on a channel's reading (see Channel::suspend_reading): hold() and release() are
-// idempotent, so the source cannot suspend twice or resume what it did not suspend. Loop thread
-// only; release it before the channel is destroyed (a closed channel ignores both).
+/// One source's hold on a channel's reading (see Channel::suspend_reading): hold() and release() are
+/// idempotent, so the source cannot suspend twice or resume what it did not suspend. Loop thread
+/// only; release it before the channel is destroyed (a closed channel ignores both).
 class ReadSuspension {
  public:
+  /// Whether this source holds a suspension now.
   bool held() const noexcept { return held_; }
+  /// Suspends `channel`'s reading unless already held.
   void hold(Channel& channel) {
     if (held_) return;
     held_ = true;
     channel.suspend_reading();
   }
+  /// Gives the suspension back unless not held.
   void release(Channel& channel) {
     if (!held_) return;
     held_ = false;

@@ -1,33 +1,34 @@
 #pragma once
-// Connection<In>: a channel as seen by a coroutine. Codecs stay pipeline handlers; the application
-// logic after them reads like blocking code and runs on the channel's event loop.
-//
-//   ch.pipeline().add_last("http", std::make_shared<http::ServerCodec>());
-//   weft::serve<http::HttpRequest>(ch, [](weft::Connection<http::HttpRequest>& c) -> weft::Task<> {
-//     for (;;) {
-//       http::HttpRequest request = co_await c.read();          // the next decoded message
-//       co_await c.write(http::HttpResponse(200).body_view("hi"));  // waits while not writable
-//       c.flush();                                              // once per read batch at most
-//     }
-//   });
-//
-// serve() adds the Connection's handler (Connection::Tail) at the end of the pipeline and starts the
-// coroutine when the channel becomes active (or at once if it already is). Lifetimes:
-// - The function object passed to serve() is copied for each channel and lives as long as that
-//   channel's coroutine, so a lambda's captures stay valid across suspensions. Capture by value (or
-//   capture only what outlives every channel); the Connection& parameter stays valid throughout.
-// - When the channel closes (peer, error, or close()), a read() or write() that is suspended resumes
-//   by throwing ChannelClosedError, and so does every later read() or write(). A coroutine
-//   suspended elsewhere (sleep, offload, a future) resumes as usual and meets the error at its next
-//   read() or write(). Nothing the coroutine holds dangles: the Connection lives until it finishes.
-// - When the coroutine returns, the channel is closed after its writes are flushed. If it throws,
-//   the exception is logged (ChannelClosedError is the normal end and is not) and the channel closed.
-// - An exception that reaches the Connection through the pipeline (a decoder error) is thrown by
-//   the next read() once the messages before it are consumed; the channel is closed.
-//
-// Inbound messages wait in a queue while the coroutine is busy; at max_queued the channel stops
-// reading until the coroutine has taken half of them (backpressure for free, both ways).
-// All methods run on the channel's loop thread (the coroutine's thread).
+/// @file
+/// Connection<In>: a channel as seen by a coroutine. Codecs stay pipeline handlers; the application
+/// logic after them reads like blocking code and runs on the channel's event loop.
+///
+///   ch.pipeline().add_last("http", std::make_shared<http::ServerCodec>());
+///   weft::serve<http::HttpRequest>(ch, [](weft::Connection<http::HttpRequest>& c) -> weft::Task<> {
+///     for (;;) {
+///       http::HttpRequest request = co_await c.read();          // the next decoded message
+///       co_await c.write(http::HttpResponse(200).body_view("hi"));  // waits while not writable
+///       c.flush();                                              // once per read batch at most
+///     }
+///   });
+///
+/// serve() adds the Connection's handler (Connection::Tail) at the end of the pipeline and starts the
+/// coroutine when the channel becomes active (or at once if it already is). Lifetimes:
+/// - The function object passed to serve() is copied for each channel and lives as long as that
+///   channel's coroutine, so a lambda's captures stay valid across suspensions. Capture by value (or
+///   capture only what outlives every channel); the Connection& parameter stays valid throughout.
+/// - When the channel closes (peer, error, or close()), a read() or write() that is suspended resumes
+///   by throwing ChannelClosedError, and so does every later read() or write(). A coroutine
+///   suspended elsewhere (sleep, offload, a future) resumes as usual and meets the error at its next
+///   read() or write(). Nothing the coroutine holds dangles: the Connection lives until it finishes.
+/// - When the coroutine returns, the channel is closed after its writes are flushed. If it throws,
+///   the exception is logged (ChannelClosedError is the normal end and is not) and the channel closed.
+/// - An exception that reaches the Connection through the pipeline (a decoder error) is thrown by
+///   the next read() once the messages before it are consumed; the channel is closed.
+///
+/// Inbound messages wait in a queue while the coroutine is busy; at max_queued the channel stops
+/// reading until the coroutine has taken half of them (backpressure for free, both ways).
+/// All methods run on the channel's loop thread (the coroutine's thread).
 
 #include <algorithm>
 #include <any>
@@ -51,8 +52,9 @@
 
 namespace weft {
 
+/// Settings of a Connection.
 struct ConnectionOptions {
-  std::size_t max_queued = 64;  // inbound messages held before the channel stops reading
+  std::size_t max_queued = 64;  ///< inbound messages held before the channel stops reading
 };
 
 namespace detail {
@@ -60,25 +62,32 @@ namespace detail {
 void log_connection_failure(const Channel& channel, std::exception_ptr error) noexcept;
 }  // namespace detail
 
+/// A channel as seen by a coroutine: read() and write() messages of type In (and the responses
+/// the pipeline encodes) like blocking calls (see the file's description). Loop thread only.
 template <class In>
 class Connection final : public std::enable_shared_from_this<Connection<In>> {
  public:
-  // The ring starts small and doubles as messages queue up: a slot holds a whole message (an
-  // HttpRequest is over 2 KiB), so max_queued slots up front would cost every idle connection ~150 KiB.
+  /// The ring starts small and doubles as messages queue up: a slot holds a whole message (an
+  /// HttpRequest is over 2 KiB), so max_queued slots up front would cost every idle connection ~150 KiB.
   explicit Connection(ConnectionOptions options = {}) : options_(options) {
     queue_.resize(std::clamp<std::size_t>(options_.max_queued, 1, kInitialSlots));
   }
 
   // ---- for the coroutine
 
+  /// What read() returns: co_await yields the next inbound message.
   class ReadAwaiter {
    public:
+    /// Reads from `c`.
     explicit ReadAwaiter(Connection& c) noexcept : c_(c) {}
+    /// Does not suspend when a message is queued or the channel is closed.
     bool await_ready() const noexcept { return c_.count_ > 0 || c_.closed_; }
+    /// Waits for the next message.
     void await_suspend(std::coroutine_handle<> h) noexcept {
       c_.reader_ = h;
       c_.handoff_ = &handed_;
     }
+    /// The message; throws ChannelClosedError (or the pipeline's error) once closed and drained.
     In await_resume() {
       // A message handed over by channel_read, which is still on the stack below this resume.
       if (handed_ != nullptr) return std::move(*handed_);
@@ -89,22 +98,26 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
     Connection& c_;
     In* handed_ = nullptr;
   };
-  // The next inbound message; throws ChannelClosedError (or the pipeline's error) once the channel
-  // is closed and every message received before has been read.
+  /// The next inbound message; throws ChannelClosedError (or the pipeline's error) once the channel
+  /// is closed and every message received before has been read.
   ReadAwaiter read() noexcept { return ReadAwaiter(*this); }
 
+  /// What write() returns: co_await waits until the message is written (see write()).
   template <class Out>
   class [[nodiscard]] WriteAwaiter {
    public:
-    // Already written (or the channel is closed): nothing to wait for.
+    /// Already written (or the channel is closed): nothing to wait for.
     explicit WriteAwaiter(Connection& c) noexcept : c_(c) {}
-    // Waits for writability, then writes `message`.
+    /// Waits for writability, then writes `message`.
     WriteAwaiter(Connection& c, Out&& message) : c_(c), message_(std::move(message)) {}
+    /// Does not suspend when the message was written at once.
     bool await_ready() const noexcept { return !message_ && !c_.closed_; }
+    /// Waits for writability (resumes at once on a closed channel, to throw).
     void await_suspend(std::coroutine_handle<> h) noexcept {
       if (message_) c_.writer_ = h;
       else h.resume();  // closed: resume at once to throw
     }
+    /// Writes the held message; throws ChannelClosedError when the channel closed before it was written.
     void await_resume() {
       if (c_.closed_) {
         if (message_ || !written_before_close_) throw ChannelClosedError("write: the channel is closed");
@@ -112,6 +125,7 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
       }
       if (message_) c_.write_now(std::move(*message_));
     }
+    /// Records that the message was written at once (a later close does not make it fail).
     void mark_written() noexcept { written_before_close_ = true; }
 
    private:
@@ -119,9 +133,9 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
     std::optional<Out> message_;
     bool written_before_close_ = false;
   };
-  // Writes `message` through the pipeline at once when the channel is writable; otherwise the
-  // returned awaiter holds it and writes it once the channel drains. Throws ChannelClosedError when
-  // the channel is closed. Does not flush. Always co_await the result.
+  /// Writes `message` through the pipeline at once when the channel is writable; otherwise the
+  /// returned awaiter holds it and writes it once the channel drains. Throws ChannelClosedError when
+  /// the channel is closed. Does not flush. Always co_await the result.
   template <class Out>
   WriteAwaiter<std::decay_t<Out>> write(Out&& message) {
     using Message = std::decay_t<Out>;
@@ -135,9 +149,9 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
     return WriteAwaiter<Message>(*this, Message(std::forward<Out>(message)));
   }
 
-  // Flushes written messages: inside a read batch the flush is deferred to the batch's end (one
-  // syscall for all responses of a pipelined batch), otherwise it happens now. `co_await` on the
-  // result is allowed and does not suspend.
+  /// Flushes written messages: inside a read batch the flush is deferred to the batch's end (one
+  /// syscall for all responses of a pipelined batch), otherwise it happens now. `co_await` on the
+  /// result is allowed and does not suspend.
   std::suspend_never flush() {
     if (closed_ || ctx_ == nullptr) return {};
     if (in_read_batch_) {
@@ -148,7 +162,7 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
     return {};
   }
 
-  // Closes the channel (after flushing what was written).
+  /// Closes the channel (after flushing what was written).
   void close() {
     if (channel_ && !closed_) {
       flush();
@@ -156,14 +170,17 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
     }
   }
 
+  /// Whether the channel has closed.
   bool is_closed() const noexcept { return closed_; }
+  /// The channel; valid once the connection is served (serve()).
   Channel& channel() const noexcept { return *channel_; }
 
   // ---- pipeline side: the handler that serve() adds at the tail of the pipeline forwards here
 
-  // Loop thread only. The pipeline handler that feeds this connection.
+  /// Loop thread only. The pipeline handler that feeds this connection.
   class Tail final : public InboundHandler<In, In> {
    public:
+    /// Feeds `c`.
     explicit Tail(std::shared_ptr<Connection> c) noexcept : c_(std::move(c)) {}
     void handler_added(Context& ctx) override { c_->on_added(ctx); }
     void handler_removed(Context&) override { c_->on_removed(); }
@@ -190,7 +207,7 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
     std::shared_ptr<Connection> c_;
   };
 
-  // Starts `fn(*this)` as this connection's coroutine once active (see serve()).
+  /// Starts `fn(*this)` as this connection's coroutine once active (see serve()).
   template <class Fn>
   void set_body(Fn fn) {
     body_ = [fn = std::move(fn)](std::shared_ptr<Connection> self) mutable { return run(std::move(self), std::move(fn)); };
@@ -324,9 +341,9 @@ constexpr bool serve_fn_returns_task() noexcept {
 }
 }  // namespace detail
 
-// Loop thread only (typically in a child_handler initializer). Adds a Connection<In> named
-// "connection" at the tail of `channel`'s pipeline and runs `fn(connection)` — a function returning
-// Task<> — as the channel's coroutine. See Connection for lifetimes.
+/// Loop thread only (typically in a child_handler initializer). Adds a Connection<In> named
+/// "connection" at the tail of `channel`'s pipeline and runs `fn(connection)` — a function returning
+/// Task<> — as the channel's coroutine. See Connection for lifetimes.
 template <class In, class Fn>
 std::shared_ptr<Connection<In>> serve(Channel& channel, Fn fn, ConnectionOptions options = {}) {
   static_assert(std::is_invocable_v<Fn&, Connection<In>&>,

@@ -1,20 +1,21 @@
 #pragma once
-// Context: a handler's place in a pipeline. Handlers use it to pass events on -- inbound events to
-// the next handler (fire_*), outbound operations to the previous one -- and to reach the channel.
-//
-// Loop thread only. A context stays valid while its handler is in the pipeline; once removed, it
-// stays usable until every invocation on the stack has returned, whatever entered it (so a handler
-// may remove itself, also from a timer, a future listener or a coroutine; see Pipeline).
-//
-// No inbound read reaches a handler after its channel_inactive: a context that has passed
-// channel_inactive to its handler drops (and the sender releases) any read that arrives later.
-//
-// Executor offload: the context of a handler added with an ExecutorGroup is used by that handler
-// on its executor thread. Its event and operation methods (fire_*, write, flush, read, close, bind,
-// connect) may be called there: they are posted to the channel's loop, in order. Events that reach
-// such a handler are posted to its executor, in order. What the handler emits after it was removed
-// is dropped (with a debug log line). channel(), loop(), allocator(), handler() and name() are safe
-// from the executor; pipeline() and is_removed() are not.
+/// @file
+/// Context: a handler's place in a pipeline. Handlers use it to pass events on -- inbound events to
+/// the next handler (fire_*), outbound operations to the previous one -- and to reach the channel.
+///
+/// Loop thread only. A context stays valid while its handler is in the pipeline; once removed, it
+/// stays usable until every invocation on the stack has returned, whatever entered it (so a handler
+/// may remove itself, also from a timer, a future listener or a coroutine; see Pipeline).
+///
+/// No inbound read reaches a handler after its channel_inactive: a context that has passed
+/// channel_inactive to its handler drops (and the sender releases) any read that arrives later.
+///
+/// Executor offload: the context of a handler added with an ExecutorGroup is used by that handler
+/// on its executor thread. Its event and operation methods (fire_*, write, flush, read, close, bind,
+/// connect) may be called there: they are posted to the channel's loop, in order. Events that reach
+/// such a handler are posted to its executor, in order. What the handler emits after it was removed
+/// is dropped (with a debug log line). channel(), loop(), allocator(), handler() and name() are safe
+/// from the executor; pipeline() and is_removed() are not.
 
 #include <any>
 #include <cstdint>
@@ -48,40 +49,55 @@ struct ContextDeleter {
   void operator()(Context* ctx) const noexcept;
 };
 }  // namespace detail
+/// How a pipeline owns its contexts.
 using ContextPtr = std::unique_ptr<Context, detail::ContextDeleter>;
 
-// One cache line: a pipeline's contexts are touched on every request, so each costs a line when the
-// connection is cold, and the pipeline keeps its first ones side by side; the rest is in ContextCold.
+/// One cache line: a pipeline's contexts are touched on every request, so each costs a line when the
+/// connection is cold, and the pipeline keeps its first ones side by side; the rest is in ContextCold.
 class alignas(64) Context {
  public:
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  /// The channel of the pipeline (safe from a handler's executor too).
   Channel& channel() const noexcept;
+  /// The pipeline the handler is in. Loop thread only.
   Pipeline& pipeline() const noexcept { return pipeline_; }
+  /// The channel's event loop (safe from a handler's executor too).
   EventLoop& loop() const noexcept;
+  /// The channel's allocator, for the buffers a handler makes (safe from a handler's executor too).
   ByteBufAllocator& allocator() const noexcept;
+  /// The handler this context belongs to (safe from a handler's executor too).
   Handler& handler() const noexcept { return *handler_; }
+  /// The handler's name in the pipeline (safe from a handler's executor too).
   const std::string& name() const noexcept { return cold_->name; }
+  /// Whether the handler has been removed from the pipeline. Loop thread only.
   bool is_removed() const noexcept { return removed_; }
 
   // ---- inbound: to the next handler
+  /// Passes channel_active to the next handler.
   void fire_channel_active();
+  /// Passes channel_inactive to the next handler.
   void fire_channel_inactive();
-  // Takes ownership: pass an rvalue. The message is handed over by address; nothing is copied.
+  /// Takes ownership: pass an rvalue. The message is handed over by address; nothing is copied.
   template <class T>
   void fire_read(T&& message) {
     static_assert(!std::is_lvalue_reference_v<T>, "fire_read takes ownership: pass std::move(message)");
     if (offload_ != nullptr && offloaded_fire_read(MessageRef::of(message))) [[unlikely]] return;
     next_->invoke_read(MessageRef::of(message));
   }
+  /// Passes channel_read_complete to the next handler.
   void fire_read_complete();
+  /// Passes a user event to the next handler.
   void fire_user_event(const std::any& event);
+  /// Passes writability_changed to the next handler.
   void fire_writability_changed();
+  /// Passes an exception to the next handler (exception_caught).
   void fire_exception(std::exception_ptr error);
 
   // ---- outbound: to the previous handler
-  // Takes ownership: pass an rvalue.
+  /// Writes `message` through the previous handler (towards the socket); not sent until flush().
+  /// Takes ownership: pass an rvalue.
   template <class T>
   void write(T&& message) {
     static_assert(detail::WrittenMessageCheck<T>::ok);
@@ -89,27 +105,37 @@ class alignas(64) Context {
     if (offload_ != nullptr && offloaded_write(MessageRef::of(message))) [[unlikely]] return;
     prev_->invoke_write(MessageRef::of(message));
   }
+  /// Flushes through the previous handler: sends what was written.
   void flush();
+  /// write() then flush(). Takes ownership: pass an rvalue.
   template <class T>
   void write_and_flush(T&& message) {
     static_assert(detail::WrittenMessageCheck<T>::ok);
     write(std::forward<T>(message));
     flush();
   }
-  // Requests one read batch (when auto-read is off).
+  /// Requests one read batch (when auto-read is off).
   void read();
+  /// Closes the channel through the previous handler; the future completes when it is closed.
   Future<void> close();
+  /// As close(), completing `promise`.
   void close(Promise<void> promise);
+  /// Binds through the previous handler; the future completes when bound.
   Future<void> bind(const SocketAddress& local);
+  /// As bind(const SocketAddress&), completing `promise`.
   void bind(const SocketAddress& local, Promise<void> promise);
+  /// Connects through the previous handler; the future completes when connected.
   Future<void> connect(const SocketAddress& remote);
+  /// As connect(const SocketAddress&), completing `promise`.
   void connect(const SocketAddress& remote, Promise<void> promise);
 
-  // For handlers that pass on messages of any type (AnyMessage): forward without knowing the type.
+  /// For handlers that pass on messages of any type (AnyMessage): forward without knowing the type.
+  /// Passes a message of any type to the next handler.
   void fire_read_erased(MessageRef message) {
     if (offload_ != nullptr && offloaded_fire_read(message)) [[unlikely]] return;
     next_->invoke_read(message);
   }
+  /// Writes a message of any type through the previous handler.
   void write_erased(MessageRef message) {
     if (offload_ != nullptr && offloaded_write(message)) [[unlikely]] return;
     prev_->invoke_write(message);

@@ -1,18 +1,19 @@
 #pragma once
-// EmbeddedChannel: runs a pipeline without sockets, for tests of handlers and codecs.
-//
-//   weft::EmbeddedChannel ch;
-//   ch.pipeline().add_last("decoder", std::make_shared<LineDecoder>(80));
-//   ch.write_inbound(weft::ByteBuf::copy_of("hello\n"));
-//   auto line = ch.read_inbound<std::string>();
-//
-// It owns an event loop with a manual clock, driven by the thread that created the channel (which
-// counts as the loop thread): posted tasks run in run_pending(), timers in advance_time(). Messages
-// that reach the tail are queued for read_inbound(); messages that reach the head are queued for
-// read_outbound() once flushed; exceptions that reach the tail are kept for check_exception().
-// The channel is active from construction. Loop thread only. Do not call run_pending() or
-// advance_time() from inside a handler: removed contexts are freed by posted loop tasks, which would
-// then run under the handler's own call.
+/// @file
+/// EmbeddedChannel: runs a pipeline without sockets, for tests of handlers and codecs.
+///
+///   weft::EmbeddedChannel ch;
+///   ch.pipeline().add_last("decoder", std::make_shared<LineDecoder>(80));
+///   ch.write_inbound(weft::ByteBuf::copy_of("hello\n"));
+///   auto line = ch.read_inbound<std::string>();
+///
+/// It owns an event loop with a manual clock, driven by the thread that created the channel (which
+/// counts as the loop thread): posted tasks run in run_pending(), timers in advance_time(). Messages
+/// that reach the tail are queued for read_inbound(); messages that reach the head are queued for
+/// read_outbound() once flushed; exceptions that reach the tail are kept for check_exception().
+/// The channel is active from construction. Loop thread only. Do not call run_pending() or
+/// advance_time() from inside a handler: removed contexts are freed by posted loop tasks, which would
+/// then run under the handler's own call.
 
 #include <deque>
 #include <exception>
@@ -32,13 +33,15 @@ struct EmbeddedLoopHolder {
 };
 }  // namespace detail
 
+/// A channel without a socket, for tests of handlers and codecs (see the file's description).
 class EmbeddedChannel final : private detail::EmbeddedLoopHolder, public Channel {
  public:
+  /// An active channel with `config`, on its own event loop driven by the calling thread.
   explicit EmbeddedChannel(ChannelConfig config = {});
   ~EmbeddedChannel() override;
 
-  // Fires `message` as a read and a read_complete, then runs pending tasks. Returns whether
-  // anything is waiting in the inbound queue.
+  /// Fires `message` as a read and a read_complete, then runs pending tasks. Returns whether
+  /// anything is waiting in the inbound queue.
   template <class T>
   bool write_inbound(T&& message) {
     static_assert(!std::is_lvalue_reference_v<T>, "write_inbound takes ownership: pass std::move(message)");
@@ -47,8 +50,8 @@ class EmbeddedChannel final : private detail::EmbeddedLoopHolder, public Channel
     run_pending();
     return !inbound_.empty();
   }
-  // Writes `message` from the tail and flushes, then runs pending tasks. Returns whether anything
-  // is waiting in the outbound queue.
+  /// Writes `message` from the tail and flushes, then runs pending tasks. Returns whether anything
+  /// is waiting in the outbound queue.
   template <class T>
   bool write_outbound(T&& message) {
     static_assert(!std::is_lvalue_reference_v<T>, "write_outbound takes ownership: pass std::move(message)");
@@ -57,26 +60,28 @@ class EmbeddedChannel final : private detail::EmbeddedLoopHolder, public Channel
     run_pending();
     return !outbound_.empty();
   }
-  // The oldest message that reached the tail, if any. Throws std::logic_error if it is not a T.
+  /// The oldest message that reached the tail, if any. Throws std::logic_error if it is not a T.
   template <class T>
   std::optional<T> read_inbound() {
     return pop<T>(inbound_);
   }
-  // The oldest flushed message that reached the head, if any. Throws std::logic_error if not a T.
+  /// The oldest flushed message that reached the head, if any. Throws std::logic_error if not a T.
   template <class T>
   std::optional<T> read_outbound() {
     return pop<T>(outbound_);
   }
+  /// Messages waiting for read_inbound().
   std::size_t inbound_count() const noexcept { return inbound_.size(); }
+  /// Messages waiting for read_outbound().
   std::size_t outbound_count() const noexcept { return outbound_.size(); }
 
-  // Runs posted tasks and due timers.
+  /// Runs posted tasks and due timers.
   std::size_t run_pending() { return embedded_loop.run_pending(); }
-  // Moves the manual clock forward and runs what became due.
+  /// Moves the manual clock forward and runs what became due.
   void advance_time(Duration d) { embedded_loop.advance_time(d); }
-  // Rethrows (and forgets) the first exception that reached the tail, if any.
+  /// Rethrows (and forgets) the first exception that reached the tail, if any.
   void check_exception();
-  // Closes the channel and runs pending tasks. Returns whether messages are left in either queue.
+  /// Closes the channel and runs pending tasks. Returns whether messages are left in either queue.
   bool finish();
 
  protected:

@@ -1,10 +1,11 @@
 #pragma once
-// Type-erased messages.
-//
-// MessageRef: a borrowed message of any type, as it travels along a pipeline (an address, its
-// type, and how to move it into a box). Building one does not allocate.
-// Message: an owning, move-only box for a message of any type, for when a message must be kept
-// without knowing its type (EmbeddedChannel's queues, queues between threads). Boxing allocates.
+/// @file
+/// Type-erased messages.
+///
+/// MessageRef: a borrowed message of any type, as it travels along a pipeline (an address, its
+/// type, and how to move it into a box). Building one does not allocate.
+/// Message: an owning, move-only box for a message of any type, for when a message must be kept
+/// without knowing its type (EmbeddedChannel's queues, queues between threads). Boxing allocates.
 
 #include <concepts>
 #include <cstddef>
@@ -17,11 +18,12 @@
 
 namespace weft {
 
+/// The readable (demangled) name of `type`, for error messages.
 std::string type_name(const std::type_info& type);
 class MessageRef;
 
-// The memory a message holds, for bounds that count bytes (the executor offload queue): what the
-// type's `message_size()` member says, the string's bytes for std::string, else sizeof(T).
+/// The memory a message holds, for bounds that count bytes (the executor offload queue): what the
+/// type's `message_size()` member says, the string's bytes for std::string, else sizeof(T).
 template <class T>
 std::size_t message_size(const T& message) noexcept {
   if constexpr (requires { { message.message_size() } noexcept -> std::convertible_to<std::size_t>; }) {
@@ -33,35 +35,39 @@ std::size_t message_size(const T& message) noexcept {
   }
 }
 
-// Before a message leaves the thread that made it (boxed into a Message for a queue or another
-// thread), it takes its own copy of whatever it borrows: a type that borrows says so with an
-// `own_borrowed()` member (HttpResponse's body view).
+/// Before a message leaves the thread that made it (boxed into a Message for a queue or another
+/// thread), it takes its own copy of whatever it borrows: a type that borrows says so with an
+/// `own_borrowed()` member (HttpResponse's body view).
 template <class T>
 void own_borrowed(T& message) {
   if constexpr (requires { message.own_borrowed(); }) message.own_borrowed();
 }
 
+/// An owning, move-only box for a message of any type (see the file's description).
 class Message {
  public:
   Message() noexcept = default;
-  // The box owns what the value borrowed (see own_borrowed()).
+  /// The box owns what the value borrowed (see own_borrowed()).
   template <class T, class D = std::decay_t<T>, class = std::enable_if_t<!std::is_same_v<D, Message>>>
   explicit Message(T&& value) : holder_(std::make_unique<Holder<D>>(std::forward<T>(value))) {
     own_borrowed(static_cast<Holder<D>*>(holder_.get())->value);
   }
 
+  /// Whether the box holds a value.
   bool has_value() const noexcept { return holder_ != nullptr; }
+  /// The type of the value; typeid(void) when empty.
   const std::type_info& type() const noexcept { return holder_ ? holder_->type() : typeid(void); }
+  /// Whether the box holds a T.
   template <class T>
   bool is() const noexcept {
     return holder_ && holder_->type() == typeid(T);
   }
-  // The value, or null when the box holds another type.
+  /// The value, or null when the box holds another type.
   template <class T>
   T* get() noexcept {
     return is<T>() ? &static_cast<Holder<T>*>(holder_.get())->value : nullptr;
   }
-  // Moves the value out; throws std::logic_error naming both types on a mismatch.
+  /// Moves the value out; throws std::logic_error naming both types on a mismatch.
   template <class T>
   T take() {
     if (!is<T>()) {
@@ -72,9 +78,10 @@ class Message {
     holder_.reset();
     return out;
   }
+  /// The address of the value; null when empty.
   void* address() noexcept { return holder_ ? holder_->address() : nullptr; }
-  // A borrowed view of the boxed value, to pass it along a pipeline (a handler may move from it);
-  // the box must hold a value.
+  /// A borrowed view of the boxed value, to pass it along a pipeline (a handler may move from it);
+  /// the box must hold a value.
   MessageRef ref() noexcept;
 
  private:
@@ -110,27 +117,31 @@ inline constexpr MessageKind message_kind{typeid(T), [](void* o) { return Messag
                                           [](const void* o) noexcept { return message_size(*static_cast<const T*>(o)); }};
 }  // namespace detail
 
+/// A borrowed message of any type, as it travels along a pipeline (see the file's description).
 class MessageRef {
  public:
+  /// A reference to `object`, which must outlive it.
   template <class T>
   static MessageRef of(T& object) noexcept {
     return MessageRef(&object, detail::message_kind<T>);
   }
 
+  /// The message's type.
   const std::type_info& type() const noexcept { return kind_->type; }
+  /// Whether the message is a T.
   template <class T>
   bool is() const noexcept {
     // The same kind object, or (across shared libraries, where it may be duplicated) the same type.
     return kind_ == &detail::message_kind<T> || kind_->type == typeid(T);
   }
-  // The message as T; the caller has checked is<T>().
+  /// The message as T; the caller has checked is<T>().
   template <class T>
   T& as() const noexcept {
     return *static_cast<T*>(object_);
   }
-  // Moves the message into an owning box.
+  /// Moves the message into an owning box.
   Message take() const { return kind_->box(object_); }
-  // The memory the message holds (see message_size()).
+  /// The memory the message holds (see message_size()).
   std::size_t size() const noexcept { return kind_->size(object_); }
 
  private:

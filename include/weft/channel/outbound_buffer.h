@@ -1,12 +1,13 @@
 #pragma once
-// The write queue of a channel (Netty's ChannelOutboundBuffer): buffers written but not yet sent,
-// split into the flushed part (handed to the transport) and the part written since the last flush.
-// It counts pending bytes against the high/low water marks that drive the channel's writability.
-//
-// Layout: a ring of ByteBufs; [0, flushed_) are flushed, [flushed_, size) unflushed. The first
-// two slots are inline (a server usually has one buffer queued at a time, and a heap ring would be
-// one more cache line per write on a cold connection).
-// Loop thread only.
+/// @file
+/// The write queue of a channel (Netty's ChannelOutboundBuffer): buffers written but not yet sent,
+/// split into the flushed part (handed to the transport) and the part written since the last flush.
+/// It counts pending bytes against the high/low water marks that drive the channel's writability.
+///
+/// Layout: a ring of ByteBufs; [0, flushed_) are flushed, [flushed_, size) unflushed. The first
+/// two slots are inline (a server usually has one buffer queued at a time, and a heap ring would be
+/// one more cache line per write on a cold connection).
+/// Loop thread only.
 
 #include <sys/uio.h>
 
@@ -18,35 +19,43 @@
 
 namespace weft {
 
+/// The write queue of a channel (see the file's description). Loop thread only.
 class OutboundBuffer {
  public:
+  /// An empty, writable queue with the given water marks (bytes).
   OutboundBuffer(std::size_t low_water_mark, std::size_t high_water_mark) noexcept
       : low_(low_water_mark), high_(high_water_mark) {}
 
-  // Queues `buf`. Returns true when this made the channel cross the high water mark.
+  /// Queues `buf`. Returns true when this made the channel cross the high water mark.
   bool add(ByteBuf buf);
-  // Marks everything queued so far as flushed.
+  /// Marks everything queued so far as flushed.
   void add_flush() noexcept { flushed_ = ring_.size(); }
-  // Fills up to `max_iov` entries with flushed bytes (at most `max_bytes`). Returns the count.
+  /// Fills up to `max_iov` entries with flushed bytes (at most `max_bytes`). Returns the count.
   int collect_iovecs(iovec* iov, int max_iov, std::size_t max_bytes) const noexcept;
-  // Appends a reference (duplicate()) to each of the first `count` flushed buffers to `out`: for a
-  // transport whose kernel reads them after collect_iovecs' caller returned (io_uring).
+  /// Appends a reference (duplicate()) to each of the first `count` flushed buffers to `out`: for a
+  /// transport whose kernel reads them after collect_iovecs' caller returned (io_uring).
   void retain_flushed(std::size_t count, std::vector<ByteBuf>& out) const;
-  // Removes `n` sent bytes from the front of the flushed part. Returns true when this made the
-  // channel fall below the low water mark.
+  /// Removes `n` sent bytes from the front of the flushed part. Returns true when this made the
+  /// channel fall below the low water mark.
   bool remove_bytes(std::size_t n) noexcept;
-  // Drops every queued buffer (on close).
+  /// Drops every queued buffer (on close).
   void clear() noexcept;
 
+  /// Whether any queued buffer is flushed.
   bool has_flushed() const noexcept { return flushed_ > 0; }
+  /// Whether nothing is queued.
   bool empty() const noexcept { return ring_.empty(); }
+  /// Bytes queued, flushed or not: what the water marks are compared with.
   std::size_t pending_bytes() const noexcept { return pending_bytes_; }
+  /// Bytes in the flushed part.
   std::size_t flushed_bytes() const noexcept;
+  /// False from crossing the high water mark until falling below the low one.
   bool is_writable() const noexcept { return writable_; }
-  // Bytes that can still be queued before the channel turns unwritable.
+  /// Bytes that can still be queued before the channel turns unwritable.
   std::size_t bytes_before_unwritable() const noexcept {
     return pending_bytes_ >= high_ ? 0 : high_ - pending_bytes_;
   }
+  /// Sets the water marks (bytes); takes effect at the next add() or remove_bytes().
   void set_water_marks(std::size_t low, std::size_t high) noexcept {
     low_ = low;
     high_ = high;

@@ -1,27 +1,28 @@
 #pragma once
-// Pipeline: the ordered chain of handlers of one channel, between a head (the transport) and a
-// tail (which logs what nobody consumed).
-//
-//   socket -> head -> h1 -> h2 -> ... -> tail      inbound events (fire_*)
-//   socket <- head <- h1 <- h2 <- ... <- tail      outbound operations (write, flush, close, ...)
-//
-// Loop thread only, or before the channel is registered. Handlers may be added and removed at any
-// time, also from inside a handler's callback. Adding a handler whose message types do not match
-// its neighbours throws PipelineTypeError naming both handlers and both types; adding one that is
-// not sharable and already in a pipeline throws std::invalid_argument (see Handler::is_sharable).
-//
-// Rules this class keeps, each by one mechanism:
-// - No re-entrancy across channels. An inbound event that enters at the head (fire_* below) while
-//   another channel's event is being handled on this thread and this pipeline was called from it
-//   (a write, flush or close by that channel's handler) is posted to the loop and delivered once
-//   the call has returned. So the events a channel raises itself (channel_inactive when it closes,
-//   the exception of a failed write, writability_changed, the shutdown events) never run inside
-//   another channel's handler. Raised while one of the pipeline's own events is being handled, or
-//   with no channel's event on the stack (I/O, a timer, a task, a test), they are delivered at
-//   once, as Netty does. fire_read is the transport's, from I/O only.
-// - Removal is delayed destruction. A removed context and its handler are freed from a loop task,
-//   once every invocation on the stack has returned, whatever entered it: I/O, a timer, a future
-//   listener, a resumed coroutine (none needs a guard of its own).
+/// @file
+/// Pipeline: the ordered chain of handlers of one channel, between a head (the transport) and a
+/// tail (which logs what nobody consumed).
+///
+///   socket -> head -> h1 -> h2 -> ... -> tail      inbound events (fire_*)
+///   socket <- head <- h1 <- h2 <- ... <- tail      outbound operations (write, flush, close, ...)
+///
+/// Loop thread only, or before the channel is registered. Handlers may be added and removed at any
+/// time, also from inside a handler's callback. Adding a handler whose message types do not match
+/// its neighbours throws PipelineTypeError naming both handlers and both types; adding one that is
+/// not sharable and already in a pipeline throws std::invalid_argument (see Handler::is_sharable).
+///
+/// Rules this class keeps, each by one mechanism:
+/// - No re-entrancy across channels. An inbound event that enters at the head (fire_* below) while
+///   another channel's event is being handled on this thread and this pipeline was called from it
+///   (a write, flush or close by that channel's handler) is posted to the loop and delivered once
+///   the call has returned. So the events a channel raises itself (channel_inactive when it closes,
+///   the exception of a failed write, writability_changed, the shutdown events) never run inside
+///   another channel's handler. Raised while one of the pipeline's own events is being handled, or
+///   with no channel's event on the stack (I/O, a timer, a task, a test), they are delivered at
+///   once, as Netty does. fire_read is the transport's, from I/O only.
+/// - Removal is delayed destruction. A removed context and its handler are freed from a loop task,
+///   once every invocation on the stack has returned, whatever entered it: I/O, a timer, a future
+///   listener, a resumed coroutine (none needs a guard of its own).
 
 #include <cstddef>
 #include <cstdint>
@@ -72,25 +73,33 @@ class PipelineTail final : public Handler {
 };
 }  // namespace detail
 
+/// The ordered chain of handlers of one channel (see the file's description). Loop thread only,
+/// or before the channel is registered.
 class Pipeline {
  public:
+  /// The empty pipeline of `channel` (the channel makes it).
   explicit Pipeline(Channel& channel);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // Throw std::invalid_argument on a duplicate or unknown name, PipelineTypeError on a type mismatch
-  // (the pipeline is then unchanged).
+  /// Throw std::invalid_argument on a duplicate or unknown name, PipelineTypeError on a type mismatch
+  /// (the pipeline is then unchanged).
   Pipeline& add_last(std::string name, std::shared_ptr<Handler> handler);
+  /// Adds `handler` as `name` right after the head. Throws as add_last().
   Pipeline& add_first(std::string name, std::shared_ptr<Handler> handler);
+  /// Adds `handler` as `name` right before the handler named `base`. Throws as add_last().
   Pipeline& add_before(std::string_view base, std::string name, std::shared_ptr<Handler> handler);
+  /// Adds `handler` as `name` right after the handler named `base`. Throws as add_last().
   Pipeline& add_after(std::string_view base, std::string name, std::shared_ptr<Handler> handler);
-  // Executor offload: the handler's callbacks run on one executor thread of `executors`, in order,
-  // while the rest of the pipeline stays on the loop (see ExecutorGroup for the queue bounds).
-  // The channel must be owned by a shared_ptr (every registered channel is); throws
-  // std::logic_error otherwise.
+  /// Executor offload: the handler's callbacks run on one executor thread of `executors`, in order,
+  /// while the rest of the pipeline stays on the loop (see ExecutorGroup for the queue bounds).
+  /// The channel must be owned by a shared_ptr (every registered channel is); throws
+  /// std::logic_error otherwise.
   Pipeline& add_last(ExecutorGroup& executors, std::string name, std::shared_ptr<Handler> handler);
+  /// As add_last(ExecutorGroup&, ...), right after the head.
   Pipeline& add_first(ExecutorGroup& executors, std::string name, std::shared_ptr<Handler> handler);
+  /// Makes an H from `args` and adds it last as `name`; returns it.
   template <class H, class... Args>
   H& emplace_last(std::string name, Args&&... args) {
     auto handler = std::make_shared<H>(std::forward<Args>(args)...);
@@ -99,54 +108,75 @@ class Pipeline {
     return ref;
   }
 
-  // Remove a handler (handler_removed runs). Throw std::invalid_argument when absent.
+  /// Remove a handler (handler_removed runs). Throw std::invalid_argument when absent.
   std::shared_ptr<Handler> remove(std::string_view name);
+  /// Removes `handler` (handler_removed runs). Throws std::invalid_argument when absent.
   void remove(const Handler& handler);
-  // Replaces a handler in place; type-checked like add.
+  /// Replaces a handler in place; type-checked like add.
   std::shared_ptr<Handler> replace(std::string_view old_name, std::string new_name, std::shared_ptr<Handler> handler);
 
+  /// The handler named `name`, or null.
   Handler* get(std::string_view name) const noexcept;
+  /// The handler named `name` as an H, or null (absent, or not an H).
   template <class H>
   H* get_as(std::string_view name) const noexcept {
     return dynamic_cast<H*>(get(name));
   }
+  /// The context of the handler named `name`, or null.
   Context* context(std::string_view name) const noexcept;
+  /// The context of `handler`, or null when it is not in this pipeline.
   Context* context(const Handler& handler) const noexcept;
+  /// The handlers' names, head to tail.
   std::vector<std::string> names() const;
+  /// The channel this pipeline belongs to.
   Channel& channel() const noexcept { return channel_; }
 
   // ---- inbound events, starting at the first handler
+  /// Fires channel_active at the first handler.
   void fire_channel_active();
+  /// Fires channel_inactive at the first handler.
   void fire_channel_inactive();
+  /// Fires a read of `message` at the first handler (the transport's, from I/O). Takes ownership.
   template <class T>
   void fire_read(T&& message) {
     EventDepth depth(*this);
     head_.fire_read(std::forward<T>(message));
   }
+  /// Fires channel_read_complete at the first handler.
   void fire_read_complete();
+  /// Fires a user event at the first handler.
   void fire_user_event(const std::any& event);
+  /// Fires writability_changed at the first handler.
   void fire_writability_changed();
+  /// Fires an exception at the first handler.
   void fire_exception(std::exception_ptr error);
 
   // ---- outbound operations, starting at the last handler
+  /// Writes `message` starting at the last handler; not sent until flush(). Takes ownership.
   template <class T>
   void write(T&& message) {
     Depth depth(*this);
     tail_.write(std::forward<T>(message));
   }
+  /// write() then flush().
   template <class T>
   void write_and_flush(T&& message) {
     Depth depth(*this);
     tail_.write(std::forward<T>(message));
     tail_.flush();
   }
+  /// Flushes starting at the last handler.
   void flush();
+  /// Requests a read batch starting at the last handler.
   void read();
+  /// Closes the channel starting at the last handler; completes `promise` when closed.
   void close(Promise<void> promise);
+  /// Binds starting at the last handler; completes `promise`.
   void bind(const SocketAddress& local, Promise<void> promise);
+  /// Connects starting at the last handler; completes `promise`.
   void connect(const SocketAddress& remote, Promise<void> promise);
 
-  // Removes every handler (handler_removed runs for each). Used when a channel is torn down.
+  /// Removes every handler (handler_removed runs for each). Used when a channel is torn down.
   void clear();
 
  private:

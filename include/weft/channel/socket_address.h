@@ -1,5 +1,6 @@
 #pragma once
-// An IPv4 or IPv6 socket address (value type).
+/// @file
+/// An IPv4 or IPv6 socket address (value type).
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -10,26 +11,35 @@
 
 namespace weft {
 
+/// An IPv4 or IPv6 socket address (value type); default-constructed, it is invalid (is_valid()).
 class SocketAddress {
  public:
   SocketAddress() noexcept;
-  // From a raw address as accept()/getsockname() fill it.
+  /// From a raw address as accept()/getsockname() fill it.
   SocketAddress(const sockaddr* addr, socklen_t len) noexcept;
 
-  // "127.0.0.1:8080", "[::1]:8080", "localhost:8080" (localhost only; no DNS). Throws std::invalid_argument.
+  /// "127.0.0.1:8080", "[::1]:8080", "localhost:8080" (localhost only; no DNS). Throws std::invalid_argument.
   static SocketAddress parse(std::string_view host_and_port);
-  // Numeric host ("127.0.0.1", "::1", "0.0.0.0") and port. Throws std::invalid_argument.
+  /// Numeric host ("127.0.0.1", "::1", "0.0.0.0") and port. Throws std::invalid_argument.
   static SocketAddress from(std::string_view host, std::uint16_t port);
+  /// 127.0.0.1:`port`.
   static SocketAddress loopback(std::uint16_t port) { return from("127.0.0.1", port); }
+  /// 0.0.0.0:`port` (every IPv4 interface).
   static SocketAddress any(std::uint16_t port) { return from("0.0.0.0", port); }
 
+  /// The address as bind()/connect() take it, with length().
   const sockaddr* raw() const noexcept { return reinterpret_cast<const sockaddr*>(&storage_); }
+  /// The size of raw(); 0 for an invalid address.
   socklen_t length() const noexcept { return length_; }
+  /// AF_INET or AF_INET6 (AF_UNSPEC when invalid).
   int family() const noexcept { return storage_.ss_family; }
+  /// Whether the address holds one.
   bool is_valid() const noexcept { return length_ != 0; }
+  /// The port (host byte order); 0 for an invalid address.
   std::uint16_t port() const noexcept;
+  /// The numeric host ("127.0.0.1", "::1"); empty for an invalid address.
   std::string host() const;
-  std::string to_string() const;  // "host:port", IPv6 in brackets
+  std::string to_string() const;  ///< "host:port", IPv6 in brackets
 
  private:
   sockaddr_storage storage_{};

@@ -1,6 +1,7 @@
 #pragma once
-// Compile-time checks on what is written to a channel, so that a common mistake fails to compile
-// with a message that names the fix (Context::write and Channel::write call them).
+/// @file
+/// Compile-time checks on what is written to a channel, so that a common mistake fails to compile
+/// with a message that names the fix (Context::write and Channel::write call them).
 
 #include <type_traits>
 

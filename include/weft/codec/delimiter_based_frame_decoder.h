@@ -1,14 +1,15 @@
 #pragma once
-// DelimiterBasedFrameDecoder: splits a byte stream at any of one or more delimiters (the earliest
-// match wins; among matches at the same place, the longer delimiter).
-//
-//   auto d = std::make_shared<weft::DelimiterBasedFrameDecoder>(4096, std::vector<std::string>{"\0"s});
-//
-// Emits each frame as a ByteBuf slice (no copy), without its delimiter unless strip_delimiter is
-// false. A frame longer than max_frame_length is discarded and a TooLongFrameError naming
-// "max_frame_length" is fired (at once with fail_fast, else when its delimiter arrives). Memory stays
-// within max_frame_length + the longest delimiter plus one read. A partial frame at end of input fires
-// TruncatedFrameError. Loop thread only.
+/// @file
+/// DelimiterBasedFrameDecoder: splits a byte stream at any of one or more delimiters (the earliest
+/// match wins; among matches at the same place, the longer delimiter).
+///
+///   auto d = std::make_shared<weft::DelimiterBasedFrameDecoder>(4096, std::vector<std::string>{"\0"s});
+///
+/// Emits each frame as a ByteBuf slice (no copy), without its delimiter unless strip_delimiter is
+/// false. A frame longer than max_frame_length is discarded and a TooLongFrameError naming
+/// "max_frame_length" is fired (at once with fail_fast, else when its delimiter arrives). Memory stays
+/// within max_frame_length + the longest delimiter plus one read. A partial frame at end of input fires
+/// TruncatedFrameError. Loop thread only.
 
 #include <cstddef>
 #include <optional>
@@ -19,9 +20,10 @@
 
 namespace weft {
 
+/// Splits a byte stream at any of one or more delimiters (see the file's description). Loop thread only.
 class DelimiterBasedFrameDecoder : public ByteToMessageDecoder<ByteBuf> {
  public:
-  // Throws std::invalid_argument if max_frame_length is 0, no delimiter is given or one is empty.
+  /// Throws std::invalid_argument if max_frame_length is 0, no delimiter is given or one is empty.
   DelimiterBasedFrameDecoder(std::size_t max_frame_length, std::vector<std::string> delimiters,
                              bool strip_delimiter = true, bool fail_fast = false);
 

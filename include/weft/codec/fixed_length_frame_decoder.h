@@ -1,7 +1,8 @@
 #pragma once
-// FixedLengthFrameDecoder: splits a byte stream into frames of frame_length bytes, each a ByteBuf
-// slice of the received bytes (no copy). A partial frame at end of input fires TruncatedFrameError.
-// Loop thread only.
+/// @file
+/// FixedLengthFrameDecoder: splits a byte stream into frames of frame_length bytes, each a ByteBuf
+/// slice of the received bytes (no copy). A partial frame at end of input fires TruncatedFrameError.
+/// Loop thread only.
 
 #include <cstddef>
 #include <optional>
@@ -10,9 +11,10 @@
 
 namespace weft {
 
+/// Splits a byte stream into frames of a fixed length (see the file's description). Loop thread only.
 class FixedLengthFrameDecoder : public ByteToMessageDecoder<ByteBuf> {
  public:
-  // Throws std::invalid_argument if frame_length is 0.
+  /// Throws std::invalid_argument if frame_length is 0.
   explicit FixedLengthFrameDecoder(std::size_t frame_length);
 
  protected:

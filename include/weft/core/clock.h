@@ -4,7 +4,7 @@
 
 namespace weft {
 
-// Every deadline in weft is on the monotonic clock.
+/// Every deadline in weft is on the monotonic clock.
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
 using Duration = std::chrono::nanoseconds;

@@ -1,13 +1,14 @@
 #pragma once
-// EventLoop: one thread that owns a set of channels, runs posted tasks and timers, and waits for I/O
-// through its IoDriver.
-//
-// Thread contract (checked in debug builds by the callers that need it): methods marked "loop
-// thread only" must run on the loop's thread; everything else is safe from any thread.
-//
-// A loop runs either on a thread of its own (start()), on the caller's thread (run()), or -- for
-// tests -- by hand on the thread that created it with a manual clock (Options::manual_clock), where
-// run_pending() and advance_time() do the work of one iteration.
+/// @file
+/// EventLoop: one thread that owns a set of channels, runs posted tasks and timers, and waits for I/O
+/// through its IoDriver.
+///
+/// Thread contract (checked in debug builds by the callers that need it): methods marked "loop
+/// thread only" must run on the loop's thread; everything else is safe from any thread.
+///
+/// A loop runs either on a thread of its own (start()), on the caller's thread (run()), or -- for
+/// tests -- by hand on the thread that created it with a manual clock (Options::manual_clock), where
+/// run_pending() and advance_time() do the work of one iteration.
 
 #include <atomic>
 #include <cstdint>
@@ -27,14 +28,15 @@
 
 namespace weft {
 
+/// Identifies a timer made by EventLoop::schedule(), for EventLoop::cancel().
 using TimerId = std::uint64_t;
 
-// Something a loop must close when it shuts down (a channel). Intrusively linked: tracking a
-// resource does not allocate.
+/// Something a loop must close when it shuts down (a channel). Intrusively linked: tracking a
+/// resource does not allocate.
 class LoopResource {
  public:
   virtual ~LoopResource() = default;
-  // Loop thread only. Begin closing; the resource untracks itself once closed.
+  /// Loop thread only. Begin closing; the resource untracks itself once closed.
   virtual void close_for_shutdown() = 0;
 
  private:
@@ -45,109 +47,120 @@ class LoopResource {
   bool close_requested_ = false;  // shutdown asked it to close (once per tracking)
 };
 
+/// One thread that owns a set of channels, runs posted tasks and timers, and waits for I/O through
+/// its IoDriver (see the file's description for the thread contract).
 class EventLoop {
  public:
+  /// The loop's settings.
   struct Options {
+    /// The thread's name, also used in log lines.
     std::string name = "weft-loop";
-    bool manual_clock = false;  // tests: time moves only by advance_time(); driven by run_pending()
+    bool manual_clock = false;  ///< tests: time moves only by advance_time(); driven by run_pending()
+    /// Tasks posted from other threads run at most this many per loop iteration.
     int max_remote_tasks_per_turn = 1024;
   };
 
+  /// A loop on `driver`; not running until start() or run().
   EventLoop(std::unique_ptr<IoDriver> driver, Options options);
+  /// A loop on `driver` with the default Options.
   explicit EventLoop(std::unique_ptr<IoDriver> driver) : EventLoop(std::move(driver), Options{}) {}
-  // Shuts the loop down (no quiet period) if it still runs, joins its thread, and waits until no
-  // KeepAlive is held. Not from the loop thread.
+  /// Shuts the loop down (no quiet period) if it still runs, joins its thread, and waits until no
+  /// KeepAlive is held. Not from the loop thread.
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
 
-  // Not thread-safe; once. Starts a thread that runs the loop.
+  /// Not thread-safe; once. Starts a thread that runs the loop.
   void start();
-  // Runs the loop on the calling thread until it terminates. Once.
+  /// Runs the loop on the calling thread until it terminates. Once.
   void run();
 
-  // Thread-safe. True on the thread that runs this loop.
+  /// Thread-safe. True on the thread that runs this loop.
   bool in_loop() const noexcept { return owner_.load(std::memory_order_acquire) == std::this_thread::get_id(); }
-  // Thread-safe. Debug builds abort with a message naming `operation` when called off the loop
-  // thread; release builds check nothing.
+  /// Thread-safe. Debug builds abort with a message naming `operation` when called off the loop
+  /// thread; release builds check nothing.
   void assert_in_loop([[maybe_unused]] const char* operation) const noexcept {
 #ifndef NDEBUG
     if (!in_loop()) abort_not_in_loop(operation);
 #endif
   }
+  /// Thread-safe. Logs that `operation` ran off the loop thread and aborts (assert_in_loop's slow path).
   [[noreturn]] void abort_not_in_loop(const char* operation) const noexcept;
-  // Thread-safe. The loop running on the calling thread, or null.
+  /// Thread-safe. The loop running on the calling thread, or null.
   static EventLoop* current() noexcept;
 
-  // Thread-safe. Queues `task` to run on the loop. Throws RejectedExecutionError once terminated
-  // (the task is destroyed unrun).
-  //
-  // Termination rule: a task is either accepted -- and then it runs on the loop, at the latest
-  // during the final drain of terminate, before termination_future() completes -- or rejected, and
-  // nothing in between. Tasks posted while the loop is shutting down are accepted; from the loop's
-  // own thread they are accepted until the final drain ends. Once it ended every post is rejected:
-  // a task racing with the end is handed back, never dropped in the queue. Timers still pending at
-  // termination are destroyed unrun (a sleeping coroutine is resumed with EventLoopTerminatedError,
-  // a promise a timer holds breaks); future listeners whose loop rejects them run on the thread
-  // that completes the future.
+  /// Thread-safe. Queues `task` to run on the loop. Throws RejectedExecutionError once terminated
+  /// (the task is destroyed unrun).
+  ///
+  /// Termination rule: a task is either accepted -- and then it runs on the loop, at the latest
+  /// during the final drain of terminate, before termination_future() completes -- or rejected, and
+  /// nothing in between. Tasks posted while the loop is shutting down are accepted; from the loop's
+  /// own thread they are accepted until the final drain ends. Once it ended every post is rejected:
+  /// a task racing with the end is handed back, never dropped in the queue. Timers still pending at
+  /// termination are destroyed unrun (a sleeping coroutine is resumed with EventLoopTerminatedError,
+  /// a promise a timer holds breaks); future listeners whose loop rejects them run on the thread
+  /// that completes the future.
   void execute(UniqueFunction<void()> task);
-  // Thread-safe. As execute(), but returns false instead of throwing and then leaves `task` to the
-  // caller, untouched (whoever cannot post it decides what to do with it).
+  /// Thread-safe. As execute(), but returns false instead of throwing and then leaves `task` to the
+  /// caller, untouched (whoever cannot post it decides what to do with it).
   bool try_execute(UniqueFunction<void()>&& task) noexcept;
 
-  // Thread-safe. Runs `task` once after `delay`. Returns an id for cancel().
+  /// Thread-safe. Runs `task` once after `delay`. Returns an id for cancel().
   TimerId schedule(Duration delay, UniqueFunction<void()> task);
-  // Thread-safe. Runs `task` after `initial_delay`, then every `period` measured from the previous
-  // deadline (fixed rate), until cancelled or the loop terminates.
+  /// Thread-safe. Runs `task` after `initial_delay`, then every `period` measured from the previous
+  /// deadline (fixed rate), until cancelled or the loop terminates.
   TimerId schedule_at_fixed_rate(Duration initial_delay, Duration period, UniqueFunction<void()> task);
-  // Thread-safe. Cancels a timer. On the loop thread returns whether it was still pending; from other
-  // threads the cancel is queued (ordered after a schedule() made earlier by the same thread) and
-  // the result is true.
+  /// Thread-safe. Cancels a timer. On the loop thread returns whether it was still pending; from other
+  /// threads the cancel is queued (ordered after a schedule() made earlier by the same thread) and
+  /// the result is true.
   bool cancel(TimerId id);
 
-  // Thread-safe. Starts a graceful shutdown: closes every tracked channel, keeps running tasks, and
-  // terminates once no task has run for `quiet_period`, or at `timeout` at the latest. Then drains
-  // the remaining tasks. Idempotent; the returned future completes on termination.
+  /// Thread-safe. Starts a graceful shutdown: closes every tracked channel, keeps running tasks, and
+  /// terminates once no task has run for `quiet_period`, or at `timeout` at the latest. Then drains
+  /// the remaining tasks. Idempotent; the returned future completes on termination.
   Future<void> shutdown_gracefully(Duration quiet_period = std::chrono::seconds(2),
                                    Duration timeout = std::chrono::seconds(15));
-  // Thread-safe. Completes when the loop has terminated (listeners run on the terminating thread).
+  /// Thread-safe. Completes when the loop has terminated (listeners run on the terminating thread).
   Future<void> termination_future() const { return terminated_.future(); }
-  // Thread-safe.
+  /// Thread-safe.
   bool is_shutting_down() const noexcept { return state_.load(std::memory_order_acquire) >= kShuttingDown; }
-  // Thread-safe.
+  /// Thread-safe.
   bool is_terminated() const noexcept { return state_.load(std::memory_order_acquire) == kTerminated; }
 
-  // Loop thread only (any thread for a real clock). The loop's notion of now.
+  /// Loop thread only (any thread for a real clock). The loop's notion of now.
   TimePoint now() const noexcept;
-  // Loop thread only; manual-clock loops. Moves time forward and runs what became due.
+  /// Loop thread only; manual-clock loops. Moves time forward and runs what became due.
   void advance_time(Duration d);
-  // Loop thread only; manual-clock loops. Runs ready tasks and due timers until none are left.
-  // Returns the number run.
+  /// Loop thread only; manual-clock loops. Runs ready tasks and due timers until none are left.
+  /// Returns the number run.
   std::size_t run_pending();
 
-  // Loop thread only. Channels register so that shutdown closes them.
+  /// Loop thread only. Channels register so that shutdown closes them.
   void track(LoopResource& resource) noexcept;
-  // Loop thread only.
+  /// Loop thread only.
   void untrack(LoopResource& resource) noexcept;
-  // Loop thread only.
+  /// Loop thread only.
   std::size_t tracked_count() const noexcept { return tracked_count_; }
 
-  // Thread-safe.
+  /// Thread-safe.
   IoDriver& driver() noexcept { return *driver_; }
-  // Thread-safe.
+  /// Thread-safe.
   const std::string& name() const noexcept { return options_.name; }
 
-  // Keeps the loop's memory (not its thread) valid while held: ~EventLoop waits until every
-  // KeepAlive is gone. For work on other threads that may post to the loop after it terminated
-  // (an executor running an offloaded handler): such a post then fails cleanly instead of touching
-  // freed memory. Hold one only for work that finishes on its own. Movable; thread-safe.
+  /// Keeps the loop's memory (not its thread) valid while held: ~EventLoop waits until every
+  /// KeepAlive is gone. For work on other threads that may post to the loop after it terminated
+  /// (an executor running an offloaded handler): such a post then fails cleanly instead of touching
+  /// freed memory. Hold one only for work that finishes on its own. Movable; thread-safe.
   class KeepAlive {
    public:
     KeepAlive() noexcept = default;
+    /// Holds `loop`.
     explicit KeepAlive(EventLoop& loop) noexcept : loop_(&loop) {
       loop.keep_alive_count_.fetch_add(1, std::memory_order_relaxed);
     }
+    /// Takes `o`'s hold.
     KeepAlive(KeepAlive&& o) noexcept : loop_(std::exchange(o.loop_, nullptr)) {}
+    /// Releases the current hold, then takes `o`'s.
     KeepAlive& operator=(KeepAlive&& o) noexcept {
       if (this != &o) {
         reset();
@@ -156,7 +169,7 @@ class EventLoop {
       return *this;
     }
     ~KeepAlive() { reset(); }
-    // Releases the hold; the loop must not be used through it afterwards.
+    /// Releases the hold; the loop must not be used through it afterwards.
     void reset() noexcept {
       // release: what this thread did with the loop happens before its destruction.
       if (loop_ != nullptr) std::exchange(loop_, nullptr)->keep_alive_count_.fetch_sub(1, std::memory_order_release);
@@ -188,7 +201,7 @@ class EventLoop {
   };
   struct TimerRecord {
     UniqueFunction<void()> fn;
-    Duration period;  // zero: one-shot
+    Duration period;  ///< zero: one-shot
   };
 
   static constexpr int kRunning = 0, kShuttingDown = 1, kTerminated = 2;

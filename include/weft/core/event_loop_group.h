@@ -1,6 +1,7 @@
 #pragma once
-// EventLoopGroup: N event loops, each on its own thread, created by one IoDriverFactory (the
-// transport). Channels are spread over the loops round-robin.
+/// @file
+/// EventLoopGroup: N event loops, each on its own thread, created by one IoDriverFactory (the
+/// transport). Channels are spread over the loops round-robin.
 
 #include <atomic>
 #include <cstddef>
@@ -12,28 +13,30 @@
 
 namespace weft {
 
+/// N event loops, each on its own thread, made by one transport; channels are spread over them
+/// round-robin (next()).
 class EventLoopGroup {
  public:
-  // Starts `loop_count` loops (0: one per CPU core) whose threads are named "<name>-<i>".
+  /// Starts `loop_count` loops (0: one per CPU core) whose threads are named "<name>-<i>".
   explicit EventLoopGroup(IoDriverFactory& factory, std::size_t loop_count = 0, std::string name = "weft");
-  // Shuts down without a quiet period if still running, and waits for every loop to terminate.
+  /// Shuts down without a quiet period if still running, and waits for every loop to terminate.
   ~EventLoopGroup();
   EventLoopGroup(const EventLoopGroup&) = delete;
   EventLoopGroup& operator=(const EventLoopGroup&) = delete;
 
-  // Thread-safe. The next loop, round-robin.
+  /// Thread-safe. The next loop, round-robin.
   EventLoop& next() noexcept;
-  // Thread-safe.
+  /// Thread-safe.
   EventLoop& at(std::size_t index) noexcept { return *loops_[index]; }
-  // Thread-safe.
+  /// Thread-safe.
   std::size_t size() const noexcept { return loops_.size(); }
-  // Thread-safe. The transport that made this group's drivers.
+  /// Thread-safe. The transport that made this group's drivers.
   IoDriverFactory& driver_factory() const noexcept { return factory_; }
 
-  // Thread-safe. Shuts every loop down gracefully; the future completes when all have terminated.
+  /// Thread-safe. Shuts every loop down gracefully; the future completes when all have terminated.
   Future<void> shutdown_gracefully(Duration quiet_period = std::chrono::seconds(2),
                                    Duration timeout = std::chrono::seconds(15));
-  // Thread-safe, not from one of the group's loops. Blocks until every loop has terminated.
+  /// Thread-safe, not from one of the group's loops. Blocks until every loop has terminated.
   void await_termination();
 
  private:

@@ -1,36 +1,44 @@
 #pragma once
-// Memory for coroutine frames: per-thread free lists by size class, so that starting and finishing
-// a coroutine on an event loop does not touch the general heap once the lists are warm.
-//
-// Blocks are plain heap blocks of their class size, so one freed on another thread than the one
-// that allocated it simply joins that thread's list. Each list keeps at most kMaxCachedBytesPerClass;
-// beyond that, and for frames above kMaxPooledSize, blocks go back to the heap. A thread's lists
-// are freed when it exits.
+/// @file
+/// Memory for coroutine frames: per-thread free lists by size class, so that starting and finishing
+/// a coroutine on an event loop does not touch the general heap once the lists are warm.
+///
+/// Blocks are plain heap blocks of their class size, so one freed on another thread than the one
+/// that allocated it simply joins that thread's list. Each list keeps at most kMaxCachedBytesPerClass;
+/// beyond that, and for frames above kMaxPooledSize, blocks go back to the heap. A thread's lists
+/// are freed when it exits.
 
 #include <cstddef>
 #include <cstdint>
 
 namespace weft::frame_pool {
 
+/// Size classes are multiples of this many bytes.
 inline constexpr std::size_t kGranule = 64;
+/// Frames larger than this come from the heap directly.
 inline constexpr std::size_t kMaxPooledSize = 4096;
+/// The most bytes one thread's list of one class keeps.
 inline constexpr std::size_t kMaxCachedBytesPerClass = 64 * 1024;
 
-// Thread-safe (each thread uses its own lists).
+/// Thread-safe (each thread uses its own lists). A block of at least `size` bytes.
 void* allocate(std::size_t size);
+/// Thread-safe (each thread uses its own lists). Returns a block allocated with `size`.
 void deallocate(void* block, std::size_t size) noexcept;
 
-// This thread's counters since it started.
+/// This thread's counters since it started.
 struct Stats {
-  std::uint64_t hits = 0;      // allocations served from a free list
-  std::uint64_t misses = 0;    // allocations that went to the heap (cold list or oversize frame)
-  std::size_t cached_bytes = 0;
+  std::uint64_t hits = 0;      ///< allocations served from a free list
+  std::uint64_t misses = 0;    ///< allocations that went to the heap (cold list or oversize frame)
+  std::size_t cached_bytes = 0;  ///< bytes held in this thread's free lists
 };
+/// Thread-safe. The calling thread's counters.
 Stats thread_stats() noexcept;
 
-// A promise type derives from this to take its frames from the pool.
+/// A promise type derives from this to take its frames from the pool.
 struct PooledFrame {
+  /// A frame from the pool.
   static void* operator new(std::size_t size) { return allocate(size); }
+  /// Gives a frame back to the pool.
   static void operator delete(void* block, std::size_t size) noexcept { deallocate(block, size); }
 };
 

@@ -1,14 +1,15 @@
 #pragma once
-// Future<T> / Promise<T>: a one-shot result owned by an event loop.
-//
-// A promise may be completed from any thread; the listeners of its future always run on the owning
-// loop (inline when completion happens there, posted otherwise). A future without an owning loop
-// runs listeners on the completing thread. get() and wait() block a non-loop thread; on the loop that
-// must complete the future they throw BlockingOperationError at once instead of deadlocking.
-//
-// Every future completes, with its value or with a typed error: when the last Promise handle of a
-// pending future is destroyed, the future fails with BrokenPromiseError; a listener whose loop has
-// terminated runs on the completing thread instead of being dropped (see EventLoop::execute).
+/// @file
+/// Future<T> / Promise<T>: a one-shot result owned by an event loop.
+///
+/// A promise may be completed from any thread; the listeners of its future always run on the owning
+/// loop (inline when completion happens there, posted otherwise). A future without an owning loop
+/// runs listeners on the completing thread. get() and wait() block a non-loop thread; on the loop that
+/// must complete the future they throw BlockingOperationError at once instead of deadlocking.
+///
+/// Every future completes, with its value or with a typed error: when the last Promise handle of a
+/// pending future is destroyed, the future fails with BrokenPromiseError; a listener whose loop has
+/// terminated runs on the completing thread instead of being dropped (see EventLoop::execute).
 
 #include <atomic>
 #include <condition_variable>
@@ -129,45 +130,48 @@ struct FutureTraits<Future<T>> {
 
 }  // namespace detail
 
+/// The read side of a one-shot result of type T (see the file's description). Copyable: copies
+/// share the result. Thread-safe unless noted.
 template <class T>
 class Future {
  public:
+  /// The result's type.
   using value_type = T;
 
-  Future() = default;  // invalid until assigned; valid() is false
+  Future() = default;  ///< invalid until assigned; valid() is false
 
-  // Thread-safe.
+  /// Thread-safe.
   bool valid() const noexcept { return state_ != nullptr; }
-  // Thread-safe.
+  /// Thread-safe.
   bool is_done() const {
     std::lock_guard lock(state_->mutex);
     return state_->done;
   }
-  // Thread-safe. True when done without error.
+  /// Thread-safe. True when done without error.
   bool is_success() const {
     std::lock_guard lock(state_->mutex);
     return state_->done && !state_->error;
   }
-  // Thread-safe. The failure, or null while pending or after success.
+  /// Thread-safe. The failure, or null while pending or after success.
   std::exception_ptr error() const {
     std::lock_guard lock(state_->mutex);
     return state_->error;
   }
-  // Thread-safe; the owning loop may call it only once the future is done.
+  /// Thread-safe; the owning loop may call it only once the future is done.
   void wait() const {
     std::unique_lock lock(state_->mutex);
     if (state_->done) return;
     if (detail::loop_in_loop(state_->loop)) detail::throw_blocking_on_loop(state_->loop);
     state_->done_cv.wait(lock, [&] { return state_->done; });
   }
-  // Thread-safe; as wait(). Returns false on timeout.
+  /// Thread-safe; as wait(). Returns false on timeout.
   bool wait_for(Duration timeout) const {
     std::unique_lock lock(state_->mutex);
     if (state_->done) return true;
     if (detail::loop_in_loop(state_->loop)) detail::throw_blocking_on_loop(state_->loop);
     return state_->done_cv.wait_for(lock, timeout, [&] { return state_->done; });
   }
-  // Thread-safe; as wait(). Returns the value or rethrows the failure.
+  /// Thread-safe; as wait(). Returns the value or rethrows the failure.
   decltype(auto) get() const {
     wait();
     if (state_->error) std::rethrow_exception(state_->error);
@@ -178,8 +182,8 @@ class Future {
     }
   }
 
-  // Thread-safe. `fn(const Future<T>&)` runs on the owning loop once done (at once when done and
-  // called on that loop).
+  /// Thread-safe. `fn(const Future<T>&)` runs on the owning loop once done (at once when done and
+  /// called on that loop).
   template <class F>
   void add_listener(F&& fn) const {
     typename detail::FutureState<T>::Listener listener(std::forward<F>(fn));
@@ -195,8 +199,8 @@ class Future {
     state_->run_listeners(std::move(one));
   }
 
-  // Thread-safe. Chains `fn` on success: fn(const T&) (or fn() for void) returning R or Future<R>.
-  // A failure, or an exception thrown by fn, fails the returned future.
+  /// Thread-safe. Chains `fn` on success: fn(const T&) (or fn() for void) returning R or Future<R>.
+  /// A failure, or an exception thrown by fn, fails the returned future.
   template <class F>
   auto then(F&& fn) const {
     using Raw = std::conditional_t<std::is_void_v<T>, std::invoke_result<F>, std::invoke_result<F, const T&>>;
@@ -227,7 +231,7 @@ class Future {
     return result;
   }
 
-  // The loop that runs this future's listeners (may be null).
+  /// The loop that runs this future's listeners (may be null).
   EventLoop* loop() const noexcept { return state_->loop; }
 
  private:
@@ -246,20 +250,25 @@ class Future {
   std::shared_ptr<detail::FutureState<T>> state_;
 };
 
+/// The write side of a one-shot result of type T: completes its future once (see the file's
+/// description). Copyable: copies complete the same future.
 template <class T>
 class Promise {
  public:
-  // `loop` owns the future: its listeners run there. Null: listeners run on the completing thread.
+  /// `loop` owns the future: its listeners run there. Null: listeners run on the completing thread.
   explicit Promise(EventLoop* loop = nullptr) : state_(std::make_shared<detail::FutureState<T>>(loop)) {}
-  // Copies share the future; it breaks only when the last copy goes without completing it.
+  /// Copies share the future; it breaks only when the last copy goes without completing it.
   Promise(const Promise& other) noexcept : state_(other.state_) {
     if (state_) state_->promises.fetch_add(1, std::memory_order_relaxed);
   }
+  /// Takes `other`'s future; `other` no longer completes it.
   Promise(Promise&& other) noexcept = default;
+  /// Lets go of the current future (failing it if this was its last handle), then shares `other`'s.
   Promise& operator=(const Promise& other) noexcept {
     if (this != &other) *this = Promise(other);
     return *this;
   }
+  /// Lets go of the current future (failing it if this was its last handle), then takes `other`'s.
   Promise& operator=(Promise&& other) noexcept {
     if (this != &other) {
       release();
@@ -267,33 +276,33 @@ class Promise {
     }
     return *this;
   }
-  // Not thread-safe with other uses of this handle. The last handle of a pending future fails it
-  // with BrokenPromiseError (listeners run as for any completion).
+  /// Not thread-safe with other uses of this handle. The last handle of a pending future fails it
+  /// with BrokenPromiseError (listeners run as for any completion).
   ~Promise() { release(); }
 
-  // Thread-safe.
+  /// Thread-safe.
   Future<T> future() const { return Future<T>(state_); }
 
-  // Thread-safe. Returns false when already completed.
+  /// Thread-safe. Returns false when already completed.
   template <class U = T, class = std::enable_if_t<!std::is_void_v<U>>>
   bool set_value(U value) {
     return state_->complete([&] { state_->value.emplace(std::move(value)); });
   }
-  // Thread-safe. Returns false when already completed.
+  /// Thread-safe. Returns false when already completed.
   template <class U = T, class = std::enable_if_t<std::is_void_v<U>>>
   bool set_value() {
     return state_->complete([&] { state_->value.emplace(); });
   }
-  // Thread-safe. Returns false when already completed.
+  /// Thread-safe. Returns false when already completed.
   bool set_error(std::exception_ptr error) {
     return state_->complete([&] { state_->error = std::move(error); });
   }
-  // Thread-safe. Completes with an exception object.
+  /// Thread-safe. Completes with an exception object.
   template <class E>
   bool fail(E&& error) {
     return set_error(std::make_exception_ptr(std::forward<E>(error)));
   }
-  // Thread-safe. Completes with the outcome of a finished future of the same type.
+  /// Thread-safe. Completes with the outcome of a finished future of the same type.
   bool complete_from(const Future<T>& done) {
     if (auto err = done.error()) return set_error(err);
     if constexpr (std::is_void_v<T>) {
@@ -302,7 +311,7 @@ class Promise {
       return set_value(done.get());
     }
   }
-  // Thread-safe.
+  /// Thread-safe.
   bool is_done() const {
     std::lock_guard lock(state_->mutex);
     return state_->done;
@@ -320,18 +329,20 @@ class Promise {
   std::shared_ptr<detail::FutureState<T>> state_;
 };
 
-// A future that is already complete. Thread-safe.
+/// A future that is already complete. Thread-safe.
 inline Future<void> make_ready_future(EventLoop* loop = nullptr) {
   Promise<void> p(loop);
   p.set_value();
   return p.future();
 }
+/// A future that already holds `value`. Thread-safe.
 template <class T>
 Future<T> make_ready_future(T value, EventLoop* loop = nullptr) {
   Promise<T> p(loop);
   p.set_value(std::move(value));
   return p.future();
 }
+/// A future that already failed with `error`. Thread-safe.
 template <class T>
 Future<T> make_failed_future(std::exception_ptr error, EventLoop* loop = nullptr) {
   Promise<T> p(loop);

@@ -1,11 +1,12 @@
 #pragma once
-// A first-in first-out ring whose first N slots live inside its owner: a short queue (the common
-// case on a server connection) costs no allocation and no cache line beyond the owner's. Past N
-// entries it moves to a power-of-two array on the heap, which it keeps, so a connection that once
-// queued deeply does not allocate again.
-//
-// Not thread-safe: one thread uses it (the owner's loop). Neither copyable nor movable, because
-// the slot pointer may point into the object itself.
+/// @file
+/// A first-in first-out ring whose first N slots live inside its owner: a short queue (the common
+/// case on a server connection) costs no allocation and no cache line beyond the owner's. Past N
+/// entries it moves to a power-of-two array on the heap, which it keeps, so a connection that once
+/// queued deeply does not allocate again.
+///
+/// Not thread-safe: one thread uses it (the owner's loop). Neither copyable nor movable, because
+/// the slot pointer may point into the object itself.
 
 #include <algorithm>
 #include <cstddef>
@@ -19,6 +20,7 @@
 
 namespace weft {
 
+/// A FIFO ring of T with its first N slots inline (see the file's description). Not thread-safe.
 template <class T, std::size_t N>
 class InlineRing {
   static_assert(N > 0 && (N & (N - 1)) == 0, "the inline capacity is a power of two");
@@ -29,31 +31,35 @@ class InlineRing {
   InlineRing(const InlineRing&) = delete;
   InlineRing& operator=(const InlineRing&) = delete;
 
+  /// Entries in the ring.
   std::size_t size() const noexcept { return size_; }
+  /// size() == 0.
   bool empty() const noexcept { return size_ == 0; }
-  // The i-th entry from the front; requires i < size().
+  /// The i-th entry from the front; requires i < size().
   T& operator[](std::size_t i) noexcept { return slots_[(head_ + i) & (capacity_ - 1)]; }
+  /// The i-th entry from the front; requires i < size().
   const T& operator[](std::size_t i) const noexcept { return slots_[(head_ + i) & (capacity_ - 1)]; }
 
+  /// Appends `value` at the back, moving to a larger heap array when the ring is full.
   template <class U>
   void push_back(U&& value) {
     if (size_ == capacity_) grow();
     (*this)[size_] = std::forward<U>(value);
     ++size_;
   }
-  // Removes and returns the front entry; requires !empty().
+  /// Removes and returns the front entry; requires !empty().
   T pop_front() noexcept {
     T value = std::move(slots_[head_]);
     drop_front();
     return value;
   }
-  // Removes the front entry, destroying what it owns; requires !empty().
+  /// Removes the front entry, destroying what it owns; requires !empty().
   void drop_front() noexcept {
     reset(slots_[head_]);
     head_ = (head_ + 1) & (capacity_ - 1);
     --size_;
   }
-  // Empties the ring, destroying what the entries own; the capacity stays.
+  /// Empties the ring, destroying what the entries own; the capacity stays.
   void clear() noexcept {
     for (std::size_t i = 0; i < size_; ++i) reset((*this)[i]);
     head_ = size_ = 0;

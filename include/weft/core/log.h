@@ -1,6 +1,7 @@
 #pragma once
-// Minimal leveled logging to stderr. The level comes from the WEFT_LOG environment variable
-// (trace, debug, info, warn, error, off; default warn) and can be set with set_log_level().
+/// @file
+/// Minimal leveled logging to stderr. The level comes from the WEFT_LOG environment variable
+/// (trace, debug, info, warn, error, off; default warn) and can be set with set_log_level().
 
 #include <fmt/format.h>
 
@@ -8,16 +9,17 @@
 
 namespace weft {
 
+/// Severity of a log line, lowest first; `off` as a threshold silences everything.
 enum class LogLevel { trace = 0, debug, info, warn, error, off };
 
-// Thread-safe.
+/// Thread-safe.
 LogLevel log_level() noexcept;
-// Thread-safe.
+/// Thread-safe.
 void set_log_level(LogLevel level) noexcept;
-// Thread-safe. Writes one line atomically.
+/// Thread-safe. Writes one line atomically.
 void log_write(LogLevel level, std::string_view message) noexcept;
 
-// Thread-safe.
+/// Thread-safe.
 template <class... Args>
 void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {
   if (level < log_level()) return;

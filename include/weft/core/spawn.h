@@ -1,11 +1,12 @@
 #pragma once
-// Starting coroutines on an event loop.
-//
-//   weft::Future<int> f = weft::spawn(loop, compute());     // the result as a future
-//   weft::spawn_detached(loop, serve_forever());             // nobody waits; failures are logged
-//
-// The task starts at once when called on `loop`'s thread, otherwise it is queued to the loop.
-// Thread-safe.
+/// @file
+/// Starting coroutines on an event loop.
+///
+///   weft::Future<int> f = weft::spawn(loop, compute());     // the result as a future
+///   weft::spawn_detached(loop, serve_forever());             // nobody waits; failures are logged
+///
+/// The task starts at once when called on `loop`'s thread, otherwise it is queued to the loop.
+/// Thread-safe.
 
 #include <coroutine>
 #include <exception>
@@ -64,8 +65,8 @@ inline Detached run_detached(Task<void> task) {
 
 }  // namespace detail
 
-// Thread-safe. Runs `task` on `loop`; the future completes (on `loop`) with its result or exception,
-// or fails with RejectedExecutionError when the loop is shut down.
+/// Thread-safe. Runs `task` on `loop`; the future completes (on `loop`) with its result or exception,
+/// or fails with RejectedExecutionError when the loop is shut down.
 template <class T>
 Future<T> spawn(EventLoop& loop, Task<T> task) {
   Promise<T> promise(&loop);
@@ -77,8 +78,8 @@ Future<T> spawn(EventLoop& loop, Task<T> task) {
   return result;
 }
 
-// Thread-safe. Runs `task` on `loop` with nobody waiting for it; an exception it lets escape is
-// logged. Returns false (and drops the task) when the loop is shut down.
+/// Thread-safe. Runs `task` on `loop` with nobody waiting for it; an exception it lets escape is
+/// logged. Returns false (and drops the task) when the loop is shut down.
 inline bool spawn_detached(EventLoop& loop, Task<void> task) {
   return detail::start_on(loop, detail::run_detached(std::move(task)).handle);
 }

@@ -1,7 +1,8 @@
 #pragma once
-// A move-only, type-erased callable with inline storage: tasks posted to an event loop are stored
-// without a heap allocation when their captures fit in kInlineSize bytes (std::move_only_function
-// arrives only with C++23).
+/// @file
+/// A move-only, type-erased callable with inline storage: tasks posted to an event loop are stored
+/// without a heap allocation when their captures fit in kInlineSize bytes (std::move_only_function
+/// arrives only with C++23).
 
 #include <cstddef>
 #include <new>
@@ -13,14 +14,18 @@ namespace weft {
 template <class Signature>
 class UniqueFunction;
 
+/// A move-only callable of signature R(Args...) (see the file's description). Not thread-safe.
 template <class R, class... Args>
 class UniqueFunction<R(Args...)> {
  public:
+  /// Callables up to this size (nothrow-movable, not over-aligned) are stored inline.
   static constexpr std::size_t kInlineSize = 56;
 
   UniqueFunction() noexcept = default;
+  /// An empty function, as the default constructor.
   UniqueFunction(std::nullptr_t) noexcept {}
 
+  /// Holds `f` (moved or copied in): inline when it fits, else on the heap.
   template <class F, class D = std::decay_t<F>,
             class = std::enable_if_t<!std::is_same_v<D, UniqueFunction> && std::is_invocable_r_v<R, D&, Args...>>>
   UniqueFunction(F&& f) {  // NOLINT(google-explicit-constructor): callables convert implicitly
@@ -33,6 +38,7 @@ class UniqueFunction<R(Args...)> {
     }
   }
 
+  /// Takes `other`'s callable; `other` becomes empty.
   UniqueFunction(UniqueFunction&& other) noexcept : ops_(other.ops_) {
     if (ops_) {
       ops_->move(other.storage_, storage_);
@@ -40,6 +46,7 @@ class UniqueFunction<R(Args...)> {
     }
   }
 
+  /// Destroys the callable held, then takes `other`'s; `other` becomes empty.
   UniqueFunction& operator=(UniqueFunction&& other) noexcept {
     if (this != &other) {
       reset();
@@ -56,10 +63,13 @@ class UniqueFunction<R(Args...)> {
   UniqueFunction& operator=(const UniqueFunction&) = delete;
   ~UniqueFunction() { reset(); }
 
+  /// Whether a callable is held.
   explicit operator bool() const noexcept { return ops_ != nullptr; }
 
+  /// Calls the callable; requires one to be held.
   R operator()(Args... args) { return ops_->invoke(storage_, std::forward<Args>(args)...); }
 
+  /// Destroys the callable held, if any; the function becomes empty.
   void reset() noexcept {
     if (ops_) {
       ops_->destroy(storage_);

@@ -1,17 +1,18 @@
 #pragma once
-// Waiting for several tasks at once.
-//
-//   auto [a, b] = co_await weft::when_all(fetch_a(), fetch_b());        // both, concurrently
-//   std::vector<int> all = co_await weft::when_all(std::move(tasks));   // a vector of tasks
-//   auto [index, value] = co_await weft::when_any(std::move(tasks));    // the first to finish
-//
-// The tasks start one after the other on the awaiting thread and run concurrently from their first
-// suspension on. when_all resumes the awaiter once every task has finished; if any failed it
-// rethrows the first failure (by position) after all have finished, so nothing outlives the call.
-// when_any resumes the awaiter as soon as one task finishes, with its index and result (or its
-// exception); the others keep running to completion in the background and their results are
-// dropped: end them through their own means (closing their channel, for instance).
-// A void task contributes std::monostate. Not thread-safe: one awaiter per call.
+/// @file
+/// Waiting for several tasks at once.
+///
+///   auto [a, b] = co_await weft::when_all(fetch_a(), fetch_b());        // both, concurrently
+///   std::vector<int> all = co_await weft::when_all(std::move(tasks));   // a vector of tasks
+///   auto [index, value] = co_await weft::when_any(std::move(tasks));    // the first to finish
+///
+/// The tasks start one after the other on the awaiting thread and run concurrently from their first
+/// suspension on. when_all resumes the awaiter once every task has finished; if any failed it
+/// rethrows the first failure (by position) after all have finished, so nothing outlives the call.
+/// when_any resumes the awaiter as soon as one task finishes, with its index and result (or its
+/// exception); the others keep running to completion in the background and their results are
+/// dropped: end them through their own means (closing their channel, for instance).
+/// A void task contributes std::monostate. Not thread-safe: one awaiter per call.
 
 #include <atomic>
 #include <coroutine>
@@ -194,13 +195,13 @@ struct AnyAwaiter {
 
 }  // namespace detail
 
-// Runs all tasks concurrently; yields a tuple of their results (std::monostate for void).
+/// Runs all tasks concurrently; yields a tuple of their results (std::monostate for void).
 template <class... Ts>
 Task<std::tuple<detail::ValueOrMonostate<Ts>...>> when_all(Task<Ts>... tasks) {
   return detail::when_all_tuple(std::index_sequence_for<Ts...>{}, std::move(tasks)...);
 }
 
-// Runs all tasks concurrently; yields their results in order (std::monostate for void).
+/// Runs all tasks concurrently; yields their results in order (std::monostate for void).
 template <class T>
 Task<std::vector<detail::ValueOrMonostate<T>>> when_all(std::vector<Task<T>> tasks) {
   std::vector<detail::Outcome<T>> outcomes(tasks.size());
@@ -215,8 +216,8 @@ Task<std::vector<detail::ValueOrMonostate<T>>> when_all(std::vector<Task<T>> tas
   co_return values;
 }
 
-// Runs all tasks concurrently; yields the index and result of the first to finish (rethrows its
-// exception). Throws std::invalid_argument for an empty vector.
+/// Runs all tasks concurrently; yields the index and result of the first to finish (rethrows its
+/// exception). Throws std::invalid_argument for an empty vector.
 template <class T>
 Task<std::pair<std::size_t, detail::ValueOrMonostate<T>>> when_any(std::vector<Task<T>> tasks) {
   if (tasks.empty()) throw std::invalid_argument("when_any needs at least one task");

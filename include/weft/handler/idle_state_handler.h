@@ -1,20 +1,21 @@
 #pragma once
-// Idle detection and timeouts.
-//
-// IdleStateHandler fires an IdleStateEvent user event when the channel has not read (reader_idle),
-// not written (writer_idle), or neither (all_idle) for the configured time; zero disables a kind.
-// Each kind fires again every period while the channel stays idle (IdleStateEvent::first tells
-// the first one apart). Add it anywhere; it passes every message on unchanged.
-//
-//   pipeline.add_last("idle", std::make_shared<weft::IdleStateHandler>(60s, 0s, 0s));
-//   ... user_event(ctx, e): if (auto* idle = std::any_cast<weft::IdleStateEvent>(&e)) ctx.close();
-//
-// ReadTimeoutHandler fires ReadTimeoutError and closes the channel when nothing was read for its
-// timeout (the socket read timeout of a blocking client). WriteTimeoutHandler fires
-// WriteTimeoutError and closes the channel when a write it passed on has not left the write queue
-// within its timeout (it measures the channel's queued bytes, so writes that bypass it count too).
-//
-// Loop thread only. Timers run on the channel's loop (EmbeddedChannel: advance_time()).
+/// @file
+/// Idle detection and timeouts.
+///
+/// IdleStateHandler fires an IdleStateEvent user event when the channel has not read (reader_idle),
+/// not written (writer_idle), or neither (all_idle) for the configured time; zero disables a kind.
+/// Each kind fires again every period while the channel stays idle (IdleStateEvent::first tells
+/// the first one apart). Add it anywhere; it passes every message on unchanged.
+///
+///   pipeline.add_last("idle", std::make_shared<weft::IdleStateHandler>(60s, 0s, 0s));
+///   ... user_event(ctx, e): if (auto* idle = std::any_cast<weft::IdleStateEvent>(&e)) ctx.close();
+///
+/// ReadTimeoutHandler fires ReadTimeoutError and closes the channel when nothing was read for its
+/// timeout (the socket read timeout of a blocking client). WriteTimeoutHandler fires
+/// WriteTimeoutError and closes the channel when a write it passed on has not left the write queue
+/// within its timeout (it measures the channel's queued bytes, so writes that bypass it count too).
+///
+/// Loop thread only. Timers run on the channel's loop (EmbeddedChannel: advance_time()).
 
 #include <cstddef>
 #include <cstdint>
@@ -27,28 +28,36 @@
 
 namespace weft {
 
+/// What the channel has not done for the configured time: read, write, or either.
 enum class IdleState { reader_idle, writer_idle, all_idle };
 
-// The user event fired by IdleStateHandler.
+/// The user event fired by IdleStateHandler.
 struct IdleStateEvent {
+  /// Which kind of idleness.
   IdleState state;
-  bool first;  // the first event of this kind since the channel was last active in that way
+  bool first;  ///< the first event of this kind since the channel was last active in that way
 };
 
+/// "reader_idle", "writer_idle" or "all_idle".
 const char* to_string(IdleState state) noexcept;
 
+/// Fired by ReadTimeoutHandler: nothing was read for its timeout.
 class ReadTimeoutError : public Error {
  public:
   using Error::Error;
 };
 
+/// Fired by WriteTimeoutHandler: a write did not leave the write queue within its timeout.
 class WriteTimeoutError : public Error {
  public:
   using Error::Error;
 };
 
+/// Fires IdleStateEvent user events when the channel is idle (see the file's description).
+/// Loop thread only.
 class IdleStateHandler : public Handler {
  public:
+  /// The idle time of each kind; zero disables that kind.
   IdleStateHandler(Duration reader_idle, Duration writer_idle, Duration all_idle);
 
   void handler_added(Context& ctx) override;
@@ -60,7 +69,7 @@ class IdleStateHandler : public Handler {
   void write_message(Context& ctx, MessageRef message) override;
 
  protected:
-  // Called when an idle state is reached. Default: ctx.fire_user_event(event).
+  /// Called when an idle state is reached. Default: ctx.fire_user_event(event).
   virtual void channel_idle(Context& ctx, const IdleStateEvent& event);
 
  private:
@@ -80,8 +89,11 @@ class IdleStateHandler : public Handler {
   bool started_ = false;
 };
 
+/// Fires ReadTimeoutError and closes the channel when nothing was read for its timeout.
+/// Loop thread only.
 class ReadTimeoutHandler final : public IdleStateHandler {
  public:
+  /// Times out after `timeout` without a read.
   explicit ReadTimeoutHandler(Duration timeout);
 
  protected:
@@ -92,8 +104,11 @@ class ReadTimeoutHandler final : public IdleStateHandler {
   bool fired_ = false;
 };
 
+/// Fires WriteTimeoutError and closes the channel when a write it passed on has not left the
+/// write queue within its timeout. Loop thread only.
 class WriteTimeoutHandler final : public Handler {
  public:
+  /// Times out a write still queued `timeout` after it was passed on.
   explicit WriteTimeoutHandler(Duration timeout);
 
   void write_message(Context& ctx, MessageRef message) override;
@@ -102,7 +117,7 @@ class WriteTimeoutHandler final : public Handler {
 
  private:
   struct Pending {
-    std::uint64_t mark;  // the write is done once this many bytes have left the queue
+    std::uint64_t mark;  ///< the write is done once this many bytes have left the queue
     TimePoint deadline;
   };
   void on_timer(Context& ctx);

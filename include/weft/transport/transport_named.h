@@ -1,5 +1,6 @@
 #pragma once
-// Selecting a transport by name, for programs that take it as a flag (--transport epoll|io_uring|blocking).
+/// @file
+/// Selecting a transport by name, for programs that take it as a flag (--transport epoll|io_uring|blocking).
 
 #include <string_view>
 
@@ -7,8 +8,8 @@
 
 namespace weft {
 
-// Thread-safe. The transport called `name` ("epoll", "io_uring", "blocking"). Throws std::invalid_argument
-// naming the available transports for any other name.
+/// Thread-safe. The transport called `name` ("epoll", "io_uring", "blocking"). Throws std::invalid_argument
+/// naming the available transports for any other name.
 Transport& transport_named(std::string_view name);
 
 }  // namespace weft

@@ -14,11 +14,12 @@ SHOW_CHOICES = ("rps", "cpu", "p99")
 
 
 def find_bin_dir(invoked_as, build_dir):
-    """build/<preset>/bin: --build-dir, else the launcher's own folder when it sits there, else build/release."""
+    """build/<preset>/bin: --build-dir, else the launcher's own folder when it sits there (or beside an
+    installed weft-load), else build/release."""
     if build_dir:
         return os.path.join(os.path.abspath(build_dir), "bin")
     here = os.path.dirname(os.path.abspath(invoked_as))
-    if os.path.exists(os.path.join(here, "..", "CMakeCache.txt")):
+    if os.path.exists(os.path.join(here, "..", "CMakeCache.txt")) or os.path.exists(os.path.join(here, "weft-load")):
         return here
     return os.path.join(REPO_DIR, "build", "release", "bin")
 
@@ -98,7 +99,9 @@ def cmd_run(args, invoked_as):
     quick_s = 0.5 if adapter.fractional_seconds else 1.0  # wrk takes whole seconds only
     duration = args.duration or (quick_s if args.quick else 5.0)
     warmup = args.warmup if args.warmup is not None else (quick_s if args.quick else 3.0)
-    out_dir = args.out or results.default_out_dir(REPO_DIR)
+    # bench-results/ in the source tree; an installed weft-bench (no source tree) writes it in the current directory
+    in_source_tree = os.path.exists(os.path.join(REPO_DIR, "CMakeLists.txt"))
+    out_dir = args.out or results.default_out_dir(REPO_DIR if in_source_tree else os.getcwd())
     out_path = os.path.join(out_dir, "results.json")
     build_dir = os.path.dirname(bin_dir)
     doc = {"tool": "weft-bench", "schema": results.SCHEMA, "suite": args.suite,

@@ -1,7 +1,8 @@
 #pragma once
-// Decodes a message body after its head: fixed length, chunked (with trailers checked and dropped)
-// or, for responses without framing, until the connection closes. Aggregates into one buffer up
-// to Limits::max_body. Shared by the server and client codecs. Loop thread only.
+/// @file
+/// Decodes a message body after its head: fixed length, chunked (with trailers checked and dropped)
+/// or, for responses without framing, until the connection closes. Aggregates into one buffer up
+/// to Limits::max_body. Shared by the server and client codecs. Loop thread only.
 
 #include <cstdint>
 #include <string_view>

@@ -1,8 +1,9 @@
 #pragma once
-// The HTTP/1.1 client codec: encodes requests and decodes their responses, pipelined (responses
-// are matched to requests in order, which is how a HEAD response is known to have no body).
-// Outbound HttpClientRequest -> ByteBuf; inbound ByteBuf -> HttpClientResponse. A malformed or
-// oversized response fires HttpProtocolError and closes the connection. Loop thread only.
+/// @file
+/// The HTTP/1.1 client codec: encodes requests and decodes their responses, pipelined (responses
+/// are matched to requests in order, which is how a HEAD response is known to have no body).
+/// Outbound HttpClientRequest -> ByteBuf; inbound ByteBuf -> HttpClientResponse. A malformed or
+/// oversized response fires HttpProtocolError and closes the connection. Loop thread only.
 
 #include <cstdint>
 #include <deque>
@@ -17,34 +18,47 @@
 
 namespace weft::http {
 
-// A response that could not be parsed, or broke a limit.
+/// A response that could not be parsed, or broke a limit.
 class HttpProtocolError : public Error {
  public:
+  /// `status`: the HTTP status that classifies the error (e.g. 400, 413); `reason` says what was wrong.
   HttpProtocolError(int status, std::string_view reason)
       : Error("HTTP protocol error (" + std::to_string(status) + "): " + std::string(reason)), status_(status) {}
+  /// The HTTP status that classifies the error.
   int status() const noexcept { return status_; }
 
  private:
   int status_;
 };
 
-// A request to send. Header rules as HttpResponse (no CR/LF in values). The encoder adds
-// Content-Length when there is a body, and Host when the request has none (see ClientCodec).
+/// A request to send. Header rules as HttpResponse (no CR/LF in values). The encoder adds
+/// Content-Length when there is a body, and Host when the request has none (see ClientCodec).
 class HttpClientRequest {
  public:
+  /// A request for `target` (origin-form "/path?q" or absolute-form) with `method`.
   HttpClientRequest(std::string method, std::string target) : method_(std::move(method)), target_(std::move(target)) {}
+  /// Adds a header line; throws std::invalid_argument when the name is not a token or the value holds
+  /// CR, LF or NUL.
   HttpClientRequest& header(std::string_view name, std::string_view value) &;
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpClientRequest&& header(std::string_view name, std::string_view value) && { return std::move(header(name, value)); }
+  /// The body, owned.
   HttpClientRequest& body(ByteBuf bytes) & noexcept {
     body_ = std::move(bytes);
     return *this;
   }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpClientRequest&& body(ByteBuf bytes) && noexcept { return std::move(body(std::move(bytes))); }
 
+  /// The method.
   const std::string& method() const noexcept { return method_; }
+  /// The request target.
   const std::string& target() const noexcept { return target_; }
+  /// For the encoder: the header lines added ("Name: value\r\n" each).
   std::string_view header_block() const noexcept { return headers_; }
+  /// Whether a Host header was added.
   bool has_host() const noexcept { return has_host_; }
+  /// For the encoder: the body.
   ByteBuf& owned_body() noexcept { return body_; }
 
  private:
@@ -55,19 +69,22 @@ class HttpClientRequest {
   bool has_host_ = false;
 };
 
+/// A parsed response head: views into the bytes it was parsed from.
 struct ResponseHead {
-  static constexpr std::size_t kInlineHeaders = 64;
-  Version version = Version::http11;
-  int status = 0;
-  std::string_view reason;
-  InlineHeaders<kInlineHeaders> inline_headers;
-  std::size_t header_count = 0;
-  std::optional<std::uint64_t> content_length;
-  bool chunked = false;
-  bool keep_alive = true;
+  static constexpr std::size_t kInlineHeaders = 64;  ///< Limits::max_headers is capped at this
+  Version version = Version::http11;                 ///< HTTP/1.0 or HTTP/1.1
+  int status = 0;                                    ///< the status code
+  std::string_view reason;                           ///< the reason phrase, as sent
+  InlineHeaders<kInlineHeaders> inline_headers;      ///< the header lines; only the first header_count are used
+  std::size_t header_count = 0;                      ///< header lines in inline_headers
+  std::optional<std::uint64_t> content_length;       ///< Content-Length, when sent
+  bool chunked = false;                              ///< Transfer-Encoding: chunked
+  bool keep_alive = true;                            ///< the connection stays open (version and Connection)
 
   ResponseHead() noexcept = default;
+  /// Copies the head (the views still point into `other`'s bytes).
   ResponseHead(const ResponseHead& other) noexcept { *this = other; }
+  /// Copies the head (the views still point into `other`'s bytes).
   ResponseHead& operator=(const ResponseHead& other) noexcept {
     if (this == &other) return *this;
     version = other.version;
@@ -81,20 +98,29 @@ struct ResponseHead {
     return *this;
   }
 
+  /// The first header with this name (case-insensitive), if any.
   std::optional<std::string_view> header(std::string_view name) const noexcept;
 };
 
-// Parses a response head at the start of `data`, like parse_request_head.
+/// Parses a response head at the start of `data`, like parse_request_head.
 ParseResult parse_response_head(std::string_view data, ResponseHead& out, const Limits& limits) noexcept;
 
+/// A whole response: head and body, as the client codec emits it.
 class HttpClientResponse {
  public:
+  /// The status code.
   int status() const noexcept { return head_.status; }
+  /// HTTP/1.0 or HTTP/1.1.
   Version version() const noexcept { return head_.version; }
+  /// Whether the connection stays open after this response.
   bool keep_alive() const noexcept { return head_.keep_alive; }
+  /// The first header named `name` (case-insensitive), if any.
   std::optional<std::string_view> header(std::string_view name) const noexcept { return head_.header(name); }
+  /// The parsed head.
   const ResponseHead& head() const noexcept { return head_; }
+  /// The body (empty when there is none).
   const ByteBuf& body() const noexcept { return body_; }
+  /// The body's bytes as a view.
   std::string_view body_view() const noexcept { return body_.view(); }
 
  private:
@@ -104,13 +130,13 @@ class HttpClientResponse {
   ByteBuf body_;
 };
 
-// Host (required in HTTP/1.1) is added to a request that has none, first of: the authority of an
-// absolute-form target ("http://example.com:8080/x" -> example.com:8080), the configured
-// `authority`, the address the channel is connected to ("127.0.0.1:8080", "[::1]:8080"), or empty
-// when none is known, as on an EmbeddedChannel (RFC 9110 7.2 asks for an empty Host then).
+/// Host (required in HTTP/1.1) is added to a request that has none, first of: the authority of an
+/// absolute-form target ("http://example.com:8080/x" -> example.com:8080), the configured
+/// `authority`, the address the channel is connected to ("127.0.0.1:8080", "[::1]:8080"), or empty
+/// when none is known, as on an EmbeddedChannel (RFC 9110 7.2 asks for an empty Host then).
 class ClientCodec final : public Handler {
  public:
-  // Throws std::invalid_argument when `authority` holds CR, LF, NUL or another control.
+  /// Throws std::invalid_argument when `authority` holds CR, LF, NUL or another control.
   explicit ClientCodec(Limits limits = {}, std::string authority = {});
 
   MessageTypes message_types() const noexcept override {
@@ -120,7 +146,7 @@ class ClientCodec final : public Handler {
   void write_message(Context& ctx, MessageRef message) override;
   void channel_inactive(Context& ctx) override;
 
-  // Requests sent whose response has not arrived yet.
+  /// Requests sent whose response has not arrived yet.
   std::size_t outstanding() const noexcept { return pending_head_requests_.size(); }
 
  private:

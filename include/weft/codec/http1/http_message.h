@@ -1,5 +1,6 @@
 #pragma once
-// HttpRequest (what the server codec emits) and HttpResponse (what it takes).
+/// @file
+/// HttpRequest (what the server codec emits) and HttpResponse (what it takes).
 
 #include <array>
 #include <cstdint>
@@ -11,18 +12,20 @@
 
 namespace weft::http {
 
-// A whole request: head and body (bodies are aggregated up to Limits::max_body). The views of the
-// head point into a buffer the request shares, so they stay valid as long as the request lives,
-// also when it is moved.
-//
-// (Within the codec's channel_read call the head's bytes are only lent by the codec, which keeps
-// them; moving the request takes its own reference. So a handler that answers in place costs no
-// reference count traffic, and one that keeps the request -- it must move it -- is safe.)
+/// A whole request: head and body (bodies are aggregated up to Limits::max_body). The views of the
+/// head point into a buffer the request shares, so they stay valid as long as the request lives,
+/// also when it is moved.
+///
+/// (Within the codec's channel_read call the head's bytes are only lent by the codec, which keeps
+/// them; moving the request takes its own reference. So a handler that answers in place costs no
+/// reference count traffic, and one that keeps the request -- it must move it -- is safe.)
 class HttpRequest {
  public:
   HttpRequest() noexcept = default;
+  /// Takes `other`'s head, body and sequence (the head's bytes with it: the views stay valid).
   HttpRequest(HttpRequest&& other) noexcept
       : head_bytes_(other.take_head_bytes()), body_(std::move(other.body_)), sequence_(other.sequence_), head_(other.head_) {}
+  /// Replaces this request with `other`'s head, body and sequence.
   HttpRequest& operator=(HttpRequest&& other) noexcept {
     if (this != &other) {
       head_bytes_ = other.take_head_bytes();
@@ -33,23 +36,34 @@ class HttpRequest {
     }
     return *this;
   }
-  // This request's place on its connection: 1 for the first, then 2, 3... (0: not from a codec).
-  // Responses leave in this order, whichever thread makes them (see HttpResponse::for_request).
+  /// This request's place on its connection: 1 for the first, then 2, 3... (0: not from a codec).
+  /// Responses leave in this order, whichever thread makes them (see HttpResponse::for_request).
   std::uint64_t sequence() const noexcept { return sequence_; }
-  // The memory this request holds, for bounds that count bytes (the executor offload queue).
+  /// The memory this request holds, for bounds that count bytes (the executor offload queue).
   std::size_t message_size() const noexcept {
     return sizeof(HttpRequest) + body_.readable_bytes() + (lender_ != nullptr ? lent_length_ : head_bytes_.readable_bytes());
   }
+  /// The parsed head.
   const RequestHead& head() const noexcept { return head_; }
+  /// The method, as sent ("GET").
   std::string_view method() const noexcept { return head_.method; }
+  /// The request target, as sent (see RequestHead::target).
   std::string_view target() const noexcept { return head_.target; }
+  /// The target's path (see RequestHead::path).
   std::string_view path() const noexcept { return head_.path; }
+  /// The target's query, after '?' (see RequestHead::query).
   std::string_view query() const noexcept { return head_.query; }
+  /// HTTP/1.0 or HTTP/1.1.
   Version version() const noexcept { return head_.version; }
+  /// Whether the connection stays open after the answer (the version and the Connection header).
   bool keep_alive() const noexcept { return head_.keep_alive; }
+  /// The first header named `name` (case-insensitive), if any.
   std::optional<std::string_view> header(std::string_view name) const noexcept { return head_.header(name); }
+  /// The body (empty when there is none).
   const ByteBuf& body() const noexcept { return body_; }
+  /// The body (empty when there is none); a handler may take it.
   ByteBuf& body() noexcept { return body_; }
+  /// The body's bytes as a view.
   std::string_view body_view() const noexcept { return body_.view(); }
 
  private:
@@ -76,24 +90,29 @@ class HttpRequest {
   RequestHead head_;    // last: its fields first, then the inline header array
 };
 
-// Header lines validated once and attached to many responses without copying or checking them
-// again: build it at startup for the headers every response of a route carries.
-//   static const HeaderBlock kText = HeaderBlock().add("Server", "weft").add("Content-Type", "text/plain");
+/// Header lines validated once and attached to many responses without copying or checking them
+/// again: build it at startup for the headers every response of a route carries.
+///   static const HeaderBlock kText = HeaderBlock().add("Server", "weft").add("Content-Type", "text/plain");
 class HeaderBlock {
  public:
   HeaderBlock() = default;
+  /// A copy with the same lines and id.
   HeaderBlock(const HeaderBlock&) = default;
+  /// Copies the lines and the id.
   HeaderBlock& operator=(const HeaderBlock&) = default;
-  // The moved-from block is left empty.
+  /// The moved-from block is left empty.
   HeaderBlock(HeaderBlock&& other) noexcept;
+  /// Takes `other`'s lines and id; `other` is left empty.
   HeaderBlock& operator=(HeaderBlock&& other) noexcept;
 
-  // Throws std::invalid_argument like HttpResponse::header. Not thread-safe.
+  /// Throws std::invalid_argument like HttpResponse::header. Not thread-safe.
   HeaderBlock& add(std::string_view name, std::string_view value) &;
+  /// As the `&` overload, for an rvalue (returned as one).
   HeaderBlock&& add(std::string_view name, std::string_view value) && { return std::move(add(name, value)); }
+  /// The header lines as they are written ("Name: value\r\n" each).
   std::string_view bytes() const noexcept { return bytes_; }
-  // Names the content: equal ids, equal bytes (0 for an empty block). Every add() draws a new id,
-  // so the encoder can reuse a head it built from this block without comparing its bytes.
+  /// Names the content: equal ids, equal bytes (0 for an empty block). Every add() draws a new id,
+  /// so the encoder can reuse a head it built from this block without comparing its bytes.
   std::uint64_t id() const noexcept { return id_; }
 
  private:
@@ -101,93 +120,117 @@ class HeaderBlock {
   std::uint64_t id_ = 0;
 };
 
-// A response. Headers are validated as they are added: a name that is not a token, or a value with
-// CR, LF or NUL, throws std::invalid_argument (no response splitting). The encoder adds Date,
-// Content-Length and, where the connection ends, Connection: close.
-//
-// Which request it answers: the one named with for_request(); else, when it is written while the
-// codec hands a request to the pipeline (a handler that answers at once), that request; else the
-// oldest request of the connection that has no answer yet. Pipelined answers leave in request
-// order whatever thread or coroutine makes them and whenever: one that is ready early waits,
-// encoded, for those before it.
-//
-// Borrowed parts (body_view(), headers()) must outlive the encoding, which happens inside
-// ctx.write() on the loop. A response that crosses threads (written from an executor, or through
-// Channel::write from another thread) takes its own copy of them first (own_borrowed()).
+/// A response. Headers are validated as they are added: a name that is not a token, or a value with
+/// CR, LF or NUL, throws std::invalid_argument (no response splitting). The encoder adds Date,
+/// Content-Length and, where the connection ends, Connection: close.
+///
+/// Which request it answers: the one named with for_request(); else, when it is written while the
+/// codec hands a request to the pipeline (a handler that answers at once), that request; else the
+/// oldest request of the connection that has no answer yet. Pipelined answers leave in request
+/// order whatever thread or coroutine makes them and whenever: one that is ready early waits,
+/// encoded, for those before it.
+///
+/// Borrowed parts (body_view(), headers()) must outlive the encoding, which happens inside
+/// ctx.write() on the loop. A response that crosses threads (written from an executor, or through
+/// Channel::write from another thread) takes its own copy of them first (own_borrowed()).
 class HttpResponse {
  public:
+  /// A response with status code `status`, no header and no body.
   explicit HttpResponse(int status = 200) noexcept : status_(status) {}
-  // Moves copy only the used part of the inline header space, not all of it.
+  /// Moves copy only the used part of the inline header space, not all of it.
   HttpResponse(HttpResponse&& other) noexcept;
+  /// Replaces this response with `other`.
   HttpResponse& operator=(HttpResponse&& other) noexcept;
 
+  /// The status code.
   int status() const noexcept { return status_; }
-  // Builder methods return the response as the same kind of reference they were called on, so that
-  // ctx.write(HttpResponse(200).content_type("text/plain").body_view(text)) passes an rvalue.
+  /// Builder methods return the response as the same kind of reference they were called on, so that
+  /// ctx.write(HttpResponse(200).content_type("text/plain").body_view(text)) passes an rvalue.
   HttpResponse& header(std::string_view name, std::string_view value) &;
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& header(std::string_view name, std::string_view value) && { return std::move(header(name, value)); }
+  /// header("Content-Type", value).
   HttpResponse& content_type(std::string_view value) & { return header("Content-Type", value); }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& content_type(std::string_view value) && { return std::move(header("Content-Type", value)); }
-  // Attaches a shared block of headers (written before those added with header()). The block must
-  // outlive the encoding of the response, like body_view().
+  /// Attaches a shared block of headers (written before those added with header()). The block must
+  /// outlive the encoding of the response, like body_view().
   HttpResponse& headers(const HeaderBlock& block) & noexcept {
     shared_headers_ = &block;
     return *this;
   }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& headers(const HeaderBlock& block) && noexcept { return std::move(headers(block)); }
-  // The body, owned.
+  /// The body, owned.
   HttpResponse& body(ByteBuf bytes) & noexcept;
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& body(ByteBuf bytes) && noexcept { return std::move(body(std::move(bytes))); }
-  // The body, owned: the string's bytes are copied into a buffer (for a body made per request).
+  /// The body, owned: the string's bytes are copied into a buffer (for a body made per request).
   HttpResponse& body(std::string_view bytes) & { return body(ByteBuf::copy_of(bytes)); }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& body(std::string_view bytes) && { return std::move(body(bytes)); }
+  /// The body, owned: the string's bytes are copied into a buffer.
   HttpResponse& body(const std::string& bytes) & { return body(std::string_view(bytes)); }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& body(const std::string& bytes) && { return std::move(body(std::string_view(bytes))); }
+  /// The body, owned: the C string's bytes are copied into a buffer.
   HttpResponse& body(const char* bytes) & { return body(std::string_view(bytes)); }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& body(const char* bytes) && { return std::move(body(std::string_view(bytes))); }
-  // Names the request this response answers (see the class comment).
+  /// Names the request this response answers (see the class comment).
   HttpResponse& for_request(const HttpRequest& request) & noexcept {
     request_sequence_ = request.sequence();
     return *this;
   }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& for_request(const HttpRequest& request) && noexcept { return std::move(for_request(request)); }
-  // The same, by the request's sequence(): for an answer made where the request is gone.
+  /// The same, by the request's sequence(): for an answer made where the request is gone.
   HttpResponse& for_request(std::uint64_t request_sequence) & noexcept {
     request_sequence_ = request_sequence;
     return *this;
   }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& for_request(std::uint64_t request_sequence) && noexcept { return std::move(for_request(request_sequence)); }
+  /// The sequence of the request named with for_request(); 0 when none was.
   std::uint64_t request_sequence() const noexcept { return request_sequence_; }
-  // Copies what the response borrows (the body view, the shared header block) into the response.
+  /// Copies what the response borrows (the body view, the shared header block) into the response.
   void own_borrowed();
-  // The memory this response holds, for bounds that count bytes.
+  /// The memory this response holds, for bounds that count bytes.
   std::size_t message_size() const noexcept {
     return sizeof(HttpResponse) + overflow_.capacity() + body_bytes().size();
   }
-  // The body, borrowed: `bytes` must stay valid until the response has been encoded, which happens
-  // inside ctx.write() when the codec runs on the same loop (the common case). For static data.
+  /// The body, borrowed: `bytes` must stay valid until the response has been encoded, which happens
+  /// inside ctx.write() when the codec runs on the same loop (the common case). For static data.
   HttpResponse& body_view(std::string_view bytes) & noexcept {
     if (body_.has_storage()) body_.release();
     body_view_ = bytes;
     return *this;
   }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& body_view(std::string_view bytes) && noexcept { return std::move(body_view(bytes)); }
-  // Close the connection after this response.
+  /// Close the connection after this response.
   HttpResponse& close_connection() & noexcept {
     close_ = true;
     return *this;
   }
+  /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& close_connection() && noexcept { return std::move(close_connection()); }
 
+  /// For the encoder: the header lines added with header().
   std::string_view header_block() const noexcept {
     return overflow_.empty() ? std::string_view(inline_.data(), inline_size_) : std::string_view(overflow_);
   }
+  /// For the encoder: the lines of the attached HeaderBlock (empty without one).
   std::string_view shared_header_block() const noexcept {
     return shared_headers_ != nullptr ? shared_headers_->bytes() : std::string_view();
   }
+  /// For the encoder: the attached HeaderBlock's id (0 without one).
   std::uint64_t shared_header_block_id() const noexcept { return shared_headers_ != nullptr ? shared_headers_->id() : 0; }
+  /// For the encoder: the body's bytes, owned or borrowed.
   std::string_view body_bytes() const noexcept { return body_.has_storage() ? body_.view() : body_view_; }
+  /// For the encoder: the owned body (empty when the body is borrowed).
   ByteBuf& owned_body() noexcept { return body_; }
+  /// Whether close_connection() was asked for.
   bool closes_connection() const noexcept { return close_; }
 
  private:

@@ -1,32 +1,33 @@
 #pragma once
-// The HTTP/1.1 server codec: decodes requests from bytes (pipelined, keep-alive, fixed-length and
-// chunked bodies, Expect: 100-continue) and encodes responses into one buffer per read batch, so a
-// batch of pipelined requests is answered with one write.
-//
-// Order: each request takes the next place in the connection's answer sequence; an answer fills
-// its place (see HttpResponse for which request an answer is for) from any thread or coroutine,
-// and answers leave in request order -- one that is ready early is encoded at once and waits for
-// those before it. 100 Continue, an error answer, a close and the end of the client's input all
-// come after every answer already owed.
-//
-// Bad input is answered with its status (400, 408, 413, 414, 431, 501, 505, 417) after the answers
-// owed, and the connection ends gracefully (FIN, then what the client still sends is read and
-// dropped for Limits::linger_timeout): nothing else is decoded from it.
-//
-// Bounds: reading pauses while more than Limits::max_pipelined requests wait for answers, while
-// more than Limits::max_unsent_bytes of answers wait to be sent, and while the channel is not
-// writable -- a client that pipelines and never reads costs a bounded amount of memory. Timeouts
-// (Limits): a request must arrive whole within request_timeout of its first byte (408); an idle
-// keep-alive connection closes after idle_timeout; one whose answers cannot be sent for
-// send_timeout closes. A client that half-closes (FIN after its requests) gets every answer owed.
-//
-// A response to HEAD is encoded with the headers, Content-Length included, of the response it is
-// given and without its body: build the same response as for GET (the Router sends HEAD to the GET
-// route) and the encoder drops the content.
-//
-// Inbound ByteBuf -> HttpRequest; outbound HttpResponse -> ByteBuf. Loop thread only; one codec per
-// channel. Turns the channel's allow_half_closure on when added (the end of the client's input is
-// an event it answers).
+/// @file
+/// The HTTP/1.1 server codec: decodes requests from bytes (pipelined, keep-alive, fixed-length and
+/// chunked bodies, Expect: 100-continue) and encodes responses into one buffer per read batch, so a
+/// batch of pipelined requests is answered with one write.
+///
+/// Order: each request takes the next place in the connection's answer sequence; an answer fills
+/// its place (see HttpResponse for which request an answer is for) from any thread or coroutine,
+/// and answers leave in request order -- one that is ready early is encoded at once and waits for
+/// those before it. 100 Continue, an error answer, a close and the end of the client's input all
+/// come after every answer already owed.
+///
+/// Bad input is answered with its status (400, 408, 413, 414, 431, 501, 505, 417) after the answers
+/// owed, and the connection ends gracefully (FIN, then what the client still sends is read and
+/// dropped for Limits::linger_timeout): nothing else is decoded from it.
+///
+/// Bounds: reading pauses while more than Limits::max_pipelined requests wait for answers, while
+/// more than Limits::max_unsent_bytes of answers wait to be sent, and while the channel is not
+/// writable -- a client that pipelines and never reads costs a bounded amount of memory. Timeouts
+/// (Limits): a request must arrive whole within request_timeout of its first byte (408); an idle
+/// keep-alive connection closes after idle_timeout; one whose answers cannot be sent for
+/// send_timeout closes. A client that half-closes (FIN after its requests) gets every answer owed.
+///
+/// A response to HEAD is encoded with the headers, Content-Length included, of the response it is
+/// given and without its body: build the same response as for GET (the Router sends HEAD to the GET
+/// route) and the encoder drops the content.
+///
+/// Inbound ByteBuf -> HttpRequest; outbound HttpResponse -> ByteBuf. Loop thread only; one codec per
+/// channel. Turns the channel's allow_half_closure on when added (the end of the client's input is
+/// an event it answers).
 
 #include <cstdint>
 #include <ctime>
@@ -44,8 +45,11 @@
 
 namespace weft::http {
 
+/// The HTTP/1.1 server codec: ByteBuf in, HttpRequest out; HttpResponse in, ByteBuf out (see the
+/// file's description). One per channel; loop thread only.
 class ServerCodec final : public Handler {
  public:
+  /// A codec with `limits` (the defaults are Limits' own).
   explicit ServerCodec(Limits limits = {});
   ~ServerCodec() override;
 
@@ -61,7 +65,7 @@ class ServerCodec final : public Handler {
   void channel_inactive(Context& ctx) override;
   void user_event(Context& ctx, const std::any& event) override;
   void writability_changed(Context& ctx) override;
-  // I/O errors (a peer that resets) end the connection quietly; others travel on.
+  /// I/O errors (a peer that resets) end the connection quietly; others travel on.
   void exception_caught(Context& ctx, std::exception_ptr error) override;
   void handler_removed(Context& ctx) override;
 
@@ -70,10 +74,10 @@ class ServerCodec final : public Handler {
   // An answer encoded before its turn: it leaves once every answer before it has.
   struct EarlyAnswer {
     std::uint64_t sequence;
-    ByteBuf bytes;      // the head, and the body unless it is sent by reference
-    ByteBuf body;       // a large owned body, sent without copying
-    bool final;         // false: an interim answer (100 Continue) before the final one
-    bool last;          // the connection ends after it
+    ByteBuf bytes;      ///< the head, and the body unless it is sent by reference
+    ByteBuf body;       ///< a large owned body, sent without copying
+    bool final;         ///< false: an interim answer (100 Continue) before the final one
+    bool last;          ///< the connection ends after it
   };
 
   void decode(Context& ctx);
