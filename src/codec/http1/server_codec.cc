@@ -635,7 +635,10 @@ void ServerCodec::on_deadline(Context& ctx) {
     log(LogLevel::debug, "channel {}: idle for {} s; closing", ctx.channel().id(),
         std::chrono::duration_cast<std::chrono::seconds>(limits_.idle_timeout).count());
     finished_ = true;
-    ctx.channel().close_gracefully(limits_.linger_timeout, limits_.send_timeout);
+    // Nothing is owed and nothing unread: a plain close, at once (as nginx's keepalive_timeout). A
+    // lingering close would keep the connection -- on the blocking transport, its thread -- for
+    // linger_timeout more, waiting for a FIN that an idle client does not send.
+    ctx.close();
     return;
   }
   if (state_ == State::closed) return;
