@@ -26,6 +26,21 @@ Requests/sec: 211932.24
 Transfer/sec:     26.00MB
 """
 
+# A real h2load report (h2o, 4 connections x 4 streams, -D 1).
+H2LOAD_OUTPUT = """Main benchmark duration is over for thread #0. Stopping all clients.
+Stopped all clients for thread #0
+
+finished in 1.00s, 69480.00 req/s, 2.85MB/s
+requests: 69480 total, 69496 started, 69480 done, 69478 succeeded, 2 failed, 0 errored, 0 timeout
+status codes: 69480 2xx, 0 3xx, 0 4xx, 0 5xx
+traffic: 2.85MB (2988164) total, 814.61KB (834164) headers (space savings 93.02%), 882.07KB (903240) data
+                     min         max         mean         sd        +/- sd
+time for request:       30us     16.38ms       183us       532us    98.33%
+time for connect:      105us       174us       149us        30us    75.00%
+time to 1st byte:     7.16ms      7.51ms      7.42ms       172us    75.00%
+req/s           :   17345.51    17413.26    17367.74       30.79    75.00%
+"""
+
 
 class TableFormatting(unittest.TestCase):
     def test_grid_is_shaped_like_the_seed_tables(self):
@@ -70,6 +85,27 @@ class WrkParsing(unittest.TestCase):
     def test_wrk_without_a_result_is_an_error(self):
         with self.assertRaisesRegex(ValueError, "unable to connect"):
             load.parse_wrk("unable to connect to 127.0.0.1:1 Connection refused\n")
+
+    def test_h2load_report_becomes_a_weft_load_dict(self):
+        r = load.parse_h2load(H2LOAD_OUTPUT)
+        self.assertEqual(r["responses"], 69478, "succeeded requests only")
+        self.assertAlmostEqual(r["rps"], 69478.0)
+        self.assertEqual(r["errors"]["parse"], 2)
+        self.assertAlmostEqual(r["latency_us"]["mean"], 183.0)
+        self.assertAlmostEqual(r["latency_us"]["max"], 16380.0)
+        self.assertIsNone(r["latency_us"]["p99"], "h2load gives no percentiles")
+        self.assertEqual(r["bytes_read"], 2988164)
+
+    def test_h2load_without_a_result_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, "h2load: no result"):
+            load.parse_h2load("connect to 127.0.0.1:1 failed\nNo protocol negotiated. Aborted\n")
+
+    def test_h2load_argv_rounds_seconds_up(self):
+        argv, _ = load.H2Load("/usr/bin/h2load").h2("http://127.0.0.1:9000/plaintext", 64, 16, 0.5)
+        self.assertEqual(argv, ["/usr/bin/h2load", "-c", "64", "-m", "16", "-t", "1", "-D", "1",
+                                "http://127.0.0.1:9000/plaintext"])
+        self.assertFalse(load.H2Load("/nonexistent/h2load").supports("h2"))
+        self.assertFalse(load.H2Load("/nonexistent/h2load").supports("http"))
 
     def test_weft_load_argv_follows_its_cli(self):
         argv, _ = load.WeftLoad("/b/weft-load").echo("127.0.0.1", 9000, 10, 100, 128, 256)
@@ -192,6 +228,19 @@ class Options(unittest.TestCase):
         # Under a minute: 6 columns, each cell a fresh server and one measurement.
         budget = sum(len(t.columns) * len(t.rows) * t.repeat * (t.duration + 1.0) for t in quick)
         self.assertLess(budget, 60)
+
+    def test_h2_suite_uses_h2load_whatever_the_load_option(self):
+        ctx = suites.Context("/b", False, 2, {"h2": [("h2o", "h2o-wrapper {port}")]})
+        (t,) = suites.build(["h2"], ctx)
+        self.assertEqual([c.name for c in t.columns], ["epoll", "io_uring", "coroutine", "h2o"])
+        self.assertEqual(t.rows, [16, 64, 256])
+        self.assertIsInstance(t.loader, load.H2Load)
+        argv, _ = t.load_argv(t.loader, t.columns[1], 9000, 64, 5)
+        self.assertEqual(argv[-1], "http://127.0.0.1:9000/plaintext")
+        self.assertEqual(argv[argv.index("-m") + 1], "16")
+        self.assertIn(["--transport", "io_uring"], [t.columns[1].argv[i:i + 2] for i in range(len(t.columns[1].argv))])
+        self.assertEqual(suites.build(["h2"], suites.Context("/b", True, 1, {}))[0].rows, [64])
+        self.assertEqual(cli.parse_peer("h2:nginx=nginx-h2c {port}")[:2], ("h2", "nginx"))
 
     def test_render_downstream_cells_show_mean_and_peak_rss(self):
         t = table({15: [60.0]}, column="offload-16")

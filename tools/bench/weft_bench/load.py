@@ -1,4 +1,4 @@
-"""Load generators behind one interface: weft-load (every mode) and wrk (http only).
+"""Load generators behind one interface: weft-load (every mode), wrk (http only) and h2load (HTTP/2).
 
 Each call returns the argv to run and a parser turning its output into weft-load's --json dict.
 """
@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
 
 NOT_BUILT = "n/a: weft-load not built"
@@ -82,6 +83,30 @@ class Wrk:
 
 
 
+class H2Load:
+    """h2load (Debian nghttp2-client): HTTP/2 with prior knowledge for http:// URLs, h2 by ALPN for
+    https://; whole seconds only. A table whose load_kind is h2 uses it whatever --load says."""
+    name = "h2load"
+    fractional_seconds = False
+    missing_note = "n/a: h2load not installed (apt-get install nghttp2-client)"
+
+    def __init__(self, binary="h2load"):
+        self.binary = binary
+
+    def supports(self, kind):
+        return kind == "h2" and shutil.which(self.binary) is not None
+
+    def h2(self, url, connections, streams, duration, threads=1):
+        seconds = max(1, math.ceil(duration))
+        argv = [self.binary, "-c", str(connections), "-m", str(streams), "-t", str(threads), "-D", str(seconds), url]
+
+        def parse(stdout):
+            result = parse_h2load(stdout)
+            result.update(target=url, connections=connections, threads=threads, streams=streams)
+            return result
+        return argv, parse
+
+
 _TIME_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
 _SIZE_UNITS = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4}
 
@@ -122,6 +147,30 @@ def parse_wrk(stdout):
             "requests": requests, "responses": requests, "rps": float(rps.group(1)),
             "bytes_read": int(float(m.group(4)) * _SIZE_UNITS[m.group(5)]), "latency_us": latency,
             "errors": errors}
+
+
+def parse_h2load(stdout):
+    """h2load's report as weft-load's http --json dict; raises ValueError if it has no result. Requests
+    that failed, errored or timed out count as errors, not as responses; h2load gives no percentiles."""
+    m = re.search(r"finished in ([\d.]+)(us|ms|s|m|h), ([\d.]+) req/s", stdout)
+    r = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                  r"(\d+) errored, (\d+) timeout", stdout)
+    if not m or not r:
+        first = stdout.strip().splitlines()[-1] if stdout.strip() else "no output"
+        raise ValueError(f"h2load: no result in its output ({first})")
+    duration_s = _micros(m.group(1) + m.group(2)) / 1e6
+    succeeded = int(r.group(4))
+    latency = {key: None for key in ("p50", "p90", "p99", "p999", "max", "mean")}
+    t = re.search(r"time for request:\s+([\d.]+\w+)\s+([\d.]+\w+)\s+([\d.]+\w+)", stdout)
+    if t:
+        latency["max"], latency["mean"] = _micros(t.group(2)), _micros(t.group(3))
+    traffic = re.search(r"traffic: [\d.]+\w+ \((\d+)\) total", stdout)
+    codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", stdout)
+    errors = {"connect": 0, "read": int(r.group(6)), "write": 0, "timeout": int(r.group(7)),
+              "status": int(codes.group(3)) + int(codes.group(4)) if codes else 0, "parse": int(r.group(5))}
+    return {"tool": "h2load", "mode": "h2", "duration_s": duration_s, "requests": int(r.group(2)),
+            "responses": succeeded, "rps": succeeded / duration_s if duration_s > 0 else 0.0,
+            "bytes_read": int(traffic.group(1)) if traffic else 0, "latency_us": latency, "errors": errors}
 
 
 def choose(kind, bin_dir, wrk_script):

@@ -30,8 +30,9 @@ class Runner:
         for column in table.columns:
             entry = {"name": column.name, "command": column.argv, "note": column.note}
             out["columns"].append(entry)
-            if entry["note"] is None and not self.adapter.supports(table.load_kind):
-                entry["note"] = NOT_BUILT
+            adapter = table.loader or self.adapter
+            if entry["note"] is None and not adapter.supports(table.load_kind):
+                entry["note"] = getattr(adapter, "missing_note", NOT_BUILT)
             if entry["note"] is None:
                 entry["note"] = self._run_column(table, column, out["cells"])
             if entry["note"]:
@@ -81,7 +82,7 @@ class Runner:
         return server, port
 
     def _measure(self, table, column, server, port, row, duration):
-        argv, parse = table.load_argv(self.adapter, column, port, row, duration)
+        argv, parse = table.load_argv(table.loader or self.adapter, column, port, row, duration)
         t0, w0 = server.cpu_ticks(), time.monotonic()
         code, stdout = self.sup.run(f"{table.id}-{column.name}-load", argv, cpus=self.load_cpus,
                                     timeout=duration + 60 + row * 0.05)

@@ -6,6 +6,8 @@ import os
 import shlex
 from dataclasses import dataclass, field
 
+from .load import H2Load
+
 HELLO_MODES = ["loop", "loop-async", "offload", "coroutine", "coroutine-async"]
 
 
@@ -24,7 +26,7 @@ class Table:
     title: str
     row_label: str
     rows: list
-    load_kind: str         # http | echo | stream: what the load generator must support
+    load_kind: str         # http | echo | stream | h2: what the load generator must support
     metric: str            # key of the load result shown in the cells
     unit: str
     higher_is_better: bool
@@ -38,12 +40,16 @@ class Table:
     duration: float = None
     warmup: float = None
     stop_grace: float = 3.0      # seconds from SIGTERM to SIGKILL when the server is stopped
+    loader: object = None        # this table's own load generator (h2load for h2), whatever --load says
 
     def load_argv(self, adapter, column, port, row, duration):
         p = self.params
         if self.load_kind == "http":
             url = f"http://127.0.0.1:{port}{p['path']}{column.path_suffix}"
             return adapter.http(url, row, 1, duration, p["pipeline"], p.get("timeout"))
+        if self.load_kind == "h2":
+            url = f"http://127.0.0.1:{port}{p['path']}{column.path_suffix}"
+            return adapter.h2(url, row, p["streams"], duration)
         if self.load_kind == "echo":
             return adapter.echo("127.0.0.1", port, self.ports, row, p["rounds"], p["size"])
         return adapter.stream("127.0.0.1", port, row, p["size"], duration)
@@ -114,6 +120,23 @@ def stream(ctx):
         params={"size": 64})]
 
 
+def h2(ctx):
+    """HTTP/2 over cleartext with prior knowledge (h2load), the load of issue 17's targets: /plaintext,
+    16 streams per connection. weft-hello serves h2c and HTTP/1.1 on one port. Peers (h2o, nginx's h2c
+    port) come with --peer h2:NAME=COMMAND."""
+    hello = _bin(ctx, "weft-hello")
+    base = [hello, "--port", "{port}", "--loops", str(ctx.server_cpus)]
+    columns = [Column("epoll", base + ["--mode", "loop"]),
+               Column("io_uring", base + ["--mode", "loop", "--transport", "io_uring"]),
+               Column("coroutine", base + ["--mode", "coroutine"])] + _peer_columns(ctx, "h2")
+    return [Table(
+        id="h2-plaintext", suite="h2", title="HTTP/2 cleartext (h2c): /plaintext, 16 streams per connection, "
+                                             "Result: requests/s",
+        row_label="connections", rows=[64] if ctx.quick else [16, 64, 256], load_kind="h2", metric="rps",
+        unit="req/s", higher_is_better=True, count_key="responses", columns=_keep(ctx, columns),
+        params={"path": "/plaintext", "streams": 16}, loader=H2Load())]
+
+
 class NotBuilt(Exception):
     pass
 
@@ -149,7 +172,7 @@ def downstream(ctx):
     return [steady, overload]
 
 
-SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream}
+SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2}
 ALL = ["tfb", "echo", "stream", "downstream"]
 
 
