@@ -2,6 +2,7 @@
 import argparse
 import copy
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -39,6 +40,24 @@ time for request:       30us     16.38ms       183us       532us    98.33%
 time for connect:      105us       174us       149us        30us    75.00%
 time to 1st byte:     7.16ms      7.51ms      7.42ms       172us    75.00%
 req/s           :   17345.51    17413.26    17367.74       30.79    75.00%
+"""
+
+# Real `openssl s_time` reports against nginx: -new (TLS 1.3), and -reuse -tls1_2 (every connection resumed).
+S_TIME_NEW = """Collecting connection statistics for 1 seconds
+*******************************************************************
+
+749 connections in 0.55s; 1361.82 connections/user sec, bytes read 0
+749 connections in 2 real seconds, 0 bytes read per connection
+"""
+S_TIME_REUSE = """
+
+Now timing with session id reuse.
+starting
+rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr
+rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr*
+
+3475 connections in 0.35s; 9928.57 connections/user sec, bytes read 0
+3475 connections in 2 real seconds, 0 bytes read per connection
 """
 
 
@@ -106,6 +125,23 @@ class WrkParsing(unittest.TestCase):
                                 "http://127.0.0.1:9000/plaintext"])
         self.assertFalse(load.H2Load("/nonexistent/h2load").supports("h2"))
         self.assertFalse(load.H2Load("/nonexistent/h2load").supports("http"))
+
+    def test_s_time_reports_handshakes_and_how_many_resumed(self):
+        r = load.parse_s_time(S_TIME_NEW, 1, False)
+        self.assertEqual(r["handshakes"], 749)
+        self.assertAlmostEqual(r["handshakes_per_s"], 749.0)
+        self.assertNotIn("resumed_fraction", r)
+        r = load.parse_s_time(S_TIME_REUSE, 2, True)
+        self.assertEqual(r["handshakes"], 3475)
+        self.assertAlmostEqual(r["resumed_fraction"], 97 / 98)
+        with self.assertRaisesRegex(ValueError, "s_time: no result"):
+            load.parse_s_time("connect: Connection refused\n", 1, False)
+
+    def test_s_time_argv_resumes_by_session_id_over_tls_1_2(self):
+        argv, _ = load.STime("openssl").handshake("127.0.0.1", 9443, True, 0.5)
+        self.assertEqual(argv, ["openssl", "s_time", "-connect", "127.0.0.1:9443", "-time", "1", "-reuse", "-tls1_2"])
+        argv, _ = load.STime("openssl").handshake("127.0.0.1", 9443, False, 3)
+        self.assertEqual(argv[-1], "-new")
 
     def test_weft_load_argv_follows_its_cli(self):
         argv, _ = load.WeftLoad("/b/weft-load").echo("127.0.0.1", 9000, 10, 100, 128, 256)
@@ -241,6 +277,25 @@ class Options(unittest.TestCase):
         self.assertIn(["--transport", "io_uring"], [t.columns[1].argv[i:i + 2] for i in range(len(t.columns[1].argv))])
         self.assertEqual(suites.build(["h2"], suites.Context("/b", True, 1, {}))[0].rows, [64])
         self.assertEqual(cli.parse_peer("h2:nginx=nginx-h2c {port}")[:2], ("h2", "nginx"))
+
+    @unittest.skipUnless(shutil.which("openssl"), "needs the openssl command")
+    def test_tls_suite_serves_https_with_a_certificate_made_for_the_run(self):
+        ctx = suites.Context("/b", True, 1, {"tls": [("nginx", "nginx-tls {port}")]})
+        plain, json_, full, resumed = suites.build(["tls"], ctx)
+        self.assertEqual([c.name for c in plain.columns], ["epoll", "io_uring", "coroutine", "nginx"])
+        argv = plain.columns[0].argv
+        cert, key = argv[argv.index("--tls-cert") + 1], argv[argv.index("--tls-key") + 1]
+        with open(cert) as f:
+            self.assertIn("BEGIN CERTIFICATE", f.read())
+        self.assertTrue(os.path.exists(key))
+        h2load, _ = plain.load_argv(plain.loader, plain.columns[0], 9443, 256, 5)
+        self.assertEqual(h2load[-2:], ["--h1", "https://127.0.0.1:9443/plaintext"])
+        self.assertEqual(h2load[h2load.index("-m") + 1], "16")
+        self.assertEqual(json_.params["pipeline"], 1)
+        s_time, _ = resumed.load_argv(resumed.loader, resumed.columns[0], 9443, 1, 5)
+        self.assertIn("-reuse", s_time)
+        self.assertEqual((full.count_key, resumed.metric), ("handshakes", "handshakes_per_s"))
+        self.assertNotIn("tls", suites.ALL)
 
     def test_render_downstream_cells_show_mean_and_peak_rss(self):
         t = table({15: [60.0]}, column="offload-16")

@@ -94,16 +94,44 @@ class H2Load:
         self.binary = binary
 
     def supports(self, kind):
-        return kind == "h2" and shutil.which(self.binary) is not None
+        return kind in ("h2", "https") and shutil.which(self.binary) is not None
 
-    def h2(self, url, connections, streams, duration, threads=1):
+    def h2(self, url, connections, streams, duration, threads=1, h1=False):
+        """`streams` per connection; with h1, HTTP/1.1 (over TLS for https://) pipelined that deep."""
         seconds = max(1, math.ceil(duration))
-        argv = [self.binary, "-c", str(connections), "-m", str(streams), "-t", str(threads), "-D", str(seconds), url]
+        argv = [self.binary, "-c", str(connections), "-m", str(streams), "-t", str(threads), "-D", str(seconds)]
+        argv += ["--h1"] if h1 else []
+        argv.append(url)
 
         def parse(stdout):
             result = parse_h2load(stdout)
             result.update(target=url, connections=connections, threads=threads, streams=streams)
             return result
+        return argv, parse
+
+
+class STime:
+    """`openssl s_time`: one client making TLS handshakes back to back for the whole duration, each on a
+    new connection: full ones, or ones resuming the first connection's session. Whole seconds only."""
+    name = "openssl s_time"
+    fractional_seconds = False
+    missing_note = "n/a: openssl not installed (apt-get install openssl)"
+
+    def __init__(self, binary="openssl"):
+        self.binary = binary
+
+    def supports(self, kind):
+        return kind == "handshake" and shutil.which(self.binary) is not None
+
+    def handshake(self, host, port, resumed, duration):
+        seconds = max(1, math.ceil(duration))
+        argv = [self.binary, "s_time", "-connect", f"{host}:{port}", "-time", str(seconds)]
+        # s_time resumes by session id only: TLS 1.3 sessions come in tickets after the handshake, which it
+        # never reads, so the resumed row is TLS 1.2 (the full one negotiates 1.3).
+        argv += ["-reuse", "-tls1_2"] if resumed else ["-new"]
+
+        def parse(stdout):
+            return parse_s_time(stdout, seconds, resumed)
         return argv, parse
 
 
@@ -171,6 +199,25 @@ def parse_h2load(stdout):
     return {"tool": "h2load", "mode": "h2", "duration_s": duration_s, "requests": int(r.group(2)),
             "responses": succeeded, "rps": succeeded / duration_s if duration_s > 0 else 0.0,
             "bytes_read": int(traffic.group(1)) if traffic else 0, "latency_us": latency, "errors": errors}
+
+
+def parse_s_time(stdout, seconds, resumed):
+    """`openssl s_time`'s report for one mode: handshakes (connections) made in `seconds`. With -reuse it
+    prints 'r' for each connection that resumed and '*' for each that did not: `resumed_fraction` says
+    how many really did (servers may refuse resumption)."""
+    m = re.findall(r"(\d+) connections in [\d.]+s; [\d.]+ connections/user sec", stdout)
+    if not m:
+        first = stdout.strip().splitlines()[-1] if stdout.strip() else "no output"
+        raise ValueError(f"s_time: no result in its output ({first})")
+    handshakes = int(m[-1])  # with -reuse, the second report is the resuming run
+    result = {"tool": "openssl s_time", "mode": "handshake", "duration_s": float(seconds),
+              "handshakes": handshakes, "handshakes_per_s": handshakes / seconds, "resumed": resumed,
+              "latency_us": {}, "errors": {}}
+    if resumed:
+        marks = "".join(re.findall(r"^[r*]+$", stdout.split("session id reuse", 1)[-1], re.M))
+        reused, new = marks.count("r"), marks.count("*")
+        result["resumed_fraction"] = reused / (reused + new) if reused + new else 0.0
+    return result
 
 
 def choose(kind, bin_dir, wrk_script):

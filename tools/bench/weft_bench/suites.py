@@ -2,11 +2,15 @@
 
 Add a suite by writing a builder (context -> list of Table) and registering it in SUITES.
 """
+import atexit
 import os
 import shlex
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 
-from .load import H2Load
+from .load import H2Load, STime
 
 HELLO_MODES = ["loop", "loop-async", "offload", "coroutine", "coroutine-async"]
 
@@ -26,7 +30,7 @@ class Table:
     title: str
     row_label: str
     rows: list
-    load_kind: str         # http | echo | stream | h2: what the load generator must support
+    load_kind: str         # http | echo | stream | h2 | https | handshake: what the load generator must support
     metric: str            # key of the load result shown in the cells
     unit: str
     higher_is_better: bool
@@ -50,6 +54,11 @@ class Table:
         if self.load_kind == "h2":
             url = f"http://127.0.0.1:{port}{p['path']}{column.path_suffix}"
             return adapter.h2(url, row, p["streams"], duration)
+        if self.load_kind == "https":
+            url = f"https://127.0.0.1:{port}{p['path']}{column.path_suffix}"
+            return adapter.h2(url, row, p["pipeline"], duration, h1=True)
+        if self.load_kind == "handshake":
+            return adapter.handshake("127.0.0.1", port, p["resumed"], duration)
         if self.load_kind == "echo":
             return adapter.echo("127.0.0.1", port, self.ports, row, p["rounds"], p["size"])
         return adapter.stream("127.0.0.1", port, row, p["size"], duration)
@@ -137,6 +146,49 @@ def h2(ctx):
         params={"path": "/plaintext", "streams": 16}, loader=H2Load())]
 
 
+def _test_certificate():
+    """A self-signed P-256 certificate for 127.0.0.1 and localhost, made once per run: (cert, key) paths,
+    removed at exit. Raises NotBuilt without the openssl command."""
+    if shutil.which("openssl") is None:
+        raise NotBuilt("the tls suite needs the openssl command (apt-get install openssl)")
+    d = tempfile.mkdtemp(prefix="weft-bench-tls-")
+    atexit.register(shutil.rmtree, d, True)
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    return cert, key
+
+
+def tls(ctx):
+    """Issue 16's load: HTTPS/1.1 (h2load --h1) /plaintext at pipeline 16 and /json at pipeline 1, and TLS
+    handshakes per second (openssl s_time: full TLS 1.3 ones, and resumed ones). Columns: weft-hello
+    serving HTTPS with a certificate made for the run, on epoll, io_uring and as coroutines; peers
+    (nginx with TLS) come with --peer tls:NAME=COMMAND."""
+    cert, key = _test_certificate()
+    hello = _bin(ctx, "weft-hello")
+    base = [hello, "--port", "{port}", "--loops", str(ctx.server_cpus), "--tls-cert", cert, "--tls-key", key]
+    columns = _keep(ctx, [Column("epoll", base + ["--mode", "loop"]),
+                          Column("io_uring", base + ["--mode", "loop", "--transport", "io_uring"]),
+                          Column("coroutine", base + ["--mode", "coroutine"])] + _peer_columns(ctx, "tls"))
+    tables = []
+    for kind, pipeline in (("plaintext", 16), ("json", 1)):
+        tables.append(Table(
+            id=f"tls-{kind}", suite="tls", title=f"HTTPS/1.1: {kind}, pipeline {pipeline}, Result: requests/s",
+            row_label="connections", rows=[16, 256], load_kind="https", metric="rps", unit="req/s",
+            higher_is_better=True, count_key="responses", columns=columns,
+            params={"path": f"/{kind}", "pipeline": pipeline}, loader=H2Load()))
+    for mode in ("full", "resumed"):
+        tables.append(Table(
+            id=f"tls-handshakes-{mode}", suite="tls",
+            title=f"TLS handshakes ({mode}{', TLS 1.2 session id' if mode == 'resumed' else ', TLS 1.3'}), "
+                  "one client, Result: handshakes/s",
+            row_label="clients", rows=[1], load_kind="handshake", metric="handshakes_per_s", unit="hs/s",
+            higher_is_better=True, count_key="handshakes", columns=columns,
+            params={"resumed": mode == "resumed"}, loader=STime()))
+    return tables
+
+
 class NotBuilt(Exception):
     pass
 
@@ -172,7 +224,7 @@ def downstream(ctx):
     return [steady, overload]
 
 
-SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2}
+SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls}
 ALL = ["tfb", "echo", "stream", "downstream"]
 
 
