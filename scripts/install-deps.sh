@@ -2,7 +2,8 @@
 # Install the Debian packages weft needs to build and test, skipping those already installed.
 # Works as root, or as a normal user with sudo.
 # doxygen: `make docs`; dpkg-dev and file: `make package` (cpack's dpkg-shlibdeps); pkg-config and
-# curl: scripts/test-packaging.sh.
+# curl: scripts/test-packaging.sh. libnghttp2-dev: the HTTP/2 codec; nghttp2-client (h2load, nghttp)
+# and python3-h2: the HTTP/2 interop and attack tests.
 set -euo pipefail
 
 PACKAGES=(
@@ -26,6 +27,9 @@ PACKAGES=(
   wrk
   chromium
   liburing-dev
+  libnghttp2-dev
+  nghttp2-client
+  python3-h2
   doxygen
   dpkg-dev
   file

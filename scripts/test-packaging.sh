@@ -197,6 +197,8 @@ grep -q "weft $version from $prefix/lib/cmake/weft" "$tmp/find.configure.log" ||
 if grep -q -- "-I$src/include" "$tmp/find/build.ninja"; then fail "find_package: the consumer compiled against the source tree"; fi
 grep -q -- "-luring\|liburing" "$tmp/find/build.ninja" || [ -n "$(ls "$prefix/$libdir"/libweft.so.* 2>/dev/null)" ] ||
   fail "find_package: a static libweft's consumer does not link liburing"
+grep -q -- "-lnghttp2\|libnghttp2" "$tmp/find/build.ninja" || [ -n "$(ls "$prefix/$libdir"/libweft.so.* 2>/dev/null)" ] ||
+  fail "find_package: a static libweft's consumer does not link libnghttp2"
 run_consumer "$tmp/find" "find_package"
 mkdir -p "$tmp/wrong-version"
 cat > "$tmp/wrong-version/CMakeLists.txt" <<'EOF'
@@ -245,10 +247,10 @@ dev_depends=$(dpkg-deb -f "$dev_deb" Depends)
 tools_depends=$(dpkg-deb -f "$tools_deb" Depends)
 echo "   libweft-dev Depends: $dev_depends"
 echo "   weft-tools Depends:  $tools_depends"
-for dep in libfmt-dev liburing-dev; do
+for dep in libfmt-dev liburing-dev libnghttp2-dev; do
   [[ "$dev_depends" == *"$dep"* ]] || fail "deb: libweft-dev does not depend on $dep"
 done
-for dep in liburing2 libc6 libstdc++6 python3; do
+for dep in liburing2 libnghttp2-14 libc6 libstdc++6 python3; do
   [[ "$tools_depends" == *"$dep"* ]] || fail "deb: weft-tools does not depend on $dep"
 done
 dev_files=$(dpkg-deb -c "$dev_deb")

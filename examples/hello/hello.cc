@@ -8,6 +8,10 @@
 //
 //   weft-hello --port 8080 --loops 1 --transport epoll --mode coroutine
 //
+// Every route is served over HTTP/1.1 and over HTTP/2 with prior knowledge (h2c) on the same port:
+// a connection that starts with the HTTP/2 preface gets the HTTP/2 codec, any other the HTTP/1.1
+// one (http2::CleartextDetector); the handlers are the same. --http1-only leaves HTTP/2 out.
+//
 // Modes (how handlers run, and how the -async routes wait for their executor):
 //   loop             the router runs on the event loop; -async routes block the loop on the future
 //   loop-async       the same server: the name of the column that measures the -async routes
@@ -51,12 +55,13 @@ struct Options {
   std::size_t max_connections = 1024;
   std::string transport = "epoll";
   std::string mode = "loop";
+  bool http2 = true;
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
-               "                  [--async-threads T] [--offload-threads T] [--max-connections N]\n"
+               "                  [--async-threads T] [--offload-threads T] [--max-connections N] [--http1-only]\n"
                "  --loops N            event loops (default: one per core; epoll)\n"
                "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
                "                       the handler runs on the connection's own thread)\n"
@@ -64,7 +69,8 @@ struct Options {
                "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
                "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
                "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
-               "                       /downstream waits in loop-async mode (default 4)\n");
+               "                       /downstream waits in loop-async mode (default 4)\n"
+               "  --http1-only         HTTP/1.1 only (default: HTTP/1.1 and h2c, chosen by the first bytes)\n");
   std::exit(code);
 }
 
@@ -98,6 +104,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--transport") o.transport = value();
     else if (a == "--max-connections") o.max_connections = static_cast<std::size_t>(number(1, 100000));
     else if (a == "--mode") o.mode = value();
+    else if (a == "--http1-only") o.http2 = false;
     else {
       std::fprintf(stderr, "weft-hello: unknown option '%s'\n", a.c_str());
       usage(2);
@@ -242,8 +249,12 @@ int main(int argc, char** argv) {
                  .group(acceptor ? *acceptor : loops, loops)
                  .option(weft::option::backlog, 8192)
                  .child_option(weft::option::tcp_nodelay, true)
-                 .child_handler([router, offload, coroutine, async_awaits, &executors](weft::Channel& ch) {
-                   ch.pipeline().add_last("http", std::make_shared<weft::http::ServerCodec>());
+                 .child_handler([router, offload, coroutine, async_awaits, &executors, http2 = options.http2](weft::Channel& ch) {
+                   if (http2) {
+                     ch.pipeline().add_last("detect", std::make_shared<weft::http2::CleartextDetector>());
+                   } else {
+                     ch.pipeline().add_last("http", std::make_shared<weft::http::ServerCodec>());
+                   }
                    if (coroutine) {
                      weft::serve<HttpRequest>(ch, [&executors, async_awaits](weft::Connection<HttpRequest>& c) {
                        return serve_connection(c, executors, async_awaits);
@@ -260,9 +271,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "weft-hello: cannot listen on %s:%u: %s\n", options.host.c_str(), options.port, e.what());
     return 1;
   }
-  std::printf("weft-hello listening on %s with %zu loop(s), transport %s, mode %s\n",
+  std::printf("weft-hello listening on %s with %zu loop(s), transport %s, mode %s, %s\n",
               server->local_address().to_string().c_str(), loops.size(), options.transport.c_str(),
-              options.mode.c_str());
+              options.mode.c_str(), options.http2 ? "HTTP/1.1 and h2c" : "HTTP/1.1");
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);

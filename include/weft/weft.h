@@ -2,7 +2,8 @@
 /// @file
 /// Everything a weft application usually needs, in one include: buffers, channels and bootstraps,
 /// event loops, futures and coroutines, the transports, the frame and string codecs, HTTP/1.1
-/// (server and client codecs, router, query helpers) and the common handlers.
+/// (server and client codecs, router, query helpers), HTTP/2 (server codec, and the detector that
+/// serves HTTP/1.1 and h2c on one port) and the common handlers.
 ///
 /// Left out, include them where you need them:
 /// - weft/channel/embedded_channel.h     running a pipeline without sockets, for tests
@@ -36,6 +37,9 @@
 #include "weft/codec/http1/query.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
+#include "weft/codec/http2/cleartext_detector.h"
+#include "weft/codec/http2/server_codec.h"
+#include "weft/codec/http2/settings.h"
 #include "weft/codec/length_field_based_frame_decoder.h"
 #include "weft/codec/line_based_frame_decoder.h"
 #include "weft/codec/message_to_message_codec.h"

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "support/blocking_client.h"
+#include "support/h2_socket.h"
 #include "support/hello_process.h"
 
 #ifndef WEFT_HELLO_BIN
@@ -89,6 +90,9 @@ struct Exchange {
 
 Exchange get(const std::string& target, int status, std::string body) {
   return {"GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n", status, std::move(body)};
+}
+Exchange get_exchange(const std::string& target, int status, std::string body) {
+  return get(target, status, std::move(body));
 }
 Exchange head(const std::string& target, int status, std::string body) {
   return {"HEAD " + target + " HTTP/1.1\r\nHost: t\r\n\r\n", status, std::move(body), true};
@@ -274,6 +278,44 @@ TEST_P(HelloServerTest, APipelinerThatNeverReadsCostsBoundedMemory) {
   // The server is still healthy for others.
   BlockingClient other(port());
   expect_answers(other, {get("/json", 200, kJsonBody)});
+}
+
+TEST_P(HelloServerTest, EveryRouteIsServedOverH2cOnTheSamePort) {
+  // Prior knowledge: the connection starts with the HTTP/2 preface. Many streams at once, a slow
+  // one among them (whose answer is overtaken where the mode allows it).
+  BlockingClient socket(port());
+  ASSERT_TRUE(socket.is_open());
+  H2Client client;
+  struct Expected {
+    std::int32_t id;
+    int status;
+    std::string body;
+  };
+  std::vector<Expected> expected;
+  auto get = [&](const std::string& method, const std::string& path, int status, std::string body) {
+    expected.push_back({client.request(method, path), status, std::move(body)});
+  };
+  get("GET", "/downstream?ms=20", 200, downstream(20));
+  for (int i = 0; i < 3; ++i) {
+    get("GET", "/plaintext", 200, kPlainBody);
+    get("GET", "/json", 200, kJsonBody);
+    get("HEAD", "/plaintext", 200, "");
+    get("GET", "/nowhere", 404, "Not Found");
+    get("GET", "/plaintext-async", 200, kPlainBody);
+    get("GET", "/json-async", 200, kJsonBody);
+  }
+  ASSERT_TRUE(exchange_until_closed(socket, client)) << "error " << client.error();
+  for (const Expected& e : expected) {
+    const H2Response& r = client.response(e.id);
+    EXPECT_EQ(r.status, e.status) << "stream " << e.id;
+    EXPECT_EQ(r.body, e.body) << "stream " << e.id;
+    EXPECT_EQ(r.close_error, 0u) << "stream " << e.id;
+  }
+  EXPECT_EQ(client.response(expected[3].id).header("content-length"), std::to_string(kPlainBody.size()))
+      << "HEAD has the GET's length";
+  // HTTP/1.1 on the same port, at the same time.
+  BlockingClient http1(port());
+  expect_answers(http1, {get_exchange("/json", 200, kJsonBody)});
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, HelloServerTest,

@@ -10,6 +10,10 @@
 #include "weft/buffer/byte_buf.h"
 #include "weft/codec/http1/request_parser.h"
 
+namespace weft::http2::detail {
+struct RequestAccess;  // builds HttpRequests from HTTP/2 streams (src/codec/http2)
+}  // namespace weft::http2::detail
+
 namespace weft::http {
 
 /// A whole request: head and body (bodies are aggregated up to Limits::max_body). The views of the
@@ -38,6 +42,7 @@ class HttpRequest {
   }
   /// This request's place on its connection: 1 for the first, then 2, 3... (0: not from a codec).
   /// Responses leave in this order, whichever thread makes them (see HttpResponse::for_request).
+  /// On HTTP/2 it is the request's stream id (1, 3, 5...), which names it the same way.
   std::uint64_t sequence() const noexcept { return sequence_; }
   /// The memory this request holds, for bounds that count bytes (the executor offload queue).
   std::size_t message_size() const noexcept {
@@ -53,7 +58,7 @@ class HttpRequest {
   std::string_view path() const noexcept { return head_.path; }
   /// The target's query, after '?' (see RequestHead::query).
   std::string_view query() const noexcept { return head_.query; }
-  /// HTTP/1.0 or HTTP/1.1.
+  /// HTTP/1.0, HTTP/1.1 or HTTP/2.
   Version version() const noexcept { return head_.version; }
   /// Whether the connection stays open after the answer (the version and the Connection header).
   bool keep_alive() const noexcept { return head_.keep_alive; }
@@ -68,6 +73,7 @@ class HttpRequest {
 
  private:
   friend class ServerCodec;
+  friend struct weft::http2::detail::RequestAccess;
   // The bytes [index, index + length) of `lender` hold the head; it keeps them while lending.
   void lend_head_bytes(const ByteBuf& lender, std::size_t index, std::size_t length) noexcept {
     lender_ = &lender;

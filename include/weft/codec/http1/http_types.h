@@ -12,8 +12,8 @@
 
 namespace weft::http {
 
-/// The HTTP version of a message: HTTP/1.0 or HTTP/1.1.
-enum class Version : std::uint8_t { http10, http11 };
+/// The HTTP version of a message: HTTP/1.0, HTTP/1.1, or HTTP/2 (a request from http2::ServerCodec).
+enum class Version : std::uint8_t { http10, http11, http2 };
 
 /// One header field as parsed: views into the message's bytes.
 struct Header {

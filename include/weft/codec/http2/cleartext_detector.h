@@ -1,0 +1,66 @@
+#pragma once
+/// @file
+/// CleartextDetector: HTTP/1.1 and HTTP/2 with prior knowledge (h2c) on one port. First in the
+/// pipeline, before the application's handlers for http::HttpRequest:
+///
+///   ch.pipeline().add_last("detect", std::make_shared<weft::http2::CleartextDetector>());
+///   ch.pipeline().add_last("router", router);   // serves both versions
+///
+/// It looks at the first bytes of the connection: the HTTP/2 connection preface
+/// ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") makes it put an http2::ServerCodec (named "http2") in its
+/// place, anything else an http::ServerCodec (named "http1"); the bytes it looked at go on to the
+/// codec, and it leaves the pipeline. Bytes that match the preface so far wait for the rest. A
+/// connection that sends nothing for http::Limits::idle_timeout is closed, as is one whose input
+/// ends before a protocol was chosen.
+///
+/// Not for TLS: behind a TLS handler the protocol is chosen by ALPN ("h2" or "http/1.1").
+/// Loop thread only; one per channel.
+
+#include <any>
+#include <exception>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/channel/context.h"
+#include "weft/channel/handler.h"
+#include "weft/codec/http1/http_types.h"
+#include "weft/codec/http2/settings.h"
+#include "weft/core/event_loop.h"
+
+namespace weft::http2 {
+
+/// Chooses HTTP/1.1 or HTTP/2 from a connection's first bytes (see the file's description). One
+/// per channel; loop thread only.
+class CleartextDetector final : public Handler {
+ public:
+  /// The codecs it may put in its place are made with `http1_limits` and `http2_settings`.
+  explicit CleartextDetector(http::Limits http1_limits = {}, Settings http2_settings = {}) noexcept
+      : http1_limits_(http1_limits), http2_settings_(http2_settings) {}
+
+  /// ByteBuf in; out, whatever the codec it chooses emits (http::HttpRequest): AnyMessage, so that
+  /// the handlers for requests may follow it. Outbound: anything in, ByteBuf out.
+  MessageTypes message_types() const noexcept override {
+    return {&typeid(ByteBuf), &typeid(AnyMessage), &typeid(AnyMessage), &typeid(ByteBuf)};
+  }
+  /// Loop thread only. Arms the idle timer once the channel is active.
+  void handler_added(Context& ctx) override;
+  /// Loop thread only. Stops the timer.
+  void handler_removed(Context& ctx) override;
+  /// Loop thread only. Arms the idle timer.
+  void channel_active(Context& ctx) override;
+  /// Loop thread only. Buffers the bytes until they decide the protocol, then hands over.
+  void read_message(Context& ctx, MessageRef message) override;
+  /// Loop thread only. Input that ends before a protocol was chosen closes the channel.
+  void user_event(Context& ctx, const std::any& event) override;
+
+ private:
+  void choose(Context& ctx, bool http2);
+  void arm_idle_timer(Context& ctx);
+
+  http::Limits http1_limits_;
+  Settings http2_settings_;
+  ByteBuf buffered_;
+  TimerId idle_timer_ = 0;
+  bool chosen_ = false;
+};
+
+}  // namespace weft::http2

@@ -1,0 +1,157 @@
+#pragma once
+/// @file
+/// The HTTP/2 server codec (on libnghttp2): bytes in, http::HttpRequest out; http::HttpResponse in,
+/// bytes out. The same request and response types as the HTTP/1.1 codec, so a Router, a handler on
+/// an executor or a coroutine written for HTTP/1.1 serves HTTP/2 streams unchanged.
+///
+/// libnghttp2 does the framing, HPACK and the stream state machine; weft owns the I/O, the buffers
+/// and the API. ByteBuf in and ByteBuf out: the codec sits right after the transport for h2c, and
+/// behind a TLS handler (ALPN "h2") unchanged.
+///
+/// Streams and answers: each stream whose request is whole (HEADERS, DATA up to END_STREAM) becomes
+/// an HttpRequest whose sequence() is the stream id. An answer goes to the stream named with
+/// HttpResponse::for_request(); else, when it is written while the codec hands a request to the
+/// pipeline, that request's stream; else the oldest stream still without an answer (an offloaded
+/// handler, a coroutine that answers in turn). Answers leave as they come: HTTP/2 needs no order
+/// across streams. An answer for a stream that is gone (the client reset it) is dropped.
+///
+/// Requests: the pseudo-headers become the head (:method, :path as target, path and query,
+/// :authority as authority and, when the client sent no Host, as a "host" header); header names
+/// are lowercase (HTTP/2 requires it; HttpRequest::header() is case-insensitive anyway); version()
+/// is http::Version::http2. Trailers are dropped.
+///
+/// Responses: the header names of HttpResponse and HeaderBlock are sent in lowercase, and the
+/// connection-specific ones (Connection, Keep-Alive, Transfer-Encoding, Upgrade, Proxy-Connection)
+/// are left out; the codec adds date and content-length. A body is sent in DATA frames as flow
+/// control allows; an owned body of 8 KiB or more leaves by reference (no copy), a smaller one or a
+/// borrowed one (body_view) is copied once. A response to HEAD has no DATA. close_connection()
+/// makes the codec send GOAWAY after it: the streams already open are still answered.
+///
+/// Bad input: a protocol error gets GOAWAY (or RST_STREAM for a stream's error) and the connection
+/// ends gracefully. A header list past Settings::max_header_list_size or max_headers gets 431, a body
+/// past max_body 413. Abuse budget: see Settings::max_glitches (GOAWAY(ENHANCE_YOUR_CALM), close).
+///
+/// Backpressure: frames are serialised only while the channel is writable, and reading stops while
+/// it is not, so a client that never reads costs a bounded amount of memory; response bodies follow
+/// the client's flow-control windows.
+///
+/// Inbound ByteBuf -> HttpRequest; outbound HttpResponse -> ByteBuf. Loop thread only; one codec
+/// per channel. Turns the channel's allow_half_closure on: a client's FIN is answered with GOAWAY
+/// once the streams owed are answered.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/channel/channel.h"
+#include "weft/channel/context.h"
+#include "weft/channel/handler.h"
+#include "weft/codec/http1/http_message.h"
+#include "weft/codec/http2/settings.h"
+#include "weft/core/event_loop.h"
+#include "weft/core/inline_ring.h"
+
+struct nghttp2_session;
+
+namespace weft::http2 {
+
+/// The HTTP/2 connection preface a client with prior knowledge starts with (RFC 9113 3.4).
+inline constexpr std::string_view kClientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The HTTP/2 server codec: ByteBuf in, http::HttpRequest out; http::HttpResponse in, ByteBuf out
+/// (see the file's description). One per channel; loop thread only.
+class ServerCodec final : public Handler {
+ public:
+  /// A codec with `settings` (the defaults are Settings' own).
+  explicit ServerCodec(Settings settings = {});
+  ~ServerCodec() override;
+  ServerCodec(const ServerCodec&) = delete;
+  ServerCodec& operator=(const ServerCodec&) = delete;
+
+  /// ByteBuf -> http::HttpRequest inbound, http::HttpResponse -> ByteBuf outbound.
+  MessageTypes message_types() const noexcept override {
+    return {&typeid(ByteBuf), &typeid(http::HttpRequest), &typeid(http::HttpResponse), &typeid(ByteBuf)};
+  }
+  /// Loop thread only. Makes the nghttp2 session and queues the server's SETTINGS.
+  void handler_added(Context& ctx) override;
+  /// Loop thread only. Frees the session's streams and timers.
+  void handler_removed(Context& ctx) override;
+  /// Loop thread only. Starts the idle timer.
+  void channel_active(Context& ctx) override;
+  /// Loop thread only. Feeds the bytes to nghttp2, then hands the requests made whole to the pipeline.
+  void read_message(Context& ctx, MessageRef message) override;
+  /// Loop thread only. Submits an http::HttpResponse on its stream.
+  void write_message(Context& ctx, MessageRef message) override;
+  /// Loop thread only. Serialises what nghttp2 has to send and writes it on.
+  void flush(Context& ctx) override;
+  /// Loop thread only. The end of a read batch: sends what the batch produced (SETTINGS ACK,
+  /// WINDOW_UPDATE...), then passes the event on.
+  void channel_read_complete(Context& ctx) override;
+  /// Loop thread only.
+  void channel_inactive(Context& ctx) override;
+  /// Loop thread only. The client's FIN: GOAWAY once the streams owed are answered, then close.
+  void user_event(Context& ctx, const std::any& event) override;
+  /// Loop thread only. Reading stops while the channel is unwritable; output resumes when writable.
+  void writability_changed(Context& ctx) override;
+  /// I/O errors (a peer that resets) end the connection quietly; others travel on.
+  void exception_caught(Context& ctx, std::exception_ptr error) override;
+
+  /// Loop thread only. Sends GOAWAY(NO_ERROR): no new stream is accepted, the open ones are still
+  /// answered, then the connection closes. Idempotent.
+  void shutdown_gracefully(Context& ctx);
+  /// Loop thread only. Streams whose request has begun and that are not closed yet.
+  std::size_t open_streams() const noexcept { return live_streams_; }
+
+ private:
+  struct Stream;
+  struct Callbacks;  // the nghttp2 callbacks (server_codec.cc)
+
+  Stream* stream(std::int32_t id) const noexcept;
+  Stream* acquire_stream(std::int32_t id);
+  void release_stream(Stream* s) noexcept;
+  void reserve_out(std::size_t n);
+  void spill_if_large();
+  void dispatch_ready(Context& ctx);
+  void dispatch(Context& ctx, Stream& s);
+  void compact_unanswered();
+  void answer_error(Context& ctx, Stream& s, int status);
+  std::int32_t answered_stream(const http::HttpResponse& response) noexcept;
+  void submit(Context& ctx, Stream& s, http::HttpResponse& response);
+  void submit_goaway();
+  void send_pending(Context& ctx);
+  void write_out(Context& ctx);
+  void glitch(const char* what);
+  void fail_session(Context& ctx, const char* what, int error_code);
+  void finish_if_done(Context& ctx);
+  void end_input(Context& ctx);
+  void want_deadline(Context& ctx, TimePoint at);
+  void on_deadline(Context& ctx);
+  void stop_deadline(Context& ctx);
+
+  Settings settings_;
+  Context* ctx_ = nullptr;            // while in a pipeline: nghttp2's callbacks reach it here
+  nghttp2_session* session_ = nullptr;
+  bool in_nghttp2_ = false;           // inside mem_recv or send: nghttp2 must not be re-entered
+  bool calm_requested_ = false;       // the glitch budget ran out: GOAWAY(ENHANCE_YOUR_CALM) queued
+  bool goaway_submitted_ = false;
+  bool finished_ = false;             // the connection's end has been started
+  ReadSuspension reading_;            // held while the channel is unwritable
+  ByteBuf out_;                       // frames serialised since the last write on
+  std::int32_t dispatching_ = 0;      // the stream whose request is being handed over now
+  std::size_t live_streams_ = 0;
+  std::uint32_t glitches_ = 0;
+  TimePoint glitch_window_start_{};
+  InlineRing<std::int32_t, 16> ready_;       // streams whose request became whole in this read
+  InlineRing<std::int32_t, 16> unanswered_;  // dispatched streams, oldest first (answered ones lazily dropped)
+  std::vector<std::unique_ptr<Stream>> streams_;  // every stream object made (reused)
+  std::vector<Stream*> free_streams_;
+  TimerId deadline_timer_ = 0;
+  TimePoint deadline_at_{};
+  TimePoint last_activity_{};
+  TimePoint unwritable_since_{};
+};
+
+}  // namespace weft::http2

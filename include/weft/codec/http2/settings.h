@@ -1,0 +1,53 @@
+#pragma once
+/// @file
+/// http2::Settings: what an HTTP/2 server connection announces (SETTINGS) and the bounds it keeps.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "weft/core/clock.h"
+
+namespace weft::http2 {
+
+/// The settings and limits of an HTTP/2 server connection (http2::ServerCodec). The first five are
+/// sent to the client in the server's SETTINGS frame; the others are bounds the codec keeps.
+struct Settings {
+  /// SETTINGS_MAX_CONCURRENT_STREAMS: streams the client may have open at once; more are refused
+  /// with RST_STREAM(REFUSED_STREAM).
+  std::uint32_t max_concurrent_streams = 100;
+  /// SETTINGS_INITIAL_WINDOW_SIZE: bytes of request body the client may send on a stream before
+  /// the server's WINDOW_UPDATE (the protocol's default, 64 KiB - 1).
+  std::uint32_t initial_window_size = 65535;
+  /// SETTINGS_MAX_FRAME_SIZE: the largest frame payload the server accepts (16384..16777215).
+  std::uint32_t max_frame_size = 16384;
+  /// SETTINGS_MAX_HEADER_LIST_SIZE: a request's header list (names, values, 32 bytes each) larger
+  /// than this is answered with 431 and not handed to the application.
+  std::uint32_t max_header_list_size = 16384;
+  /// SETTINGS_HEADER_TABLE_SIZE: the HPACK dynamic table the client may use for requests.
+  std::uint32_t header_table_size = 4096;
+
+  /// Headers a request may have (pseudo-headers not counted); more: 431. At most
+  /// http::RequestHead::kInlineHeaders.
+  std::size_t max_headers = 64;
+  /// The largest request body (aggregated in memory); larger: 413.
+  std::size_t max_body = 1024 * 1024;
+  /// Glitch budget: the connection is ended with GOAWAY(ENHANCE_YOUR_CALM) once more than this
+  /// many glitches happen within glitch_window. Glitches are what well-behaved clients rarely
+  /// cause and floods are made of: RST_STREAM received (rapid reset, CVE-2023-44487) or sent by
+  /// the server (MadeYouReset, CVE-2025-8671), invalid frames, empty DATA frames that do not end
+  /// a stream, PING and SETTINGS frames, header lists past the limit.
+  std::uint32_t max_glitches = 200;
+  /// The window the glitch budget counts over (Netty: 200 resets in 30 s).
+  Duration glitch_window = std::chrono::seconds(30);
+  /// A connection with no stream open and nothing to send for this long gets GOAWAY(NO_ERROR)
+  /// and is closed.
+  Duration idle_timeout = std::chrono::seconds(75);
+  /// A connection whose output cannot leave (unwritable) for this long is closed.
+  Duration send_timeout = std::chrono::seconds(60);
+  /// After the last frame (GOAWAY) the server sends FIN and reads what the client still sends for
+  /// at most this long before it closes (see Channel::close_gracefully).
+  Duration linger_timeout = std::chrono::seconds(2);
+};
+
+}  // namespace weft::http2

@@ -1,0 +1,80 @@
+#include "response_headers.h"
+
+#include <charconv>
+#include <cstring>
+
+#include "../http1/date_cache.h"
+#include "weft/codec/http1/http_types.h"
+
+namespace weft::http2::detail {
+
+bool is_connection_specific(std::string_view name) noexcept {
+  using http::iequals;
+  return iequals(name, "connection") || iequals(name, "keep-alive") || iequals(name, "transfer-encoding") ||
+         iequals(name, "upgrade") || iequals(name, "proxy-connection");
+}
+
+void ResponseHeaders::build(const http::HttpResponse& response, std::optional<std::size_t> content_length) {
+  const std::string_view shared = response.shared_header_block();
+  const std::string_view own = response.header_block();
+  nv_.clear();
+  used_ = 0;
+  // Room for every lowercased name, the status and the content-length: the entries point into
+  // text_, which must not move while they are made.
+  const std::size_t need = shared.size() + own.size() + 64;
+  if (text_.size() < need) text_.resize(need);
+
+  char* status = text_.data();
+  const auto [end, ec] = std::to_chars(status, status + 8, response.status());
+  (void)ec;
+  used_ = static_cast<std::size_t>(end - status);
+  add(":status", std::string_view(status, used_));
+  add_lines(shared);
+  add_lines(own);
+  const std::string_view date_line = http::date_header_line();  // "Date: ...\r\n"
+  if (date_line.size() > 8) add("date", date_line.substr(6, date_line.size() - 8));
+  if (content_length) {
+    char* p = text_.data() + used_;
+    const auto [stop, error] = std::to_chars(p, p + 24, *content_length);
+    (void)error;
+    const std::size_t n = static_cast<std::size_t>(stop - p);
+    used_ += n;
+    add("content-length", std::string_view(p, n));
+  }
+}
+
+// Lines "Name: value\r\n", validated when they were added to the response.
+void ResponseHeaders::add_lines(std::string_view lines) {
+  while (!lines.empty()) {
+    const std::size_t eol = lines.find("\r\n");
+    const std::string_view line = lines.substr(0, eol);
+    lines.remove_prefix(eol == std::string_view::npos ? lines.size() : eol + 2);
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view name = line.substr(0, colon);
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    if (is_connection_specific(name) || http::iequals(name, "content-length") || http::iequals(name, "date")) {
+      continue;  // forbidden in HTTP/2, or added by the codec
+    }
+    char* lower = text_.data() + used_;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      const char c = name[i];
+      lower[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c;
+    }
+    used_ += name.size();
+    add(std::string_view(lower, name.size()), value);
+  }
+}
+
+void ResponseHeaders::add(std::string_view name, std::string_view value) {
+  nghttp2_nv nv;
+  nv.name = reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data()));
+  nv.namelen = name.size();
+  nv.value = reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data()));
+  nv.valuelen = value.size();
+  nv.flags = NGHTTP2_NV_FLAG_NONE;
+  nv_.push_back(nv);
+}
+
+}  // namespace weft::http2::detail

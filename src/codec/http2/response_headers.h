@@ -1,0 +1,41 @@
+#pragma once
+// The header list of an HTTP/2 response, made from an http::HttpResponse: ":status", the lines of
+// its HeaderBlock and its own headers with lowercase names (HTTP/2 requires them) and without the
+// connection-specific fields HTTP/2 forbids, then date and content-length.
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/codec/http1/http_message.h"
+
+namespace weft::http2::detail {
+
+// A header list for nghttp2_submit_response / nghttp2_submit_headers. The entries point into the
+// list's own storage and into the response's header text: valid until the next build() or until
+// the response changes. nghttp2 copies them when it is given them. Reused: after the first
+// responses, building one allocates nothing.
+class ResponseHeaders {
+ public:
+  // `content_length`: the content-length field to add (none for 1xx, 204, 304).
+  void build(const http::HttpResponse& response, std::optional<std::size_t> content_length);
+  const nghttp2_nv* data() const noexcept { return nv_.data(); }
+  std::size_t size() const noexcept { return nv_.size(); }
+
+ private:
+  void add_lines(std::string_view lines);
+  void add(std::string_view name, std::string_view value);
+
+  std::vector<nghttp2_nv> nv_;
+  std::string text_;   // lowercased names and formatted values; sized before use, never moved
+  std::size_t used_ = 0;
+};
+
+// Whether `name` (any case) is a connection-specific field that HTTP/2 forbids (RFC 9113 8.2.2).
+bool is_connection_specific(std::string_view name) noexcept;
+
+}  // namespace weft::http2::detail

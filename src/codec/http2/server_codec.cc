@@ -1,0 +1,715 @@
+#include "weft/codec/http2/server_codec.h"
+
+#include <nghttp2/nghttp2.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <charconv>
+#include <iterator>
+
+#include "response_headers.h"
+#include "stream.h"
+#include "weft/buffer/byte_buf_allocator.h"
+#include "weft/channel/events.h"
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft::http2 {
+
+namespace detail {
+// Builds an http::HttpRequest from a stream (HttpRequest's members are private).
+struct RequestAccess {
+  static http::RequestHead& head(http::HttpRequest& r) noexcept { return r.head_; }
+  static void fill(http::HttpRequest& r, ByteBuf fields, ByteBuf body, std::uint64_t sequence) noexcept {
+    r.head_bytes_ = std::move(fields);
+    r.body_ = std::move(body);
+    r.sequence_ = sequence;
+  }
+};
+}  // namespace detail
+
+namespace {
+
+constexpr std::size_t kCopyBodyBelow = 8192;    // larger owned bodies leave by reference
+constexpr std::size_t kOutChunk = 16 * 1024;    // the first size of the output buffer
+constexpr std::size_t kSpillAt = 64 * 1024;     // output written on to the channel at this size
+
+// The thread's header list for responses (each loop is a thread; building one is not re-entrant).
+detail::ResponseHeaders& response_headers() {
+  thread_local detail::ResponseHeaders headers;
+  return headers;
+}
+
+std::string_view as_view(const std::uint8_t* p, std::size_t n) noexcept {
+  return {reinterpret_cast<const char*>(p), n};
+}
+
+}  // namespace
+
+// ---- nghttp2's callbacks: user_data is the codec --------------------------------------------------
+
+struct ServerCodec::Callbacks {
+  static ServerCodec& codec(void* user_data) noexcept { return *static_cast<ServerCodec*>(user_data); }
+
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    ServerCodec& c = codec(user_data);
+    try {
+      c.acquire_stream(frame->hd.stream_id);
+    } catch (const std::bad_alloc&) {
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
+    }
+    return 0;
+  }
+
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
+                       const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user_data) {
+    ServerCodec& c = codec(user_data);
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers
+    Stream* s = c.stream(frame->hd.stream_id);
+    if (s == nullptr || s->error_status != 0) return 0;  // too large already: the rest is not kept
+    s->header_list_size += static_cast<std::uint32_t>(namelen + valuelen + 32);
+    const bool pseudo = namelen > 0 && name[0] == ':';
+    if (!pseudo) ++s->header_count;
+    if (s->header_list_size > c.settings_.max_header_list_size || s->header_count > c.settings_.max_headers) {
+      s->error_status = 431;
+      s->fields.release();
+      c.glitch("header list too large");
+      return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+    }
+    const std::string_view n = as_view(name, namelen), v = as_view(value, valuelen);
+    if (n == "content-length") {
+      std::uint64_t length = 0;
+      if (std::from_chars(v.data(), v.data() + v.size(), length).ec == std::errc()) s->content_length = length;
+    }
+    try {
+      s->append_field(c.ctx_->allocator(), n, v);
+    } catch (const std::exception&) {
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
+    }
+    return 0;
+  }
+
+  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id, const std::uint8_t* data,
+                           std::size_t len, void* user_data) {
+    ServerCodec& c = codec(user_data);
+    Stream* s = c.stream(stream_id);
+    if (s == nullptr || s->error_status != 0) return 0;
+    const std::size_t have = s->body.readable_bytes();
+    if (have + len > c.settings_.max_body) {
+      s->error_status = 413;
+      s->body.release();
+      return 0;
+    }
+    try {
+      if (!s->body.has_storage()) {
+        // The declared length when it is known (and allowed), so that the body is made once.
+        const std::size_t first = s->content_length && *s->content_length <= c.settings_.max_body
+                                      ? static_cast<std::size_t>(*s->content_length)
+                                      : std::max<std::size_t>(len, 4096);
+        s->body = c.ctx_->allocator().buffer(std::max(first, len));
+      }
+      s->body.write_bytes(data, len);
+    } catch (const std::exception&) {
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
+    }
+    return 0;
+  }
+
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    ServerCodec& c = codec(user_data);
+    switch (frame->hd.type) {
+      case NGHTTP2_HEADERS:
+      case NGHTTP2_DATA: {
+        if (frame->hd.type == NGHTTP2_DATA && frame->hd.length == 0 && !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+          c.glitch("empty DATA frame");
+        }
+        Stream* s = c.stream(frame->hd.stream_id);
+        if (s == nullptr || s->complete) break;
+        // A request is whole at END_STREAM; an error answer (431, 413) need not wait for it.
+        const bool whole = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+        if (whole) s->complete = true;
+        if ((whole || s->error_status != 0) && !s->dispatched) {
+          try {
+            c.ready_.push_back(frame->hd.stream_id);
+          } catch (const std::exception&) {
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+          }
+        }
+        break;
+      }
+      case NGHTTP2_RST_STREAM:
+        c.glitch("RST_STREAM received");
+        break;
+      case NGHTTP2_PING:
+        if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) c.glitch("PING");
+        break;
+      case NGHTTP2_SETTINGS:
+        if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) c.glitch("SETTINGS");
+        break;
+      default:
+        break;
+    }
+    return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+  }
+
+  static int on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int lib_error, void* user_data) {
+    ServerCodec& c = codec(user_data);
+    log(LogLevel::debug, "channel {}: HTTP/2 invalid frame: {}", c.ctx_->channel().id(), nghttp2_strerror(lib_error));
+    c.glitch("invalid frame");
+    return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+  }
+
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    ServerCodec& c = codec(user_data);
+    if (frame->hd.type == NGHTTP2_RST_STREAM && frame->rst_stream.error_code != NGHTTP2_NO_ERROR) {
+      c.glitch("RST_STREAM sent");
+    }
+    return 0;
+  }
+
+  static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t, void* user_data) {
+    ServerCodec& c = codec(user_data);
+    if (Stream* s = c.stream(stream_id)) c.release_stream(s);
+    return 0;
+  }
+
+  static ssize_t send(nghttp2_session*, const std::uint8_t* data, std::size_t length, int, void* user_data) {
+    ServerCodec& c = codec(user_data);
+    if (!c.ctx_->channel().is_writable()) return NGHTTP2_ERR_WOULDBLOCK;
+    try {
+      c.reserve_out(length);
+      c.out_.write_bytes(data, length);
+      c.spill_if_large();
+    } catch (const std::exception&) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    return static_cast<ssize_t>(length);
+  }
+
+  // DATA frames: the frame header here, the payload straight from the response body.
+  static int send_data(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* framehd, std::size_t length,
+                       nghttp2_data_source* source, void* user_data) {
+    ServerCodec& c = codec(user_data);
+    if (!c.ctx_->channel().is_writable()) return NGHTTP2_ERR_WOULDBLOCK;
+    Stream& s = *static_cast<Stream*>(source->ptr);
+    try {
+      write_data_frame(c, s, framehd, length, frame->data.padlen);
+    } catch (const std::exception&) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    return 0;
+  }
+
+  static void write_data_frame(ServerCodec& c, Stream& s, const std::uint8_t* framehd, std::size_t length,
+                               std::size_t padding) {
+    // padding is 0: the codec never asks for it; written as the frame says all the same.
+    c.reserve_out(9 + (padding > 0 ? 1 : 0) + (length < kCopyBodyBelow ? length : 0));
+    c.out_.write_bytes(framehd, 9);
+    if (padding > 0) c.out_.write_u8(static_cast<std::uint8_t>(padding - 1));
+    if (s.out_body.has_storage()) {
+      if (length >= kCopyBodyBelow) {
+        c.ctx_->write(std::move(c.out_));
+        c.ctx_->write(s.out_body.read_slice(length));
+      } else {
+        c.out_.write_bytes(s.out_body.read_ptr(), length);
+        s.out_body.skip_bytes(length);
+      }
+    } else {
+      c.out_.write_bytes(s.out_view.data() + s.out_view_sent, length);
+      s.out_view_sent += length;
+    }
+    if (padding > 1) {
+      c.reserve_out(padding - 1);
+      for (std::size_t i = 1; i < padding; ++i) c.out_.write_u8(0);
+    }
+    s.out_promised -= length;
+    c.spill_if_large();
+  }
+
+  static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t*, std::size_t length, std::uint32_t* flags,
+                           nghttp2_data_source* source, void*) {
+    Stream& s = *static_cast<Stream*>(source->ptr);
+    const std::size_t available = s.out_remaining() - s.out_promised;
+    const std::size_t n = std::min(length, available);
+    s.out_promised += n;
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (s.out_promised == s.out_remaining()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+  }
+
+  static nghttp2_session_callbacks* make() {
+    nghttp2_session_callbacks* cb = nullptr;
+    if (nghttp2_session_callbacks_new(&cb) != 0) throw std::bad_alloc();
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, on_invalid_frame_recv);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_session_callbacks_set_send_callback(cb, send);
+    nghttp2_session_callbacks_set_send_data_callback(cb, send_data);
+    return cb;
+  }
+};
+
+// ---- the codec ------------------------------------------------------------------------------------
+
+ServerCodec::ServerCodec(Settings settings) : settings_(settings) {
+  settings_.max_headers = std::min(settings_.max_headers, http::RequestHead::kInlineHeaders - 1);
+}
+
+ServerCodec::~ServerCodec() {
+  if (session_ != nullptr) nghttp2_session_del(session_);  // before the streams its providers point to
+}
+
+void ServerCodec::handler_added(Context& ctx) {
+  ctx_ = &ctx;
+  ChannelConfig& config = ctx.channel().config();
+  config.allow_half_closure = true;  // the client's FIN is answered: the streams owed, then GOAWAY
+  if (config.send_timeout == Duration::zero()) config.send_timeout = settings_.send_timeout;
+
+  // The callbacks are the same for every session: made once per thread.
+  struct CallbacksHolder {
+    nghttp2_session_callbacks* cb = Callbacks::make();
+    ~CallbacksHolder() { nghttp2_session_callbacks_del(cb); }
+  };
+  thread_local CallbacksHolder callbacks;
+  nghttp2_option* option = nullptr;
+  if (nghttp2_option_new(&option) != 0) throw std::bad_alloc();
+  nghttp2_option_set_no_closed_streams(option, 1);  // no priority tree: closed streams are freed at once
+  nghttp2_option_set_max_settings(option, 32);
+  const int rv = nghttp2_session_server_new2(&session_, callbacks.cb, this, option);
+  nghttp2_option_del(option);
+  if (rv != 0) throw std::bad_alloc();
+
+  const nghttp2_settings_entry entries[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings_.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings_.initial_window_size},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings_.max_frame_size},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings_.max_header_list_size},
+      {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, settings_.header_table_size},
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+  };
+  if (nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries, std::size(entries)) != 0) {
+    throw std::invalid_argument("http2::Settings: a value is out of range");
+  }
+  if (ctx.channel().is_active()) {
+    last_activity_ = ctx.loop().now();
+    want_deadline(ctx, last_activity_ + settings_.idle_timeout);
+  }
+}
+
+void ServerCodec::handler_removed(Context& ctx) {
+  stop_deadline(ctx);
+  reading_.release(ctx.channel());
+  out_.release();
+  ctx_ = nullptr;
+}
+
+void ServerCodec::channel_active(Context& ctx) {
+  last_activity_ = ctx.loop().now();
+  want_deadline(ctx, last_activity_ + settings_.idle_timeout);
+  flush(ctx);  // the server's SETTINGS: the connection preface
+  ctx.fire_channel_active();
+}
+
+ServerCodec::Stream* ServerCodec::stream(std::int32_t id) const noexcept {
+  if (session_ == nullptr || id <= 0) return nullptr;
+  return static_cast<Stream*>(nghttp2_session_get_stream_user_data(session_, id));
+}
+
+ServerCodec::Stream* ServerCodec::acquire_stream(std::int32_t id) {
+  Stream* s;
+  if (!free_streams_.empty()) {
+    s = free_streams_.back();
+    free_streams_.pop_back();
+  } else {
+    streams_.push_back(std::make_unique<Stream>());
+    s = streams_.back().get();
+    free_streams_.reserve(streams_.size());  // so that release_stream never allocates
+  }
+  s->id = id;
+  s->live = true;
+  nghttp2_session_set_stream_user_data(session_, id, s);
+  ++live_streams_;
+  return s;
+}
+
+void ServerCodec::release_stream(Stream* s) noexcept {
+  s->reset();
+  free_streams_.push_back(s);  // within the capacity reserved in acquire_stream
+  --live_streams_;
+  if (live_streams_ == 0 && ctx_ != nullptr) last_activity_ = ctx_->loop().now();
+}
+
+void ServerCodec::reserve_out(std::size_t n) {
+  if (!out_.has_storage()) out_ = ctx_->allocator().buffer(std::max(n, kOutChunk));
+  out_.ensure_writable(n);
+}
+
+// Frames move on to the channel's queue once they are many: the queue counts them against its
+// water marks, so an unwritable channel stops serialisation (see send).
+void ServerCodec::spill_if_large() {
+  if (out_.readable_bytes() >= kSpillAt) ctx_->write(std::move(out_));
+}
+
+void ServerCodec::read_message(Context& ctx, MessageRef message) {
+  if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
+  ByteBuf bytes = std::move(message.as<ByteBuf>());
+  if (finished_ || session_ == nullptr) return;  // the connection is ending: dropped
+  last_activity_ = ctx.loop().now();
+  in_nghttp2_ = true;
+  const ssize_t rv = nghttp2_session_mem_recv(session_, bytes.read_ptr(), bytes.readable_bytes());
+  in_nghttp2_ = false;
+  bytes.release();
+  if (rv < 0) {
+    fail_session(ctx, nghttp2_strerror(static_cast<int>(rv)),
+                 calm_requested_ ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+    return;
+  }
+  dispatch_ready(ctx);
+}
+
+// Hands the requests made whole by the last read to the pipeline, outside nghttp2's callbacks (a
+// handler that answers at once submits and sends, which nghttp2 does not allow from a callback).
+void ServerCodec::dispatch_ready(Context& ctx) {
+  while (!ready_.empty() && !finished_) {
+    const std::int32_t id = ready_[0];
+    ready_.drop_front();
+    Stream* s = stream(id);
+    if (s == nullptr || s->dispatched) continue;  // reset by the client meanwhile
+    if (s->error_status != 0) {
+      answer_error(ctx, *s, s->error_status);
+      continue;
+    }
+    dispatch(ctx, *s);
+  }
+}
+
+void ServerCodec::dispatch(Context& ctx, Stream& s) {
+  http::HttpRequest request;
+  http::RequestHead& head = detail::RequestAccess::head(request);
+  head.version = http::Version::http2;
+  head.keep_alive = true;
+  std::string_view authority, host;
+  std::size_t count = 0;
+  s.for_each_field([&](std::string_view name, std::string_view value) {
+    if (!name.empty() && name[0] == ':') {
+      if (name == ":method") head.method = value;
+      else if (name == ":path") head.target = value;
+      else if (name == ":authority") authority = value;
+      return;
+    }
+    if (name == "host" && host.empty()) host = value;
+    head.inline_headers[count++] = {name, value};
+  });
+  if (host.empty() && !authority.empty() && count < http::RequestHead::kInlineHeaders) {
+    head.inline_headers[count++] = {"host", authority};
+  }
+  head.header_count = count;
+  head.authority = !authority.empty() ? authority : host;
+  if (head.target.empty()) head.target = head.authority;  // CONNECT: no :path
+  const std::size_t q = head.target.find('?');
+  head.path = head.target.substr(0, q);
+  if (q != std::string_view::npos) head.query = head.target.substr(q + 1);
+  head.content_length = s.content_length;
+  s.head_request = head.method == "HEAD";
+  detail::RequestAccess::fill(request, std::move(s.fields), std::move(s.body), static_cast<std::uint64_t>(s.id));
+  s.dispatched = true;
+  // Streams dispatched long ago and since answered out of turn are dropped once they pile up.
+  if (unanswered_.size() >= 2 * settings_.max_concurrent_streams + 16) compact_unanswered();
+  unanswered_.push_back(s.id);
+  const std::int32_t outer = dispatching_;
+  dispatching_ = s.id;
+  ctx.fire_read(std::move(request));
+  dispatching_ = outer;
+}
+
+void ServerCodec::compact_unanswered() {
+  InlineRing<std::int32_t, 16> kept;
+  for (std::size_t i = 0; i < unanswered_.size(); ++i) {
+    const Stream* s = stream(unanswered_[i]);
+    if (s != nullptr && !s->answered) kept.push_back(unanswered_[i]);
+  }
+  unanswered_.clear();
+  for (std::size_t i = 0; i < kept.size(); ++i) unanswered_.push_back(kept[i]);
+}
+
+void ServerCodec::answer_error(Context& ctx, Stream& s, int status) {
+  s.dispatched = true;
+  http::HttpResponse response(status);
+  submit(ctx, s, response);
+}
+
+// The stream an answer is for (see the file's description); 0 when there is none.
+std::int32_t ServerCodec::answered_stream(const http::HttpResponse& response) noexcept {
+  if (response.request_sequence() != 0) {
+    return response.request_sequence() <= 0x7fffffffu ? static_cast<std::int32_t>(response.request_sequence()) : 0;
+  }
+  if (dispatching_ != 0) {
+    const Stream* s = stream(dispatching_);
+    if (s != nullptr && !s->answered) return dispatching_;
+  }
+  while (!unanswered_.empty()) {
+    const std::int32_t id = unanswered_[0];
+    const Stream* s = stream(id);
+    if (s != nullptr && !s->answered) return id;
+    unanswered_.drop_front();
+  }
+  return 0;
+}
+
+void ServerCodec::write_message(Context& ctx, MessageRef message) {
+  if (!message.is<http::HttpResponse>()) {
+    throw_type_mismatch(ctx, "outbound", typeid(http::HttpResponse), message.type());
+  }
+  http::HttpResponse& response = message.as<http::HttpResponse>();
+  if (finished_ || session_ == nullptr) {
+    log(LogLevel::debug, "channel {}: HTTP/2 response {} after the connection ended; dropped", ctx.channel().id(),
+        response.status());
+    return;
+  }
+  const std::int32_t id = answered_stream(response);
+  Stream* s = stream(id);
+  if (s == nullptr || !s->dispatched || s->answered) {
+    log(LogLevel::debug, "channel {}: HTTP/2 response {} for stream {}, which is gone or answered; dropped",
+        ctx.channel().id(), response.status(), id);
+    return;
+  }
+  submit(ctx, *s, response);
+}
+
+void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) {
+  const int status = response.status();
+  detail::ResponseHeaders& headers = response_headers();
+  if (status < 200) {  // an interim answer: HEADERS without END_STREAM, the final one follows
+    headers.build(response, std::nullopt);
+    nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, s.id, nullptr, headers.data(), headers.size(), nullptr);
+    send_pending(ctx);
+    return;
+  }
+  s.answered = true;
+  const bool bodiless_status = status == 204 || status == 304;
+  const std::string_view body = response.body_bytes();
+  const bool has_data = !bodiless_status && !s.head_request && !body.empty();
+  headers.build(response, bodiless_status ? std::nullopt : std::optional<std::size_t>(body.size()));
+  int rv;
+  if (has_data) {
+    if (response.owned_body().has_storage()) {
+      s.out_body = std::move(response.owned_body());
+    } else {
+      s.out_view = body;  // borrowed: valid until this call returns (see below)
+      s.out_view_sent = 0;
+    }
+    s.out_promised = 0;
+    nghttp2_data_provider provider;
+    provider.source.ptr = &s;
+    provider.read_callback = Callbacks::read_body;
+    rv = nghttp2_submit_response(session_, s.id, headers.data(), headers.size(), &provider);
+  } else {
+    rv = nghttp2_submit_response(session_, s.id, headers.data(), headers.size(), nullptr);
+  }
+  if (rv != 0) {
+    log(LogLevel::debug, "channel {}: HTTP/2 response on stream {} not submitted: {}", ctx.channel().id(), s.id,
+        nghttp2_strerror(rv));
+    s.out_body.release();
+    s.out_view = {};
+    return;
+  }
+  if (response.closes_connection()) submit_goaway();
+  send_pending(ctx);
+  // What the window did not let leave of a borrowed body is copied now: the view dies with this call.
+  // (A stream that closed meanwhile was reset: its view is empty.)
+  if (!s.out_view.empty()) {
+    const std::string_view rest = s.out_view.substr(s.out_view_sent);
+    if (!rest.empty()) {
+      ByteBuf owned = ctx.allocator().buffer(rest.size());
+      owned.write_bytes(rest.data(), rest.size());
+      s.out_body = std::move(owned);
+    }
+    s.out_view = {};
+    s.out_view_sent = 0;
+  }
+}
+
+void ServerCodec::submit_goaway() {
+  if (goaway_submitted_ || session_ == nullptr) return;
+  goaway_submitted_ = true;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
+                        NGHTTP2_NO_ERROR, nullptr, 0);
+}
+
+void ServerCodec::shutdown_gracefully(Context& ctx) {
+  if (finished_ || session_ == nullptr) return;
+  submit_goaway();
+  flush(ctx);
+}
+
+// Serialises what nghttp2 has queued into out_ (as far as the channel is writable).
+void ServerCodec::send_pending(Context& ctx) {
+  if (session_ == nullptr || in_nghttp2_ || finished_) return;
+  in_nghttp2_ = true;
+  const int rv = nghttp2_session_send(session_);
+  in_nghttp2_ = false;
+  if (rv != 0) {
+    log(LogLevel::debug, "channel {}: HTTP/2 send failed: {}; closing", ctx.channel().id(), nghttp2_strerror(rv));
+    finished_ = true;
+    stop_deadline(ctx);
+    write_out(ctx);
+    ctx.flush();
+    ctx.channel().close_gracefully(settings_.linger_timeout, settings_.send_timeout);
+  }
+}
+
+void ServerCodec::write_out(Context& ctx) {
+  if (out_.is_readable()) ctx.write(std::move(out_));
+}
+
+void ServerCodec::flush(Context& ctx) {
+  send_pending(ctx);
+  write_out(ctx);
+  ctx.flush();
+  finish_if_done(ctx);
+}
+
+void ServerCodec::channel_read_complete(Context& ctx) {
+  ctx.fire_read_complete();  // the handlers flush their answers (which sends what nghttp2 queued)
+  if (finished_ || session_ == nullptr) return;
+  if (nghttp2_session_want_write(session_) || out_.is_readable()) {
+    flush(ctx);
+  } else {
+    finish_if_done(ctx);
+  }
+}
+
+// The session has nothing to read or write any more (GOAWAY sent or received and no stream
+// left, or a fatal error): FIN after what was written, then close.
+void ServerCodec::finish_if_done(Context& ctx) {
+  if (finished_ || session_ == nullptr) return;
+  if (nghttp2_session_want_read(session_) || nghttp2_session_want_write(session_)) return;
+  finished_ = true;
+  stop_deadline(ctx);
+  reading_.release(ctx.channel());
+  write_out(ctx);
+  ctx.flush();
+  ctx.channel().close_gracefully(settings_.linger_timeout, settings_.send_timeout);
+}
+
+void ServerCodec::fail_session(Context& ctx, const char* what, int error_code) {
+  log(LogLevel::debug, "channel {}: HTTP/2 connection error ({}); GOAWAY and close", ctx.channel().id(), what);
+  if (!calm_requested_) nghttp2_session_terminate_session(session_, static_cast<std::uint32_t>(error_code));
+  send_pending(ctx);
+  if (finished_) return;
+  finished_ = true;
+  stop_deadline(ctx);
+  reading_.release(ctx.channel());
+  write_out(ctx);
+  ctx.flush();
+  ctx.channel().close_gracefully(settings_.linger_timeout, settings_.send_timeout);
+}
+
+void ServerCodec::glitch(const char* what) {
+  const TimePoint now = ctx_->loop().now();
+  if (now - glitch_window_start_ >= settings_.glitch_window) {
+    glitch_window_start_ = now;
+    glitches_ = 0;
+  }
+  if (++glitches_ <= settings_.max_glitches || calm_requested_) return;
+  calm_requested_ = true;
+  log(LogLevel::info, "channel {}: HTTP/2 client exceeded its glitch budget ({} within {} s, last: {}); "
+      "GOAWAY(ENHANCE_YOUR_CALM)", ctx_->channel().id(), glitches_,
+      std::chrono::duration_cast<std::chrono::seconds>(settings_.glitch_window).count(), what);
+  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+void ServerCodec::user_event(Context& ctx, const std::any& event) {
+  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) end_input(ctx);
+  ctx.fire_user_event(event);
+}
+
+// The client sent FIN: requests still incomplete never will be (their streams are cancelled); the
+// answers owed still go out, then GOAWAY and the close.
+void ServerCodec::end_input(Context& ctx) {
+  if (finished_ || session_ == nullptr) return;
+  for (const auto& s : streams_) {
+    if (s->live && !s->dispatched) nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+  }
+  shutdown_gracefully(ctx);
+}
+
+void ServerCodec::writability_changed(Context& ctx) {
+  if (!ctx.channel().is_writable()) {
+    unwritable_since_ = ctx.loop().now();
+    reading_.hold(ctx.channel());
+    want_deadline(ctx, unwritable_since_ + settings_.send_timeout);
+  } else {
+    unwritable_since_ = {};
+    reading_.release(ctx.channel());
+    if (!finished_) flush(ctx);  // what waited for the channel to drain
+  }
+  ctx.fire_writability_changed();
+}
+
+void ServerCodec::want_deadline(Context& ctx, TimePoint at) {
+  if (deadline_timer_ != 0) {
+    if (deadline_at_ <= at) return;  // the armed one comes first and re-arms for this one
+    ctx.loop().cancel(deadline_timer_);
+  }
+  deadline_at_ = at;
+  const TimePoint now = ctx.loop().now();
+  deadline_timer_ = ctx.loop().schedule(at > now ? at - now : Duration::zero(), [this, &ctx] {
+    deadline_timer_ = 0;
+    on_deadline(ctx);
+  });
+}
+
+// One timer per connection at the earliest deadline; when it fires it checks them all.
+void ServerCodec::on_deadline(Context& ctx) {
+  if (finished_) return;
+  const TimePoint now = ctx.loop().now();
+  if (unwritable_since_ != TimePoint{} && now - unwritable_since_ >= settings_.send_timeout) {
+    log(LogLevel::debug, "channel {}: HTTP/2 output not taken for {} s; closing", ctx.channel().id(),
+        std::chrono::duration_cast<std::chrono::seconds>(settings_.send_timeout).count());
+    finished_ = true;
+    ctx.close();
+    return;
+  }
+  const bool idle = live_streams_ == 0;
+  if (idle && now - last_activity_ >= settings_.idle_timeout) {
+    log(LogLevel::debug, "channel {}: HTTP/2 idle; GOAWAY", ctx.channel().id());
+    shutdown_gracefully(ctx);
+    if (finished_) return;
+  }
+  TimePoint next = (idle ? last_activity_ : now) + settings_.idle_timeout;
+  if (next <= now) next = now + settings_.idle_timeout;
+  if (unwritable_since_ != TimePoint{}) next = std::min(next, unwritable_since_ + settings_.send_timeout);
+  want_deadline(ctx, next);
+}
+
+void ServerCodec::stop_deadline(Context& ctx) {
+  if (deadline_timer_ == 0) return;
+  ctx.loop().cancel(deadline_timer_);
+  deadline_timer_ = 0;
+}
+
+void ServerCodec::channel_inactive(Context& ctx) {
+  stop_deadline(ctx);
+  finished_ = true;
+  out_.release();
+  ctx.fire_channel_inactive();
+}
+
+void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const IoError& e) {
+    log(LogLevel::debug, "channel {}: {}", ctx.channel().id(), e.what());
+    ctx.close();
+  } catch (...) {
+    ctx.fire_exception(std::current_exception());
+  }
+}
+
+}  // namespace weft::http2

@@ -1,0 +1,89 @@
+#pragma once
+// One HTTP/2 stream as the server codec keeps it: the request while it arrives (its header fields
+// as records in one pooled buffer, its body), then the response body while it leaves. Stream
+// objects are reused: a connection makes at most as many as it has streams open at once.
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/codec/http2/server_codec.h"
+
+namespace weft::http2 {
+
+struct ServerCodec::Stream {
+  std::int32_t id = 0;
+  bool live = false;          // between the request's first HEADERS and the stream's close
+  bool complete = false;      // the request is whole (END_STREAM received)
+  bool dispatched = false;    // handed to the pipeline (or answered by the codec)
+  bool answered = false;      // a final response was submitted
+  bool head_request = false;  // :method HEAD: the response has no DATA
+  int error_status = 0;       // 431 / 413: answered by the codec, never handed to the pipeline
+  std::uint32_t header_list_size = 0;  // RFC 9113 6.5.2: names, values, 32 bytes each
+  std::uint32_t header_count = 0;      // regular fields (no pseudo-headers)
+  std::optional<std::uint64_t> content_length;
+
+  // Every field received, in order, as [u32 name size][u32 value size][name][value]; views into
+  // it are made once the head is whole (the buffer may move while it grows).
+  ByteBuf fields;
+  ByteBuf body;
+
+  // The response body: owned (its reader index is what was sent), or borrowed for the length of
+  // the write that submitted it (then copied if it could not all leave at once).
+  ByteBuf out_body;
+  std::string_view out_view;
+  std::size_t out_view_sent = 0;
+  std::size_t out_promised = 0;  // handed to nghttp2 by the data callback, not yet serialised
+
+  std::size_t out_remaining() const noexcept {
+    return out_body.has_storage() ? out_body.readable_bytes() : out_view.size() - out_view_sent;
+  }
+
+  void append_field(ByteBufAllocator& allocator, std::string_view name, std::string_view value) {
+    const std::size_t need = 8 + name.size() + value.size();
+    if (!fields.has_storage()) fields = allocator.buffer(need > 512 ? need : 512);
+    fields.ensure_writable(need);
+    fields.write_u32_le(static_cast<std::uint32_t>(name.size()));
+    fields.write_u32_le(static_cast<std::uint32_t>(value.size()));
+    if (!name.empty()) fields.write_bytes(name.data(), name.size());
+    if (!value.empty()) fields.write_bytes(value.data(), value.size());
+  }
+
+  // Calls f(name, value) for each field recorded, in order; the views point into `fields`.
+  template <class F>
+  void for_each_field(F&& f) const {
+    const std::uint8_t* p = fields.read_ptr();
+    const std::uint8_t* const end = p + fields.readable_bytes();
+    while (p + 8 <= end) {
+      const std::uint32_t name_size = load_u32_le(p);
+      const std::uint32_t value_size = load_u32_le(p + 4);
+      p += 8;
+      const std::string_view name(reinterpret_cast<const char*>(p), name_size);
+      const std::string_view value(reinterpret_cast<const char*>(p + name_size), value_size);
+      p += name_size + value_size;
+      f(name, value);
+    }
+  }
+
+  static std::uint32_t load_u32_le(const std::uint8_t* p) noexcept {
+    return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24;
+  }
+
+  // Back to the state of a new stream; keeps nothing of the old one.
+  void reset() noexcept {
+    id = 0;
+    live = complete = dispatched = answered = head_request = false;
+    error_status = 0;
+    header_list_size = header_count = 0;
+    content_length.reset();
+    fields.release();
+    body.release();
+    out_body.release();
+    out_view = {};
+    out_view_sent = out_promised = 0;
+  }
+};
+
+}  // namespace weft::http2

@@ -1,0 +1,420 @@
+// The HTTP/2 server codec in an EmbeddedChannel, driven by an nghttp2 client session (and by raw
+// frames where a client would not send them): requests become the HttpRequests the HTTP/1.1 codec
+// makes, answers find their streams in any order, flow control, limits and abuse budgets.
+
+#include "weft/codec/http2/server_codec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/h2_client.h"
+#include "weft/channel/embedded_channel.h"
+#include "weft/codec/http1/router.h"
+#include "weft/codec/http2/cleartext_detector.h"
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+namespace weft::http2 {
+namespace {
+
+using http::HttpRequest;
+using http::HttpResponse;
+using test::H2Client;
+
+// A body of n bytes that tells where each byte is (so that a reordered or lost piece shows).
+std::string patterned(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
+  return s;
+}
+
+std::shared_ptr<http::Router> test_router() {
+  auto router = std::make_shared<http::Router>();
+  router->get("/plaintext", [](Context& ctx, HttpRequest&) {
+    ctx.write(HttpResponse(200).header("Content-Type", "text/plain").header("X-Mixed-Case", "yes").body_view(
+        "Hello, World!"));
+  });
+  router->post("/echo", [](Context& ctx, HttpRequest& request) {
+    ctx.write(HttpResponse(200).body(ByteBuf::copy_of(request.body_view())));
+  });
+  router->get("/big", [](Context& ctx, HttpRequest& request) {
+    const std::size_t n = std::stoul(std::string(request.query().substr(2)));  // ?n=...
+    ctx.write(HttpResponse(200).body(ByteBuf::copy_of(patterned(n))));
+  });
+  router->get("/head", [](Context& ctx, HttpRequest& request) {
+    std::string text = std::string(request.method()) + " " + std::string(request.target()) + " host=" +
+                       std::string(request.header("Host").value_or("-")) + " authority=" +
+                       std::string(request.head().authority) + " x=" + std::string(request.header("X-Test").value_or("-")) +
+                       " h2=" + (request.version() == http::Version::http2 ? "yes" : "no") +
+                       " seq=" + std::to_string(request.sequence());
+    ctx.write(HttpResponse(200).body(text));
+  });
+  return router;
+}
+
+struct Fixture {
+  explicit Fixture(Settings settings = {}, std::shared_ptr<Handler> app = test_router()) {
+    ch.pipeline().add_last("http2", std::make_shared<ServerCodec>(settings));
+    ch.pipeline().add_last("app", std::move(app));
+  }
+  // Moves bytes both ways until neither side has anything to say; client bytes go in pieces of
+  // `piece` bytes (0: as they come).
+  void pump(H2Client& client, std::size_t piece = 0) {
+    for (int round = 0; round < 1'000'000; ++round) {
+      const std::string out = client.take_output();
+      if (!out.empty() && ch.is_open()) {
+        if (piece == 0) {
+          ch.write_inbound(ByteBuf::copy_of(out));
+        } else {
+          for (std::size_t at = 0; at < out.size() && ch.is_open(); at += piece) {
+            ch.write_inbound(ByteBuf::copy_of(std::string_view(out).substr(at, piece)));
+          }
+        }
+      }
+      const std::string in = output();
+      if (!in.empty()) client.receive(in);
+      if (out.empty() && in.empty()) return;
+    }
+    FAIL() << "the exchange did not settle";
+  }
+  std::string output() {
+    std::string all;
+    while (auto b = ch.read_outbound<ByteBuf>()) all += b->to_string();
+    return all;
+  }
+  EmbeddedChannel ch;
+};
+
+TEST(Http2ServerCodecTest, AnswersAGetAndAPostWithABodyThroughTheRouter) {
+  Fixture f;
+  H2Client client;
+  const auto get = client.request("GET", "/plaintext");
+  const auto post = client.request("POST", "/echo", patterned(5000));
+  f.pump(client);
+  const auto& g = client.response(get);
+  ASSERT_TRUE(g.closed);
+  EXPECT_EQ(g.close_error, std::uint32_t{NGHTTP2_NO_ERROR});
+  EXPECT_EQ(g.status, 200);
+  EXPECT_EQ(g.body, "Hello, World!");
+  EXPECT_EQ(g.header("content-type"), "text/plain");
+  EXPECT_EQ(g.header("x-mixed-case"), "yes") << "names are sent in lowercase";
+  EXPECT_EQ(g.header("content-length"), "13");
+  EXPECT_TRUE(g.header("date").has_value());
+  const auto& p = client.response(post);
+  ASSERT_TRUE(p.closed);
+  EXPECT_EQ(p.status, 200);
+  EXPECT_EQ(p.body, patterned(5000));
+  EXPECT_TRUE(f.ch.is_open());
+  EXPECT_EQ(client.error(), 0);
+}
+
+TEST(Http2ServerCodecTest, TheRequestCarriesThePseudoHeadersAsTheHttp1CodecWould) {
+  Fixture f;
+  H2Client client;
+  const auto id = client.request("GET", "/head?q=1", "", {{"x-test", "v"}});
+  const auto head = client.request("HEAD", "/head");
+  f.pump(client);
+  EXPECT_EQ(client.response(id).body,
+            "GET /head?q=1 host=test.example authority=test.example x=v h2=yes seq=" + std::to_string(id));
+  // HEAD goes to the GET route; its answer has the length of the GET body and no DATA.
+  const auto& h = client.response(head);
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.body, "");
+  EXPECT_EQ(h.header("content-length"),
+            std::to_string(std::string("HEAD /head host=test.example authority=test.example x=- h2=yes seq=3").size()));
+}
+
+TEST(Http2ServerCodecTest, AHundredConcurrentStreamsInOneWriteAreAllAnswered) {
+  Fixture f;
+  H2Client client;
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < 100; ++i) ids.push_back(client.request(i % 2 ? "GET" : "POST", i % 2 ? "/plaintext" : "/echo",
+                                                             i % 2 ? "" : "body " + std::to_string(i)));
+  f.pump(client);
+  for (int i = 0; i < 100; ++i) {
+    const auto& r = client.response(ids[i]);
+    ASSERT_TRUE(r.closed) << i;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, i % 2 ? std::string("Hello, World!") : "body " + std::to_string(i));
+  }
+}
+
+// Keeps every request; the test answers them later, in any order.
+class Holder final : public InboundHandler<HttpRequest, HttpRequest> {
+ public:
+  void channel_read(Context&, HttpRequest&& request) override { requests.push_back(std::move(request)); }
+  std::vector<HttpRequest> requests;
+};
+
+TEST(Http2ServerCodecTest, AnswersWrittenOutOfOrderFindTheirStreams) {
+  auto holder = std::make_shared<Holder>();
+  Fixture f({}, holder);
+  H2Client client;
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < 10; ++i) ids.push_back(client.request("GET", "/" + std::to_string(i)));
+  f.pump(client);
+  ASSERT_EQ(holder->requests.size(), 10u);
+  for (int i = 9; i >= 0; --i) {  // the last first
+    const HttpRequest& request = holder->requests[static_cast<std::size_t>(i)];
+    f.ch.write_outbound(HttpResponse(200).body(std::string(request.path())).for_request(request));
+  }
+  f.pump(client);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(client.response(ids[i]).body, "/" + std::to_string(i));
+}
+
+TEST(Http2ServerCodecTest, AnswersWithoutAStreamNameGoToTheOldestUnansweredStream) {
+  auto holder = std::make_shared<Holder>();
+  Fixture f({}, holder);
+  H2Client client;
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(client.request("GET", "/" + std::to_string(i)));
+  f.pump(client);
+  // Stream 3 (the second) is answered by name first; the others in turn, as a coroutine would.
+  f.ch.write_outbound(HttpResponse(200).body("named").for_request(holder->requests[1]));
+  for (int i = 0; i < 3; ++i) f.ch.write_outbound(HttpResponse(200).body("turn " + std::to_string(i)));
+  f.ch.write_outbound(HttpResponse(200).body("one too many"));  // dropped
+  f.pump(client);
+  EXPECT_EQ(client.response(ids[0]).body, "turn 0");
+  EXPECT_EQ(client.response(ids[1]).body, "named");
+  EXPECT_EQ(client.response(ids[2]).body, "turn 1");
+  EXPECT_EQ(client.response(ids[3]).body, "turn 2");
+  EXPECT_TRUE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, AnAnswerForAStreamTheClientResetIsDropped) {
+  auto holder = std::make_shared<Holder>();
+  Fixture f({}, holder);
+  H2Client client;
+  const auto id = client.request("GET", "/gone");
+  f.pump(client);
+  client.reset(id);
+  f.pump(client);
+  f.ch.write_outbound(HttpResponse(200).body("late").for_request(holder->requests[0]));
+  f.pump(client);
+  EXPECT_EQ(client.response(id).close_error, std::uint32_t{NGHTTP2_CANCEL});
+  EXPECT_EQ(client.response(id).body, "");
+  EXPECT_TRUE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, ALargeBodyFollowsTheFlowControlWindows) {
+  Fixture f;
+  H2Client client;  // default windows: 64 KiB per stream and for the connection
+  const auto id = client.request("GET", "/big?n=" + std::to_string(1 << 20));
+  f.pump(client);
+  ASSERT_TRUE(client.response(id).closed);
+  EXPECT_EQ(client.response(id).body, patterned(1 << 20));
+}
+
+TEST(Http2ServerCodecTest, ABodyLeavesAByteAtATimeUnderAWindowOfOne) {
+  Fixture f;
+  H2Client client({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1}});
+  const auto big = client.request("GET", "/big?n=3000");
+  const auto borrowed = client.request("GET", "/plaintext");  // a borrowed body, copied when it must wait
+  f.pump(client);
+  ASSERT_TRUE(client.response(big).closed);
+  EXPECT_EQ(client.response(big).body, patterned(3000));
+  EXPECT_EQ(client.response(borrowed).body, "Hello, World!");
+}
+
+TEST(Http2ServerCodecTest, InputInOneBytePiecesIsServedAlike) {
+  Fixture f;
+  H2Client client;
+  const auto get = client.request("GET", "/plaintext");
+  const auto post = client.request("POST", "/echo", patterned(20000));
+  f.pump(client, 1);
+  EXPECT_EQ(client.response(get).body, "Hello, World!");
+  EXPECT_EQ(client.response(post).body, patterned(20000));
+}
+
+TEST(Http2ServerCodecTest, AHeaderListPastTheLimitIsAnswered431) {
+  Fixture f;
+  H2Client client;
+  const auto big = client.request("GET", "/plaintext", "", {{"x-big", std::string(20000, 'b')}});
+  const auto fine = client.request("GET", "/plaintext");
+  f.pump(client);
+  EXPECT_EQ(client.response(big).status, 431);
+  EXPECT_EQ(client.response(fine).status, 200) << "the connection goes on";
+  EXPECT_TRUE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, TooManyHeadersAreAnswered431) {
+  Settings settings;
+  settings.max_headers = 8;
+  Fixture f(settings);
+  H2Client client;
+  std::vector<std::pair<std::string, std::string>> headers;
+  for (int i = 0; i < 9; ++i) headers.emplace_back("x-h" + std::to_string(i), "v");
+  const auto id = client.request("GET", "/plaintext", "", headers);
+  f.pump(client);
+  EXPECT_EQ(client.response(id).status, 431);
+}
+
+TEST(Http2ServerCodecTest, ABodyPastTheLimitIsAnswered413) {
+  Settings settings;
+  settings.max_body = 1000;
+  Fixture f(settings);
+  H2Client client;
+  const auto big = client.request("POST", "/echo", patterned(5000));
+  const auto fine = client.request("POST", "/echo", "small");
+  f.pump(client);
+  EXPECT_EQ(client.response(big).status, 413);
+  EXPECT_EQ(client.response(fine).body, "small");
+}
+
+TEST(Http2ServerCodecTest, StreamsPastTheConcurrencyLimitAreRefused) {
+  Settings settings;
+  settings.max_concurrent_streams = 10;
+  Fixture f(settings);
+  H2Client client;
+  std::vector<std::int32_t> ids;
+  // Open streams (no END_STREAM), all sent before the server's SETTINGS reach the client.
+  for (int i = 0; i < 11; ++i) ids.push_back(client.request("GET", "/plaintext", "", {}, false));
+  f.pump(client);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(client.response(ids[i]).closed) << i;
+  ASSERT_TRUE(client.response(ids[10]).closed);
+  EXPECT_EQ(client.response(ids[10]).close_error, std::uint32_t{NGHTTP2_REFUSED_STREAM});
+  EXPECT_EQ(f.ch.pipeline().get_as<ServerCodec>("http2")->open_streams(), 10u);
+  EXPECT_TRUE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, RapidResetEndsTheConnectionWithEnhanceYourCalm) {
+  Fixture f;
+  H2Client client;
+  std::string attack = client.take_output();
+  for (int i = 0; i < 300; ++i) {
+    const auto id = client.request("GET", "/plaintext");
+    attack += client.take_output();  // HEADERS first: a reset of an unsent request would cancel it
+    client.reset(id);
+    attack += client.take_output();
+  }
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  client.receive(f.output());
+  EXPECT_EQ(client.goaway_error(), std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, APingFloodSpendsTheGlitchBudget) {
+  Settings settings;
+  settings.max_glitches = 50;
+  Fixture f(settings);
+  H2Client client;
+  for (int i = 0; i < 60; ++i) client.ping();
+  f.pump(client);
+  EXPECT_EQ(client.goaway_error(), std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, TheGlitchBudgetIsRenewedEachWindow) {
+  Settings settings;
+  settings.max_glitches = 50;
+  settings.idle_timeout = 1h;
+  Fixture f(settings);
+  H2Client client;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 40; ++i) client.ping();
+    f.pump(client);
+    ASSERT_TRUE(f.ch.is_open()) << round;
+    f.ch.advance_time(settings.glitch_window);
+  }
+  EXPECT_FALSE(client.goaway_error().has_value());
+}
+
+TEST(Http2ServerCodecTest, GarbageAfterThePrefaceIsAProtocolError) {
+  Fixture f;
+  // A PING where the client's SETTINGS must come first.
+  std::string bytes(kClientPreface);
+  bytes += std::string("\x00\x00\x08\x06\x00\x00\x00\x00\x00", 9) + "12345678";
+  f.ch.write_inbound(ByteBuf::copy_of(bytes));
+  H2Client reader;  // reads the server's frames
+  reader.receive(f.output());
+  EXPECT_EQ(reader.goaway_error(), std::uint32_t{NGHTTP2_PROTOCOL_ERROR});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, ABadPrefaceIsAProtocolError) {
+  Fixture f;
+  f.ch.write_inbound(ByteBuf::copy_of("PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n and more"));
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, AnIdleConnectionGetsGoawayAndCloses) {
+  Fixture f;
+  H2Client client;
+  const auto id = client.request("GET", "/plaintext");
+  f.pump(client);
+  ASSERT_TRUE(client.response(id).closed);
+  f.ch.advance_time(74s);
+  EXPECT_TRUE(f.ch.is_open());
+  f.ch.advance_time(2s);
+  client.receive(f.output());
+  EXPECT_EQ(client.goaway_error(), std::uint32_t{NGHTTP2_NO_ERROR});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, CloseConnectionSendsGoawayAfterTheAnswer) {
+  auto router = std::make_shared<http::Router>();
+  router->get("/bye", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("bye").close_connection()); });
+  Fixture f({}, router);
+  H2Client client;
+  const auto id = client.request("GET", "/bye");
+  f.pump(client);
+  EXPECT_EQ(client.response(id).body, "bye");
+  EXPECT_EQ(client.goaway_error(), std::uint32_t{NGHTTP2_NO_ERROR});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+// ---- the detector: HTTP/1.1 and h2c on one port ---------------------------------------------------
+
+struct DetectorFixture {
+  DetectorFixture() {
+    ch.pipeline().add_last("detect", std::make_shared<CleartextDetector>());
+    ch.pipeline().add_last("router", test_router());
+  }
+  std::string output() {
+    std::string all;
+    while (auto b = ch.read_outbound<ByteBuf>()) all += b->to_string();
+    return all;
+  }
+  EmbeddedChannel ch;
+};
+
+TEST(CleartextDetectorTest, Http11GoesToTheHttp11Codec) {
+  DetectorFixture f;
+  f.ch.write_inbound(ByteBuf::copy_of("GET /plaintext HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_THAT(f.output(), HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_EQ(f.ch.pipeline().names(), (std::vector<std::string>{"http1", "router"}));
+}
+
+TEST(CleartextDetectorTest, ThePrefaceInPiecesGoesToTheHttp2Codec) {
+  DetectorFixture f;
+  H2Client client;
+  const auto id = client.request("GET", "/plaintext");
+  const std::string out = client.take_output();
+  for (char c : out.substr(0, 30)) f.ch.write_inbound(ByteBuf::copy_of(std::string_view(&c, 1)));
+  f.ch.write_inbound(ByteBuf::copy_of(out.substr(30)));
+  client.receive(f.output());
+  f.ch.write_inbound(ByteBuf::copy_of(client.take_output()));  // the SETTINGS ACK
+  EXPECT_EQ(client.response(id).body, "Hello, World!");
+  EXPECT_EQ(f.ch.pipeline().names(), (std::vector<std::string>{"http2", "router"}));
+}
+
+TEST(CleartextDetectorTest, AnEarlyHttp11BytePicksHttp11) {
+  DetectorFixture f;
+  f.ch.write_inbound(ByteBuf::copy_of("P"));
+  EXPECT_EQ(f.ch.pipeline().names(), (std::vector<std::string>{"detect", "router"}));
+  f.ch.write_inbound(ByteBuf::copy_of("OST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi"));
+  EXPECT_THAT(f.output(), HasSubstr("\r\n\r\nhi"));
+}
+
+TEST(CleartextDetectorTest, ASilentConnectionIsClosedAfterTheIdleTimeout) {
+  DetectorFixture f;
+  f.ch.advance_time(76s);
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+}  // namespace
+}  // namespace weft::http2

@@ -1,0 +1,230 @@
+// HTTP/2 with prior knowledge (h2c) against a real server on every transport: the detector and the
+// HTTP/2 codec in front of a Router, driven by an nghttp2 client over a blocking socket (several
+// streams at once, bodies checked byte for byte), by curl and by h2load; the same port still serves
+// HTTP/1.1.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "support/blocking_client.h"
+#include "support/h2_socket.h"
+#include "support/transports.h"
+#include "weft/weft.h"
+
+#ifndef WEFT_H2_SCRIPTS
+#define WEFT_H2_SCRIPTS "tests/integration/h2"
+#endif
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+namespace weft::http2 {
+namespace {
+
+using http::HttpRequest;
+using http::HttpResponse;
+
+std::string patterned(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
+  return s;
+}
+
+std::string run(const std::string& command, int& status) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  status = ::pclose(pipe);
+  return out;
+}
+
+bool have(const std::string& command) {
+  int status = -1;
+  run("command -v " + command + " >/dev/null 2>&1", status);
+  return status == 0;
+}
+
+class Http2ServerTest : public test::TransportTest {
+ protected:
+  void SetUp() override {
+    auto router = std::make_shared<http::Router>();
+    router->get("/plaintext", [](Context& ctx, HttpRequest&) {
+      ctx.write(HttpResponse(200).content_type("text/plain").body_view("Hello, World!"));
+    });
+    router->post("/echo", [](Context& ctx, HttpRequest& request) {
+      ctx.write(HttpResponse(200).body(ByteBuf::copy_of(request.body_view())));
+    });
+    router->get("/big", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body(patterned(1 << 20))); });
+    server_ = ServerBootstrap()
+                  .group(loops_)
+                  .child_handler([router](Channel& ch) {
+                    ch.pipeline().add_last("detect", std::make_shared<CleartextDetector>());
+                    ch.pipeline().add_last("router", router);
+                  })
+                  .bind(SocketAddress::loopback(0))
+                  .get();
+    port_ = server_->local_address().port();
+  }
+  void TearDown() override { server_->close().wait(); }
+
+  EventLoopGroup loops_{transport(), loops(1, 8)};
+  ChannelPtr server_;
+  std::uint16_t port_ = 0;
+};
+
+TEST_P(Http2ServerTest, ManyStreamsOnOneConnectionAreAnsweredByteForByte) {
+  test::BlockingClient socket(port_);
+  ASSERT_TRUE(socket.is_open());
+  test::H2Client client;
+  std::vector<std::int32_t> plain, echo, big;
+  for (int i = 0; i < 20; ++i) plain.push_back(client.request("GET", "/plaintext"));
+  for (int i = 0; i < 4; ++i) echo.push_back(client.request("POST", "/echo", patterned(100'000 + i)));
+  for (int i = 0; i < 2; ++i) big.push_back(client.request("GET", "/big"));
+  ASSERT_TRUE(test::exchange_until_closed(socket, client)) << "error " << client.error();
+  for (auto id : plain) {
+    EXPECT_EQ(client.response(id).status, 200);
+    EXPECT_EQ(client.response(id).body, "Hello, World!");
+  }
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(client.response(echo[i]).body, patterned(100'000 + i)) << i;
+  for (auto id : big) EXPECT_EQ(client.response(id).body, patterned(1 << 20));
+  // The connection goes on.
+  const auto again = client.request("GET", "/plaintext");
+  ASSERT_TRUE(test::exchange_until_closed(socket, client));
+  EXPECT_EQ(client.response(again).body, "Hello, World!");
+}
+
+TEST_P(Http2ServerTest, TheSamePortStillServesHttp11) {
+  test::BlockingClient socket(port_);
+  ASSERT_TRUE(socket.send_all("GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n"));
+  std::string got;
+  while (got.find("Hello, World!") == std::string::npos) {
+    std::string more = socket.recv_some(4096, 20000ms);
+    ASSERT_FALSE(more.empty()) << got;
+    got += more;
+  }
+  EXPECT_THAT(got, ::testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+}
+
+TEST_P(Http2ServerTest, CurlWithPriorKnowledge) {
+  if (!have("curl")) GTEST_SKIP() << "curl is not installed";
+  int status = -1;
+  if (run("curl -V", status).find("HTTP2") == std::string::npos) GTEST_SKIP() << "curl has no HTTP/2";
+  const std::string base = "http://127.0.0.1:" + std::to_string(port_);
+  std::string out = run("curl -s --max-time 20 --http2-prior-knowledge -w ' %{http_version}' " + base + "/plaintext",
+                        status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "Hello, World! 2");
+  out = run("printf 'abc123' | curl -s --max-time 20 --http2-prior-knowledge --data-binary @- " + base + "/echo", status);
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(out, "abc123");
+}
+
+TEST_P(Http2ServerTest, H2loadGetsEveryAnswer) {
+  if (!have("h2load")) GTEST_SKIP() << "h2load is not installed (nghttp2-client)";
+  int status = -1;
+  const std::string out =
+      run("h2load -n 400 -c 4 -m 16 http://127.0.0.1:" + std::to_string(port_) + "/plaintext 2>&1", status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_THAT(out, HasSubstr("400 succeeded, 0 failed, 0 errored"));
+  EXPECT_THAT(out, HasSubstr("status codes: 400 2xx"));
+}
+
+TEST_P(Http2ServerTest, RapidResetFromPythonH2GetsEnhanceYourCalm) {
+  // python3-h2 is a Debian package: the system's python3, which another python3 on PATH may hide.
+  std::string python;
+  int status = -1;
+  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
+    run(std::string(candidate) + " -c 'import h2' 2>/dev/null", status);
+    if (status == 0) {
+      python = candidate;
+      break;
+    }
+  }
+  if (python.empty()) GTEST_SKIP() << "python3-h2 is not installed";
+  const std::string out =
+      run(python + " " WEFT_H2_SCRIPTS "/rapid_reset.py " + std::to_string(port_) + " 2>&1", status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "11\n") << "GOAWAY(ENHANCE_YOUR_CALM)";
+  // The server goes on serving others.
+  test::BlockingClient socket(port_);
+  test::H2Client client;
+  const auto id = client.request("GET", "/plaintext");
+  ASSERT_TRUE(test::exchange_until_closed(socket, client));
+  EXPECT_EQ(client.response(id).body, "Hello, World!");
+}
+
+// Counts what the codec writes and the largest write queue it leaves behind.
+class QueueProbe final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf> {
+ public:
+  void channel_read(Context& ctx, ByteBuf&& bytes) override { ctx.fire_read(std::move(bytes)); }
+  void write(Context& ctx, ByteBuf&& bytes) override {
+    written += bytes.readable_bytes();
+    ctx.write(std::move(bytes));
+    max_pending = std::max<std::size_t>(max_pending, ctx.channel().pending_write_bytes());
+  }
+  void writability_changed(Context& ctx) override {
+    if (!ctx.channel().is_writable()) unwritable_seen = true;
+    ctx.fire_writability_changed();
+  }
+  std::atomic<std::size_t> written{0};
+  std::atomic<std::size_t> max_pending{0};
+  std::atomic<bool> unwritable_seen{false};
+};
+
+TEST_P(Http2ServerTest, AClientThatOpensItsWindowsAndNeverReadsCostsABoundedQueue) {
+  if (is_blocking()) GTEST_SKIP() << "a blocking send holds the writer instead of queueing past the mark";
+  auto router = std::make_shared<http::Router>();
+  router->get("/big", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body(patterned(1 << 20))); });
+  auto probe = std::make_shared<QueueProbe>();
+  auto probed = std::make_shared<std::atomic<bool>>(false);  // the first connection only
+  ChannelPtr server = ServerBootstrap()
+                          .group(loops_)
+                          .child_option(option::send_buffer_size, 64 * 1024)
+                          .child_handler([router, probe, probed](Channel& ch) {
+                            if (!probed->exchange(true)) ch.pipeline().add_last("probe", probe);
+                            ch.pipeline().add_last("detect", std::make_shared<CleartextDetector>());
+                            ch.pipeline().add_last("router", router);
+                          })
+                          .bind(SocketAddress::loopback(0))
+                          .get();
+  test::BlockingClient socket(server->local_address().port(), {.receive_buffer = 32 * 1024});
+  ASSERT_TRUE(socket.is_open());
+  // Windows as large as the protocol allows, 50 MiB of answers asked for, and nothing ever read.
+  test::H2Client client({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0x7fffffff}});
+  nghttp2_submit_window_update(client.session(), NGHTTP2_FLAG_NONE, 0, 0x7fffffff - 65535);
+  for (int i = 0; i < 50; ++i) client.request("GET", "/big");
+  ASSERT_TRUE(socket.send_all(client.take_output()));
+  ASSERT_TRUE(test::eventually([&] { return probe->unwritable_seen.load(); }, 20000ms))
+      << "the channel never turned unwritable; written " << probe->written.load();
+  // The server serves others meanwhile.
+  test::BlockingClient other(server->local_address().port());
+  test::H2Client second;
+  const auto id = second.request("GET", "/big");
+  ASSERT_TRUE(test::exchange_until_closed(other, second));
+  EXPECT_EQ(second.response(id).body.size(), std::size_t{1} << 20);
+  // Without backpressure the first serialisation would have queued all 50 MiB at once (the windows
+  // allow it); with it, the queue stops at the mark whenever it is looked at.
+  constexpr std::size_t kHigh = ChannelConfig{}.write_buffer_high_water_mark;
+  std::printf("h2c client that never reads: %zu bytes written by the codec, largest queue %zu bytes\n",
+              probe->written.load(), probe->max_pending.load());
+  // What the codec queues stops at the high water mark, plus what one serialisation step adds (the
+  // output buffer it spills past 64 KiB, a DATA frame's payload by reference).
+  EXPECT_LE(probe->max_pending.load(), kHigh + 128 * 1024 + 16 * 1024);
+  EXPECT_LT(probe->written.load(), std::size_t{16} << 20) << "of 50 MiB asked for";
+  socket.close();
+  server->close().wait();
+}
+
+WEFT_ON_EVERY_TRANSPORT(Http2ServerTest);
+
+}  // namespace
+}  // namespace weft::http2

@@ -1,0 +1,187 @@
+#pragma once
+// An HTTP/2 client for tests: an nghttp2 client session that takes and gives bytes (no socket),
+// records every response (status, headers, body, reset) and the GOAWAY it receives. The unit tests
+// pump it against an EmbeddedChannel, the integration tests against a real socket.
+//
+// Header-only; a test that includes it links libnghttp2 (weft::nghttp2).
+
+#include <nghttp2/nghttp2.h>
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace weft::test {
+
+struct H2Response {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  bool closed = false;               // the stream has closed (normally or by a reset)
+  std::uint32_t close_error = 0;     // its error code (NGHTTP2_NO_ERROR when it ended normally)
+
+  std::optional<std::string> header(std::string_view name) const {
+    for (const auto& [n, v] : headers) {
+      if (n == name) return v;
+    }
+    return std::nullopt;
+  }
+};
+
+class H2Client {
+ public:
+  // `settings`: the client's SETTINGS (none: the protocol's defaults).
+  explicit H2Client(std::vector<nghttp2_settings_entry> settings = {}) {
+    nghttp2_session_callbacks* cb = nullptr;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame);
+    nghttp2_option* option = nullptr;
+    nghttp2_option_new(&option);
+    // Until the server's SETTINGS arrive, assume no concurrency limit (so that tests can go past it).
+    nghttp2_option_set_peer_max_concurrent_streams(option, 100000);
+    nghttp2_session_client_new2(&session_, cb, this, option);
+    nghttp2_option_del(option);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
+  }
+  ~H2Client() { nghttp2_session_del(session_); }
+  H2Client(const H2Client&) = delete;
+  H2Client& operator=(const H2Client&) = delete;
+
+  nghttp2_session* session() const noexcept { return session_; }
+
+  // Submits a request; returns its stream id. `end_stream` false: HEADERS without END_STREAM and no
+  // body (the stream stays open).
+  std::int32_t request(const std::string& method, const std::string& path, const std::string& body = "",
+                       std::vector<std::pair<std::string, std::string>> extra = {}, bool end_stream = true) {
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {":method", method}, {":scheme", "http"}, {":authority", "test.example"}, {":path", path}};
+    if (!body.empty()) fields.emplace_back("content-length", std::to_string(body.size()));
+    for (auto& f : extra) fields.push_back(std::move(f));
+    std::vector<nghttp2_nv> nva;
+    for (auto& [n, v] : fields) {
+      nva.push_back({reinterpret_cast<std::uint8_t*>(n.data()), reinterpret_cast<std::uint8_t*>(v.data()), n.size(),
+                     v.size(), NGHTTP2_NV_FLAG_NONE});
+    }
+    std::int32_t id;
+    if (!end_stream) {
+      id = nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, -1, nullptr, nva.data(), nva.size(), nullptr);
+    } else if (body.empty()) {
+      id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), nullptr, nullptr);
+    } else {
+      // The body is read from a string the client keeps until the stream ends.
+      auto source = std::make_unique<Upload>(Upload{body, 0});
+      nghttp2_data_provider provider;
+      provider.source.ptr = source.get();
+      provider.read_callback = read_upload;
+      id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, nullptr);
+      uploads_.push_back(std::move(source));
+    }
+    if (id < 0) throw std::runtime_error(std::string("nghttp2_submit_request: ") + nghttp2_strerror(id));
+    responses_[id];
+    return id;
+  }
+
+  void reset(std::int32_t id, std::uint32_t error = NGHTTP2_CANCEL) {
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, error);
+  }
+  void ping() {
+    const std::uint8_t opaque[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, opaque);
+  }
+
+  // What the client has to send now (the connection preface first).
+  std::string take_output() {
+    std::string out;
+    for (;;) {
+      const std::uint8_t* data = nullptr;
+      const ssize_t n = nghttp2_session_mem_send(session_, &data);
+      if (n <= 0) break;
+      out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+    }
+    return out;
+  }
+  // Bytes from the server. False once the client saw a connection error.
+  bool receive(std::string_view bytes) {
+    const ssize_t n = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                               bytes.size());
+    if (n < 0) error_ = static_cast<int>(n);
+    return n >= 0;
+  }
+
+  const H2Response& response(std::int32_t id) { return responses_[id]; }
+  std::map<std::int32_t, H2Response>& responses() { return responses_; }
+  bool all_closed() const {
+    for (const auto& [id, r] : responses_) {
+      if (!r.closed) return false;
+    }
+    return true;
+  }
+  std::optional<std::uint32_t> goaway_error() const { return goaway_error_; }
+  int error() const noexcept { return error_; }
+
+ private:
+  struct Upload {
+    std::string bytes;
+    std::size_t sent;
+  };
+
+  static H2Client& self(void* user_data) { return *static_cast<H2Client*>(user_data); }
+
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
+                       const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user_data) {
+    H2Response& r = self(user_data).responses_[frame->hd.stream_id];
+    std::string n(reinterpret_cast<const char*>(name), namelen), v(reinterpret_cast<const char*>(value), valuelen);
+    if (n == ":status") {
+      r.status = std::stoi(v);
+      r.headers.clear();  // a final status after an interim one
+    } else {
+      r.headers.emplace_back(std::move(n), std::move(v));
+    }
+    return 0;
+  }
+  static int on_data(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data, std::size_t len,
+                     void* user_data) {
+    self(user_data).responses_[id].body.append(reinterpret_cast<const char*>(data), len);
+    return 0;
+  }
+  static int on_close(nghttp2_session*, std::int32_t id, std::uint32_t error, void* user_data) {
+    H2Response& r = self(user_data).responses_[id];
+    r.closed = true;
+    r.close_error = error;
+    return 0;
+  }
+  static int on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_GOAWAY) self(user_data).goaway_error_ = frame->goaway.error_code;
+    return 0;
+  }
+  static ssize_t read_upload(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
+                             std::uint32_t* flags, nghttp2_data_source* source, void*) {
+    Upload& u = *static_cast<Upload*>(source->ptr);
+    const std::size_t n = std::min(length, u.bytes.size() - u.sent);
+    std::copy_n(u.bytes.data() + u.sent, n, buf);
+    u.sent += n;
+    if (u.sent == u.bytes.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+  }
+
+  nghttp2_session* session_ = nullptr;
+  std::map<std::int32_t, H2Response> responses_;
+  std::vector<std::unique_ptr<Upload>> uploads_;
+  std::optional<std::uint32_t> goaway_error_;
+  int error_ = 0;
+};
+
+}  // namespace weft::test
