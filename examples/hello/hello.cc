@@ -8,9 +8,10 @@
 //
 //   weft-hello --port 8080 --loops 1 --transport epoll --mode coroutine
 //
-// Every route is served over HTTP/1.1 and over HTTP/2 with prior knowledge (h2c) on the same port:
-// a connection that starts with the HTTP/2 preface gets the HTTP/2 codec, any other the HTTP/1.1
-// one (http2::CleartextDetector); the handlers are the same. --http1-only leaves HTTP/2 out.
+// Every route is served over HTTP/1.1 and over cleartext HTTP/2 (h2c) on the same port: a connection
+// that starts with the HTTP/2 preface, or whose first request asks for Upgrade: h2c, gets the HTTP/2
+// codec, any other the HTTP/1.1 one (http2::CleartextDetector); the handlers are the same.
+// --http1-only leaves HTTP/2 out.
 //
 // Modes (how handlers run, and how the -async routes wait for their executor):
 //   loop             the router runs on the event loop; -async routes block the loop on the future

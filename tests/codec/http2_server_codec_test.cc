@@ -410,6 +410,70 @@ TEST(CleartextDetectorTest, AnEarlyHttp11BytePicksHttp11) {
   EXPECT_THAT(f.output(), HasSubstr("\r\n\r\nhi"));
 }
 
+std::string base64url(const std::uint8_t* data, std::size_t n) {
+  static constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  std::uint32_t bits = 0;
+  int count = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    bits = (bits << 8) | data[i];
+    count += 8;
+    while (count >= 6) {
+      count -= 6;
+      out.push_back(kDigits[(bits >> count) & 63]);
+    }
+  }
+  if (count > 0) out.push_back(kDigits[(bits << (6 - count)) & 63]);
+  return out;
+}
+
+TEST(CleartextDetectorTest, AnUpgradeToH2cIsAnswered101AndTheRequestIsServedOnStream1) {
+  DetectorFixture f;
+  H2Client client;
+  std::uint8_t payload[64];
+  const nghttp2_settings_entry entries[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100},
+                                            {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
+  const ssize_t n = nghttp2_pack_settings_payload(payload, sizeof payload, entries, 2);
+  ASSERT_GT(n, 0);
+  ASSERT_EQ(nghttp2_session_upgrade2(client.session(), payload, static_cast<std::size_t>(n), 0, nullptr), 0);
+  const std::string request = "GET /head?x=1 HTTP/1.1\r\nHost: up.example\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                              "Upgrade: h2c\r\nHTTP2-Settings: " + base64url(payload, static_cast<std::size_t>(n)) +
+                              "\r\nX-Test: kept\r\n\r\n";
+  f.ch.write_inbound(ByteBuf::copy_of(request + client.take_output()));  // the preface follows at once
+  std::string out = f.output();
+  const std::string k101 = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  ASSERT_EQ(out.substr(0, k101.size()), k101);
+  client.receive(out.substr(k101.size()));
+  f.ch.write_inbound(ByteBuf::copy_of(client.take_output()));
+  client.receive(f.output());
+  EXPECT_EQ(client.response(1).status, 200);
+  EXPECT_EQ(client.response(1).body, "GET /head?x=1 host=up.example authority=up.example x=kept h2=yes seq=1");
+  EXPECT_EQ(f.ch.pipeline().names(), (std::vector<std::string>{"http2", "router"}));
+  // The connection goes on as HTTP/2.
+  const auto id = client.request("GET", "/plaintext");
+  f.ch.write_inbound(ByteBuf::copy_of(client.take_output()));
+  client.receive(f.output());
+  EXPECT_EQ(id, 3);
+  EXPECT_EQ(client.response(id).body, "Hello, World!");
+}
+
+TEST(CleartextDetectorTest, AnUpgradeWithABodyIsServedAsHttp11) {
+  DetectorFixture f;
+  f.ch.write_inbound(ByteBuf::copy_of("POST /echo HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                                      "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\nContent-Length: 2\r\n\r\nhi"));
+  const std::string out = f.output();
+  EXPECT_THAT(out, ::testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(out, HasSubstr("\r\n\r\nhi"));
+  EXPECT_EQ(f.ch.pipeline().names(), (std::vector<std::string>{"http1", "router"}));
+}
+
+TEST(CleartextDetectorTest, AnHttp11HeadInPiecesWaitsUntilItIsWhole) {
+  DetectorFixture f;
+  const std::string request = "GET /plaintext HTTP/1.1\r\nHost: h\r\n\r\n";
+  for (char c : request) f.ch.write_inbound(ByteBuf::copy_of(std::string_view(&c, 1)));
+  EXPECT_THAT(f.output(), HasSubstr("\r\n\r\nHello, World!"));
+}
+
 TEST(CleartextDetectorTest, ASilentConnectionIsClosedAfterTheIdleTimeout) {
   DetectorFixture f;
   f.ch.advance_time(76s);

@@ -128,6 +128,18 @@ TEST_P(Http2ServerTest, CurlWithPriorKnowledge) {
   EXPECT_EQ(out, "abc123");
 }
 
+TEST_P(Http2ServerTest, CurlUpgradesFromHttp11) {
+  if (!have("curl")) GTEST_SKIP() << "curl is not installed";
+  int status = -1;
+  if (run("curl -V", status).find("HTTP2") == std::string::npos) GTEST_SKIP() << "curl has no HTTP/2";
+  // --http2 on an http:// URL: the first request asks for Upgrade: h2c, its answer comes over HTTP/2.
+  const std::string out = run("curl -s --max-time 20 --http2 -w ' %{http_version}' http://127.0.0.1:" +
+                                  std::to_string(port_) + "/plaintext",
+                              status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "Hello, World! 2");
+}
+
 TEST_P(Http2ServerTest, H2loadGetsEveryAnswer) {
   if (!have("h2load")) GTEST_SKIP() << "h2load is not installed (nghttp2-client)";
   int status = -1;

@@ -427,6 +427,39 @@ void ServerCodec::dispatch(Context& ctx, Stream& s) {
   dispatching_ = outer;
 }
 
+bool ServerCodec::upgrade(Context& ctx, std::string_view settings, const http::RequestHead& head) {
+  if (session_ == nullptr || finished_) return false;
+  const int rv = nghttp2_session_upgrade2(session_, reinterpret_cast<const std::uint8_t*>(settings.data()),
+                                          settings.size(), head.method == "HEAD" ? 1 : 0, nullptr);
+  if (rv != 0) {
+    log(LogLevel::debug, "channel {}: HTTP/2 upgrade refused: {}", ctx.channel().id(), nghttp2_strerror(rv));
+    return false;
+  }
+  // The request as if it had come in HEADERS on stream 1: pseudo-headers, then the fields that are
+  // not HTTP/1.1's connection business, with lowercase names.
+  Stream& s = *acquire_stream(1);
+  ByteBufAllocator& allocator = ctx.allocator();
+  s.append_field(allocator, ":method", head.method);
+  s.append_field(allocator, ":path", head.target);
+  s.append_field(allocator, ":authority", head.authority);
+  std::string name;
+  for (const http::Header& h : head) {
+    if (detail::is_connection_specific(h.name) || http::iequals(h.name, "host") ||
+        http::iequals(h.name, "http2-settings")) {
+      continue;
+    }
+    name.assign(h.name);
+    for (char& c : name) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c;
+    s.append_field(allocator, name, h.value);
+    ++s.header_count;
+  }
+  s.content_length = head.content_length;
+  s.complete = true;
+  ready_.push_back(1);
+  dispatch_ready(ctx);
+  return true;
+}
+
 void ServerCodec::compact_unanswered() {
   InlineRing<std::int32_t, 16> kept;
   for (std::size_t i = 0; i < unanswered_.size(); ++i) {

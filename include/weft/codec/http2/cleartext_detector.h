@@ -8,21 +8,28 @@
 ///
 /// It looks at the first bytes of the connection: the HTTP/2 connection preface
 /// ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") makes it put an http2::ServerCodec (named "http2") in its
-/// place, anything else an http::ServerCodec (named "http1"); the bytes it looked at go on to the
-/// codec, and it leaves the pipeline. Bytes that match the preface so far wait for the rest. A
-/// connection that sends nothing for http::Limits::idle_timeout is closed, as is one whose input
-/// ends before a protocol was chosen.
+/// place. Anything else is HTTP/1.1, and the head of the first request decides: one that asks to
+/// switch (`Upgrade: h2c` with `HTTP2-Settings`, RFC 7540 3.2, and no body) is answered
+/// `101 Switching Protocols` and becomes stream 1 of an http2::ServerCodec; any other goes, with
+/// the bytes after it, to an http::ServerCodec (named "http1"), which parses it again. The detector
+/// then leaves the pipeline. Bytes that match the preface so far, or an HTTP/1.1 head not yet
+/// whole, wait for the rest (the head is bounded by http::Limits: past them the HTTP/1.1 codec
+/// answers the error). A connection that sends nothing for http::Limits::idle_timeout is closed, as
+/// is one whose input ends before a protocol was chosen.
 ///
 /// Not for TLS: behind a TLS handler the protocol is chosen by ALPN ("h2" or "http/1.1").
 /// Loop thread only; one per channel.
 
 #include <any>
+#include <cstddef>
 #include <exception>
+#include <string>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/context.h"
 #include "weft/channel/handler.h"
 #include "weft/codec/http1/http_types.h"
+#include "weft/codec/http1/request_parser.h"
 #include "weft/codec/http2/settings.h"
 #include "weft/core/event_loop.h"
 
@@ -54,6 +61,7 @@ class CleartextDetector final : public Handler {
 
  private:
   void choose(Context& ctx, bool http2);
+  void upgrade(Context& ctx, const std::string& settings, const http::RequestHead& head, std::size_t head_size);
   void arm_idle_timer(Context& ctx);
 
   http::Limits http1_limits_;

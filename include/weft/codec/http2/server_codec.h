@@ -102,6 +102,13 @@ class ServerCodec final : public Handler {
   /// Loop thread only. Sends GOAWAY(NO_ERROR): no new stream is accepted, the open ones are still
   /// answered, then the connection closes. Idempotent.
   void shutdown_gracefully(Context& ctx);
+  /// Loop thread only. Takes over a connection whose first HTTP/1.1 request asked to switch
+  /// (`Upgrade: h2c`, RFC 7540 3.2) and was answered with 101: `settings` is the request's
+  /// HTTP2-Settings, base64url-decoded, and `head` the request, which becomes stream 1 (half-closed:
+  /// it had no body) and is handed to the pipeline now; its views need only last for the call. Call
+  /// it once the codec is in the pipeline, before it has read anything (the client's preface
+  /// follows). False when the settings are malformed.
+  bool upgrade(Context& ctx, std::string_view settings, const http::RequestHead& head);
   /// Loop thread only. Streams whose request has begun and that are not closed yet.
   std::size_t open_streams() const noexcept { return live_streams_; }
 
