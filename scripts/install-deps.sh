@@ -2,7 +2,8 @@
 # Install the Debian packages weft needs to build and test, skipping those already installed.
 # Works as root, or as a normal user with sudo.
 # doxygen: `make docs`; dpkg-dev and file: `make package` (cpack's dpkg-shlibdeps); pkg-config and
-# curl: scripts/test-packaging.sh.
+# curl: scripts/test-packaging.sh. libssl-dev: weft's TLS; openssl: the TLS interop tests
+# (openssl s_client).
 set -euo pipefail
 
 PACKAGES=(
@@ -26,6 +27,8 @@ PACKAGES=(
   wrk
   chromium
   liburing-dev
+  libssl-dev
+  openssl
   doxygen
   dpkg-dev
   file
