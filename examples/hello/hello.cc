@@ -7,6 +7,7 @@
 //                     each mode waits (loop-async hands the wait to --offload-threads executors)
 //
 //   weft-hello --port 8080 --loops 1 --transport epoll --mode coroutine
+//   weft-hello --port 8443 --tls-cert cert.pem --tls-key key.pem     (HTTPS, ALPN http/1.1)
 //
 // Modes (how handlers run, and how the -async routes wait for their executor):
 //   loop             the router runs on the event loop; -async routes block the loop on the future
@@ -51,6 +52,8 @@ struct Options {
   std::size_t max_connections = 1024;
   std::string transport = "epoll";
   std::string mode = "loop";
+  std::string tls_cert;  // with tls_key: every route over HTTPS
+  std::string tls_key;
 };
 
 [[noreturn]] void usage(int code) {
@@ -64,7 +67,9 @@ struct Options {
                "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
                "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
                "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
-               "                       /downstream waits in loop-async mode (default 4)\n");
+               "                       /downstream waits in loop-async mode (default 4)\n"
+               "  --tls-cert FILE      serve HTTPS: the certificate chain (PEM, leaf first); needs --tls-key\n"
+               "  --tls-key FILE       the chain's private key (PEM)\n");
   std::exit(code);
 }
 
@@ -98,6 +103,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--transport") o.transport = value();
     else if (a == "--max-connections") o.max_connections = static_cast<std::size_t>(number(1, 100000));
     else if (a == "--mode") o.mode = value();
+    else if (a == "--tls-cert") o.tls_cert = value();
+    else if (a == "--tls-key") o.tls_key = value();
     else {
       std::fprintf(stderr, "weft-hello: unknown option '%s'\n", a.c_str());
       usage(2);
@@ -107,6 +114,10 @@ Options parse(int argc, char** argv) {
     (void)weft::transport_named(o.transport);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "weft-hello: %s\n", e.what());
+    std::exit(2);
+  }
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    std::fprintf(stderr, "weft-hello: --tls-cert and --tls-key go together\n");
     std::exit(2);
   }
   if (std::find(kModes.begin(), kModes.end(), o.mode) == kModes.end()) {
@@ -235,6 +246,19 @@ int main(int argc, char** argv) {
   const bool coroutine = options.mode.starts_with("coroutine");
   const bool async_awaits = options.mode == "coroutine-async";
   weft::ExecutorGroup* offload = offload_group ? &*offload_group : nullptr;
+  weft::TlsContextPtr tls;
+  if (!options.tls_cert.empty()) {
+    try {
+      tls = weft::TlsContext::server()
+                .certificate_chain_file(options.tls_cert)
+                .private_key_file(options.tls_key)
+                .application_protocols({"http/1.1"})
+                .build();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weft-hello: TLS: %s\n", e.what());
+      return 1;
+    }
+  }
 
   weft::ChannelPtr server;
   try {
@@ -242,7 +266,8 @@ int main(int argc, char** argv) {
                  .group(acceptor ? *acceptor : loops, loops)
                  .option(weft::option::backlog, 8192)
                  .child_option(weft::option::tcp_nodelay, true)
-                 .child_handler([router, offload, coroutine, async_awaits, &executors](weft::Channel& ch) {
+                 .child_handler([router, offload, coroutine, async_awaits, tls, &executors](weft::Channel& ch) {
+                   if (tls) ch.pipeline().add_last("tls", std::make_shared<weft::TlsHandler>(tls));
                    ch.pipeline().add_last("http", std::make_shared<weft::http::ServerCodec>());
                    if (coroutine) {
                      weft::serve<HttpRequest>(ch, [&executors, async_awaits](weft::Connection<HttpRequest>& c) {
@@ -260,9 +285,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "weft-hello: cannot listen on %s:%u: %s\n", options.host.c_str(), options.port, e.what());
     return 1;
   }
-  std::printf("weft-hello listening on %s with %zu loop(s), transport %s, mode %s\n",
+  std::printf("weft-hello listening on %s with %zu loop(s), transport %s, mode %s%s\n",
               server->local_address().to_string().c_str(), loops.size(), options.transport.c_str(),
-              options.mode.c_str());
+              options.mode.c_str(), tls ? ", TLS" : "");
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);
