@@ -3,7 +3,8 @@
 # Works as root, or as a normal user with sudo.
 # doxygen: `make docs`; dpkg-dev and file: `make package` (cpack's dpkg-shlibdeps); pkg-config and
 # curl: scripts/test-packaging.sh. libnghttp2-dev: the HTTP/2 codec; nghttp2-client (h2load, nghttp)
-# and python3-h2: the HTTP/2 interop and attack tests.
+# and python3-h2: the HTTP/2 interop and attack tests. libssl-dev: weft's TLS; openssl: the TLS
+# interop tests (openssl s_client) and weft-bench's tls suite.
 set -euo pipefail
 
 PACKAGES=(
@@ -30,6 +31,8 @@ PACKAGES=(
   libnghttp2-dev
   nghttp2-client
   python3-h2
+  libssl-dev
+  openssl
   doxygen
   dpkg-dev
   file

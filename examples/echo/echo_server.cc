@@ -1,6 +1,7 @@
 // weft-echo-server: echoes every byte it receives, on N consecutive ports.
 //
 //   weft-echo-server --port 9400 [--ports 4] [--loops 2] [--host 127.0.0.1]
+//   weft-echo-server --port 9443 --tls-cert cert.pem --tls-key key.pem      (TLS: try openssl s_client)
 //
 // One ServerBootstrap per port, all sharing one EventLoopGroup. The echo handler flushes once per
 // read batch and uses auto-read as its backpressure switch: while the channel is unwritable (the
@@ -31,6 +32,8 @@
 #include "weft/core/error.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/core/log.h"
+#include "weft/codec/tls/tls_context.h"
+#include "weft/codec/tls/tls_handler.h"
 #include "weft/transport/io_uring.h"
 #include "weft/transport/transport_named.h"
 
@@ -70,6 +73,8 @@ struct Options {
   int loops = 0;  // 0: one per core
   std::string transport = "epoll";
   int zero_copy_threshold = 0;  // io_uring only; 0: off
+  std::string tls_cert;         // with tls_key: TLS on every port
+  std::string tls_key;
 };
 
 void print_usage(std::FILE* out) {
@@ -84,6 +89,8 @@ void print_usage(std::FILE* out) {
                "  --host H    numeric address to listen on (default 127.0.0.1)\n"
                "  --transport T  epoll (default), io_uring or blocking\n"
                "  --zero-copy-threshold B  io_uring: zero-copy sends of B bytes or more (default 0: off)\n"
+               "  --tls-cert FILE  TLS on every port: the certificate chain (PEM, leaf first); needs --tls-key\n"
+               "  --tls-key FILE   the chain's private key (PEM)\n"
                "  --help      show this text\n");
 }
 
@@ -109,11 +116,23 @@ int parse_flags(int argc, char** argv, Options& options) {
       options.host = std::string(value);
       return echo_flags::Verdict::ok;
     }
+    if (flag == "--tls-cert") {
+      options.tls_cert = std::string(value);
+      return echo_flags::Verdict::ok;
+    }
+    if (flag == "--tls-key") {
+      options.tls_key = std::string(value);
+      return echo_flags::Verdict::ok;
+    }
     return echo_flags::Verdict::unknown;
   });
   if (rc != 0) return rc;
   if (options.port < 0) {
     std::fprintf(stderr, "weft-echo-server: --port is required (see --help)\n");
+    return 1;
+  }
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    std::fprintf(stderr, "weft-echo-server: --tls-cert and --tls-key go together\n");
     return 1;
   }
   if (options.port + options.ports - 1 > 65535) {
@@ -161,11 +180,25 @@ int main(int argc, char** argv) {
   }
   weft::EventLoopGroup loops(*transport, static_cast<std::size_t>(options.loops), "echo");
 
+  weft::TlsContextPtr tls;
+  if (!options.tls_cert.empty()) {
+    try {
+      tls = weft::TlsContext::server().certificate_chain_file(options.tls_cert).private_key_file(options.tls_key).build();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weft-echo-server: TLS: %s\n", e.what());
+      loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
+      return 1;
+    }
+  }
+
   weft::ServerBootstrap bootstrap;
   bootstrap.group(loops)
       .option(weft::option::backlog, 1024)
       .child_option(weft::option::tcp_nodelay, true)
-      .child_handler([](weft::Channel& channel) { channel.pipeline().add_last("echo", std::make_shared<EchoHandler>()); });
+      .child_handler([tls](weft::Channel& channel) {
+        if (tls) channel.pipeline().add_last("tls", std::make_shared<weft::TlsHandler>(tls));
+        channel.pipeline().add_last("echo", std::make_shared<EchoHandler>());
+      });
 
   std::vector<weft::ChannelPtr> servers;
   for (int i = 0; i < options.ports; ++i) {
@@ -181,10 +214,11 @@ int main(int argc, char** argv) {
   }
 
   if (options.ports == 1) {
-    std::printf("weft-echo-server: listening on %s with %zu event loops\n", first.to_string().c_str(), loops.size());
+    std::printf("weft-echo-server: listening on %s with %zu event loops%s\n", first.to_string().c_str(), loops.size(),
+                tls ? ", TLS" : "");
   } else {
-    std::printf("weft-echo-server: listening on %s ports %d-%d with %zu event loops\n", options.host.c_str(),
-                options.port, options.port + options.ports - 1, loops.size());
+    std::printf("weft-echo-server: listening on %s ports %d-%d with %zu event loops%s\n", options.host.c_str(),
+                options.port, options.port + options.ports - 1, loops.size(), tls ? ", TLS" : "");
   }
   std::fflush(stdout);
 

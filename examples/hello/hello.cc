@@ -7,6 +7,7 @@
 //                     each mode waits (loop-async hands the wait to --offload-threads executors)
 //
 //   weft-hello --port 8080 --loops 1 --transport epoll --mode coroutine
+//   weft-hello --port 8443 --tls-cert cert.pem --tls-key key.pem     (HTTPS, ALPN http/1.1)
 //
 // Every route is served over HTTP/1.1 and over cleartext HTTP/2 (h2c) on the same port: a connection
 // that starts with the HTTP/2 preface, or whose first request asks for Upgrade: h2c, gets the HTTP/2
@@ -57,12 +58,15 @@ struct Options {
   std::string transport = "epoll";
   std::string mode = "loop";
   bool http2 = true;
+  std::string tls_cert;  // with tls_key: every route over HTTPS
+  std::string tls_key;
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
                "                  [--async-threads T] [--offload-threads T] [--max-connections N] [--http1-only]\n"
+               "                  [--tls-cert FILE --tls-key FILE]\n"
                "  --loops N            event loops (default: one per core; epoll)\n"
                "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
                "                       the handler runs on the connection's own thread)\n"
@@ -71,7 +75,10 @@ struct Options {
                "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
                "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
                "                       /downstream waits in loop-async mode (default 4)\n"
-               "  --http1-only         HTTP/1.1 only (default: HTTP/1.1 and h2c, chosen by the first bytes)\n");
+               "  --http1-only         HTTP/1.1 only (default: HTTP/1.1 and h2c, chosen by the first bytes)\n"
+               "  --tls-cert FILE      serve HTTPS (HTTP/1.1; h2 by ALPN is not offered yet): the certificate\n"
+               "                       chain (PEM, leaf first); needs --tls-key\n"
+               "  --tls-key FILE       the chain's private key (PEM)\n");
   std::exit(code);
 }
 
@@ -106,6 +113,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--max-connections") o.max_connections = static_cast<std::size_t>(number(1, 100000));
     else if (a == "--mode") o.mode = value();
     else if (a == "--http1-only") o.http2 = false;
+    else if (a == "--tls-cert") o.tls_cert = value();
+    else if (a == "--tls-key") o.tls_key = value();
     else {
       std::fprintf(stderr, "weft-hello: unknown option '%s'\n", a.c_str());
       usage(2);
@@ -115,6 +124,10 @@ Options parse(int argc, char** argv) {
     (void)weft::transport_named(o.transport);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "weft-hello: %s\n", e.what());
+    std::exit(2);
+  }
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    std::fprintf(stderr, "weft-hello: --tls-cert and --tls-key go together\n");
     std::exit(2);
   }
   if (std::find(kModes.begin(), kModes.end(), o.mode) == kModes.end()) {
@@ -243,6 +256,19 @@ int main(int argc, char** argv) {
   const bool coroutine = options.mode.starts_with("coroutine");
   const bool async_awaits = options.mode == "coroutine-async";
   weft::ExecutorGroup* offload = offload_group ? &*offload_group : nullptr;
+  weft::TlsContextPtr tls;
+  if (!options.tls_cert.empty()) {
+    try {
+      tls = weft::TlsContext::server()
+                .certificate_chain_file(options.tls_cert)
+                .private_key_file(options.tls_key)
+                .application_protocols({"http/1.1"})
+                .build();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weft-hello: TLS: %s\n", e.what());
+      return 1;
+    }
+  }
 
   weft::ChannelPtr server;
   try {
@@ -250,8 +276,11 @@ int main(int argc, char** argv) {
                  .group(acceptor ? *acceptor : loops, loops)
                  .option(weft::option::backlog, 8192)
                  .child_option(weft::option::tcp_nodelay, true)
-                 .child_handler([router, offload, coroutine, async_awaits, &executors, http2 = options.http2](weft::Channel& ch) {
-                   if (http2) {
+                 .child_handler([router, offload, coroutine, async_awaits, tls, &executors, http2 = options.http2](weft::Channel& ch) {
+                   if (tls) {
+                     ch.pipeline().add_last("tls", std::make_shared<weft::TlsHandler>(tls));
+                     ch.pipeline().add_last("http", std::make_shared<weft::http::ServerCodec>());
+                   } else if (http2) {
                      ch.pipeline().add_last("detect", std::make_shared<weft::http2::CleartextDetector>());
                    } else {
                      ch.pipeline().add_last("http", std::make_shared<weft::http::ServerCodec>());
@@ -274,7 +303,7 @@ int main(int argc, char** argv) {
   }
   std::printf("weft-hello listening on %s with %zu loop(s), transport %s, mode %s, %s\n",
               server->local_address().to_string().c_str(), loops.size(), options.transport.c_str(),
-              options.mode.c_str(), options.http2 ? "HTTP/1.1 and h2c" : "HTTP/1.1");
+              options.mode.c_str(), tls ? "HTTPS (HTTP/1.1)" : options.http2 ? "HTTP/1.1 and h2c" : "HTTP/1.1");
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);

@@ -3,7 +3,7 @@
 /// Everything a weft application usually needs, in one include: buffers, channels and bootstraps,
 /// event loops, futures and coroutines, the transports, the frame and string codecs, HTTP/1.1
 /// (server and client codecs, router, query helpers), HTTP/2 (server codec, and the detector that
-/// serves HTTP/1.1 and h2c on one port) and the common handlers.
+/// serves HTTP/1.1 and h2c on one port), TLS (contexts, the handler, ALPN) and the common handlers.
 ///
 /// Left out, include them where you need them:
 /// - weft/channel/embedded_channel.h     running a pipeline without sockets, for tests
@@ -44,6 +44,11 @@
 #include "weft/codec/line_based_frame_decoder.h"
 #include "weft/codec/message_to_message_codec.h"
 #include "weft/codec/string_codec.h"
+#include "weft/codec/tls/application_protocol_negotiation_handler.h"
+#include "weft/codec/tls/tls_context.h"
+#include "weft/codec/tls/tls_error.h"
+#include "weft/codec/tls/tls_events.h"
+#include "weft/codec/tls/tls_handler.h"
 #include "weft/core/awaitables.h"
 #include "weft/core/clock.h"
 #include "weft/core/error.h"

@@ -8,14 +8,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace weft::test {
 
 class HelloProcess {
  public:
-  // Starts `binary --transport T --mode M --loops 1` and waits until it listens. On failure
-  // is_running() is false and error() says why.
-  HelloProcess(const std::string& binary, const std::string& transport, const std::string& mode);
+  // Starts `binary --transport T --mode M --loops 1 [extra_args...]` and waits until it listens. On
+  // failure is_running() is false and error() says why.
+  HelloProcess(const std::string& binary, const std::string& transport, const std::string& mode,
+               std::vector<std::string> extra_args = {});
   ~HelloProcess();
   HelloProcess(const HelloProcess&) = delete;
   HelloProcess& operator=(const HelloProcess&) = delete;
@@ -31,7 +33,8 @@ class HelloProcess {
   int stop();
 
  private:
-  bool start_on(const std::string& binary, const std::string& transport, const std::string& mode, std::uint16_t port);
+  bool start_on(const std::string& binary, const std::string& transport, const std::string& mode, std::uint16_t port,
+                const std::vector<std::string>& extra_args);
 
   pid_t pid_ = -1;
   std::uint16_t port_ = 0;
