@@ -10,6 +10,7 @@
 
 #include "servers.h"
 #include "support/blocking_client.h"
+#include "support/tls_certs.h"
 
 namespace weft::load {
 namespace {
@@ -89,13 +90,82 @@ TEST(HttpLoadTest, UnreachableTargetIsOneLineReason) {
 }
 
 TEST(HttpLoadTest, BadUrlsAndHeadersAreRejected) {
-  EXPECT_THROW(parse_http_url("https://127.0.0.1/"), LoadError);
+  EXPECT_THROW(parse_http_url("ftp://127.0.0.1/"), LoadError);
+  EXPECT_THROW(parse_http_url("127.0.0.1:80/"), LoadError);
   EXPECT_THROW(parse_http_url("http://no-dns.example:80/"), LoadError);
   EXPECT_THROW(encode_request(parse_http_url("http://127.0.0.1:1/"), {"NoColon"}), LoadError);
   const HttpTarget t = parse_http_url("http://127.0.0.1:8080/p?q=1");
   EXPECT_EQ(t.path, "/p?q=1");
   EXPECT_EQ(encode_request(t, {"X-A: b"}), "GET /p?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: b\r\n\r\n");
   EXPECT_EQ(parse_http_url("http://127.0.0.1").address.port(), 80);
+  EXPECT_FALSE(t.tls);
+  EXPECT_EQ(t.host, "127.0.0.1");
+  const HttpTarget secure = parse_http_url("https://localhost/json");
+  EXPECT_TRUE(secure.tls);
+  EXPECT_EQ(secure.address.port(), 443);
+  EXPECT_EQ(secure.host, "localhost");
+  EXPECT_EQ(secure.host_header, "localhost");
+  const HttpTarget v6 = parse_http_url("https://[::1]:8443/");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.address.port(), 8443);
+  EXPECT_EQ(parse_http_url("http://[::1]/").address.port(), 80);
+}
+
+TEST(HttpLoadTest, HttpsWithATrustedCertificateCountsEveryResponse) {
+  test::TestServers servers;
+  const auto port = servers.start_https(weft::test::test_server_context(weft::test::test_pki().localhost));
+  HttpOptions o;
+  o.url = "https://localhost:" + std::to_string(port) + "/plaintext";
+  o.ca_file = weft::test::write_temp_file(weft::test::test_pki().ca.cert_pem, ".pem");
+  o.connections = 4;
+  o.pipeline = 8;
+  o.duration_s = 1;
+  HttpResult r = run_http(o);
+  EXPECT_GT(r.responses, 100u);
+  EXPECT_EQ(r.errors.total(), 0u);
+  const std::uint64_t served = servers.served();
+  EXPECT_LE(r.responses, served);
+  EXPECT_LE(served - r.responses, 4u * 8u);
+  EXPECT_EQ(servers.accepted(), 4u) << "one handshake per connection, no reconnects";
+}
+
+TEST(HttpLoadTest, ReconnectMakesANewConnectionForEveryBatch) {
+  test::TestServers servers;
+  const auto port = servers.start_https(weft::test::test_server_context(weft::test::test_pki().self_signed));
+  HttpOptions o;
+  o.url = "https://127.0.0.1:" + std::to_string(port) + "/plaintext";
+  o.insecure = true;
+  o.reconnect = true;
+  o.connections = 2;
+  o.duration_s = 1;
+  HttpResult r = run_http(o);
+  EXPECT_GT(r.responses, 10u);
+  EXPECT_EQ(r.errors.total(), 0u);
+  // Every response had a connection (and a handshake) of its own; at most the last ones in flight
+  // at the stop were connected without being answered.
+  EXPECT_GE(servers.accepted(), r.responses);
+  EXPECT_LE(servers.accepted(), r.responses + 2u * 2u);
+}
+
+TEST(HttpLoadTest, AnUntrustedCertificateIsRefusedWithTheReason) {
+  test::TestServers servers;
+  const auto port = servers.start_https(weft::test::test_server_context(weft::test::test_pki().self_signed));
+  HttpOptions o;
+  o.url = "https://127.0.0.1:" + std::to_string(port) + "/plaintext";
+  o.connections = 2;
+  o.duration_s = 0.5;
+  try {
+    run_http(o);
+    FAIL() << "expected LoadError";
+  } catch (const LoadError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("TLS handshake with 127.0.0.1:" + std::to_string(port) + " failed"), std::string::npos) << what;
+    EXPECT_NE(what.find("certificate"), std::string::npos) << what;
+  }
+  HttpOptions bad = o;
+  bad.reconnect = true;
+  bad.rate = 100;
+  EXPECT_THROW(run_http(bad), LoadError);
 }
 
 TEST(WeftLoadBinaryTest, UnreachableTargetExitsNonZeroWithTheReason) {

@@ -1,6 +1,6 @@
 #pragma once
 // Real servers for the weft-load tests, in process, on 127.0.0.1: an HTTP server (the weft-hello
-// plaintext route) on an ephemeral port, a byte echo server on N consecutive ports below the
+// plaintext route, in clear or over TLS) on an ephemeral port, a byte echo server on N consecutive ports below the
 // ephemeral range. Stopped by their destructors.
 
 #include <atomic>
@@ -36,17 +36,9 @@ class TestServers {
 
   // Serves GET /plaintext ("Hello, World!") and 404 elsewhere; returns the port. served() counts
   // the /plaintext responses written.
-  std::uint16_t start_http() {
-    auto router = std::make_shared<http::Router>();
-    router->get("/plaintext", [this](Context& ctx, http::HttpRequest&) {
-      served_.fetch_add(1, std::memory_order_relaxed);
-      ctx.write(http::HttpResponse(200).content_type("text/plain").body_view("Hello, World!"));
-    });
-    return bind(ServerBootstrap().group(loops_).child_option(option::tcp_nodelay, true).child_handler([router](Channel& ch) {
-      ch.pipeline().add_last("http", std::make_shared<http::ServerCodec>());
-      ch.pipeline().add_last("router", router);
-    }));
-  }
+  std::uint16_t start_http() { return start_http_over(nullptr); }
+  // The same over TLS with `tls` (a server context); accepted() counts its connections.
+  std::uint16_t start_https(TlsContextPtr tls) { return start_http_over(std::move(tls)); }
 
   // Echoes bytes on `count` consecutive ports; returns the first, or 0 with last_error() saying why.
   // The block is drawn below the kernel's ephemeral range (32768+ on Debian): a block drawn from it
@@ -69,8 +61,23 @@ class TestServers {
 
   const std::string& last_error() const { return last_error_; }
   std::uint64_t served() const { return served_.load(std::memory_order_relaxed); }
+  std::uint64_t accepted() const { return accepted_.load(std::memory_order_relaxed); }
 
  private:
+  std::uint16_t start_http_over(TlsContextPtr tls) {
+    auto router = std::make_shared<http::Router>();
+    router->get("/plaintext", [this](Context& ctx, http::HttpRequest&) {
+      served_.fetch_add(1, std::memory_order_relaxed);
+      ctx.write(http::HttpResponse(200).content_type("text/plain").body_view("Hello, World!"));
+    });
+    return bind(ServerBootstrap().group(loops_).child_option(option::tcp_nodelay, true).child_handler([this, router, tls](Channel& ch) {
+      accepted_.fetch_add(1, std::memory_order_relaxed);
+      if (tls) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(tls));
+      ch.pipeline().add_last("http", std::make_shared<http::ServerCodec>());
+      ch.pipeline().add_last("router", router);
+    }));
+  }
+
   std::uint16_t start_one_echo(std::uint16_t port) {
     ServerBootstrap b;
     b.group(loops_).child_option(option::tcp_nodelay, true).child_handler([](Channel& ch) {
@@ -96,6 +103,7 @@ class TestServers {
   std::vector<ChannelPtr> servers_;
   std::string last_error_;
   std::atomic<std::uint64_t> served_{0};
+  std::atomic<std::uint64_t> accepted_{0};
 };
 
 }  // namespace weft::load::test

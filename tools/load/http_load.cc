@@ -16,6 +16,9 @@
 #include "weft/channel/bootstrap.h"
 #include "weft/channel/context.h"
 #include "weft/channel/handler.h"
+#include "weft/codec/tls/tls_context.h"
+#include "weft/codec/tls/tls_error.h"
+#include "weft/codec/tls/tls_handler.h"
 #include "weft/core/error.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/transport/epoll.h"
@@ -35,6 +38,7 @@ struct RunConfig {
   std::string request;  // one encoded request
   std::size_t pipeline = 1;
   bool open_loop = false;  // --rate given
+  bool reconnect = false;  // one batch per connection (closed loop only)
   Nanos timeout_ns = 0;
 };
 
@@ -70,6 +74,7 @@ class Worker {
   std::uint64_t requests = 0;
   std::uint64_t responses = 0;
   std::uint64_t bytes_read = 0;
+  std::string handshake_failure;  // the first TLS handshake's failure, if any
   std::atomic<std::uint64_t> progress_responses{0};
   std::atomic<std::uint64_t> progress_errors{0};
 
@@ -128,7 +133,13 @@ class Connection final : public InboundHandler<ByteBuf> {
       in_flight_ = 0;  // counted as a parse error, not again as a read error when it closes
       ctx.close();
     } else if (!worker_.config().open_loop) {
-      if (in_flight_ == 0) send_batch(now);
+      if (in_flight_ == 0) {
+        if (worker_.config().reconnect) {
+          ctx.close();  // its replacement is connected when it has closed (Worker::detach)
+        } else {
+          send_batch(now);
+        }
+      }
     } else {
       worker_.pump(now);
     }
@@ -144,13 +155,17 @@ class Connection final : public InboundHandler<ByteBuf> {
   void exception_caught(Context& ctx, std::exception_ptr error) override {
     if (worker_.sending() && in_flight_ > 0) {
       bool write_side = false;
+      bool handshake = false;
       try {
         std::rethrow_exception(error);
       } catch (const std::system_error& e) {
         write_side = e.code().value() == EPIPE;
+      } catch (const TlsHandshakeError& e) {
+        handshake = true;  // no connection to the server was made: a refused certificate, say
+        if (worker_.handshake_failure.empty()) worker_.handshake_failure = e.what();
       } catch (...) {
       }
-      ++(write_side ? worker_.errors.write : worker_.errors.read);
+      ++(handshake ? worker_.errors.connect : write_side ? worker_.errors.write : worker_.errors.read);
       in_flight_ = 0;
     }
     ctx.close();
@@ -315,19 +330,28 @@ std::string connect_failure_reason(const std::exception_ptr& error) {
 }  // namespace
 
 HttpTarget parse_http_url(const std::string& url) {
-  constexpr std::string_view kScheme = "http://";
-  if (!std::string_view(url).starts_with(kScheme)) {
-    throw LoadError(fmt::format("bad URL '{}': only http://HOST[:PORT][/PATH] is supported", url));
-  }
-  std::string rest = url.substr(kScheme.size());
-  const std::size_t slash = rest.find('/');
   HttpTarget target;
+  std::string_view scheme;
+  for (std::string_view s : {"http://", "https://"}) {
+    if (std::string_view(url).starts_with(s)) scheme = s;
+  }
+  if (scheme.empty()) {
+    throw LoadError(fmt::format("bad URL '{}': only http[s]://HOST[:PORT][/PATH] is supported", url));
+  }
+  target.tls = scheme == "https://";
+  std::string rest = url.substr(scheme.size());
+  const std::size_t slash = rest.find('/');
   target.host_header = rest.substr(0, slash);
   target.path = slash == std::string::npos ? "/" : rest.substr(slash);
   std::string authority = target.host_header;
-  const bool has_port = authority.starts_with('[') ? authority.find("]:") != std::string::npos
-                                                   : authority.find(':') != std::string::npos;
-  if (!has_port) authority += ":80";
+  const bool bracketed = authority.starts_with('[');  // an IPv6 literal: [::1]:8443
+  const std::size_t host_end = bracketed ? authority.find(']') : std::string::npos;
+  std::size_t port_colon = authority.find(':', bracketed && host_end != std::string::npos ? host_end : 0);
+  if (bracketed && port_colon != host_end + 1) port_colon = std::string::npos;
+  const bool has_port = port_colon != std::string::npos;
+  target.host = authority.substr(0, port_colon);
+  if (bracketed && target.host.size() >= 2) target.host = target.host.substr(1, target.host.size() - 2);
+  if (!has_port) authority += target.tls ? ":443" : ":80";
   try {
     target.address = SocketAddress::parse(authority);
   } catch (const std::exception& e) {
@@ -359,12 +383,30 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
     throw LoadError("connections, threads, pipeline, duration and timeout must be positive");
   }
   if (options.threads > options.connections) throw LoadError("threads must not exceed connections");
+  if (options.reconnect && options.rate > 0) throw LoadError("--reconnect runs the closed loop only: drop --rate");
   const HttpTarget target = parse_http_url(options.url);
   RunConfig config;
   config.request = encode_request(target, options.headers);
   config.pipeline = static_cast<std::size_t>(options.pipeline);
   config.open_loop = options.rate > 0;
+  config.reconnect = options.reconnect;
   config.timeout_ns = static_cast<Nanos>(options.timeout_s * 1e9);
+  TlsContextPtr tls;
+  TlsHandlerOptions tls_options;
+  if (target.tls) {
+    TlsContextBuilder builder = TlsContext::client();
+    builder.application_protocols({"http/1.1"});
+    if (options.insecure) builder.verify(TlsVerify::none);
+    if (!options.ca_file.empty()) builder.trust_file(options.ca_file);
+    try {
+      tls = builder.build();
+    } catch (const std::exception& e) {
+      throw LoadError(fmt::format("TLS: {}", e.what()));
+    }
+    tls_options.server_name = target.host;
+    tls_options.verify_hostname = !options.insecure;
+    tls_options.handshake_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000));
+  }
 
   EventLoopGroup loops(epoll(), static_cast<std::size_t>(options.threads), "weft-load");
   std::vector<std::unique_ptr<Worker>> workers;
@@ -382,7 +424,10 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
   bootstrap.group(loops)
       .option(option::tcp_nodelay, true)
       .option(option::connect_timeout, std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000)))
-      .handler([&worker_of](Channel& ch) { ch.pipeline().add_last("load", std::make_shared<Connection>(worker_of(ch.loop()))); });
+      .handler([&worker_of, &tls, &tls_options](Channel& ch) {
+        if (tls) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(tls, tls_options));
+        ch.pipeline().add_last("load", std::make_shared<Connection>(worker_of(ch.loop())));
+      });
 
   std::atomic<bool> stopping{false};
   std::atomic<std::uint64_t> reconnect_failures{0};
@@ -456,6 +501,13 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
     result.errors.add(w->errors);
   }
   result.errors.connect += initial_failures + reconnect_failures.load();
+  if (result.responses == 0) {
+    for (auto& w : workers) {
+      if (!w->handshake_failure.empty()) {
+        throw LoadError(fmt::format("TLS handshake with {} failed: {}", target.address.to_string(), w->handshake_failure));
+      }
+    }
+  }
   return result;
 }
 

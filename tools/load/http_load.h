@@ -1,8 +1,9 @@
 #pragma once
 // weft-load http: wrk's closed loop (each connection keeps `pipeline` requests in flight, written
-// as one batch) or, with a rate, an open loop that schedules every request at an intended send time
+// as one batch; with `reconnect`, each connection sends one batch and is replaced), or, with a rate, an open loop that schedules every request at an intended send time
 // and measures its latency from that time (no coordinated omission: a stalled server is charged
-// for the requests it delayed). Runs on weft channels, one event loop per thread.
+// for the requests it delayed). Runs on weft channels, one event loop per thread; https:// through
+// weft's TlsHandler (TLS 1.3 preferred, ALPN http/1.1, the server's certificate verified unless insecure).
 
 #include <cstdint>
 #include <functional>
@@ -19,9 +20,12 @@ struct HttpTarget {
   SocketAddress address;
   std::string host_header;  // "host:port" as written in the URL
   std::string path;         // "/plaintext?x=1"
+  bool tls = false;         // https://
+  std::string host;         // the host alone: the name TLS sends (SNI) and checks the certificate for
 };
 
-// Parses "http://HOST[:PORT][/PATH]" (numeric host or localhost). Throws LoadError.
+// Parses "http[s]://HOST[:PORT][/PATH]" (numeric host or localhost; port 80 or 443 by default).
+// Throws LoadError.
 HttpTarget parse_http_url(const std::string& url);
 
 struct HttpOptions {
@@ -33,6 +37,9 @@ struct HttpOptions {
   double rate = 0;  // requests per second over all connections; 0: closed loop
   std::vector<std::string> headers;  // "Name: value"
   double timeout_s = 2;              // no response for this long while requests are outstanding
+  bool insecure = false;             // https: accept any certificate (no verification)
+  std::string ca_file;               // https: trust these CA certificates (PEM) instead of the system's
+  bool reconnect = false;            // a new connection for every batch (a TLS handshake each, for https)
 };
 
 struct HttpResult {

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   HttpOptions http;
   std::string http_json;
   CLI::App* http_cmd = app.add_subcommand("http", "HTTP/1.1 GET load, wrk's model (closed loop) or a constant rate");
-  http_cmd->add_option("url", http.url, "http://HOST[:PORT][/PATH]")->required();
+  http_cmd->add_option("url", http.url, "http[s]://HOST[:PORT][/PATH]")->required();
   http_cmd->add_option("-c,--connections", http.connections, "connections (default 10)")->check(CLI::Range(1, 1000000));
   http_cmd->add_option("-t,--threads", http.threads, "threads, one event loop each (default 1)")->check(CLI::Range(1, 1024));
   http_cmd->add_option("-d,--duration", http.duration_s, "seconds to run (default 10)")->check(CLI::Range(0.001, 86400.0));
@@ -106,6 +106,10 @@ int main(int argc, char** argv) {
   http_cmd->add_option("-H,--header", http.headers, "extra header \"Name: value\" (repeatable)");
   http_cmd->add_option("--timeout", http.timeout_s, "seconds without a response before outstanding requests time out (default 2)")
       ->check(CLI::Range(0.001, 3600.0));
+  http_cmd->add_flag("-k,--insecure", http.insecure, "https: accept any server certificate (no verification)");
+  http_cmd->add_option("--cacert", http.ca_file, "https: trust the CA certificates in this PEM file (default: the system's)");
+  http_cmd->add_flag("--reconnect", http.reconnect,
+                     "a new connection for every batch of --pipeline requests (https: a handshake each)");
   http_cmd->add_option("--json", http_json, "write the result as JSON to FILE");
 
   EchoOptions echo;
