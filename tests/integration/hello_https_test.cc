@@ -53,7 +53,7 @@ TEST_P(HelloHttpsTest, EveryRouteOverHttps) {
   const std::string ca = write_temp_file(pki.ca.cert_pem, ".pem");
   HelloProcess server(WEFT_HELLO_BIN, GetParam().transport, GetParam().mode, {"--tls-cert", cert, "--tls-key", key});
   ASSERT_TRUE(server.is_running()) << server.error();
-  EXPECT_THAT(server.output(), ::testing::HasSubstr(", TLS"));
+  EXPECT_THAT(server.output(), ::testing::HasSubstr(", HTTPS (HTTP/1.1)"));
   const std::string base = "https://localhost:" + std::to_string(server.port());
   int status = -1;
   const std::string out =
