@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "response_headers.h"
+#include "session_memory.h"
 #include "stream.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/events.h"
@@ -295,7 +296,8 @@ void ServerCodec::handler_added(Context& ctx) {
   if (nghttp2_option_new(&option) != 0) throw std::bad_alloc();
   nghttp2_option_set_no_closed_streams(option, 1);  // no priority tree: closed streams are freed at once
   nghttp2_option_set_max_settings(option, 32);
-  const int rv = nghttp2_session_server_new2(&session_, callbacks.cb, this, option);
+  // nghttp2's small objects from the thread's free lists (session_memory.h), not malloc.
+  const int rv = nghttp2_session_server_new3(&session_, callbacks.cb, this, option, detail::session_memory());
   nghttp2_option_del(option);
   if (rv != 0) throw std::bad_alloc();
 
