@@ -152,6 +152,36 @@ class Holder final : public InboundHandler<HttpRequest, HttpRequest> {
   std::vector<HttpRequest> requests;
 };
 
+TEST(Http2ServerCodecTest, SharedHeaderBlocksAreSentLowercasedWhicheverCameBefore) {
+  static const http::HeaderBlock kA = http::HeaderBlock().add("Server", "weft").add("Content-Type", "text/plain");
+  static const http::HeaderBlock kB = http::HeaderBlock().add("X-Block", "b").add("Connection", "keep-alive");
+  auto router = std::make_shared<http::Router>();
+  router->get("/a", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).headers(kA).body_view("a")); });
+  router->get("/b", [](Context& ctx, HttpRequest&) {
+    ctx.write(HttpResponse(200).headers(kB).header("X-Own", "1").body_view("b"));
+  });
+  Fixture f({}, router);
+  H2Client client;
+  const std::vector<std::int32_t> ids = {client.request("GET", "/a"), client.request("GET", "/b"),
+                                         client.request("GET", "/a"), client.request("GET", "/b")};
+  f.pump(client);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& r = client.response(ids[i]);
+    ASSERT_EQ(r.status, 200) << i;
+    if (i % 2 == 0) {
+      EXPECT_EQ(r.header("server"), "weft") << i;
+      EXPECT_EQ(r.header("content-type"), "text/plain") << i;
+      EXPECT_FALSE(r.header("x-block").has_value()) << i;
+    } else {
+      EXPECT_EQ(r.header("x-block"), "b") << i;
+      EXPECT_EQ(r.header("x-own"), "1") << i;
+      EXPECT_FALSE(r.header("connection").has_value()) << i;
+      EXPECT_FALSE(r.header("server").has_value()) << i;
+    }
+    EXPECT_EQ(r.header("content-length"), "1") << i;
+  }
+}
+
 TEST(Http2ServerCodecTest, AnswersWrittenOutOfOrderFindTheirStreams) {
   auto holder = std::make_shared<Holder>();
   Fixture f({}, holder);
