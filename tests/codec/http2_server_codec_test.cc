@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -149,6 +151,36 @@ class Holder final : public InboundHandler<HttpRequest, HttpRequest> {
   void channel_read(Context&, HttpRequest&& request) override { requests.push_back(std::move(request)); }
   std::vector<HttpRequest> requests;
 };
+
+TEST(Http2ServerCodecTest, SharedHeaderBlocksAreSentLowercasedWhicheverCameBefore) {
+  static const http::HeaderBlock kA = http::HeaderBlock().add("Server", "weft").add("Content-Type", "text/plain");
+  static const http::HeaderBlock kB = http::HeaderBlock().add("X-Block", "b").add("Connection", "keep-alive");
+  auto router = std::make_shared<http::Router>();
+  router->get("/a", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).headers(kA).body_view("a")); });
+  router->get("/b", [](Context& ctx, HttpRequest&) {
+    ctx.write(HttpResponse(200).headers(kB).header("X-Own", "1").body_view("b"));
+  });
+  Fixture f({}, router);
+  H2Client client;
+  const std::vector<std::int32_t> ids = {client.request("GET", "/a"), client.request("GET", "/b"),
+                                         client.request("GET", "/a"), client.request("GET", "/b")};
+  f.pump(client);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto& r = client.response(ids[i]);
+    ASSERT_EQ(r.status, 200) << i;
+    if (i % 2 == 0) {
+      EXPECT_EQ(r.header("server"), "weft") << i;
+      EXPECT_EQ(r.header("content-type"), "text/plain") << i;
+      EXPECT_FALSE(r.header("x-block").has_value()) << i;
+    } else {
+      EXPECT_EQ(r.header("x-block"), "b") << i;
+      EXPECT_EQ(r.header("x-own"), "1") << i;
+      EXPECT_FALSE(r.header("connection").has_value()) << i;
+      EXPECT_FALSE(r.header("server").has_value()) << i;
+    }
+    EXPECT_EQ(r.header("content-length"), "1") << i;
+  }
+}
 
 TEST(Http2ServerCodecTest, AnswersWrittenOutOfOrderFindTheirStreams) {
   auto holder = std::make_shared<Holder>();
@@ -305,6 +337,265 @@ TEST(Http2ServerCodecTest, APingFloodSpendsTheGlitchBudget) {
   for (int i = 0; i < 60; ++i) client.ping();
   f.pump(client);
   EXPECT_EQ(client.goaway_error(), std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+// ---- raw frames: what a client library would not send ----------------------------------------------
+
+std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::string_view payload) {
+  std::string f;
+  const std::size_t n = payload.size();
+  f += static_cast<char>(n >> 16);
+  f += static_cast<char>(n >> 8);
+  f += static_cast<char>(n);
+  f += static_cast<char>(type);
+  f += static_cast<char>(flags);
+  for (int shift = 24; shift >= 0; shift -= 8) f += static_cast<char>((stream >> shift) & 0xff);
+  f += payload;
+  return f;
+}
+std::string u32(std::uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+}
+// The client preface and an empty SETTINGS frame.
+std::string raw_preface() { return std::string(kClientPreface) + frame(NGHTTP2_SETTINGS, 0, 0, ""); }
+// GET / (HPACK: :method GET, :scheme http, :path / from the static table; :authority test.example,
+// a literal without indexing: nghttp2 requires :authority or host).
+constexpr std::string_view kGetBlock = "\x82\x86\x84\x01\x0ctest.example";
+// An HPACK literal field without indexing, new name (names and values under 128 bytes).
+std::string literal(std::string_view name, std::string_view value) {
+  return std::string(1, '\0') + static_cast<char>(name.size()) + std::string(name) + static_cast<char>(value.size()) +
+         std::string(value);
+}
+
+// The frames the server wrote, read without a client session (one that would reject answers on
+// streams it did not open); HEADERS blocks are decoded for :status.
+struct ServerFrames {
+  explicit ServerFrames(std::string_view bytes) {
+    nghttp2_hd_inflater* inflater = nullptr;
+    nghttp2_hd_inflate_new(&inflater);
+    std::size_t at = 0;
+    while (at + 9 <= bytes.size()) {
+      const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data() + at);
+      const std::size_t n = (std::size_t{p[0]} << 16) | (std::size_t{p[1]} << 8) | p[2];
+      if (at + 9 + n > bytes.size()) break;
+      const std::uint8_t type = p[3];
+      const std::uint32_t id = ((std::uint32_t{p[5]} & 0x7f) << 24) | (std::uint32_t{p[6]} << 16) |
+                               (std::uint32_t{p[7]} << 8) | p[8];
+      const std::uint8_t* payload = p + 9;
+      auto word = [&](std::size_t i) {
+        return (std::uint32_t{payload[i]} << 24) | (std::uint32_t{payload[i + 1]} << 16) |
+               (std::uint32_t{payload[i + 2]} << 8) | payload[i + 3];
+      };
+      if (type == NGHTTP2_GOAWAY && n >= 8) goaway = word(4);
+      if (type == NGHTTP2_RST_STREAM && n == 4) resets[id] = word(0);
+      if (type == NGHTTP2_HEADERS) {  // the server sends no padding, no priority, no CONTINUATION
+        const std::uint8_t* in = payload;
+        std::size_t left = n;
+        for (;;) {
+          nghttp2_nv nv;
+          int flags = 0;
+          const ssize_t used = nghttp2_hd_inflate_hd2(inflater, &nv, &flags, in, left, 1);
+          if (used < 0) break;
+          in += used;
+          left -= static_cast<std::size_t>(used);
+          if (flags & NGHTTP2_HD_INFLATE_EMIT) {
+            const std::string name(reinterpret_cast<const char*>(nv.name), nv.namelen);
+            if (name == ":status") status[id] = std::stoi(std::string(reinterpret_cast<const char*>(nv.value), nv.valuelen));
+          }
+          if (flags & NGHTTP2_HD_INFLATE_FINAL) {
+            nghttp2_hd_inflate_end_headers(inflater);
+            break;
+          }
+          if (used == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT)) break;
+        }
+      }
+      at += 9 + n;
+    }
+    nghttp2_hd_inflate_del(inflater);
+  }
+  std::optional<std::uint32_t> goaway;
+  std::map<std::uint32_t, std::uint32_t> resets;  // stream -> error code
+  std::map<std::uint32_t, int> status;            // stream -> :status
+};
+
+// A router whose /hold route never answers (the stream stays open, half-closed by the client).
+std::shared_ptr<http::Router> holding_router() {
+  auto router = test_router();
+  router->get("/hold", [](Context&, HttpRequest&) {});
+  return router;
+}
+
+// ---- abuse: each flood is answered with GOAWAY(ENHANCE_YOUR_CALM) and a close ---------------------
+
+TEST(Http2ServerCodecTest, AContinuationFloodEndsTheConnectionWithEnhanceYourCalm) {
+  Fixture f;
+  // HEADERS without END_HEADERS, then CONTINUATION frames that never end the block, each with a
+  // field: nghttp2 stops at 8 per block (CVE-2024-27316's class); the fields kept are bounded by
+  // the header list limit meanwhile.
+  std::string attack = raw_preface() + frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM, 1, kGetBlock);
+  for (int i = 0; i < 10000; ++i) attack += frame(NGHTTP2_CONTINUATION, 0, 1, literal("x-c", "continued"));
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_TRUE(frames.status.empty());  // nothing was handed to the application
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, AnHpackBombIsAnswered431WithoutKeepingItsFields) {
+  Fixture f;
+  // One 4000-byte field put in the dynamic table, then referenced 3000 times (one byte each): 12 MB
+  // of header list from 7 KB on the wire.
+  std::string block(kGetBlock);
+  block += "\x40\x06x-bomb\x7f\xa1\x1e";  // literal with incremental indexing; value length 127 + 3873
+  block += std::string(4000, 'b');
+  block += std::string(3000, '\xbe');  // index 62: the newest dynamic entry
+  ASSERT_LT(block.size(), 16384u);
+  f.ch.write_inbound(ByteBuf::copy_of(raw_preface() + frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM | NGHTTP2_FLAG_END_HEADERS, 1, block)));
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.status.at(1), 431);
+  EXPECT_FALSE(frames.goaway.has_value());
+  EXPECT_TRUE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, RepeatedHpackBombsSpendTheGlitchBudget) {
+  Settings settings;
+  settings.max_glitches = 20;
+  Fixture f(settings);
+  std::string attack = raw_preface();
+  for (std::uint32_t i = 0; i < 30; ++i) {
+    std::string block(kGetBlock);
+    if (i == 0) {
+      block += "\x40\x06x-bomb\x7f\xa1\x1e";
+      block += std::string(4000, 'b');
+    }
+    block += std::string(100, '\xbe');
+    attack += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM | NGHTTP2_FLAG_END_HEADERS, 1 + 2 * i, block);
+  }
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, ASettingsFloodSpendsTheGlitchBudget) {
+  Settings settings;
+  settings.max_glitches = 50;
+  Fixture f(settings);
+  std::string attack = raw_preface();
+  for (int i = 0; i < 60; ++i) attack += frame(NGHTTP2_SETTINGS, 0, 0, std::string("\x00\x03", 2) + u32(100));
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, AnEmptyDataFloodSpendsTheGlitchBudget) {
+  Settings settings;
+  settings.max_glitches = 50;
+  Fixture f(settings);
+  std::string attack = raw_preface() + frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1, kGetBlock);
+  for (int i = 0; i < 60; ++i) attack += frame(NGHTTP2_DATA, 0, 1, "");
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, AWindowUpdateFloodSpendsTheGlitchBudget) {
+  Settings settings;
+  settings.max_glitches = 50;
+  Fixture f(settings);
+  // Increments of 1 on the connection: valid frames, none earned by DATA the server sent.
+  std::string attack = raw_preface();
+  for (int i = 0; i < 100; ++i) attack += frame(NGHTTP2_WINDOW_UPDATE, 0, 0, u32(1));
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, WindowUpdatesThatReturnConsumedDataAreNoGlitches) {
+  Settings settings;
+  settings.max_glitches = 5;
+  Fixture f(settings);
+  // A client that returns every byte it reads (a window of 1: one DATA frame, one pair of updates).
+  H2Client client({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1}});
+  const auto id = client.request("GET", "/big?n=3000");
+  f.pump(client);
+  EXPECT_EQ(client.response(id).body, patterned(3000));
+  EXPECT_FALSE(client.goaway_error().has_value());
+  EXPECT_TRUE(f.ch.is_open());
+}
+
+// MadeYouReset (CVE-2025-8671): valid-looking frames that make the server reset the stream. The
+// resets the server sends count, so the flood ends like rapid reset.
+TEST(Http2ServerCodecTest, StreamWindowOverflowsThatMakeTheServerResetSpendTheGlitchBudget) {
+  // Each frame is an invalid frame (a glitch as it is read) and a reset sent (one more as it is
+  // written): 60 read stay within 100, the resets sent spend the rest.
+  Settings settings;
+  settings.max_glitches = 100;
+  Fixture f(settings);
+  H2Client client;
+  std::string attack = client.take_output();
+  for (int i = 0; i < 60; ++i) {
+    const auto id = client.request("GET", "/plaintext", "", {}, false);  // open: no END_STREAM
+    attack += client.take_output();
+    // The stream's send window past 2^31-1: a stream error (FLOW_CONTROL_ERROR).
+    attack += frame(NGHTTP2_WINDOW_UPDATE, 0, static_cast<std::uint32_t>(id), u32(0x7fffffff));
+  }
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  const ServerFrames frames(f.output());
+  ASSERT_FALSE(frames.resets.empty());
+  EXPECT_EQ(frames.resets.begin()->second, std::uint32_t{NGHTTP2_FLOW_CONTROL_ERROR});
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, DataPastTheContentLengthThatMakesTheServerResetSpendsTheGlitchBudget) {
+  Settings settings;
+  settings.max_glitches = 50;
+  Fixture f(settings);
+  H2Client client;
+  std::string attack = client.take_output();
+  for (int i = 0; i < 60; ++i) {
+    const auto id = client.request("POST", "/echo", "", {{"content-length", "1"}}, false);
+    attack += client.take_output();
+    attack += frame(NGHTTP2_DATA, 0, static_cast<std::uint32_t>(id), "xx");  // more than declared
+  }
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  const ServerFrames frames(f.output());
+  ASSERT_FALSE(frames.resets.empty());
+  EXPECT_EQ(frames.resets.begin()->second, std::uint32_t{NGHTTP2_PROTOCOL_ERROR});
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+// Two of MadeYouReset's frames are connection errors in nghttp2 (not stream resets): the first one
+// ends the connection.
+TEST(Http2ServerCodecTest, AZeroWindowUpdateOnAStreamEndsTheConnection) {
+  Fixture f;
+  H2Client client;
+  std::string attack = client.take_output();
+  const auto id = client.request("GET", "/plaintext", "", {}, false);
+  attack += client.take_output();
+  attack += frame(NGHTTP2_WINDOW_UPDATE, 0, static_cast<std::uint32_t>(id), u32(0));
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_PROTOCOL_ERROR});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, DataOnAHalfClosedStreamEndsTheConnection) {
+  Fixture f(Settings{}, holding_router());
+  H2Client client;
+  std::string attack = client.take_output();
+  const auto id = client.request("GET", "/hold");  // END_STREAM: half-closed; the app holds it
+  attack += client.take_output();
+  attack += frame(NGHTTP2_DATA, 0, static_cast<std::uint32_t>(id), "x");
+  f.ch.write_inbound(ByteBuf::copy_of(attack));
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_STREAM_CLOSED});
   EXPECT_FALSE(f.ch.is_open());
 }
 

@@ -174,6 +174,32 @@ TEST_P(Http2ServerTest, RapidResetFromPythonH2GetsEnhanceYourCalm) {
   EXPECT_EQ(client.response(id).body, "Hello, World!");
 }
 
+TEST_P(Http2ServerTest, FloodsFromPythonH2GetEnhanceYourCalm) {
+  std::string python;
+  int status = -1;
+  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
+    run(std::string(candidate) + " -c 'import h2' 2>/dev/null", status);
+    if (status == 0) {
+      python = candidate;
+      break;
+    }
+  }
+  if (python.empty()) GTEST_SKIP() << "python3-h2 is not installed";
+  // Raw frames (tests/integration/h2/floods.py), 300 of each in one write after the preface.
+  for (const char* kind : {"continuation", "window_update", "settings", "empty_data"}) {
+    const std::string out =
+        run(python + " " WEFT_H2_SCRIPTS "/floods.py " + std::to_string(port_) + " " + kind + " 2>&1", status);
+    ASSERT_EQ(status, 0) << kind << ": " << out;
+    EXPECT_EQ(out, "11\n") << kind << ": GOAWAY(ENHANCE_YOUR_CALM)";
+  }
+  // The server goes on serving others.
+  test::BlockingClient socket(port_);
+  test::H2Client client;
+  const auto id = client.request("GET", "/plaintext");
+  ASSERT_TRUE(test::exchange_until_closed(socket, client));
+  EXPECT_EQ(client.response(id).body, "Hello, World!");
+}
+
 // Counts what the codec writes and the largest write queue it leaves behind.
 class QueueProbe final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf> {
  public:

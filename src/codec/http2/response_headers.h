@@ -18,7 +18,8 @@ namespace weft::http2::detail {
 // A header list for nghttp2_submit_response / nghttp2_submit_headers. The entries point into the
 // list's own storage and into the response's header text: valid until the next build() or until
 // the response changes. nghttp2 copies them when it is given them. Reused: after the first
-// responses, building one allocates nothing.
+// responses, building one allocates nothing. The fields of the last shared HeaderBlock are kept
+// parsed (a copy of its text, its names lowercased): a response with the same block reuses them.
 class ResponseHeaders {
  public:
   // `content_length`: the content-length field to add (none for 1xx, 204, 304).
@@ -27,12 +28,15 @@ class ResponseHeaders {
   std::size_t size() const noexcept { return nv_.size(); }
 
  private:
-  void add_lines(std::string_view lines);
   void add(std::string_view name, std::string_view value);
+  void cache_shared(std::string_view block);
 
   std::vector<nghttp2_nv> nv_;
   std::string text_;   // lowercased names and formatted values; sized before use, never moved
   std::size_t used_ = 0;
+  std::string shared_text_;             // the last shared HeaderBlock's text (a copy)
+  std::string shared_names_;            // its names lowercased
+  std::vector<nghttp2_nv> shared_nv_;   // its fields, pointing into the two above
 };
 
 // Whether `name` (any case) is a connection-specific field that HTTP/2 forbids (RFC 9113 8.2.2).

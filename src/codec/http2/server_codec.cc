@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "response_headers.h"
+#include "session_memory.h"
 #include "stream.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/events.h"
@@ -33,6 +34,11 @@ namespace {
 constexpr std::size_t kCopyBodyBelow = 8192;    // larger owned bodies leave by reference
 constexpr std::size_t kOutChunk = 16 * 1024;    // the first size of the output buffer
 constexpr std::size_t kSpillAt = 64 * 1024;     // output written on to the channel at this size
+// WINDOW_UPDATE frames a client may send without a glitch: each DATA frame sent earns two (the
+// connection's window and the stream's), each stream opened one (a client may widen its window
+// as it opens it), a connection starts with 16 (ServerCodec::window_update_credit_); the bank is
+// capped here.
+constexpr std::uint32_t kWindowUpdateCredit = 1024;
 
 // The thread's header list for responses (each loop is a thread; building one is not re-entrant).
 detail::ResponseHeaders& response_headers() {
@@ -147,6 +153,15 @@ struct ServerCodec::Callbacks {
       case NGHTTP2_SETTINGS:
         if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) c.glitch("SETTINGS");
         break;
+      case NGHTTP2_WINDOW_UPDATE:
+        // Windows are returned as DATA is consumed: more updates than DATA sent is a flood.
+        // (An increment of 0 is an invalid frame: counted there.)
+        if (c.window_update_credit_ > 0) {
+          --c.window_update_credit_;
+        } else {
+          c.glitch("WINDOW_UPDATE not earned by DATA");
+        }
+        break;
       default:
         break;
     }
@@ -224,6 +239,7 @@ struct ServerCodec::Callbacks {
       for (std::size_t i = 1; i < padding; ++i) c.out_.write_u8(0);
     }
     s.out_promised -= length;
+    if (length > 0) c.earn_window_updates(2);
     c.spill_if_large();
   }
 
@@ -280,7 +296,8 @@ void ServerCodec::handler_added(Context& ctx) {
   if (nghttp2_option_new(&option) != 0) throw std::bad_alloc();
   nghttp2_option_set_no_closed_streams(option, 1);  // no priority tree: closed streams are freed at once
   nghttp2_option_set_max_settings(option, 32);
-  const int rv = nghttp2_session_server_new2(&session_, callbacks.cb, this, option);
+  // nghttp2's small objects from the thread's free lists (session_memory.h), not malloc.
+  const int rv = nghttp2_session_server_new3(&session_, callbacks.cb, this, option, detail::session_memory());
   nghttp2_option_del(option);
   if (rv != 0) throw std::bad_alloc();
 
@@ -333,8 +350,13 @@ ServerCodec::Stream* ServerCodec::acquire_stream(std::int32_t id) {
   s->id = id;
   s->live = true;
   nghttp2_session_set_stream_user_data(session_, id, s);
+  earn_window_updates(1);
   ++live_streams_;
   return s;
+}
+
+void ServerCodec::earn_window_updates(std::uint32_t n) noexcept {
+  window_update_credit_ = std::min(window_update_credit_ + n, kWindowUpdateCredit);
 }
 
 void ServerCodec::release_stream(Stream* s) noexcept {
@@ -365,8 +387,11 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   in_nghttp2_ = false;
   bytes.release();
   if (rv < 0) {
+    // nghttp2's own flood bounds (CONTINUATION frames per header block, ACKs owed to a client that
+    // does not read) are floods as the budget's are: answered alike.
+    const bool flood = rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || rv == NGHTTP2_ERR_FLOODED;
     fail_session(ctx, nghttp2_strerror(static_cast<int>(rv)),
-                 calm_requested_ ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+                 calm_requested_ || flood ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
     return;
   }
   dispatch_ready(ctx);

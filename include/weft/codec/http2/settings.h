@@ -36,7 +36,8 @@ struct Settings {
   /// many glitches happen within glitch_window. Glitches are what well-behaved clients rarely
   /// cause and floods are made of: RST_STREAM received (rapid reset, CVE-2023-44487) or sent by
   /// the server (MadeYouReset, CVE-2025-8671), invalid frames, empty DATA frames that do not end
-  /// a stream, PING and SETTINGS frames, header lists past the limit.
+  /// a stream, PING and SETTINGS frames, WINDOW_UPDATE frames beyond what the DATA sent earns,
+  /// header lists past the limit.
   std::uint32_t max_glitches = 200;
   /// The window the glitch budget counts over (Netty: 200 resets in 30 s).
   Duration glitch_window = std::chrono::seconds(30);
