@@ -4,7 +4,7 @@
 # doxygen: `make docs`; dpkg-dev and file: `make package` (cpack's dpkg-shlibdeps); pkg-config and
 # curl: scripts/test-packaging.sh. libnghttp2-dev: the HTTP/2 codec; nghttp2-client (h2load, nghttp)
 # and python3-h2: the HTTP/2 interop and attack tests. libssl-dev: weft's TLS; openssl: the TLS
-# interop tests (openssl s_client) and weft-bench's tls suite.
+# interop tests (openssl s_client) and weft-bench's tls suite; nginx-light: the TLS client test against nginx.
 set -euo pipefail
 
 PACKAGES=(
@@ -33,6 +33,7 @@ PACKAGES=(
   python3-h2
   libssl-dev
   openssl
+  nginx-light
   doxygen
   dpkg-dev
   file

@@ -7,12 +7,12 @@
 //                     each mode waits (loop-async hands the wait to --offload-threads executors)
 //
 //   weft-hello --port 8080 --loops 1 --transport epoll --mode coroutine
-//   weft-hello --port 8443 --tls-cert cert.pem --tls-key key.pem     (HTTPS, ALPN http/1.1)
+//   weft-hello --port 8443 --tls-cert cert.pem --tls-key key.pem     (HTTPS: ALPN h2 or http/1.1)
 //
 // Every route is served over HTTP/1.1 and over cleartext HTTP/2 (h2c) on the same port: a connection
 // that starts with the HTTP/2 preface, or whose first request asks for Upgrade: h2c, gets the HTTP/2
 // codec, any other the HTTP/1.1 one (http2::CleartextDetector); the handlers are the same.
-// --http1-only leaves HTTP/2 out.
+// Over TLS, ALPN chooses: h2 or http/1.1 (and no Upgrade: h2c). --http1-only leaves HTTP/2 out.
 //
 // Modes (how handlers run, and how the -async routes wait for their executor):
 //   loop             the router runs on the event loop; -async routes block the loop on the future
@@ -32,7 +32,9 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
@@ -76,8 +78,8 @@ struct Options {
                "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
                "                       /downstream waits in loop-async mode (default 4)\n"
                "  --http1-only         HTTP/1.1 only (default: HTTP/1.1 and h2c, chosen by the first bytes)\n"
-               "  --tls-cert FILE      serve HTTPS (HTTP/1.1; h2 by ALPN is not offered yet): the certificate\n"
-               "                       chain (PEM, leaf first); needs --tls-key\n"
+               "  --tls-cert FILE      serve HTTPS, h2 and HTTP/1.1 chosen by ALPN (HTTP/1.1 only with\n"
+               "                       --http1-only): the certificate chain (PEM, leaf first); needs --tls-key\n"
                "  --tls-key FILE       the chain's private key (PEM)\n");
   std::exit(code);
 }
@@ -262,7 +264,8 @@ int main(int argc, char** argv) {
       tls = weft::TlsContext::server()
                 .certificate_chain_file(options.tls_cert)
                 .private_key_file(options.tls_key)
-                .application_protocols({"http/1.1"})
+                .application_protocols(options.http2 ? std::vector<std::string>{"h2", "http/1.1"}
+                                                     : std::vector<std::string>{"http/1.1"})
                 .build();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "weft-hello: TLS: %s\n", e.what());
@@ -278,8 +281,18 @@ int main(int argc, char** argv) {
                  .child_option(weft::option::tcp_nodelay, true)
                  .child_handler([router, offload, coroutine, async_awaits, tls, &executors, http2 = options.http2](weft::Channel& ch) {
                    if (tls) {
+                     // ALPN chooses the codec: h2, or HTTP/1.1 (where `Upgrade: h2c` is not honoured).
                      ch.pipeline().add_last("tls", std::make_shared<weft::TlsHandler>(tls));
-                     ch.pipeline().add_last("http", std::make_shared<weft::http::ServerCodec>());
+                     ch.pipeline().add_last("alpn", std::make_shared<weft::ApplicationProtocolNegotiationHandler>(
+                                                        "http/1.1", [](weft::Context& ctx, std::string_view protocol) {
+                                                          if (protocol == "h2") {
+                                                            ctx.pipeline().add_after(ctx.name(), "http2",
+                                                                                     std::make_shared<weft::http2::ServerCodec>());
+                                                          } else {
+                                                            ctx.pipeline().add_after(ctx.name(), "http",
+                                                                                     std::make_shared<weft::http::ServerCodec>());
+                                                          }
+                                                        }));
                    } else if (http2) {
                      ch.pipeline().add_last("detect", std::make_shared<weft::http2::CleartextDetector>());
                    } else {
@@ -303,7 +316,9 @@ int main(int argc, char** argv) {
   }
   std::printf("weft-hello listening on %s with %zu loop(s), transport %s, mode %s, %s\n",
               server->local_address().to_string().c_str(), loops.size(), options.transport.c_str(),
-              options.mode.c_str(), tls ? "HTTPS (HTTP/1.1)" : options.http2 ? "HTTP/1.1 and h2c" : "HTTP/1.1");
+              options.mode.c_str(),
+              tls ? (options.http2 ? "HTTPS (h2 and HTTP/1.1 by ALPN)" : "HTTPS (HTTP/1.1)")
+                  : options.http2 ? "HTTP/1.1 and h2c" : "HTTP/1.1");
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);

@@ -123,18 +123,13 @@ Future<void> Channel::close_after_flush() {
 
 Future<void> Channel::close_gracefully(Duration linger, Duration flush_timeout) {
   auto work = [this, linger, flush_timeout] {
-    if (!is_open() || lingering_ || shutdown_when_flushed_) return;
+    if (!is_open() || lingering_ || shutdown_when_flushed_ || output_closing_) return;
     if (!is_active()) {
       close_now();
       return;
     }
-    linger_ = linger;
-    if (outbound_.has_flushed()) {
-      shutdown_when_flushed_ = true;  // on_bytes_written goes on
-      arm_close_timer(flush_timeout);
-    } else {
-      start_linger();
-    }
+    output_closing_ = true;
+    pipeline_.deliver_output_closing([this, linger, flush_timeout] { end_output_gracefully(linger, flush_timeout); });
   };
   if (loop_.in_loop()) {
     work();
@@ -142,6 +137,17 @@ Future<void> Channel::close_gracefully(Duration linger, Duration flush_timeout) 
     loop_.try_execute([self = shared_from_this(), work] { work(); });
   }
   return close_future();
+}
+
+void Channel::end_output_gracefully(Duration linger, Duration flush_timeout) {
+  if (!is_open() || lingering_ || shutdown_when_flushed_) return;  // closed meanwhile
+  linger_ = linger;
+  if (outbound_.has_flushed()) {
+    shutdown_when_flushed_ = true;  // on_bytes_written goes on
+    arm_close_timer(flush_timeout);
+  } else {
+    start_linger();
+  }
 }
 
 void Channel::start_linger() {
@@ -171,6 +177,16 @@ void Channel::arm_close_timer(Duration after) {
 }
 
 void Channel::close_at_input_end() {
+  if (!is_active() || is_output_shutdown() || output_closing_) {
+    close_once_flushed();
+    return;
+  }
+  output_closing_ = true;
+  pipeline_.deliver_output_closing([this] { close_once_flushed(); });
+}
+
+void Channel::close_once_flushed() {
+  if (!is_open()) return;
   if (!outbound_.has_flushed() || !is_active() || is_output_shutdown()) {
     close_now();
     return;
@@ -293,6 +309,14 @@ void Channel::set_writable(bool writable) {
   if (writable_.load(std::memory_order_relaxed) == writable) return;
   writable_.store(writable, std::memory_order_release);
   pipeline_.fire_writability_changed();
+}
+
+void Channel::hold_write_bytes(std::size_t n) {
+  if (outbound_.add_held_bytes(n)) set_writable(false);
+}
+
+void Channel::release_held_write_bytes(std::size_t n) {
+  if (outbound_.remove_held_bytes(n)) set_writable(true);
 }
 
 void Channel::on_bytes_written(std::size_t n) {

@@ -53,6 +53,24 @@ bool OutboundBuffer::remove_bytes(std::size_t n) noexcept {
   return false;
 }
 
+bool OutboundBuffer::add_held_bytes(std::size_t n) noexcept {
+  pending_bytes_ += n;
+  if (writable_ && pending_bytes_ > high_) {
+    writable_ = false;
+    return true;
+  }
+  return false;
+}
+
+bool OutboundBuffer::remove_held_bytes(std::size_t n) noexcept {
+  pending_bytes_ -= std::min(n, pending_bytes_);
+  if (!writable_ && pending_bytes_ < low_) {
+    writable_ = true;
+    return true;
+  }
+  return false;
+}
+
 void OutboundBuffer::clear() noexcept {
   ring_.clear();
   flushed_ = pending_bytes_ = 0;

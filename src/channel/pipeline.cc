@@ -7,6 +7,7 @@
 
 #include "offload.h"
 #include "weft/channel/channel.h"
+#include "weft/channel/events.h"
 #include "weft/core/executor_group.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
@@ -74,6 +75,13 @@ bool Pipeline::post_later(const Event& event) {
 
 void Pipeline::deliver_close(bool was_active, std::shared_ptr<Channel> keep_alive) {
   deliver([this, was_active, keep_alive] { channel_.finish_close(was_active, keep_alive); });
+}
+
+void Pipeline::deliver_output_closing(std::function<void()> then) {
+  deliver([this, then = std::move(then)] {
+    head_.fire_user_event(std::any(ChannelOutputClosingEvent{}));
+    then();
+  });
 }
 
 void Pipeline::schedule_free() {

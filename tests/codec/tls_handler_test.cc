@@ -374,6 +374,44 @@ TEST(TlsHandler, CloseSendsCloseNotifyAndThePeerAnswersIt) {
   EXPECT_TRUE(p.client_app->errors.empty());
 }
 
+TEST(TlsHandler, GracefulCloseSendsCloseNotifyBeforeTheFin) {
+  TlsPair p(test_server_context(test_pki().localhost), test_client_context());
+  p.pump();
+  p.server.write_outbound(ByteBuf::copy_of("the answer"));
+  p.server.close_gracefully(1s);  // what an HTTP server does after a "Connection: close" answer
+  p.server.run_pending();
+  p.pump();
+  EXPECT_EQ(p.client_app->received, "the answer");
+  EXPECT_TRUE(p.client_app->close_notify);  // not a bare FIN: the client can tell the end from a cut
+  EXPECT_TRUE(p.client_app->errors.empty());
+  EXPECT_TRUE(p.server_app->errors.empty());
+}
+
+TEST(TlsHandler, PlaintextWrittenDuringTheHandshakeCountsTowardWritability) {
+  TlsPair p(test_server_context(test_pki().localhost), test_client_context());
+  const std::size_t high = p.client.config().write_buffer_high_water_mark;
+  p.client.write_outbound(ByteBuf::copy_of(pattern(high / 2)));
+  EXPECT_TRUE(p.client.is_writable());
+  p.client.write_outbound(ByteBuf::copy_of(pattern(high)));  // held by the handler: no handshake yet
+  EXPECT_FALSE(p.client.is_writable());
+  EXPECT_EQ(p.client.pending_write_bytes(), high / 2 + high);
+  p.pump();
+  EXPECT_TRUE(p.client.is_writable());  // encrypted and passed on: the handler holds nothing
+  EXPECT_EQ(p.client.pending_write_bytes(), 0u);
+  EXPECT_EQ(p.server_app->received.size(), high / 2 + high);
+}
+
+TEST(TlsHandler, PlaintextHeldDuringAFailedHandshakeIsGivenBack) {
+  TlsPair p(test_server_context(test_pki().self_signed), test_client_context());  // refused
+  const std::size_t high = p.client.config().write_buffer_high_water_mark;
+  p.client.write_outbound(ByteBuf::copy_of(pattern(2 * high)));
+  EXPECT_FALSE(p.client.is_writable());
+  p.pump();
+  ASSERT_EQ(p.client_app->handshakes.size(), 1u);
+  EXPECT_FALSE(p.client_app->handshakes[0].success());
+  EXPECT_EQ(p.client.pending_write_bytes(), 0u);
+}
+
 TEST(TlsHandler, ClientResumesItsSession) {
   for (TlsVersion version : {TlsVersion::tls1_3, TlsVersion::tls1_2}) {
     SCOPED_TRACE(version == TlsVersion::tls1_3 ? "TLS 1.3" : "TLS 1.2");

@@ -257,6 +257,42 @@ TEST_P(TlsIntegrationTest, HttpOverTlsWithCurlPythonAndOpensslClients) {
   EXPECT_THAT(out, HasSubstr("Hello, World!"));
 }
 
+// The server's end of a connection is close_notify, then FIN -- whether the server ends it after a
+// "Connection: close" answer (a graceful close) or after the client's FIN -- so the client can tell
+// a whole answer from a cut one (Python's ssl with suppress_ragged_eofs=False raises SSLEOFError on
+// a FIN without close_notify).
+TEST_P(TlsIntegrationTest, TheServerEndsEveryConnectionWithCloseNotify) {
+  HttpsServer server(transport(), loops(1, 6));
+  const std::string ca = test::write_temp_file(test_pki().ca.cert_pem, ".pem");
+  const std::string script =
+      "import socket, ssl\n"
+      "ctx = ssl.create_default_context(cafile='" + ca + "')\n"
+      "def ask(keep_alive):\n"
+      "    raw = socket.create_connection(('127.0.0.1', " + std::to_string(server.port()) + "), timeout=10)\n"
+      "    s = ctx.wrap_socket(raw, server_hostname='localhost', suppress_ragged_eofs=False)\n"
+      "    s.sendall(b'GET /plaintext HTTP/1.1\\r\\nHost: localhost\\r\\n' +\n"
+      "              (b'\\r\\n' if keep_alive else b'Connection: close\\r\\n\\r\\n'))\n"
+      "    if keep_alive:\n"
+      "        socket.socket.shutdown(s, socket.SHUT_WR)  # a bare FIN, under the TLS layer\n"
+      "    data = b''\n"
+      "    try:\n"
+      "        while True:\n"
+      "            chunk = s.recv(4096)\n"
+      "            if not chunk:\n"
+      "                break\n"
+      "            data += chunk\n"
+      "        end = 'close_notify'\n"
+      "    except ssl.SSLEOFError:\n"
+      "        end = 'no close_notify'\n"
+      "    return ('200' if data.startswith(b'HTTP/1.1 200') else repr(data[:40])) + ' ' + end\n"
+      "print(ask(False) + ' | ' + ask(True))\n";
+  const std::string script_file = test::write_temp_file(script, ".py");
+  int status = -1;
+  const std::string out = run("python3 " + script_file + " 2>&1", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "200 close_notify | 200 close_notify\n");
+}
+
 // After the handshake, writes 64 KiB chunks while the channel is writable, resuming when it turns
 // writable again.
 class TlsFlooder final : public InboundHandler<ByteBuf> {

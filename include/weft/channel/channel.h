@@ -113,6 +113,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   /// drops it). Closing with unread input makes the kernel send RST, which on a real network can
   /// destroy the answer still in flight; this does not. Idempotent; returns the close future.
   /// Waiting for the flushed bytes is bounded by `flush_timeout` (a peer that reads nothing).
+  /// ChannelOutputClosingEvent goes through the pipeline first: what a handler writes and flushes
+  /// on it (TLS's close_notify) goes out before the FIN.
   Future<void> close_gracefully(Duration linger, Duration flush_timeout = std::chrono::seconds(60));
   /// Thread-safe. Turns continuous reading on or off: the application's own switch. Reading runs
   /// while auto-read is on and no source holds a suspension (below).
@@ -129,7 +131,14 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   std::uint32_t read_suspensions() const noexcept { return read_suspensions_; }
   /// Thread-safe. Sends FIN; the channel can still read.
   Future<void> shutdown_output();
-  /// Loop thread only. Bytes queued for writing.
+  /// Loop thread only. Counts `n` bytes a handler holds for writing on the channel's behalf --
+  /// written to it, not yet passed on (a TlsHandler's plaintext until its handshake is done) --
+  /// toward writability, as bytes in the write queue are. Give them back with
+  /// release_held_write_bytes() when they are passed on or dropped.
+  void hold_write_bytes(std::size_t n);
+  /// Loop thread only. Takes back bytes counted by hold_write_bytes().
+  void release_held_write_bytes(std::size_t n);
+  /// Loop thread only. Bytes queued for writing, with those handlers hold (hold_write_bytes).
   std::size_t pending_write_bytes() const noexcept { return outbound_.pending_bytes(); }
   /// Loop thread only.
   std::size_t bytes_before_unwritable() const noexcept { return outbound_.bytes_before_unwritable(); }
@@ -187,8 +196,9 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   /// The full close sequence: do_close, drop queued writes, then channel_inactive and the close
   /// future (posted when a call on this channel is on the stack, see Pipeline).
   void close_now();
-  /// The peer's input ended and the channel does not stay half-closed: closes once what was flushed
-  /// has been written (for at most kInputEndFlushTimeout), so a FIN never cuts off bytes owed to it.
+  /// The peer's input ended and the channel does not stay half-closed: fires
+  /// ChannelOutputClosingEvent, then closes once what was flushed has been written (for at most
+  /// kInputEndFlushTimeout), so a FIN never cuts off bytes owed to it.
   void close_at_input_end();
   /// The longest close_at_input_end() waits for flushed bytes to be written.
   static constexpr Duration kInputEndFlushTimeout = std::chrono::seconds(30);
@@ -206,6 +216,11 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
 
   void close_for_shutdown() override { close_now(); }
   void start_linger();
+  // close_gracefully once ChannelOutputClosingEvent has been delivered.
+  void end_output_gracefully(Duration linger, Duration flush_timeout);
+  // close_at_input_end once ChannelOutputClosingEvent has been delivered: closes once what was
+  // flushed has been written (bounded by kInputEndFlushTimeout).
+  void close_once_flushed();
   void arm_close_timer(Duration after);  // closes the channel then, unless it has closed
   // channel_inactive and what follows it: the close future, the pipeline's teardown.
   void finish_close(bool was_active, const ChannelPtr& keep_alive);
@@ -229,6 +244,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   bool was_active_ = false;
   bool shutdown_when_flushed_ = false;  // close_gracefully: FIN once the flushed bytes are out
   bool lingering_ = false;              // close_gracefully: FIN sent or due; reading forced on
+  bool output_closing_ = false;         // ChannelOutputClosingEvent fired (once per channel)
   std::uint32_t read_suspensions_ = 0;
   ByteBufAllocator* allocator_;
   ChannelConfig config_;  // its per-read and per-write fields first

@@ -11,4 +11,10 @@ struct ChannelInputShutdownEvent {};
 /// The channel shut down its own output (shutdown_output()).
 struct ChannelOutputShutdownEvent {};
 
+/// The channel is about to end its output without a close() through the pipeline: a graceful
+/// close (Channel::close_gracefully) or the close that follows the peer's FIN. Fired before the
+/// channel looks at what is left to write, so a handler that owes the peer a last message (the
+/// TlsHandler's close_notify) writes and flushes it now, and it goes out before the FIN.
+struct ChannelOutputClosingEvent {};
+
 }  // namespace weft

@@ -38,6 +38,12 @@ class OutboundBuffer {
   /// Removes `n` sent bytes from the front of the flushed part. Returns true when this made the
   /// channel fall below the low water mark.
   bool remove_bytes(std::size_t n) noexcept;
+  /// Counts `n` bytes held elsewhere for this channel (a handler's, not queued here) toward the
+  /// water marks. Returns true when this made the channel cross the high water mark.
+  bool add_held_bytes(std::size_t n) noexcept;
+  /// Takes `n` held bytes back out of the count. Returns true when this made the channel fall
+  /// below the low water mark.
+  bool remove_held_bytes(std::size_t n) noexcept;
   /// Drops every queued buffer (on close).
   void clear() noexcept;
 

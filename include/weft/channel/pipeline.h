@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -221,6 +222,9 @@ class Pipeline {
   // The end of Channel::close_now -- channel_inactive, the close future, the teardown -- as one
   // event, so that nothing of it runs inside the call that closed the channel.
   void deliver_close(bool was_active, std::shared_ptr<Channel> keep_alive);
+  // ChannelOutputClosingEvent from the head, then `then`, as one event (so that what the handlers
+  // write on the event is queued before `then` looks at the write queue).
+  void deliver_output_closing(std::function<void()> then);
   // Frees the removed contexts from a loop task (once the channel is registered: it has a loop).
   void schedule_free();
   // A handler that is not sharable is in one pipeline at a time (Handler::is_sharable).

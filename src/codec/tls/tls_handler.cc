@@ -173,6 +173,7 @@ void TlsHandler::handler_added(Context& ctx) {
 
 void TlsHandler::handler_removed(Context& ctx) {
   stop_timers(ctx);
+  drop_pending_writes(ctx);
   if (!is_handshake_done()) handshake_.fail(TlsError("TLS handler removed before the handshake was done", {}));
 }
 
@@ -189,7 +190,11 @@ void TlsHandler::channel_inactive(Context& ctx) {
 }
 
 void TlsHandler::user_event(Context& ctx, const std::any& event) {
-  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) input_ended(ctx);
+  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) {
+    input_ended(ctx);
+  } else if (std::any_cast<ChannelOutputClosingEvent>(&event) != nullptr) {
+    send_close_notify(ctx);  // before the FIN that follows (a graceful close, or the peer's FIN)
+  }
   ctx.fire_user_event(event);
 }
 
@@ -298,12 +303,12 @@ void TlsHandler::handshake_succeeded(Context& ctx) {
   // The handshake's last flight, then what was written while it ran, in one flush.
   std::vector<ByteBuf> pending = std::move(pending_writes_);
   pending_writes_.clear();
-  pending_bytes_ = 0;
   for (ByteBuf& plaintext : pending) {
     if (state_ != State::established) break;
     encrypt(ctx, plaintext);
   }
   pass_on_output(ctx);
+  drop_pending_writes(ctx);  // now in the write queue as ciphertext
   ctx.flush();
   handshake_.set_value();
 
@@ -320,8 +325,7 @@ void TlsHandler::fail_handshake(Context& ctx, std::exception_ptr error) {
   if (state_ == State::failed || state_ == State::closed) return;
   state_ = State::failed;
   stop_timers(ctx);
-  pending_writes_.clear();
-  pending_bytes_ = 0;
+  drop_pending_writes(ctx);
   // OpenSSL's alert, if it made one, goes out before the handlers hear of the failure (one that
   // closes the channel then does not drop it).
   if (ctx.channel().is_open()) {
@@ -402,6 +406,7 @@ void TlsHandler::write(Context& ctx, ByteBuf&& plaintext) {
     case State::handshaking:
       if (!plaintext.is_readable()) return;
       pending_bytes_ += plaintext.readable_bytes();
+      ctx.channel().hold_write_bytes(plaintext.readable_bytes());  // counts toward writability
       pending_writes_.push_back(std::move(plaintext));
       return;
     case State::established:
@@ -511,6 +516,12 @@ void TlsHandler::input_ended(Context& ctx) {
     ctx.fire_exception(std::make_exception_ptr(TlsError(
         "the input ended inside a TLS record (" + std::to_string(partial) + " bytes of it received)", "truncated record")));
   }
+}
+
+void TlsHandler::drop_pending_writes(Context& ctx) {
+  pending_writes_.clear();
+  if (pending_bytes_ == 0) return;
+  ctx.channel().release_held_write_bytes(std::exchange(pending_bytes_, 0));
 }
 
 void TlsHandler::stop_timers(Context& ctx) noexcept {

@@ -15,7 +15,8 @@
 /// offered none) and removes itself; the TlsHandler passes decrypted bytes on only after that
 /// event, so the handlers `configure` adds see all of them. `configure` adds its handlers after
 /// this one (ctx.name()). A `configure` that throws, and a failed handshake, close the channel (the
-/// error travels on as an exception event). Loop thread only.
+/// error travels on as an exception event). The handlers for what the added codec emits may be
+/// in the pipeline already, after this one (see message_types()). Loop thread only.
 
 #include <any>
 #include <functional>
@@ -37,6 +38,12 @@ class ApplicationProtocolNegotiationHandler final : public InboundHandler<ByteBu
   /// Calls `configure` with the negotiated protocol, or `fallback` when none was negotiated.
   ApplicationProtocolNegotiationHandler(std::string fallback, Configure configure);
 
+  /// ByteBuf in; out, whatever the handlers `configure` adds emit (AnyMessage), so the handlers for
+  /// those messages (a Router for http::HttpRequest) may follow it before the protocol is known.
+  /// Outbound: anything in, ByteBuf out.
+  MessageTypes message_types() const noexcept override {
+    return {&typeid(ByteBuf), &typeid(AnyMessage), &typeid(AnyMessage), &typeid(ByteBuf)};
+  }
   /// Bytes before the handshake's end do not happen (TlsHandler holds them); passed on if they do.
   void channel_read(Context& ctx, ByteBuf&& message) override;
   /// On TlsHandshakeCompleted: configures the pipeline and leaves it; every event is passed on.

@@ -12,7 +12,8 @@
 ///   refused certificate, an alert, bytes that are not TLS, the connection ending, the timeout) is
 ///   fired as TlsHandshakeCompleted, then as a TlsHandshakeError exception event (with OpenSSL's
 ///   reason), and the channel closes once OpenSSL's alert has been written (bounded).
-/// - Writes: plaintext written before the handshake completes is queued and sent after it; after
+/// - Writes: plaintext written before the handshake completes is queued and sent after it (it
+///   counts toward the channel's writability meanwhile: Channel::hold_write_bytes); after
 ///   it, each write is encrypted at once and passed on as one buffer of records from the channel's
 ///   allocator, so the channel's write queue -- and its writability -- holds the ciphertext: a peer
 ///   that stops reading makes the channel unwritable exactly as without TLS, and the handler holds
@@ -24,7 +25,8 @@
 ///   and the channel closes; input that ends in the middle of a record is fired as a TlsError.
 /// - Close: close() sends close_notify and closes once it has been written (at most
 ///   TlsHandlerOptions::close_timeout later). A peer's close_notify is answered the same way
-///   (TlsCloseNotifyReceived is fired first).
+///   (TlsCloseNotifyReceived is fired first). A graceful close (Channel::close_gracefully) and the
+///   close after the peer's FIN send close_notify before the FIN (ChannelOutputClosingEvent).
 /// - Client: SNI and certificate verification for TlsHandlerOptions::server_name (or, without a
 ///   name, for the remote IP address); the session a server gave for the same name and port is
 ///   offered again. Renegotiation is refused both ways.
@@ -126,7 +128,8 @@ class TlsHandler final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf
   void channel_read(Context& ctx, ByteBuf&& ciphertext) override;
   /// Passed on once the handshake is done; during it, asks for more input when auto-read is off.
   void channel_read_complete(Context& ctx) override;
-  /// The end of the peer's input (half-closure) ends a running handshake as channel_inactive does.
+  /// The end of the peer's input (half-closure) ends a running handshake as channel_inactive does;
+  /// ChannelOutputClosingEvent sends close_notify.
   void user_event(Context& ctx, const std::any& event) override;
   /// Plaintext: encrypted and passed on at once, or queued until the handshake is done.
   void write(Context& ctx, ByteBuf&& plaintext) override;
@@ -167,6 +170,8 @@ class TlsHandler final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf
   void close_when_written(Context& ctx);
   void input_ended(Context& ctx);
   void stop_timers(Context& ctx) noexcept;
+  // Forgets the plaintext queued during the handshake (sent, or never to be) and its writability count.
+  void drop_pending_writes(Context& ctx);
   void fail_connection(Context& ctx, const char* what);
 
   // The hot part first: what every read and write touches.
