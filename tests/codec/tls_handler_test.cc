@@ -412,6 +412,23 @@ TEST(TlsHandler, PlaintextHeldDuringAFailedHandshakeIsGivenBack) {
   EXPECT_EQ(p.client.pending_write_bytes(), 0u);
 }
 
+TEST(TlsHandler, DataFlowsBothWaysAcrossAKeyUpdate) {
+  TlsPair p(test_server_context(test_pki().localhost), test_client_context());
+  p.pump();
+  ASSERT_EQ(SSL_key_update(p.client_tls->native_handle(), SSL_KEY_UPDATE_REQUESTED), 1);
+  p.client.write_outbound(ByteBuf::copy_of("after the update"));  // the KeyUpdate leaves first
+  p.pump();
+  EXPECT_EQ(p.server_app->received, "after the update");
+  p.server.write_outbound(ByteBuf::copy_of("pong"));  // the server's own KeyUpdate, then data
+  p.pump();
+  EXPECT_EQ(p.client_app->received, "pong");
+  p.client.write_outbound(ByteBuf::copy_of(" and again"));
+  p.pump();
+  EXPECT_EQ(p.server_app->received, "after the update and again");
+  EXPECT_TRUE(p.client_app->errors.empty());
+  EXPECT_TRUE(p.server_app->errors.empty());
+}
+
 TEST(TlsHandler, ClientResumesItsSession) {
   for (TlsVersion version : {TlsVersion::tls1_3, TlsVersion::tls1_2}) {
     SCOPED_TRACE(version == TlsVersion::tls1_3 ? "TLS 1.3" : "TLS 1.2");

@@ -44,6 +44,12 @@ constexpr std::size_t kHandshakeReserve = 4096;
 constexpr std::size_t kPlaintextBuffer = kMaxRecordPayload;
 constexpr std::size_t kMinPlaintextBuffer = 2048;
 
+// SSL_get_error() needs the thread's error queue empty before the call it explains. Clearing it
+// costs ~700 instructions (it walks all 16 slots); looking costs ~40, and it is empty nearly always.
+inline void clear_stale_errors() noexcept {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 int handler_index() {
   static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   return index;
@@ -363,11 +369,21 @@ void TlsHandler::decrypt(Context& ctx) {
       plaintext = io_.allocator->buffer(std::clamp(io_.in.readable_bytes(), kMinPlaintextBuffer, kPlaintextBuffer));
       continue;  // the state may have changed under fire_read
     }
-    ERR_clear_error();
+    clear_stale_errors();
     std::size_t n = 0;
     const int rc = SSL_read_ex(ssl_, plaintext.write_ptr(), plaintext.writable_bytes(), &n);
     if (rc == 1) {
       plaintext.advance_writer(n);
+      // Nothing left to decrypt (OpenSSL reads one record at a time from io_.in): spare the call
+      // that would only say so.
+      if (!io_.in.is_readable() && SSL_pending(ssl_) == 0) {
+        ctx.fire_read(std::move(plaintext));
+        if (io_.out.is_readable() && ctx.channel().is_open()) {  // a post-handshake answer (key update)
+          pass_on_output(ctx);
+          ctx.flush();
+        }
+        return;
+      }
       continue;
     }
     const int error = SSL_get_error(ssl_, rc);
@@ -428,7 +444,7 @@ void TlsHandler::encrypt(Context& ctx, ByteBuf& plaintext) {
   io_.out_reserve = io_.out.readable_bytes() + left + (left / kSmallRecordPayload + 1) * kRecordOverhead;
   while (left > 0) {
     const std::size_t record = small_records_left_ > 0 ? kSmallRecordPayload : kMaxRecordPayload;
-    ERR_clear_error();
+    clear_stale_errors();
     std::size_t written = 0;
     if (SSL_write_ex(ssl_, plaintext.read_ptr(), std::min(left, record), &written) != 1) {
       fail_connection(ctx, "TLS write failed");
