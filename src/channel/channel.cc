@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/channel/events.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
 
@@ -309,6 +310,16 @@ void Channel::set_writable(bool writable) {
   if (writable_.load(std::memory_order_relaxed) == writable) return;
   writable_.store(writable, std::memory_order_release);
   pipeline_.fire_writability_changed();
+}
+
+void Channel::close_for_shutdown() {
+  if (!is_active()) {
+    close_now();
+    return;
+  }
+  ended_by_handler_ = false;
+  pipeline_.fire_user_event(ChannelShutdownRequestedEvent{});  // from the loop: delivered now
+  if (!ended_by_handler_) close_now();
 }
 
 void Channel::hold_write_bytes(std::size_t n) {

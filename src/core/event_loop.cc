@@ -339,7 +339,10 @@ bool EventLoop::confirm_shutdown() {
     close_tracked_resources();
     return false;
   }
-  if (now_time - shutdown_start_ >= Duration(shutdown_timeout_ns_.load(std::memory_order_relaxed))) return true;
+  if (now_time - shutdown_start_ >= Duration(shutdown_timeout_ns_.load(std::memory_order_relaxed))) {
+    abort_tracked_resources();
+    return true;
+  }
   if (tracked_count_ > 0) {
     // Registered after the shutdown began (an accepted connection handed over, a connect racing
     // the shutdown): close those too instead of waiting for the deadline.
@@ -363,6 +366,18 @@ void EventLoop::close_tracked_resources() {
       r->close_for_shutdown();
     } catch (const std::exception& e) {
       log(LogLevel::warn, "closing a channel at shutdown of loop '{}' failed: {}", options_.name, e.what());
+    }
+  }
+}
+
+void EventLoop::abort_tracked_resources() {
+  std::vector<LoopResource*> to_close;
+  for (LoopResource* r = resources_; r != nullptr; r = r->resource_next_) to_close.push_back(r);
+  for (LoopResource* r : to_close) {
+    try {
+      r->abort_for_shutdown();
+    } catch (const std::exception& e) {
+      log(LogLevel::warn, "closing a channel at the shutdown timeout of loop '{}' failed: {}", options_.name, e.what());
     }
   }
 }

@@ -201,6 +201,59 @@ TEST_P(Http2ServerTest, FloodsFromPythonH2GetEnhanceYourCalm) {
 }
 
 // Counts what the codec writes and the largest write queue it leaves behind.
+// The loop's graceful shutdown ends an HTTP/2 connection with GOAWAY(NO_ERROR): the stream in
+// progress (a request whose body is still arriving) is still answered, then the connection closes
+// and the loop terminates.
+TEST_P(Http2ServerTest, ALoopShuttingDownSendsGoawayAndFinishesTheOpenStream) {
+  if (is_blocking()) {
+    GTEST_SKIP() << "a blocking loop that shuts down fails its socket calls at once (a send must not block the "
+                    "shutdown), so its connections close without GOAWAY";
+  }
+  EventLoopGroup group(transport(), loops(1, 4));
+  auto router = std::make_shared<http::Router>();
+  router->post("/echo", [](Context& ctx, HttpRequest& request) {
+    ctx.write(HttpResponse(200).body(ByteBuf::copy_of(request.body_view())));
+  });
+  ChannelPtr server = ServerBootstrap()
+                          .group(group)
+                          .child_handler([router](Channel& ch) {
+                            ch.pipeline().add_last("detect", std::make_shared<CleartextDetector>());
+                            ch.pipeline().add_last("router", router);
+                          })
+                          .bind(SocketAddress::loopback(0))
+                          .get();
+  test::BlockingClient socket(server->local_address().port());
+  ASSERT_TRUE(socket.is_open());
+  test::H2Client client;
+  // HEADERS (content-length 5) without END_STREAM: the body comes after the shutdown has begun.
+  const std::int32_t id = client.request("POST", "/echo", "", {{"content-length", "5"}}, /*end_stream=*/false);
+  ASSERT_TRUE(socket.send_all(client.take_output()));
+  client.ping();  // its answer proves the server has read the HEADERS before the shutdown begins
+  ASSERT_TRUE(socket.send_all(client.take_output()));
+  for (int i = 0; i < 100 && !client.ping_acks(); ++i) {
+    const std::string in = socket.recv_some(64 * 1024, 20000ms);
+    ASSERT_FALSE(in.empty());
+    ASSERT_TRUE(client.receive(in));
+  }
+  ASSERT_TRUE(client.ping_acks());
+
+  Future<void> terminated = group.shutdown_gracefully(0ms, 20s);
+  while (!client.goaway_error()) {
+    test::StreamEnd end = test::StreamEnd::timeout;
+    const std::string in = socket.recv_some(64 * 1024, 20000ms, &end);
+    ASSERT_FALSE(in.empty()) << "no GOAWAY before " << test::to_string(end);
+    ASSERT_TRUE(client.receive(in));
+  }
+  EXPECT_EQ(*client.goaway_error(), static_cast<std::uint32_t>(NGHTTP2_NO_ERROR));
+
+  client.send_body(id, "hello");  // the stream opened before the GOAWAY is still served
+  ASSERT_TRUE(test::exchange_until_closed(socket, client)) << "error " << client.error();
+  EXPECT_EQ(client.response(id).status, 200);
+  EXPECT_EQ(client.response(id).body, "hello");
+  EXPECT_EQ(socket.recv_until_end(nullptr, 20000ms), test::StreamEnd::eof);
+  ASSERT_TRUE(terminated.wait_for(30s));
+}
+
 class QueueProbe final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf> {
  public:
   void channel_read(Context& ctx, ByteBuf&& bytes) override { ctx.fire_read(std::move(bytes)); }

@@ -102,6 +102,19 @@ class H2Client {
     nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, opaque);
   }
 
+  // Sends `body` on stream `id` (opened with end_stream false) and ends the stream.
+  void send_body(std::int32_t id, const std::string& body) {
+    auto source = std::make_unique<Upload>(Upload{body, 0});
+    nghttp2_data_provider provider;
+    provider.source.ptr = source.get();
+    provider.read_callback = read_upload;
+    const int rv = nghttp2_submit_data(session_, NGHTTP2_FLAG_END_STREAM, id, &provider);
+    if (rv != 0) throw std::runtime_error(std::string("nghttp2_submit_data: ") + nghttp2_strerror(rv));
+    uploads_.push_back(std::move(source));
+  }
+  // PING ACKs received.
+  int ping_acks() const noexcept { return ping_acks_; }
+
   // What the client has to send now (the connection preface first).
   std::string take_output() {
     std::string out;
@@ -165,6 +178,7 @@ class H2Client {
   }
   static int on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     if (frame->hd.type == NGHTTP2_GOAWAY) self(user_data).goaway_error_ = frame->goaway.error_code;
+    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) ++self(user_data).ping_acks_;
     return 0;
   }
   static ssize_t read_upload(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
@@ -182,6 +196,7 @@ class H2Client {
   std::vector<std::unique_ptr<Upload>> uploads_;
   std::optional<std::uint32_t> goaway_error_;
   int error_ = 0;
+  int ping_acks_ = 0;
 };
 
 }  // namespace weft::test

@@ -131,6 +131,10 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   std::uint32_t read_suspensions() const noexcept { return read_suspensions_; }
   /// Thread-safe. Sends FIN; the channel can still read.
   Future<void> shutdown_output();
+  /// Loop thread only. Called by a handler on ChannelShutdownRequestedEvent: it ends the connection
+  /// itself (HTTP/2's GOAWAY and drain), so the channel is not closed right after the event; the
+  /// loop still closes it at its shutdown timeout.
+  void end_for_shutdown_itself() noexcept { ended_by_handler_ = true; }
   /// Loop thread only. Counts `n` bytes a handler holds for writing on the channel's behalf --
   /// written to it, not yet passed on (a TlsHandler's plaintext until its handshake is done) --
   /// toward writability, as bytes in the write queue are. Give them back with
@@ -214,7 +218,10 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   friend class detail::PipelineHead;
   friend class detail::PipelineTail;
 
-  void close_for_shutdown() override { close_now(); }
+  // The loop's graceful shutdown: ChannelShutdownRequestedEvent, then close unless a handler ends
+  // the connection itself (end_for_shutdown_itself).
+  void close_for_shutdown() override;
+  void abort_for_shutdown() override { close_now(); }
   void start_linger();
   // close_gracefully once ChannelOutputClosingEvent has been delivered.
   void end_output_gracefully(Duration linger, Duration flush_timeout);
@@ -245,6 +252,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   bool shutdown_when_flushed_ = false;  // close_gracefully: FIN once the flushed bytes are out
   bool lingering_ = false;              // close_gracefully: FIN sent or due; reading forced on
   bool output_closing_ = false;         // ChannelOutputClosingEvent fired (once per channel)
+  bool ended_by_handler_ = false;       // a handler ends the connection for the loop's shutdown
   std::uint32_t read_suspensions_ = 0;
   ByteBufAllocator* allocator_;
   ChannelConfig config_;  // its per-read and per-write fields first

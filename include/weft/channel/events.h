@@ -17,4 +17,11 @@ struct ChannelOutputShutdownEvent {};
 /// TlsHandler's close_notify) writes and flushes it now, and it goes out before the FIN.
 struct ChannelOutputClosingEvent {};
 
+/// The channel's loop is shutting down gracefully (EventLoop::shutdown_gracefully). A handler that
+/// can end its connection politely -- the HTTP/2 codec's GOAWAY, letting the open streams finish --
+/// starts that and calls Channel::end_for_shutdown_itself(): the channel then stays open until it
+/// closes, or until the loop's shutdown timeout, when it is closed anyway. If no handler does, the
+/// channel closes right after the event.
+struct ChannelShutdownRequestedEvent {};
+
 }  // namespace weft

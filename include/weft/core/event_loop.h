@@ -36,8 +36,11 @@ using TimerId = std::uint64_t;
 class LoopResource {
  public:
   virtual ~LoopResource() = default;
-  /// Loop thread only. Begin closing; the resource untracks itself once closed.
+  /// Loop thread only. Begin closing (politely: a channel may take until the shutdown timeout);
+  /// the resource untracks itself once closed.
   virtual void close_for_shutdown() = 0;
+  /// Loop thread only. The shutdown timeout has passed and the resource is still open: close now.
+  virtual void abort_for_shutdown() { close_for_shutdown(); }
 
  private:
   friend class EventLoop;
@@ -213,6 +216,8 @@ class EventLoop {
   Duration poll_timeout() const;
   bool confirm_shutdown();
   void close_tracked_resources();
+  // At the shutdown timeout: closes what is still open (a connection still draining) at once.
+  void abort_tracked_resources();
   void terminate();
   void wake_if_sleeping() noexcept;
   bool post(UniqueFunction<void()>& task);

@@ -683,7 +683,13 @@ void ServerCodec::glitch(const char* what) {
 }
 
 void ServerCodec::user_event(Context& ctx, const std::any& event) {
-  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) end_input(ctx);
+  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) {
+    end_input(ctx);
+  } else if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr && !finished_ && session_ != nullptr) {
+    // The loop shuts down: GOAWAY(NO_ERROR), the open streams are still answered, then the close.
+    ctx.channel().end_for_shutdown_itself();
+    shutdown_gracefully(ctx);
+  }
   ctx.fire_user_event(event);
 }
 

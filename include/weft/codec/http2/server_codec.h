@@ -92,7 +92,8 @@ class ServerCodec final : public Handler {
   void channel_read_complete(Context& ctx) override;
   /// Loop thread only.
   void channel_inactive(Context& ctx) override;
-  /// Loop thread only. The client's FIN: GOAWAY once the streams owed are answered, then close.
+  /// Loop thread only. The client's FIN, and the loop's graceful shutdown
+  /// (ChannelShutdownRequestedEvent): GOAWAY once the streams owed are answered, then close.
   void user_event(Context& ctx, const std::any& event) override;
   /// Loop thread only. Reading stops while the channel is unwritable; output resumes when writable.
   void writability_changed(Context& ctx) override;
