@@ -2,9 +2,9 @@
 // EmbeddedChannels hand their sending direction to a software kernel (software_kernel_tls.h), which
 // makes the records from the crypto info the handler would give setsockopt; the peer decrypting
 // every byte proves the keys, IVs and sequence numbers, for TLS 1.3 and 1.2 and every cipher the
-// kernel takes. Also: close_notify through the kernel, a peer's key update request after the
-// handoff, a kernel without the ULP (logged once, never asked again), ciphers and refusals that
-// keep the records in user space.
+// kernel takes. Also: close_notify through the kernel, a handoff that waits for the write queue, a
+// peer's key update request after the handoff and before it, a kernel without the ULP (logged
+// once, never asked again), ciphers and refusals that keep the records in user space.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -191,6 +191,50 @@ TEST(TlsKernel, APeersKeyUpdateRequestAfterTheHandoffEndsTheConnection) {
   EXPECT_FALSE(p.server.is_open());
   EXPECT_EQ(kernel.take_wire(p.server), "");
   EXPECT_EQ(p.server_tls->buffered_bytes(), 0u);
+}
+
+TEST(TlsKernel, TheHandoffWaitsForTheWriteQueueToEmpty) {
+  SoftwareKernelTls kernel;
+  auto server = server_context(kTls13Aes128);
+  TlsPair p(server, client_context(kTls13Aes128, false));
+  p.server.hold_write_bytes(1);  // stands for bytes still queued for the socket
+  pump(p, kernel);
+  ASSERT_TRUE(p.server_tls->is_handshake_done());
+  EXPECT_FALSE(p.server_tls->is_kernel_tls());
+  p.server.write_outbound(ByteBuf::copy_of("made by OpenSSL, "));
+  pump(p, kernel);
+  EXPECT_FALSE(p.server_tls->is_kernel_tls());
+  EXPECT_EQ(kernel.start_calls, 0);
+
+  p.server.release_held_write_bytes(1);  // the queue has emptied: the next write hands off
+  p.server.write_outbound(ByteBuf::copy_of("made by the kernel"));
+  ASSERT_TRUE(p.server_tls->is_kernel_tls());
+  ASSERT_NE(kernel.tx(p.server), nullptr);
+  EXPECT_EQ(kernel.tx(p.server)->first_sequence, SSL_CTX_get_num_tickets(server->native_handle()) + 1);
+  pump(p, kernel);
+  EXPECT_EQ(p.client_app->received, "made by OpenSSL, made by the kernel");
+  EXPECT_TRUE(p.client_app->errors.empty());
+}
+
+TEST(TlsKernel, AKeyUpdateRequestBeforeTheHandoffKeepsTheRecordsInUserSpace) {
+  SoftwareKernelTls kernel;
+  TlsPair p(server_context(kTls13Aes128), client_context(kTls13Aes128, false));
+  p.server.hold_write_bytes(1);  // no handoff yet
+  pump(p, kernel);
+  ASSERT_TRUE(p.server_tls->is_handshake_done());
+  ASSERT_EQ(SSL_key_update(p.client_tls->native_handle(), SSL_KEY_UPDATE_REQUESTED), 1);
+  p.client.write_outbound(ByteBuf::copy_of("update yours"));
+  pump(p, kernel);
+  p.server.release_held_write_bytes(1);
+  // OpenSSL sends its KeyUpdate with this write, under a key the kept secret no longer gives.
+  p.server.write_outbound(ByteBuf::copy_of("updated"));
+  pump(p, kernel);
+  EXPECT_FALSE(p.server_tls->is_kernel_tls());
+  EXPECT_EQ(kernel.start_calls, 0);
+  EXPECT_EQ(p.server_app->received, "update yours");
+  EXPECT_EQ(p.client_app->received, "updated");
+  EXPECT_TRUE(p.server_app->errors.empty());
+  EXPECT_TRUE(p.client_app->errors.empty());
 }
 
 TEST(TlsKernel, AKernelWithoutTheUlpIsReportedOnceAndNeverAskedAgain) {
