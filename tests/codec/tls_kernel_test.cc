@@ -61,8 +61,11 @@ TlsContextPtr server_context(const Suite& suite, bool kernel_tls = true) {
 }
 
 TlsContextPtr client_context(const Suite& suite, bool kernel_tls = true) {
-  TlsContextBuilder builder =
-      TlsContext::client().trust_pem(test_pki().ca.cert_pem).min_version(suite.version).max_version(suite.version).kernel_tls(kernel_tls);
+  TlsContextBuilder builder = TlsContext::client()
+                                  .trust_pem(test_pki().ca.cert_pem)
+                                  .min_version(suite.version)
+                                  .max_version(suite.version)
+                                  .kernel_tls(kernel_tls);
   if (suite.version == TlsVersion::tls1_3) {
     builder.cipher_suites(suite.cipher);
   } else {

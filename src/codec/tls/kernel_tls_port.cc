@@ -89,7 +89,8 @@ bool KernelTlsPort::try_attach(Channel& channel) {
   const int error = attach_ulp(channel);
   if (error == 0) return true;
   if (!ulp_is_missing(error)) {
-    log(LogLevel::debug, "TLS: kernel TLS: the tls ULP could not be attached ({}): this connection's records are made in user space",
+    log(LogLevel::debug,
+        "TLS: kernel TLS: the tls ULP could not be attached ({}): this connection's records are made in user space",
         std::strerror(error));
     return false;
   }
@@ -105,12 +106,15 @@ bool KernelTlsPort::try_attach(Channel& channel) {
 bool KernelTlsPort::try_start_tx(Channel& channel, const KernelTlsCryptoInfo& info, std::string_view what) {
   const int error = start_tx(channel, info);
   if (error != 0) {
-    log(LogLevel::debug, "TLS: kernel TLS: the kernel refused the keys of {} ({}): this connection's records are made in user space",
+    log(LogLevel::debug,
+        "TLS: kernel TLS: the kernel refused the keys of {} ({}): this connection's records are made in user space",
         what, std::strerror(error));
     return false;
   }
   if (!announced_on_.exchange(true, std::memory_order_relaxed)) {
-    log(LogLevel::info, "TLS: kernel TLS on (TX): the kernel makes the records that connections send ({}, first); what they receive is decrypted in user space",
+    log(LogLevel::info,
+        "TLS: kernel TLS on (TX): the kernel makes the records that connections send ({}, first); what they "
+        "receive is decrypted in user space",
         what);
   }
   return true;
