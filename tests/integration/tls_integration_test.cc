@@ -1,7 +1,7 @@
 // TLS over real sockets on every transport: a weft TLS client against a weft TLS server (echo of
 // many KiB both ways, every byte checked), HTTP/1.1 over TLS (weft's client, curl, Python's ssl,
-// openssl s_client), and a TLS client that never reads: the server's channel turns unwritable and
-// its queue stays bounded, as without TLS.
+// openssl s_client), a TLS client that never reads: the server's channel turns unwritable and
+// its queue stays bounded, as without TLS; and kTLS asked for on both sides (the fallback here).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 
 #include "support/blocking_client.h"
 #include "support/channel_probe.h"
+#include "support/stderr_capture.h"
 #include "support/tls_certs.h"
 #include "support/transports.h"
 #include "weft/codec/http1/client_codec.h"
@@ -26,6 +27,7 @@
 #include "weft/codec/http1/server_codec.h"
 #include "weft/codec/tls/tls_events.h"
 #include "weft/codec/tls/tls_handler.h"
+#include "weft/core/log.h"
 #include "weft/weft.h"
 
 using namespace std::chrono_literals;
@@ -467,6 +469,64 @@ TEST_P(TlsIntegrationTest, ACoroutineClientTalksOverTls) {
   EXPECT_EQ(got.future().get(), "spoken over TLS");
   client->close_future().wait_for(5s);
   server->close().wait_for(5s);
+}
+
+// kTLS asked for on both sides (TlsContextBuilder::kernel_tls). This machine's kernel does not offer
+// the tls ULP: the records are made in user space, and the process says so once. On a kernel that
+// offers it the kernel makes them, the echo must be whole all the same, and the process says that
+// once instead. One line per process: the count runs across the transports' runs.
+int g_kernel_tls_lines = 0;
+
+class LogLevelScope {
+ public:
+  explicit LogLevelScope(LogLevel level) : saved_(log_level()) { set_log_level(level); }
+  ~LogLevelScope() { set_log_level(saved_); }
+  LogLevelScope(const LogLevelScope&) = delete;
+  LogLevelScope& operator=(const LogLevelScope&) = delete;
+
+ private:
+  LogLevel saved_;
+};
+
+TEST_P(TlsIntegrationTest, KernelTlsAskedForCarriesTheDataAndIsReportedOnce) {
+  constexpr std::size_t kBytes = 48 * 1024;  // the blocking transport's client sends it all before reading
+  std::string log;
+  {
+    LogLevelScope info(LogLevel::info);
+    test::StderrCapture capture;
+    EventLoopGroup group(transport(), loops(2, 3));
+    auto server_context = TlsContext::server()
+                              .certificate_chain_pem(test_pki().localhost.cert_pem)
+                              .private_key_pem(test_pki().localhost.key_pem)
+                              .kernel_tls(true)
+                              .build();
+    ChannelPtr server = ServerBootstrap()
+                            .group(group)
+                            .child_handler([server_context](Channel& ch) {
+                              ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(server_context));
+                              ch.pipeline().add_last("echo", std::make_shared<test::BackpressureEcho>());
+                            })
+                            .bind(SocketAddress::loopback(0))
+                            .get();
+    auto client_context = TlsContext::client().trust_pem(test_pki().ca.cert_pem).kernel_tls(true).build();
+    auto tls = std::make_shared<TlsHandler>(client_context, "localhost");
+    auto collector = std::make_shared<Collector>(kBytes);
+    ChannelPtr client = connect_tls(group, server->local_address(), tls, collector);
+    const std::string data = pattern(kBytes, 9);
+    EXPECT_TRUE(tls->handshake_future().wait_for(10s));
+    for (std::size_t at = 0; at < kBytes; at += 5000) {
+      client->write(ByteBuf::copy_of(std::string_view(data).substr(at, 5000)));
+    }
+    client->flush();
+    EXPECT_TRUE(collector->done.future().wait_for(20s)) << collector->received().size() << " bytes came back";
+    EXPECT_TRUE(collector->received() == data) << "the echo differs";
+    client->close().wait_for(5s);
+    server->close().wait_for(5s);
+    log = capture.stop();
+  }
+  g_kernel_tls_lines += test::count_occurrences(log, "TLS: kernel TLS was asked for, but this kernel does not offer") +
+                        test::count_occurrences(log, "TLS: kernel TLS on (TX)");
+  EXPECT_EQ(g_kernel_tls_lines, 1) << "kernel TLS lines in this process so far; this run's log:\n" << log;
 }
 
 WEFT_ON_EVERY_TRANSPORT(TlsIntegrationTest);

@@ -146,6 +146,10 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   std::size_t pending_write_bytes() const noexcept { return outbound_.pending_bytes(); }
   /// Loop thread only.
   std::size_t bytes_before_unwritable() const noexcept { return outbound_.bytes_before_unwritable(); }
+  /// Loop thread only. The connection's socket, for what weft does not offer (a socket option, kTLS):
+  /// -1 when there is none (EmbeddedChannel, a client before it connects, a closed channel). Do not
+  /// read, write or close it: the transport owns it.
+  virtual int native_fd() const noexcept { return -1; }
 
   /// Thread-safe. Registers the channel with its loop (done by the bootstraps); completes on the loop.
   Future<void> register_channel();

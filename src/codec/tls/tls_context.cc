@@ -241,6 +241,10 @@ TlsContextBuilder& TlsContextBuilder::release_idle_buffers(bool on) {
   release_buffers_ = on;
   return *this;
 }
+TlsContextBuilder& TlsContextBuilder::kernel_tls(bool on) {
+  kernel_tls_ = on;
+  return *this;
+}
 
 TlsContextPtr TlsContextBuilder::build() const {
   const char* side = server_ ? "a server" : "a client";
@@ -330,6 +334,11 @@ TlsContextPtr TlsContextBuilder::build() const {
       SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     }
   }
+
+  context->kernel_tls_ = kernel_tls_;
+  // kTLS needs the TLS 1.3 traffic secret of the direction it sends, which OpenSSL gives only to a
+  // key log callback.
+  if (kernel_tls_) SSL_CTX_set_keylog_callback(ctx, detail::tls_on_key_log);
 
   context->protocols_ = protocols_;
   if (!protocols_.empty()) {

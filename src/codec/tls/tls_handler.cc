@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "kernel_tls.h"
 #include "openssl_errors.h"
 #include "tls_bio.h"
 #include "tls_callbacks.h"
@@ -18,6 +19,7 @@
 #include "weft/channel/channel.h"
 #include "weft/channel/events.h"
 #include "weft/codec/byte_to_message_decoder.h"
+#include "weft/codec/tls/kernel_tls_port.h"
 #include "weft/codec/tls/tls_error.h"
 #include "weft/codec/tls/tls_events.h"
 #include "weft/core/log.h"
@@ -78,6 +80,9 @@ struct TlsHandlerAccess {
   static void store_session(const TlsHandler& h, SSL_SESSION* session) {
     h.context_->store_session(h.session_key_, session);
   }
+  static void key_log(TlsHandler& h, const char* line) noexcept {
+    if (h.kernel_handoff_) h.kernel_handoff_->on_key_log(line, h.io_.out.readable_bytes());
+  }
 };
 
 // ---- OpenSSL callbacks --------------------------------------------------------------------------
@@ -129,6 +134,10 @@ int detail::tls_on_server_name(SSL* ssl, int*, void* arg) {
   SSL_set_options(ssl, SSL_CTX_get_options(chosen->native_handle()));
   if (TlsHandler* handler = TlsHandlerAccess::of(ssl)) TlsHandlerAccess::keep_sni_context(*handler, std::move(chosen));
   return SSL_TLSEXT_ERR_OK;
+}
+
+void detail::tls_on_key_log(const SSL* ssl, const char* line) {
+  if (TlsHandler* handler = TlsHandlerAccess::of(const_cast<SSL*>(ssl))) TlsHandlerAccess::key_log(*handler, line);
 }
 
 void detail::TlsRecordTracker::track(const std::uint8_t* bytes, std::size_t n) noexcept {
@@ -219,6 +228,10 @@ void TlsHandler::start(Context& ctx) {
   }
   SSL_set_bio(ssl_, bio, bio);
   SSL_set_ex_data(ssl_, handler_index(), this);
+  if (context_->kernel_tls() && !detail::kernel_tls_port().ulp_missing()) {
+    kernel_handoff_ = std::make_unique<detail::KernelTlsHandoff>(context_->is_server());
+    kernel_ = Kernel::pending;
+  }
   if (options_.handshake_timeout > Duration::zero()) {
     handshake_timer_ = ctx.loop().schedule(options_.handshake_timeout, [this, &ctx] {
       handshake_timer_ = 0;
@@ -305,6 +318,9 @@ void TlsHandler::handshake_succeeded(Context& ctx) {
   resumed_ = SSL_session_reused(ssl_) == 1;
   small_records_left_ = kSmallRecordBytes;
   last_write_ = ctx.loop().now();
+  if (kernel_ == Kernel::pending && !detail::KernelTlsHandoff::suits(ssl_)) {
+    give_up_kernel_tls("the kernel does not take this version or cipher");
+  }
 
   // The handshake's last flight, then what was written while it ran, in one flush.
   std::vector<ByteBuf> pending = std::move(pending_writes_);
@@ -316,6 +332,7 @@ void TlsHandler::handshake_succeeded(Context& ctx) {
   pass_on_output(ctx);
   drop_pending_writes(ctx);  // now in the write queue as ciphertext
   ctx.flush();
+  if (kernel_ == Kernel::pending) try_kernel_handoff(ctx);  // before any handler writes again
   handshake_.set_value();
 
   TlsHandshakeCompleted event;
@@ -389,7 +406,8 @@ void TlsHandler::decrypt(Context& ctx) {
     const int error = SSL_get_error(ssl_, rc);
     if (plaintext.is_readable()) ctx.fire_read(std::move(plaintext));
     if (error == SSL_ERROR_WANT_READ) {
-      if (io_.out.is_readable() && ctx.channel().is_open()) {  // a post-handshake answer (key update)
+      if (kernel_ != Kernel::off && !kernel_allows_answers(ctx)) return;
+      if (io_.out.is_readable() && ctx.channel().is_open()) {  // a post-handshake answer (an alert, a key update)
         pass_on_output(ctx);
         ctx.flush();
       }
@@ -405,7 +423,10 @@ void TlsHandler::decrypt(Context& ctx) {
 }
 
 void TlsHandler::fail_connection(Context& ctx, const char* what) {
-  std::string reason = failure_reason(SSL_ERROR_SSL);
+  fail_connection(ctx, what, failure_reason(SSL_ERROR_SSL));
+}
+
+void TlsHandler::fail_connection(Context& ctx, const char* what, std::string reason) {
   if (state_ == State::failed || state_ == State::closed) return;
   state_ = State::failed;
   if (ctx.channel().is_open()) {
@@ -426,6 +447,7 @@ void TlsHandler::write(Context& ctx, ByteBuf&& plaintext) {
       pending_writes_.push_back(std::move(plaintext));
       return;
     case State::established:
+      if (kernel_ != Kernel::off && write_through_kernel(ctx, plaintext)) return;
       encrypt(ctx, plaintext);
       pass_on_output(ctx);
       return;
@@ -458,6 +480,13 @@ void TlsHandler::encrypt(Context& ctx, ByteBuf& plaintext) {
 
 void TlsHandler::pass_on_output(Context& ctx) {
   if (!io_.out.is_readable()) return;
+  if (kernel_ != Kernel::off) {
+    if (kernel_ == Kernel::on) {  // OpenSSL's records would carry stale sequence numbers: never sent
+      io_.out.release();
+      return;
+    }
+    kernel_handoff_->count_records(io_.out.read_ptr(), io_.out.readable_bytes(), SSL_version(ssl_));
+  }
   ByteBuf out = std::move(io_.out);
   io_.out_reserve = kHandshakeReserve;
   ctx.write(std::move(out));
@@ -466,6 +495,7 @@ void TlsHandler::pass_on_output(Context& ctx) {
 void TlsHandler::flush(Context& ctx) {
   pass_on_output(ctx);
   ctx.flush();
+  if (kernel_ == Kernel::pending) try_kernel_handoff(ctx);
 }
 
 void TlsHandler::channel_read_complete(Context& ctx) {
@@ -473,11 +503,13 @@ void TlsHandler::channel_read_complete(Context& ctx) {
     if (!ctx.channel().config().auto_read) ctx.read();  // the handshake needs the peer's answer
     return;
   }
+  if (kernel_ == Kernel::pending) try_kernel_handoff(ctx);
   ctx.fire_read_complete();
 }
 
 void TlsHandler::close(Context& ctx, Promise<void> promise) {
   if (close_started_ || state_ != State::established) {
+    if (kernel_close_notify_owed_) send_kernel_close_notify(ctx);  // the write queue has emptied
     stop_timers(ctx);
     ctx.close(std::move(promise));
     return;
@@ -490,6 +522,11 @@ void TlsHandler::close(Context& ctx, Promise<void> promise) {
 void TlsHandler::send_close_notify(Context& ctx) {
   if (state_ != State::established) return;
   state_ = State::closing;
+  if (kernel_ == Kernel::on) {
+    kernel_close_notify_owed_ = true;
+    send_kernel_close_notify(ctx);
+    return;
+  }
   ERR_clear_error();
   SSL_shutdown(ssl_);
   ERR_clear_error();
@@ -544,6 +581,77 @@ void TlsHandler::stop_timers(Context& ctx) noexcept {
   if (handshake_timer_ != 0) ctx.loop().cancel(handshake_timer_);
   if (close_timer_ != 0) ctx.loop().cancel(close_timer_);
   handshake_timer_ = close_timer_ = 0;
+}
+
+// ---- kTLS -----------------------------------------------------------------------------------------
+
+void TlsHandler::try_kernel_handoff(Context& ctx) {
+  // A key update the peer asked for goes out with the next SSL_write, under a new key: the secret
+  // kept for the kernel would be stale.
+  if (SSL_get_key_update_type(ssl_) != SSL_KEY_UPDATE_NONE) {
+    give_up_kernel_tls("the peer asked for a key update before the handoff");
+    return;
+  }
+  Channel& channel = ctx.channel();
+  // Everything OpenSSL made must have left the write queue: the kernel sends what comes after it.
+  if (state_ != State::established || io_.out.is_readable() || channel.pending_write_bytes() != 0 ||
+      SSL_want_write(ssl_) || !channel.is_open()) {
+    return;
+  }
+  std::unique_ptr<detail::KernelTlsHandoff> handoff = std::move(kernel_handoff_);
+  kernel_ = Kernel::off;
+  detail::KernelTlsCryptoInfo info;
+  std::string why;
+  if (!handoff->make_crypto_info(ssl_, info, why)) {
+    log(LogLevel::debug, "TLS: kernel TLS not used for this connection: {}", why);
+    return;
+  }
+  detail::KernelTlsPort& port = detail::kernel_tls_port();
+  const std::string what = std::string(SSL_get_version(ssl_)) + " " + SSL_get_cipher_name(ssl_);
+  const bool handed_off = port.try_attach(channel) && port.try_start_tx(channel, info, what);
+  OPENSSL_cleanse(&info, sizeof info);
+  if (handed_off) kernel_ = Kernel::on;
+}
+
+bool TlsHandler::kernel_allows_answers(Context& ctx) {
+  // OpenSSL owes the peer an answer: an alert it has made, or the KeyUpdate a peer's asked for
+  // (OpenSSL 3 sends that with its next write).
+  if (!io_.out.is_readable() && SSL_get_key_update_type(ssl_) == SSL_KEY_UPDATE_NONE) return true;
+  if (!ctx.channel().is_open()) return false;
+  if (kernel_ == Kernel::pending) {
+    give_up_kernel_tls("OpenSSL answers the peer after the handshake");
+    return true;
+  }
+  // Handed off: OpenSSL's key and sequence numbers are not the kernel's, so it may not write.
+  fail_connection(ctx,
+                  "kernel TLS cannot answer the peer's key update (or renegotiation) request: the kernel makes "
+                  "the records this side sends",
+                  "post-handshake answer under kernel TLS");
+  return false;
+}
+
+void TlsHandler::give_up_kernel_tls(const char* why) {
+  log(LogLevel::debug, "TLS: kernel TLS not used for this connection: {}", why);
+  kernel_ = Kernel::off;
+  kernel_handoff_.reset();
+}
+
+bool TlsHandler::write_through_kernel(Context& ctx, ByteBuf& plaintext) {
+  if (kernel_ == Kernel::pending) try_kernel_handoff(ctx);
+  if (kernel_ != Kernel::on) return false;
+  if (plaintext.is_readable()) ctx.write(std::move(plaintext));
+  return true;
+}
+
+void TlsHandler::send_kernel_close_notify(Context& ctx) {
+  Channel& channel = ctx.channel();
+  if (!kernel_close_notify_owed_ || !channel.is_open() || channel.pending_write_bytes() != 0) return;
+  kernel_close_notify_owed_ = false;
+  static constexpr std::uint8_t kAlert = 21;
+  static constexpr std::uint8_t kCloseNotify[] = {1, 0};  // warning, close_notify
+  if (const int error = detail::kernel_tls_port().send_record(channel, kAlert, kCloseNotify, sizeof kCloseNotify)) {
+    log(LogLevel::debug, "TLS: kernel TLS: close_notify could not be sent ({})", std::strerror(error));
+  }
 }
 
 }  // namespace weft

@@ -14,6 +14,8 @@ class BlockingSocketChannel final : public Channel, private BlockingHandle {
                         SocketAddress remote);
   ~BlockingSocketChannel() override;
 
+  int native_fd() const noexcept override { return fd_; }
+
  protected:
   void do_register() override;
   void do_begin_read() override;

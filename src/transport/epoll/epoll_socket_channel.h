@@ -37,6 +37,8 @@ class EpollSocketChannel final : private EpollHandle, private detail::EpollSocke
   EpollSocketChannel(EventLoop& loop, const ChannelConfig& config, int fd, SocketAddress remote);
   ~EpollSocketChannel() override;
 
+  int native_fd() const noexcept override { return fd_; }
+
  protected:
   void do_register() override;
   void do_begin_read() override;

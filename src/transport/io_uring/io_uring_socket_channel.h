@@ -18,6 +18,8 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   IoUringSocketChannel(EventLoop& loop, const ChannelConfig& config, int fd, SocketAddress remote);
   ~IoUringSocketChannel() override;
 
+  int native_fd() const noexcept override { return fd_; }
+
  protected:
   void do_register() override;
   void do_begin_read() override;

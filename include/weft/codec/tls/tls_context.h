@@ -91,6 +91,9 @@ class TlsContext {
   ssl_ctx_st* native_handle() const noexcept { return ctx_; }
   /// Thread-safe. Client sessions kept for resumption.
   std::size_t cached_client_sessions() const;
+  /// Thread-safe. Whether handlers on this context hand the keys of what they send to the kernel
+  /// after the handshake, where the kernel offers it (TlsContextBuilder::kernel_tls).
+  bool kernel_tls() const noexcept { return kernel_tls_; }
 
  private:
   friend class TlsContextBuilder;
@@ -107,6 +110,7 @@ class TlsContext {
   ssl_ctx_st* ctx_ = nullptr;
   bool server_;
   bool resume_sessions_ = true;
+  bool kernel_tls_ = false;
   TlsVerify verify_ = TlsVerify::none;
   std::vector<std::string> protocols_;
   std::unordered_map<std::string, TlsContextPtr> server_names_;  // lower-case host -> context
@@ -168,6 +172,15 @@ class TlsContextBuilder {
   /// to read or write (default true, as nginx and Netty do): less memory per idle connection, one
   /// allocation and free per read and write batch. False keeps them for the connection's life.
   TlsContextBuilder& release_idle_buffers(bool on);
+  /// kTLS, sending side (default false): after the handshake, a connection on a socket gives the
+  /// keys of what it sends to the kernel (Linux's `tls` ULP), which then makes the records itself --
+  /// writes go to the socket as plaintext, with no copy into a record buffer in user space; what
+  /// arrives is still decrypted by OpenSSL. Only where the kernel offers it (detected once per
+  /// process, with one log line at info level either way) and for AES-128-GCM, AES-256-GCM and
+  /// ChaCha20-Poly1305 on TLS 1.2 and 1.3; other connections make their records in user space as
+  /// without it. Under kTLS a peer's request for a key update ends the connection (TlsError). Set
+  /// it on the contexts that SNI picks as well. See docs/tls.md.
+  TlsContextBuilder& kernel_tls(bool on);
 
   /// The context. Throws TlsError with OpenSSL's reason when OpenSSL refuses a setting (a PEM
   /// that does not parse, a key that does not match the certificate, an unknown cipher), and
@@ -201,6 +214,7 @@ class TlsContextBuilder {
   std::map<std::string, TlsContextPtr> server_names_;
   TlsServerNameResolver resolver_;
   bool release_buffers_ = true;
+  bool kernel_tls_ = false;
 };
 
 }  // namespace weft

@@ -31,13 +31,20 @@
 ///   name, for the remote IP address); the session a server gave for the same name and port is
 ///   offered again. Renegotiation is refused both ways.
 ///
+/// - kTLS (TlsContextBuilder::kernel_tls, off by default): once the handshake has succeeded and
+///   everything OpenSSL wrote has left the write queue, the keys of the sending direction go to the
+///   kernel, and writes are passed on as plaintext for the kernel to make the records (no record
+///   sizes of ours then); reading stays with OpenSSL. From then on OpenSSL may not write: a peer's
+///   request for a key update ends the connection with a TlsError, and close_notify is sent through
+///   the kernel. Where the kernel does not offer it, or for another cipher, records are made here.
+///
 /// Loop thread only, like every handler, unless a method says otherwise. One handler per channel.
-/// kTLS (handing the keys to the kernel) is not done: records are always made in user space.
 
 #include <any>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +81,8 @@ struct TlsHandlerOptions {
 };
 
 namespace detail {
+class KernelTlsHandoff;
+
 // The buffers OpenSSL reads ciphertext from and writes it to (through a BIO of weft's own).
 struct TlsIo {
   ByteBuf in;                             // received ciphertext OpenSSL has not taken yet
@@ -153,9 +162,14 @@ class TlsHandler final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf
   std::size_t buffered_bytes() const noexcept;
   /// OpenSSL's SSL object once the handshake has started (null before): for what weft does not offer.
   ssl_st* native_handle() const noexcept { return ssl_; }
+  /// Loop thread only. Whether the kernel makes the records this connection sends (kTLS, see
+  /// TlsContextBuilder::kernel_tls): false before the handoff and where it did not happen.
+  bool is_kernel_tls() const noexcept { return kernel_ == Kernel::on; }
 
  private:
   enum class State : std::uint8_t { idle, handshaking, established, closing, failed, closed };
+  // kTLS of the sending direction: not asked for (or given up), waiting for its moment, handed off.
+  enum class Kernel : std::uint8_t { off, pending, on };
 
   void start(Context& ctx);
   void configure_client(Context& ctx);
@@ -173,9 +187,21 @@ class TlsHandler final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf
   // Forgets the plaintext queued during the handshake (sent, or never to be) and its writability count.
   void drop_pending_writes(Context& ctx);
   void fail_connection(Context& ctx, const char* what);
+  void fail_connection(Context& ctx, const char* what, std::string reason);
+  // kTLS (kernel_tls.h): hands the sending direction to the kernel if this is the moment.
+  void try_kernel_handoff(Context& ctx);
+  void give_up_kernel_tls(const char* why);
+  // After a read: false when OpenSSL owes the peer an answer it may not send under kTLS (the
+  // connection is failed then).
+  bool kernel_allows_answers(Context& ctx);
+  // Whether `plaintext` went to the kernel (after trying the handoff); false: encrypt it here.
+  bool write_through_kernel(Context& ctx, ByteBuf& plaintext);
+  // Sends the close_notify owed through the kernel once the write queue is empty.
+  void send_kernel_close_notify(Context& ctx);
 
   // The hot part first: what every read and write touches.
   State state_ = State::idle;
+  Kernel kernel_ = Kernel::off;
   bool close_started_ = false;  // close_when_written has run: the next close() goes through
   bool resumed_ = false;
   ssl_st* ssl_ = nullptr;
@@ -195,6 +221,8 @@ class TlsHandler final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf
   std::string protocol_;
   std::string server_name_;
   std::string session_key_;  // client: the peer, for the context's session cache
+  std::unique_ptr<detail::KernelTlsHandoff> kernel_handoff_;  // while kernel_ is pending
+  bool kernel_close_notify_owed_ = false;
 
   friend struct TlsHandlerAccess;  // OpenSSL's callbacks (tls_handler.cc)
 };
