@@ -395,10 +395,7 @@ void TlsHandler::decrypt(Context& ctx) {
       // that would only say so.
       if (!io_.in.is_readable() && SSL_pending(ssl_) == 0) {
         ctx.fire_read(std::move(plaintext));
-        if (io_.out.is_readable() && ctx.channel().is_open()) {  // a post-handshake answer (key update)
-          pass_on_output(ctx);
-          ctx.flush();
-        }
+        pass_on_answers(ctx);
         return;
       }
       continue;
@@ -406,11 +403,7 @@ void TlsHandler::decrypt(Context& ctx) {
     const int error = SSL_get_error(ssl_, rc);
     if (plaintext.is_readable()) ctx.fire_read(std::move(plaintext));
     if (error == SSL_ERROR_WANT_READ) {
-      if (kernel_ != Kernel::off && !kernel_allows_answers(ctx)) return;
-      if (io_.out.is_readable() && ctx.channel().is_open()) {  // a post-handshake answer (an alert, a key update)
-        pass_on_output(ctx);
-        ctx.flush();
-      }
+      pass_on_answers(ctx);
       return;
     }
     if (error == SSL_ERROR_ZERO_RETURN) {
@@ -419,6 +412,14 @@ void TlsHandler::decrypt(Context& ctx) {
     }
     fail_connection(ctx, "TLS record refused");
     return;
+  }
+}
+
+void TlsHandler::pass_on_answers(Context& ctx) {
+  if (kernel_ != Kernel::off && !kernel_allows_answers(ctx)) return;
+  if (io_.out.is_readable() && ctx.channel().is_open()) {
+    pass_on_output(ctx);
+    ctx.flush();
   }
 }
 

@@ -179,6 +179,9 @@ class TlsHandler final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf
   void decrypt(Context& ctx);
   void encrypt(Context& ctx, ByteBuf& plaintext);
   void pass_on_output(Context& ctx);
+  // After decrypting: what OpenSSL made while reading (an alert, a key update's answer) goes out,
+  // unless kernel TLS forbids it (then the connection ends).
+  void pass_on_answers(Context& ctx);
   void received_close_notify(Context& ctx);
   void send_close_notify(Context& ctx);
   void close_when_written(Context& ctx);
