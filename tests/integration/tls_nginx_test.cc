@@ -26,6 +26,7 @@
 #include "support/tls_certs.h"
 #include "support/transports.h"
 #include "weft/codec/http1/client_codec.h"
+#include "weft/codec/http2/client.h"
 #include "weft/codec/tls/tls_events.h"
 #include "weft/codec/tls/tls_handler.h"
 #include "weft/weft.h"
@@ -211,6 +212,29 @@ TEST_P(TlsNginxTest, WeftsClientTalksHttpsToNginxResumesAndClosesCleanly) {
     ASSERT_TRUE(answers->close_notify.future().wait_for(20s));
     ASSERT_TRUE(client->close_future().wait_for(20s));
   }
+}
+
+// weft's HTTP/2 client over TLS (ALPN h2) against nginx: 50 requests multiplexed on one connection.
+TEST_P(TlsNginxTest, WeftsHttp2ClientTalksH2ToNginx) {
+  NginxTls nginx;
+  ASSERT_TRUE(nginx.running()) << nginx.error();
+  EventLoopGroup group(transport(), 1);
+  http2::Client::Options options;
+  options.tls = test_client_context({"h2"});
+  options.server_name = "localhost";
+  auto client = http2::Client::connect(group, SocketAddress::loopback(nginx.port()), options).get();
+  std::vector<Future<http::HttpClientResponse>> answers;
+  for (int i = 0; i < 50; ++i) {
+    answers.push_back(client->request(http::HttpClientRequest("GET", i % 2 == 0 ? "/json" : "/plaintext")));
+  }
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(answers[static_cast<std::size_t>(i)].wait_for(20s)) << i;
+    const http::HttpClientResponse& r = answers[static_cast<std::size_t>(i)].get();
+    EXPECT_EQ(r.status(), 200);
+    EXPECT_EQ(r.body_view(), i % 2 == 0 ? "{\"message\":\"Hello, World!\"}" : "Hello, World!") << i;
+    EXPECT_EQ(r.header("content-type"), i % 2 == 0 ? "application/json" : "text/plain");
+  }
+  client->close().wait_for(5s);
 }
 
 WEFT_ON_EVERY_TRANSPORT(TlsNginxTest);

@@ -16,6 +16,10 @@
 #include "weft/codec/http1/request_parser.h"
 #include "weft/core/error.h"
 
+namespace weft::http2 {
+class ClientCodec;
+}
+
 namespace weft::http {
 
 /// A response that could not be parsed, or broke a limit.
@@ -125,6 +129,7 @@ class HttpClientResponse {
 
  private:
   friend class ClientCodec;
+  friend class http2::ClientCodec;  // builds responses from HTTP/2 streams
   ResponseHead head_;
   ByteBuf head_bytes_;
   ByteBuf body_;

@@ -1,0 +1,169 @@
+#pragma once
+/// @file
+/// The HTTP/2 client (on libnghttp2): a connection that multiplexes requests.
+///
+///   auto client = co_await weft::http2::Client::connect(group, address);    // h2c, prior knowledge
+///   auto secure = co_await weft::http2::Client::connect(group, address,      // h2 by ALPN over TLS
+///                     {.tls = weft::TlsContext::client().application_protocols({"h2"}).build(),
+///                      .server_name = "example.com"});
+///   weft::http::HttpClientResponse r = co_await client->request(weft::http::HttpClientRequest("GET", "/json"));
+///
+/// Below Client is ClientCodec, a pipeline handler: http::HttpClientRequest out, bytes out; bytes
+/// in, http::HttpClientResponse in. Each request is a stream of its own; answers come as streams
+/// end, in any order. The server's SETTINGS are honoured -- its concurrency limit too: nghttp2
+/// opens a stream past it only when another has closed, and ClientSettings::max_queued_requests
+/// bounds the requests waiting so. A GOAWAY fails the requests the server says it did not process
+/// with ClientStreamError::refused() (safe to send again on another connection), and the requests
+/// made after it at once, the same way; the others still complete. Responses are whole (the body
+/// up to ClientSettings::max_response_body); header names are lowercase; version() is
+/// http::Version::http2.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/channel/channel.h"
+#include "weft/channel/context.h"
+#include "weft/channel/handler.h"
+#include "weft/channel/socket_address.h"
+#include "weft/codec/http1/client_codec.h"
+#include "weft/codec/tls/tls_context.h"
+#include "weft/core/error.h"
+#include "weft/core/event_loop_group.h"
+#include "weft/core/future.h"
+
+struct nghttp2_session;
+
+namespace weft::http2 {
+
+/// A request the connection could not carry through: the server reset its stream, refused it
+/// (REFUSED_STREAM, or above the last stream a GOAWAY said it would process), or its response
+/// broke a limit.
+class ClientStreamError : public Error {
+ public:
+  /// `error_code`: the HTTP/2 error code (RFC 9113 7); `refused`: the server did not process it.
+  ClientStreamError(std::string_view what, std::uint32_t error_code, bool refused)
+      : Error(std::string(what)), error_code_(error_code), refused_(refused) {}
+  /// The HTTP/2 error code.
+  std::uint32_t error_code() const noexcept { return error_code_; }
+  /// Whether the server did not process the request: sending it again elsewhere is safe.
+  bool refused() const noexcept { return refused_; }
+
+ private:
+  std::uint32_t error_code_;
+  bool refused_;
+};
+
+/// The client's side of a connection.
+struct ClientSettings {
+  /// The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE), and of the connection.
+  std::uint32_t initial_window_size = 1u << 20;
+  /// A response body past this resets its stream; the request fails with ClientStreamError.
+  std::size_t max_response_body = 64u << 20;
+  /// Requests waiting for the server's concurrency limit; past it a request fails at once.
+  std::size_t max_queued_requests = 10000;
+  /// :authority of requests without a Host header; empty: the remote address.
+  std::string authority;
+  /// :scheme; empty: "http" (Client::connect makes it "https" over TLS).
+  std::string scheme;
+};
+
+/// The HTTP/2 client codec (see the file's description). One per channel; loop thread only.
+class ClientCodec final : public Handler {
+ public:
+  explicit ClientCodec(ClientSettings settings = {});
+  ~ClientCodec() override;
+  ClientCodec(const ClientCodec&) = delete;
+  ClientCodec& operator=(const ClientCodec&) = delete;
+
+  /// ByteBuf -> http::HttpClientResponse inbound, http::HttpClientRequest -> ByteBuf outbound.
+  MessageTypes message_types() const noexcept override {
+    return {&typeid(ByteBuf), &typeid(http::HttpClientResponse), &typeid(http::HttpClientRequest), &typeid(ByteBuf)};
+  }
+  /// Loop thread only. Makes the session; the preface and SETTINGS leave once the channel is active.
+  void handler_added(Context& ctx) override;
+  /// Loop thread only. Fails what is still waiting (ChannelClosedError).
+  void handler_removed(Context& ctx) override;
+  /// Loop thread only. Sends the preface and SETTINGS.
+  void channel_active(Context& ctx) override;
+  /// Loop thread only. Fails every request still waiting with ChannelClosedError.
+  void channel_inactive(Context& ctx) override;
+  /// Loop thread only. The server's frames.
+  void read_message(Context& ctx, MessageRef message) override;
+  /// Loop thread only. An http::HttpClientRequest: sent as request() does; its response is fired
+  /// down the pipeline (in the order responses end), a failure as an exception event.
+  void write_message(Context& ctx, MessageRef message) override;
+
+  /// Loop thread only. Sends `request` on a new stream; `done` completes with its response or fails
+  /// (ClientStreamError, ChannelClosedError).
+  void request(http::HttpClientRequest request, Promise<http::HttpClientResponse> done);
+  /// Loop thread only. Requests sent or queued whose response has not ended.
+  std::size_t outstanding() const noexcept { return streams_.size(); }
+  /// Thread-safe. Completes when the server's first SETTINGS have arrived (requests sent earlier are
+  /// opened under the protocol's defaults, and the server may refuse those past its limit); fails
+  /// with ChannelClosedError if the connection ends first.
+  Future<void> ready() const { return ready_.future(); }
+  /// Loop thread only. Whether the server sent GOAWAY.
+  bool goaway_received() const noexcept { return goaway_; }
+
+ private:
+  struct Stream;
+  struct Callbacks;  // nghttp2's callbacks (client.cc)
+
+  void submit(http::HttpClientRequest request, Promise<http::HttpClientResponse> done, bool fire);
+  void send_pending();
+  void finish(std::int32_t id, std::uint32_t error_code);
+  void fail_all(std::exception_ptr error);
+  void deliver(Stream& s, std::exception_ptr error, http::HttpClientResponse* response);
+
+  ClientSettings settings_;
+  Context* ctx_ = nullptr;
+  nghttp2_session* session_ = nullptr;
+  bool in_nghttp2_ = false;
+  bool goaway_ = false;
+  bool started_ = false;
+  std::int32_t goaway_last_stream_ = 0;
+  Promise<void> ready_;
+  std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
+};
+
+/// A connection to an HTTP/2 server that multiplexes requests (see the file's description).
+/// Thread-safe unless a method says otherwise.
+class Client {
+ public:
+  /// How to reach the server.
+  struct Options {
+    /// TLS with ALPN "h2" (the context should offer it); null: cleartext with prior knowledge.
+    TlsContextPtr tls;
+    /// TLS: the name sent as SNI and checked against the certificate.
+    std::string server_name;
+    ClientSettings settings;
+  };
+
+  /// Connects to `address` on a loop of `group`; completes once the connection is ready: the
+  /// server's SETTINGS (its concurrency limit) have arrived, and over TLS the handshake chose h2
+  /// (another protocol fails it with Error).
+  static Future<std::shared_ptr<Client>> connect(EventLoopGroup& group, const SocketAddress& address,
+                                                 Options options = {});
+
+  /// Sends `request`; the future completes with its response (see ClientCodec::request).
+  Future<http::HttpClientResponse> request(http::HttpClientRequest request);
+  /// Closes the connection; requests still waiting fail with ChannelClosedError.
+  Future<void> close() { return channel_->close(); }
+  /// The connection's channel.
+  Channel& channel() const noexcept { return *channel_; }
+
+  /// For connect(); use connect().
+  Client(ChannelPtr channel, std::shared_ptr<ClientCodec> codec) noexcept
+      : channel_(std::move(channel)), codec_(std::move(codec)) {}
+
+ private:
+  ChannelPtr channel_;
+  std::shared_ptr<ClientCodec> codec_;
+};
+
+}  // namespace weft::http2

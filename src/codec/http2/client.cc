@@ -1,0 +1,410 @@
+#include "weft/codec/http2/client.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "weft/buffer/byte_buf_allocator.h"
+#include "weft/channel/bootstrap.h"
+#include "weft/codec/tls/tls_handler.h"
+#include "weft/core/log.h"
+
+namespace weft::http2 {
+
+namespace {
+
+// Header fields HTTP/2 forbids (RFC 9113 8.2.2); Host becomes :authority.
+bool connection_specific(std::string_view lower_name) noexcept {
+  return lower_name == "connection" || lower_name == "keep-alive" || lower_name == "transfer-encoding" ||
+         lower_name == "upgrade" || lower_name == "proxy-connection" || lower_name == "host";
+}
+
+nghttp2_nv field(const std::string& name, const std::string& value) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+}  // namespace
+
+struct ClientCodec::Stream {
+  Promise<http::HttpClientResponse> done;
+  bool fire = false;     // written down the pipeline: the response is fired, not given to `done`
+  ByteBuf upload;        // the request body still to send
+  int status = 0;
+  std::string fields;    // name, '\0', value, '\0' for each field received
+  std::size_t field_count = 0;
+  ByteBuf body;
+  const char* failure = nullptr;  // a limit the response broke
+};
+
+struct ClientCodec::Callbacks {
+  static ClientCodec& self(void* user_data) { return *static_cast<ClientCodec*>(user_data); }
+  static Stream* stream(void* user_data, std::int32_t id) {
+    auto& streams = self(user_data).streams_;
+    auto it = streams.find(id);
+    return it == streams.end() ? nullptr : it->second.get();
+  }
+
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t name_length,
+                       const std::uint8_t* value, std::size_t value_length, std::uint8_t, void* user_data) {
+    Stream* s = stream(user_data, frame->hd.stream_id);
+    if (s == nullptr || frame->hd.type != NGHTTP2_HEADERS) return 0;
+    const std::string_view n(reinterpret_cast<const char*>(name), name_length);
+    const std::string_view v(reinterpret_cast<const char*>(value), value_length);
+    if (n == ":status") {
+      int status = 0;
+      std::from_chars(v.data(), v.data() + v.size(), status);
+      if (status >= 200 || s->status == 0) {  // a final status replaces an interim one and its fields
+        s->fields.clear();
+        s->field_count = 0;
+      }
+      s->status = status;
+      return 0;
+    }
+    if (s->status >= 100 && s->status < 200) return 0;  // an interim response's fields
+    if (s->field_count == http::ResponseHead::kInlineHeaders) {
+      s->failure = "the response has more header fields than a ResponseHead holds";
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
+    }
+    s->fields.append(n).push_back('\0');
+    s->fields.append(v).push_back('\0');
+    ++s->field_count;
+    return 0;
+  }
+
+  static int on_data(nghttp2_session* session, std::uint8_t, std::int32_t id, const std::uint8_t* data,
+                     std::size_t length, void* user_data) {
+    ClientCodec& codec = self(user_data);
+    Stream* s = stream(user_data, id);
+    if (s == nullptr || s->failure != nullptr) return 0;
+    if (s->body.readable_bytes() + length > codec.settings_.max_response_body) {
+      s->failure = "the response body is larger than ClientSettings::max_response_body";
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+      return 0;
+    }
+    if (!s->body.has_storage()) s->body = codec.ctx_->allocator().buffer(std::max<std::size_t>(length, 1024));
+    s->body.ensure_writable(length);
+    s->body.write_bytes(data, length);
+    return 0;
+  }
+
+  static int on_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* user_data) {
+    self(user_data).finish(id, error_code);
+    return 0;
+  }
+
+  static int on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
+      self(user_data).ready_.set_value();  // the first time only
+    }
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+      ClientCodec& codec = self(user_data);
+      codec.goaway_ = true;
+      codec.goaway_last_stream_ = frame->goaway.last_stream_id;
+    }
+    return 0;
+  }
+
+  static ssize_t read_upload(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
+                             std::uint32_t* flags, nghttp2_data_source* source, void*) {
+    ByteBuf& upload = *static_cast<ByteBuf*>(source->ptr);
+    const std::size_t n = std::min(length, upload.readable_bytes());
+    if (n > 0) {
+      std::copy_n(upload.read_ptr(), n, buf);
+      upload.skip_bytes(n);
+    }
+    if (!upload.is_readable()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+  }
+};
+
+ClientCodec::ClientCodec(ClientSettings settings) : settings_(std::move(settings)) {}
+
+ClientCodec::~ClientCodec() {
+  if (session_ != nullptr) nghttp2_session_del(session_);
+}
+
+void ClientCodec::handler_added(Context& ctx) {
+  ctx_ = &ctx;
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, Callbacks::on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::on_data);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::on_close);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::on_frame);
+  const int rv = nghttp2_session_client_new(&session_, callbacks, this);
+  nghttp2_session_callbacks_del(callbacks);
+  if (rv != 0) throw Error(std::string("HTTP/2 client: ") + nghttp2_strerror(rv));
+  const std::array<nghttp2_settings_entry, 2> entries = {{
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings_.initial_window_size},
+  }};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries.data(), entries.size());
+  if (settings_.initial_window_size > 65535) {  // the connection's window grows with the streams'
+    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                          static_cast<std::int32_t>(settings_.initial_window_size));
+  }
+  if (ctx.channel().is_active()) channel_active(ctx);
+}
+
+void ClientCodec::handler_removed(Context&) {
+  fail_all(std::make_exception_ptr(ChannelClosedError("the HTTP/2 client codec was removed")));
+  ctx_ = nullptr;
+}
+
+void ClientCodec::channel_active(Context& ctx) {
+  if (!started_) {
+    started_ = true;
+    if (settings_.scheme.empty()) settings_.scheme = "http";
+    if (settings_.authority.empty()) settings_.authority = ctx.channel().remote_address().to_string();
+    send_pending();
+  }
+  if (!ctx.is_removed()) ctx.fire_channel_active();
+}
+
+void ClientCodec::channel_inactive(Context& ctx) {
+  fail_all(std::make_exception_ptr(ChannelClosedError("the HTTP/2 connection closed before the response")));
+  ctx.fire_channel_inactive();
+}
+
+void ClientCodec::read_message(Context& ctx, MessageRef message) {
+  if (!message.is<ByteBuf>()) {
+    ctx.fire_read(std::move(message));
+    return;
+  }
+  ByteBuf& bytes = message.as<ByteBuf>();
+  in_nghttp2_ = true;
+  const auto rv = nghttp2_session_mem_recv(session_, bytes.read_ptr(), bytes.readable_bytes());
+  in_nghttp2_ = false;
+  if (rv < 0) {
+    log(LogLevel::debug, "channel {}: HTTP/2 client: {}; closing", ctx.channel().id(), nghttp2_strerror(static_cast<int>(rv)));
+    send_pending();
+    fail_all(std::make_exception_ptr(Error(std::string("HTTP/2 connection error: ") +
+                                           nghttp2_strerror(static_cast<int>(rv)))));
+    ctx.channel().close_after_flush();
+    return;
+  }
+  send_pending();
+}
+
+void ClientCodec::write_message(Context& ctx, MessageRef message) {
+  if (!message.is<http::HttpClientRequest>()) {
+    ctx.write(std::move(message));
+    return;
+  }
+  submit(std::move(message.as<http::HttpClientRequest>()), Promise<http::HttpClientResponse>(&ctx.loop()), true);
+}
+
+void ClientCodec::request(http::HttpClientRequest request, Promise<http::HttpClientResponse> done) {
+  submit(std::move(request), std::move(done), false);
+}
+
+void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClientResponse> done, bool fire) {
+  if (fire) {  // written down the pipeline: a failure is an exception event
+    done.future().add_listener([ctx = ctx_](const Future<http::HttpClientResponse>& f) {
+      if (auto error = f.error(); error && ctx != nullptr && ctx->channel().is_open()) ctx->fire_exception(error);
+    });
+  }
+  if (ctx_ == nullptr || session_ == nullptr || !ctx_->channel().is_open()) {
+    done.fail(ChannelClosedError("the HTTP/2 connection is closed"));
+    return;
+  }
+  if (goaway_) {
+    done.fail(ClientStreamError("the server sent GOAWAY: no new requests on this connection", NGHTTP2_REFUSED_STREAM, true));
+    return;
+  }
+  const std::uint32_t limit = nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  if (streams_.size() >= limit + settings_.max_queued_requests) {
+    done.fail(ClientStreamError("too many requests wait for the server's concurrency limit", NGHTTP2_REFUSED_STREAM, true));
+    return;
+  }
+  // The fields: pseudo-headers first, then the request's own, names lowercase.
+  std::vector<std::string> strings;
+  strings.reserve(16);
+  std::string authority = settings_.authority;
+  std::vector<std::pair<std::string, std::string>> regular;
+  for (std::string_view block = request.header_block(); !block.empty();) {
+    const std::size_t end = block.find("\r\n");
+    const std::string_view line = block.substr(0, end);
+    block = end == std::string_view::npos ? std::string_view() : block.substr(end + 2);
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; });
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    if (name == "host") authority = std::string(value);
+    if (connection_specific(name)) continue;
+    regular.emplace_back(std::move(name), std::string(value));
+  }
+  auto s = std::make_unique<Stream>();
+  s->done = std::move(done);
+  s->fire = fire;
+  s->upload = std::move(request.owned_body());
+  if (s->upload.is_readable()) regular.emplace_back("content-length", std::to_string(s->upload.readable_bytes()));
+  const std::string method_name = ":method", scheme_name = ":scheme", authority_name = ":authority", path_name = ":path";
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(4 + regular.size());
+  nva.push_back(field(method_name, request.method()));
+  nva.push_back(field(scheme_name, settings_.scheme));
+  nva.push_back(field(authority_name, authority));
+  nva.push_back(field(path_name, request.target()));
+  for (const auto& [name, value] : regular) nva.push_back(field(name, value));
+
+  nghttp2_data_provider provider{};
+  provider.source.ptr = &s->upload;
+  provider.read_callback = Callbacks::read_upload;
+  const std::int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
+                                                 s->upload.is_readable() ? &provider : nullptr, nullptr);
+  if (id < 0) {
+    s->done.fail(ClientStreamError(std::string("HTTP/2 request refused: ") + nghttp2_strerror(id),
+                                   NGHTTP2_REFUSED_STREAM, true));
+    return;
+  }
+  streams_.emplace(id, std::move(s));
+  send_pending();
+}
+
+void ClientCodec::send_pending() {
+  if (session_ == nullptr || in_nghttp2_ || ctx_ == nullptr || !started_) return;
+  Context& ctx = *ctx_;
+  ByteBuf out;
+  for (;;) {
+    const std::uint8_t* data = nullptr;
+    in_nghttp2_ = true;
+    const auto n = nghttp2_session_mem_send(session_, &data);
+    in_nghttp2_ = false;
+    if (n <= 0) break;
+    if (!out.has_storage()) out = ctx.allocator().buffer(std::max<std::size_t>(static_cast<std::size_t>(n), 4096));
+    out.ensure_writable(static_cast<std::size_t>(n));
+    out.write_bytes(data, static_cast<std::size_t>(n));
+  }
+  if (out.is_readable() && ctx.channel().is_open()) ctx.write_and_flush(std::move(out));
+}
+
+void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  std::unique_ptr<Stream> s = std::move(it->second);
+  streams_.erase(it);
+  if (s->failure != nullptr) {
+    deliver(*s, std::make_exception_ptr(ClientStreamError(s->failure, NGHTTP2_CANCEL, false)), nullptr);
+    return;
+  }
+  if (error_code != NGHTTP2_NO_ERROR || s->status == 0) {
+    const bool refused = error_code == NGHTTP2_REFUSED_STREAM || (goaway_ && id > goaway_last_stream_);
+    std::string what = refused ? "the server did not process the request" : "the server reset the stream";
+    what += " (HTTP/2 error code " + std::to_string(error_code) + ")";
+    deliver(*s, std::make_exception_ptr(ClientStreamError(what, error_code, refused)), nullptr);
+    return;
+  }
+  http::HttpClientResponse response;
+  response.head_.version = http::Version::http2;
+  response.head_.status = s->status;
+  if (!s->fields.empty()) {
+    response.head_bytes_ = ctx_->allocator().buffer(s->fields.size());
+    response.head_bytes_.write_bytes(s->fields.data(), s->fields.size());
+    const char* p = reinterpret_cast<const char*>(response.head_bytes_.read_ptr());
+    for (std::size_t i = 0; i < s->field_count; ++i) {
+      const std::string_view name(p);
+      const std::string_view value(p + name.size() + 1);
+      response.head_.inline_headers[i] = http::Header{name, value};
+      if (name == "content-length") {
+        std::uint64_t length = 0;
+        if (std::from_chars(value.data(), value.data() + value.size(), length).ec == std::errc()) {
+          response.head_.content_length = length;
+        }
+      }
+      p += name.size() + value.size() + 2;
+    }
+    response.head_.header_count = s->field_count;
+  }
+  response.body_ = std::move(s->body);
+  deliver(*s, nullptr, &response);
+}
+
+void ClientCodec::deliver(Stream& s, std::exception_ptr error, http::HttpClientResponse* response) {
+  if (error) {
+    s.done.set_error(std::move(error));  // a written request's listener fires it as an exception event
+  } else if (s.fire) {
+    s.done.set_value(http::HttpClientResponse());
+    if (ctx_ != nullptr) ctx_->fire_read(std::move(*response));
+  } else {
+    s.done.set_value(std::move(*response));
+  }
+}
+
+void ClientCodec::fail_all(std::exception_ptr error) {
+  ready_.set_error(error);  // when the SETTINGS never came
+  auto streams = std::move(streams_);
+  streams_.clear();
+  for (auto& [id, s] : streams) s->done.set_error(error);
+}
+
+// ---- Client -------------------------------------------------------------------------------------
+
+Future<std::shared_ptr<Client>> Client::connect(EventLoopGroup& group, const SocketAddress& address, Options options) {
+  if (options.tls && options.settings.scheme.empty()) options.settings.scheme = "https";
+  auto codec = std::make_shared<ClientCodec>(options.settings);
+  std::shared_ptr<TlsHandler> tls;
+  if (options.tls) tls = std::make_shared<TlsHandler>(options.tls, options.server_name);
+  Promise<std::shared_ptr<Client>> ready;
+  Future<ChannelPtr> connected = Bootstrap()
+                                     .group(group)
+                                     .option(option::tcp_nodelay, true)
+                                     .handler([codec, tls](Channel& ch) {
+                                       if (tls) ch.pipeline().add_last("tls", tls);
+                                       ch.pipeline().add_last("http2", codec);
+                                     })
+                                     .connect(address);
+  connected.add_listener([ready, codec, tls](const Future<ChannelPtr>& f) mutable {
+    if (auto error = f.error()) {
+      ready.set_error(error);
+      return;
+    }
+    ChannelPtr channel = f.get();
+    auto when_settled = [ready, codec, channel]() mutable {
+      codec->ready().add_listener([ready, codec, channel](const Future<void>& settings) mutable {
+        if (auto error = settings.error()) {
+          ready.set_error(error);
+        } else {
+          ready.set_value(std::make_shared<Client>(channel, codec));
+        }
+      });
+    };
+    if (!tls) {
+      when_settled();
+      return;
+    }
+    tls->handshake_future().add_listener([ready, tls, channel, when_settled](const Future<void>& h) mutable {
+      if (auto error = h.error()) {
+        ready.set_error(error);
+        return;
+      }
+      if (tls->application_protocol() != "h2") {
+        channel->close();
+        ready.fail(Error("the server did not choose h2 by ALPN (it chose '" + tls->application_protocol() + "')"));
+        return;
+      }
+      when_settled();
+    });
+  });
+  return ready.future();
+}
+
+Future<http::HttpClientResponse> Client::request(http::HttpClientRequest request) {
+  Promise<http::HttpClientResponse> done(&channel_->loop());
+  Future<http::HttpClientResponse> future = done.future();
+  const bool posted = channel_->loop().try_execute(
+      [codec = codec_, request = std::move(request), done]() mutable { codec->request(std::move(request), done); });
+  if (!posted) done.fail(ChannelClosedError("the HTTP/2 client's loop has terminated"));
+  return future;
+}
+
+}  // namespace weft::http2
