@@ -391,7 +391,10 @@ void ServerCodec::handler_added(Context& ctx) {
   nghttp2_option_set_max_settings(option, 32);
   // The stream API returns windows by hand: a child's stream window as it reads.
   streams_enabled_ = static_cast<bool>(settings_.stream_initializer);
-  if (streams_enabled_) nghttp2_option_set_no_auto_window_update(option, 1);
+  if (streams_enabled_) {
+    nghttp2_option_set_no_auto_window_update(option, 1);
+    alive_ = std::make_shared<bool>(true);
+  }
   // nghttp2's small objects from the thread's free lists (session_memory.h), not malloc.
   const int rv = nghttp2_session_server_new3(&session_, callbacks.cb, this, option, detail::session_memory());
   nghttp2_option_del(option);
@@ -721,7 +724,16 @@ void ServerCodec::send_pending(Context& ctx) {
   in_nghttp2_ = true;
   const int rv = nghttp2_session_send(session_);
   in_nghttp2_ = false;
-  if (!child_work_.empty()) run_children();  // the children's bytes just framed go back to their writability
+  if (!child_work_.empty()) {
+    // The children's bytes just framed go back to their writability. Not inside a child's own call
+    // (its write, flush or close): another child's events must not run nested in it, so a loop
+    // task serves them.
+    if (child_calling_ != nullptr && !running_children_) {
+      post_children();
+    } else {
+      run_children();
+    }
+  }
   if (rv != 0) {
     log(LogLevel::debug, "channel {}: HTTP/2 send failed: {}; closing", ctx.channel().id(), nghttp2_strerror(rv));
     finished_ = true;
@@ -1050,6 +1062,19 @@ void ServerCodec::run_children() {
   }
 }
 
+// run_children() from a loop task (see send_pending).
+void ServerCodec::post_children() {
+  if (children_posted_ || ctx_ == nullptr || !alive_) return;
+  children_posted_ = true;
+  ctx_->loop().execute([this, alive = std::weak_ptr<bool>(alive_)] {
+    if (alive.expired()) return;
+    children_posted_ = false;
+    if (ctx_ == nullptr || session_ == nullptr) return;
+    run_children();
+    if (!finished_ && nghttp2_session_want_write(session_)) flush(*ctx_);  // what the children earned (WINDOW_UPDATE)
+  });
+}
+
 void ServerCodec::serve_child(StreamChannel& ch) {
   if (ch.codec_ != this) return;  // detached (and closed) meanwhile
   if (!ch.started_) {
@@ -1081,7 +1106,18 @@ void ServerCodec::detach_children() noexcept {
 
 // ---- the child's operations
 
+namespace {
+// Marks a child's call on the codec as on the stack (see send_pending).
+struct ChildCall {
+  ChildCall(StreamChannel*& calling, StreamChannel& child) noexcept : slot(calling), outer(calling) { slot = &child; }
+  ~ChildCall() { slot = outer; }
+  StreamChannel*& slot;
+  StreamChannel* outer;
+};
+}  // namespace
+
 void ServerCodec::child_write(StreamChannel& ch, MessageRef message) {
+  const ChildCall call(child_calling_, ch);
   if (ch.stream_closed_ || session_ == nullptr || finished_) {
     log(LogLevel::debug, "channel {}: HTTP/2 stream {} is gone; a {} written to it was dropped", ctx_->channel().id(),
         ch.id_, type_name(message.type()));
@@ -1164,6 +1200,7 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
 // (at the end of the read when the codec is reading: one send for all the children).
 void ServerCodec::child_flush(StreamChannel& ch) {
   if (session_ == nullptr || finished_) return;
+  const ChildCall call(child_calling_, ch);
   if (!ch.stream_closed_ && ch.deferred_ && (ch.out_bytes_ > ch.out_promised_ || ch.out_ended_)) {
     ch.deferred_ = false;
     nghttp2_session_resume_data(session_, ch.id_);
@@ -1178,6 +1215,7 @@ void ServerCodec::child_flush(StreamChannel& ch) {
 // The child closed: before its response ended, the stream is reset (RST_STREAM(CANCEL)); after, the
 // response goes on leaving and what the client still sends is dropped.
 void ServerCodec::child_closed(StreamChannel& ch) {
+  const ChildCall call(child_calling_, ch);
   ch.input_closed_ = true;
   const std::size_t held = std::exchange(ch.in_bytes_, 0);
   ch.in_headers_.reset();

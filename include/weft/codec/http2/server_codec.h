@@ -130,6 +130,7 @@ class ServerCodec final : public Handler {
   void child_stream_closed(Stream& s, std::uint32_t error_code);
   void queue_child(StreamChannel& child);
   void run_children();
+  void post_children();
   void serve_child(StreamChannel& child);
   void consume_stream(std::int32_t id, std::size_t n) noexcept;
   void detach_children() noexcept;
@@ -185,6 +186,9 @@ class ServerCodec final : public Handler {
   bool running_children_ = false;       // run_children() is on the stack
   bool in_read_ = false;                // read_message is on the stack: children's flushes wait for its end
   bool flush_wanted_ = false;           // ... and one asked for it
+  bool children_posted_ = false;        // a loop task runs run_children() (post_children)
+  StreamChannel* child_calling_ = nullptr;  // the child whose write, flush or close is on the stack
+  std::shared_ptr<bool> alive_;         // the posted task's guard (made when streams are enabled)
   const ByteBuf* receiving_ = nullptr;  // the bytes nghttp2 is reading (DATA payloads are sliced from it)
   std::vector<std::shared_ptr<StreamChannel>> child_work_;   // children with something to do
   std::vector<std::shared_ptr<StreamChannel>> child_batch_;  // the ones being served (swapped with it)
