@@ -569,5 +569,40 @@ TEST(Http2StreamChannelTest, ServeRunsACoroutineOnAStream) {
   EXPECT_FALSE(f.children.at(0)->is_open());
 }
 
+TEST(Http2StreamChannelTest, TheClientsFinResetsAStreamWhoseRequestCanNoLongerEnd) {
+  Fixture f(echo);
+  H2Client client;
+  const auto open = client.request_streamed("POST", "/stream/echo");
+  client.send(open, "half");
+  f.pump(client);
+  ASSERT_EQ(f.recorders.size(), 1u);
+  f.ch.pipeline().fire_user_event(ChannelInputShutdownEvent{});  // what the transport fires on FIN
+  f.ch.run_pending();
+  f.pump(client);
+  Recorder& r = *f.recorders[0];
+  ASSERT_TRUE(r.reset_code.has_value());
+  EXPECT_EQ(*r.reset_code, std::uint32_t{NGHTTP2_CANCEL});
+  EXPECT_TRUE(r.inactive);
+  EXPECT_EQ(client.response(open).close_error, std::uint32_t{NGHTTP2_CANCEL});
+  EXPECT_TRUE(client.goaway_error().has_value());
+}
+
+TEST(Http2StreamChannelTest, TheConnectionsCloseClosesItsStreamChannels) {
+  Fixture f(echo);
+  H2Client client;
+  const auto id = client.request_streamed("POST", "/stream/echo");
+  client.send(id, "x");
+  f.pump(client);
+  ASSERT_EQ(f.children.size(), 1u);
+  EXPECT_TRUE(f.children[0]->is_open());
+  f.ch.close();
+  f.ch.run_pending();
+  EXPECT_FALSE(f.children[0]->is_open());
+  EXPECT_TRUE(f.recorders[0]->inactive);
+  // A write to it now is dropped, not a crash.
+  f.children[0]->write_and_flush(StreamData{ByteBuf::copy_of("late"), true});
+  f.ch.run_pending();
+}
+
 }  // namespace
 }  // namespace weft::http2

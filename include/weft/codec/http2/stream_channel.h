@@ -41,6 +41,10 @@
 ///
 /// Threads: a StreamChannel is a Channel on its connection's loop; its public methods have
 /// Channel's contracts (thread-safe ones post to the loop). The message types are plain values.
+/// A child's events run inside its connection's (the codec hands them over, as Netty's multiplexer
+/// does), never inside nghttp2's callbacks and never nested in another child's call. Settings::
+/// max_body bounds whole requests only: a child's body is unbounded in length, and bounded in
+/// memory by its window.
 
 #include <cstddef>
 #include <cstdint>
