@@ -326,9 +326,9 @@ struct ServerCodec::Callbacks {
       if (ch.out_trailers_) {
         *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
         detail::ResponseHeaders& headers = response_headers();
-        headers.build_fields(*ch.out_trailers_);
-        ch.out_trailers_.reset();
+        headers.build_fields(*ch.out_trailers_);  // (its values point into the fields: kept until submitted)
         const int rv = nghttp2_submit_trailer(session, stream_id, headers.data(), headers.size());
+        ch.out_trailers_.reset();
         if (rv != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
       }
     }
