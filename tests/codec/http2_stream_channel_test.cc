@@ -390,6 +390,24 @@ TEST(Http2StreamChannelTest, AClientResetReachesTheChildAsStreamResetErrorAndClo
   EXPECT_EQ(client.response(again).body, "Hello, World!");
 }
 
+TEST(Http2StreamChannelTest, AStreamResetInTheReadThatOpenedItNeverStartsAChannel) {
+  int initialized = 0;
+  Fixture f([&initialized](StreamChannel&, Recorder&) { ++initialized; });
+  H2Client client;
+  const auto id = client.request_streamed("POST", "/stream/echo");
+  std::string bytes = client.take_output();  // the preface, SETTINGS, the HEADERS
+  client.reset(id, NGHTTP2_CANCEL);
+  bytes += client.take_output();  // RST_STREAM: in the same read as the HEADERS
+  f.ch.write_inbound(ByteBuf::copy_of(bytes));
+  f.pump(client);
+  EXPECT_EQ(client.response(id).close_error, std::uint32_t{NGHTTP2_CANCEL});
+  EXPECT_EQ(initialized, 0);
+  EXPECT_EQ(f.codec().open_streams(), 0u);
+  const auto again = client.request("GET", "/plaintext");
+  f.pump(client);
+  EXPECT_EQ(client.response(again).body, "Hello, World!");
+}
+
 TEST(Http2StreamChannelTest, AChildClosedBeforeItsResponseEndedResetsTheStreamWithCancelAndSpendsNoBudget) {
   Fixture f([](StreamChannel&, Recorder& r) {
     r.on_message = [](Context& ctx, StreamMessage& message) {

@@ -1078,6 +1078,10 @@ void ServerCodec::post_children() {
 void ServerCodec::serve_child(StreamChannel& ch) {
   if (ch.codec_ != this) return;  // detached (and closed) meanwhile
   if (!ch.started_) {
+    if (ch.stream_closed_ && ch.reset_) {  // reset before it began (a rapid reset): never started
+      ch.detach();
+      return;
+    }
     ch.start();
     if (ch.codec_ != this) return;
   }
