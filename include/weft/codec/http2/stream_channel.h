@@ -22,9 +22,10 @@
 /// answer), then StreamData chunks, then optionally StreamTrailers (which end the stream); or one
 /// http::HttpResponse, a whole answer (head, body, content-length). Written bytes leave at the next
 /// flush, as far as the client's windows allow. StreamData before the head, or anything after the
-/// end, fails the write with std::logic_error (an exception event in the child's pipeline). Closing the child before its response has ended
-/// resets the stream: RST_STREAM(CANCEL); closing it after (a coroutine that returns once it wrote
-/// the end) lets the response finish leaving.
+/// end, fails the write with std::logic_error (an exception event in the child's pipeline).
+/// Closing the child before its response has ended resets the stream: RST_STREAM(CANCEL), after
+/// what it flushed; closing it after (a coroutine that returns once it wrote the end) lets the
+/// response finish leaving.
 ///
 /// Backpressure, both ways and bounded:
 /// - Out: the bytes written to the child and not yet framed count toward its writability (see
@@ -36,8 +37,8 @@
 ///   child whose reading is suspended (auto-read off, a coroutine's full inbox, an offload queue at
 ///   its bound) stops its client at the stream's window (Settings::initial_window_size; the
 ///   protocol's 64 KiB until the client has the server's SETTINGS): the codec holds at most that
-///   much for it. The connection's window is returned as bytes arrive, so one
-///   stalled stream does not stall the others.
+///   much for it. The connection's window is returned as bytes arrive, so one stalled stream
+///   does not stall the others.
 ///
 /// Threads: a StreamChannel is a Channel on its connection's loop; its public methods have
 /// Channel's contracts (thread-safe ones post to the loop). The message types are plain values.
