@@ -96,7 +96,8 @@ class Recorder final : public InboundHandler<StreamMessage, StreamMessage> {
 
 std::shared_ptr<http::Router> whole_routes() {
   auto router = std::make_shared<http::Router>();
-  router->get("/plaintext", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("Hello, World!")); });
+  router->get("/plaintext",
+              [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("Hello, World!")); });
   router->post("/echo", [](Context& ctx, HttpRequest& request) {
     ctx.write(HttpResponse(200).body(ByteBuf::copy_of(request.body_view())));
   });

@@ -916,7 +916,8 @@ int ServerCodec::open_child(Stream& s, bool end_stream) {
   }
   if (!init) return 0;  // served whole
   try {
-    auto child = std::make_shared<StreamChannel>(StreamChannel::Private{}, *this, ctx_->channel(), s.id, std::move(init));
+    auto child =
+        std::make_shared<StreamChannel>(StreamChannel::Private{}, *this, ctx_->channel(), s.id, std::move(init));
     detail::RequestAccess::fill(request, std::move(s.fields), ByteBuf(), static_cast<std::uint64_t>(s.id));
     child->in_headers_.emplace(StreamHeaders{std::move(request), end_stream});
     child->in_ended_ = end_stream;
@@ -944,8 +945,8 @@ int ServerCodec::child_data(Stream& s, const std::uint8_t* data, std::size_t len
   try {
     const std::uint8_t* base = receiving_ != nullptr ? receiving_->read_ptr() : nullptr;
     if (len >= kSliceInputAt && base != nullptr && data >= base && data + len <= base + receiving_->readable_bytes()) {
-      ch.in_data_.push_back(
-          StreamData{receiving_->slice(receiving_->reader_index() + static_cast<std::size_t>(data - base), len), false});
+      const std::size_t at = receiving_->reader_index() + static_cast<std::size_t>(data - base);
+      ch.in_data_.push_back(StreamData{receiving_->slice(at, len), false});
       ch.in_copied_tail_ = false;
     } else {
       StreamData* tail = ch.in_copied_tail_ && !ch.in_data_.empty() ? &ch.in_data_[ch.in_data_.size() - 1] : nullptr;
@@ -1139,7 +1140,9 @@ void ServerCodec::child_write(StreamChannel& ch, MessageRef message) {
     }
     if (d.end_stream) ch.out_ended_ = true;
   } else if (message.is<StreamTrailers>()) {
-    if (!ch.headers_sent_) throw std::logic_error("http2::StreamChannel: StreamTrailers written before ResponseHeaders");
+    if (!ch.headers_sent_) {
+      throw std::logic_error("http2::StreamChannel: StreamTrailers written before ResponseHeaders");
+    }
     if (ch.out_ended_) throw std::logic_error("http2::StreamChannel: StreamTrailers written after the response's end");
     ch.out_trailers_.emplace(std::move(message.as<StreamTrailers>().fields));
     ch.out_ended_ = true;

@@ -22,7 +22,8 @@ Fields& Fields::add(std::string_view name, std::string_view value) & {
     throw std::invalid_argument("HTTP/2 field name is not a token: '" + std::string(name) + "'");
   }
   if (http::detail::find_invalid_value_byte(value.data(), value.size()) != value.size()) {
-    throw std::invalid_argument("HTTP/2 field value of '" + std::string(name) + "' contains CR, LF, NUL or another control");
+    throw std::invalid_argument("HTTP/2 field value of '" + std::string(name) +
+                                "' contains CR, LF, NUL or another control");
   }
   fields_.push_back({std::string(name), std::string(value)});
   return *this;

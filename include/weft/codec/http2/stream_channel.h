@@ -92,7 +92,9 @@ class Fields {
   /// Past the last field.
   const Field* end() const noexcept { return fields_.data() + fields_.size(); }
   /// Appends without checking (for fields nghttp2 has validated already).
-  void add_unchecked(std::string_view name, std::string_view value) { fields_.push_back({std::string(name), std::string(value)}); }
+  void add_unchecked(std::string_view name, std::string_view value) {
+    fields_.push_back({std::string(name), std::string(value)});
+  }
 
  private:
   std::vector<Field> fields_;
