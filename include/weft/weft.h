@@ -40,6 +40,7 @@
 #include "weft/codec/http2/cleartext_detector.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/codec/http2/settings.h"
+#include "weft/codec/http2/stream_channel.h"
 #include "weft/codec/length_field_based_frame_decoder.h"
 #include "weft/codec/line_based_frame_decoder.h"
 #include "weft/codec/message_to_message_codec.h"

@@ -162,10 +162,12 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
     return {};
   }
 
-  /// Closes the channel (after flushing what was written).
+  /// Closes the channel (after flushing what was written: now, even inside a read batch, so that
+  /// close_after_flush sees it).
   void close() {
     if (channel_ && !closed_) {
-      flush();
+      flush_pending_ = false;
+      if (ctx_ != nullptr) ctx_->flush();
       channel_->close_after_flush();
     }
   }

@@ -88,6 +88,24 @@ void ResponseHeaders::build(const http::HttpResponse& response, std::optional<st
   }
 }
 
+void ResponseHeaders::build_fields(const Fields& fields) {
+  nv_.clear();
+  used_ = 0;
+  std::size_t need = 0;
+  for (const Fields::Field& f : fields) need += f.name.size();
+  if (text_.size() < need) text_.resize(need);  // the entries point into text_: sized before them
+  for (const Fields::Field& f : fields) {
+    if (is_connection_specific(f.name)) continue;
+    char* to = text_.data() + used_;
+    for (std::size_t i = 0; i < f.name.size(); ++i) {
+      const char c = f.name[i];
+      to[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c;
+    }
+    used_ += f.name.size();
+    add(std::string_view(to, f.name.size()), f.value);
+  }
+}
+
 // Parses a shared HeaderBlock once; the responses that share it reuse its fields.
 void ResponseHeaders::cache_shared(std::string_view block) {
   shared_text_.assign(block);

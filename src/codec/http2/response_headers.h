@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "weft/codec/http1/http_message.h"
+#include "weft/codec/http2/stream_channel.h"
 
 namespace weft::http2::detail {
 
@@ -24,6 +25,8 @@ class ResponseHeaders {
  public:
   // `content_length`: the content-length field to add (none for 1xx, 204, 304).
   void build(const http::HttpResponse& response, std::optional<std::size_t> content_length);
+  // Trailer fields: names lowercased, without the connection-specific ones (no date).
+  void build_fields(const Fields& fields);
   const nghttp2_nv* data() const noexcept { return nv_.data(); }
   std::size_t size() const noexcept { return nv_.size(); }
 

@@ -32,6 +32,8 @@ struct RequestAccess {
 namespace {
 
 constexpr std::size_t kCopyBodyBelow = 8192;    // larger owned bodies leave by reference
+constexpr std::size_t kSliceInputAt = 8192;     // a child's DATA payload this large is a slice of the input
+constexpr std::size_t kInChunk = 4096;          // the first size of a buffer that gathers small payloads
 constexpr std::size_t kOutChunk = 16 * 1024;    // the first size of the output buffer
 constexpr std::size_t kSpillAt = 64 * 1024;     // output written on to the channel at this size
 // WINDOW_UPDATE frames a client may send without a glitch: each DATA frame sent earns two (the
@@ -71,7 +73,13 @@ struct ServerCodec::Callbacks {
   static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
                        const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user_data) {
     ServerCodec& c = codec(user_data);
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;  // trailers
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+      // Trailers: kept for a stream served as a channel, dropped for one served whole.
+      if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_HEADERS) return 0;
+      Stream* s = c.stream(frame->hd.stream_id);
+      if (s == nullptr || !s->child) return 0;
+      return c.child_trailer(*s, as_view(name, namelen), as_view(value, valuelen));
+    }
     Stream* s = c.stream(frame->hd.stream_id);
     if (s == nullptr || s->error_status != 0) return 0;  // too large already: the rest is not kept
     s->header_list_size += static_cast<std::uint32_t>(namelen + valuelen + 32);
@@ -100,6 +108,11 @@ struct ServerCodec::Callbacks {
                            std::size_t len, void* user_data) {
     ServerCodec& c = codec(user_data);
     Stream* s = c.stream(stream_id);
+    if (c.streams_enabled_) {
+      // Windows are returned by hand: a child's stream as it reads; the rest as nghttp2 would.
+      if (s != nullptr && s->child) return c.child_data(*s, data, len);
+      nghttp2_session_consume(c.session_, stream_id, len);
+    }
     if (s == nullptr || s->error_status != 0) return 0;
     const std::size_t have = s->body.readable_bytes();
     if (have + len > c.settings_.max_body) {
@@ -134,6 +147,17 @@ struct ServerCodec::Callbacks {
         if (s == nullptr || s->complete) break;
         // A request is whole at END_STREAM; an error answer (431, 413) need not wait for it.
         const bool whole = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+        if (s->child) {
+          const int rv = c.child_frame(*s, frame->hd.type, whole);
+          if (rv != 0) return rv;
+          break;
+        }
+        if (c.streams_enabled_ && frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST &&
+            s->error_status == 0) {
+          const int rv = c.open_child(*s, whole);
+          if (rv != 0) return rv;
+          if (s->child) break;
+        }
         if (whole) s->complete = true;
         if ((whole || s->error_status != 0) && !s->dispatched) {
           try {
@@ -178,14 +202,19 @@ struct ServerCodec::Callbacks {
   static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     ServerCodec& c = codec(user_data);
     if (frame->hd.type == NGHTTP2_RST_STREAM && frame->rst_stream.error_code != NGHTTP2_NO_ERROR) {
-      c.glitch("RST_STREAM sent");
+      // (A reset for a child's close is the application's choice, not something the client made.)
+      const Stream* s = c.stream(frame->hd.stream_id);
+      if (s == nullptr || !s->cancelled) c.glitch("RST_STREAM sent");
     }
     return 0;
   }
 
-  static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t, void* user_data) {
+  static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code, void* user_data) {
     ServerCodec& c = codec(user_data);
-    if (Stream* s = c.stream(stream_id)) c.release_stream(s);
+    if (Stream* s = c.stream(stream_id)) {
+      if (s->child) c.child_stream_closed(*s, error_code);
+      c.release_stream(s);
+    }
     return 0;
   }
 
@@ -209,7 +238,11 @@ struct ServerCodec::Callbacks {
     if (!c.ctx_->channel().is_writable()) return NGHTTP2_ERR_WOULDBLOCK;
     Stream& s = *static_cast<Stream*>(source->ptr);
     try {
-      write_data_frame(c, s, framehd, length, frame->data.padlen);
+      if (s.child) {
+        write_child_frame(c, s, *s.child, framehd, length, frame->data.padlen);
+      } else {
+        write_data_frame(c, s, framehd, length, frame->data.padlen);
+      }
     } catch (const std::exception&) {
       return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
@@ -243,6 +276,65 @@ struct ServerCodec::Callbacks {
     c.spill_if_large();
   }
 
+  // A child's DATA frame: the payload from its queued chunks (large pieces by reference).
+  static void write_child_frame(ServerCodec& c, Stream& s, StreamChannel& ch, const std::uint8_t* framehd,
+                                std::size_t length, std::size_t padding) {
+    c.reserve_out(9 + (padding > 0 ? 1 : 0));
+    c.out_.write_bytes(framehd, 9);
+    if (padding > 0) c.out_.write_u8(static_cast<std::uint8_t>(padding - 1));
+    std::size_t left = length;
+    while (left > 0) {
+      ByteBuf& front = ch.out_data_[0];
+      const std::size_t take = std::min(left, front.readable_bytes());
+      if (take >= kCopyBodyBelow) {
+        if (c.out_.is_readable()) c.ctx_->write(std::move(c.out_));
+        c.ctx_->write(front.read_slice(take));
+      } else {
+        c.reserve_out(take);
+        c.out_.write_bytes(front.read_ptr(), take);
+        front.skip_bytes(take);
+      }
+      if (!front.is_readable()) ch.out_data_.drop_front();
+      left -= take;
+    }
+    if (padding > 1) {
+      c.reserve_out(padding - 1);
+      for (std::size_t i = 1; i < padding; ++i) c.out_.write_u8(0);
+    }
+    ch.out_bytes_ -= length;
+    ch.out_promised_ -= length;
+    ch.out_framed_ += length;  // given back to the child's writability once nghttp2 returns
+    c.queue_child(ch);
+    if (length > 0) c.earn_window_updates(2);
+    c.spill_if_large();
+    (void)s;
+  }
+
+  // A child's body: what it has written so far; DEFERRED until more comes (resumed on its flush).
+  static ssize_t read_child(nghttp2_session* session, std::int32_t stream_id, std::uint8_t*, std::size_t length,
+                            std::uint32_t* flags, nghttp2_data_source* source, void*) {
+    StreamChannel& ch = *static_cast<Stream*>(source->ptr)->child;
+    const std::size_t n = std::min(length, ch.out_bytes_ - ch.out_promised_);
+    if (n == 0 && !ch.out_ended_) {
+      ch.deferred_ = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    ch.out_promised_ += n;
+    if (n > 0) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (ch.out_ended_ && ch.out_promised_ == ch.out_bytes_) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      if (ch.out_trailers_) {
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        detail::ResponseHeaders& headers = response_headers();
+        headers.build_fields(*ch.out_trailers_);  // (its values point into the fields: kept until submitted)
+        const int rv = nghttp2_submit_trailer(session, stream_id, headers.data(), headers.size());
+        ch.out_trailers_.reset();
+        if (rv != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
+      }
+    }
+    return static_cast<ssize_t>(n);
+  }
+
   static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t*, std::size_t length, std::uint32_t* flags,
                            nghttp2_data_source* source, void*) {
     Stream& s = *static_cast<Stream*>(source->ptr);
@@ -272,11 +364,12 @@ struct ServerCodec::Callbacks {
 
 // ---- the codec ------------------------------------------------------------------------------------
 
-ServerCodec::ServerCodec(Settings settings) : settings_(settings) {
+ServerCodec::ServerCodec(Settings settings) : settings_(std::move(settings)) {
   settings_.max_headers = std::min(settings_.max_headers, http::RequestHead::kInlineHeaders - 1);
 }
 
 ServerCodec::~ServerCodec() {
+  detach_children();
   if (session_ != nullptr) nghttp2_session_del(session_);  // before the streams its providers point to
 }
 
@@ -296,6 +389,12 @@ void ServerCodec::handler_added(Context& ctx) {
   if (nghttp2_option_new(&option) != 0) throw std::bad_alloc();
   nghttp2_option_set_no_closed_streams(option, 1);  // no priority tree: closed streams are freed at once
   nghttp2_option_set_max_settings(option, 32);
+  // The stream API returns windows by hand: a child's stream window as it reads.
+  streams_enabled_ = static_cast<bool>(settings_.stream_initializer);
+  if (streams_enabled_) {
+    nghttp2_option_set_no_auto_window_update(option, 1);
+    alive_ = std::make_shared<bool>(true);
+  }
   // nghttp2's small objects from the thread's free lists (session_memory.h), not malloc.
   const int rv = nghttp2_session_server_new3(&session_, callbacks.cb, this, option, detail::session_memory());
   nghttp2_option_del(option);
@@ -319,6 +418,7 @@ void ServerCodec::handler_added(Context& ctx) {
 }
 
 void ServerCodec::handler_removed(Context& ctx) {
+  detach_children();
   stop_deadline(ctx);
   reading_.release(ctx.channel());
   out_.release();
@@ -383,7 +483,9 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   if (finished_ || session_ == nullptr) return;  // the connection is ending: dropped
   last_activity_ = ctx.loop().now();
   in_nghttp2_ = true;
+  receiving_ = &bytes;
   const ssize_t rv = nghttp2_session_mem_recv(session_, bytes.read_ptr(), bytes.readable_bytes());
+  receiving_ = nullptr;
   in_nghttp2_ = false;
   bytes.release();
   if (rv < 0) {
@@ -395,6 +497,13 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
     return;
   }
   dispatch_ready(ctx);
+  if (!child_work_.empty()) {
+    // The children's events of this read, then one send for what they wrote.
+    in_read_ = true;
+    run_children();
+    in_read_ = false;
+    if (std::exchange(flush_wanted_, false) && ctx_ != nullptr) flush(ctx);
+  }
 }
 
 // Hands the requests made whole by the last read to the pipeline, outside nghttp2's callbacks (a
@@ -415,7 +524,20 @@ void ServerCodec::dispatch_ready(Context& ctx) {
 
 void ServerCodec::dispatch(Context& ctx, Stream& s) {
   http::HttpRequest request;
-  http::RequestHead& head = detail::RequestAccess::head(request);
+  fill_head(s, detail::RequestAccess::head(request));
+  detail::RequestAccess::fill(request, std::move(s.fields), std::move(s.body), static_cast<std::uint64_t>(s.id));
+  s.dispatched = true;
+  // Streams dispatched long ago and since answered out of turn are dropped once they pile up.
+  if (unanswered_.size() >= 2 * settings_.max_concurrent_streams + 16) compact_unanswered();
+  unanswered_.push_back(s.id);
+  const std::int32_t outer = dispatching_;
+  dispatching_ = s.id;
+  ctx.fire_read(std::move(request));
+  dispatching_ = outer;
+}
+
+// The request's head from the fields received; its views point into s.fields.
+void ServerCodec::fill_head(Stream& s, http::RequestHead& head) {
   head.version = http::Version::http2;
   head.keep_alive = true;
   std::string_view authority, host;
@@ -441,15 +563,6 @@ void ServerCodec::dispatch(Context& ctx, Stream& s) {
   if (q != std::string_view::npos) head.query = head.target.substr(q + 1);
   head.content_length = s.content_length;
   s.head_request = head.method == "HEAD";
-  detail::RequestAccess::fill(request, std::move(s.fields), std::move(s.body), static_cast<std::uint64_t>(s.id));
-  s.dispatched = true;
-  // Streams dispatched long ago and since answered out of turn are dropped once they pile up.
-  if (unanswered_.size() >= 2 * settings_.max_concurrent_streams + 16) compact_unanswered();
-  unanswered_.push_back(s.id);
-  const std::int32_t outer = dispatching_;
-  dispatching_ = s.id;
-  ctx.fire_read(std::move(request));
-  dispatching_ = outer;
 }
 
 bool ServerCodec::upgrade(Context& ctx, std::string_view settings, const http::RequestHead& head) {
@@ -531,7 +644,7 @@ void ServerCodec::write_message(Context& ctx, MessageRef message) {
   }
   const std::int32_t id = answered_stream(response);
   Stream* s = stream(id);
-  if (s == nullptr || !s->dispatched || s->answered) {
+  if (s == nullptr || !s->dispatched || s->answered || s->child) {
     log(LogLevel::debug, "channel {}: HTTP/2 response {} for stream {}, which is gone or answered; dropped",
         ctx.channel().id(), response.status(), id);
     return;
@@ -611,6 +724,16 @@ void ServerCodec::send_pending(Context& ctx) {
   in_nghttp2_ = true;
   const int rv = nghttp2_session_send(session_);
   in_nghttp2_ = false;
+  if (!child_work_.empty()) {
+    // The children's bytes just framed go back to their writability. Not inside a child's own call
+    // (its write, flush or close): another child's events must not run nested in it, so a loop
+    // task serves them.
+    if (child_calling_ != nullptr && !running_children_) {
+      post_children();
+    } else {
+      run_children();
+    }
+  }
   if (rv != 0) {
     log(LogLevel::debug, "channel {}: HTTP/2 send failed: {}; closing", ctx.channel().id(), nghttp2_strerror(rv));
     finished_ = true;
@@ -698,7 +821,10 @@ void ServerCodec::user_event(Context& ctx, const std::any& event) {
 void ServerCodec::end_input(Context& ctx) {
   if (finished_ || session_ == nullptr) return;
   for (const auto& s : streams_) {
-    if (s->live && !s->dispatched) nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+    // (A child's request that has not ended never will either.)
+    if (s->live && (!s->dispatched || (s->child && !s->complete))) {
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+    }
   }
   shutdown_gracefully(ctx);
 }
@@ -760,6 +886,7 @@ void ServerCodec::stop_deadline(Context& ctx) {
 
 void ServerCodec::channel_inactive(Context& ctx) {
   stop_deadline(ctx);
+  detach_children();
   finished_ = true;
   out_.release();
   ctx.fire_channel_inactive();
@@ -773,6 +900,358 @@ void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
     ctx.close();
   } catch (...) {
     ctx.fire_exception(std::current_exception());
+  }
+}
+
+// ---- streams served as channels (Settings::stream_initializer; the child's side is in
+// stream_channel.cc). Nothing here runs a child's pipeline from inside nghttp2: the callbacks only
+// queue what they received for the child (queue_child), and run_children() hands it over once
+// mem_recv or session_send has returned.
+
+// HEADERS of a request: asks the application whether the stream is served as a channel.
+int ServerCodec::open_child(Stream& s, bool end_stream) {
+  http::HttpRequest request;
+  fill_head(s, detail::RequestAccess::head(request));
+  StreamInitializer init;
+  try {
+    init = settings_.stream_initializer(request.head());
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "channel {}: HTTP/2 stream_initializer failed on stream {}: {}; stream reset",
+        ctx_->channel().id(), s.id, e.what());
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM(INTERNAL_ERROR)
+  }
+  if (!init) return 0;  // served whole
+  try {
+    auto child =
+        std::make_shared<StreamChannel>(StreamChannel::Private{}, *this, ctx_->channel(), s.id, std::move(init));
+    detail::RequestAccess::fill(request, std::move(s.fields), ByteBuf(), static_cast<std::uint64_t>(s.id));
+    child->in_headers_.emplace(StreamHeaders{std::move(request), end_stream});
+    child->in_ended_ = end_stream;
+    s.child = child;
+    s.dispatched = true;
+    s.complete = end_stream;
+    s.header_list_size = s.header_count = 0;  // trailers are counted on their own
+    queue_child(*child);
+  } catch (const std::exception&) {
+    s.child.reset();
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+// A DATA payload for a child: the connection's window is returned now, the stream's once the
+// child has read it. Large payloads are slices of the input, small ones are gathered by copy.
+int ServerCodec::child_data(Stream& s, const std::uint8_t* data, std::size_t len) {
+  nghttp2_session_consume_connection(session_, len);
+  StreamChannel& ch = *s.child;
+  if (ch.input_closed_) {  // nobody will read it
+    consume_stream(s.id, len);
+    return 0;
+  }
+  try {
+    const std::uint8_t* base = receiving_ != nullptr ? receiving_->read_ptr() : nullptr;
+    if (len >= kSliceInputAt && base != nullptr && data >= base && data + len <= base + receiving_->readable_bytes()) {
+      const std::size_t at = receiving_->reader_index() + static_cast<std::size_t>(data - base);
+      ch.in_data_.push_back(StreamData{receiving_->slice(at, len), false});
+      ch.in_copied_tail_ = false;
+    } else {
+      StreamData* tail = ch.in_copied_tail_ && !ch.in_data_.empty() ? &ch.in_data_[ch.in_data_.size() - 1] : nullptr;
+      if (tail == nullptr || tail->data.writable_bytes() < len) {
+        ch.in_data_.push_back(StreamData{ctx_->allocator().buffer(std::max(len, kInChunk)), false});
+        tail = &ch.in_data_[ch.in_data_.size() - 1];
+        ch.in_copied_tail_ = true;
+      }
+      tail->data.write_bytes(data, len);
+    }
+    ch.in_bytes_ += len;
+    queue_child(ch);
+  } catch (const std::exception&) {
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
+  }
+  return 0;
+}
+
+// The end of a frame on a child's stream: END_STREAM (on DATA), or the trailers (HEADERS, which
+// always end it).
+int ServerCodec::child_frame(Stream& s, std::uint8_t type, bool end_stream) {
+  StreamChannel& ch = *s.child;
+  if (type == NGHTTP2_HEADERS) {
+    if (!ch.input_closed_) ch.in_trailers_.emplace(StreamTrailers{std::move(ch.in_trailer_fields_)});
+    end_stream = true;
+  } else if (!end_stream) {
+    return 0;
+  } else if (!ch.input_closed_) {
+    try {
+      if (!ch.in_data_.empty()) {
+        ch.in_data_[ch.in_data_.size() - 1].end_stream = true;
+      } else {
+        ch.in_data_.push_back(StreamData{ByteBuf(), true});
+      }
+    } catch (const std::exception&) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    ch.in_copied_tail_ = false;
+  }
+  s.complete = true;
+  ch.in_ended_ = true;
+  try {
+    queue_child(ch);
+  } catch (const std::exception&) {
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+// One trailer field for a child, within the same bounds as the head's.
+int ServerCodec::child_trailer(Stream& s, std::string_view name, std::string_view value) {
+  s.header_list_size += static_cast<std::uint32_t>(name.size() + value.size() + 32);
+  if (s.header_list_size > settings_.max_header_list_size || ++s.header_count > settings_.max_headers) {
+    glitch("trailers too large");
+    return calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  if (s.child->input_closed_) return 0;
+  try {
+    s.child->in_trailer_fields_.add_unchecked(name, value);
+  } catch (const std::exception&) {
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+// nghttp2 closed a child's stream: normally (both ends sent), or by a reset (the client's, or one
+// nghttp2 sent for an error). The child learns it from run_children (StreamChannel::finish).
+void ServerCodec::child_stream_closed(Stream& s, std::uint32_t error_code) {
+  StreamChannel& ch = *s.child;
+  ch.stream_closed_ = true;
+  ch.reset_ = error_code != NGHTTP2_NO_ERROR || !ch.out_ended_;
+  ch.reset_code_ = error_code;
+  ch.out_data_.clear();
+  ch.out_bytes_ = ch.out_promised_ = 0;
+  ch.out_trailers_.reset();
+  if (ch.reset_) {  // what the client sent is moot
+    ch.in_headers_.reset();
+    ch.in_data_.clear();
+    ch.in_trailers_.reset();
+    ch.in_bytes_ = 0;
+  }
+  try {
+    queue_child(ch);
+  } catch (const std::exception&) {
+    log(LogLevel::warn, "channel {}: HTTP/2 stream {} closed; its channel could not be told (out of memory)",
+        ctx_->channel().id(), s.id);
+  }
+}
+
+void ServerCodec::queue_child(StreamChannel& child) {
+  if (child.work_queued_) return;
+  child_work_.push_back(std::static_pointer_cast<StreamChannel>(child.shared_from_this()));
+  child.work_queued_ = true;
+}
+
+// Hands the children what they have waiting: their start, their input, the bytes framed since
+// (their writability), the stream's end. Re-entered (a child that writes and flushes makes the
+// codec send, which queues more work), it returns and the outer call goes on with the new work.
+void ServerCodec::run_children() {
+  if (running_children_) return;
+  running_children_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{running_children_};
+  while (!child_work_.empty()) {
+    child_batch_.swap(child_work_);
+    for (std::size_t i = 0; i < child_batch_.size(); ++i) {
+      const std::shared_ptr<StreamChannel> child = child_batch_[i];
+      child->work_queued_ = false;
+      serve_child(*child);
+    }
+    child_batch_.clear();
+  }
+}
+
+// run_children() from a loop task (see send_pending).
+void ServerCodec::post_children() {
+  if (children_posted_ || ctx_ == nullptr || !alive_) return;
+  children_posted_ = true;
+  ctx_->loop().execute([this, alive = std::weak_ptr<bool>(alive_)] {
+    if (alive.expired()) return;
+    children_posted_ = false;
+    if (ctx_ == nullptr || session_ == nullptr) return;
+    run_children();
+    if (!finished_ && nghttp2_session_want_write(session_)) flush(*ctx_);  // what the children earned (WINDOW_UPDATE)
+  });
+}
+
+void ServerCodec::serve_child(StreamChannel& ch) {
+  if (ch.codec_ != this) return;  // detached (and closed) meanwhile
+  if (!ch.started_) {
+    if (ch.stream_closed_ && ch.reset_) {  // reset before it began (a rapid reset): never started
+      ch.detach();
+      return;
+    }
+    ch.start();
+    if (ch.codec_ != this) return;
+  }
+  if (ch.out_framed_ > 0) {
+    const std::size_t n = std::exchange(ch.out_framed_, 0);
+    if (ch.is_open()) ch.release_held_write_bytes(n);
+  }
+  ch.deliver();
+  if (ch.stream_closed_ && !ch.finished_ && ch.codec_ == this) ch.finish(ch.reset_, ch.reset_code_);
+}
+
+void ServerCodec::consume_stream(std::int32_t id, std::size_t n) noexcept {
+  if (session_ != nullptr && n > 0 && !finished_) nghttp2_session_consume_stream(session_, id, n);
+}
+
+// The connection is ending (or the codec leaving): every child closes.
+void ServerCodec::detach_children() noexcept {
+  for (const auto& s : streams_) {
+    if (!s->live || !s->child) continue;
+    const std::shared_ptr<StreamChannel> child = s->child;
+    child->detach();
+  }
+  for (const auto& child : child_work_) child->detach();
+  child_work_.clear();
+}
+
+// ---- the child's operations
+
+namespace {
+// Marks a child's call on the codec as on the stack (see send_pending).
+struct ChildCall {
+  ChildCall(StreamChannel*& calling, StreamChannel& child) noexcept : slot(calling), outer(calling) { slot = &child; }
+  ~ChildCall() { slot = outer; }
+  StreamChannel*& slot;
+  StreamChannel* outer;
+};
+}  // namespace
+
+void ServerCodec::child_write(StreamChannel& ch, MessageRef message) {
+  const ChildCall call(child_calling_, ch);
+  if (ch.stream_closed_ || session_ == nullptr || finished_) {
+    log(LogLevel::debug, "channel {}: HTTP/2 stream {} is gone; a {} written to it was dropped", ctx_->channel().id(),
+        ch.id_, type_name(message.type()));
+    return;
+  }
+  if (message.is<StreamData>()) {
+    if (!ch.headers_sent_) throw std::logic_error("http2::StreamChannel: StreamData written before ResponseHeaders");
+    if (ch.out_ended_) throw std::logic_error("http2::StreamChannel: StreamData written after the response's end");
+    StreamData& d = message.as<StreamData>();
+    const std::size_t n = d.data.readable_bytes();
+    if (n > 0) {
+      ch.out_data_.push_back(std::move(d.data));
+      ch.out_bytes_ += n;
+      ch.hold_write_bytes(n);
+    }
+    if (d.end_stream) ch.out_ended_ = true;
+  } else if (message.is<StreamTrailers>()) {
+    if (!ch.headers_sent_) {
+      throw std::logic_error("http2::StreamChannel: StreamTrailers written before ResponseHeaders");
+    }
+    if (ch.out_ended_) throw std::logic_error("http2::StreamChannel: StreamTrailers written after the response's end");
+    ch.out_trailers_.emplace(std::move(message.as<StreamTrailers>().fields));
+    ch.out_ended_ = true;
+  } else if (message.is<ResponseHeaders>()) {
+    ResponseHeaders& head = message.as<ResponseHeaders>();
+    child_submit_head(ch, head.response, head.end_stream, false);
+  } else if (message.is<http::HttpResponse>()) {
+    child_submit_head(ch, message.as<http::HttpResponse>(), true, true);
+  } else {
+    throw PipelineTypeError("http2::StreamChannel " + std::to_string(ch.id()) + " writes ResponseHeaders, StreamData, "
+                            "StreamTrailers or http::HttpResponse but received " + type_name(message.type()));
+  }
+}
+
+// The response's head (and the body it carries): HEADERS, with a data provider unless it ends here.
+void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& response, bool end_stream, bool whole) {
+  const int status = response.status();
+  if (ch.headers_sent_) throw std::logic_error("http2::StreamChannel: a second response head");
+  detail::ResponseHeaders& headers = response_headers();
+  if (status < 200) {  // interim
+    headers.build(response, std::nullopt);
+    nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, ch.id_, nullptr, headers.data(), headers.size(), nullptr);
+    return;
+  }
+  Stream* s = stream(ch.id_);
+  if (s == nullptr) return;  // closed meanwhile (a reset on its way to the child)
+  const bool bodiless = status == 204 || status == 304;
+  const std::string_view body = bodiless ? std::string_view() : response.body_bytes();
+  headers.build(response, whole && !bodiless ? std::optional<std::size_t>(body.size()) : std::nullopt);
+  if (!body.empty()) {
+    ByteBuf bytes;
+    if (response.owned_body().has_storage()) {
+      bytes = std::move(response.owned_body());
+    } else {
+      bytes = ctx_->allocator().buffer(body.size());
+      bytes.write_bytes(body.data(), body.size());
+    }
+    ch.out_data_.push_back(std::move(bytes));
+    ch.out_bytes_ += body.size();
+    ch.hold_write_bytes(body.size());
+  }
+  ch.headers_sent_ = true;
+  if (end_stream) ch.out_ended_ = true;
+  int rv;
+  if (end_stream && ch.out_bytes_ == 0) {
+    rv = nghttp2_submit_response(session_, ch.id_, headers.data(), headers.size(), nullptr);
+  } else {
+    nghttp2_data_provider provider;
+    provider.source.ptr = s;
+    provider.read_callback = Callbacks::read_child;
+    ch.has_provider_ = true;
+    rv = nghttp2_submit_response(session_, ch.id_, headers.data(), headers.size(), &provider);
+  }
+  if (rv != 0) {
+    log(LogLevel::debug, "channel {}: HTTP/2 response on stream {} not submitted: {}", ctx_->channel().id(), ch.id_,
+        nghttp2_strerror(rv));
+  }
+  if (response.closes_connection()) submit_goaway();
+}
+
+// The child flushed: its data provider goes back in the queue when it waited, and the frames leave
+// (at the end of the read when the codec is reading: one send for all the children).
+void ServerCodec::child_flush(StreamChannel& ch) {
+  if (session_ == nullptr || finished_) return;
+  const ChildCall call(child_calling_, ch);
+  if (!ch.stream_closed_ && ch.deferred_ && (ch.out_bytes_ > ch.out_promised_ || ch.out_ended_)) {
+    ch.deferred_ = false;
+    nghttp2_session_resume_data(session_, ch.id_);
+  }
+  if (in_read_ || in_nghttp2_) {
+    flush_wanted_ = true;
+  } else if (ctx_ != nullptr) {
+    flush(*ctx_);
+  }
+}
+
+// The child closed: before its response ended, the stream is reset (RST_STREAM(CANCEL)); after, the
+// response goes on leaving and what the client still sends is dropped.
+void ServerCodec::child_closed(StreamChannel& ch) {
+  const ChildCall call(child_calling_, ch);
+  ch.input_closed_ = true;
+  const std::size_t held = std::exchange(ch.in_bytes_, 0);
+  ch.in_headers_.reset();
+  ch.in_data_.clear();
+  ch.in_trailers_.reset();
+  if (ch.stream_closed_ || session_ == nullptr || finished_) return;
+  if (!ch.out_ended_) {
+    // What it wrote and flushed leaves first (as far as the windows allow), then the reset.
+    if (!in_nghttp2_ && ctx_ != nullptr) send_pending(*ctx_);
+    if (ch.stream_closed_ || session_ == nullptr || finished_) return;
+    if (Stream* s = stream(ch.id_)) s->cancelled = true;
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, ch.id_, NGHTTP2_CANCEL);
+  } else {
+    consume_stream(ch.id_, held);
+    if (ch.deferred_) {  // its end was written but not flushed: closing flushes it
+      ch.deferred_ = false;
+      nghttp2_session_resume_data(session_, ch.id_);
+    }
+  }
+  if (in_read_ || in_nghttp2_) {
+    flush_wanted_ = true;
+  } else if (ctx_ != nullptr) {
+    flush(*ctx_);
   }
 }
 

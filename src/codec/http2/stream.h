@@ -1,15 +1,18 @@
 #pragma once
 // One HTTP/2 stream as the server codec keeps it: the request while it arrives (its header fields
-// as records in one pooled buffer, its body), then the response body while it leaves. Stream
-// objects are reused: a connection makes at most as many as it has streams open at once.
+// as records in one pooled buffer, its body), then the response body while it leaves; or, for a
+// stream served as a channel, the child that holds both. Stream objects are reused: a connection
+// makes at most as many as it has streams open at once.
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string_view>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/codec/http2/server_codec.h"
+#include "weft/codec/http2/stream_channel.h"
 
 namespace weft::http2 {
 
@@ -36,6 +39,11 @@ struct ServerCodec::Stream {
   std::string_view out_view;
   std::size_t out_view_sent = 0;
   std::size_t out_promised = 0;  // handed to nghttp2 by the data callback, not yet serialised
+
+  // A stream served as a channel (Settings::stream_initializer): its child, which holds the
+  // body's chunks both ways. Null for a stream served whole.
+  std::shared_ptr<StreamChannel> child;
+  bool cancelled = false;  // reset by the server for its child's close (not a glitch)
 
   std::size_t out_remaining() const noexcept {
     return out_body.has_storage() ? out_body.readable_bytes() : out_view.size() - out_view_sent;
@@ -83,6 +91,8 @@ struct ServerCodec::Stream {
     out_body.release();
     out_view = {};
     out_view_sent = out_promised = 0;
+    if (child) child.reset();
+    cancelled = false;
   }
 };
 

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/context.h"
@@ -41,7 +42,7 @@ class CleartextDetector final : public Handler {
  public:
   /// The codecs it may put in its place are made with `http1_limits` and `http2_settings`.
   explicit CleartextDetector(http::Limits http1_limits = {}, Settings http2_settings = {}) noexcept
-      : http1_limits_(http1_limits), http2_settings_(http2_settings) {}
+      : http1_limits_(http1_limits), http2_settings_(std::move(http2_settings)) {}
 
   /// ByteBuf in; out, whatever the codec it chooses emits (http::HttpRequest): AnyMessage, so that
   /// the handlers for requests may follow it. Outbound: anything in, ByteBuf out.

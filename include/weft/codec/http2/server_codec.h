@@ -35,6 +35,10 @@
 /// it is not, so a client that never reads costs a bounded amount of memory; response bodies follow
 /// the client's flow-control windows.
 ///
+/// Streams as channels: with Settings::stream_initializer set, the streams it chooses are served as
+/// http2::StreamChannel children (request body in chunks, response body streamed, trailers,
+/// backpressure per stream; see stream_channel.h); the others as above.
+///
 /// Inbound ByteBuf -> HttpRequest; outbound HttpResponse -> ByteBuf. Loop thread only; one codec
 /// per channel. Turns the channel's allow_half_closure on: a client's FIN is answered with GOAWAY
 /// once the streams owed are answered.
@@ -116,6 +120,26 @@ class ServerCodec final : public Handler {
  private:
   struct Stream;
   struct Callbacks;  // the nghttp2 callbacks (server_codec.cc)
+  friend class StreamChannel;
+
+  // ---- streams served as channels (stream_channel.cc holds the child's side)
+  void fill_head(Stream& s, http::RequestHead& head);
+  int open_child(Stream& s, bool end_stream);
+  int child_data(Stream& s, const std::uint8_t* data, std::size_t len);
+  int child_frame(Stream& s, std::uint8_t type, bool end_stream);
+  int child_trailer(Stream& s, std::string_view name, std::string_view value);
+  void child_stream_closed(Stream& s, std::uint32_t error_code);
+  void queue_child(StreamChannel& child);
+  void run_children();
+  void post_children();
+  void serve_child(StreamChannel& child);
+  void consume_stream(std::int32_t id, std::size_t n) noexcept;
+  void detach_children() noexcept;
+  // The child's operations (StreamChannel's do_* hooks).
+  void child_write(StreamChannel& child, MessageRef message);
+  void child_submit_head(StreamChannel& child, http::HttpResponse& response, bool end_stream, bool whole);
+  void child_flush(StreamChannel& child);
+  void child_closed(StreamChannel& child);
 
   Stream* stream(std::int32_t id) const noexcept;
   Stream* acquire_stream(std::int32_t id);
@@ -158,6 +182,17 @@ class ServerCodec final : public Handler {
   InlineRing<std::int32_t, 16> unanswered_;  // dispatched streams, oldest first (answered ones lazily dropped)
   std::vector<std::unique_ptr<Stream>> streams_;  // every stream object made (reused)
   std::vector<Stream*> free_streams_;
+  // Streams as channels (empty unless Settings::stream_initializer is set).
+  bool streams_enabled_ = false;        // windows are returned by hand (nghttp2_session_consume)
+  bool running_children_ = false;       // run_children() is on the stack
+  bool in_read_ = false;                // read_message is on the stack: children's flushes wait for its end
+  bool flush_wanted_ = false;           // ... and one asked for it
+  bool children_posted_ = false;        // a loop task runs run_children() (post_children)
+  StreamChannel* child_calling_ = nullptr;  // the child whose write, flush or close is on the stack
+  std::shared_ptr<bool> alive_;         // the posted task's guard (made when streams are enabled)
+  const ByteBuf* receiving_ = nullptr;  // the bytes nghttp2 is reading (DATA payloads are sliced from it)
+  std::vector<std::shared_ptr<StreamChannel>> child_work_;   // children with something to do
+  std::vector<std::shared_ptr<StreamChannel>> child_batch_;  // the ones being served (swapped with it)
   TimerId deadline_timer_ = 0;
   TimePoint deadline_at_{};
   TimePoint last_activity_{};

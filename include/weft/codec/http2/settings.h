@@ -5,10 +5,22 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "weft/core/clock.h"
 
+namespace weft::http {
+struct RequestHead;
+}  // namespace weft::http
+
 namespace weft::http2 {
+
+class StreamChannel;
+/// Builds a StreamChannel's pipeline (see stream_channel.h); called on the loop thread before the
+/// child is registered, as a ServerBootstrap's child_handler is for a connection.
+using StreamInitializer = std::function<void(StreamChannel&)>;
+/// Chooses how a stream is served from its request's head (see Settings::stream_initializer).
+using StreamChooser = std::function<StreamInitializer(const http::RequestHead&)>;
 
 /// The settings and limits of an HTTP/2 server connection (http2::ServerCodec). The first five are
 /// sent to the client in the server's SETTINGS frame; the others are bounds the codec keeps.
@@ -49,6 +61,17 @@ struct Settings {
   /// After the last frame (GOAWAY) the server sends FIN and reads what the client still sends for
   /// at most this long before it closes (see Channel::close_gracefully).
   Duration linger_timeout = std::chrono::seconds(2);
+
+  /// The stream API (stream_channel.h): called with each request's head when its HEADERS have
+  /// arrived, before any body. An initializer returned serves that stream as a StreamChannel built
+  /// by it (body chunks, trailers, backpressure per stream); an empty one serves it whole, as
+  /// http::HttpRequest. Unset (the default): every stream is served whole, and the codec works as
+  /// if the stream API did not exist. Set, the codec returns flow-control windows itself: a
+  /// stream's window as its child reads, the connection's as bytes arrive. Called on the loop
+  /// thread inside the codec's read: it should only decide (it must not write to the connection);
+  /// an exception it throws resets the stream (RST_STREAM(INTERNAL_ERROR)). A request that came
+  /// by `Upgrade: h2c` (stream 1) is served whole.
+  StreamChooser stream_initializer;
 };
 
 }  // namespace weft::http2
