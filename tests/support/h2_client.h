@@ -164,7 +164,8 @@ class H2Client {
 
   // Sends `body` on stream `id` (opened with end_stream false) and ends the stream.
   void send_body(std::int32_t id, const std::string& body) {
-    auto source = std::make_unique<Upload>(Upload{body, 0});
+    auto source = std::make_unique<Upload>();
+    source->bytes = body;
     nghttp2_data_provider provider;
     provider.source.ptr = source.get();
     provider.read_callback = read_upload;
