@@ -528,6 +528,31 @@ TEST(Http2ServerCodecTest, WindowUpdatesThatReturnConsumedDataAreNoGlitches) {
   EXPECT_TRUE(f.ch.is_open());
 }
 
+// grpc++ returns windows in more updates than two per DATA frame (one per message read): updates
+// that return DATA the server sent are free however they are split, as long as each returns at
+// least 1 KiB; returning more than was sent is a flood again.
+TEST(Http2ServerCodecTest, WindowUpdatesReturningSentDataAreNoGlitchesHoweverSplit) {
+  Settings settings;
+  settings.max_glitches = 5;
+  Fixture f(settings);
+  H2Client client({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 24}});  // the stream's window never runs out
+  const auto id = client.request("GET", "/big?n=" + std::to_string(1 << 20));  // 64 DATA frames
+  f.pump(client);
+  ASSERT_EQ(client.response(id).body.size(), std::size_t{1} << 20);
+  // 256 updates of 4 KiB on the connection: 1 MiB returned in far more than 2 x 64 frames.
+  std::string updates;
+  for (int i = 0; i < 256; ++i) updates += frame(NGHTTP2_WINDOW_UPDATE, 0, 0, u32(4096));
+  f.ch.write_inbound(ByteBuf::copy_of(updates));
+  EXPECT_FALSE(ServerFrames(f.output()).goaway.has_value());
+  EXPECT_TRUE(f.ch.is_open());
+  // Returning what was never sent: past 2 MiB in all (both windows), the updates are glitches.
+  updates.clear();
+  for (int i = 0; i < 600; ++i) updates += frame(NGHTTP2_WINDOW_UPDATE, 0, 0, u32(4096));
+  f.ch.write_inbound(ByteBuf::copy_of(updates));
+  EXPECT_EQ(ServerFrames(f.output()).goaway, std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_FALSE(f.ch.is_open());
+}
+
 // MadeYouReset (CVE-2025-8671): valid-looking frames that make the server reset the stream. The
 // resets the server sends count, so the flood ends like rapid reset.
 TEST(Http2ServerCodecTest, StreamWindowOverflowsThatMakeTheServerResetSpendTheGlitchBudget) {

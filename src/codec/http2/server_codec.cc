@@ -36,11 +36,14 @@ constexpr std::size_t kSliceInputAt = 8192;     // a child's DATA payload this l
 constexpr std::size_t kInChunk = 4096;          // the first size of a buffer that gathers small payloads
 constexpr std::size_t kOutChunk = 16 * 1024;    // the first size of the output buffer
 constexpr std::size_t kSpillAt = 64 * 1024;     // output written on to the channel at this size
-// WINDOW_UPDATE frames a client may send without a glitch: each DATA frame sent earns two (the
-// connection's window and the stream's), each stream opened one (a client may widen its window
-// as it opens it), a connection starts with 16 (ServerCodec::window_update_credit_); the bank is
-// capped here.
+// WINDOW_UPDATE frames a client may send without a glitch. An update that returns at least
+// kReturnedWindow bytes of DATA the server sent (counted twice: the connection's window and the
+// stream's) is free, however many a client splits its returns into (grpc++ returns windows per
+// message read). Smaller ones -- the flood pattern -- spend a frame credit: each DATA frame sent
+// earns two, each stream opened one (a client may widen its window as it opens it), a connection
+// starts with 16 (ServerCodec::window_update_credit_); the bank is capped here.
 constexpr std::uint32_t kWindowUpdateCredit = 1024;
+constexpr std::uint32_t kReturnedWindow = 1024;
 
 // The thread's header list for responses (each loop is a thread; building one is not re-entrant).
 detail::ResponseHeaders& response_headers() {
@@ -177,15 +180,19 @@ struct ServerCodec::Callbacks {
       case NGHTTP2_SETTINGS:
         if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) c.glitch("SETTINGS");
         break;
-      case NGHTTP2_WINDOW_UPDATE:
+      case NGHTTP2_WINDOW_UPDATE: {
         // Windows are returned as DATA is consumed: more updates than DATA sent is a flood.
         // (An increment of 0 is an invalid frame: counted there.)
-        if (c.window_update_credit_ > 0) {
+        const auto increment = static_cast<std::uint32_t>(frame->window_update.window_size_increment);
+        if (increment >= kReturnedWindow && increment <= c.window_bytes_owed_) {
+          c.window_bytes_owed_ -= increment;
+        } else if (c.window_update_credit_ > 0) {
           --c.window_update_credit_;
         } else {
           c.glitch("WINDOW_UPDATE not earned by DATA");
         }
         break;
+      }
       default:
         break;
     }
@@ -272,7 +279,7 @@ struct ServerCodec::Callbacks {
       for (std::size_t i = 1; i < padding; ++i) c.out_.write_u8(0);
     }
     s.out_promised -= length;
-    if (length > 0) c.earn_window_updates(2);
+    if (length > 0) c.earn_window_updates(2, length + padding);
     c.spill_if_large();
   }
 
@@ -305,7 +312,7 @@ struct ServerCodec::Callbacks {
     ch.out_promised_ -= length;
     ch.out_framed_ += length;  // given back to the child's writability once nghttp2 returns
     c.queue_child(ch);
-    if (length > 0) c.earn_window_updates(2);
+    if (length > 0) c.earn_window_updates(2, length + padding);
     c.spill_if_large();
     (void)s;
   }
@@ -450,13 +457,15 @@ ServerCodec::Stream* ServerCodec::acquire_stream(std::int32_t id) {
   s->id = id;
   s->live = true;
   nghttp2_session_set_stream_user_data(session_, id, s);
-  earn_window_updates(1);
+  earn_window_updates(1, 0);
   ++live_streams_;
   return s;
 }
 
-void ServerCodec::earn_window_updates(std::uint32_t n) noexcept {
-  window_update_credit_ = std::min(window_update_credit_ + n, kWindowUpdateCredit);
+void ServerCodec::earn_window_updates(std::uint32_t frames, std::size_t data_bytes) noexcept {
+  window_update_credit_ = std::min(window_update_credit_ + frames, kWindowUpdateCredit);
+  // Both windows (the connection's and the stream's) may be returned; bounded by what a window can hold.
+  window_bytes_owed_ = std::min<std::uint64_t>(window_bytes_owed_ + 2 * std::uint64_t{data_bytes}, 1ull << 32);
 }
 
 void ServerCodec::release_stream(Stream* s) noexcept {

@@ -145,7 +145,7 @@ class ServerCodec final : public Handler {
   Stream* stream(std::int32_t id) const noexcept;
   Stream* acquire_stream(std::int32_t id);
   void release_stream(Stream* s) noexcept;
-  void earn_window_updates(std::uint32_t n) noexcept;
+  void earn_window_updates(std::uint32_t frames, std::size_t data_bytes) noexcept;
   void reserve_out(std::size_t n);
   void spill_if_large();
   void dispatch_ready(Context& ctx);
@@ -178,6 +178,7 @@ class ServerCodec final : public Handler {
   std::size_t live_streams_ = 0;
   std::uint32_t glitches_ = 0;
   std::uint32_t window_update_credit_ = 16;  // WINDOW_UPDATEs earned (DATA sent, streams opened)
+  std::uint64_t window_bytes_owed_ = 0;      // DATA bytes sent the client may still return (both windows)
   TimePoint glitch_window_start_{};
   InlineRing<std::int32_t, 16> ready_;       // streams whose request became whole in this read
   InlineRing<std::int32_t, 16> unanswered_;  // dispatched streams, oldest first (answered ones lazily dropped)
