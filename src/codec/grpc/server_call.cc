@@ -83,10 +83,14 @@ Task<std::optional<ByteBuf>> ServerCall::read() {
     if (ended_) throw CallEnded(*ended_);
     if (std::optional<ByteBuf> message = deframer_.next()) co_return message;
     if (deframer_.error()) {
-      co_await fail(*deframer_.error());
+      Status refused = *deframer_.error();
+      co_await fail(std::move(refused));
     }
     if (request_ended_) {
-      if (deframer_.has_partial()) co_await fail(Status{StatusCode::internal, "the request ended inside a message"});
+      if (deframer_.has_partial()) {
+        Status truncated(StatusCode::internal, "the request ended inside a message");
+        co_await fail(std::move(truncated));
+      }
       co_return std::nullopt;
     }
     std::optional<http2::StreamMessage> received;
@@ -110,13 +114,15 @@ Task<> ServerCall::write(ByteBuf message) {
   if (ended_) throw CallEnded(*ended_);
   if (finished_) throw std::logic_error("grpc::ServerCall::write after finish");
   if (!headers_written_) {
-    http2::ResponseHeaders head{response_head(200), false};
+    http::HttpResponse response = response_head(200);
+    http2::ResponseHeaders head{std::move(response), false};
     co_await send(std::move(head));
     headers_written_ = true;
   }
   const std::size_t n = message.readable_bytes();
   if (n < kCopyBelowBytes) {
-    http2::StreamData framed{frame_message(message), false};
+    ByteBuf framed_bytes = frame_message(message);
+    http2::StreamData framed{std::move(framed_bytes), false};
     co_await send(std::move(framed));
   } else {
     ByteBuf prefix_bytes = ByteBuf::copy_of(nullptr, 0);
@@ -130,7 +136,7 @@ Task<> ServerCall::write(ByteBuf message) {
   connection_.flush();
 }
 
-Task<> ServerCall::finish(Status status) { co_await finish_with(200, std::move(status)); }
+Task<> ServerCall::finish(Status status) { return finish_with(200, std::move(status)); }
 
 Task<> ServerCall::finish_with(int http_status, Status status) {
   if (finished_ || ended_) co_return;
@@ -142,7 +148,8 @@ Task<> ServerCall::finish_with(int http_status, Status status) {
     http2::ResponseHeaders trailers_only{std::move(head), true};
     co_await send(std::move(trailers_only));
   } else {
-    http2::StreamTrailers trailers{status_fields(status)};
+    http2::Fields fields = status_fields(status);
+    http2::StreamTrailers trailers{std::move(fields)};
     co_await send(std::move(trailers));
   }
   connection_.flush();
@@ -196,7 +203,8 @@ void ServerCall::expire() {
     http2::ResponseHeaders trailers_only{std::move(head), true};
     channel.write(std::move(trailers_only));
   } else {
-    http2::StreamTrailers trailers{status_fields(status)};
+    http2::Fields fields = status_fields(status);
+    http2::StreamTrailers trailers{std::move(fields)};
     channel.write(std::move(trailers));
   }
   ended_ = std::move(status);

@@ -43,7 +43,8 @@ void ServiceRegistry::add_unary(std::string path, UnaryHandler handler) {
     if (extra) throw StatusError(Status{StatusCode::internal, "a unary call with more than one request message"});
     ByteBuf response = co_await handler(call, std::move(*request));
     co_await call.write(std::move(response));
-    co_await call.finish(Status{});
+    Status ok;
+    co_await call.finish(std::move(ok));
   });
 }
 
@@ -79,11 +80,13 @@ Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection, s
   std::optional<Status> outcome;
   try {
     if (!is_grpc_content_type(call->request().header("content-type").value_or(""))) {
-      co_await call->finish_with(415, Status{StatusCode::internal, "invalid gRPC request content-type"});
+      Status unsupported(StatusCode::internal, "invalid gRPC request content-type");
+      co_await call->finish_with(415, std::move(unsupported));
       co_return;
     }
     if (!handler) {
-      co_await call->finish(Status{StatusCode::unimplemented, "Method not found: " + std::string(call->method())});
+      Status unknown(StatusCode::unimplemented, "Method not found: " + std::string(call->method()));
+      co_await call->finish(std::move(unknown));
       co_return;
     }
     call->start_deadline();

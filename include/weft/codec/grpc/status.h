@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace weft::grpc {
 
@@ -36,9 +37,15 @@ std::string_view status_code_name(StatusCode code) noexcept;
 
 /// How a call ended: a code and a message for people (sent percent-encoded as grpc-message).
 /// A value type (not thread-safe to mutate from several threads).
+/// Not an aggregate on purpose: GCC 12 mishandles aggregates built from temporaries in coroutines.
 struct Status {
   StatusCode code = StatusCode::ok;
   std::string message;
+
+  /// OK, no message.
+  Status() = default;
+  /// `code` with `message`.
+  Status(StatusCode status_code, std::string status_message = {}) : code(status_code), message(std::move(status_message)) {}
 
   /// Whether the code is OK.
   bool ok() const noexcept { return code == StatusCode::ok; }

@@ -1,0 +1,233 @@
+// weft's gRPC server core against grpc++: the reference client from shared/peers/grpc (grpc++
+// 1.51, built by its build.sh when the test runs; skipped, saying so, when grpc++ is not
+// installed) calls bench.proto's BenchmarkService served by weft on every transport. The methods
+// are written on raw bytes (the few protobuf fields they need are encoded by hand): UnaryCall and
+// StreamingCall answer each request with a response of request.response_size bytes,
+// StreamingFromServer writes such responses until the client cancels.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "support/transports.h"
+#include "weft/codec/grpc/service_registry.h"
+#include "weft/weft.h"
+
+using ::testing::HasSubstr;
+
+namespace weft::grpc {
+namespace {
+
+// Runs a shell command; returns its standard output and error, and its exit status.
+std::string run(const std::string& command, int& status) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  status = ::pclose(pipe);
+  return out;
+}
+
+// The peer's directory: WEFT_GRPC_PEER_DIR, else the one CMake found.
+std::string peer_sources() {
+  if (const char* dir = std::getenv("WEFT_GRPC_PEER_DIR")) return dir;
+  return WEFT_GRPC_PEER_DIR;
+}
+
+// Builds the grpc++ client once per process (build.sh keeps it while its sources are older).
+// Returns its path, or why there is none (`skip` when grpc++ is not installed).
+struct Peer {
+  std::string client;
+  std::string error;
+  bool skip = false;
+};
+const Peer& peer() {
+  static Peer built = [] {
+    Peer p;
+    int status = -1;
+    run("pkg-config --exists grpc++ protobuf && command -v grpc_cpp_plugin && command -v protoc", status);
+    if (status != 0) {
+      p.skip = true;
+      p.error = "grpc++ is not installed (apt-get install libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev "
+                "protobuf-compiler pkg-config)";
+      return p;
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string out = std::string(tmp != nullptr ? tmp : "/tmp") + "/weft-peer-grpc";
+    const std::string log = run("bash " + peer_sources() + "/build.sh " + out, status);
+    if (status != 0) {
+      p.error = "build.sh failed: " + log;
+      return p;
+    }
+    p.client = out + "/weft-peer-grpc-client";
+    return p;
+  }();
+  return built;
+}
+
+// ---- the few protobuf fields of bench.proto, on bytes
+
+// Reads a varint at `at`; false past the end.
+bool read_varint(const ByteBuf& buf, std::size_t& at, std::uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (at >= buf.readable_bytes()) return false;
+    const std::uint8_t byte = buf.read_ptr()[at++];
+    value |= std::uint64_t{byte & 0x7Fu} << shift;
+    if ((byte & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+void write_varint(ByteBuf& buf, std::uint64_t value) {
+  while (value >= 0x80) {
+    buf.write_u8(static_cast<std::uint8_t>(value | 0x80));
+    value >>= 7;
+  }
+  buf.write_u8(static_cast<std::uint8_t>(value));
+}
+
+std::size_t varint_size(std::uint64_t value) {
+  std::size_t n = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// SimpleRequest.response_size (field 2, varint); a malformed request is INVALID_ARGUMENT.
+std::size_t response_size(const ByteBuf& request) {
+  std::size_t at = 0;
+  std::uint64_t size = 0;
+  while (at < request.readable_bytes()) {
+    std::uint64_t key = 0, value = 0;
+    if (!read_varint(request, at, key)) throw StatusError(Status{StatusCode::invalid_argument, "bad key"});
+    switch (key & 7) {
+      case 0:
+        if (!read_varint(request, at, value)) throw StatusError(Status{StatusCode::invalid_argument, "bad varint"});
+        if ((key >> 3) == 2) size = value;
+        break;
+      case 2:
+        if (!read_varint(request, at, value) || value > request.readable_bytes() - at) {
+          throw StatusError(Status{StatusCode::invalid_argument, "bad length"});
+        }
+        at += value;
+        break;
+      case 1: at += 8; break;
+      case 5: at += 4; break;
+      default: throw StatusError(Status{StatusCode::invalid_argument, "bad wire type"});
+    }
+  }
+  if (size > 64u * 1024 * 1024) throw StatusError(Status{StatusCode::invalid_argument, "response_size too large"});
+  return static_cast<std::size_t>(size);
+}
+
+// SimpleResponse{payload: Payload{body: `size` zero bytes}}; empty when size is 0 (as grpc++'s server).
+ByteBuf simple_response(std::size_t size) {
+  if (size == 0) return ByteBuf::copy_of("");
+  const std::size_t payload = 1 + varint_size(size) + size;
+  ByteBuf out = ByteBuf::copy_of("");
+  out.ensure_writable(1 + varint_size(payload) + payload);
+  out.write_u8(0x0A);  // field 1, length-delimited
+  write_varint(out, payload);
+  out.write_u8(0x12);  // field 2, length-delimited
+  write_varint(out, size);
+  std::fill_n(out.write_ptr(), size, std::uint8_t{0});
+  out.advance_writer(size);
+  return out;
+}
+
+ServiceRegistry benchmark_service() {
+  ServiceRegistry services;
+  services.add_unary("/grpc.testing.BenchmarkService/UnaryCall", [](ServerCall&, ByteBuf request) -> Task<ByteBuf> {
+    co_return simple_response(response_size(request));
+  });
+  services.add("/grpc.testing.BenchmarkService/StreamingCall", [](ServerCall& call) -> Task<> {
+    while (std::optional<ByteBuf> request = co_await call.read()) {
+      co_await call.write(simple_response(response_size(*request)));
+    }
+  });
+  services.add("/grpc.testing.BenchmarkService/StreamingFromServer", [](ServerCall& call) -> Task<> {
+    std::optional<ByteBuf> request = co_await call.read();
+    if (!request) throw StatusError(Status{StatusCode::internal, "no request"});
+    const std::size_t size = response_size(*request);
+    for (;;) co_await call.write(simple_response(size));  // until the client cancels (CallEnded)
+  });
+  return services;
+}
+
+class GrpcInteropTest : public test::TransportTest {
+ protected:
+  void SetUp() override {
+    http2::Settings settings;
+    settings.stream_initializer = benchmark_service().stream_chooser();
+    server_ = ServerBootstrap()
+                  .group(loops_)
+                  .child_handler([settings](Channel& ch) {
+                    ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
+                  })
+                  .bind(SocketAddress::loopback(0))
+                  .get();
+    target_ = "127.0.0.1:" + std::to_string(server_->local_address().port());
+  }
+  void TearDown() override { server_->close().wait(); }
+
+  // Runs the grpc++ client in `mode` for a second; returns what it printed.
+  std::string client(const std::string& mode, int threads, int size, int& status) {
+    return run("timeout 30 " + peer().client + " " + target_ + " " + mode + " " + std::to_string(threads) + " 1 " +
+                   std::to_string(size),
+               status);
+  }
+
+  EventLoopGroup loops_{transport(), loops(1, 4)};
+  ChannelPtr server_;
+  std::string target_;
+};
+
+// messages=N from the client's line.
+long messages(const std::string& out) {
+  const auto at = out.find("messages=");
+  return at == std::string::npos ? -1 : std::atol(out.c_str() + at + 9);
+}
+
+TEST_P(GrpcInteropTest, GrpcClientsUnaryCallsAreAnswered) {
+  if (peer().skip) GTEST_SKIP() << peer().error;
+  ASSERT_FALSE(peer().client.empty()) << peer().error;
+  int status = -1;
+  const std::string out = client("unary", 2, 100, status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_THAT(out, HasSubstr("failures=0"));
+  EXPECT_GT(messages(out), 10) << out;
+}
+
+TEST_P(GrpcInteropTest, GrpcClientsPingPongOnOneStreamIsAnswered) {
+  if (peer().skip) GTEST_SKIP() << peer().error;
+  ASSERT_FALSE(peer().client.empty()) << peer().error;
+  int status = -1;
+  const std::string out = client("pingpong", 2, 1000, status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_GT(messages(out), 10) << out;
+}
+
+TEST_P(GrpcInteropTest, GrpcClientReadsAServerStreamUntilItCancels) {
+  if (peer().skip) GTEST_SKIP() << peer().error;
+  ASSERT_FALSE(peer().client.empty()) << peer().error;
+  int status = -1;
+  const std::string out = client("stream", 2, 20'000, status);  // responses past a DATA frame each
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_GT(messages(out), 10) << out;
+}
+
+WEFT_ON_EVERY_TRANSPORT(GrpcInteropTest);
+
+}  // namespace
+}  // namespace weft::grpc
