@@ -122,7 +122,8 @@ struct Fixture {
     settings.stream_initializer = services.stream_chooser();
     ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(std::move(settings)));
     auto router = std::make_shared<http::Router>();
-    router->get("/plain", [](Context& ctx, http::HttpRequest&) { ctx.write(http::HttpResponse(200).body_view("plain")); });
+    router->get("/plain",
+                [](Context& ctx, http::HttpRequest&) { ctx.write(http::HttpResponse(200).body_view("plain")); });
     router->post("/test.Echo/Unary",
                  [](Context& ctx, http::HttpRequest&) { ctx.write(http::HttpResponse(200).body_view("router")); });
     ch.pipeline().add_last("app", router);
@@ -369,8 +370,8 @@ TEST(GrpcServer, TheDeadlineEndsTheCallWithDeadlineExceededAndTheHandlerSeesIt) 
 TEST(GrpcServer, TheDeadlineAfterMessagesEndsWithTrailers) {
   Fixture f;
   H2Client client;
-  const auto id =
-      client.request_streamed("POST", "/test.Echo/Wait", grpc_headers({{"grpc-timeout", "1S"}, {"x-write-first", "1"}}));
+  const auto id = client.request_streamed("POST", "/test.Echo/Wait",
+                                          grpc_headers({{"grpc-timeout", "1S"}, {"x-write-first", "1"}}));
   f.pump(client);
   f.ch.advance_time(1s);
   f.pump(client);

@@ -62,7 +62,9 @@ const Peer& peer() {
     }
     const char* tmp = std::getenv("TMPDIR");
     const std::string out = std::string(tmp != nullptr ? tmp : "/tmp") + "/weft-peer-grpc";
-    const std::string log = run("bash " + peer_sources() + "/build.sh " + out, status);
+    // flock: the test processes ctest runs side by side build it once.
+    const std::string log =
+        run("mkdir -p " + out + " && flock " + out + "/.lock bash " + peer_sources() + "/build.sh " + out, status);
     if (status != 0) {
       p.error = "build.sh failed: " + log;
       return p;

@@ -46,7 +46,9 @@ ServerCall::ServerCall(Connection<http2::StreamMessage>& connection, http2::Stre
 ServerCall::~ServerCall() { stop_deadline(); }
 
 void ServerCall::add_response_header(std::string_view name, std::string_view value) {
-  if (headers_written_ || finished_) throw std::logic_error("grpc::ServerCall: response headers after the head was sent");
+  if (headers_written_ || finished_) {
+    throw std::logic_error("grpc::ServerCall: response headers after the head was sent");
+  }
   response_headers_.emplace_back(name, value);
 }
 

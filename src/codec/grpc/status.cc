@@ -6,9 +6,10 @@ namespace weft::grpc {
 
 std::string_view status_code_name(StatusCode code) noexcept {
   static constexpr std::array<std::string_view, 17> kNames = {
-      "OK",        "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
-      "OUT_OF_RANGE", "UNIMPLEMENTED",   "INTERNAL",          "UNAVAILABLE",      "DATA_LOSS",        "UNAUTHENTICATED"};
+      "OK",           "CANCELLED",     "UNKNOWN",          "INVALID_ARGUMENT",    "DEADLINE_EXCEEDED",
+      "NOT_FOUND",    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",      "OUT_OF_RANGE",  "UNIMPLEMENTED",    "INTERNAL",            "UNAVAILABLE",
+      "DATA_LOSS",    "UNAUTHENTICATED"};
   const auto index = static_cast<std::size_t>(code);
   return index < kNames.size() ? kNames[index] : "UNKNOWN";
 }

@@ -15,7 +15,8 @@ std::optional<Duration> parse_timeout(std::string_view value) noexcept {
   }
   using namespace std::chrono;
   switch (value.back()) {
-    case 'H': return duration_cast<Duration>(hours(std::min<std::int64_t>(amount, 2'000'000)));  // 8 digits of hours overflow ns
+    // (8 digits of hours overflow nanoseconds: clamped to about 228 years.)
+    case 'H': return duration_cast<Duration>(hours(std::min<std::int64_t>(amount, 2'000'000)));
     case 'M': return duration_cast<Duration>(minutes(amount));
     case 'S': return duration_cast<Duration>(seconds(amount));
     case 'm': return duration_cast<Duration>(milliseconds(amount));

@@ -7,9 +7,10 @@
 ///   services.add("/grpc.testing.BenchmarkService/StreamingCall", [](weft::grpc::ServerCall& call) -> weft::Task<> {
 ///     while (auto request = co_await call.read()) co_await call.write(std::move(*request));
 ///   });
-///   services.add_unary("/pkg.Echo/Say", [](weft::grpc::ServerCall&, weft::ByteBuf request) -> weft::Task<weft::ByteBuf> {
-///     co_return request;
-///   });
+///   services.add_unary("/pkg.Echo/Say",
+///                      [](weft::grpc::ServerCall&, weft::ByteBuf request) -> weft::Task<weft::ByteBuf> {
+///                        co_return request;  // the response: the request back
+///                      });
 ///   weft::http2::Settings settings;
 ///   settings.stream_initializer = services.stream_chooser();
 ///   ch.pipeline().add_last("http2", std::make_shared<weft::http2::ServerCodec>(settings));

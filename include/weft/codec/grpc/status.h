@@ -45,7 +45,8 @@ struct Status {
   /// OK, no message.
   Status() = default;
   /// `code` with `message`.
-  Status(StatusCode status_code, std::string status_message = {}) : code(status_code), message(std::move(status_message)) {}
+  Status(StatusCode status_code, std::string status_message = {})
+      : code(status_code), message(std::move(status_message)) {}
 
   /// Whether the code is OK.
   bool ok() const noexcept { return code == StatusCode::ok; }
