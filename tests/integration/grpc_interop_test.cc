@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -148,6 +149,34 @@ ByteBuf simple_response(std::size_t size) {
   return out;
 }
 
+// Outbound, first in the connection's pipeline: reads the frames the codec sends and counts the
+// GOAWAYs with an error code (a connection the server ended on the client).
+class GoawayWatch final : public OutboundHandler<ByteBuf> {
+ public:
+  explicit GoawayWatch(std::shared_ptr<std::atomic<int>> errors) noexcept : errors_(std::move(errors)) {}
+  void write(Context& ctx, ByteBuf&& bytes) override {
+    pending_.append(reinterpret_cast<const char*>(bytes.read_ptr()), bytes.readable_bytes());
+    std::size_t at = 0;
+    while (pending_.size() - at >= 9) {
+      const auto* h = reinterpret_cast<const std::uint8_t*>(pending_.data() + at);
+      const std::size_t length = (std::size_t{h[0]} << 16) | (std::size_t{h[1]} << 8) | h[2];
+      if (pending_.size() - at < 9 + length) break;
+      if (h[3] == 0x7 && length >= 8) {  // GOAWAY: last stream id, then the error code
+        const std::uint32_t code = (std::uint32_t{h[13]} << 24) | (std::uint32_t{h[14]} << 16) |
+                                   (std::uint32_t{h[15]} << 8) | h[16];
+        if (code != 0) errors_->fetch_add(1);
+      }
+      at += 9 + length;
+    }
+    pending_.erase(0, at);
+    ctx.write(std::move(bytes));
+  }
+
+ private:
+  std::shared_ptr<std::atomic<int>> errors_;
+  std::string pending_;  // a frame not yet whole
+};
+
 ServiceRegistry benchmark_service() {
   ServiceRegistry services;
   services.add_unary("/grpc.testing.BenchmarkService/UnaryCall", [](ServerCall&, ByteBuf request) -> Task<ByteBuf> {
@@ -172,9 +201,17 @@ class GrpcInteropTest : public test::TransportTest {
   void SetUp() override {
     http2::Settings settings;
     settings.stream_initializer = benchmark_service().stream_chooser();
+    // grpc++'s clients return flow-control windows in more WINDOW_UPDATE frames than the codec's
+    // glitch accounting credits (about 3 per DATA frame, and window growth besides): with the
+    // default budget the connection ends in GOAWAY(ENHANCE_YOUR_CALM) within a second of
+    // ping-pong with two streams (see docs/grpc.md, "What is left"). The budget is lifted here;
+    // every other GOAWAY with an error still fails the tests.
+    settings.max_glitches = 1'000'000;
+    auto errors = goaway_errors_;
     server_ = ServerBootstrap()
                   .group(loops_)
-                  .child_handler([settings](Channel& ch) {
+                  .child_handler([settings, errors](Channel& ch) {
+                    ch.pipeline().add_last("goaway-watch", std::make_shared<GoawayWatch>(errors));
                     ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
                   })
                   .bind(SocketAddress::loopback(0))
@@ -185,12 +222,15 @@ class GrpcInteropTest : public test::TransportTest {
 
   // Runs the grpc++ client in `mode` for a second; returns what it printed.
   std::string client(const std::string& mode, int threads, int size, int& status) {
-    return run("timeout 30 " + peer().client + " " + target_ + " " + mode + " " + std::to_string(threads) + " 1 " +
-                   std::to_string(size),
+    // WEFT_GRPC_SECONDS: a longer run (default 1 s).
+    const char* seconds = std::getenv("WEFT_GRPC_SECONDS");
+    return run("timeout 600 " + peer().client + " " + target_ + " " + mode + " " + std::to_string(threads) + " " +
+                   (seconds != nullptr ? seconds : "1") + " " + std::to_string(size),
                status);
   }
 
   EventLoopGroup loops_{transport(), loops(1, 4)};
+  std::shared_ptr<std::atomic<int>> goaway_errors_ = std::make_shared<std::atomic<int>>(0);
   ChannelPtr server_;
   std::string target_;
 };
@@ -207,6 +247,8 @@ TEST_P(GrpcInteropTest, GrpcClientsUnaryCallsAreAnswered) {
   int status = -1;
   const std::string out = client("unary", 2, 100, status);
   ASSERT_EQ(status, 0) << out;
+  std::fprintf(stderr, "%s", out.c_str());
+  EXPECT_EQ(goaway_errors_->load(), 0) << "the server ended a connection with an error";
   EXPECT_THAT(out, HasSubstr("failures=0"));
   EXPECT_GT(messages(out), 10) << out;
 }
@@ -217,6 +259,8 @@ TEST_P(GrpcInteropTest, GrpcClientsPingPongOnOneStreamIsAnswered) {
   int status = -1;
   const std::string out = client("pingpong", 2, 1000, status);
   ASSERT_EQ(status, 0) << out;
+  std::fprintf(stderr, "%s", out.c_str());
+  EXPECT_EQ(goaway_errors_->load(), 0) << "the server ended a connection with an error";
   EXPECT_GT(messages(out), 10) << out;
 }
 
@@ -226,6 +270,8 @@ TEST_P(GrpcInteropTest, GrpcClientReadsAServerStreamUntilItCancels) {
   int status = -1;
   const std::string out = client("stream", 2, 20'000, status);  // responses past a DATA frame each
   ASSERT_EQ(status, 0) << out;
+  std::fprintf(stderr, "%s", out.c_str());
+  EXPECT_EQ(goaway_errors_->load(), 0) << "the server ended a connection with an error";
   EXPECT_GT(messages(out), 10) << out;
 }
 
