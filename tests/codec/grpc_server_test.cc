@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <coroutine>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -75,10 +77,21 @@ struct Observed {
   bool cancelled = false;
   std::optional<Duration> timeout;
   int calls = 0;
+  EventLoop* loop = nullptr;
+};
+
+// Resumes the coroutine after `delay` on `loop` (the EmbeddedChannel's, whose clock the test moves).
+struct After {
+  EventLoop& loop;
+  Duration delay;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) { loop.schedule(delay, [h] { h.resume(); }); }
+  void await_resume() const noexcept {}
 };
 
 struct Fixture {
   explicit Fixture(ServerOptions options = {}) : observed(std::make_shared<Observed>()) {
+    observed->loop = &ch.loop();
     ServiceRegistry services(options);
     services.add_unary("/test.Echo/Unary", [](ServerCall&, ByteBuf request) -> Task<ByteBuf> { co_return request; });
     services.add("/test.Echo/Bidi", [](ServerCall& call) -> Task<> {
@@ -117,6 +130,17 @@ struct Fixture {
         seen->cancelled = call.cancelled();
         throw;
       }
+    });
+    // Works without reading (a timer stands for the work), then looks whether the call was cancelled.
+    services.add("/test.Echo/Busy", [seen](ServerCall& call) -> Task<> {
+      ++seen->calls;
+      co_await After{*seen->loop, 50ms};
+      seen->cancelled = call.cancelled();
+    });
+    services.add("/test.Echo/Throw", [](ServerCall& call) -> Task<> {
+      while (co_await call.read()) {
+      }
+      throw std::runtime_error("broken handler");
     });
     http2::Settings settings;
     settings.stream_initializer = services.stream_chooser();
@@ -394,6 +418,30 @@ TEST(GrpcServer, AClientResetCancelsTheCall) {
   ASSERT_TRUE(f.observed->ended);
   EXPECT_EQ(f.observed->ended->code, StatusCode::cancelled);
   EXPECT_TRUE(f.observed->cancelled);
+}
+
+TEST(GrpcServer, AClientResetIsSeenByAHandlerThatIsNotReading) {
+  Fixture f;
+  H2Client client;
+  const auto id = client.request_streamed("POST", "/test.Echo/Busy", grpc_headers());
+  f.pump(client);
+  ASSERT_EQ(f.observed->calls, 1);
+  client.reset(id);
+  f.pump(client);
+  f.ch.advance_time(50ms);
+  f.pump(client);
+  EXPECT_TRUE(f.observed->cancelled);
+}
+
+TEST(GrpcServer, AHandlerThatThrowsEndsTheCallUnknown) {
+  Fixture f;
+  H2Client client;
+  const auto id = client.request_streamed("POST", "/test.Echo/Throw", grpc_headers());
+  client.finish(id);
+  f.pump(client);
+  const H2Response& r = client.response(id);
+  EXPECT_EQ(r.header("grpc-status"), "2");
+  EXPECT_EQ(r.header("grpc-message"), "broken handler");
 }
 
 TEST(GrpcTimeout, ParsesEveryUnitAndRefusesMalformedValues) {
