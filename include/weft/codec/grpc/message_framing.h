@@ -24,7 +24,7 @@ ByteBuf frame_message(const ByteBuf& message);
 /// Splits a request body into messages. Not thread-safe (one per call, on its loop).
 class MessageDeframer {
  public:
-  /// `max_message_bytes`: a message announced larger fails with RESOURCE_EXHAUSTED (before its
+  /// Thread-safe (constructs). `max_message_bytes`: a message announced larger fails with RESOURCE_EXHAUSTED (before its
   /// bytes are held). `compression_negotiated`: whether the call declared a grpc-encoding other than
   /// identity (this deframer does not decompress: a compressed message then fails UNIMPLEMENTED;
   /// without one it fails INTERNAL, as the spec says).
@@ -32,14 +32,14 @@ class MessageDeframer {
                            bool compression_negotiated = false) noexcept
       : max_message_bytes_(max_message_bytes), compression_negotiated_(compression_negotiated) {}
 
-  /// Takes a chunk of the body (whole messages in it are sliced out, not copied; a message cut
+  /// Owner only. Takes a chunk of the body (whole messages in it are sliced out, not copied; a message cut
   /// across chunks is gathered by one copy).
   void feed(ByteBuf chunk);
-  /// The next whole message, if one is held. Once error() is set, nothing more.
+  /// Owner only. The next whole message, if one is held. Once error() is set, nothing more.
   std::optional<ByteBuf> next();
-  /// The failure found (a message too large, a compressed flag), if any.
+  /// Owner only. The failure found (a message too large, a compressed flag), if any.
   const std::optional<Status>& error() const noexcept { return error_; }
-  /// Whether bytes of an unfinished message are held (at the body's end: a truncated message).
+  /// Owner only. Whether bytes of an unfinished message are held (at the body's end: a truncated message).
   bool has_partial() const noexcept;
 
  private:

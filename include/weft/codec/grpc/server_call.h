@@ -44,7 +44,7 @@ namespace weft::grpc {
 /// file's description); its status was sent to the client already.
 class CallEnded : public Error {
  public:
-  /// The call ended with `status`.
+  /// Thread-safe (a value). The call ended with `status`.
   explicit CallEnded(Status status);
   /// The status the client was sent.
   const Status& status() const noexcept { return status_; }
@@ -56,7 +56,7 @@ class CallEnded : public Error {
 /// Thrown by a handler to end its call with `status` (as grpc++'s returned grpc::Status).
 class StatusError : public Error {
  public:
-  /// Ends the call with `status` (its code should not be OK).
+  /// Thread-safe (a value). Ends the call with `status` (its code should not be OK).
   explicit StatusError(Status status);
   /// The status to send.
   const Status& status() const noexcept { return status_; }
@@ -82,36 +82,36 @@ class ResetNotifier;
 /// gets a reference valid until the handler's coroutine finishes. Loop thread only.
 class ServerCall : public std::enable_shared_from_this<ServerCall> {
  public:
-  /// For ServiceRegistry: a call on `connection` (its child channel's coroutine side) for the
+  /// Loop thread only. For ServiceRegistry: a call on `connection` (its child channel's coroutine side) for the
   /// request `headers`.
   ServerCall(Connection<http2::StreamMessage>& connection, http2::StreamHeaders headers, const ServerOptions& options);
   ~ServerCall();
   ServerCall(const ServerCall&) = delete;
   ServerCall& operator=(const ServerCall&) = delete;
 
-  /// The request's head: method path ("/package.Service/Method"), metadata (its headers).
+  /// Loop thread only. The request's head: method path ("/package.Service/Method"), metadata (its headers).
   const http::HttpRequest& request() const noexcept { return headers_.request; }
-  /// The method path.
+  /// Loop thread only. The method path.
   std::string_view method() const noexcept { return headers_.request.path(); }
-  /// The timeout the client gave (grpc-timeout), if any.
+  /// Loop thread only. The timeout the client gave (grpc-timeout), if any.
   std::optional<Duration> timeout() const noexcept { return timeout_; }
-  /// Whether the call ended without its handler: the deadline passed, the client reset the stream,
+  /// Loop thread only. Whether the call ended without its handler: the deadline passed, the client reset the stream,
   /// or its request broke the protocol.
   bool cancelled() const noexcept { return ended_.has_value(); }
-  /// Whether the response has ended (finished by the handler or ended without it).
+  /// Loop thread only. Whether the response has ended (finished by the handler or ended without it).
   bool finished() const noexcept { return finished_; }
 
-  /// Adds a header to the response's head (metadata). Before the first write() or finish() only.
+  /// Loop thread only. Adds a header to the response's head (metadata). Before the first write() or finish() only.
   void add_response_header(std::string_view name, std::string_view value);
 
-  /// The next request message; nullopt once the client has half-closed and every message was
+  /// Loop thread only. The next request message; nullopt once the client has half-closed and every message was
   /// read. Throws CallEnded when the call has ended (or ends meanwhile).
   Task<std::optional<ByteBuf>> read();
-  /// Sends a response message (the response's head first, on the first write). Suspends while the
+  /// Loop thread only. Sends a response message (the response's head first, on the first write). Suspends while the
   /// stream is unwritable (its HTTP/2 flow-control window and the connection's backpressure).
   /// Throws CallEnded when the call has ended, std::logic_error after finish().
   Task<> write(ByteBuf message);
-  /// Ends the response with `status` (grpc-status, grpc-message): as trailers, or Trailers-Only
+  /// Loop thread only. Ends the response with `status` (grpc-status, grpc-message): as trailers, or Trailers-Only
   /// when nothing was written. Does nothing once the call has finished or ended.
   Task<> finish(Status status);
 

@@ -46,15 +46,15 @@ using UnaryHandler = std::function<Task<ByteBuf>(ServerCall&, ByteBuf)>;
 /// stream_chooser() takes a snapshot, and what it returns is safe on any number of loops.
 class ServiceRegistry {
  public:
-  /// `options` bound every call served by the choosers made after.
+  /// Not thread-safe. `options` bound every call served by the choosers made after.
   explicit ServiceRegistry(ServerOptions options = {}) : options_(options) {}
 
-  /// Registers `handler` for the method `path` ("/package.Service/Method"), replacing one there.
+  /// Not thread-safe (register before serving). Registers `handler` for the method `path` ("/package.Service/Method"), replacing one there.
   void add(std::string path, Handler handler);
-  /// Registers a unary method: reads the one request (a missing one: INTERNAL; a second one:
-  /// INTERNAL... as grpc++ does), writes the response, ends the call OK.
+  /// Not thread-safe (register before serving). Registers a unary method: reads the one request
+  /// (none, or a second one: INTERNAL, as grpc-java does), writes the response, ends the call OK.
   void add_unary(std::string path, UnaryHandler handler);
-  /// The number of methods registered.
+  /// Not thread-safe against add(). The number of methods registered.
   std::size_t size() const noexcept { return methods_.size(); }
 
   /// Thread-safe once methods are added. For http2::Settings::stream_initializer: serves calls as
