@@ -24,10 +24,10 @@ ByteBuf frame_message(const ByteBuf& message);
 /// Splits a request body into messages. Not thread-safe (one per call, on its loop).
 class MessageDeframer {
  public:
-  /// Thread-safe (constructs). `max_message_bytes`: a message announced larger fails with RESOURCE_EXHAUSTED (before its
-  /// bytes are held). `compression_negotiated`: whether the call declared a grpc-encoding other than
-  /// identity (this deframer does not decompress: a compressed message then fails UNIMPLEMENTED;
-  /// without one it fails INTERNAL, as the spec says).
+  /// Thread-safe (constructs). `max_message_bytes`: a message announced larger fails with
+  /// RESOURCE_EXHAUSTED (before its bytes are held). `compression_negotiated`: whether the call
+  /// declared a grpc-encoding other than identity (this deframer does not decompress: a compressed
+  /// message then fails UNIMPLEMENTED; without one it fails INTERNAL, as the spec says).
   explicit MessageDeframer(std::size_t max_message_bytes = kDefaultMaxMessageBytes,
                            bool compression_negotiated = false) noexcept
       : max_message_bytes_(max_message_bytes), compression_negotiated_(compression_negotiated) {}

@@ -49,7 +49,8 @@ class ServiceRegistry {
   /// Not thread-safe. `options` bound every call served by the choosers made after.
   explicit ServiceRegistry(ServerOptions options = {}) : options_(options) {}
 
-  /// Not thread-safe (register before serving). Registers `handler` for the method `path` ("/package.Service/Method"), replacing one there.
+  /// Not thread-safe (register before serving). Registers `handler` for the method `path`
+  /// ("/package.Service/Method"), replacing one there.
   void add(std::string path, Handler handler);
   /// Not thread-safe (register before serving). Registers a unary method: reads the one request
   /// (none, or a second one: INTERNAL, as grpc-java does), writes the response, ends the call OK.
