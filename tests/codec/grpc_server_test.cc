@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,7 @@ struct Observed {
   std::optional<Duration> timeout;
   int calls = 0;
   EventLoop* loop = nullptr;
+  std::vector<UnaryResponder> responders;  // kept by /test.Echo/CallbackLater
 };
 
 // Resumes the coroutine after `delay` on `loop` (the EmbeddedChannel's, whose clock the test moves).
@@ -142,6 +144,13 @@ struct Fixture {
       }
       throw std::runtime_error("broken handler");
     });
+    services.add_unary_callback("/test.Echo/CallbackNow", [](ServerCall&, ByteBuf request, UnaryResponder responder) {
+      responder.respond(std::move(request));
+    });
+    services.add_unary_callback("/test.Echo/CallbackLater", [seen](ServerCall&, ByteBuf, UnaryResponder responder) {
+      seen->responders.push_back(std::move(responder));
+    });
+    services.add_unary_callback("/test.Echo/CallbackDrops", [](ServerCall&, ByteBuf, UnaryResponder) {});
     http2::Settings settings;
     settings.stream_initializer = services.stream_chooser();
     ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(std::move(settings)));
@@ -442,6 +451,42 @@ TEST(GrpcServer, AHandlerThatThrowsEndsTheCallUnknown) {
   const H2Response& r = client.response(id);
   EXPECT_EQ(r.header("grpc-status"), "2");
   EXPECT_EQ(r.header("grpc-message"), "broken handler");
+}
+
+TEST(GrpcServer, AUnaryCallbackAnswersAtOnce) {
+  Fixture f;
+  const H2Response r = f.call("/test.Echo/CallbackNow", frame("now"));
+  EXPECT_EQ(r.body, frame("now"));
+  EXPECT_EQ(field(r.trailers, "grpc-status"), "0");
+}
+
+TEST(GrpcServer, AUnaryCallbackAnswersLaterFromAnotherThread) {
+  Fixture f;
+  H2Client client;
+  const auto ok = client.request_streamed("POST", "/test.Echo/CallbackLater", grpc_headers());
+  client.send(ok, frame("q"));
+  client.finish(ok);
+  const auto failed = client.request_streamed("POST", "/test.Echo/CallbackLater", grpc_headers());
+  client.send(failed, frame("q"));
+  client.finish(failed);
+  f.pump(client);
+  ASSERT_EQ(f.observed->responders.size(), 2u);
+  EXPECT_EQ(client.response(ok).status, 0);  // nothing until it answers
+  std::thread([&] {
+    f.observed->responders[0].respond(ByteBuf::copy_of("later"));
+    f.observed->responders[1].fail(Status(StatusCode::not_found, "no such thing"));
+  }).join();
+  f.pump(client);
+  EXPECT_EQ(client.response(ok).body, frame("later"));
+  EXPECT_EQ(field(client.response(ok).trailers, "grpc-status"), "0");
+  EXPECT_EQ(client.response(failed).header("grpc-status"), "5");
+  EXPECT_EQ(client.response(failed).header("grpc-message"), "no such thing");
+}
+
+TEST(GrpcServer, AUnaryCallbackThatDropsItsResponderEndsInternal) {
+  Fixture f;
+  const H2Response r = f.call("/test.Echo/CallbackDrops", frame("x"));
+  EXPECT_EQ(grpc_status(r), "13");
 }
 
 TEST(GrpcTimeout, ParsesEveryUnitAndRefusesMalformedValues) {

@@ -31,18 +31,39 @@ class ResetNotifier {
   static void notify(ServerCall& call) noexcept;
 };
 
+namespace {
+// The one request message of a unary call; a missing or second one fails the call INTERNAL.
+Task<ByteBuf> read_unary_request(ServerCall& call) {
+  std::optional<ByteBuf> request = co_await call.read();
+  if (!request) throw StatusError(Status(StatusCode::internal, "a unary call without its request message"));
+  std::optional<ByteBuf> extra = co_await call.read();
+  if (extra) throw StatusError(Status(StatusCode::internal, "a unary call with more than one request message"));
+  co_return std::move(*request);
+}
+}  // namespace
+
 void ServiceRegistry::add(std::string path, Handler handler) {
   methods_[std::move(path)] = std::make_shared<const Handler>(std::move(handler));
 }
 
 void ServiceRegistry::add_unary(std::string path, UnaryHandler handler) {
   add(std::move(path), [handler = std::move(handler)](ServerCall& call) -> Task<> {
-    std::optional<ByteBuf> request = co_await call.read();
-    if (!request) throw StatusError(Status{StatusCode::internal, "a unary call without its request message"});
-    std::optional<ByteBuf> extra = co_await call.read();
-    if (extra) throw StatusError(Status{StatusCode::internal, "a unary call with more than one request message"});
-    ByteBuf response = co_await handler(call, std::move(*request));
+    ByteBuf request = co_await read_unary_request(call);
+    ByteBuf response = co_await handler(call, std::move(request));
     co_await call.write(std::move(response));
+    Status ok;
+    co_await call.finish(std::move(ok));
+  });
+}
+
+void ServiceRegistry::add_unary_callback(std::string path, UnaryCallback callback) {
+  add(std::move(path), [callback = std::move(callback)](ServerCall& call) -> Task<> {
+    ByteBuf request = co_await read_unary_request(call);
+    auto state = std::make_shared<UnaryResponder::State>(call.loop());
+    callback(call, std::move(request), UnaryResponder(state));
+    UnaryResponder::Outcome outcome = co_await state->wait();
+    if (!outcome.response) throw StatusError(std::move(outcome.status));
+    co_await call.write(std::move(*outcome.response));
     Status ok;
     co_await call.finish(std::move(ok));
   });

@@ -91,6 +91,8 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
 
   /// Loop thread only. The request's head: method path ("/package.Service/Method"), metadata (its headers).
   const http::HttpRequest& request() const noexcept { return headers_.request; }
+  /// Thread-safe. The event loop the call runs on.
+  EventLoop& loop() const noexcept { return connection_.channel().loop(); }
   /// Loop thread only. The method path.
   std::string_view method() const noexcept { return headers_.request.path(); }
   /// Loop thread only. The timeout the client gave (grpc-timeout), if any.

@@ -29,6 +29,7 @@
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/codec/grpc/server_call.h"
+#include "weft/codec/grpc/unary_responder.h"
 #include "weft/codec/http2/settings.h"
 #include "weft/core/task.h"
 
@@ -41,6 +42,10 @@ using Handler = std::function<Task<>(ServerCall&)>;
 /// A unary method's handler: the one request message in, the one response message out (throw
 /// StatusError for another status).
 using UnaryHandler = std::function<Task<ByteBuf>(ServerCall&, ByteBuf)>;
+
+/// A unary method's handler in callback form: called on the call's loop with the request; answers
+/// through the responder, at once or later from any thread (see unary_responder.h).
+using UnaryCallback = std::function<void(ServerCall&, ByteBuf, UnaryResponder)>;
 
 /// The methods of a server (see the file's description). Not thread-safe while methods are added;
 /// stream_chooser() takes a snapshot, and what it returns is safe on any number of loops.
@@ -55,6 +60,9 @@ class ServiceRegistry {
   /// Not thread-safe (register before serving). Registers a unary method: reads the one request
   /// (none, or a second one: INTERNAL, as grpc-java does), writes the response, ends the call OK.
   void add_unary(std::string path, UnaryHandler handler);
+  /// Not thread-safe (register before serving). Registers a unary method in callback form: reads the
+  /// one request as add_unary does, calls `callback`, and sends what its responder answers.
+  void add_unary_callback(std::string path, UnaryCallback callback);
   /// Not thread-safe against add(). The number of methods registered.
   std::size_t size() const noexcept { return methods_.size(); }
 
