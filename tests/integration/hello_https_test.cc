@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "support/shell.h"
 #include "support/hello_process.h"
 #include "support/tls_certs.h"
 
@@ -34,15 +35,7 @@ std::string https_config_name(const ::testing::TestParamInfo<HttpsConfig>& info)
   return name;
 }
 
-std::string run(const std::string& command, int& status) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  status = ::pclose(pipe);
-  return out;
-}
+std::string run(const std::string& command, int& status) { return test::run_shell(command, status); }
 
 class HelloHttpsTest : public ::testing::TestWithParam<HttpsConfig> {};
 

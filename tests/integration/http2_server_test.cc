@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "support/shell.h"
 #include "support/blocking_client.h"
 #include "support/h2_socket.h"
 #include "support/transports.h"
@@ -37,15 +38,7 @@ std::string patterned(std::size_t n) {
   return s;
 }
 
-std::string run(const std::string& command, int& status) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  status = ::pclose(pipe);
-  return out;
-}
+std::string run(const std::string& command, int& status) { return test::run_shell(command, status); }
 
 bool have(const std::string& command) {
   int status = -1;

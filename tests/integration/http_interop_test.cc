@@ -13,6 +13,7 @@
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
 #include "weft/weft.h"
+#include "support/shell.h"
 #include "support/transports.h"
 
 using namespace std::chrono_literals;
@@ -21,16 +22,7 @@ using ::testing::HasSubstr;
 namespace weft::http {
 namespace {
 
-// Runs a shell command, returns its standard output (and exit status through `status`).
-std::string run(const std::string& command, int& status) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  status = ::pclose(pipe);
-  return out;
-}
+std::string run(const std::string& command, int& status) { return test::run_shell(command, status); }
 
 class HttpInteropTest : public test::TransportTest {
  protected:

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/shell.h"
 #include "support/blocking_client.h"
 #include "support/channel_probe.h"
 #include "support/stderr_capture.h"
@@ -214,16 +215,7 @@ TEST_P(TlsIntegrationTest, HttpOverTlsWithWeftsClient) {
   client->close().wait_for(5s);
 }
 
-// Runs a shell command, returns its standard output (and exit status through `status`).
-std::string run(const std::string& command, int& status) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  status = ::pclose(pipe);
-  return out;
-}
+std::string run(const std::string& command, int& status) { return test::run_shell(command, status); }
 
 TEST_P(TlsIntegrationTest, HttpOverTlsWithCurlPythonAndOpensslClients) {
   HttpsServer server(transport(), loops(1, 6));

@@ -1209,6 +1209,15 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
   if (response.closes_connection()) submit_goaway();
 }
 
+// Frames leave now, or at the end of the read when the codec is reading (one send for all the children).
+void ServerCodec::flush_soon() {
+  if (in_read_ || in_nghttp2_) {
+    flush_wanted_ = true;
+  } else if (ctx_ != nullptr) {
+    flush(*ctx_);
+  }
+}
+
 // The child flushed: its data provider goes back in the queue when it waited, and the frames leave
 // (at the end of the read when the codec is reading: one send for all the children).
 void ServerCodec::child_flush(StreamChannel& ch) {
@@ -1218,11 +1227,7 @@ void ServerCodec::child_flush(StreamChannel& ch) {
     ch.deferred_ = false;
     nghttp2_session_resume_data(session_, ch.id_);
   }
-  if (in_read_ || in_nghttp2_) {
-    flush_wanted_ = true;
-  } else if (ctx_ != nullptr) {
-    flush(*ctx_);
-  }
+  flush_soon();
 }
 
 // The child closed: before its response ended, the stream is reset (RST_STREAM(CANCEL)); after, the
@@ -1248,11 +1253,7 @@ void ServerCodec::child_closed(StreamChannel& ch) {
       nghttp2_session_resume_data(session_, ch.id_);
     }
   }
-  if (in_read_ || in_nghttp2_) {
-    flush_wanted_ = true;
-  } else if (ctx_ != nullptr) {
-    flush(*ctx_);
-  }
+  flush_soon();
 }
 
 }  // namespace weft::http2

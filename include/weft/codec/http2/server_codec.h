@@ -138,6 +138,7 @@ class ServerCodec final : public Handler {
   // The child's operations (StreamChannel's do_* hooks).
   void child_write(StreamChannel& child, MessageRef message);
   void child_submit_head(StreamChannel& child, http::HttpResponse& response, bool end_stream, bool whole);
+  void flush_soon();
   void child_flush(StreamChannel& child);
   void child_closed(StreamChannel& child);
 
