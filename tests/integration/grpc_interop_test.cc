@@ -8,7 +8,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "support/shell.h"
 #include "support/transports.h"
 #ifdef WEFT_HAVE_BENCH_PROTO
 #include "bench.pb.h"
@@ -31,15 +31,7 @@ namespace weft::grpc {
 namespace {
 
 // Runs a shell command; returns its standard output and error, and its exit status.
-std::string run(const std::string& command, int& status) {
-  std::string out;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  status = ::pclose(pipe);
-  return out;
-}
+std::string run(const std::string& command, int& status) { return test::run_shell(command + " 2>&1", status); }
 
 // The peer's directory: WEFT_GRPC_PEER_DIR, else the one CMake found.
 std::string peer_sources() {
