@@ -5,6 +5,8 @@
 # curl: scripts/test-packaging.sh. libnghttp2-dev: the HTTP/2 codec; nghttp2-client (h2load, nghttp)
 # and python3-h2: the HTTP/2 interop and attack tests. libssl-dev: weft's TLS; openssl: the TLS
 # interop tests (openssl s_client) and weft-bench's tls suite; nginx-light: the TLS client test against nginx.
+# libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
+# (shared/peers/grpc) the gRPC interop test builds.
 set -euo pipefail
 
 PACKAGES=(
@@ -37,6 +39,10 @@ PACKAGES=(
   doxygen
   dpkg-dev
   file
+  libgrpc++-dev
+  protobuf-compiler-grpc
+  libprotobuf-dev
+  protobuf-compiler
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

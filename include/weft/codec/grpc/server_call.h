@@ -1,0 +1,148 @@
+#pragma once
+/// @file
+/// grpc::ServerCall: one gRPC call on the server, as its handler's coroutine sees it. The call is
+/// an HTTP/2 stream served as a child channel (http2::StreamChannel) with weft::serve; its
+/// messages are bytes (ByteBuf), framed and unframed here (message_framing.h).
+///
+///   Task<> echo(weft::grpc::ServerCall& call) {
+///     while (std::optional<ByteBuf> request = co_await call.read())   // nullopt: the client is done
+///       co_await call.write(std::move(*request));                     // waits while the stream is unwritable
+///     co_await call.finish({});                                       // OK (also done when the handler returns)
+///   }
+///
+/// The call ends in one of two ways. The handler finishes it (finish(), or returning: OK, or
+/// throwing StatusError: that status; another exception: UNKNOWN). Or it ends without the handler:
+/// the deadline passed (grpc-timeout: DEADLINE_EXCEEDED is sent), the client reset the stream
+/// (CANCELLED), the request broke the protocol (a message past the size limit: RESOURCE_EXHAUSTED;
+/// a compressed message: INTERNAL or UNIMPLEMENTED; a truncated one: INTERNAL); then cancelled()
+/// is true and read() and write() throw CallEnded with the status, which the handler may let
+/// propagate (the registry expects it).
+///
+/// Threads: a call lives on its stream's event loop; every method is loop thread only (the
+/// handler's coroutine runs there).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/channel/connection.h"
+#include "weft/codec/grpc/message_framing.h"
+#include "weft/codec/grpc/status.h"
+#include "weft/codec/http2/stream_channel.h"
+#include "weft/core/error.h"
+#include "weft/core/event_loop.h"
+#include "weft/core/task.h"
+
+namespace weft::grpc {
+
+/// Thrown by ServerCall::read() and write() once the call has ended without its handler (see the
+/// file's description); its status was sent to the client already.
+class CallEnded : public Error {
+ public:
+  /// Thread-safe (a value). The call ended with `status`.
+  explicit CallEnded(Status status);
+  /// The status the client was sent.
+  const Status& status() const noexcept { return status_; }
+
+ private:
+  Status status_;
+};
+
+/// Thrown by a handler to end its call with `status` (as grpc++'s returned grpc::Status).
+class StatusError : public Error {
+ public:
+  /// Thread-safe (a value). Ends the call with `status` (its code should not be OK).
+  explicit StatusError(Status status);
+  /// The status to send.
+  const Status& status() const noexcept { return status_; }
+
+ private:
+  Status status_;
+};
+
+/// Bounds of a gRPC server (grpc++'s ServerBuilder options of the same meaning).
+struct ServerOptions {
+  /// A request message larger than this ends the call with RESOURCE_EXHAUSTED.
+  std::size_t max_receive_message_bytes = kDefaultMaxMessageBytes;
+};
+
+/// Whether a request's content-type makes it a gRPC call: application/grpc, optionally followed
+/// by "+proto" or by parameters (";..."). Thread-safe (pure).
+bool is_grpc_content_type(std::string_view content_type) noexcept;
+
+class ServiceRegistry;
+class ResetNotifier;
+
+/// One call (see the file's description). Made by ServiceRegistry for each request; its handler
+/// gets a reference valid until the handler's coroutine finishes. Loop thread only.
+class ServerCall : public std::enable_shared_from_this<ServerCall> {
+ public:
+  /// Loop thread only. For ServiceRegistry: a call on `connection` (its child channel's coroutine side) for the
+  /// request `headers`.
+  ServerCall(Connection<http2::StreamMessage>& connection, http2::StreamHeaders headers, const ServerOptions& options);
+  ~ServerCall();
+  ServerCall(const ServerCall&) = delete;
+  ServerCall& operator=(const ServerCall&) = delete;
+
+  /// Loop thread only. The request's head: method path ("/package.Service/Method"), metadata (its headers).
+  const http::HttpRequest& request() const noexcept { return headers_.request; }
+  /// Thread-safe. The event loop the call runs on.
+  EventLoop& loop() const noexcept { return connection_.channel().loop(); }
+  /// Loop thread only. The method path.
+  std::string_view method() const noexcept { return headers_.request.path(); }
+  /// Loop thread only. The timeout the client gave (grpc-timeout), if any.
+  std::optional<Duration> timeout() const noexcept { return timeout_; }
+  /// Loop thread only. Whether the call ended without its handler: the deadline passed, the client reset the stream,
+  /// or its request broke the protocol.
+  bool cancelled() const noexcept { return ended_.has_value(); }
+  /// Loop thread only. Whether the response has ended (finished by the handler or ended without it).
+  bool finished() const noexcept { return finished_; }
+
+  /// Loop thread only. Adds a header to the response's head (metadata). Before the first write() or finish() only.
+  void add_response_header(std::string_view name, std::string_view value);
+
+  /// Loop thread only. The next request message; nullopt once the client has half-closed and every message was
+  /// read. Throws CallEnded when the call has ended (or ends meanwhile).
+  Task<std::optional<ByteBuf>> read();
+  /// Loop thread only. Sends a response message (the response's head first, on the first write). Suspends while the
+  /// stream is unwritable (its HTTP/2 flow-control window and the connection's backpressure).
+  /// Throws CallEnded when the call has ended, std::logic_error after finish().
+  Task<> write(ByteBuf message);
+  /// Loop thread only. Ends the response with `status` (grpc-status, grpc-message): as trailers, or Trailers-Only
+  /// when nothing was written. Does nothing once the call has finished or ended.
+  Task<> finish(Status status);
+
+ private:
+  friend class ServiceRegistry;
+  friend class ResetNotifier;
+
+  template <class Message>
+  Task<> send(Message message);  // Connection::write, failures as CallEnded
+  [[noreturn]] void throw_ended(std::exception_ptr cause);
+  Task<> fail(Status status);  // ends the call for a broken request, then throws CallEnded
+  http::HttpResponse response_head(int http_status) const;
+  http2::Fields status_fields(const Status& status) const;
+  Task<> finish_with(int http_status, Status status);  // Trailers-Only with an HTTP status (415)
+  void start_deadline();
+  void stop_deadline() noexcept;
+  void expire();                 // the deadline passed
+  void on_reset() noexcept;      // the client's RST_STREAM (seen by the registry's watcher)
+
+  Connection<http2::StreamMessage>& connection_;
+  http2::StreamHeaders headers_;
+  std::optional<Duration> timeout_;
+  MessageDeframer deframer_;
+  std::vector<std::pair<std::string, std::string>> response_headers_;
+  std::optional<Status> ended_;   // how the call ended without its handler
+  std::optional<TimerId> deadline_timer_;
+  bool request_ended_ = false;    // the client half-closed
+  bool headers_written_ = false;  // the response's head was written
+  bool finished_ = false;         // the response's end was written
+};
+
+}  // namespace weft::grpc

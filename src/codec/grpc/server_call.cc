@@ -1,0 +1,225 @@
+#include "weft/codec/grpc/server_call.h"
+
+#include <exception>
+#include <stdexcept>
+
+#include "weft/codec/grpc/timeout.h"
+
+namespace weft::grpc {
+
+namespace {
+// Below this a message is copied behind its prefix (one DATA chunk); from it the message leaves by
+// reference after a prefix of its own (the codec frames large chunks without copying them).
+constexpr std::size_t kCopyBelowBytes = 8 * 1024;
+
+std::string describe(const Status& status) {
+  return "gRPC call ended: " + std::string(status_code_name(status.code)) +
+         (status.message.empty() ? "" : ": " + status.message);
+}
+}  // namespace
+
+CallEnded::CallEnded(Status status) : Error(describe(status)), status_(std::move(status)) {}
+StatusError::StatusError(Status status) : Error(describe(status)), status_(std::move(status)) {}
+
+bool is_grpc_content_type(std::string_view content_type) noexcept {
+  constexpr std::string_view kGrpc = "application/grpc";
+  if (content_type.size() < kGrpc.size()) return false;
+  for (std::size_t i = 0; i < kGrpc.size(); ++i) {
+    char ch = content_type[i];
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    if (ch != kGrpc[i]) return false;
+  }
+  const std::string_view rest = content_type.substr(kGrpc.size());
+  return rest.empty() || rest == "+proto" || rest.front() == ';' || rest.substr(0, 7) == "+proto;";
+}
+
+ServerCall::ServerCall(Connection<http2::StreamMessage>& connection, http2::StreamHeaders headers,
+                       const ServerOptions& options)
+    : connection_(connection),
+      headers_(std::move(headers)),
+      deframer_(options.max_receive_message_bytes,
+                headers_.request.header("grpc-encoding").value_or("identity") != "identity"),
+      request_ended_(headers_.end_stream) {
+  if (auto value = headers_.request.header("grpc-timeout")) timeout_ = parse_timeout(*value);
+}
+
+ServerCall::~ServerCall() { stop_deadline(); }
+
+void ServerCall::add_response_header(std::string_view name, std::string_view value) {
+  if (headers_written_ || finished_) {
+    throw std::logic_error("grpc::ServerCall: response headers after the head was sent");
+  }
+  response_headers_.emplace_back(name, value);
+}
+
+void ServerCall::throw_ended(std::exception_ptr cause) {
+  if (!ended_) {
+    // The stream went away under the call: a client reset, or the connection closed.
+    bool reset = false;
+    try {
+      std::rethrow_exception(cause);
+    } catch (const http2::StreamResetError&) {
+      reset = true;
+    } catch (...) {
+    }
+    ended_ = Status{StatusCode::cancelled, reset ? "the client reset the stream" : "the stream closed"};
+    finished_ = true;
+    stop_deadline();
+  }
+  throw CallEnded(*ended_);
+}
+
+template <class Message>
+Task<> ServerCall::send(Message message) {
+  std::exception_ptr failure;
+  try {
+    co_await connection_.write(std::move(message));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) throw_ended(failure);
+}
+
+Task<std::optional<ByteBuf>> ServerCall::read() {
+  for (;;) {
+    if (ended_) throw CallEnded(*ended_);
+    if (std::optional<ByteBuf> message = deframer_.next()) co_return message;
+    if (deframer_.error()) {
+      Status refused = *deframer_.error();
+      co_await fail(std::move(refused));
+    }
+    if (request_ended_) {
+      if (deframer_.has_partial()) {
+        Status truncated(StatusCode::internal, "the request ended inside a message");
+        co_await fail(std::move(truncated));
+      }
+      co_return std::nullopt;
+    }
+    std::optional<http2::StreamMessage> received;
+    std::exception_ptr failure;
+    try {
+      received.emplace(co_await connection_.read());
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    if (failure) throw_ended(failure);
+    if (auto* data = std::get_if<http2::StreamData>(&*received)) {
+      request_ended_ = data->end_stream;
+      deframer_.feed(std::move(data->data));
+    } else if (std::holds_alternative<http2::StreamTrailers>(*received)) {
+      request_ended_ = true;
+    }
+  }
+}
+
+Task<> ServerCall::write(ByteBuf message) {
+  if (ended_) throw CallEnded(*ended_);
+  if (finished_) throw std::logic_error("grpc::ServerCall::write after finish");
+  if (!headers_written_) {
+    http::HttpResponse response = response_head(200);
+    http2::ResponseHeaders head{std::move(response), false};
+    co_await send(std::move(head));
+    headers_written_ = true;
+  }
+  const std::size_t n = message.readable_bytes();
+  if (n < kCopyBelowBytes) {
+    ByteBuf framed_bytes = frame_message(message);
+    http2::StreamData framed{std::move(framed_bytes), false};
+    co_await send(std::move(framed));
+  } else {
+    ByteBuf prefix_bytes = ByteBuf::copy_of(nullptr, 0);
+    prefix_bytes.write_u8(0);
+    prefix_bytes.write_u32(static_cast<std::uint32_t>(n));
+    http2::StreamData prefix{std::move(prefix_bytes), false};
+    co_await send(std::move(prefix));
+    http2::StreamData body{std::move(message), false};
+    co_await send(std::move(body));
+  }
+  connection_.flush();
+}
+
+Task<> ServerCall::finish(Status status) { return finish_with(200, std::move(status)); }
+
+Task<> ServerCall::finish_with(int http_status, Status status) {
+  if (finished_ || ended_) co_return;
+  finished_ = true;
+  stop_deadline();
+  if (!headers_written_) {
+    http::HttpResponse head = response_head(http_status);
+    for (const auto& field : status_fields(status)) head.header(field.name, field.value);
+    http2::ResponseHeaders trailers_only{std::move(head), true};
+    co_await send(std::move(trailers_only));
+  } else {
+    http2::Fields fields = status_fields(status);
+    http2::StreamTrailers trailers{std::move(fields)};
+    co_await send(std::move(trailers));
+  }
+  connection_.flush();
+}
+
+Task<> ServerCall::fail(Status status) {
+  co_await finish(status);
+  ended_ = std::move(status);
+  throw CallEnded(*ended_);
+}
+
+http::HttpResponse ServerCall::response_head(int http_status) const {
+  http::HttpResponse head(http_status);
+  head.header("content-type", "application/grpc");
+  for (const auto& [name, value] : response_headers_) head.header(name, value);
+  return head;
+}
+
+http2::Fields ServerCall::status_fields(const Status& status) const {
+  http2::Fields fields;
+  fields.add("grpc-status", std::to_string(static_cast<int>(status.code)));
+  if (!status.message.empty()) fields.add("grpc-message", percent_encode(status.message));
+  return fields;
+}
+
+void ServerCall::start_deadline() {
+  if (!timeout_ || finished_) return;
+  std::weak_ptr<ServerCall> weak = weak_from_this();
+  deadline_timer_ = connection_.channel().loop().schedule(*timeout_, [weak] {
+    if (auto call = weak.lock()) {
+      call->deadline_timer_.reset();
+      call->expire();
+    }
+  });
+}
+
+void ServerCall::stop_deadline() noexcept {
+  if (!deadline_timer_) return;
+  connection_.channel().loop().cancel(*deadline_timer_);
+  deadline_timer_.reset();
+}
+
+void ServerCall::expire() {
+  if (finished_ || ended_) return;
+  Status status{StatusCode::deadline_exceeded, "Deadline Exceeded"};
+  Channel& channel = connection_.channel();
+  // Written past the Connection: the handler may be suspended in a write that holds its message.
+  if (!headers_written_) {
+    http::HttpResponse head = response_head(200);
+    for (const auto& field : status_fields(status)) head.header(field.name, field.value);
+    http2::ResponseHeaders trailers_only{std::move(head), true};
+    channel.write(std::move(trailers_only));
+  } else {
+    http2::Fields fields = status_fields(status);
+    http2::StreamTrailers trailers{std::move(fields)};
+    channel.write(std::move(trailers));
+  }
+  ended_ = std::move(status);
+  finished_ = true;
+  // Closing after the end was written lets it leave; a read or write the handler waits in throws.
+  connection_.close();
+}
+
+void ServerCall::on_reset() noexcept {
+  if (ended_) return;
+  ended_ = Status{StatusCode::cancelled, "the client reset the stream"};
+  finished_ = true;
+  stop_deadline();
+}
+
+}  // namespace weft::grpc

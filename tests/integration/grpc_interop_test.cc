@@ -1,0 +1,343 @@
+// weft's gRPC server core against grpc++: the reference client from shared/peers/grpc (grpc++
+// 1.51, built by its build.sh when the test runs; skipped, saying so, when grpc++ is not
+// installed) calls bench.proto's BenchmarkService served by weft on every transport. The methods
+// are written on raw bytes (the few protobuf fields they need are encoded by hand): UnaryCall and
+// StreamingCall answer each request with a response of request.response_size bytes,
+// StreamingFromServer writes such responses until the client cancels.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "support/shell.h"
+#include "support/transports.h"
+#ifdef WEFT_HAVE_BENCH_PROTO
+#include "bench.pb.h"
+#endif
+#include "weft/codec/grpc/protobuf_adapter.h"
+#include "weft/codec/grpc/service_registry.h"
+#include "weft/weft.h"
+
+using ::testing::HasSubstr;
+
+namespace weft::grpc {
+namespace {
+
+// Runs a shell command; returns its standard output and error, and its exit status.
+std::string run(const std::string& command, int& status) { return test::run_shell(command + " 2>&1", status); }
+
+// The peer's directory: WEFT_GRPC_PEER_DIR, else the one CMake found.
+std::string peer_sources() {
+  if (const char* dir = std::getenv("WEFT_GRPC_PEER_DIR")) return dir;
+  return WEFT_GRPC_PEER_DIR;
+}
+
+// Builds the grpc++ client once per process (build.sh keeps it while its sources are older).
+// Returns its path, or why there is none (`skip` when grpc++ is not installed).
+struct Peer {
+  std::string client;
+  std::string error;
+  bool skip = false;
+};
+const Peer& peer() {
+  static Peer built = [] {
+    Peer p;
+    int status = -1;
+    run("pkg-config --exists grpc++ protobuf && command -v grpc_cpp_plugin && command -v protoc", status);
+    if (status != 0) {
+      p.skip = true;
+      p.error = "grpc++ is not installed (apt-get install libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev "
+                "protobuf-compiler pkg-config)";
+      return p;
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string out = std::string(tmp != nullptr ? tmp : "/tmp") + "/weft-peer-grpc";
+    // flock: the test processes ctest runs side by side build it once.
+    const std::string log =
+        run("mkdir -p " + out + " && flock " + out + "/.lock bash " + peer_sources() + "/build.sh " + out, status);
+    if (status != 0) {
+      p.error = "build.sh failed: " + log;
+      return p;
+    }
+    p.client = out + "/weft-peer-grpc-client";
+    return p;
+  }();
+  return built;
+}
+
+// ---- the few protobuf fields of bench.proto, on bytes
+
+// Reads a varint at `at`; false past the end.
+bool read_varint(const ByteBuf& buf, std::size_t& at, std::uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (at >= buf.readable_bytes()) return false;
+    const std::uint8_t byte = buf.read_ptr()[at++];
+    value |= std::uint64_t{byte & 0x7Fu} << shift;
+    if ((byte & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+void write_varint(ByteBuf& buf, std::uint64_t value) {
+  while (value >= 0x80) {
+    buf.write_u8(static_cast<std::uint8_t>(value | 0x80));
+    value >>= 7;
+  }
+  buf.write_u8(static_cast<std::uint8_t>(value));
+}
+
+std::size_t varint_size(std::uint64_t value) {
+  std::size_t n = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// SimpleRequest.response_size (field 2, varint); a malformed request is INVALID_ARGUMENT.
+std::size_t response_size(const ByteBuf& request) {
+  std::size_t at = 0;
+  std::uint64_t size = 0;
+  while (at < request.readable_bytes()) {
+    std::uint64_t key = 0, value = 0;
+    if (!read_varint(request, at, key)) throw StatusError(Status{StatusCode::invalid_argument, "bad key"});
+    switch (key & 7) {
+      case 0:
+        if (!read_varint(request, at, value)) throw StatusError(Status{StatusCode::invalid_argument, "bad varint"});
+        if ((key >> 3) == 2) size = value;
+        break;
+      case 2:
+        if (!read_varint(request, at, value) || value > request.readable_bytes() - at) {
+          throw StatusError(Status{StatusCode::invalid_argument, "bad length"});
+        }
+        at += value;
+        break;
+      case 1: at += 8; break;
+      case 5: at += 4; break;
+      default: throw StatusError(Status{StatusCode::invalid_argument, "bad wire type"});
+    }
+  }
+  if (size > 64u * 1024 * 1024) throw StatusError(Status{StatusCode::invalid_argument, "response_size too large"});
+  return static_cast<std::size_t>(size);
+}
+
+// SimpleResponse{payload: Payload{body: `size` zero bytes}}; empty when size is 0 (as grpc++'s server).
+ByteBuf simple_response(std::size_t size) {
+  if (size == 0) return ByteBuf::copy_of("");
+  const std::size_t payload = 1 + varint_size(size) + size;
+  ByteBuf out = ByteBuf::copy_of("");
+  out.ensure_writable(1 + varint_size(payload) + payload);
+  out.write_u8(0x0A);  // field 1, length-delimited
+  write_varint(out, payload);
+  out.write_u8(0x12);  // field 2, length-delimited
+  write_varint(out, size);
+  std::fill_n(out.write_ptr(), size, std::uint8_t{0});
+  out.advance_writer(size);
+  return out;
+}
+
+// Outbound, first in the connection's pipeline: reads the frames the codec sends and counts the
+// GOAWAYs with an error code (a connection the server ended on the client).
+class GoawayWatch final : public OutboundHandler<ByteBuf> {
+ public:
+  explicit GoawayWatch(std::shared_ptr<std::atomic<int>> errors) noexcept : errors_(std::move(errors)) {}
+  void write(Context& ctx, ByteBuf&& bytes) override {
+    pending_.append(reinterpret_cast<const char*>(bytes.read_ptr()), bytes.readable_bytes());
+    std::size_t at = 0;
+    while (pending_.size() - at >= 9) {
+      const auto* h = reinterpret_cast<const std::uint8_t*>(pending_.data() + at);
+      const std::size_t length = (std::size_t{h[0]} << 16) | (std::size_t{h[1]} << 8) | h[2];
+      if (pending_.size() - at < 9 + length) break;
+      if (h[3] == 0x7 && length >= 8) {  // GOAWAY: last stream id, then the error code
+        const std::uint32_t code = (std::uint32_t{h[13]} << 24) | (std::uint32_t{h[14]} << 16) |
+                                   (std::uint32_t{h[15]} << 8) | h[16];
+        if (code != 0) errors_->fetch_add(1);
+      }
+      at += 9 + length;
+    }
+    pending_.erase(0, at);
+    ctx.write(std::move(bytes));
+  }
+
+ private:
+  std::shared_ptr<std::atomic<int>> errors_;
+  std::string pending_;  // a frame not yet whole
+};
+
+ServiceRegistry benchmark_service() {
+  ServiceRegistry services;
+  services.add_unary("/grpc.testing.BenchmarkService/UnaryCall", [](ServerCall&, ByteBuf request) -> Task<ByteBuf> {
+    co_return simple_response(response_size(request));
+  });
+  services.add("/grpc.testing.BenchmarkService/StreamingCall", [](ServerCall& call) -> Task<> {
+    while (std::optional<ByteBuf> request = co_await call.read()) {
+      co_await call.write(simple_response(response_size(*request)));
+    }
+  });
+  services.add("/grpc.testing.BenchmarkService/StreamingFromServer", [](ServerCall& call) -> Task<> {
+    std::optional<ByteBuf> request = co_await call.read();
+    if (!request) throw StatusError(Status{StatusCode::internal, "no request"});
+    const std::size_t size = response_size(*request);
+    for (;;) co_await call.write(simple_response(size));  // until the client cancels (CallEnded)
+  });
+  return services;
+}
+
+#ifdef WEFT_HAVE_BENCH_PROTO
+// The same service on the generated messages (weft/codec/grpc/protobuf_adapter.h).
+::grpc::testing::SimpleResponse typed_response(const ::grpc::testing::SimpleRequest& request) {
+  ::grpc::testing::SimpleResponse response;
+  if (request.response_size() > 0) {
+    response.mutable_payload()->set_body(std::string(static_cast<std::size_t>(request.response_size()), '\0'));
+  }
+  return response;
+}
+
+ServiceRegistry typed_benchmark_service() {
+  using ::grpc::testing::SimpleRequest;
+  using ::grpc::testing::SimpleResponse;
+  ServiceRegistry services;
+  add_unary<SimpleRequest, SimpleResponse>(
+      services, "/grpc.testing.BenchmarkService/UnaryCall",
+      [](ServerCall&, SimpleRequest request) -> Task<SimpleResponse> { co_return typed_response(request); });
+  add_method<SimpleRequest, SimpleResponse>(
+      services, "/grpc.testing.BenchmarkService/StreamingCall",
+      [](TypedCall<SimpleRequest, SimpleResponse>& call) -> Task<> {
+        while (std::optional<SimpleRequest> request = co_await call.read()) {
+          co_await call.write(typed_response(*request));
+        }
+      });
+  add_method<SimpleRequest, SimpleResponse>(
+      services, "/grpc.testing.BenchmarkService/StreamingFromServer",
+      [](TypedCall<SimpleRequest, SimpleResponse>& call) -> Task<> {
+        std::optional<SimpleRequest> request = co_await call.read();
+        if (!request) throw StatusError(Status(StatusCode::internal, "no request"));
+        const SimpleResponse response = typed_response(*request);
+        for (;;) co_await call.write(response);  // until the client cancels (CallEnded)
+      });
+  return services;
+}
+#endif
+
+// messages=N from the client's line.
+long messages(const std::string& out) {
+  const auto at = out.find("messages=");
+  return at == std::string::npos ? -1 : std::atol(out.c_str() + at + 9);
+}
+
+class GrpcInteropTest : public test::TransportTest {
+ protected:
+  void SetUp() override { start(benchmark_service()); }
+  void start(const ServiceRegistry& services) {
+    http2::Settings settings;
+    settings.stream_initializer = services.stream_chooser();
+    // grpc++'s clients return flow-control windows in more WINDOW_UPDATE frames than the codec's
+    // glitch accounting credits (about 3 per DATA frame, and window growth besides): with the
+    // default budget the connection ends in GOAWAY(ENHANCE_YOUR_CALM) within a second of
+    // ping-pong with two streams (see docs/grpc.md, "What is left"). The budget is lifted here;
+    // every other GOAWAY with an error still fails the tests.
+    settings.max_glitches = 1'000'000;
+    auto errors = goaway_errors_;
+    server_ = ServerBootstrap()
+                  .group(loops_)
+                  .child_handler([settings, errors](Channel& ch) {
+                    ch.pipeline().add_last("goaway-watch", std::make_shared<GoawayWatch>(errors));
+                    ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
+                  })
+                  .bind(SocketAddress::loopback(0))
+                  .get();
+    target_ = "127.0.0.1:" + std::to_string(server_->local_address().port());
+  }
+  void TearDown() override {
+    if (server_) server_->close().wait();
+  }
+
+  // Runs the grpc++ client in `mode` (for a second; WEFT_GRPC_SECONDS: longer) and checks that it
+  // made calls, none failed, and the server ended no connection with an error.
+  void expect_calls(const std::string& mode, int threads, int size) {
+    if (peer().skip) GTEST_SKIP() << peer().error;
+    ASSERT_FALSE(peer().client.empty()) << peer().error;
+    const char* seconds = std::getenv("WEFT_GRPC_SECONDS");
+    int status = -1;
+    const std::string out =
+        run("timeout 600 " + peer().client + " " + target_ + " " + mode + " " + std::to_string(threads) + " " +
+                (seconds != nullptr ? seconds : "1") + " " + std::to_string(size),
+            status);
+    ASSERT_EQ(status, 0) << out;
+    std::fprintf(stderr, "%s", out.c_str());
+    EXPECT_THAT(out, HasSubstr("failures=0"));
+    EXPECT_GT(messages(out), 10) << out;
+    EXPECT_EQ(goaway_errors_->load(), 0) << "the server ended a connection with an error";
+  }
+
+  EventLoopGroup loops_{transport(), loops(1, 4)};
+  std::shared_ptr<std::atomic<int>> goaway_errors_ = std::make_shared<std::atomic<int>>(0);
+  ChannelPtr server_;
+  std::string target_;
+};
+
+TEST_P(GrpcInteropTest, GrpcClientsUnaryCallsAreAnswered) { expect_calls("unary", 2, 100); }
+
+TEST_P(GrpcInteropTest, GrpcClientsPingPongOnOneStreamIsAnswered) { expect_calls("pingpong", 2, 1000); }
+
+// Responses past a DATA frame each, until the client cancels.
+TEST_P(GrpcInteropTest, GrpcClientReadsAServerStreamUntilItCancels) { expect_calls("stream", 2, 20'000); }
+
+WEFT_ON_EVERY_TRANSPORT(GrpcInteropTest);
+
+// The same with typed methods on protobuf's generated messages (skipped without protobuf).
+class GrpcInteropTypedTest : public GrpcInteropTest {
+ protected:
+  void SetUp() override {
+#ifdef WEFT_HAVE_BENCH_PROTO
+    start(typed_benchmark_service());
+#else
+    GTEST_SKIP() << "protobuf was not found at configure time (libprotobuf-dev, protobuf-compiler)";
+#endif
+  }
+};
+
+TEST_P(GrpcInteropTypedTest, GrpcClientsUnaryCallsAreAnswered) { expect_calls("unary", 2, 100); }
+
+TEST_P(GrpcInteropTypedTest, GrpcClientsPingPongOnOneStreamIsAnswered) { expect_calls("pingpong", 2, 1000); }
+
+TEST_P(GrpcInteropTypedTest, GrpcClientReadsAServerStreamUntilItCancels) { expect_calls("stream", 2, 20'000); }
+
+WEFT_ON_EVERY_TRANSPORT(GrpcInteropTypedTest);
+
+TEST(GrpcProtobufAdapter, MessagesRoundTripAndBytesThatDoNotParseAreInternal) {
+#ifdef WEFT_HAVE_BENCH_PROTO
+  ::grpc::testing::SimpleRequest request;
+  request.set_response_size(7);
+  request.mutable_payload()->set_body("abc");
+  const ByteBuf bytes = serialize_message(request);
+  EXPECT_EQ(response_size(bytes), 7u);  // the hand-written reader agrees with protobuf
+  const auto parsed = parse_message<::grpc::testing::SimpleRequest>(bytes);
+  EXPECT_EQ(parsed.response_size(), 7);
+  EXPECT_EQ(parsed.payload().body(), "abc");
+  // The hand-written response encoder agrees with protobuf's.
+  ::grpc::testing::SimpleRequest five;
+  five.set_response_size(5);
+  EXPECT_EQ(simple_response(5).to_string(), serialize_message(typed_response(five)).to_string());
+  try {
+    (void)parse_message<::grpc::testing::SimpleRequest>(ByteBuf::copy_of("\xff\xff\xff"));
+    FAIL() << "garbage parsed";
+  } catch (const StatusError& e) {
+    EXPECT_EQ(e.status().code, StatusCode::internal);
+  }
+#else
+  GTEST_SKIP() << "protobuf was not found at configure time (libprotobuf-dev, protobuf-compiler)";
+#endif
+}
+
+}  // namespace
+}  // namespace weft::grpc
