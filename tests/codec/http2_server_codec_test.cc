@@ -528,9 +528,9 @@ TEST(Http2ServerCodecTest, WindowUpdatesThatReturnConsumedDataAreNoGlitches) {
   EXPECT_TRUE(f.ch.is_open());
 }
 
-// grpc++ returns windows in more updates than two per DATA frame (one per message read): updates
+// grpc++ returns windows in more updates than two per DATA frame (prefix and body apart): updates
 // that return DATA the server sent are free however they are split, as long as each returns at
-// least 1 KiB; returning more than was sent is a flood again.
+// least 512 bytes; returning more than was sent is a flood again.
 TEST(Http2ServerCodecTest, WindowUpdatesReturningSentDataAreNoGlitchesHoweverSplit) {
   Settings settings;
   settings.max_glitches = 5;

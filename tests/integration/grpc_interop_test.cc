@@ -240,12 +240,8 @@ class GrpcInteropTest : public test::TransportTest {
   void start(const ServiceRegistry& services) {
     http2::Settings settings;
     settings.stream_initializer = services.stream_chooser();
-    // grpc++'s clients return flow-control windows in more WINDOW_UPDATE frames than the codec's
-    // glitch accounting credits (about 3 per DATA frame, and window growth besides): with the
-    // default budget the connection ends in GOAWAY(ENHANCE_YOUR_CALM) within a second of
-    // ping-pong with two streams (see docs/grpc.md, "What is left"). The budget is lifted here;
-    // every other GOAWAY with an error still fails the tests.
-    settings.max_glitches = 1'000'000;
+    // The codec's default glitch budget: grpc++'s window returns and pings must not spend it
+    // (a GOAWAY with an error fails the tests).
     auto errors = goaway_errors_;
     server_ = ServerBootstrap()
                   .group(loops_)

@@ -38,12 +38,14 @@ constexpr std::size_t kOutChunk = 16 * 1024;    // the first size of the output 
 constexpr std::size_t kSpillAt = 64 * 1024;     // output written on to the channel at this size
 // WINDOW_UPDATE frames a client may send without a glitch. An update that returns at least
 // kReturnedWindow bytes of DATA the server sent (counted twice: the connection's window and the
-// stream's) is free, however many a client splits its returns into (grpc++ returns windows per
-// message read). Smaller ones -- the flood pattern -- spend a frame credit: each DATA frame sent
-// earns two, each stream opened one (a client may widen its window as it opens it), a connection
-// starts with 16 (ServerCodec::window_update_credit_); the bank is capped here.
+// stream's) is free, however many a client splits its returns into. Smaller ones -- the flood
+// pattern -- spend a frame credit: each DATA frame sent earns kCreditPerDataFrame (grpc++ returns
+// a message's 5-byte prefix and its body separately, on the stream and on the connection), each
+// stream opened one (a client may widen its window as it opens it), a connection starts with 16
+// (ServerCodec::window_update_credit_); the bank is capped here.
 constexpr std::uint32_t kWindowUpdateCredit = 1024;
-constexpr std::uint32_t kReturnedWindow = 1024;
+constexpr std::uint32_t kReturnedWindow = 512;
+constexpr std::uint32_t kCreditPerDataFrame = 4;
 
 // The thread's header list for responses (each loop is a thread; building one is not re-entrant).
 detail::ResponseHeaders& response_headers() {
@@ -279,7 +281,7 @@ struct ServerCodec::Callbacks {
       for (std::size_t i = 1; i < padding; ++i) c.out_.write_u8(0);
     }
     s.out_promised -= length;
-    if (length > 0) c.earn_window_updates(2, length + padding);
+    if (length > 0) c.earn_window_updates(kCreditPerDataFrame, length + padding);
     c.spill_if_large();
   }
 
@@ -312,7 +314,7 @@ struct ServerCodec::Callbacks {
     ch.out_promised_ -= length;
     ch.out_framed_ += length;  // given back to the child's writability once nghttp2 returns
     c.queue_child(ch);
-    if (length > 0) c.earn_window_updates(2, length + padding);
+    if (length > 0) c.earn_window_updates(kCreditPerDataFrame, length + padding);
     c.spill_if_large();
     (void)s;
   }
