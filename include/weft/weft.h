@@ -2,10 +2,12 @@
 /// @file
 /// Everything a weft application usually needs, in one include: buffers, channels and bootstraps,
 /// event loops, futures and coroutines, the transports, the frame and string codecs, HTTP/1.1
-/// (server and client codecs, router, query helpers), HTTP/2 (server codec, and the detector that
-/// serves HTTP/1.1 and h2c on one port), TLS (contexts, the handler, ALPN) and the common handlers.
+/// (server and client codecs, router, query helpers), HTTP/2 (server codec, streams as channels,
+/// the detector that serves HTTP/1.1 and h2c on one port, the client), gRPC (the server core on
+/// bytes), TLS (contexts, the handler, ALPN) and the common handlers.
 ///
 /// Left out, include them where you need them:
+/// - weft/codec/grpc/protobuf_adapter.h  typed gRPC methods on protobuf messages (needs libprotobuf)
 /// - weft/channel/embedded_channel.h     running a pipeline without sockets, for tests
 /// - weft/buffer/leak_detector.h, weft/buffer/pooled_byte_buf_allocator.h
 ///                                       tuning and debugging the allocator behind ByteBufAllocator
@@ -36,8 +38,14 @@
 #include "weft/codec/http1/http_message.h"
 #include "weft/codec/http1/query.h"
 #include "weft/codec/http1/router.h"
+#include "weft/codec/grpc/message_framing.h"
+#include "weft/codec/grpc/server_call.h"
+#include "weft/codec/grpc/service_registry.h"
+#include "weft/codec/grpc/status.h"
+#include "weft/codec/grpc/unary_responder.h"
 #include "weft/codec/http1/server_codec.h"
 #include "weft/codec/http2/cleartext_detector.h"
+#include "weft/codec/http2/client.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/codec/http2/settings.h"
 #include "weft/codec/http2/stream_channel.h"
