@@ -39,8 +39,8 @@ std::string_view status_code_name(StatusCode code) noexcept;
 /// A value type (not thread-safe to mutate from several threads).
 /// Not an aggregate on purpose: GCC 12 mishandles aggregates built from temporaries in coroutines.
 struct Status {
-  StatusCode code = StatusCode::ok;
-  std::string message;
+  StatusCode code = StatusCode::ok;  ///< the gRPC status code
+  std::string message;               ///< for people; empty when there is nothing to say
 
   /// OK, no message.
   Status() = default;

@@ -27,15 +27,17 @@ class UnaryResponder {
  public:
   /// What the call's coroutine awaits: the response message, or the status it fails with.
   struct Outcome {
-    std::optional<ByteBuf> response;
-    Status status;
+    std::optional<ByteBuf> response;  ///< the response message (none: the call failed)
+    Status status;                    ///< OK with a response, else why the call failed
   };
   /// The state shared by the responder and the call's coroutine (an implementation detail).
   class State;
 
   /// Loop thread only (made by the registry). Answers the call whose coroutine waits in `state`.
   explicit UnaryResponder(std::shared_ptr<State> state) noexcept : state_(std::move(state)) {}
+  /// Thread-safe as the responder it moves from is not used meanwhile. Takes over the call.
   UnaryResponder(UnaryResponder&&) noexcept = default;
+  /// As the move constructor; a call this responder held and did not answer fails INTERNAL.
   UnaryResponder& operator=(UnaryResponder&& other) noexcept;
   UnaryResponder(const UnaryResponder&) = delete;
   UnaryResponder& operator=(const UnaryResponder&) = delete;
@@ -64,9 +66,12 @@ class UnaryResponder::State {
 
   /// What the call's coroutine awaits (loop thread only).
   struct Awaiter {
-    State& state;
+    State& state;                                   ///< the state awaited
+    /// Whether the outcome is there already.
     bool await_ready() const;
-    bool await_suspend(std::coroutine_handle<> h);  // false: the outcome came meanwhile
+    /// Parks the coroutine; false when the outcome came meanwhile.
+    bool await_suspend(std::coroutine_handle<> h);
+    /// The outcome.
     Outcome await_resume();
   };
   /// Loop thread only. co_await: the outcome, once there.

@@ -75,6 +75,7 @@ struct ClientSettings {
 /// The HTTP/2 client codec (see the file's description). One per channel; loop thread only.
 class ClientCodec final : public Handler {
  public:
+  /// A codec with `settings`. Thread-safe (made before it is in a pipeline).
   explicit ClientCodec(ClientSettings settings = {});
   ~ClientCodec() override;
   ClientCodec(const ClientCodec&) = delete;
@@ -141,6 +142,7 @@ class Client {
     TlsContextPtr tls;
     /// TLS: the name sent as SNI and checked against the certificate.
     std::string server_name;
+    /// The connection's settings (see ClientSettings).
     ClientSettings settings;
   };
 
