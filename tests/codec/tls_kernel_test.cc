@@ -45,13 +45,9 @@ struct Suite {
   std::uint16_t kernel_cipher;
 };
 
-TlsContextPtr server_context(const Suite& suite, bool kernel_tls = true) {
-  TlsContextBuilder builder = TlsContext::server()
-                                  .certificate_chain_pem(test_pki().localhost.cert_pem)
-                                  .private_key_pem(test_pki().localhost.key_pem)
-                                  .min_version(suite.version)
-                                  .max_version(suite.version)
-                                  .kernel_tls(kernel_tls);
+// `builder` limited to the suite's version and cipher, with kernel TLS asked for or not.
+TlsContextPtr for_suite(TlsContextBuilder builder, const Suite& suite, bool kernel_tls) {
+  builder.min_version(suite.version).max_version(suite.version).kernel_tls(kernel_tls);
   if (suite.version == TlsVersion::tls1_3) {
     builder.cipher_suites(suite.cipher);
   } else {
@@ -60,18 +56,15 @@ TlsContextPtr server_context(const Suite& suite, bool kernel_tls = true) {
   return builder.build();
 }
 
+TlsContextPtr server_context(const Suite& suite, bool kernel_tls = true) {
+  return for_suite(TlsContext::server()
+                       .certificate_chain_pem(test_pki().localhost.cert_pem)
+                       .private_key_pem(test_pki().localhost.key_pem),
+                   suite, kernel_tls);
+}
+
 TlsContextPtr client_context(const Suite& suite, bool kernel_tls = true) {
-  TlsContextBuilder builder = TlsContext::client()
-                                  .trust_pem(test_pki().ca.cert_pem)
-                                  .min_version(suite.version)
-                                  .max_version(suite.version)
-                                  .kernel_tls(kernel_tls);
-  if (suite.version == TlsVersion::tls1_3) {
-    builder.cipher_suites(suite.cipher);
-  } else {
-    builder.cipher_list(suite.cipher);
-  }
-  return builder.build();
+  return for_suite(TlsContext::client().trust_pem(test_pki().ca.cert_pem), suite, kernel_tls);
 }
 
 // Passes what each side sends (through the software kernel once it has the keys) to the other
