@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include "response_headers.h"
-#include "session_memory.h"
+#include "session.h"
 #include "stream.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/events.h"
@@ -53,42 +53,34 @@ detail::ResponseHeaders& response_headers() {
   return headers;
 }
 
-std::string_view as_view(const std::uint8_t* p, std::size_t n) noexcept {
-  return {reinterpret_cast<const char*>(p), n};
-}
-
 }  // namespace
 
 // ---- nghttp2's callbacks: user_data is the codec --------------------------------------------------
 
-struct ServerCodec::Callbacks {
-  static ServerCodec& codec(void* user_data) noexcept { return *static_cast<ServerCodec*>(user_data); }
+struct ServerCodec::Callbacks final : detail::SessionHooks {
+  explicit Callbacks(ServerCodec& codec) noexcept : c(codec) {}
+  ServerCodec& c;
 
-  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-    ServerCodec& c = codec(user_data);
+  int on_begin_headers(std::int32_t stream_id) override {
     try {
-      c.acquire_stream(frame->hd.stream_id);
+      c.acquire_stream(stream_id);
     } catch (const std::bad_alloc&) {
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
     }
     return 0;
   }
 
-  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
-                       const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user_data) {
-    ServerCodec& c = codec(user_data);
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+  int on_header(const detail::FrameInfo& frame, std::string_view n, std::string_view v) override {
+    if (!frame.request) {
       // Trailers: kept for a stream served as a channel, dropped for one served whole.
-      if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_HEADERS) return 0;
-      Stream* s = c.stream(frame->hd.stream_id);
+      Stream* s = c.stream(frame.stream_id);
       if (s == nullptr || !s->child) return 0;
-      return c.child_trailer(*s, as_view(name, namelen), as_view(value, valuelen));
+      return c.child_trailer(*s, n, v);
     }
-    Stream* s = c.stream(frame->hd.stream_id);
+    Stream* s = c.stream(frame.stream_id);
     if (s == nullptr || s->error_status != 0) return 0;  // too large already: the rest is not kept
-    s->header_list_size += static_cast<std::uint32_t>(namelen + valuelen + 32);
-    const bool pseudo = namelen > 0 && name[0] == ':';
+    s->header_list_size += static_cast<std::uint32_t>(n.size() + v.size() + 32);
+    const bool pseudo = !n.empty() && n[0] == ':';
     if (!pseudo) ++s->header_count;
     if (s->header_list_size > c.settings_.max_header_list_size || s->header_count > c.settings_.max_headers) {
       s->error_status = 431;
@@ -96,7 +88,6 @@ struct ServerCodec::Callbacks {
       c.glitch("header list too large");
       return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
     }
-    const std::string_view n = as_view(name, namelen), v = as_view(value, valuelen);
     if (n == "content-length") {
       std::uint64_t length = 0;
       if (std::from_chars(v.data(), v.data() + v.size(), length).ec == std::errc()) s->content_length = length;
@@ -109,14 +100,12 @@ struct ServerCodec::Callbacks {
     return 0;
   }
 
-  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id, const std::uint8_t* data,
-                           std::size_t len, void* user_data) {
-    ServerCodec& c = codec(user_data);
+  int on_data_chunk(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) override {
     Stream* s = c.stream(stream_id);
     if (c.streams_enabled_) {
       // Windows are returned by hand: a child's stream as it reads; the rest as nghttp2 would.
       if (s != nullptr && s->child) return c.child_data(*s, data, len);
-      nghttp2_session_consume(c.session_, stream_id, len);
+      c.session_->consume(stream_id, len);
     }
     if (s == nullptr || s->error_status != 0) return 0;
     const std::size_t have = s->body.readable_bytes();
@@ -140,24 +129,23 @@ struct ServerCodec::Callbacks {
     return 0;
   }
 
-  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    ServerCodec& c = codec(user_data);
-    switch (frame->hd.type) {
+  int on_frame_recv(const detail::FrameInfo& frame) override {
+    switch (frame.type) {
       case NGHTTP2_HEADERS:
       case NGHTTP2_DATA: {
-        if (frame->hd.type == NGHTTP2_DATA && frame->hd.length == 0 && !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        if (frame.type == NGHTTP2_DATA && frame.length == 0 && !(frame.flags & NGHTTP2_FLAG_END_STREAM)) {
           c.glitch("empty DATA frame");
         }
-        Stream* s = c.stream(frame->hd.stream_id);
+        Stream* s = c.stream(frame.stream_id);
         if (s == nullptr || s->complete) break;
         // A request is whole at END_STREAM; an error answer (431, 413) need not wait for it.
-        const bool whole = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+        const bool whole = (frame.flags & NGHTTP2_FLAG_END_STREAM) != 0;
         if (s->child) {
-          const int rv = c.child_frame(*s, frame->hd.type, whole);
+          const int rv = c.child_frame(*s, frame.type, whole);
           if (rv != 0) return rv;
           break;
         }
-        if (c.streams_enabled_ && frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST &&
+        if (c.streams_enabled_ && frame.type == NGHTTP2_HEADERS && frame.request &&
             s->error_status == 0) {
           const int rv = c.open_child(*s, whole);
           if (rv != 0) return rv;
@@ -166,7 +154,7 @@ struct ServerCodec::Callbacks {
         if (whole) s->complete = true;
         if ((whole || s->error_status != 0) && !s->dispatched) {
           try {
-            c.ready_.push_back(frame->hd.stream_id);
+            c.ready_.push_back(frame.stream_id);
           } catch (const std::exception&) {
             return NGHTTP2_ERR_CALLBACK_FAILURE;
           }
@@ -177,15 +165,15 @@ struct ServerCodec::Callbacks {
         c.glitch("RST_STREAM received");
         break;
       case NGHTTP2_PING:
-        if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) c.glitch("PING");
+        if (!(frame.flags & NGHTTP2_FLAG_ACK)) c.glitch("PING");
         break;
       case NGHTTP2_SETTINGS:
-        if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) c.glitch("SETTINGS");
+        if (!(frame.flags & NGHTTP2_FLAG_ACK)) c.glitch("SETTINGS");
         break;
       case NGHTTP2_WINDOW_UPDATE: {
         // Windows are returned as DATA is consumed: more updates than DATA sent is a flood.
         // (An increment of 0 is an invalid frame: counted there.)
-        const auto increment = static_cast<std::uint32_t>(frame->window_update.window_size_increment);
+        const auto increment = static_cast<std::uint32_t>(frame.window_increment);
         if (increment >= kReturnedWindow && increment <= c.window_bytes_owed_) {
           c.window_bytes_owed_ -= increment;
         } else if (c.window_update_credit_ > 0) {
@@ -201,56 +189,44 @@ struct ServerCodec::Callbacks {
     return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
   }
 
-  static int on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int lib_error, void* user_data) {
-    ServerCodec& c = codec(user_data);
-    log(LogLevel::debug, "channel {}: HTTP/2 invalid frame: {}", c.ctx_->channel().id(), nghttp2_strerror(lib_error));
+  int on_invalid_frame_recv(const detail::FrameInfo&, const char* what) override {
+    log(LogLevel::debug, "channel {}: HTTP/2 invalid frame: {}", c.ctx_->channel().id(), what);
     c.glitch("invalid frame");
     return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
   }
 
-  static int on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    ServerCodec& c = codec(user_data);
-    if (frame->hd.type == NGHTTP2_RST_STREAM && frame->rst_stream.error_code != NGHTTP2_NO_ERROR) {
+  void on_frame_send(const detail::FrameInfo& frame) override {
+    if (frame.type == NGHTTP2_RST_STREAM && frame.error_code != NGHTTP2_NO_ERROR) {
       // (A reset for a child's close is the application's choice, not something the client made.)
-      const Stream* s = c.stream(frame->hd.stream_id);
+      const Stream* s = c.stream(frame.stream_id);
       if (s == nullptr || !s->cancelled) c.glitch("RST_STREAM sent");
     }
-    return 0;
   }
 
-  static int on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t error_code, void* user_data) {
-    ServerCodec& c = codec(user_data);
+  void on_stream_close(std::int32_t stream_id, std::uint32_t error_code) override {
     if (Stream* s = c.stream(stream_id)) {
       if (s->child) c.child_stream_closed(*s, error_code);
       c.release_stream(s);
     }
-    return 0;
   }
 
-  static ssize_t send(nghttp2_session*, const std::uint8_t* data, std::size_t length, int, void* user_data) {
-    ServerCodec& c = codec(user_data);
-    if (!c.ctx_->channel().is_writable()) return NGHTTP2_ERR_WOULDBLOCK;
-    try {
-      c.reserve_out(length);
-      c.out_.write_bytes(data, length);
-      c.spill_if_large();
-    } catch (const std::exception&) {
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
-    return static_cast<ssize_t>(length);
+  bool writable() override { return c.ctx_->channel().is_writable(); }
+  ByteBuf& output(std::size_t n) override {
+    c.reserve_out(n);
+    return c.out_;
   }
+  void wrote() override { c.spill_if_large(); }
+  ByteBufAllocator& allocator() override { return c.ctx_->allocator(); }
 
   // DATA frames: the frame header here, the payload straight from the response body.
-  static int send_data(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* framehd, std::size_t length,
-                       nghttp2_data_source* source, void* user_data) {
-    ServerCodec& c = codec(user_data);
-    if (!c.ctx_->channel().is_writable()) return NGHTTP2_ERR_WOULDBLOCK;
-    Stream& s = *static_cast<Stream*>(source->ptr);
+  int send_data(const detail::FrameInfo& frame, const std::uint8_t* framehd, std::size_t length,
+                void* source) override {
+    Stream& s = *static_cast<Stream*>(source);
     try {
       if (s.child) {
-        write_child_frame(c, s, *s.child, framehd, length, frame->data.padlen);
+        write_child_frame(c, s, *s.child, framehd, length, frame.padlen);
       } else {
-        write_data_frame(c, s, framehd, length, frame->data.padlen);
+        write_data_frame(c, s, framehd, length, frame.padlen);
       }
     } catch (const std::exception&) {
       return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -320,9 +296,8 @@ struct ServerCodec::Callbacks {
   }
 
   // A child's body: what it has written so far; DEFERRED until more comes (resumed on its flush).
-  static ssize_t read_child(nghttp2_session* session, std::int32_t stream_id, std::uint8_t*, std::size_t length,
-                            std::uint32_t* flags, nghttp2_data_source* source, void*) {
-    StreamChannel& ch = *static_cast<Stream*>(source->ptr)->child;
+  static ssize_t read_child(std::int32_t stream_id, std::size_t length, std::uint32_t* flags, void* source) {
+    StreamChannel& ch = *static_cast<Stream*>(source)->child;
     const std::size_t n = std::min(length, ch.out_bytes_ - ch.out_promised_);
     if (n == 0 && !ch.out_ended_) {
       ch.deferred_ = true;
@@ -336,7 +311,7 @@ struct ServerCodec::Callbacks {
         *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
         detail::ResponseHeaders& headers = response_headers();
         headers.build_fields(*ch.out_trailers_);  // (its values point into the fields: kept until submitted)
-        const int rv = nghttp2_submit_trailer(session, stream_id, headers.data(), headers.size());
+        const int rv = ch.codec_->session_->submit_trailer(stream_id, headers.data(), headers.size());
         ch.out_trailers_.reset();
         if (rv != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
       }
@@ -344,9 +319,8 @@ struct ServerCodec::Callbacks {
     return static_cast<ssize_t>(n);
   }
 
-  static ssize_t read_body(nghttp2_session*, std::int32_t, std::uint8_t*, std::size_t length, std::uint32_t* flags,
-                           nghttp2_data_source* source, void*) {
-    Stream& s = *static_cast<Stream*>(source->ptr);
+  static ssize_t read_body(std::int32_t, std::size_t length, std::uint32_t* flags, void* source) {
+    Stream& s = *static_cast<Stream*>(source);
     const std::size_t available = s.out_remaining() - s.out_promised;
     const std::size_t n = std::min(length, available);
     s.out_promised += n;
@@ -355,20 +329,6 @@ struct ServerCodec::Callbacks {
     return static_cast<ssize_t>(n);
   }
 
-  static nghttp2_session_callbacks* make() {
-    nghttp2_session_callbacks* cb = nullptr;
-    if (nghttp2_session_callbacks_new(&cb) != 0) throw std::bad_alloc();
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
-    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, on_invalid_frame_recv);
-    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-    nghttp2_session_callbacks_set_send_callback(cb, send);
-    nghttp2_session_callbacks_set_send_data_callback(cb, send_data);
-    return cb;
-  }
 };
 
 // ---- the codec ------------------------------------------------------------------------------------
@@ -379,7 +339,7 @@ ServerCodec::ServerCodec(Settings settings) : settings_(std::move(settings)) {
 
 ServerCodec::~ServerCodec() {
   detach_children();
-  if (session_ != nullptr) nghttp2_session_del(session_);  // before the streams its providers point to
+  session_.reset();  // before the streams its data sources point to
 }
 
 void ServerCodec::handler_added(Context& ctx) {
@@ -388,28 +348,12 @@ void ServerCodec::handler_added(Context& ctx) {
   config.allow_half_closure = true;  // the client's FIN is answered: the streams owed, then GOAWAY
   if (config.send_timeout == Duration::zero()) config.send_timeout = settings_.send_timeout;
 
-  // The callbacks are the same for every session: made once per thread.
-  struct CallbacksHolder {
-    nghttp2_session_callbacks* cb = Callbacks::make();
-    ~CallbacksHolder() { nghttp2_session_callbacks_del(cb); }
-  };
-  thread_local CallbacksHolder callbacks;
-  nghttp2_option* option = nullptr;
-  if (nghttp2_option_new(&option) != 0) throw std::bad_alloc();
-  nghttp2_option_set_no_closed_streams(option, 1);  // no priority tree: closed streams are freed at once
-  nghttp2_option_set_max_settings(option, 32);
   // The stream API returns windows by hand: a child's stream window as it reads.
   streams_enabled_ = static_cast<bool>(settings_.stream_initializer);
-  if (streams_enabled_) {
-    nghttp2_option_set_no_auto_window_update(option, 1);
-    alive_ = std::make_shared<bool>(true);
-  }
-  // nghttp2's small objects from the thread's free lists (session_memory.h), not malloc.
-  const int rv = nghttp2_session_server_new3(&session_, callbacks.cb, this, option, detail::session_memory());
-  nghttp2_option_del(option);
-  if (rv != 0) throw std::bad_alloc();
-
-  const nghttp2_settings_entry entries[] = {
+  if (streams_enabled_) alive_ = std::make_shared<bool>(true);
+  hooks_ = std::make_unique<Callbacks>(*this);
+  session_ = std::make_unique<detail::Session>(*hooks_, streams_enabled_);
+  const detail::SettingEntry entries[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings_.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings_.initial_window_size},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings_.max_frame_size},
@@ -417,7 +361,7 @@ void ServerCodec::handler_added(Context& ctx) {
       {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, settings_.header_table_size},
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
   };
-  if (nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries, std::size(entries)) != 0) {
+  if (!session_->submit_settings(entries, std::size(entries))) {
     throw std::invalid_argument("http2::Settings: a value is out of range");
   }
   if (ctx.channel().is_active()) {
@@ -443,7 +387,7 @@ void ServerCodec::channel_active(Context& ctx) {
 
 ServerCodec::Stream* ServerCodec::stream(std::int32_t id) const noexcept {
   if (session_ == nullptr || id <= 0) return nullptr;
-  return static_cast<Stream*>(nghttp2_session_get_stream_user_data(session_, id));
+  return static_cast<Stream*>(session_->stream_user_data(id));
 }
 
 ServerCodec::Stream* ServerCodec::acquire_stream(std::int32_t id) {
@@ -458,7 +402,7 @@ ServerCodec::Stream* ServerCodec::acquire_stream(std::int32_t id) {
   }
   s->id = id;
   s->live = true;
-  nghttp2_session_set_stream_user_data(session_, id, s);
+  session_->set_stream_user_data(id, s);
   earn_window_updates(1, 0);
   ++live_streams_;
   return s;
@@ -493,11 +437,11 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   ByteBuf bytes = std::move(message.as<ByteBuf>());
   if (finished_ || session_ == nullptr) return;  // the connection is ending: dropped
   last_activity_ = ctx.loop().now();
-  in_nghttp2_ = true;
+  in_session_ = true;
   receiving_ = &bytes;
-  const ssize_t rv = nghttp2_session_mem_recv(session_, bytes.read_ptr(), bytes.readable_bytes());
+  const ssize_t rv = session_->mem_recv(bytes.read_ptr(), bytes.readable_bytes());
   receiving_ = nullptr;
-  in_nghttp2_ = false;
+  in_session_ = false;
   bytes.release();
   if (rv < 0) {
     // nghttp2's own flood bounds (CONTINUATION frames per header block, ACKs owed to a client that
@@ -578,8 +522,8 @@ void ServerCodec::fill_head(Stream& s, http::RequestHead& head) {
 
 bool ServerCodec::upgrade(Context& ctx, std::string_view settings, const http::RequestHead& head) {
   if (session_ == nullptr || finished_) return false;
-  const int rv = nghttp2_session_upgrade2(session_, reinterpret_cast<const std::uint8_t*>(settings.data()),
-                                          settings.size(), head.method == "HEAD" ? 1 : 0, nullptr);
+  const int rv = session_->upgrade(reinterpret_cast<const std::uint8_t*>(settings.data()), settings.size(),
+                                   head.method == "HEAD");
   if (rv != 0) {
     log(LogLevel::debug, "channel {}: HTTP/2 upgrade refused: {}", ctx.channel().id(), nghttp2_strerror(rv));
     return false;
@@ -668,7 +612,7 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
   detail::ResponseHeaders& headers = response_headers();
   if (status < 200) {  // an interim answer: HEADERS without END_STREAM, the final one follows
     headers.build(response, std::nullopt);
-    nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, s.id, nullptr, headers.data(), headers.size(), nullptr);
+    session_->submit_headers(s.id, headers.data(), headers.size());
     send_pending(ctx);
     return;
   }
@@ -686,12 +630,10 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
       s.out_view_sent = 0;
     }
     s.out_promised = 0;
-    nghttp2_data_provider provider;
-    provider.source.ptr = &s;
-    provider.read_callback = Callbacks::read_body;
-    rv = nghttp2_submit_response(session_, s.id, headers.data(), headers.size(), &provider);
+    const detail::DataSource source{&s, Callbacks::read_body};
+    rv = session_->submit_response(s.id, headers.data(), headers.size(), &source);
   } else {
-    rv = nghttp2_submit_response(session_, s.id, headers.data(), headers.size(), nullptr);
+    rv = session_->submit_response(s.id, headers.data(), headers.size(), nullptr);
   }
   if (rv != 0) {
     log(LogLevel::debug, "channel {}: HTTP/2 response on stream {} not submitted: {}", ctx.channel().id(), s.id,
@@ -719,8 +661,7 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
 void ServerCodec::submit_goaway() {
   if (goaway_submitted_ || session_ == nullptr) return;
   goaway_submitted_ = true;
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_),
-                        NGHTTP2_NO_ERROR, nullptr, 0);
+  session_->submit_goaway(session_->last_proc_stream_id(), NGHTTP2_NO_ERROR);
 }
 
 void ServerCodec::shutdown_gracefully(Context& ctx) {
@@ -731,10 +672,10 @@ void ServerCodec::shutdown_gracefully(Context& ctx) {
 
 // Serialises what nghttp2 has queued into out_ (as far as the channel is writable).
 void ServerCodec::send_pending(Context& ctx) {
-  if (session_ == nullptr || in_nghttp2_ || finished_) return;
-  in_nghttp2_ = true;
-  const int rv = nghttp2_session_send(session_);
-  in_nghttp2_ = false;
+  if (session_ == nullptr || in_session_ || finished_) return;
+  in_session_ = true;
+  const int rv = session_->send();
+  in_session_ = false;
   if (!child_work_.empty()) {
     // The children's bytes just framed go back to their writability. Not inside a child's own call
     // (its write, flush or close): another child's events must not run nested in it, so a loop
@@ -769,7 +710,7 @@ void ServerCodec::flush(Context& ctx) {
 void ServerCodec::channel_read_complete(Context& ctx) {
   ctx.fire_read_complete();  // the handlers flush their answers (which sends what nghttp2 queued)
   if (finished_ || session_ == nullptr) return;
-  if (nghttp2_session_want_write(session_) || out_.is_readable()) {
+  if (session_->want_write() || out_.is_readable()) {
     flush(ctx);
   } else {
     finish_if_done(ctx);
@@ -780,7 +721,7 @@ void ServerCodec::channel_read_complete(Context& ctx) {
 // left, or a fatal error): FIN after what was written, then close.
 void ServerCodec::finish_if_done(Context& ctx) {
   if (finished_ || session_ == nullptr) return;
-  if (nghttp2_session_want_read(session_) || nghttp2_session_want_write(session_)) return;
+  if (session_->want_read() || session_->want_write()) return;
   finished_ = true;
   stop_deadline(ctx);
   reading_.release(ctx.channel());
@@ -791,7 +732,7 @@ void ServerCodec::finish_if_done(Context& ctx) {
 
 void ServerCodec::fail_session(Context& ctx, const char* what, int error_code) {
   log(LogLevel::debug, "channel {}: HTTP/2 connection error ({}); GOAWAY and close", ctx.channel().id(), what);
-  if (!calm_requested_) nghttp2_session_terminate_session(session_, static_cast<std::uint32_t>(error_code));
+  if (!calm_requested_) session_->terminate_session(static_cast<std::uint32_t>(error_code));
   send_pending(ctx);
   if (finished_) return;
   finished_ = true;
@@ -813,7 +754,7 @@ void ServerCodec::glitch(const char* what) {
   log(LogLevel::info, "channel {}: HTTP/2 client exceeded its glitch budget ({} within {} s, last: {}); "
       "GOAWAY(ENHANCE_YOUR_CALM)", ctx_->channel().id(), glitches_,
       std::chrono::duration_cast<std::chrono::seconds>(settings_.glitch_window).count(), what);
-  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+  session_->terminate_session(NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
 void ServerCodec::user_event(Context& ctx, const std::any& event) {
@@ -834,7 +775,7 @@ void ServerCodec::end_input(Context& ctx) {
   for (const auto& s : streams_) {
     // (A child's request that has not ended never will either.)
     if (s->live && (!s->dispatched || (s->child && !s->complete))) {
-      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+      session_->submit_rst_stream(s->id, NGHTTP2_CANCEL);
     }
   }
   shutdown_gracefully(ctx);
@@ -953,7 +894,7 @@ int ServerCodec::open_child(Stream& s, bool end_stream) {
 // A DATA payload for a child: the connection's window is returned now, the stream's once the
 // child has read it. Large payloads are slices of the input, small ones are gathered by copy.
 int ServerCodec::child_data(Stream& s, const std::uint8_t* data, std::size_t len) {
-  nghttp2_session_consume_connection(session_, len);
+  session_->consume_connection(len);
   StreamChannel& ch = *s.child;
   if (ch.input_closed_) {  // nobody will read it
     consume_stream(s.id, len);
@@ -1089,7 +1030,7 @@ void ServerCodec::post_children() {
     children_posted_ = false;
     if (ctx_ == nullptr || session_ == nullptr) return;
     run_children();
-    if (!finished_ && nghttp2_session_want_write(session_)) flush(*ctx_);  // what the children earned (WINDOW_UPDATE)
+    if (!finished_ && session_->want_write()) flush(*ctx_);  // what the children earned (WINDOW_UPDATE)
   });
 }
 
@@ -1112,7 +1053,7 @@ void ServerCodec::serve_child(StreamChannel& ch) {
 }
 
 void ServerCodec::consume_stream(std::int32_t id, std::size_t n) noexcept {
-  if (session_ != nullptr && n > 0 && !finished_) nghttp2_session_consume_stream(session_, id, n);
+  if (session_ != nullptr && n > 0 && !finished_) session_->consume_stream(id, n);
 }
 
 // The connection is ending (or the codec leaving): every child closes.
@@ -1181,7 +1122,7 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
   detail::ResponseHeaders& headers = response_headers();
   if (status < 200) {  // interim
     headers.build(response, std::nullopt);
-    nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, ch.id_, nullptr, headers.data(), headers.size(), nullptr);
+    session_->submit_headers(ch.id_, headers.data(), headers.size());
     return;
   }
   Stream* s = stream(ch.id_);
@@ -1205,13 +1146,11 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
   if (end_stream) ch.out_ended_ = true;
   int rv;
   if (end_stream && ch.out_bytes_ == 0) {
-    rv = nghttp2_submit_response(session_, ch.id_, headers.data(), headers.size(), nullptr);
+    rv = session_->submit_response(ch.id_, headers.data(), headers.size(), nullptr);
   } else {
-    nghttp2_data_provider provider;
-    provider.source.ptr = s;
-    provider.read_callback = Callbacks::read_child;
+    const detail::DataSource source{s, Callbacks::read_child};
     ch.has_provider_ = true;
-    rv = nghttp2_submit_response(session_, ch.id_, headers.data(), headers.size(), &provider);
+    rv = session_->submit_response(ch.id_, headers.data(), headers.size(), &source);
   }
   if (rv != 0) {
     log(LogLevel::debug, "channel {}: HTTP/2 response on stream {} not submitted: {}", ctx_->channel().id(), ch.id_,
@@ -1222,7 +1161,7 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
 
 // Frames leave now, or at the end of the read when the codec is reading (one send for all the children).
 void ServerCodec::flush_soon() {
-  if (in_read_ || in_nghttp2_) {
+  if (in_read_ || in_session_) {
     flush_wanted_ = true;
   } else if (ctx_ != nullptr) {
     flush(*ctx_);
@@ -1236,7 +1175,7 @@ void ServerCodec::child_flush(StreamChannel& ch) {
   const ChildCall call(child_calling_, ch);
   if (!ch.stream_closed_ && ch.deferred_ && (ch.out_bytes_ > ch.out_promised_ || ch.out_ended_)) {
     ch.deferred_ = false;
-    nghttp2_session_resume_data(session_, ch.id_);
+    session_->resume_data(ch.id_);
   }
   flush_soon();
 }
@@ -1253,15 +1192,15 @@ void ServerCodec::child_closed(StreamChannel& ch) {
   if (ch.stream_closed_ || session_ == nullptr || finished_) return;
   if (!ch.out_ended_) {
     // What it wrote and flushed leaves first (as far as the windows allow), then the reset.
-    if (!in_nghttp2_ && ctx_ != nullptr) send_pending(*ctx_);
+    if (!in_session_ && ctx_ != nullptr) send_pending(*ctx_);
     if (ch.stream_closed_ || session_ == nullptr || finished_) return;
     if (Stream* s = stream(ch.id_)) s->cancelled = true;
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, ch.id_, NGHTTP2_CANCEL);
+    session_->submit_rst_stream(ch.id_, NGHTTP2_CANCEL);
   } else {
     consume_stream(ch.id_, held);
     if (ch.deferred_) {  // its end was written but not flushed: closing flushes it
       ch.deferred_ = false;
-      nghttp2_session_resume_data(session_, ch.id_);
+      session_->resume_data(ch.id_);
     }
   }
   flush_soon();

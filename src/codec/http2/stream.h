@@ -53,10 +53,19 @@ struct ServerCodec::Stream {
     const std::size_t need = 8 + name.size() + value.size();
     if (!fields.has_storage()) fields = allocator.buffer(need > 512 ? need : 512);
     fields.ensure_writable(need);
-    fields.write_u32_le(static_cast<std::uint32_t>(name.size()));
-    fields.write_u32_le(static_cast<std::uint32_t>(value.size()));
-    if (!name.empty()) fields.write_bytes(name.data(), name.size());
-    if (!value.empty()) fields.write_bytes(value.data(), value.size());
+    std::uint8_t* w = fields.write_ptr();
+    store_u32_le(w, static_cast<std::uint32_t>(name.size()));
+    store_u32_le(w + 4, static_cast<std::uint32_t>(value.size()));
+    if (!name.empty()) std::memcpy(w + 8, name.data(), name.size());
+    if (!value.empty()) std::memcpy(w + 8 + name.size(), value.data(), value.size());
+    fields.advance_writer(need);
+  }
+
+  static void store_u32_le(std::uint8_t* p, std::uint32_t v) noexcept {
+    p[0] = static_cast<std::uint8_t>(v);
+    p[1] = static_cast<std::uint8_t>(v >> 8);
+    p[2] = static_cast<std::uint8_t>(v >> 16);
+    p[3] = static_cast<std::uint8_t>(v >> 24);
   }
 
   // Calls f(name, value) for each field recorded, in order; the views point into `fields`.

@@ -58,9 +58,11 @@
 #include "weft/core/event_loop.h"
 #include "weft/core/inline_ring.h"
 
-struct nghttp2_session;
-
 namespace weft::http2 {
+
+namespace detail {
+class Session;
+}  // namespace detail
 
 /// The HTTP/2 connection preface a client with prior knowledge starts with (RFC 9113 3.4).
 inline constexpr std::string_view kClientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -119,7 +121,7 @@ class ServerCodec final : public Handler {
 
  private:
   struct Stream;
-  struct Callbacks;  // the nghttp2 callbacks (server_codec.cc)
+  struct Callbacks;  // the session's callbacks (server_codec.cc)
   friend class StreamChannel;
 
   // ---- streams served as channels (stream_channel.cc holds the child's side)
@@ -166,9 +168,10 @@ class ServerCodec final : public Handler {
   void stop_deadline(Context& ctx);
 
   Settings settings_;
-  Context* ctx_ = nullptr;            // while in a pipeline: nghttp2's callbacks reach it here
-  nghttp2_session* session_ = nullptr;
-  bool in_nghttp2_ = false;           // inside mem_recv or send: nghttp2 must not be re-entered
+  Context* ctx_ = nullptr;            // while in a pipeline: the session's callbacks reach it here
+  std::unique_ptr<Callbacks> hooks_;  // what the session calls (the codec)
+  std::unique_ptr<detail::Session> session_;  // the HTTP/2 connection's state (session.h)
+  bool in_session_ = false;           // inside mem_recv or send: the session must not be re-entered
   bool calm_requested_ = false;       // the glitch budget ran out: GOAWAY(ENHANCE_YOUR_CALM) queued
   bool goaway_submitted_ = false;
   bool finished_ = false;             // the connection's end has been started

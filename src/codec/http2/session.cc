@@ -1,0 +1,1199 @@
+#include "session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace weft::http2::detail {
+
+namespace {
+
+constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr std::int64_t kMaxWindow = 0x7fffffff;
+constexpr std::uint32_t kMaxSettingsEntries = 32;
+constexpr std::uint32_t kMaxContinuations = 8;       // per header block (as nghttp2)
+constexpr std::size_t kMaxHeaderBlock = 256 * 1024;  // a header block spread over CONTINUATION frames
+constexpr std::uint32_t kMaxQueuedAcks = 1000;       // acknowledgements and resets owed to a client that does not read
+
+std::uint32_t load_u32(const std::uint8_t* p) noexcept {
+  return std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 | p[3];
+}
+
+// A field name HTTP/2 allows (RFC 9113 8.2.1): token characters, no uppercase.
+struct NameChars {
+  bool ok[256] = {};
+  constexpr NameChars() {
+    for (int c = 'a'; c <= 'z'; ++c) ok[c] = true;
+    for (int c = '0'; c <= '9'; ++c) ok[c] = true;
+    for (const char c : std::string_view("!#$%&'*+-.^_`|~")) ok[static_cast<unsigned char>(c)] = true;
+  }
+};
+constexpr NameChars kNameChars;
+
+bool valid_name(std::string_view name) noexcept {
+  for (const char c : name) {
+    if (!kNameChars.ok[static_cast<unsigned char>(c)]) return false;
+  }
+  return true;
+}
+
+// A field value (RFC 9113 8.2.1): no NUL, CR or LF, no leading or trailing whitespace. Eight bytes
+// at a time: a byte of v is zero where (v - 0x01..) & ~v has its top bit set.
+bool valid_value(std::string_view value) noexcept {
+  if (value.empty()) return true;
+  if (value.front() == ' ' || value.front() == '\t' || value.back() == ' ' || value.back() == '\t') return false;
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+  const auto has_zero = [](std::uint64_t v) noexcept { return (v - kOnes) & ~v & kHighs; };
+  const char* p = value.data();
+  std::size_t n = value.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    if ((has_zero(v) | has_zero(v ^ (kOnes * '\r')) | has_zero(v ^ (kOnes * '\n'))) != 0) return false;
+  }
+  for (; n > 0; ++p, --n) {
+    if (*p == '\0' || *p == '\r' || *p == '\n') return false;
+  }
+  return true;
+}
+
+bool connection_specific(std::string_view name) noexcept {
+  switch (name.size()) {
+    case 7: return name == "upgrade";
+    case 10: return name == "connection" || name == "keep-alive";
+    case 16: return name == "proxy-connection";
+    case 17: return name == "transfer-encoding";
+    default: return false;
+  }
+}
+
+enum Pseudo : std::uint8_t { kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8 };
+
+}  // namespace
+
+// ---- streams --------------------------------------------------------------------------------------
+
+struct Session::Stream {
+  std::int32_t id = 0;
+  void* user_data = nullptr;
+  std::int64_t send_window = 0;
+  std::int64_t recv_window = 0;  // what the client may still send before a WINDOW_UPDATE
+  std::size_t consumed = 0;      // received and consumed, not yet returned by WINDOW_UPDATE
+  std::int64_t content_length = -1;
+  std::uint64_t data_received = 0;
+  bool end_received = false;     // half-closed (remote)
+  bool end_sent = false;         // half-closed (local), once the END_STREAM frame left
+  bool final_head = false;       // a final response's HEADERS is queued
+  bool resetting = false;        // RST_STREAM queued: nothing more is sent
+  bool has_source = false;
+  bool deferred = false;
+  bool linked = false;           // in the data list
+  DataSource source;
+  Stream* next = nullptr;        // the data list
+
+  void reset() noexcept { *this = Stream(); }
+};
+
+// Stream id -> stream: open addressing with tombstones. Client streams are odd and increasing, so
+// id / 2 puts the streams open at once in consecutive slots, and a slot freed is reused when the
+// ids come round to it. The last stream found is remembered: a frame's callbacks ask for it often.
+struct Session::StreamMap {
+  static constexpr std::int32_t kEmpty = 0;
+  static constexpr std::int32_t kTombstone = -1;
+  struct Slot {
+    std::int32_t id = kEmpty;
+    Stream* stream = nullptr;
+  };
+  std::vector<Slot> slots = std::vector<Slot>(64);
+  std::size_t count = 0;
+  std::size_t used = 0;  // count + tombstones
+  mutable std::int32_t last_id = 0;
+  mutable Stream* last = nullptr;
+
+  std::size_t mask() const noexcept { return slots.size() - 1; }
+  static std::size_t home(std::int32_t id) noexcept { return static_cast<std::uint32_t>(id) >> 1; }
+
+  Stream* find(std::int32_t id) const noexcept {
+    if (id == last_id) return last;
+    for (std::size_t i = home(id) & mask();; i = (i + 1) & mask()) {
+      const Slot& s = slots[i];
+      if (s.id == id) {
+        last_id = id;
+        last = s.stream;
+        return s.stream;
+      }
+      if (s.id == kEmpty) return nullptr;
+    }
+  }
+  // `id` is not in the map.
+  void insert(std::int32_t id, Stream* stream) {
+    if ((used + 1) * 4 > slots.size() * 3) rebuild(count * 4 >= slots.size() ? slots.size() * 2 : slots.size());
+    std::size_t i = home(id) & mask();
+    while (slots[i].id > 0) i = (i + 1) & mask();
+    if (slots[i].id == kEmpty) ++used;
+    slots[i] = {id, stream};
+    ++count;
+    last_id = id;
+    last = stream;
+  }
+  void rebuild(std::size_t size) {
+    std::vector<Slot> old(size);
+    old.swap(slots);
+    used = 0;
+    for (const Slot& s : old) {
+      if (s.id <= 0) continue;
+      std::size_t i = home(s.id) & mask();
+      while (slots[i].id != kEmpty) i = (i + 1) & mask();
+      slots[i] = s;
+      ++used;
+    }
+  }
+  void erase(std::int32_t id) noexcept {
+    if (last_id == id) last_id = 0;
+    for (std::size_t i = home(id) & mask();; i = (i + 1) & mask()) {
+      if (slots[i].id == kEmpty) return;
+      if (slots[i].id != id) continue;
+      slots[i] = {kTombstone, nullptr};
+      --count;
+      return;
+    }
+  }
+};
+
+// A frame queued to be written; its payload (or header block) lies in store_.
+struct Session::Item {
+  std::uint8_t type;
+  std::uint8_t flags;
+  bool opened;     // RST_STREAM: the stream was open when it was queued (dropped if it closed since)
+  bool terminate;  // GOAWAY of terminate_session
+  bool ack;        // counted in acks_queued_
+  std::int32_t stream_id;
+  std::uint32_t at;
+  std::uint32_t length;
+  std::uint32_t error_code;
+};
+
+Session::Session(SessionHooks& hooks, bool manual_window)
+    : hooks_(hooks), manual_window_(manual_window), map_(std::make_unique<StreamMap>()) {}
+
+Session::~Session() = default;
+
+Session::Stream* Session::find(std::int32_t id) const noexcept { return id > 0 ? map_->find(id) : nullptr; }
+
+void* Session::stream_user_data(std::int32_t id) const noexcept {
+  const Stream* s = find(id);
+  return s != nullptr ? s->user_data : nullptr;
+}
+
+void Session::set_stream_user_data(std::int32_t id, void* data) noexcept {
+  if (Stream* s = find(id)) s->user_data = data;
+}
+
+Session::Stream* Session::open(std::int32_t id) {
+  Stream* s;
+  if (!free_.empty()) {
+    s = free_.back();
+    free_.pop_back();
+  } else {
+    pool_.push_back(std::make_unique<Stream>());
+    s = pool_.back().get();
+    free_.reserve(pool_.size());  // so that close() never allocates
+  }
+  s->id = id;
+  s->recv_window = local_initial_window_;
+  s->send_window = peer_initial_window_;
+  map_->insert(id, s);
+  ++open_streams_;
+  return s;
+}
+
+void Session::close(Stream& s, std::uint32_t error_code) {
+  const std::int32_t id = s.id;
+  unlink_data(s);
+  hooks_.on_stream_close(id, error_code);  // (the stream is still found during the call)
+  map_->erase(id);
+  --open_streams_;
+  s.reset();
+  free_.push_back(&s);
+}
+
+void Session::unlink_data(Stream& s) noexcept {
+  if (!s.linked) return;
+  Stream* prev = nullptr;
+  for (Stream* p = data_head_; p != nullptr; prev = p, p = p->next) {
+    if (p != &s) continue;
+    if (prev != nullptr) prev->next = p->next;
+    else data_head_ = p->next;
+    if (data_tail_ == p) data_tail_ = prev;
+    break;
+  }
+  s.next = nullptr;
+  s.linked = false;
+  --data_count_;
+}
+
+void Session::link_data(Stream& s) noexcept {
+  if (s.linked) return;
+  s.next = nullptr;
+  s.linked = true;
+  if (data_tail_ != nullptr) data_tail_->next = &s;
+  else data_head_ = &s;
+  data_tail_ = &s;
+  ++data_count_;
+}
+
+// ---- settings and submissions ------------------------------------------------------------------
+
+bool Session::submit_settings(const SettingEntry* entries, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t v = entries[i].value;
+    switch (entries[i].id) {
+      case NGHTTP2_SETTINGS_ENABLE_PUSH:
+        if (v > 1) return false;
+        break;
+      case NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE:
+        if (v > kMaxWindow) return false;
+        break;
+      case NGHTTP2_SETTINGS_MAX_FRAME_SIZE:
+        if (v < 16384 || v > 16777215) return false;
+        break;
+      default:
+        break;
+    }
+  }
+  Item& item = queue(NGHTTP2_SETTINGS, 0, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t id[2] = {static_cast<std::uint8_t>(entries[i].id >> 8),
+                                static_cast<std::uint8_t>(entries[i].id)};
+    store(id, 2);
+    store_u32(entries[i].value);
+    switch (entries[i].id) {
+      case NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE: pending_initial_window_ = entries[i].value; break;
+      case NGHTTP2_SETTINGS_MAX_FRAME_SIZE: local_max_frame_size_ = entries[i].value; break;
+      case NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS: local_max_concurrent_ = entries[i].value; break;
+      case NGHTTP2_SETTINGS_HEADER_TABLE_SIZE: local_header_table_size_ = entries[i].value; break;
+      default: break;
+    }
+  }
+  items_.back().length = static_cast<std::uint32_t>(6 * n);
+  (void)item;
+  ++unacked_settings_;
+  return true;
+}
+
+Session::Item& Session::queue(std::uint8_t type, std::uint8_t flags, std::int32_t id) {
+  if (!store_.has_storage()) store_ = hooks_.allocator().buffer(1024);
+  items_.push_back(Item{type, flags, false, false, false, id, static_cast<std::uint32_t>(store_.writer_index()), 0, 0});
+  return items_.back();
+}
+
+void Session::store(const void* p, std::size_t n) {
+  store_.ensure_writable(n);
+  store_.write_bytes(p, n);
+}
+
+void Session::store_u32(std::uint32_t v) {
+  store_.ensure_writable(4);
+  store_.write_u32(v);
+}
+
+int Session::queue_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n, std::uint8_t flags) {
+  Item& item = queue(NGHTTP2_HEADERS, flags, id);
+  const std::size_t at = item.at;
+  encoder_.begin_block(store_);
+  for (std::size_t i = 0; i < n; ++i) {
+    encoder_.encode(store_, std::string_view(reinterpret_cast<const char*>(nv[i].name), nv[i].namelen),
+                    std::string_view(reinterpret_cast<const char*>(nv[i].value), nv[i].valuelen),
+                    (nv[i].flags & NGHTTP2_NV_FLAG_NO_INDEX) != 0);
+  }
+  items_.back().length = static_cast<std::uint32_t>(store_.writer_index() - at);
+  return 0;
+}
+
+int Session::submit_response(std::int32_t id, const nghttp2_nv* nv, std::size_t n, const DataSource* source) {
+  Stream* s = find(id);
+  if (s == nullptr || s->resetting || s->final_head) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  s->final_head = true;
+  const int rv = queue_headers(id, nv, n, source != nullptr ? 0 : NGHTTP2_FLAG_END_STREAM);
+  if (rv != 0) return rv;
+  if (source != nullptr) {
+    s->source = *source;
+    s->has_source = true;
+    s->deferred = false;
+    link_data(*s);
+  }
+  return 0;
+}
+
+int Session::submit_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n) {
+  Stream* s = find(id);
+  if (s == nullptr || s->resetting || s->final_head) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  return queue_headers(id, nv, n, 0);
+}
+
+int Session::submit_trailer(std::int32_t id, const nghttp2_nv* nv, std::size_t n) {
+  Stream* s = find(id);
+  if (s == nullptr || s->resetting) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  return queue_headers(id, nv, n, NGHTTP2_FLAG_END_STREAM);
+}
+
+int Session::submit_rst_stream(std::int32_t id, std::uint32_t error_code) {
+  Stream* s = find(id);
+  if (s != nullptr) {
+    if (s->resetting) return 0;
+    s->resetting = true;
+    unlink_data(*s);
+  }
+  Item& item = queue(NGHTTP2_RST_STREAM, 0, id);
+  item.opened = s != nullptr;
+  item.ack = true;
+  item.error_code = error_code;
+  item.length = 4;
+  store_u32(error_code);
+  ++acks_queued_;
+  return 0;
+}
+
+int Session::submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code) {
+  if (term_sent_) return 0;
+  Item& item = queue(NGHTTP2_GOAWAY, 0, 0);
+  item.error_code = error_code;
+  item.length = 8;
+  store_u32(static_cast<std::uint32_t>(last_stream_id));
+  store_u32(error_code);
+  goaway_queued_ = true;
+  goaway_last_id_ = std::min(goaway_last_id_, last_stream_id);
+  return 0;
+}
+
+void Session::terminate_session(std::uint32_t error_code) {
+  if (terminating_) return;
+  submit_goaway(last_proc_stream_id_, error_code);
+  items_.back().terminate = true;
+  terminating_ = true;
+  in_ = In::ignore_all;
+}
+
+int Session::resume_data(std::int32_t id) {
+  Stream* s = find(id);
+  if (s == nullptr || !s->has_source || s->resetting) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  if (s->deferred) {
+    s->deferred = false;
+    link_data(*s);
+  }
+  return 0;
+}
+
+void Session::returned(std::size_t& consumed, std::int32_t id, std::int32_t window) {
+  // A WINDOW_UPDATE once half the window is used (a window of 1 is returned byte by byte).
+  const std::size_t threshold = std::max<std::size_t>(1, static_cast<std::size_t>(window) / 2);
+  if (consumed < threshold) return;
+  Item& item = queue(NGHTTP2_WINDOW_UPDATE, 0, id);
+  item.length = 4;
+  store_u32(static_cast<std::uint32_t>(consumed));
+  if (id == 0) {
+    conn_recv_window_ += static_cast<std::int64_t>(consumed);
+  } else if (Stream* s = find(id)) {
+    s->recv_window += static_cast<std::int64_t>(consumed);
+  }
+  consumed = 0;
+}
+
+void Session::consume_connection(std::size_t n) {
+  if (terminating_ || n == 0) return;
+  conn_consumed_ += n;
+  returned(conn_consumed_, 0, 65535);
+}
+
+void Session::consume_stream(std::int32_t id, std::size_t n) {
+  if (terminating_ || n == 0) return;
+  Stream* s = find(id);
+  if (s == nullptr || s->end_received || s->resetting) return;  // nothing more will come
+  s->consumed += n;
+  returned(s->consumed, id, static_cast<std::int32_t>(local_initial_window_));
+}
+
+int Session::upgrade(const std::uint8_t* settings, std::size_t n, bool) {
+  if (n % 6 != 0 || last_recv_stream_id_ != 0) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  for (std::size_t i = 0; i < n; i += 6) {
+    const auto id = static_cast<std::uint16_t>(settings[i] << 8 | settings[i + 1]);
+    if (apply_peer_setting(id, load_u32(settings + i + 2)) != 0) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  }
+  Stream* s = open(1);
+  s->end_received = true;
+  last_recv_stream_id_ = last_proc_stream_id_ = 1;
+  return 0;
+}
+
+bool Session::want_read() const noexcept {
+  if (term_sent_) return false;
+  if (open_streams_ > 0) return true;
+  return !goaway_sent_ && !goaway_received_;
+}
+
+bool Session::want_write() const noexcept {
+  if (term_sent_) return false;
+  return items_head_ < items_.size() || (data_head_ != nullptr && conn_send_window_ > 0);
+}
+
+// ---- input --------------------------------------------------------------------------------------
+
+ssize_t Session::mem_recv(const std::uint8_t* data, std::size_t n) {
+  const ssize_t rv = read_frames(data, n);
+  if (rv < 0) return rv;
+  if (acks_queued_ > kMaxQueuedAcks) return NGHTTP2_ERR_FLOODED;
+  return static_cast<ssize_t>(n);
+}
+
+ssize_t Session::read_frames(const std::uint8_t* p, std::size_t n) {
+  const std::uint8_t* const end = p + n;
+  while (p < end) {
+    const std::size_t avail = static_cast<std::size_t>(end - p);
+    switch (in_) {
+      case In::ignore_all:
+        return 0;
+      case In::preface: {
+        const std::size_t take = std::min(avail, kPreface.size() - preface_have_);
+        if (std::memcmp(p, kPreface.data() + preface_have_, take) != 0) return NGHTTP2_ERR_BAD_CLIENT_MAGIC;
+        preface_have_ += take;
+        p += take;
+        if (preface_have_ == kPreface.size()) in_ = In::head;
+        break;
+      }
+      case In::head: {
+        if (head_have_ == 0 && avail >= 9) {
+          std::memcpy(head_, p, 9);
+          head_have_ = 9;
+          p += 9;
+        } else {
+          const std::size_t take = std::min(avail, 9 - head_have_);
+          std::memcpy(head_ + head_have_, p, take);
+          head_have_ += take;
+          p += take;
+          if (head_have_ < 9) break;
+        }
+        head_have_ = 0;
+        if (const int rv = begin_frame(); rv < 0) return rv;
+        break;
+      }
+      case In::payload: {
+        const std::size_t take = std::min(avail, payload_left_);
+        if (frame_buf_.empty() && take == payload_left_) {
+          payload_left_ = 0;
+          in_ = In::head;
+          const int rv = on_payload(p, take);
+          p += take;
+          if (rv < 0) return rv;
+        } else {
+          frame_buf_.insert(frame_buf_.end(), p, p + take);
+          p += take;
+          payload_left_ -= take;
+          if (payload_left_ == 0) {
+            in_ = In::head;
+            const int rv = on_payload(frame_buf_.data(), frame_buf_.size());
+            frame_buf_.clear();
+            if (rv < 0) return rv;
+          }
+        }
+        break;
+      }
+      case In::data_padlen: {
+        const std::size_t pad = *p++;
+        if (pad >= frame_.length) {
+          if (const int rv = connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA padding too long"); rv < 0) return rv;
+          break;
+        }
+        payload_left_ = frame_.length - 1 - pad;
+        padding_left_ = pad;
+        conn_consumed_ += 1 + pad;  // padding is returned at once
+        in_ = In::data;
+        if (payload_left_ == 0 && padding_left_ == 0) {
+          in_ = In::head;
+          if (const int rv = end_data_frame(); rv < 0) return rv;
+        }
+        break;
+      }
+      case In::data: {
+        if (payload_left_ > 0) {
+          const std::size_t take = std::min(avail, payload_left_);
+          payload_left_ -= take;
+          Stream* s = data_target_ != 0 ? find(data_target_) : nullptr;
+          if (s != nullptr && !s->resetting) {
+            s->data_received += take;
+            if (s->content_length >= 0 && s->data_received > static_cast<std::uint64_t>(s->content_length)) {
+              data_target_ = 0;
+              conn_consumed_ += take;
+              if (const int rv = stream_error(s->id, NGHTTP2_PROTOCOL_ERROR, "DATA past content-length"); rv < 0) {
+                return rv;
+              }
+            } else {
+              if (!manual_window_) {
+                conn_consumed_ += take;
+                s->consumed += take;
+              }
+              const int rv = hooks_.on_data_chunk(s->id, p, take);
+              if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
+                data_target_ = 0;
+                submit_rst_stream(s->id, NGHTTP2_INTERNAL_ERROR);
+              } else if (rv != 0) {
+                return rv;
+              }
+            }
+          } else {
+            conn_consumed_ += take;  // nobody reads it: the connection's window comes back at once
+          }
+          p += take;
+          if (payload_left_ > 0) break;
+        }
+        if (padding_left_ > 0) {
+          const std::size_t take = std::min(static_cast<std::size_t>(end - p), padding_left_);
+          padding_left_ -= take;
+          p += take;
+          if (padding_left_ > 0) break;
+        }
+        in_ = In::head;
+        if (const int rv = end_data_frame(); rv < 0) return rv;
+        break;
+      }
+      case In::skip: {
+        const std::size_t take = std::min(avail, payload_left_);
+        payload_left_ -= take;
+        p += take;
+        if (payload_left_ == 0) in_ = In::head;
+        break;
+      }
+    }
+  }
+  return 0;
+}
+
+int Session::begin_frame() {
+  frame_ = FrameInfo{};
+  frame_.length = std::uint32_t{head_[0]} << 16 | std::uint32_t{head_[1]} << 8 | head_[2];
+  frame_.type = head_[3];
+  frame_.flags = head_[4];
+  frame_.stream_id = static_cast<std::int32_t>(load_u32(head_ + 5) & 0x7fffffffu);
+  payload_left_ = frame_.length;
+  padding_left_ = 0;
+  const std::int32_t id = frame_.stream_id;
+  if (frame_.length > local_max_frame_size_) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "frame too large");
+  if (first_frame_) {
+    if (frame_.type != NGHTTP2_SETTINGS || (frame_.flags & NGHTTP2_FLAG_ACK) != 0) {
+      return connection_error(NGHTTP2_PROTOCOL_ERROR, "the preface's first frame is not SETTINGS");
+    }
+    first_frame_ = false;
+  }
+  if (continuing_ != 0 && frame_.type != NGHTTP2_CONTINUATION) {
+    return connection_error(NGHTTP2_PROTOCOL_ERROR, "a header block was interrupted");
+  }
+  in_ = In::payload;
+  switch (frame_.type) {
+    case NGHTTP2_DATA: {
+      if (id == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA on stream 0");
+      if (frame_.length > conn_recv_window_) return connection_error(NGHTTP2_FLOW_CONTROL_ERROR, "connection window");
+      conn_recv_window_ -= frame_.length;
+      data_target_ = 0;
+      Stream* s = find(id);
+      if (s == nullptr) {
+        if (id > last_recv_stream_id_) return connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA on an idle stream");
+        // A stream closed (or reset) meanwhile: ignored, its bytes given back to the connection.
+      } else if (s->end_received) {
+        // A stream error by RFC 9113 5.1; ended as a connection error (5.4.1 allows it), as nghttp2
+        // does: one of MadeYouReset's ways to make the server reset streams.
+        return connection_error(NGHTTP2_STREAM_CLOSED, "DATA after END_STREAM");
+      } else if (frame_.length > s->recv_window) {
+        if (const int rv = stream_error(id, NGHTTP2_FLOW_CONTROL_ERROR, "stream window"); rv < 0) return rv;
+      } else {
+        s->recv_window -= frame_.length;
+        if (!s->resetting) data_target_ = id;
+      }
+      if ((frame_.flags & NGHTTP2_FLAG_PADDED) != 0) {
+        if (frame_.length < 1) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "DATA padding");
+        in_ = In::data_padlen;
+      } else {
+        in_ = In::data;
+        if (frame_.length == 0) {
+          in_ = In::head;
+          return end_data_frame();
+        }
+      }
+      return 0;
+    }
+    case NGHTTP2_HEADERS:
+      if (id == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS on stream 0");
+      break;
+    case NGHTTP2_PRIORITY:
+      if (id == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "PRIORITY on stream 0");
+      if (frame_.length != 5) {
+        in_ = In::skip;
+        return stream_error(id, NGHTTP2_FRAME_SIZE_ERROR, "PRIORITY size");
+      }
+      break;
+    case NGHTTP2_RST_STREAM:
+      if (id == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "RST_STREAM on stream 0");
+      if (frame_.length != 4) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "RST_STREAM size");
+      break;
+    case NGHTTP2_SETTINGS:
+      if (id != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "SETTINGS on a stream");
+      if ((frame_.flags & NGHTTP2_FLAG_ACK) != 0 ? frame_.length != 0 : frame_.length % 6 != 0) {
+        return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "SETTINGS size");
+      }
+      if (frame_.length / 6 > kMaxSettingsEntries) {
+        hooks_.on_invalid_frame_recv(frame_, "too many SETTINGS entries");
+        terminate_session(NGHTTP2_ENHANCE_YOUR_CALM);
+        return 0;
+      }
+      break;
+    case NGHTTP2_PUSH_PROMISE:
+      return connection_error(NGHTTP2_PROTOCOL_ERROR, "PUSH_PROMISE from a client");
+    case NGHTTP2_PING:
+      if (id != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "PING on a stream");
+      if (frame_.length != 8) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "PING size");
+      break;
+    case NGHTTP2_GOAWAY:
+      if (id != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "GOAWAY on a stream");
+      if (frame_.length < 8) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "GOAWAY size");
+      break;
+    case NGHTTP2_WINDOW_UPDATE:
+      if (frame_.length != 4) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "WINDOW_UPDATE size");
+      break;
+    case NGHTTP2_CONTINUATION:
+      if (continuing_ == 0 || id != continuing_) return connection_error(NGHTTP2_PROTOCOL_ERROR, "CONTINUATION");
+      break;
+    default:
+      in_ = In::skip;  // unknown frame types are ignored (RFC 9113 4.1)
+      break;
+  }
+  if (in_ == In::payload && payload_left_ == 0) {
+    in_ = In::head;
+    return on_payload(nullptr, 0);
+  }
+  if (in_ == In::skip && payload_left_ == 0) in_ = In::head;
+  return 0;
+}
+
+int Session::on_payload(const std::uint8_t* p, std::size_t n) {
+  switch (frame_.type) {
+    case NGHTTP2_HEADERS: return on_headers(p, n);
+    case NGHTTP2_CONTINUATION: return on_continuation(p, n);
+    case NGHTTP2_PRIORITY: return 0;  // priorities are not used (RFC 9113 5.3.2 allows it)
+    case NGHTTP2_RST_STREAM: return on_rst_stream(p);
+    case NGHTTP2_SETTINGS: return on_settings(p, n);
+    case NGHTTP2_PING: return on_ping(p);
+    case NGHTTP2_GOAWAY: return on_goaway(p, n);
+    case NGHTTP2_WINDOW_UPDATE: return on_window_update(p);
+    default: return 0;
+  }
+}
+
+int Session::end_data_frame() {
+  const std::int32_t id = frame_.stream_id;
+  Stream* s = data_target_ != 0 ? find(data_target_) : nullptr;
+  data_target_ = 0;
+  if (s != nullptr) {
+    const bool end_stream = (frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (end_stream) {
+      s->end_received = true;
+      if (s->content_length >= 0 && s->data_received != static_cast<std::uint64_t>(s->content_length)) {
+        return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "DATA shorter than content-length");
+      }
+    }
+    if (const int rv = hooks_.on_frame_recv(frame_); rv != 0) return rv;
+    if (!manual_window_) {
+      if (Stream* again = find(id); again != nullptr && !again->end_received) {
+        returned(again->consumed, id, static_cast<std::int32_t>(local_initial_window_));
+      }
+    }
+    if (end_stream) {
+      if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR);
+    }
+  }
+  returned(conn_consumed_, 0, 65535);
+  return 0;
+}
+
+int Session::on_headers(const std::uint8_t* p, std::size_t n) {
+  const std::int32_t id = frame_.stream_id;
+  std::size_t pad = 0;
+  if ((frame_.flags & NGHTTP2_FLAG_PADDED) != 0) {
+    if (n < 1) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "HEADERS padding");
+    pad = *p++;
+    --n;
+  }
+  bool self_dependent = false;
+  if ((frame_.flags & NGHTTP2_FLAG_PRIORITY) != 0) {
+    if (n < 5) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "HEADERS priority");
+    self_dependent = static_cast<std::int32_t>(load_u32(p) & 0x7fffffffu) == id;
+    p += 5;
+    n -= 5;
+  }
+  if (pad > n) return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS padding too long");
+  n -= pad;
+  if ((id & 1) == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS on an even stream");
+
+  decoding_id_ = 0;
+  block_rst_ = 0;
+  decoding_frame_ = frame_;
+  decoding_frame_.request = false;
+  if (Stream* s = find(id)) {
+    // Trailers: they must end the stream, which must still be open for the client.
+    decoding_id_ = id;
+    if (s->end_received) {
+      block_rst_ = NGHTTP2_STREAM_CLOSED;
+    } else if ((frame_.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
+      block_rst_ = NGHTTP2_PROTOCOL_ERROR;
+    }
+  } else if (id > last_recv_stream_id_) {
+    last_recv_stream_id_ = id;
+    if ((goaway_queued_ || terminating_) && id > goaway_last_id_) {
+      // After GOAWAY: not processed (decoded for HPACK's sake only).
+    } else if (open_streams_ >= local_max_concurrent_) {
+      refused_id_ = id;
+      block_rst_ = NGHTTP2_REFUSED_STREAM;
+    } else if (self_dependent) {
+      refused_id_ = id;
+      block_rst_ = NGHTTP2_PROTOCOL_ERROR;
+    } else {
+      open(id);
+      decoding_frame_.request = true;
+      last_proc_stream_id_ = id;
+      const int rv = hooks_.on_begin_headers(id);
+      if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
+        block_rst_ = NGHTTP2_INTERNAL_ERROR;
+      } else if (rv != 0) {
+        return rv;
+      }
+      decoding_id_ = id;
+    }
+  }
+  // (A HEADERS frame on a stream closed already is decoded for HPACK's sake and dropped.)
+  if ((frame_.flags & NGHTTP2_FLAG_END_HEADERS) == 0) {
+    continuing_ = id;
+    continuations_ = 0;
+    block_.assign(p, p + n);
+    return 0;
+  }
+  return on_header_block(p, n);
+}
+
+int Session::on_continuation(const std::uint8_t* p, std::size_t n) {
+  if (++continuations_ > kMaxContinuations || block_.size() + n > kMaxHeaderBlock) {
+    return NGHTTP2_ERR_TOO_MANY_CONTINUATIONS;
+  }
+  block_.insert(block_.end(), p, p + n);
+  if ((frame_.flags & NGHTTP2_FLAG_END_HEADERS) == 0) return 0;
+  continuing_ = 0;
+  const int rv = on_header_block(block_.data(), block_.size());
+  block_.clear();
+  return rv;
+}
+
+int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
+  Stream* s = decoding_id_ != 0 && block_rst_ == 0 ? find(decoding_id_) : nullptr;
+  decoding_ = s;
+  regular_seen_ = false;
+  pseudo_seen_ = 0;
+  connect_ = false;
+  field_error_ = nullptr;
+  const int rv = decoder_.decode(block, n, &Session::header_field, this);
+  decoding_ = nullptr;
+  if (rv == hpack::kCompressionError) return connection_error(NGHTTP2_COMPRESSION_ERROR, "HPACK");
+  if (rv != 0) return rv;
+  const std::int32_t id = decoding_frame_.stream_id;
+  if (block_rst_ != 0) {
+    const std::uint32_t code = block_rst_;
+    block_rst_ = 0;
+    if (code == NGHTTP2_REFUSED_STREAM || (code == NGHTTP2_PROTOCOL_ERROR && refused_id_ == id && find(id) == nullptr)) {
+      refused_id_ = 0;
+      submit_rst_stream(id, code);
+      if (code == NGHTTP2_PROTOCOL_ERROR) return hooks_.on_invalid_frame_recv(decoding_frame_, "self-dependent stream");
+      return 0;
+    }
+    if (code == NGHTTP2_INTERNAL_ERROR) {
+      submit_rst_stream(id, code);
+      return 0;
+    }
+    return stream_error(id, code, code == NGHTTP2_STREAM_CLOSED ? "HEADERS after END_STREAM" : "trailers without END_STREAM");
+  }
+  if (s == nullptr || find(id) != s) return 0;
+  if (field_error_ != nullptr) return stream_error(id, NGHTTP2_PROTOCOL_ERROR, field_error_);
+  if (decoding_frame_.request) {
+    const bool complete = connect_ ? (pseudo_seen_ & kAuthority) != 0 && (pseudo_seen_ & (kScheme | kPath)) == 0
+                                   : (pseudo_seen_ & (kMethod | kScheme | kPath)) == (kMethod | kScheme | kPath);
+    if (!complete) return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "request pseudo-headers missing");
+  }
+  const bool end_stream = (decoding_frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  if (end_stream) {
+    s->end_received = true;
+    if (decoding_frame_.request && s->content_length > 0) {
+      return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "content-length without DATA");
+    }
+  }
+  if (const int r = hooks_.on_frame_recv(decoding_frame_); r != 0) return r;
+  if (end_stream) {
+    if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR);
+  }
+  return 0;
+}
+
+int Session::header_field(void* context, std::string_view name, std::string_view value) {
+  Session& self = *static_cast<Session*>(context);
+  Stream* s = self.decoding_;
+  if (s == nullptr || self.field_error_ != nullptr) return 0;  // decoded for HPACK's state only
+  if (const int rv = self.check_field(name, value); rv != 0) return 0;
+  const int rv = self.hooks_.on_header(self.decoding_frame_, name, value);
+  if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
+    self.block_rst_ = NGHTTP2_INTERNAL_ERROR;
+    self.decoding_ = nullptr;
+    return 0;
+  }
+  return rv;
+}
+
+// RFC 9113 8.2 and 8.3: what a request's (or trailers') field may be. Sets field_error_.
+int Session::check_field(std::string_view name, std::string_view value) {
+  if (name.empty()) {
+    field_error_ = "empty field name";
+    return 1;
+  }
+  if (name[0] == ':') {
+    std::uint8_t bit = 0;
+    if (!decoding_frame_.request || regular_seen_) {
+      field_error_ = "pseudo-header out of place";
+      return 1;
+    }
+    if (name == ":method") {
+      bit = kMethod;
+      connect_ = value == "CONNECT";
+      if (value.empty()) bit = 0;
+    } else if (name == ":scheme") {
+      bit = value.empty() ? 0 : kScheme;
+    } else if (name == ":path") {
+      bit = value.empty() ? 0 : kPath;
+    } else if (name == ":authority") {
+      bit = kAuthority;
+    }
+    if (bit == 0 || (pseudo_seen_ & bit) != 0) {
+      field_error_ = "unknown, empty or repeated pseudo-header";
+      return 1;
+    }
+    pseudo_seen_ |= bit;
+  } else {
+    regular_seen_ = true;
+    if (!valid_name(name)) {
+      field_error_ = "invalid field name";
+      return 1;
+    }
+    if (connection_specific(name) || (name == "te" && value != "trailers")) {
+      field_error_ = "connection-specific field";
+      return 1;
+    }
+    if (name == "content-length" && decoding_frame_.request) {
+      std::int64_t length = 0;
+      if (value.empty() || value.size() > 18) {
+        field_error_ = "invalid content-length";
+        return 1;
+      }
+      for (const char c : value) {
+        if (c < '0' || c > '9') {
+          field_error_ = "invalid content-length";
+          return 1;
+        }
+        length = length * 10 + (c - '0');
+      }
+      if (decoding_->content_length >= 0 && decoding_->content_length != length) {
+        field_error_ = "conflicting content-length";
+        return 1;
+      }
+      decoding_->content_length = length;
+    }
+  }
+  if (!valid_value(value)) {
+    field_error_ = "invalid field value";
+    return 1;
+  }
+  return 0;
+}
+
+int Session::on_settings(const std::uint8_t* p, std::size_t n) {
+  if ((frame_.flags & NGHTTP2_FLAG_ACK) != 0) {
+    if (unacked_settings_ > 0) {
+      --unacked_settings_;
+      // Our SETTINGS are in effect now: the streams' receive windows follow the new initial size.
+      const std::int64_t delta = std::int64_t{pending_initial_window_} - local_initial_window_;
+      local_initial_window_ = pending_initial_window_;
+      if (delta != 0) {
+        for (const auto& s : pool_) {
+          if (s->id != 0) s->recv_window += delta;
+        }
+      }
+      decoder_.set_max_table_size(local_header_table_size_);
+    }
+    return hooks_.on_frame_recv(frame_);
+  }
+  for (std::size_t i = 0; i < n; i += 6) {
+    const auto id = static_cast<std::uint16_t>(p[i] << 8 | p[i + 1]);
+    const int rv = apply_peer_setting(id, load_u32(p + i + 2));
+    if (rv == NGHTTP2_FLOW_CONTROL_ERROR) return connection_error(NGHTTP2_FLOW_CONTROL_ERROR, "SETTINGS window");
+    if (rv != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "SETTINGS value");
+  }
+  Item& ack = queue(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0);
+  ack.ack = true;
+  ++acks_queued_;
+  return hooks_.on_frame_recv(frame_);
+}
+
+int Session::apply_peer_setting(std::uint16_t id, std::uint32_t value) {
+  switch (id) {
+    case NGHTTP2_SETTINGS_HEADER_TABLE_SIZE:
+      encoder_.set_peer_max_table_size(value);
+      return 0;
+    case NGHTTP2_SETTINGS_ENABLE_PUSH:
+    case NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL:
+      return value > 1 ? NGHTTP2_PROTOCOL_ERROR : 0;
+    case NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE: {
+      if (value > kMaxWindow) return NGHTTP2_FLOW_CONTROL_ERROR;
+      const std::int64_t delta = std::int64_t{value} - peer_initial_window_;
+      for (const auto& s : pool_) {
+        if (s->id == 0) continue;
+        if (s->send_window + delta > kMaxWindow) return NGHTTP2_FLOW_CONTROL_ERROR;
+        s->send_window += delta;
+      }
+      peer_initial_window_ = value;
+      return 0;
+    }
+    case NGHTTP2_SETTINGS_MAX_FRAME_SIZE:
+      if (value < 16384 || value > 16777215) return NGHTTP2_PROTOCOL_ERROR;
+      peer_max_frame_size_ = value;
+      return 0;
+    default:
+      return 0;  // MAX_CONCURRENT_STREAMS (the server opens none), MAX_HEADER_LIST_SIZE, unknown ones
+  }
+}
+
+int Session::on_ping(const std::uint8_t* p) {
+  if ((frame_.flags & NGHTTP2_FLAG_ACK) == 0) {
+    Item& ack = queue(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0);
+    ack.ack = true;
+    ack.length = 8;
+    store(p, 8);
+    ++acks_queued_;
+  }
+  return hooks_.on_frame_recv(frame_);
+}
+
+int Session::on_rst_stream(const std::uint8_t* p) {
+  const std::int32_t id = frame_.stream_id;
+  frame_.error_code = load_u32(p);
+  Stream* s = find(id);
+  if (s == nullptr && id > last_recv_stream_id_) {
+    return connection_error(NGHTTP2_PROTOCOL_ERROR, "RST_STREAM on an idle stream");
+  }
+  if (const int rv = hooks_.on_frame_recv(frame_); rv != 0) return rv;
+  if (Stream* again = find(id)) close(*again, frame_.error_code);
+  return 0;
+}
+
+int Session::on_window_update(const std::uint8_t* p) {
+  const std::int32_t id = frame_.stream_id;
+  const std::int64_t increment = load_u32(p) & 0x7fffffffu;
+  frame_.window_increment = static_cast<std::int32_t>(increment);
+  if (id == 0) {
+    if (increment == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
+    if (conn_send_window_ + increment > kMaxWindow) {
+      return connection_error(NGHTTP2_FLOW_CONTROL_ERROR, "connection window past 2^31-1");
+    }
+    conn_send_window_ += increment;
+    return hooks_.on_frame_recv(frame_);
+  }
+  Stream* s = find(id);
+  if (s == nullptr) {
+    if (id > last_recv_stream_id_) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+    return hooks_.on_frame_recv(frame_);  // a closed stream: ignored (and counted by the budget)
+  }
+  // (A stream error by RFC 9113 6.9; a connection error here, as for DATA after END_STREAM.)
+  if (increment == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
+  if (s->send_window + increment > kMaxWindow) return stream_error(id, NGHTTP2_FLOW_CONTROL_ERROR, "stream window");
+  s->send_window += increment;
+  return hooks_.on_frame_recv(frame_);
+}
+
+int Session::on_goaway(const std::uint8_t* p, std::size_t) {
+  goaway_received_ = true;
+  frame_.error_code = load_u32(p + 4);
+  return hooks_.on_frame_recv(frame_);
+}
+
+int Session::connection_error(std::uint32_t code, const char* what) {
+  const int rv = hooks_.on_invalid_frame_recv(frame_, what);
+  terminate_session(code);
+  return rv == NGHTTP2_ERR_CALLBACK_FAILURE ? rv : 0;
+}
+
+int Session::stream_error(std::int32_t id, std::uint32_t code, const char* what) {
+  submit_rst_stream(id, code);
+  const int rv = hooks_.on_invalid_frame_recv(frame_, what);
+  return rv == NGHTTP2_ERR_CALLBACK_FAILURE ? rv : 0;
+}
+
+// ---- output -------------------------------------------------------------------------------------
+
+void Session::write_frame_header(ByteBuf& out, std::uint32_t length, std::uint8_t type, std::uint8_t flags,
+                                 std::int32_t id) {
+  std::uint8_t* w = out.write_ptr();
+  w[0] = static_cast<std::uint8_t>(length >> 16);
+  w[1] = static_cast<std::uint8_t>(length >> 8);
+  w[2] = static_cast<std::uint8_t>(length);
+  w[3] = type;
+  w[4] = flags;
+  const auto u = static_cast<std::uint32_t>(id);
+  w[5] = static_cast<std::uint8_t>(u >> 24);
+  w[6] = static_cast<std::uint8_t>(u >> 16);
+  w[7] = static_cast<std::uint8_t>(u >> 8);
+  w[8] = static_cast<std::uint8_t>(u);
+  out.advance_writer(9);
+}
+
+int Session::send() {
+  if (term_sent_) return 0;
+  for (;;) {
+    bool progress = false;
+    while (items_head_ < items_.size()) {
+      if (!hooks_.writable()) return 0;
+      const Item item = items_[items_head_++];
+      if (const int rv = send_item(item); rv != 0) return rv;
+      progress = true;
+      if (term_sent_) {
+        items_.clear();
+        items_head_ = 0;
+        return 0;
+      }
+    }
+    if (items_head_ > 0) {
+      items_.clear();
+      items_head_ = 0;
+      store_.clear();
+    }
+    // DATA, one frame per stream in turn; a stream served goes to the back of the list.
+    for (std::size_t turns = data_count_; turns > 0 && data_head_ != nullptr && conn_send_window_ > 0; --turns) {
+      if (!hooks_.writable()) return 0;
+      Stream* const s = data_head_;
+      const std::int32_t id = s->id;
+      unlink_data(*s);
+      if (s->send_window > 0) {
+        if (const int rv = send_data_frame(*s); rv < 0) return rv;
+        progress = true;
+      }
+      if (find(id) == s && s->has_source && !s->deferred && !s->resetting) link_data(*s);
+      if (items_head_ < items_.size()) break;  // trailers (or a reset) queued: they go next
+    }
+    if (!progress) return 0;
+  }
+}
+
+int Session::send_data_frame(Stream& s) {
+  const std::int64_t window = std::min<std::int64_t>(conn_send_window_, s.send_window);
+  const std::size_t max = static_cast<std::size_t>(std::min<std::int64_t>(window, peer_max_frame_size_));
+  std::uint32_t flags = 0;
+  const ssize_t n = s.source.read(s.id, max, &flags, s.source.ptr);
+  if (n == NGHTTP2_ERR_DEFERRED || (n == 0 && (flags & NGHTTP2_DATA_FLAG_EOF) == 0)) {
+    s.deferred = true;
+    return 0;
+  }
+  if (n == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
+    s.has_source = false;
+    submit_rst_stream(s.id, NGHTTP2_INTERNAL_ERROR);
+    return 0;
+  }
+  if (n < 0) return static_cast<int>(n);
+  const bool eof = (flags & NGHTTP2_DATA_FLAG_EOF) != 0;
+  const bool end_stream = eof && (flags & NGHTTP2_DATA_FLAG_NO_END_STREAM) == 0;
+  FrameInfo info;
+  info.type = NGHTTP2_DATA;
+  info.flags = end_stream ? NGHTTP2_FLAG_END_STREAM : 0;
+  info.stream_id = s.id;
+  info.length = static_cast<std::uint32_t>(n);
+  std::uint8_t header[9];
+  header[0] = static_cast<std::uint8_t>(n >> 16);
+  header[1] = static_cast<std::uint8_t>(n >> 8);
+  header[2] = static_cast<std::uint8_t>(n);
+  header[3] = NGHTTP2_DATA;
+  header[4] = info.flags;
+  const auto u = static_cast<std::uint32_t>(s.id);
+  header[5] = static_cast<std::uint8_t>(u >> 24);
+  header[6] = static_cast<std::uint8_t>(u >> 16);
+  header[7] = static_cast<std::uint8_t>(u >> 8);
+  header[8] = static_cast<std::uint8_t>(u);
+  conn_send_window_ -= n;
+  s.send_window -= n;
+  if (eof) s.has_source = false;
+  if (const int rv = hooks_.send_data(info, header, static_cast<std::size_t>(n), s.source.ptr); rv != 0) return rv;
+  if (end_stream) sent_end_stream(s);
+  return 0;
+}
+
+void Session::sent_end_stream(Stream& s) {
+  s.end_sent = true;
+  if (s.end_received) close(s, NGHTTP2_NO_ERROR);
+}
+
+int Session::send_item(const Item& item) {
+  const std::uint8_t* payload = store_.read_ptr() + item.at;
+  FrameInfo info;
+  info.type = item.type;
+  info.flags = item.flags;
+  info.stream_id = item.stream_id;
+  info.length = item.length;
+  info.error_code = item.error_code;
+  if (item.ack) --acks_queued_;
+  switch (item.type) {
+    case NGHTTP2_HEADERS: {
+      // Header blocks larger than the client's frame size continue in CONTINUATION frames.
+      std::size_t left = item.length;
+      std::uint8_t type = NGHTTP2_HEADERS;
+      std::uint8_t flags = item.flags;
+      do {
+        const std::size_t piece = std::min<std::size_t>(left, peer_max_frame_size_);
+        left -= piece;
+        ByteBuf& out = hooks_.output(9 + piece);
+        write_frame_header(out, static_cast<std::uint32_t>(piece), type,
+                           static_cast<std::uint8_t>(flags | (left == 0 ? NGHTTP2_FLAG_END_HEADERS : 0)),
+                           item.stream_id);
+        out.write_bytes(payload, piece);
+        payload += piece;
+        type = NGHTTP2_CONTINUATION;
+        flags = 0;
+      } while (left > 0);
+      hooks_.wrote();
+      if ((item.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+        if (Stream* s = find(item.stream_id)) sent_end_stream(*s);
+      }
+      return 0;
+    }
+    case NGHTTP2_RST_STREAM: {
+      Stream* s = find(item.stream_id);
+      if (item.opened && s == nullptr) return 0;  // closed meanwhile (by the client's own reset)
+      ByteBuf& out = hooks_.output(13);
+      write_frame_header(out, 4, NGHTTP2_RST_STREAM, 0, item.stream_id);
+      out.write_bytes(payload, 4);
+      hooks_.wrote();
+      hooks_.on_frame_send(info);
+      if (Stream* again = find(item.stream_id)) close(*again, item.error_code);
+      return 0;
+    }
+    case NGHTTP2_GOAWAY:
+      goaway_sent_ = true;
+      if (item.terminate) term_sent_ = true;
+      [[fallthrough]];
+    default: {
+      ByteBuf& out = hooks_.output(9 + item.length);
+      write_frame_header(out, item.length, item.type, item.flags, item.stream_id);
+      if (item.length > 0) out.write_bytes(payload, item.length);
+      hooks_.wrote();
+      hooks_.on_frame_send(info);
+      return 0;
+    }
+  }
+}
+
+}  // namespace weft::http2::detail

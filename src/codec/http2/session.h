@@ -1,0 +1,256 @@
+#pragma once
+// weft's own HTTP/2 server connection state (RFC 9113): the frame parser, the stream state
+// machine, flow control both ways, SETTINGS, PING, GOAWAY and RST_STREAM, and HPACK (hpack.h).
+// It replaced libnghttp2 in the server codec, which spent two thirds of the codec's instructions per
+// request; its interface keeps nghttp2's shape (mem_recv with callbacks, submit_*, send, data
+// providers) so that the codec's logic stayed as it was. nghttp2's constants are still used for
+// frame types, flags, error codes and return values (the client still runs on libnghttp2).
+//
+// What it checks (each violation answered as RFC 9113 says: a stream error resets the stream, a
+// connection error ends the session with GOAWAY): the client preface, frame sizes, stream ids
+// and states, CONTINUATION sequences, HPACK (COMPRESSION_ERROR), the request's header fields
+// (lowercase names, pseudo-headers, connection-specific fields, content-length against the DATA
+// received), flow-control windows, SETTINGS values. Floods it bounds itself: CONTINUATION frames
+// per header block, SETTINGS entries per frame, acknowledgements and resets queued for a client that
+// does not read. The glitch budget is the codec's (its callbacks see every frame).
+//
+// One per connection; loop thread only. Nothing is allocated per request in steady state: streams
+// and their map are reused, frames are written straight into the codec's output buffer.
+
+#include <nghttp2/nghttp2.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "hpack.h"
+#include "weft/buffer/byte_buf.h"
+#include "weft/buffer/byte_buf_allocator.h"
+
+namespace weft::http2::detail {
+
+// A frame as the callbacks see it.
+struct FrameInfo {
+  std::uint8_t type = 0;
+  std::uint8_t flags = 0;
+  std::int32_t stream_id = 0;
+  std::uint32_t length = 0;         // the payload's length
+  bool request = false;             // HEADERS that open a stream (else trailers or a response)
+  std::uint32_t error_code = 0;     // RST_STREAM, GOAWAY
+  std::int32_t window_increment = 0;  // WINDOW_UPDATE
+  std::size_t padlen = 0;           // DATA sent: padding (always 0: the session never pads)
+};
+
+// A response body's source (nghttp2_data_provider's shape): read(stream_id, max, flags, source)
+// returns the bytes the next DATA frame may carry (0..max), NGHTTP2_ERR_DEFERRED to wait for
+// resume_data, or NGHTTP2_ERR_CALLBACK_FAILURE; it sets NGHTTP2_DATA_FLAG_EOF at the end (and
+// NGHTTP2_DATA_FLAG_NO_END_STREAM when trailers follow). The payload itself is written by
+// SessionHooks::send_data.
+struct DataSource {
+  void* ptr = nullptr;
+  ssize_t (*read)(std::int32_t stream_id, std::size_t max, std::uint32_t* flags, void* ptr) = nullptr;
+};
+
+// What the session calls (the codec). Return values as nghttp2's callbacks: 0, or
+// NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE (the stream is reset with INTERNAL_ERROR), or
+// NGHTTP2_ERR_CALLBACK_FAILURE (mem_recv / send stop and return it).
+class SessionHooks {
+ public:
+  virtual ~SessionHooks() = default;
+  virtual int on_begin_headers(std::int32_t stream_id) = 0;
+  virtual int on_header(const FrameInfo& frame, std::string_view name, std::string_view value) = 0;
+  virtual int on_data_chunk(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) = 0;
+  virtual int on_frame_recv(const FrameInfo& frame) = 0;
+  virtual int on_invalid_frame_recv(const FrameInfo& frame, const char* what) = 0;
+  virtual void on_frame_send(const FrameInfo& frame) = 0;
+  virtual void on_stream_close(std::int32_t stream_id, std::uint32_t error_code) = 0;
+  // Whether frames may be written now (the channel is writable).
+  virtual bool writable() = 0;
+  // The buffer frames are written to, with at least n bytes writable.
+  virtual ByteBuf& output(std::size_t n) = 0;
+  // After a frame was written to output(): the codec moves large output on.
+  virtual void wrote() = 0;
+  // A DATA frame: the 9-byte header `frame_header`, then `length` payload bytes from `source`.
+  virtual int send_data(const FrameInfo& frame, const std::uint8_t* frame_header, std::size_t length,
+                        void* source) = 0;
+  virtual ByteBufAllocator& allocator() = 0;
+};
+
+// A SETTINGS entry (id, value).
+struct SettingEntry {
+  std::uint16_t id;
+  std::uint32_t value;
+};
+
+class Session {
+ public:
+  // manual_window: the connection's and streams' windows are returned by consume_*() (the stream
+  // API); otherwise as DATA arrives.
+  Session(SessionHooks& hooks, bool manual_window);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Queues the server's SETTINGS (the connection preface). Returns false for a value out of range.
+  bool submit_settings(const SettingEntry* entries, std::size_t n);
+  // Reads bytes; returns n, or a negative NGHTTP2_ERR_* (the session is then to be ended:
+  // NGHTTP2_ERR_FLOODED / NGHTTP2_ERR_TOO_MANY_CONTINUATIONS for floods, NGHTTP2_ERR_CALLBACK_FAILURE).
+  ssize_t mem_recv(const std::uint8_t* data, std::size_t n);
+  // Writes what is queued (control frames, header blocks, DATA as the windows allow) while the
+  // hooks say writable. 0, or NGHTTP2_ERR_CALLBACK_FAILURE.
+  int send();
+  bool want_read() const noexcept;
+  bool want_write() const noexcept;
+
+  void* stream_user_data(std::int32_t id) const noexcept;
+  void set_stream_user_data(std::int32_t id, void* data) noexcept;
+
+  // A final response's head; DATA follows from `source` unless it is null (then END_STREAM).
+  int submit_response(std::int32_t id, const nghttp2_nv* nv, std::size_t n, const DataSource* source);
+  // An interim (1xx) head: HEADERS without END_STREAM.
+  int submit_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n);
+  // Trailers after the body (from a data source's read, which sets NGHTTP2_DATA_FLAG_NO_END_STREAM).
+  int submit_trailer(std::int32_t id, const nghttp2_nv* nv, std::size_t n);
+  int submit_rst_stream(std::int32_t id, std::uint32_t error_code);
+  int submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code);
+  // GOAWAY(error_code) after which nothing is read or written.
+  void terminate_session(std::uint32_t error_code);
+  std::int32_t last_proc_stream_id() const noexcept { return last_proc_stream_id_; }
+  // A deferred data source has more: it is asked again at the next send().
+  int resume_data(std::int32_t id);
+  // manual_window: bytes the application has consumed.
+  void consume_connection(std::size_t n);
+  void consume_stream(std::int32_t id, std::size_t n);
+  void consume(std::int32_t id, std::size_t n) {
+    consume_connection(n);
+    consume_stream(id, n);
+  }
+  // h2c upgrade (RFC 7540 3.2): the client's HTTP2-Settings payload; stream 1 opens half-closed
+  // (remote). 0, or NGHTTP2_ERR_INVALID_ARGUMENT.
+  int upgrade(const std::uint8_t* settings, std::size_t n, bool head_request);
+
+ private:
+  struct Stream;
+  struct StreamMap;
+  struct Item;
+  enum class In : std::uint8_t { preface, head, payload, data_padlen, data, skip, ignore_all };
+
+  // input
+  ssize_t read_frames(const std::uint8_t* p, std::size_t n);
+  int begin_frame();
+  int on_payload(const std::uint8_t* p, std::size_t n);
+  int end_data_frame();
+  int on_headers(const std::uint8_t* p, std::size_t n);
+  int on_continuation(const std::uint8_t* p, std::size_t n);
+  int on_header_block(const std::uint8_t* block, std::size_t n);
+  int on_settings(const std::uint8_t* p, std::size_t n);
+  int on_ping(const std::uint8_t* p);
+  int on_rst_stream(const std::uint8_t* p);
+  int on_window_update(const std::uint8_t* p);
+  int on_goaway(const std::uint8_t* p, std::size_t n);
+  int apply_peer_setting(std::uint16_t id, std::uint32_t value);
+  static int header_field(void* context, std::string_view name, std::string_view value);
+  int check_field(std::string_view name, std::string_view value);
+  int end_request_headers(Stream& s);
+  int connection_error(std::uint32_t code, const char* what);
+  int stream_error(std::int32_t id, std::uint32_t code, const char* what);
+  int invalid(std::uint32_t code, const char* what, bool connection);
+  int received_data(Stream* s, std::size_t n);
+  void returned(std::size_t& consumed, std::int32_t id, std::int32_t window);
+
+  // output
+  Item& queue(std::uint8_t type, std::uint8_t flags, std::int32_t id);
+  void store(const void* p, std::size_t n);
+  void store_u32(std::uint32_t v);
+  int encode_block(const nghttp2_nv* nv, std::size_t n);
+  int queue_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n, std::uint8_t flags);
+  int send_item(const Item& item);
+  int send_data_frame(Stream& s);
+  void write_frame_header(ByteBuf& out, std::uint32_t length, std::uint8_t type, std::uint8_t flags,
+                          std::int32_t id);
+  void sent_end_stream(Stream& s);
+
+  // streams
+  Stream* find(std::int32_t id) const noexcept;
+  Stream* open(std::int32_t id);
+  void close(Stream& s, std::uint32_t error_code);
+  void unlink_data(Stream& s) noexcept;
+  void link_data(Stream& s) noexcept;
+
+  SessionHooks& hooks_;
+  const bool manual_window_;
+  In in_ = In::preface;
+  std::uint8_t head_[9];
+  std::size_t head_have_ = 0;
+  std::size_t preface_have_ = 0;
+  FrameInfo frame_;             // the frame being read
+  std::size_t payload_left_ = 0;  // of the frame (DATA: its data, without padding)
+  std::size_t padding_left_ = 0;
+  std::vector<std::uint8_t> frame_buf_;  // a control frame's payload that came in pieces
+  std::vector<std::uint8_t> block_;      // a header block that spans CONTINUATION frames
+  std::int32_t continuing_ = 0;          // the stream whose header block goes on (CONTINUATION)
+  std::uint8_t continuing_flags_ = 0;
+  bool continuing_request_ = false;
+  std::uint32_t continuations_ = 0;
+  bool first_frame_ = true;              // the client's preface must begin with SETTINGS
+
+  // the header block being decoded
+  Stream* decoding_ = nullptr;     // null: decoded for HPACK's state only, then dropped
+  FrameInfo decoding_frame_;
+  bool regular_seen_ = false;
+  std::uint8_t pseudo_seen_ = 0;   // bits: method, scheme, path, authority, protocol
+  bool connect_ = false;
+  const char* field_error_ = nullptr;  // why the block's fields make the request malformed
+  std::int32_t decoding_id_ = 0;   // the stream the block is for (0: decoded for HPACK's state only)
+  std::uint32_t block_rst_ = 0;    // the reset the stream gets once its block is decoded
+  std::int32_t refused_id_ = 0;    // a new stream refused (never opened)
+  std::int32_t data_target_ = 0;   // the stream the DATA being read goes to (0: dropped)
+
+  hpack::Decoder decoder_;
+  hpack::Encoder encoder_;
+
+  // settings
+  std::uint32_t local_initial_window_ = 65535;   // ours, in effect once acknowledged
+  std::uint32_t pending_initial_window_ = 65535;  // ours, sent, not yet acknowledged
+  std::uint32_t local_max_frame_size_ = 16384;
+  std::uint32_t local_max_concurrent_ = 100;
+  std::uint32_t local_header_table_size_ = 4096;
+  std::uint32_t unacked_settings_ = 0;
+  std::uint32_t peer_initial_window_ = 65535;
+  std::uint32_t peer_max_frame_size_ = 16384;
+
+  // flow control
+  std::int64_t conn_send_window_ = 65535;
+  std::int64_t conn_recv_window_ = 65535;
+  std::size_t conn_consumed_ = 0;
+
+  // streams
+  std::unique_ptr<StreamMap> map_;
+  std::vector<std::unique_ptr<Stream>> pool_;
+  std::vector<Stream*> free_;
+  std::size_t open_streams_ = 0;
+  std::int32_t last_recv_stream_id_ = 0;
+  std::int32_t last_proc_stream_id_ = 0;
+  Stream* data_head_ = nullptr;  // streams whose body waits to be sent (round robin)
+  Stream* data_tail_ = nullptr;
+  std::size_t data_count_ = 0;
+
+  // output queue: frames in order; their payloads in store_
+  std::vector<Item> items_;
+  std::size_t items_head_ = 0;
+  ByteBuf store_;
+  std::uint32_t acks_queued_ = 0;  // SETTINGS/PING acknowledgements and resets not yet written
+
+  // GOAWAY
+  bool goaway_queued_ = false;
+  bool goaway_sent_ = false;
+  bool goaway_received_ = false;
+  bool terminating_ = false;    // terminate_session: nothing is read
+  bool term_sent_ = false;      // ... and its GOAWAY left: nothing more either way
+  std::int32_t goaway_last_id_ = 0x7fffffff;  // streams above it are not processed
+};
+
+}  // namespace weft::http2::detail
