@@ -205,6 +205,20 @@ inline std::uint32_t load32(const char* p) {
   return v;
 }
 
+// a[0, n) == b[0, n), inline: the Encoder's strings are mostly short.
+inline bool equal(const char* a, const char* b, std::size_t n) noexcept {
+  if (n >= 8) {
+    const std::size_t last = n - 8;
+    for (std::size_t i = 0; i < last; i += 8) {
+      if (load64(a + i) != load64(b + i)) return false;
+    }
+    return load64(a + last) == load64(b + last);
+  }
+  if (n >= 4) return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+  if (n == 0) return true;
+  return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];  // every byte of 1 to 3
+}
+
 inline std::uint32_t hash_name(std::string_view s) noexcept {
   constexpr std::uint64_t k = 0x9e3779b97f4a7c15ull;
   const char* p = s.data();
@@ -228,6 +242,7 @@ inline std::uint32_t hash_name(std::string_view s) noexcept {
 // entries in a row have that name.
 struct StaticNames {
   struct Slot {
+    std::uint32_t hash = 0;
     std::uint8_t index = 0;  // 0: empty
     std::uint8_t count = 0;
   };
@@ -240,7 +255,7 @@ struct StaticNames {
       while (i + n <= kStaticCount && kStatic[i + n].name == kStatic[i].name) ++n;
       std::uint32_t at = hash_name(kStatic[i].name) & (kSlots - 1);
       while (slots[at].index != 0) at = (at + 1) & (kSlots - 1);
-      slots[at] = {static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(n)};
+      slots[at] = {hash_name(kStatic[i].name), static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(n)};
       i += n;
     }
   }
@@ -249,7 +264,10 @@ struct StaticNames {
     for (std::uint32_t at = hash & (kSlots - 1);; at = (at + 1) & (kSlots - 1)) {
       const Slot& s = slots[at];
       if (s.index == 0) return nullptr;
-      if (kStatic[s.index].name == name) return &s;
+      if (s.hash == hash && kStatic[s.index].name.size() == name.size() &&
+          equal(kStatic[s.index].name.data(), name.data(), name.size())) {
+        return &s;
+      }
     }
   }
 };
@@ -461,6 +479,7 @@ void Encoder::set_peer_max_table_size(std::uint32_t n) {
 }
 
 void Encoder::begin_block(ByteBuf& out) {
+  position_ = 0;
   if (!update_pending_) [[likely]] return;
   out.ensure_writable(12);
   std::uint8_t* const start = out.write_ptr();
@@ -472,39 +491,76 @@ void Encoder::begin_block(ByteBuf& out) {
 }
 
 void Encoder::encode(ByteBuf& out, std::string_view name, std::string_view value, bool never_index) {
+  const std::uint32_t position = position_++;
+  if (position < kRecent && !never_index) {
+    // The field at this position last time, when it is the same: one index byte.
+    const std::uint64_t r = recent_[position];
+    if (r >= 64) {
+      const std::uint64_t id = r - 64;
+      const std::uint64_t index = kFirstDynamic + (table_.inserted() - id);
+      if (table_.live(id) && index < 127) {
+        const auto& s = table_.slot(id);
+        const char* entry = table_.name_of(s);
+        if (s.name_len == name.size() && s.value_len == value.size() && equal(entry, name.data(), name.size()) &&
+            equal(entry + s.name_len, value.data(), value.size())) {
+          out.write_u8(static_cast<std::uint8_t>(0x80 | index));
+          return;
+        }
+      }
+    } else if (r != 0) {
+      const StaticEntry& e = kStatic[r];
+      if (e.name.size() == name.size() && e.value.size() == value.size() && equal(e.name.data(), name.data(), name.size()) &&
+          equal(e.value.data(), value.data(), value.size())) {
+        out.write_u8(static_cast<std::uint8_t>(0x80 | r));
+        return;
+      }
+    }
+  }
+  encode_field(out, name, value, never_index, position);
+}
+
+[[gnu::noinline]] void Encoder::encode_field(ByteBuf& out, std::string_view name, std::string_view value, bool never_index,
+                           std::uint32_t position) {
+  std::uint64_t* const recent = position < kRecent ? &recent_[position] : nullptr;
   out.ensure_writable(name.size() + value.size() + 18);  // three integers of at most 6 bytes
   std::uint8_t* const start = out.write_ptr();
   std::uint8_t* w = start;
   const std::uint32_t hash = hash_name(name);
-  std::uint64_t name_index = 0;
+  std::uint64_t name_index = 0;  // static, else dynamic
+  std::uint64_t dynamic_name = 0;
+  if (!never_index) {
+    // The dynamic table first: the fields that repeat (a static exact match is never added to it).
+    for (std::uint64_t id = buckets_[hash % kBuckets]; table_.live(id);) {
+      const auto& s = table_.slot(id);
+      const char* entry = table_.name_of(s);
+      if (s.hash == hash && s.name_len == name.size() && equal(entry, name.data(), name.size())) {
+        const std::uint64_t index = kFirstDynamic + (table_.inserted() - id);
+        if (s.value_len == value.size() && equal(entry + s.name_len, value.data(), value.size())) {
+          if (recent != nullptr) *recent = id + 64;
+          w = encode_int(w, 0x80, 7, index);
+          out.advance_writer(static_cast<std::size_t>(w - start));
+          return;
+        }
+        if (dynamic_name == 0) dynamic_name = index;
+      }
+      id = s.next;
+    }
+  }
   const StaticNames::Slot* st = kStaticNames.find(hash, name);
   if (st != nullptr) {
     name_index = st->index;
     if (!never_index) {
       for (std::uint32_t i = st->index, last = st->index + st->count; i < last; ++i) {
-        if (kStatic[i].value == value) {
+        if (kStatic[i].value.size() == value.size() && equal(kStatic[i].value.data(), value.data(), value.size())) {
+          if (recent != nullptr) *recent = i;
           *w++ = static_cast<std::uint8_t>(0x80 | i);
           out.advance_writer(1);
           return;
         }
       }
     }
-  }
-  if (!never_index) {
-    for (std::uint64_t id = buckets_[hash % kBuckets]; table_.live(id);) {
-      const auto& s = table_.slot(id);
-      if (s.hash == hash && s.name_len == name.size() && std::memcmp(table_.name_of(s), name.data(), name.size()) == 0) {
-        const std::uint64_t index = kFirstDynamic + (table_.inserted() - id);
-        if (s.value_len == value.size() &&
-            (value.empty() || std::memcmp(table_.name_of(s) + s.name_len, value.data(), value.size()) == 0)) {
-          w = encode_int(w, 0x80, 7, index);
-          out.advance_writer(static_cast<std::size_t>(w - start));
-          return;
-        }
-        if (name_index == 0) name_index = index;
-      }
-      id = s.next;
-    }
+  } else {
+    name_index = dynamic_name;
   }
   bool add = false;
   if (never_index) {
@@ -529,7 +585,10 @@ void Encoder::encode(ByteBuf& out, std::string_view name, std::string_view value
   if (name_index == 0) w = encode_string(w, name);
   w = encode_string(w, value);
   out.advance_writer(static_cast<std::size_t>(w - start));
-  if (add) insert(name, value, hash);
+  if (add) {
+    insert(name, value, hash);
+    if (recent != nullptr) *recent = table_.inserted() + 64;  // not live if it did not fit
+  }
 }
 
 void Encoder::insert(std::string_view name, std::string_view value, std::uint32_t hash) {

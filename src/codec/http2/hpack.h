@@ -150,7 +150,9 @@ class Encoder {
 
  private:
   static constexpr std::uint32_t kBuckets = 64;
+  static constexpr std::uint32_t kRecent = 16;
 
+  void encode_field(ByteBuf& out, std::string_view name, std::string_view value, bool never_index, std::uint32_t position);
   void insert(std::string_view name, std::string_view value, std::uint32_t hash);
 
   detail::DynamicTable table_;
@@ -158,6 +160,10 @@ class Encoder {
   std::uint32_t pending_min_ = 0;      // the smallest capacity since the last block
   bool update_pending_ = false;
   std::uint64_t buckets_[kBuckets] = {};  // newest entry of each name-hash bucket
+  // What the field at each position of the last blocks was: a static index (1-61), a dynamic entry
+  // (its id + 64) or nothing (0). A response head repeats: its fields are checked there first.
+  std::uint64_t recent_[kRecent] = {};
+  std::uint32_t position_ = 0;  // of the next field in the block
   char last_content_length_[20] = {};
   std::uint8_t last_content_length_len_ = 0xff;  // none yet
 };
