@@ -36,6 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   Decoder decoder(static_cast<std::uint32_t>(data[0]) * 32);
   Encoder encoder;
+  encoder.set_huffman((data[0] & 1) != 0);
   Decoder check_decoder;
   std::size_t i = 1;
   while (i < size) {

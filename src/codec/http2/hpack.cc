@@ -180,9 +180,9 @@ inline std::uint8_t* huffman_encode(std::uint8_t* w, std::string_view s) {
   return w;
 }
 
-// A string literal, Huffman-coded when that is shorter.
-inline std::uint8_t* encode_string(std::uint8_t* w, std::string_view s) {
-  const std::size_t huffman = huffman_length(s);
+// A string literal; Huffman-coded when `huffman` and that is shorter.
+inline std::uint8_t* encode_string(std::uint8_t* w, std::string_view s, bool huffman_allowed) {
+  const std::size_t huffman = huffman_allowed ? huffman_length(s) : s.size();
   if (huffman < s.size()) {
     w = encode_int(w, 0x80, 7, huffman);
     return huffman_encode(w, s);
@@ -473,6 +473,7 @@ Encoder::Encoder(std::uint32_t table_size) : table_(std::min<std::uint32_t>(tabl
 
 void Encoder::set_peer_max_table_size(std::uint32_t n) {
   const std::uint32_t capacity = std::min(n, limit_);
+  if (!update_pending_ && capacity == table_.capacity()) return;  // the table stays as it is
   pending_min_ = update_pending_ ? std::min(pending_min_, capacity) : capacity;
   update_pending_ = true;
   table_.set_capacity(capacity);
@@ -530,7 +531,10 @@ void Encoder::encode(ByteBuf& out, std::string_view name, std::string_view value
   std::uint64_t dynamic_name = 0;
   if (!never_index) {
     // The dynamic table first: the fields that repeat (a static exact match is never added to it).
-    for (std::uint64_t id = buckets_[hash % kBuckets]; table_.live(id);) {
+    // The newest few entries of the bucket only: a name with many values (a date that changed)
+    // must not make each field a long walk.
+    std::uint32_t steps = 0;
+    for (std::uint64_t id = buckets_[hash % kBuckets]; table_.live(id) && steps < kMaxChainSteps; ++steps) {
       const auto& s = table_.slot(id);
       const char* entry = table_.name_of(s);
       if (s.hash == hash && s.name_len == name.size() && equal(entry, name.data(), name.size())) {
@@ -582,8 +586,8 @@ void Encoder::encode(ByteBuf& out, std::string_view name, std::string_view value
     }
     w = add ? encode_int(w, 0x40, 6, name_index) : encode_int(w, 0x00, 4, name_index);
   }
-  if (name_index == 0) w = encode_string(w, name);
-  w = encode_string(w, value);
+  if (name_index == 0) w = encode_string(w, name, huffman_);
+  w = encode_string(w, value, huffman_);
   out.advance_writer(static_cast<std::size_t>(w - start));
   if (add) {
     insert(name, value, hash);

@@ -1,7 +1,7 @@
 #pragma once
 // HPACK (RFC 7541), weft's own: the header compression of HTTP/2. A Decoder turns a header block
 // into fields (static table, dynamic table, Huffman strings, size updates) and an Encoder writes
-// fields into a ByteBuf (static and dynamic table indexing, Huffman strings when shorter). One of
+// fields into a ByteBuf (static and dynamic table indexing, raw or Huffman strings). One of
 // each per connection and direction. Neither allocates per block once its buffers have grown.
 
 #include <cstddef>
@@ -90,7 +90,9 @@ class Decoder {
  public:
   // max_table_size: the SETTINGS_HEADER_TABLE_SIZE this side announced (a size update above it is
   // an error); it is also the table's capacity until the peer sends a size update. The table's
-  // storage is about twice the capacity in bytes. Loop thread only.
+  // storage is about twice the capacity in bytes. Until the peer acknowledges a SETTINGS with a
+  // smaller size its encoder may use 4096: construct with 4096 and call set_max_table_size() on the
+  // acknowledgement. Loop thread only.
   explicit Decoder(std::uint32_t max_table_size = 4096);
 
   // Decodes one whole header block (HEADERS + CONTINUATION payloads joined). Returns 0, or the
@@ -141,8 +143,14 @@ class Encoder {
   // unless never_index, the entry would take over 3/4 of the table, or the name's values seldom
   // repeat (:path, age, etag, if-modified-since, if-none-match, location, set-cookie; content-length
   // only when its value is the same as the last one). never_index: a never-indexed literal (RFC 7541
-  // 6.2.3), not in the table. Strings are Huffman-coded when that is shorter. Loop thread only.
+  // 6.2.3), not in the table. Strings are raw, or Huffman-coded when set_huffman(true) and that is
+  // shorter. Loop thread only.
   void encode(ByteBuf& out, std::string_view name, std::string_view value, bool never_index = false);
+
+  // Whether literals may be Huffman-coded (default: no). Huffman coding costs about 12 instructions
+  // per byte (here, and more in the peer's decoder) to save about a quarter of the bytes of text;
+  // the fields that repeat are one index byte either way. Loop thread only.
+  void set_huffman(bool on) noexcept { huffman_ = on; }
 
   // The dynamic table's size and entry count, for tests. Loop thread only.
   std::uint32_t table_size() const noexcept { return table_.size(); }
@@ -151,6 +159,7 @@ class Encoder {
  private:
   static constexpr std::uint32_t kBuckets = 64;
   static constexpr std::uint32_t kRecent = 16;
+  static constexpr std::uint32_t kMaxChainSteps = 8;
 
   void encode_field(ByteBuf& out, std::string_view name, std::string_view value, bool never_index, std::uint32_t position);
   void insert(std::string_view name, std::string_view value, std::uint32_t hash);
@@ -164,6 +173,7 @@ class Encoder {
   // (its id + 64) or nothing (0). A response head repeats: its fields are checked there first.
   std::uint64_t recent_[kRecent] = {};
   std::uint32_t position_ = 0;  // of the next field in the block
+  bool huffman_ = false;
   char last_content_length_[20] = {};
   std::uint8_t last_content_length_len_ = 0xff;  // none yet
 };
