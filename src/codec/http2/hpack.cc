@@ -347,7 +347,7 @@ bool DynamicTable::insert(std::string_view name, std::string_view value) {
   if (!name.empty()) std::memcpy(w, name.data(), name.size());
   if (!value.empty()) std::memcpy(w + name.size(), value.data(), value.size());
   ++inserted_;
-  slot(inserted_) = Slot{tail_pos_, static_cast<std::uint32_t>(name.size()), static_cast<std::uint32_t>(value.size()), 0, 0};
+  slot(inserted_) = Slot{tail_pos_, static_cast<std::uint32_t>(name.size()), static_cast<std::uint32_t>(value.size()), 0, 0, 0};
   tail_pos_ += len;
   ++count_;
   size_ += static_cast<std::uint32_t>(need);
@@ -529,6 +529,7 @@ void Encoder::encode(ByteBuf& out, std::string_view name, std::string_view value
   const std::uint32_t hash = hash_name(name);
   std::uint64_t name_index = 0;  // static, else dynamic
   std::uint64_t dynamic_name = 0;
+  const std::uint32_t value_hash = hash_name(value);
   if (!never_index) {
     // The dynamic table first: the fields that repeat (a static exact match is never added to it).
     // The newest few entries of the bucket only: a name with many values (a date that changed)
@@ -537,15 +538,18 @@ void Encoder::encode(ByteBuf& out, std::string_view name, std::string_view value
     for (std::uint64_t id = buckets_[hash % kBuckets]; table_.live(id) && steps < kMaxChainSteps; ++steps) {
       const auto& s = table_.slot(id);
       const char* entry = table_.name_of(s);
-      if (s.hash == hash && s.name_len == name.size() && equal(entry, name.data(), name.size())) {
+      if (s.hash == hash) {
         const std::uint64_t index = kFirstDynamic + (table_.inserted() - id);
-        if (s.value_len == value.size() && equal(entry + s.name_len, value.data(), value.size())) {
+        if (s.value_hash == value_hash && s.name_len == name.size() && s.value_len == value.size() &&
+            equal(entry, name.data(), name.size()) && equal(entry + s.name_len, value.data(), value.size())) {
           if (recent != nullptr) *recent = id + 64;
           w = encode_int(w, 0x80, 7, index);
           out.advance_writer(static_cast<std::size_t>(w - start));
           return;
         }
-        if (dynamic_name == 0) dynamic_name = index;
+        if (dynamic_name == 0 && s.name_len == name.size() && equal(entry, name.data(), name.size())) {
+          dynamic_name = index;
+        }
       }
       id = s.next;
     }
@@ -590,16 +594,17 @@ void Encoder::encode(ByteBuf& out, std::string_view name, std::string_view value
   w = encode_string(w, value, huffman_);
   out.advance_writer(static_cast<std::size_t>(w - start));
   if (add) {
-    insert(name, value, hash);
+    insert(name, value, hash, value_hash);
     if (recent != nullptr) *recent = table_.inserted() + 64;  // not live if it did not fit
   }
 }
 
-void Encoder::insert(std::string_view name, std::string_view value, std::uint32_t hash) {
+void Encoder::insert(std::string_view name, std::string_view value, std::uint32_t hash, std::uint32_t value_hash) {
   if (!table_.insert(name, value)) return;
   const std::uint64_t id = table_.inserted();
   auto& s = table_.slot(id);
   s.hash = hash;
+  s.value_hash = value_hash;
   s.next = buckets_[hash % kBuckets];
   buckets_[hash % kBuckets] = id;
 }

@@ -38,6 +38,7 @@ class DynamicTable {
     std::uint32_t name_len;
     std::uint32_t value_len;
     std::uint32_t hash;        // the Encoder's hash of the name (unused by the Decoder)
+    std::uint32_t value_hash;  // the Encoder's hash of the value (unused by the Decoder)
     std::uint64_t next;        // the Encoder's chain: an older entry of the same bucket, 0 for none
   };
 
@@ -162,7 +163,7 @@ class Encoder {
   static constexpr std::uint32_t kMaxChainSteps = 8;
 
   void encode_field(ByteBuf& out, std::string_view name, std::string_view value, bool never_index, std::uint32_t position);
-  void insert(std::string_view name, std::string_view value, std::uint32_t hash);
+  void insert(std::string_view name, std::string_view value, std::uint32_t hash, std::uint32_t value_hash);
 
   detail::DynamicTable table_;
   std::uint32_t limit_;                // the constructor's table_size
