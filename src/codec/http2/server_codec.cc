@@ -73,11 +73,11 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
   int on_header(const detail::FrameInfo& frame, std::string_view n, std::string_view v) override {
     if (!frame.request) {
       // Trailers: kept for a stream served as a channel, dropped for one served whole.
-      Stream* s = c.stream(frame.stream_id);
+      Stream* s = static_cast<Stream*>(frame.user_data);
       if (s == nullptr || !s->child) return 0;
       return c.child_trailer(*s, n, v);
     }
-    Stream* s = c.stream(frame.stream_id);
+    Stream* s = static_cast<Stream*>(frame.user_data);
     if (s == nullptr || s->error_status != 0) return 0;  // too large already: the rest is not kept
     s->header_list_size += static_cast<std::uint32_t>(n.size() + v.size() + 32);
     const bool pseudo = !n.empty() && n[0] == ':';
@@ -100,8 +100,9 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     return 0;
   }
 
-  int on_data_chunk(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) override {
-    Stream* s = c.stream(stream_id);
+  int on_data_chunk(const detail::FrameInfo& frame, const std::uint8_t* data, std::size_t len) override {
+    const std::int32_t stream_id = frame.stream_id;
+    Stream* s = static_cast<Stream*>(frame.user_data);
     if (c.streams_enabled_) {
       // Windows are returned by hand: a child's stream as it reads; the rest as nghttp2 would.
       if (s != nullptr && s->child) return c.child_data(*s, data, len);
@@ -136,7 +137,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
         if (frame.type == NGHTTP2_DATA && frame.length == 0 && !(frame.flags & NGHTTP2_FLAG_END_STREAM)) {
           c.glitch("empty DATA frame");
         }
-        Stream* s = c.stream(frame.stream_id);
+        Stream* s = static_cast<Stream*>(frame.user_data);
         if (s == nullptr || s->complete) break;
         // A request is whole at END_STREAM; an error answer (431, 413) need not wait for it.
         const bool whole = (frame.flags & NGHTTP2_FLAG_END_STREAM) != 0;

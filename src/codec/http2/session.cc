@@ -94,69 +94,83 @@ struct Session::Stream {
   void reset() noexcept { *this = Stream(); }
 };
 
-// Stream id -> stream: open addressing with tombstones. Client streams are odd and increasing, so
-// id / 2 puts the streams open at once in consecutive slots, and a slot freed is reused when the
-// ids come round to it. The last stream found is remembered: a frame's callbacks ask for it often.
+// Stream id -> stream: open addressing, linear probing. Client streams are odd and increasing, so
+// id / 2 puts the streams open at once in consecutive slots, mostly each in its own home slot. The
+// greatest distance of any entry from its home (max_probe) bounds every search, so a lookup of a
+// closed stream and an erase cost one or two probes, not a walk along the run. The last stream
+// found is remembered: a frame's callbacks ask for it often.
 struct Session::StreamMap {
-  static constexpr std::int32_t kEmpty = 0;
-  static constexpr std::int32_t kTombstone = -1;
   struct Slot {
-    std::int32_t id = kEmpty;
+    std::int32_t id = 0;  // 0: empty
     Stream* stream = nullptr;
   };
   std::vector<Slot> slots = std::vector<Slot>(64);
   std::size_t count = 0;
-  std::size_t used = 0;  // count + tombstones
+  std::size_t max_probe = 0;
   mutable std::int32_t last_id = 0;
   mutable Stream* last = nullptr;
 
   std::size_t mask() const noexcept { return slots.size() - 1; }
-  static std::size_t home(std::int32_t id) noexcept { return static_cast<std::uint32_t>(id) >> 1; }
+  std::size_t home(std::int32_t id) const noexcept { return (static_cast<std::uint32_t>(id) >> 1) & mask(); }
+  std::size_t distance(std::size_t from, std::size_t to) const noexcept { return (to - from) & mask(); }
 
   Stream* find(std::int32_t id) const noexcept {
     if (id == last_id) return last;
-    for (std::size_t i = home(id) & mask();; i = (i + 1) & mask()) {
+    std::size_t i = home(id);
+    for (std::size_t k = 0; k <= max_probe; ++k, i = (i + 1) & mask()) {
       const Slot& s = slots[i];
       if (s.id == id) {
         last_id = id;
         last = s.stream;
         return s.stream;
       }
-      if (s.id == kEmpty) return nullptr;
+      if (s.id == 0) return nullptr;
     }
+    return nullptr;
   }
   // `id` is not in the map.
   void insert(std::int32_t id, Stream* stream) {
-    if ((used + 1) * 4 > slots.size() * 3) rebuild(count * 4 >= slots.size() ? slots.size() * 2 : slots.size());
-    std::size_t i = home(id) & mask();
-    while (slots[i].id > 0) i = (i + 1) & mask();
-    if (slots[i].id == kEmpty) ++used;
-    slots[i] = {id, stream};
+    if ((count + 1) * 2 > slots.size()) grow();
+    place(id, stream);
     ++count;
     last_id = id;
     last = stream;
   }
-  void rebuild(std::size_t size) {
-    std::vector<Slot> old(size);
+  void place(std::int32_t id, Stream* stream) noexcept {
+    std::size_t i = home(id), k = 0;
+    while (slots[i].id != 0) {
+      i = (i + 1) & mask();
+      ++k;
+    }
+    slots[i] = {id, stream};
+    max_probe = std::max(max_probe, k);
+  }
+  void grow() {
+    std::vector<Slot> old(slots.size() * 2);
     old.swap(slots);
-    used = 0;
+    max_probe = 0;
     for (const Slot& s : old) {
-      if (s.id <= 0) continue;
-      std::size_t i = home(s.id) & mask();
-      while (slots[i].id != kEmpty) i = (i + 1) & mask();
-      slots[i] = s;
-      ++used;
+      if (s.id != 0) place(s.id, s.stream);
     }
   }
+  // Backward-shift deletion (no tombstones): an entry after the hole moves into it when its home
+  // is not between the hole and itself; none further than max_probe from the hole can need to.
   void erase(std::int32_t id) noexcept {
     if (last_id == id) last_id = 0;
-    for (std::size_t i = home(id) & mask();; i = (i + 1) & mask()) {
-      if (slots[i].id == kEmpty) return;
-      if (slots[i].id != id) continue;
-      slots[i] = {kTombstone, nullptr};
-      --count;
-      return;
+    std::size_t i = home(id), k = 0;
+    while (slots[i].id != id) {
+      if (slots[i].id == 0 || k++ == max_probe) return;
+      i = (i + 1) & mask();
     }
+    --count;
+    for (std::size_t j = (i + 1) & mask(), step = 1; step <= max_probe && slots[j].id != 0;
+         j = (j + 1) & mask(), ++step) {
+      if (distance(home(slots[j].id), j) < distance(i, j)) continue;  // its home lies after the hole
+      slots[i] = slots[j];
+      i = j;
+      step = 0;
+    }
+    slots[i] = {};
   }
 };
 
@@ -531,7 +545,8 @@ ssize_t Session::read_frames(const std::uint8_t* p, std::size_t n) {
                 conn_consumed_ += take;
                 s->consumed += take;
               }
-              const int rv = hooks_.on_data_chunk(s->id, p, take);
+              frame_.user_data = s->user_data;
+              const int rv = hooks_.on_data_chunk(frame_, p, take);
               if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
                 data_target_ = 0;
                 submit_rst_stream(s->id, NGHTTP2_INTERNAL_ERROR);
@@ -698,6 +713,7 @@ int Session::end_data_frame() {
         return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "DATA shorter than content-length");
       }
     }
+    frame_.user_data = s->user_data;
     if (const int rv = hooks_.on_frame_recv(frame_); rv != 0) return rv;
     if (!manual_window_) {
       if (Stream* again = find(id); again != nullptr && !again->end_received) {
@@ -791,6 +807,7 @@ int Session::on_continuation(const std::uint8_t* p, std::size_t n) {
 int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
   Stream* s = decoding_id_ != 0 && block_rst_ == 0 ? find(decoding_id_) : nullptr;
   decoding_ = s;
+  decoding_frame_.user_data = s != nullptr ? s->user_data : nullptr;
   regular_seen_ = false;
   pseudo_seen_ = 0;
   connect_ = false;
@@ -862,16 +879,23 @@ int Session::check_field(std::string_view name, std::string_view value) {
       field_error_ = "pseudo-header out of place";
       return 1;
     }
-    if (name == ":method") {
-      bit = kMethod;
-      connect_ = value == "CONNECT";
-      if (value.empty()) bit = 0;
-    } else if (name == ":scheme") {
-      bit = value.empty() ? 0 : kScheme;
-    } else if (name == ":path") {
-      bit = value.empty() ? 0 : kPath;
-    } else if (name == ":authority") {
-      bit = kAuthority;
+    switch (name.size()) {
+      case 5:
+        if (name == ":path" && !value.empty()) bit = kPath;
+        break;
+      case 7:
+        if (name == ":method" && !value.empty()) {
+          bit = kMethod;
+          connect_ = value == "CONNECT";
+        } else if (name == ":scheme" && !value.empty()) {
+          bit = kScheme;
+        }
+        break;
+      case 10:
+        if (name == ":authority") bit = kAuthority;
+        break;
+      default:
+        break;
     }
     if (bit == 0 || (pseudo_seen_ & bit) != 0) {
       field_error_ = "unknown, empty or repeated pseudo-header";
@@ -989,6 +1013,7 @@ int Session::on_rst_stream(const std::uint8_t* p) {
   if (s == nullptr && id > last_recv_stream_id_) {
     return connection_error(NGHTTP2_PROTOCOL_ERROR, "RST_STREAM on an idle stream");
   }
+  if (s != nullptr) frame_.user_data = s->user_data;
   if (const int rv = hooks_.on_frame_recv(frame_); rv != 0) return rv;
   if (Stream* again = find(id)) close(*again, frame_.error_code);
   return 0;
@@ -1084,7 +1109,8 @@ int Session::send() {
         if (const int rv = send_data_frame(*s); rv < 0) return rv;
         progress = true;
       }
-      if (find(id) == s && s->has_source && !s->deferred && !s->resetting) link_data(*s);
+      // (A stream closed by its last frame was reset: its id is 0 now.)
+      if (s->id == id && s->has_source && !s->deferred && !s->resetting) link_data(*s);
       if (items_head_ < items_.size()) break;  // trailers (or a reset) queued: they go next
     }
     if (!progress) return 0;

@@ -42,6 +42,7 @@ struct FrameInfo {
   std::uint32_t error_code = 0;     // RST_STREAM, GOAWAY
   std::int32_t window_increment = 0;  // WINDOW_UPDATE
   std::size_t padlen = 0;           // DATA sent: padding (always 0: the session never pads)
+  void* user_data = nullptr;        // received HEADERS and DATA: the stream's (set_stream_user_data)
 };
 
 // A response body's source (nghttp2_data_provider's shape): read(stream_id, max, flags, source)
@@ -62,7 +63,7 @@ class SessionHooks {
   virtual ~SessionHooks() = default;
   virtual int on_begin_headers(std::int32_t stream_id) = 0;
   virtual int on_header(const FrameInfo& frame, std::string_view name, std::string_view value) = 0;
-  virtual int on_data_chunk(std::int32_t stream_id, const std::uint8_t* data, std::size_t len) = 0;
+  virtual int on_data_chunk(const FrameInfo& frame, const std::uint8_t* data, std::size_t len) = 0;
   virtual int on_frame_recv(const FrameInfo& frame) = 0;
   virtual int on_invalid_frame_recv(const FrameInfo& frame, const char* what) = 0;
   virtual void on_frame_send(const FrameInfo& frame) = 0;
