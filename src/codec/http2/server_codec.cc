@@ -88,7 +88,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
       c.glitch("header list too large");
       return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
     }
-    if (n == "content-length") {
+    if (n.size() == 14 && n == "content-length") {
       std::uint64_t length = 0;
       if (std::from_chars(v.data(), v.data() + v.size(), length).ec == std::errc()) s->content_length = length;
     }
