@@ -284,31 +284,35 @@ constexpr std::uint32_t kContentLength = 28;
 
 namespace detail {
 
-DynamicTable::DynamicTable(std::uint32_t capacity) {
-  reserve(capacity);
-  capacity_ = capacity;
-}
+// No storage until the first entry: an idle connection's tables cost nothing.
+DynamicTable::DynamicTable(std::uint32_t capacity) : capacity_(capacity) {}
 
-void DynamicTable::reserve(std::uint32_t capacity) {
-  if (bytes_ && capacity <= reserved_) return;
-  const auto bytes_size = static_cast<std::uint32_t>(std::min<std::uint64_t>(2ull * capacity, UINT32_MAX));
-  const std::uint32_t slot_count = std::bit_ceil(capacity / kEntryOverhead + 1);
-  auto bytes = std::make_unique<char[]>(bytes_size);
-  auto slots = std::make_unique<Slot[]>(slot_count);
-  const std::uint32_t new_mask = slot_count - 1;
-  if (count_ == 0) {
-    base_pos_ = tail_pos_;
-  } else {
-    const std::uint32_t live_start = slot(inserted_ - count_ + 1).pos;
-    std::memcpy(bytes.get(), bytes_.get() + (live_start - base_pos_), tail_pos_ - live_start);
-    base_pos_ = live_start;
-    for (std::uint64_t id = inserted_ - count_ + 1; id <= inserted_; ++id) slots[id & new_mask] = slot(id);
+// Room for one more entry of `len` bytes. The storage grows with the entries, to twice the live
+// bytes (so that compaction, which moves them to the front, stays rare), and the slots to twice
+// the live entries.
+void DynamicTable::make_room(std::uint32_t len) {
+  const std::uint64_t first = inserted_ - count_ + 1;
+  const std::uint32_t live_start = count_ == 0 ? tail_pos_ : slot(first).pos;
+  const std::uint32_t live = tail_pos_ - live_start;
+  if (!slots_ || count_ + 1 > slot_mask_ + 1) {
+    const std::uint32_t slot_count = std::max<std::uint32_t>(8, std::bit_ceil(count_ + 1) * 2);
+    auto slots = std::make_unique<Slot[]>(slot_count);
+    const std::uint32_t new_mask = slot_count - 1;
+    for (std::uint64_t id = first; id <= inserted_ && count_ > 0; ++id) slots[id & new_mask] = slot(id);
+    slots_ = std::move(slots);
+    slot_mask_ = new_mask;
   }
-  bytes_ = std::move(bytes);
-  bytes_size_ = bytes_size;
-  slots_ = std::move(slots);
-  slot_mask_ = new_mask;
-  reserved_ = capacity;
+  if (!bytes_ || live + len > bytes_size_) {
+    const auto bytes_size = static_cast<std::uint32_t>(std::max<std::uint64_t>(256, 2ull * (live + len)));
+    auto bytes = std::make_unique<char[]>(bytes_size);
+    if (live > 0) std::memcpy(bytes.get(), bytes_.get() + (live_start - base_pos_), live);
+    bytes_ = std::move(bytes);
+    bytes_size_ = bytes_size;
+    base_pos_ = live_start;
+  } else if ((tail_pos_ - base_pos_) + len > bytes_size_) {
+    std::memmove(bytes_.get(), bytes_.get() + (live_start - base_pos_), live);
+    base_pos_ = live_start;
+  }
 }
 
 void DynamicTable::evict_to(std::uint32_t n) noexcept {
@@ -320,7 +324,6 @@ void DynamicTable::evict_to(std::uint32_t n) noexcept {
 }
 
 void DynamicTable::set_capacity(std::uint32_t n) {
-  if (n > reserved_) reserve(n);
   capacity_ = n;
   evict_to(n);
 }
@@ -331,18 +334,14 @@ bool DynamicTable::insert(std::string_view name, std::string_view value) {
     evict_to(0);
     return false;
   }
-  if (name.data() >= bytes_.get() && name.data() < bytes_.get() + bytes_size_) [[unlikely]] {
+  if (bytes_ && name.data() >= bytes_.get() && name.data() < bytes_.get() + bytes_size_) [[unlikely]] {
     name_copy_.assign(name);  // its entry may be evicted, or moved below
     name = name_copy_;
   }
   evict_to(capacity_ - static_cast<std::uint32_t>(need));
   const auto len = static_cast<std::uint32_t>(name.size() + value.size());
   if (count_ == 0) base_pos_ = tail_pos_;
-  if ((tail_pos_ - base_pos_) + len > bytes_size_) {
-    const std::uint32_t live_start = slot(inserted_ - count_ + 1).pos;
-    std::memmove(bytes_.get(), bytes_.get() + (live_start - base_pos_), tail_pos_ - live_start);
-    base_pos_ = live_start;
-  }
+  make_room(len);
   char* w = bytes_.get() + (tail_pos_ - base_pos_);
   if (!name.empty()) std::memcpy(w, name.data(), name.size());
   if (!value.empty()) std::memcpy(w + name.size(), value.data(), value.size());

@@ -67,7 +67,7 @@ class DynamicTable {
 
  private:
   void evict_to(std::uint32_t n) noexcept;
-  void reserve(std::uint32_t capacity);
+  void make_room(std::uint32_t len);
 
   std::unique_ptr<char[]> bytes_;
   std::uint32_t bytes_size_ = 0;
@@ -75,7 +75,6 @@ class DynamicTable {
   std::uint32_t tail_pos_ = 0;  // the position of the next byte appended
   std::unique_ptr<Slot[]> slots_;
   std::uint32_t slot_mask_ = 0;
-  std::uint32_t reserved_ = 0;  // the largest capacity the storage holds
   std::uint32_t capacity_ = 0;
   std::uint32_t size_ = 0;
   std::uint32_t count_ = 0;

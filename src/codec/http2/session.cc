@@ -122,7 +122,7 @@ struct Session::StreamMap {
     std::int32_t id = 0;  // 0: empty
     Stream* stream = nullptr;
   };
-  std::vector<Slot> slots = std::vector<Slot>(64);
+  std::vector<Slot> slots = std::vector<Slot>(16);
   std::size_t count = 0;
   std::size_t max_probe = 0;
   mutable std::int32_t last_id = 0;
@@ -314,7 +314,7 @@ bool Session::submit_settings(const SettingEntry* entries, std::size_t n) {
 }
 
 Session::Item& Session::queue(std::uint8_t type, std::uint8_t flags, std::int32_t id) {
-  if (!store_.has_storage()) store_ = hooks_.allocator().buffer(1024);
+  if (!store_.has_storage()) store_ = hooks_.allocator().buffer(256);
   items_.push_back(Item{type, flags, false, false, false, id, static_cast<std::uint32_t>(store_.writer_index()), 0, 0});
   return items_.back();
 }
