@@ -426,6 +426,27 @@ std::shared_ptr<http::Router> holding_router() {
   return router;
 }
 
+// An answer complete before its request (here 413 for a body past the limit, while the body still
+// comes) is followed by RST_STREAM(NO_ERROR): the client stops sending (RFC 9113 8.1), and the
+// connection goes on.
+TEST(Http2ServerCodecTest, AnAnswerBeforeTheRequestEndedIsFollowedByResetNoError) {
+  Settings settings;
+  settings.max_body = 1000;
+  Fixture f(settings);
+  H2Client client;
+  std::string input = client.take_output();
+  const auto id = client.request("POST", "/echo", "", {}, false);
+  input += client.take_output();
+  input += frame(NGHTTP2_DATA, 0, static_cast<std::uint32_t>(id), patterned(2000));  // no END_STREAM
+  f.ch.write_inbound(ByteBuf::copy_of(input));
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.status.at(static_cast<std::uint32_t>(id)), 413);
+  ASSERT_EQ(frames.resets.count(static_cast<std::uint32_t>(id)), 1u);
+  EXPECT_EQ(frames.resets.at(static_cast<std::uint32_t>(id)), std::uint32_t{NGHTTP2_NO_ERROR});
+  EXPECT_FALSE(frames.goaway.has_value());
+  EXPECT_TRUE(f.ch.is_open());
+}
+
 // ---- abuse: each flood is answered with GOAWAY(ENHANCE_YOUR_CALM) and a close ---------------------
 
 TEST(Http2ServerCodecTest, AContinuationFloodEndsTheConnectionWithEnhanceYourCalm) {

@@ -55,7 +55,7 @@ detail::ResponseHeaders& response_headers() {
 
 }  // namespace
 
-// ---- nghttp2's callbacks: user_data is the codec --------------------------------------------------
+// ---- the session's callbacks --------------------------------------------------
 
 struct ServerCodec::Callbacks final : detail::SessionHooks {
   explicit Callbacks(ServerCodec& codec) noexcept : c(codec) {}
@@ -104,7 +104,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     const std::int32_t stream_id = frame.stream_id;
     Stream* s = static_cast<Stream*>(frame.user_data);
     if (c.streams_enabled_) {
-      // Windows are returned by hand: a child's stream as it reads; the rest as nghttp2 would.
+      // Windows are returned by hand: a child's stream as it reads; the rest at once.
       if (s != nullptr && s->child) return c.child_data(*s, data, len);
       c.session_->consume(stream_id, len);
     }
@@ -289,7 +289,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     }
     ch.out_bytes_ -= length;
     ch.out_promised_ -= length;
-    ch.out_framed_ += length;  // given back to the child's writability once nghttp2 returns
+    ch.out_framed_ += length;  // given back to the child's writability once send() returns
     c.queue_child(ch);
     if (length > 0) c.earn_window_updates(kCreditPerDataFrame, length + padding);
     c.spill_if_large();
@@ -445,8 +445,8 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   in_session_ = false;
   bytes.release();
   if (rv < 0) {
-    // nghttp2's own flood bounds (CONTINUATION frames per header block, ACKs owed to a client that
-    // does not read) are floods as the budget's are: answered alike.
+    // The session's own flood bounds (CONTINUATION frames per header block, ACKs owed to a client
+    // that does not read) are floods as the budget's are: answered alike.
     const bool flood = rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || rv == NGHTTP2_ERR_FLOODED;
     fail_session(ctx, nghttp2_strerror(static_cast<int>(rv)),
                  calm_requested_ || flood ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
@@ -462,8 +462,8 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   }
 }
 
-// Hands the requests made whole by the last read to the pipeline, outside nghttp2's callbacks (a
-// handler that answers at once submits and sends, which nghttp2 does not allow from a callback).
+// Hands the requests made whole by the last read to the pipeline, outside the session's callbacks
+// (a handler that answers at once submits and sends, which the session does not allow from one).
 void ServerCodec::dispatch_ready(Context& ctx) {
   while (!ready_.empty() && !finished_) {
     const std::int32_t id = ready_[0];
@@ -671,7 +671,7 @@ void ServerCodec::shutdown_gracefully(Context& ctx) {
   flush(ctx);
 }
 
-// Serialises what nghttp2 has queued into out_ (as far as the channel is writable).
+// Serialises what the session has queued into out_ (as far as the channel is writable).
 void ServerCodec::send_pending(Context& ctx) {
   if (session_ == nullptr || in_session_ || finished_) return;
   in_session_ = true;
@@ -709,7 +709,7 @@ void ServerCodec::flush(Context& ctx) {
 }
 
 void ServerCodec::channel_read_complete(Context& ctx) {
-  ctx.fire_read_complete();  // the handlers flush their answers (which sends what nghttp2 queued)
+  ctx.fire_read_complete();  // the handlers flush their answers (which sends what the session queued)
   if (finished_ || session_ == nullptr) return;
   if (session_->want_write() || out_.is_readable()) {
     flush(ctx);
@@ -857,7 +857,7 @@ void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
 }
 
 // ---- streams served as channels (Settings::stream_initializer; the child's side is in
-// stream_channel.cc). Nothing here runs a child's pipeline from inside nghttp2: the callbacks only
+// stream_channel.cc). Nothing here runs a child's pipeline from inside the session: the callbacks only
 // queue what they received for the child (queue_child), and run_children() hands it over once
 // mem_recv or session_send has returned.
 
@@ -971,8 +971,8 @@ int ServerCodec::child_trailer(Stream& s, std::string_view name, std::string_vie
   return 0;
 }
 
-// nghttp2 closed a child's stream: normally (both ends sent), or by a reset (the client's, or one
-// nghttp2 sent for an error). The child learns it from run_children (StreamChannel::finish).
+// The session closed a child's stream: normally (both ends sent), or by a reset (the client's, or one
+// it sent for an error). The child learns it from run_children (StreamChannel::finish).
 void ServerCodec::child_stream_closed(Stream& s, std::uint32_t error_code) {
   StreamChannel& ch = *s.child;
   ch.stream_closed_ = true;

@@ -1176,9 +1176,15 @@ int Session::send_data_frame(Stream& s) {
   return 0;
 }
 
+// The response is whole. A request still arriving is not wanted any more: RST_STREAM(NO_ERROR) asks
+// the client to stop sending it (RFC 9113 8.1; gRPC relies on it after early trailers).
 void Session::sent_end_stream(Stream& s) {
   s.end_sent = true;
-  if (s.end_received) close(s, NGHTTP2_NO_ERROR);
+  if (s.end_received) {
+    close(s, NGHTTP2_NO_ERROR);
+  } else {
+    submit_rst_stream(s.id, NGHTTP2_NO_ERROR);
+  }
 }
 
 int Session::send_item(const Item& item) {

@@ -1,6 +1,6 @@
 // http2::StreamChannel, the child's side: its pipeline's hooks call the codec (server_codec.cc,
 // "streams served as channels"), and the codec calls start(), deliver() and finish() from
-// ServerCodec::run_children, never from inside nghttp2.
+// ServerCodec::run_children, never from inside the session.
 
 #include "weft/codec/http2/stream_channel.h"
 

@@ -1,11 +1,11 @@
 #pragma once
 /// @file
-/// The HTTP/2 server codec (on libnghttp2): bytes in, http::HttpRequest out; http::HttpResponse in,
+/// The HTTP/2 server codec: bytes in, http::HttpRequest out; http::HttpResponse in,
 /// bytes out. The same request and response types as the HTTP/1.1 codec, so a Router, a handler on
 /// an executor or a coroutine written for HTTP/1.1 serves HTTP/2 streams unchanged.
 ///
-/// libnghttp2 does the framing, HPACK and the stream state machine; weft owns the I/O, the buffers
-/// and the API. ByteBuf in and ByteBuf out: the codec sits right after the transport for h2c, and
+/// The framing, HPACK, flow control and the stream state machine are weft's own (src/codec/http2/
+/// session.h, hpack.h; they replaced libnghttp2, which the client still uses). ByteBuf in and ByteBuf out: the codec sits right after the transport for h2c, and
 /// behind a TLS handler (ALPN "h2") unchanged.
 ///
 /// Streams and answers: each stream whose request is whole (HEADERS, DATA up to END_STREAM) becomes
@@ -81,17 +81,17 @@ class ServerCodec final : public Handler {
   MessageTypes message_types() const noexcept override {
     return {&typeid(ByteBuf), &typeid(http::HttpRequest), &typeid(http::HttpResponse), &typeid(ByteBuf)};
   }
-  /// Loop thread only. Makes the nghttp2 session and queues the server's SETTINGS.
+  /// Loop thread only. Makes the connection's session and queues the server's SETTINGS.
   void handler_added(Context& ctx) override;
   /// Loop thread only. Frees the session's streams and timers.
   void handler_removed(Context& ctx) override;
   /// Loop thread only. Starts the idle timer.
   void channel_active(Context& ctx) override;
-  /// Loop thread only. Feeds the bytes to nghttp2, then hands the requests made whole to the pipeline.
+  /// Loop thread only. Feeds the bytes to the session, then hands the requests made whole to the pipeline.
   void read_message(Context& ctx, MessageRef message) override;
   /// Loop thread only. Submits an http::HttpResponse on its stream.
   void write_message(Context& ctx, MessageRef message) override;
-  /// Loop thread only. Serialises what nghttp2 has to send and writes it on.
+  /// Loop thread only. Serialises what the session has to send and writes it on.
   void flush(Context& ctx) override;
   /// Loop thread only. The end of a read batch: sends what the batch produced (SETTINGS ACK,
   /// WINDOW_UPDATE...), then passes the event on.
@@ -188,14 +188,14 @@ class ServerCodec final : public Handler {
   std::vector<std::unique_ptr<Stream>> streams_;  // every stream object made (reused)
   std::vector<Stream*> free_streams_;
   // Streams as channels (empty unless Settings::stream_initializer is set).
-  bool streams_enabled_ = false;        // windows are returned by hand (nghttp2_session_consume)
+  bool streams_enabled_ = false;        // windows are returned by hand (Session::consume)
   bool running_children_ = false;       // run_children() is on the stack
   bool in_read_ = false;                // read_message is on the stack: children's flushes wait for its end
   bool flush_wanted_ = false;           // ... and one asked for it
   bool children_posted_ = false;        // a loop task runs run_children() (post_children)
   StreamChannel* child_calling_ = nullptr;  // the child whose write, flush or close is on the stack
   std::shared_ptr<bool> alive_;         // the posted task's guard (made when streams are enabled)
-  const ByteBuf* receiving_ = nullptr;  // the bytes nghttp2 is reading (DATA payloads are sliced from it)
+  const ByteBuf* receiving_ = nullptr;  // the bytes the session is reading (DATA payloads are sliced from it)
   std::vector<std::shared_ptr<StreamChannel>> child_work_;   // children with something to do
   std::vector<std::shared_ptr<StreamChannel>> child_batch_;  // the ones being served (swapped with it)
   TimerId deadline_timer_ = 0;

@@ -43,7 +43,7 @@
 /// Threads: a StreamChannel is a Channel on its connection's loop; its public methods have
 /// Channel's contracts (thread-safe ones post to the loop). The message types are plain values.
 /// A child's events run inside its connection's (the codec hands them over, as Netty's multiplexer
-/// does), never inside nghttp2's callbacks and never nested in another child's call. Settings::
+/// does), never inside the session's callbacks and never nested in another child's call. Settings::
 /// max_body bounds whole requests only: a child's body is unbounded in length, and bounded in
 /// memory by its window.
 
@@ -91,7 +91,7 @@ class Fields {
   const Field* begin() const noexcept { return fields_.data(); }
   /// Past the last field.
   const Field* end() const noexcept { return fields_.data() + fields_.size(); }
-  /// Appends without checking (for fields nghttp2 has validated already).
+  /// Appends without checking (for fields the session has validated already).
   void add_unchecked(std::string_view name, std::string_view value) {
     fields_.push_back({std::string(name), std::string(value)});
   }
@@ -230,16 +230,16 @@ class StreamChannel final : public Channel {
   // outbound: written, not yet framed
   InlineRing<ByteBuf, 4> out_data_;
   std::size_t out_bytes_ = 0;     // in out_data_
-  std::size_t out_promised_ = 0;  // handed to nghttp2 (read callback), not yet framed
+  std::size_t out_promised_ = 0;  // handed to the session (read callback), not yet framed
   std::size_t out_framed_ = 0;    // framed since the held bytes were last given back
   std::optional<Fields> out_trailers_;
   bool headers_sent_ = false;     // the final response head is submitted
   bool has_provider_ = false;     // submitted with a data provider (DATA may follow)
   bool out_ended_ = false;        // the response's end is written
-  bool deferred_ = false;         // the data provider waits for more (nghttp2_session_resume_data)
+  bool deferred_ = false;         // the data provider waits for more (Session::resume_data)
 
   bool started_ = false;
-  bool stream_closed_ = false;    // nghttp2 closed the stream
+  bool stream_closed_ = false;    // the session closed the stream
   bool finished_ = false;         // finish() ran
   bool reset_ = false;            // ... by a reset
   std::uint32_t reset_code_ = 0;
