@@ -387,7 +387,11 @@ struct ServerFrames {
         return (std::uint32_t{payload[i]} << 24) | (std::uint32_t{payload[i + 1]} << 16) |
                (std::uint32_t{payload[i + 2]} << 8) | payload[i + 3];
       };
-      if (type == NGHTTP2_GOAWAY && n >= 8) goaway = word(4);
+      if (type == NGHTTP2_GOAWAY && n >= 8) {
+        goaway = word(4);
+        goaway_debug.assign(reinterpret_cast<const char*>(payload) + 8, n - 8);
+      }
+      if (type == NGHTTP2_PING && n == 8 && (p[4] & NGHTTP2_FLAG_ACK) == 0) ++pings;
       if (type == NGHTTP2_RST_STREAM && n == 4) resets[id] = word(0);
       if (type == NGHTTP2_HEADERS) {  // the server sends no padding, no priority, no CONTINUATION
         const std::uint8_t* in = payload;
@@ -415,6 +419,8 @@ struct ServerFrames {
     nghttp2_hd_inflate_del(inflater);
   }
   std::optional<std::uint32_t> goaway;
+  std::string goaway_debug;
+  int pings = 0;                                  // PINGs the server sent (not ACKs)
   std::map<std::uint32_t, std::uint32_t> resets;  // stream -> error code
   std::map<std::uint32_t, int> status;            // stream -> :status
 };
@@ -815,6 +821,91 @@ TEST(CleartextDetectorTest, ASilentConnectionIsClosedAfterTheIdleTimeout) {
   DetectorFixture f;
   f.ch.advance_time(76s);
   EXPECT_FALSE(f.ch.is_open());
+}
+
+// ---- keepalive and the ping policy ------------------------------------------------------------------
+
+// A connection whose peer stops answering (a stream open, nothing read): PING after keepalive_time,
+// the close after keepalive_timeout without its ACK.
+TEST(Http2ServerCodecTest, AKeepalivePingUnansweredClosesTheConnection) {
+  Settings settings;
+  settings.keepalive_time = 10s;
+  settings.keepalive_timeout = 5s;
+  Fixture f(settings, holding_router());
+  H2Client client;
+  client.request("GET", "/hold");
+  f.pump(client);
+  f.ch.advance_time(9s);
+  EXPECT_EQ(ServerFrames(f.output()).pings, 0);
+  f.ch.advance_time(1s);
+  EXPECT_EQ(ServerFrames(f.output()).pings, 1);
+  f.ch.advance_time(4s);
+  EXPECT_TRUE(f.ch.is_open());
+  f.ch.advance_time(1s);  // (the client never saw the PING: no ACK)
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, AKeepalivePingAnsweredKeepsTheConnectionAndPingsAgainLater) {
+  Settings settings;
+  settings.keepalive_time = 10s;
+  settings.keepalive_timeout = 5s;
+  Fixture f(settings, holding_router());
+  H2Client client;
+  client.request("GET", "/hold");
+  f.pump(client);
+  f.ch.advance_time(10s);
+  f.pump(client);  // the client answers the PING (nghttp2 acknowledges it)
+  f.ch.advance_time(9s);
+  EXPECT_TRUE(f.ch.is_open());
+  f.ch.advance_time(1s);
+  EXPECT_EQ(ServerFrames(f.output()).pings, 1);  // the next one, 10 s after the last read
+  EXPECT_TRUE(f.ch.is_open());
+}
+
+std::string ping_frame(std::uint8_t n) { return frame(NGHTTP2_PING, 0, 0, std::string(7, '\0') + static_cast<char>(n)); }
+
+// grpc-core's policy: PINGs closer than min_ping_interval are strikes; the third strike past
+// max_ping_strikes (2) ends the connection with GOAWAY(ENHANCE_YOUR_CALM, "too_many_pings").
+TEST(Http2ServerCodecTest, PingsTooOftenGetGoawayTooManyPings) {
+  Settings settings;
+  settings.min_ping_interval = std::chrono::minutes(5);
+  Fixture f(settings, holding_router());
+  H2Client client;
+  client.request("GET", "/hold");  // a stream open: the interval is min_ping_interval
+  f.pump(client);
+  for (std::uint8_t i = 0; i < 3; ++i) {
+    f.ch.write_inbound(ByteBuf::copy_of(ping_frame(i)));  // the first, then two strikes
+    f.ch.advance_time(1s);
+  }
+  EXPECT_FALSE(ServerFrames(f.output()).goaway.has_value());
+  f.ch.write_inbound(ByteBuf::copy_of(ping_frame(3)));  // the third strike
+  const ServerFrames frames(f.output());
+  EXPECT_EQ(frames.goaway, std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM});
+  EXPECT_EQ(frames.goaway_debug, "too_many_pings");
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+TEST(Http2ServerCodecTest, PingsAtThePermittedIntervalOrAfterDataAreNoStrikes) {
+  Settings settings;
+  settings.min_ping_interval = std::chrono::minutes(5);
+  Fixture f(settings);
+  H2Client client;
+  // With a stream open, every 5 minutes is fine.
+  client.request("POST", "/upload", "", {}, false);  // a request still arriving: never dispatched
+  f.pump(client);
+  for (std::uint8_t i = 0; i < 5; ++i) {
+    f.ch.write_inbound(ByteBuf::copy_of(ping_frame(i)));
+    f.ch.advance_time(std::chrono::minutes(5));
+  }
+  // Each response the server sends forgives the strikes: a PING before each request is fine.
+  for (int i = 0; i < 5; ++i) {
+    f.ch.write_inbound(ByteBuf::copy_of(ping_frame(static_cast<std::uint8_t>(10 + i))));
+    const auto id = client.request("GET", "/plaintext");
+    f.pump(client);
+    EXPECT_EQ(client.response(id).status, 200) << i;
+  }
+  EXPECT_FALSE(ServerFrames(f.output()).goaway.has_value());
+  EXPECT_TRUE(f.ch.is_open());
 }
 
 }  // namespace

@@ -69,6 +69,16 @@ void ServiceRegistry::add_unary_callback(std::string path, UnaryCallback callbac
   });
 }
 
+http2::Settings ServiceRegistry::http2_settings() const {
+  http2::Settings settings;
+  settings.stream_initializer = stream_chooser();
+  settings.keepalive_time = std::chrono::hours(2);
+  settings.keepalive_timeout = std::chrono::seconds(20);
+  settings.min_ping_interval = std::chrono::minutes(5);
+  settings.max_ping_strikes = 2;
+  return settings;
+}
+
 http2::StreamChooser ServiceRegistry::stream_chooser() const {
   auto methods = std::make_shared<const Methods>(methods_);
   const ServerOptions options = options_;

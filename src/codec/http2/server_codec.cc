@@ -166,7 +166,17 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
         c.glitch("RST_STREAM received");
         break;
       case NGHTTP2_PING:
-        if (!(frame.flags & NGHTTP2_FLAG_ACK)) c.glitch("PING");
+        if (frame.flags & NGHTTP2_FLAG_ACK) {
+          c.ping_outstanding_ = false;  // the keepalive's answer
+        } else {
+          c.glitch("PING");
+          if (!c.calm_requested_ && !c.ping_allowed(c.ctx_->loop().now())) {
+            log(LogLevel::info, "channel {}: HTTP/2 client pings too often; GOAWAY(ENHANCE_YOUR_CALM, too_many_pings)",
+                c.ctx_->channel().id());
+            c.calm_requested_ = true;
+            c.session_->terminate_session(NGHTTP2_ENHANCE_YOUR_CALM, "too_many_pings");
+          }
+        }
         break;
       case NGHTTP2_SETTINGS:
         if (!(frame.flags & NGHTTP2_FLAG_ACK)) c.glitch("SETTINGS");
@@ -223,6 +233,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
   int send_data(const detail::FrameInfo& frame, const std::uint8_t* framehd, std::size_t length,
                 void* source) override {
     Stream& s = *static_cast<Stream*>(source);
+    c.ping_strikes_ = 0;  // (the ping policy: data sent forgives)
     try {
       if (s.child) {
         write_child_frame(c, s, *s.child, framehd, length, frame.padlen);
@@ -366,8 +377,8 @@ void ServerCodec::handler_added(Context& ctx) {
     throw std::invalid_argument("http2::Settings: a value is out of range");
   }
   if (ctx.channel().is_active()) {
-    last_activity_ = ctx.loop().now();
-    want_deadline(ctx, last_activity_ + settings_.idle_timeout);
+    last_activity_ = last_read_ = ctx.loop().now();
+    want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
   }
 }
 
@@ -380,8 +391,8 @@ void ServerCodec::handler_removed(Context& ctx) {
 }
 
 void ServerCodec::channel_active(Context& ctx) {
-  last_activity_ = ctx.loop().now();
-  want_deadline(ctx, last_activity_ + settings_.idle_timeout);
+  last_activity_ = last_read_ = ctx.loop().now();
+  want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
   flush(ctx);  // the server's SETTINGS: the connection preface
   ctx.fire_channel_active();
 }
@@ -437,7 +448,7 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
   ByteBuf bytes = std::move(message.as<ByteBuf>());
   if (finished_ || session_ == nullptr) return;  // the connection is ending: dropped
-  last_activity_ = ctx.loop().now();
+  last_activity_ = last_read_ = ctx.loop().now();
   in_session_ = true;
   receiving_ = &bytes;
   const ssize_t rv = session_->mem_recv(bytes.read_ptr(), bytes.readable_bytes());
@@ -610,6 +621,7 @@ void ServerCodec::write_message(Context& ctx, MessageRef message) {
 
 void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) {
   const int status = response.status();
+  ping_strikes_ = 0;  // (the ping policy: a response forgives)
   detail::ResponseHeaders& headers = response_headers();
   if (status < 200) {  // an interim answer: HEADERS without END_STREAM, the final one follows
     headers.build(response, std::nullopt);
@@ -825,10 +837,44 @@ void ServerCodec::on_deadline(Context& ctx) {
     shutdown_gracefully(ctx);
     if (finished_) return;
   }
+  if (settings_.keepalive_time > Duration::zero()) {
+    if (ping_outstanding_ && now - ping_sent_at_ >= settings_.keepalive_timeout) {
+      log(LogLevel::debug, "channel {}: HTTP/2 keepalive PING not answered in {} s; closing", ctx.channel().id(),
+          std::chrono::duration_cast<std::chrono::seconds>(settings_.keepalive_timeout).count());
+      finished_ = true;
+      ctx.close();
+      return;
+    }
+    if (!ping_outstanding_ && now - last_read_ >= settings_.keepalive_time) {
+      ping_outstanding_ = true;
+      ping_sent_at_ = now;
+      session_->submit_ping(static_cast<std::uint64_t>(now.time_since_epoch().count()));
+      flush(ctx);
+      if (finished_) return;
+    }
+  }
   TimePoint next = (idle ? last_activity_ : now) + settings_.idle_timeout;
   if (next <= now) next = now + settings_.idle_timeout;
+  if (settings_.keepalive_time > Duration::zero()) next = std::min(next, std::max(next_keepalive(), now + std::chrono::milliseconds(1)));
   if (unwritable_since_ != TimePoint{}) next = std::min(next, unwritable_since_ + settings_.send_timeout);
   want_deadline(ctx, next);
+}
+
+// When the keepalive must act next: the answer's deadline of a PING sent, or the next PING.
+TimePoint ServerCodec::next_keepalive() const noexcept {
+  if (settings_.keepalive_time <= Duration::zero()) return TimePoint::max();
+  return ping_outstanding_ ? ping_sent_at_ + settings_.keepalive_timeout : last_read_ + settings_.keepalive_time;
+}
+
+// grpc-core's ping policy (Settings::min_ping_interval): false once the client has struck out.
+bool ServerCodec::ping_allowed(TimePoint now) noexcept {
+  if (settings_.min_ping_interval <= Duration::zero()) return true;
+  const Duration interval = live_streams_ == 0 && !settings_.permit_keepalive_without_calls
+                                ? Duration(std::chrono::hours(2))
+                                : settings_.min_ping_interval;
+  const bool too_soon = last_ping_received_ != TimePoint::min() && now - last_ping_received_ < interval;
+  last_ping_received_ = now;
+  return !too_soon || ++ping_strikes_ <= settings_.max_ping_strikes;
 }
 
 void ServerCodec::stop_deadline(Context& ctx) {

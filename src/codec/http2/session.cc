@@ -386,21 +386,28 @@ int Session::submit_rst_stream(std::int32_t id, std::uint32_t error_code) {
   return 0;
 }
 
-int Session::submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code) {
+int Session::submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code, std::string_view debug) {
   if (term_sent_) return 0;
   Item& item = queue(NGHTTP2_GOAWAY, 0, 0);
   item.error_code = error_code;
-  item.length = 8;
+  item.length = static_cast<std::uint32_t>(8 + debug.size());
   store_u32(static_cast<std::uint32_t>(last_stream_id));
   store_u32(error_code);
+  if (!debug.empty()) store(debug.data(), debug.size());
   goaway_queued_ = true;
   goaway_last_id_ = std::min(goaway_last_id_, last_stream_id);
   return 0;
 }
 
-void Session::terminate_session(std::uint32_t error_code) {
+void Session::submit_ping(std::uint64_t opaque) {
+  Item& item = queue(NGHTTP2_PING, 0, 0);
+  item.length = 8;
+  store(&opaque, 8);
+}
+
+void Session::terminate_session(std::uint32_t error_code, std::string_view debug) {
   if (terminating_) return;
-  submit_goaway(last_proc_stream_id_, error_code);
+  submit_goaway(last_proc_stream_id_, error_code, debug);
   items_.back().terminate = true;
   terminating_ = true;
   in_ = In::ignore_all;

@@ -116,9 +116,11 @@ class Session {
   // Trailers after the body (from a data source's read, which sets NGHTTP2_DATA_FLAG_NO_END_STREAM).
   int submit_trailer(std::int32_t id, const nghttp2_nv* nv, std::size_t n);
   int submit_rst_stream(std::int32_t id, std::uint32_t error_code);
-  int submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code);
-  // GOAWAY(error_code) after which nothing is read or written.
-  void terminate_session(std::uint32_t error_code);
+  int submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code, std::string_view debug = {});
+  // GOAWAY(error_code, debug data) after which nothing is read or written.
+  void terminate_session(std::uint32_t error_code, std::string_view debug = {});
+  // A PING the server sends (keepalive); its ACK reaches on_frame_recv.
+  void submit_ping(std::uint64_t opaque);
   std::int32_t last_proc_stream_id() const noexcept { return last_proc_stream_id_; }
   // A deferred data source has more: it is asked again at the next send().
   int resume_data(std::int32_t id);

@@ -69,6 +69,11 @@ class ServiceRegistry {
   /// Thread-safe once methods are added. For http2::Settings::stream_initializer: serves calls as
   /// described (the methods registered now; later additions are not seen by it).
   http2::StreamChooser stream_chooser() const;
+  /// Thread-safe once methods are added. HTTP/2 settings for a gRPC server: stream_chooser() as the
+  /// stream initializer, and grpc-core's keepalive defaults -- a PING after 2 hours without input
+  /// (20 s for its answer), and its ping policy on clients (min_ping_interval 5 minutes, 2 strikes,
+  /// then GOAWAY(ENHANCE_YOUR_CALM, "too_many_pings")). Change what differs before use.
+  http2::Settings http2_settings() const;
 
  private:
   using Methods = std::map<std::string, std::shared_ptr<const Handler>, std::less<>>;

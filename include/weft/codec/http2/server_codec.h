@@ -164,6 +164,8 @@ class ServerCodec final : public Handler {
   void finish_if_done(Context& ctx);
   void end_input(Context& ctx);
   void want_deadline(Context& ctx, TimePoint at);
+  TimePoint next_keepalive() const noexcept;
+  bool ping_allowed(TimePoint now) noexcept;
   void on_deadline(Context& ctx);
   void stop_deadline(Context& ctx);
 
@@ -202,6 +204,12 @@ class ServerCodec final : public Handler {
   TimePoint deadline_at_{};
   TimePoint last_activity_{};
   TimePoint unwritable_since_{};
+  // Keepalive and the ping policy (Settings::keepalive_time, min_ping_interval).
+  TimePoint last_read_{};
+  TimePoint ping_sent_at_{};
+  bool ping_outstanding_ = false;
+  TimePoint last_ping_received_ = TimePoint::min();  // none yet
+  std::uint32_t ping_strikes_ = 0;
 };
 
 }  // namespace weft::http2

@@ -58,6 +58,23 @@ struct Settings {
   Duration idle_timeout = std::chrono::seconds(75);
   /// A connection whose output cannot leave (unwritable) for this long is closed.
   Duration send_timeout = std::chrono::seconds(60);
+  /// Keepalive: when nothing has been read for this long, the server sends PING; no answer within
+  /// keepalive_timeout ends the connection (a peer gone without a FIN, a path that dropped it).
+  /// Zero (the default): off. gRPC servers use 2 hours.
+  Duration keepalive_time = Duration::zero();
+  /// How long a keepalive PING may wait for its acknowledgement.
+  Duration keepalive_timeout = std::chrono::seconds(20);
+  /// The ping policy grpc-core enforces on clients: a PING sooner than this after the client's last
+  /// one (sooner than 2 hours while no stream is open, unless permit_keepalive_without_calls) is a
+  /// strike; more than max_ping_strikes strikes end the connection with GOAWAY(ENHANCE_YOUR_CALM)
+  /// and the debug data "too_many_pings" (which makes a gRPC client slow its keepalive). A HEADERS
+  /// or DATA frame the server sends forgives the strikes. Zero (the default): off; PINGs then only
+  /// spend the glitch budget. grpc-core uses 5 minutes and 2 strikes.
+  Duration min_ping_interval = Duration::zero();
+  /// See min_ping_interval.
+  std::uint32_t max_ping_strikes = 2;
+  /// See min_ping_interval.
+  bool permit_keepalive_without_calls = false;
   /// After the last frame (GOAWAY) the server sends FIN and reads what the client still sends for
   /// at most this long before it closes (see Channel::close_gracefully).
   Duration linger_timeout = std::chrono::seconds(2);
