@@ -219,7 +219,11 @@ class H2Connection final : public InboundHandler<ByteBuf> {
     try {
       std::rethrow_exception(error);
     } catch (const TlsHandshakeError& e) {
-      reason = fmt::format("TLS handshake failed: {}", e.what());
+      // A server without h2 either picks no protocol (then it answers the preface as HTTP/1.1) or,
+      // as OpenSSL servers do, refuses the handshake with this alert.
+      reason = e.reason().find("no application protocol") != std::string::npos
+                   ? "the server refused h2 by ALPN (alert no_application_protocol)"
+                   : std::string(e.what());
     } catch (const std::system_error& e) {
       write_side = e.code().value() == EPIPE;
       reason = e.code().message();
@@ -322,7 +326,8 @@ class H2Connection final : public InboundHandler<ByteBuf> {
   // Why the connection is not HTTP/2, in words: what TLS chose, or how the server answered.
   std::string not_h2_reason(const char* what) const {
     if (tls_ != nullptr && tls_->is_handshake_done() && tls_->application_protocol() != "h2") {
-      return fmt::format("the server did not choose h2 by ALPN (it chose '{}')", tls_->application_protocol());
+      const std::string& chosen = tls_->application_protocol();
+      return fmt::format("the server did not choose h2 by ALPN (it chose {})", chosen.empty() ? "none" : "'" + chosen + "'");
     }
     if (first_bytes_.starts_with("HTTP/")) {
       return fmt::format("the server does not speak HTTP/2{}: it answered '{}'",
