@@ -530,8 +530,37 @@ void ServerCodec::channel_read_complete(Context& ctx) {
 }
 
 void ServerCodec::user_event(Context& ctx, const std::any& event) {
-  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) end_input(ctx);
+  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) {
+    end_input(ctx);
+  } else if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr) {
+    shutdown_requested(ctx);
+  }
   ctx.fire_user_event(event);
+}
+
+// The loop shuts down gracefully. Nothing owed (an idle keep-alive connection, or one whose next
+// request is still arriving): the channel closes right after the event. Answers owed: the requests
+// handed over so far are still answered, the last of them with Connection: close, and then the
+// connection ends; nothing more is decoded from it (what is buffered or still arrives is dropped).
+void ServerCodec::shutdown_requested(Context& ctx) {
+  if (finished_ || pending_.empty()) return;
+  ctx.channel().end_for_shutdown_itself();
+  if (state_ != State::closed) {
+    state_ = State::closed;
+    request_started_ = {};
+    if (!lending_) in_.release();  // else decode() releases it once the handler has returned
+  }
+  error_status_ = 0;  // bad input after the requests owed: the close answers it
+  const std::size_t last = pending_.size() - 1;
+  pending_[last] = static_cast<std::uint8_t>(pending_[last] & ~kKeepAlive);
+  if (pending_[last] & kAnswered) {
+    // Its answer is encoded already (it waits for those before it): the connection ends after it,
+    // though it does not say Connection: close.
+    const std::uint64_t sequence = front_sequence_ + last;
+    for (EarlyAnswer& early : early_) {
+      if (early.sequence == sequence && early.final) early.last = true;
+    }
+  }
 }
 
 // The client sent FIN: a request still incomplete will never be; every answer owed still goes out.
