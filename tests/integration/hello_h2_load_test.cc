@@ -94,6 +94,25 @@ TEST_P(HelloH2LoadTest, ARequestCountIsSentExactlyAndEveryRequestIsAnswered) {
   EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << server.output();
 }
 
+TEST_P(HelloH2LoadTest, ADurationRunKeepsEveryConnectionsStreamsFull) {
+  HelloProcess server = start_hello();
+  ASSERT_TRUE(server.is_running()) << server.error();
+  const std::string json = ::testing::TempDir() + "weft_load_h2_duration.json";
+  int status = -1;
+  const std::string out = load(server, "-c 3 -m 4 -d 0.5 --json " + json, status);
+  ASSERT_EQ(status, 0) << out;
+  const std::string j = read_file(json);
+  EXPECT_THAT(j, HasSubstr("\"errors\":{\"connect\":0,\"read\":0,\"write\":0,\"timeout\":0,\"status\":0,\"parse\":0}"))
+      << j;
+  // Only the streams open when the run stopped lack a response.
+  const auto number = [&j](const std::string& key) {
+    const std::size_t at = j.find("\"" + key + "\":");
+    return at == std::string::npos ? 0ull : std::stoull(j.substr(at + key.size() + 3));
+  };
+  EXPECT_GT(number("responses"), 0u) << j;
+  EXPECT_LE(number("requests") - number("responses"), 3u * 4u) << j;
+}
+
 TEST_P(HelloH2LoadTest, AServerThatDoesNotSpeakHttp2IsAnErrorWithItsReason) {
   HelloProcess server = start_hello({"--http1-only"});
   ASSERT_TRUE(server.is_running()) << server.error();
