@@ -67,6 +67,15 @@ struct RunSync {
     }
     cv.notify_all();
   }
+  void connect_failed(const std::string& reason) {
+    std::lock_guard lock(mutex);
+    ++connect_failures;
+    if (!setup_over) {
+      ++reported;
+      if (first_failure.empty()) first_failure = reason;
+      cv.notify_all();
+    }
+  }
   void worker_done() {
     std::lock_guard lock(mutex);
     ++workers_done;
@@ -76,6 +85,7 @@ struct RunSync {
   std::mutex mutex;
   std::condition_variable cv;
   int reported = 0;
+  int connect_failures = 0;  // TCP connects that failed
   std::vector<int> ready_per_worker;
   std::string first_failure;
   bool setup_over = false;
@@ -584,24 +594,27 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
   // Every connection HTTP/2 (the server's SETTINGS in) or failed before the clock starts.
   for (int i = 0; i < options.connections; ++i) {
     bootstrap.connect(target.address).add_listener([&sync](const Future<ChannelPtr>& f) {
-      if (auto error = f.error()) sync.report(0, false, connect_failure(error));
+      if (auto error = f.error()) sync.connect_failed(connect_failure(error));
     });
   }
   std::vector<int> ready_per_worker;
   std::string first_failure;
+  bool none_connected = false;
   {
     std::unique_lock lock(sync.mutex);
     sync.cv.wait_for(lock, 2 * timeout + std::chrono::seconds(1), [&] { return sync.reported == options.connections; });
     sync.setup_over = true;
     ready_per_worker = sync.ready_per_worker;
     first_failure = sync.first_failure.empty() ? "no answer within the timeout" : sync.first_failure;
+    none_connected = sync.connect_failures == options.connections;
   }
   int ready = 0;
   for (int n : ready_per_worker) ready += n;
   if (ready == 0) {
     stop_all();
     loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
-    throw LoadError(fmt::format("no HTTP/2 connection to {}: {}", target.address.to_string(), first_failure));
+    throw LoadError(fmt::format("{} {}: {}", none_connected ? "cannot connect to" : "no HTTP/2 connection to",
+                                target.address.to_string(), first_failure));
   }
 
   // A request count is shared by the ready connections: each loop gets its connections' part.
