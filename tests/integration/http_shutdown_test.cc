@@ -1,7 +1,8 @@
 // An HTTP/1.1 server on a loop that shuts down gracefully, on every transport: an idle keep-alive
 // connection is closed at once; a request in flight (its handler answers when the test says so) gets
-// its whole response, with Connection: close, and then the connection closes; a request the client
-// pipelines after the shutdown began is not answered. The loops are given an hour to shut down: a
+// its whole response, with Connection: close, and then the connection closes (with two in flight, both
+// are answered, the last saying Connection: close); a request the client pipelines after the shutdown
+// began is not answered. The loops are given an hour to shut down: a
 // connection the codec kept open would hold them that long, so their termination within the test's
 // wait is what says the connection ended when it should.
 
@@ -60,7 +61,10 @@ class HttpShutdownTest : public test::TransportTest {
  protected:
   void start() {
     auto router = std::make_shared<Router>();
-    router->get("/plaintext", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("Hello")); });
+    router->get("/plaintext", [served = plaintext_served_](Context& ctx, HttpRequest&) {
+      ctx.write(HttpResponse(200).body_view("Hello"));
+      served->fetch_add(1);
+    });
     router->get("/slow", [slow = slow_](Context& ctx, HttpRequest& request) {
       // Answered from the loop when the test releases it, as an executor's answer arrives.
       Promise<void> release = slow->release;
@@ -96,6 +100,7 @@ class HttpShutdownTest : public test::TransportTest {
   std::shared_ptr<SlowRoute> slow_ = std::make_shared<SlowRoute>();
   std::shared_ptr<ReceivedBytes> received_ = std::make_shared<ReceivedBytes>();
   std::shared_ptr<ShutdownSeen> seen_ = std::make_shared<ShutdownSeen>();
+  std::shared_ptr<std::atomic<int>> plaintext_served_ = std::make_shared<std::atomic<int>>(0);
   ChannelPtr server_;
   std::uint16_t port_ = 0;
 };
@@ -169,6 +174,37 @@ TEST_P(HttpShutdownTest, RequestsPipelinedAfterTheShutdownBeganAreNotAnswered) {
   EXPECT_THAT(answer, HasSubstr("\r\nConnection: close\r\n"));
   EXPECT_THAT(answer, EndsWith("\r\n\r\nlate answer")) << "only the request in flight is answered";
   EXPECT_THAT(answer, Not(HasSubstr("Hello")));
+  client.close();
+  EXPECT_TRUE(terminated.wait_for(60s));
+}
+
+// Two requests handed over before the shutdown: the second is answered at once, and its answer waits
+// for the first's. Both go out, in order, and the second -- now the last -- says Connection: close.
+TEST_P(HttpShutdownTest, EveryRequestHandedOverBeforeTheShutdownIsAnsweredAndTheLastAnswerSaysClose) {
+  if (is_blocking()) {
+    GTEST_SKIP() << "a blocking loop that shuts down fails its socket calls at once, so the answers of requests in "
+                    "flight cannot be sent";
+  }
+  start();
+  test::BlockingClient client(port_);
+  ASSERT_TRUE(client.is_open());
+  ASSERT_TRUE(client.send_all(std::string(kSlow) + std::string(kPlaintext)));
+  ASSERT_TRUE(slow_->dispatched.future().wait_for(20s));
+  ASSERT_TRUE(test::eventually([&] { return plaintext_served_->load() == 1; }, 20000ms));
+  Future<void> terminated = shut_down();
+  ASSERT_TRUE(seen_->seen.future().wait_for(20s));
+  slow_->release.set_value();
+  std::string answer;
+  EXPECT_EQ(client.recv_until_end(&answer, 60000ms), test::StreamEnd::eof);
+  const std::size_t second = answer.find("HTTP/1.1 200 OK\r\n", 1);
+  ASSERT_NE(second, std::string::npos) << answer;
+  const std::string first_answer = answer.substr(0, second);
+  const std::string second_answer = answer.substr(second);
+  EXPECT_THAT(first_answer, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(first_answer, Not(HasSubstr("Connection:")));
+  EXPECT_THAT(first_answer, EndsWith("\r\n\r\nlate answer"));
+  EXPECT_THAT(second_answer, HasSubstr("\r\nContent-Length: 5\r\nConnection: close\r\n\r\n"));
+  EXPECT_THAT(second_answer, EndsWith("\r\n\r\nHello"));
   client.close();
   EXPECT_TRUE(terminated.wait_for(60s));
 }

@@ -554,13 +554,33 @@ void ServerCodec::shutdown_requested(Context& ctx) {
   const std::size_t last = pending_.size() - 1;
   pending_[last] = static_cast<std::uint8_t>(pending_[last] & ~kKeepAlive);
   if (pending_[last] & kAnswered) {
-    // Its answer is encoded already (it waits for those before it): the connection ends after it,
-    // though it does not say Connection: close.
+    // Its answer is encoded already (it waits for those before it): it becomes the last one.
     const std::uint64_t sequence = front_sequence_ + last;
     for (EarlyAnswer& early : early_) {
-      if (early.sequence == sequence && early.final) early.last = true;
+      if (early.sequence == sequence && early.final && !early.last) make_last(ctx, early);
     }
   }
+}
+
+// Rewrites an encoded answer's head to end the connection: its connection line (the head's last,
+// as encode_into() writes it) becomes Connection: close, or that line is added.
+void ServerCodec::make_last(Context& ctx, EarlyAnswer& early) {
+  early.last = true;
+  const std::string_view bytes(reinterpret_cast<const char*>(early.bytes.read_ptr()), early.bytes.readable_bytes());
+  const std::size_t end = bytes.find("\r\n\r\n");
+  if (end == std::string_view::npos) return;  // not a head this codec wrote
+  std::string_view head = bytes.substr(0, end + 2);  // through the last field line's CRLF
+  constexpr std::string_view kKeepAlive = "Connection: keep-alive\r\n";
+  if (head.ends_with(kKeepAlive)) head.remove_suffix(kKeepAlive.size());
+  constexpr std::string_view kClose = "Connection: close\r\n";
+  const std::string_view rest = bytes.substr(end + 2);  // the blank line, then the copied body
+  ByteBuf rewritten = ctx.allocator().buffer(head.size() + kClose.size() + rest.size());
+  put(rewritten, head);
+  put(rewritten, kClose);
+  put(rewritten, rest);
+  early_bytes_ += rewritten.readable_bytes();
+  early_bytes_ -= early.bytes.readable_bytes();
+  early.bytes = std::move(rewritten);
 }
 
 // The client sent FIN: a request still incomplete will never be; every answer owed still goes out.

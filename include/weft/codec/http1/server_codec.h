@@ -106,6 +106,7 @@ class ServerCodec final : public Handler {
   void stop_deadline(Context& ctx);
   void end_input(Context& ctx);
   void shutdown_requested(Context& ctx);
+  void make_last(Context& ctx, EarlyAnswer& early);
 
   // What each request touches first, the parsed head last: a server with many connections finds
   // most of them out of cache, so the hot fields share as few lines as they can.
