@@ -4,24 +4,28 @@
 # per run, the responses per second each reports, its own CPU time (user + system) per response, and
 # the server's CPU time per response over that run; then the medians.
 #
-#   [CONNS=64] [STREAMS=16] scripts/check-load-vs-h2load.sh [PRESET=release] [SECONDS=5] [REPEATS=3]
+#   [CONNS=64] [STREAMS=16] [ROUTE=/plaintext] [MODE=loop] scripts/check-load-vs-h2load.sh [PRESET=release] [SECONDS=5] [REPEATS=3]
+#
+# ROUTE=/plaintext-async MODE=loop-async makes the server the limit (each body made on an executor
+# thread): there both must report the same rate.
 #
 # Exit status 1 when the medians of requests/s differ by more than 10% while the server, not the load
 # generator, is the limit (the server's CPU over the run above 90% of the run's time for both).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 preset=${1:-release} secs=${2:-5} repeats=${3:-3} conns=${CONNS:-64} streams=${STREAMS:-16}
+route=${ROUTE:-/plaintext} mode=${MODE:-loop}
 bin=$root/build/$preset/bin
 [ -x "$bin/weft-load" ] && [ -x "$bin/weft-hello" ] || { echo "build weft-load and weft-hello first (cmake --build build/$preset --target weft-load weft-hello)" >&2; exit 2; }
 command -v h2load >/dev/null || { echo "h2load is not installed (apt-get install nghttp2-client)" >&2; exit 2; }
 
 port=$((20000 + RANDOM % 12000))
-taskset -c 0 "$bin/weft-hello" --loops 1 --port "$port" >/dev/null 2>&1 &
+taskset -c 0 "$bin/weft-hello" --loops 1 --mode "$mode" --port "$port" >/dev/null 2>&1 &
 spid=$!
 json=$(mktemp --suffix=.json)
 trap 'kill $spid 2>/dev/null || true; rm -f "$json"' EXIT
 for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
-url=http://127.0.0.1:$port/plaintext
+url=http://127.0.0.1:$port$route
 server_ticks() { awk '{print $14 + $15}' /proc/$spid/stat; }
 
 # Prints "RPS CLIENT_US_PER_RESPONSE SERVER_US_PER_RESPONSE SERVER_BUSY_FRACTION" for one run.
