@@ -605,7 +605,7 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
     sync.cv.wait_for(lock, 2 * timeout + std::chrono::seconds(1), [&] { return sync.reported == options.connections; });
     sync.setup_over = true;
     ready_per_worker = sync.ready_per_worker;
-    first_failure = sync.first_failure.empty() ? "no answer within the timeout" : sync.first_failure;
+    first_failure = sync.first_failure.empty() ? "the server sent no SETTINGS within the timeout" : sync.first_failure;
     none_connected = sync.connect_failures == options.connections;
   }
   int ready = 0;
