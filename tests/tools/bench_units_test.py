@@ -265,7 +265,26 @@ class Options(unittest.TestCase):
         budget = sum(len(t.columns) * len(t.rows) * t.repeat * (t.duration + 1.0) for t in quick)
         self.assertLess(budget, 60)
 
-    def test_h2_suite_uses_h2load_whatever_the_load_option(self):
+    def test_h2_suite_uses_weft_load_h2_when_built_else_h2load(self):
+        with tempfile.TemporaryDirectory() as d:
+            binary = os.path.join(d, "weft-load")
+            with open(binary, "w") as f:
+                f.write("#!/bin/sh\n")
+            os.chmod(binary, 0o755)
+            (t,) = suites.build(["h2"], suites.Context(d, True, 1, {}))
+            self.assertIsInstance(t.loader, load.WeftLoad)
+            argv, _ = t.load_argv(t.loader, t.columns[0], 9000, 64, 2.5)
+            self.assertEqual(argv[:12], [binary, "h2", "http://127.0.0.1:9000/plaintext", "-c", "64", "-m", "16",
+                                         "-t", "1", "-d", "2.5", "--json"])
+            os.unlink(argv[-1])
+            forced = suites.build(["h2"], suites.Context(d, True, 1, {}, h2_load="h2load"))[0]
+            self.assertIsInstance(forced.loader, load.H2Load)
+        self.assertIsInstance(suites.build(["h2"], suites.Context("/b", True, 1, {}, h2_load="weft-load"))[0].loader,
+                              load.WeftLoad)
+        with self.assertRaisesRegex(ValueError, "HTTP/2 only"):
+            load.WeftLoad("weft-load").h2("https://127.0.0.1:1/", 1, 1, 1, h1=True)
+
+    def test_h2_suite_uses_h2load_without_weft_load(self):
         ctx = suites.Context("/b", False, 2, {"h2": [("h2o", "h2o-wrapper {port}")]})
         (t,) = suites.build(["h2"], ctx)
         self.assertEqual([c.name for c in t.columns], ["epoll", "io_uring", "coroutine", "h2o"])

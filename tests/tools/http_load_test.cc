@@ -171,7 +171,8 @@ TEST(HttpLoadTest, AnUntrustedCertificateIsRefusedWithTheReason) {
 TEST(WeftLoadBinaryTest, UnreachableTargetExitsNonZeroWithTheReason) {
   const auto port = weft::test::unused_loopback_port();
   const std::string target = "127.0.0.1:" + std::to_string(port);
-  for (const std::string& args : {"http http://" + target + "/ -c 2 -d 1", "stream " + target + " -d 1",
+  for (const std::string& args : {"http http://" + target + "/ -c 2 -d 1", "h2 http://" + target + "/ -c 2 -d 1",
+                                  "h2 https://" + target + "/ -c 2 -n 1", "stream " + target + " -d 1",
                                   "echo " + target + " --threads 2 --rounds 1"}) {
     auto [status, out] = run_command(std::string(WEFT_LOAD_BIN) + " " + args);
     EXPECT_NE(status, 0) << args;

@@ -1,5 +1,6 @@
 // weft-load: a load generator built on weft. Modes: http (wrk's closed loop, or a constant rate
-// without coordinated omission), echo (blocking client threads), stream (length-prefixed messages).
+// without coordinated omission), h2 (HTTP/2, h2load's model), echo (blocking client threads),
+// stream (length-prefixed messages).
 // See docs/weft-load.md.
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "echo_load.h"
+#include "h2_load.h"
 #include "http_load.h"
 #include "report.h"
 #include "stream_load.h"
@@ -42,6 +44,29 @@ void http_report(const HttpOptions& o, const HttpResult& r, const std::string& j
                   json_string(o.url), o.connections, o.threads, o.pipeline, o.rate > 0 ? json_number(o.rate) : "null",
                   json_number(r.duration_s), r.requests, r.responses, json_number(rps), r.bytes_read,
                   latency_json(r.latency), errors_json(r.errors)));
+}
+
+void h2_report(const H2Options& o, const HttpResult& r, const std::string& json_path) {
+  const double rps = r.duration_s > 0 ? static_cast<double>(r.responses) / r.duration_s : 0;
+  std::printf("Running %.2fs test @ %s (HTTP/2)\n  %d threads and %d connections, %d streams each%s\n", r.duration_s,
+              o.url.c_str(), o.threads, o.connections, o.streams,
+              o.requests > 0 ? fmt::format(", {} requests", o.requests).c_str() : "");
+  std::fputs(latency_text(r.latency).c_str(), stdout);
+  std::printf("  %llu requests sent, %llu responses in %.2fs, %.2fMB read\n",
+              static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.responses), r.duration_s,
+              static_cast<double>(r.bytes_read) / 1e6);
+  std::fputs(errors_text(r.errors).c_str(), stdout);
+  std::printf("Requests/sec: %10.2f\nTransfer/sec: %9.2fMB\n", rps,
+              r.duration_s > 0 ? static_cast<double>(r.bytes_read) / 1e6 / r.duration_s : 0);
+  std::fflush(stdout);
+  if (json_path.empty()) return;
+  write_json_file(
+      json_path,
+      fmt::format(R"({{"tool":"weft-load","mode":"h2","target":{},"connections":{},"threads":{},"streams":{},)"
+                  R"("duration_s":{},"requests":{},"responses":{},"rps":{},"bytes_read":{},)"
+                  R"("latency_us":{},"errors":{}}})",
+                  json_string(o.url), o.connections, o.threads, o.streams, json_number(r.duration_s), r.requests,
+                  r.responses, json_number(rps), r.bytes_read, latency_json(r.latency), errors_json(r.errors)));
 }
 
 void echo_report(const EchoOptions& o, const EchoResult& r, const std::string& json_path) {
@@ -89,7 +114,7 @@ void stream_report(const StreamOptions& o, const StreamResult& r, const std::str
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"weft-load: HTTP, echo and stream load generator built on weft"};
+  CLI::App app{"weft-load: HTTP/1.1, HTTP/2, echo and stream load generator built on weft"};
   app.require_subcommand(1);
 
   HttpOptions http;
@@ -111,6 +136,28 @@ int main(int argc, char** argv) {
   http_cmd->add_flag("--reconnect", http.reconnect,
                      "a new connection for every batch of --pipeline requests (https: a handshake each)");
   http_cmd->add_option("--json", http_json, "write the result as JSON to FILE");
+
+  H2Options h2;
+  std::string h2_json;
+  CLI::App* h2_cmd = app.add_subcommand(
+      "h2", "HTTP/2 GET load, h2load's model: h2c with prior knowledge for http://, h2 by ALPN for https://");
+  h2_cmd->add_option("url", h2.url, "http[s]://HOST[:PORT][/PATH]")->required();
+  h2_cmd->add_option("-c,--connections", h2.connections, "connections (default 10)")->check(CLI::Range(1, 1000000));
+  h2_cmd->add_option("-m,--streams", h2.streams, "concurrent streams per connection (default 1)")
+      ->check(CLI::Range(1, 1 << 20));
+  h2_cmd->add_option("-t,--threads", h2.threads, "threads, one event loop each (default 1)")->check(CLI::Range(1, 1024));
+  CLI::Option* h2_duration = h2_cmd->add_option("-d,--duration", h2.duration_s, "seconds to run (default 10)")
+                                 ->check(CLI::Range(0.001, 86400.0));
+  h2_cmd->add_option("-n,--requests", h2.requests,
+                     "requests in all; the run ends when each is answered or failed (with -d: or at that time)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
+  h2_cmd->add_option("-H,--header", h2.headers, "extra header \"Name: value\" (repeatable)");
+  h2_cmd->add_option("--timeout", h2.timeout_s,
+                     "seconds for connect, handshake and SETTINGS, and without a response while streams are open (default 2)")
+      ->check(CLI::Range(0.001, 3600.0));
+  h2_cmd->add_flag("-k,--insecure", h2.insecure, "https: accept any server certificate (no verification)");
+  h2_cmd->add_option("--cacert", h2.ca_file, "https: trust the CA certificates in this PEM file (default: the system's)");
+  h2_cmd->add_option("--json", h2_json, "write the result as JSON to FILE");
 
   EchoOptions echo;
   std::string echo_json;
@@ -145,6 +192,16 @@ int main(int argc, char** argv) {
         };
       }
       http_report(http, run_http(http, progress), http_json);
+    } else if (*h2_cmd) {
+      if (h2.requests > 0 && h2_duration->count() == 0) h2.duration_s = 0;  // no time limit: the count ends it
+      ProgressFn progress;
+      if (tty) {
+        progress = [last = std::uint64_t{0}](double t, std::uint64_t responses, std::uint64_t errors) mutable {
+          print_progress(fmt::format("  {:5.1f}s  {:>10} req/s  {} errors", t, responses - last, errors));
+          last = responses;
+        };
+      }
+      h2_report(h2, run_h2(h2, progress), h2_json);
     } else if (*echo_cmd) {
       ProgressFn progress;
       if (tty) {

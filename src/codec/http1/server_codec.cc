@@ -530,8 +530,57 @@ void ServerCodec::channel_read_complete(Context& ctx) {
 }
 
 void ServerCodec::user_event(Context& ctx, const std::any& event) {
-  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) end_input(ctx);
+  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) {
+    end_input(ctx);
+  } else if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr) {
+    shutdown_requested(ctx);
+  }
   ctx.fire_user_event(event);
+}
+
+// The loop shuts down gracefully. Nothing owed (an idle keep-alive connection, or one whose next
+// request is still arriving): the channel closes right after the event. Answers owed: the requests
+// handed over so far are still answered, the last of them with Connection: close, and then the
+// connection ends; nothing more is decoded from it (what is buffered or still arrives is dropped).
+void ServerCodec::shutdown_requested(Context& ctx) {
+  if (finished_ || pending_.empty()) return;
+  ctx.channel().end_for_shutdown_itself();
+  if (state_ != State::closed) {
+    state_ = State::closed;
+    request_started_ = {};
+    if (!lending_) in_.release();  // else decode() releases it once the handler has returned
+  }
+  error_status_ = 0;  // bad input after the requests owed: the close answers it
+  const std::size_t last = pending_.size() - 1;
+  pending_[last] = static_cast<std::uint8_t>(pending_[last] & ~kKeepAlive);
+  if (pending_[last] & kAnswered) {
+    // Its answer is encoded already (it waits for those before it): it becomes the last one.
+    const std::uint64_t sequence = front_sequence_ + last;
+    for (EarlyAnswer& early : early_) {
+      if (early.sequence == sequence && early.final && !early.last) make_last(ctx, early);
+    }
+  }
+}
+
+// Rewrites an encoded answer's head to end the connection: its connection line (the head's last,
+// as encode_into() writes it) becomes Connection: close, or that line is added.
+void ServerCodec::make_last(Context& ctx, EarlyAnswer& early) {
+  early.last = true;
+  const std::string_view bytes(reinterpret_cast<const char*>(early.bytes.read_ptr()), early.bytes.readable_bytes());
+  const std::size_t end = bytes.find("\r\n\r\n");
+  if (end == std::string_view::npos) return;  // not a head this codec wrote
+  std::string_view head = bytes.substr(0, end + 2);  // through the last field line's CRLF
+  constexpr std::string_view kKeepAlive = "Connection: keep-alive\r\n";
+  if (head.ends_with(kKeepAlive)) head.remove_suffix(kKeepAlive.size());
+  constexpr std::string_view kClose = "Connection: close\r\n";
+  const std::string_view rest = bytes.substr(end + 2);  // the blank line, then the copied body
+  ByteBuf rewritten = ctx.allocator().buffer(head.size() + kClose.size() + rest.size());
+  put(rewritten, head);
+  put(rewritten, kClose);
+  put(rewritten, rest);
+  early_bytes_ += rewritten.readable_bytes();
+  early_bytes_ -= early.bytes.readable_bytes();
+  early.bytes = std::move(rewritten);
 }
 
 // The client sent FIN: a request still incomplete will never be; every answer owed still goes out.

@@ -61,6 +61,8 @@ def parser():
     r.add_argument("--duration", type=float, help="seconds per measurement (default 5; with --quick 0.5, or 1 with wrk)")
     r.add_argument("--warmup", type=float, help="seconds of load before a server's first point (default 3; --quick: as --duration)")
     r.add_argument("--load", choices=["weft-load", "wrk"], help="load generator (default weft-load when built, else wrk)")
+    r.add_argument("--h2-load", choices=["weft-load", "h2load"],
+                   help="the h2 suite's load generator (default weft-load when built, else h2load)")
     r.add_argument("--columns", help="only these columns (comma-separated names)")
     r.add_argument("--build-dir", help="build folder holding bin/ (default: the launcher's, else build/release)")
     r.add_argument("--no-pin", action="store_true", help="do not pin server and load to separate CPUs")
@@ -87,7 +89,7 @@ def cmd_run(args, invoked_as):
         peers.setdefault(suite, []).append((name, command))
     ctx = suites.Context(bin_dir=bin_dir, quick=args.quick, peers=peers,
                          server_cpus=len(server_cpus.split(",")) if server_cpus else os.cpu_count(),
-                         columns=set(args.columns.split(",")) if args.columns else None)
+                         columns=set(args.columns.split(",")) if args.columns else None, h2_load=args.h2_load)
     try:
         table_specs = suites.build(names, ctx)
         adapter, note = load.choose(args.load, bin_dir, os.path.join(PACKAGE_DIR, "wrk_pipeline.lua"))
@@ -107,7 +109,8 @@ def cmd_run(args, invoked_as):
     doc = {"tool": "weft-bench", "schema": results.SCHEMA, "suite": args.suite,
            "environment": results.environment(build_dir, REPO_DIR),
            "settings": {"quick": args.quick, "repeat": args.repeat, "duration_s": duration, "warmup_s": warmup,
-                        "load": adapter.name, "server_cpus": server_cpus, "load_cpus": load_cpus},
+                        "load": adapter.name, "h2_load": next((t.loader.name for t in table_specs if t.suite == "h2"), None),
+                        "server_cpus": server_cpus, "load_cpus": load_cpus},
            "notes": [note] if note else [], "tables": [], "processes": []}
     sup = Supervisor(os.path.join(out_dir, "logs"))
     runner = Runner(sup, adapter, (server_cpus, load_cpus), args.repeat, duration, warmup)

@@ -44,6 +44,15 @@ class WeftLoad:
             argv += ["--timeout", f"{timeout:g}"]
         return argv, self._parser(path)
 
+    def h2(self, url, connections, streams, duration, threads=1, h1=False):
+        """weft-load h2: `streams` per connection, as h2load's -m (h2c for http://, h2 by ALPN for https://)."""
+        if h1:
+            raise ValueError("weft-load h2 speaks HTTP/2 only: HTTP/1.1 over TLS is weft-load http")
+        path = self._json_file()
+        argv = [self.binary, "h2", url, "-c", str(connections), "-m", str(streams), "-t", str(threads),
+                "-d", f"{duration:g}", "--json", path]
+        return argv, self._parser(path)
+
     def echo(self, host, port, ports, threads, rounds, size):
         path = self._json_file()
         argv = [self.binary, "echo", f"{host}:{port}+{ports}", "--threads", str(threads), "--rounds", str(rounds),
@@ -229,3 +238,12 @@ def choose(kind, bin_dir, wrk_script):
         return WeftLoad(weft_load), None
     note = None if kind == "wrk" else f"load: wrk ({weft_load} not built; echo and stream need weft-load)"
     return Wrk("wrk", wrk_script), note
+
+
+def choose_h2(kind, bin_dir):
+    """The h2 suite's load generator: weft-load h2 when built (it spends less client CPU per request than
+    h2load on the same load), else h2load; `kind` ("weft-load" or "h2load") forces one."""
+    weft_load = os.path.join(bin_dir, "weft-load")
+    if kind == "weft-load" or (kind is None and os.access(weft_load, os.X_OK)):
+        return WeftLoad(weft_load)
+    return H2Load()

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
-from .load import H2Load, STime
+from .load import H2Load, STime, choose_h2
 
 HELLO_MODES = ["loop", "loop-async", "offload", "coroutine", "coroutine-async"]
 
@@ -71,6 +71,7 @@ class Context:
     server_cpus: int                 # event loops to give a weft server
     peers: dict                      # suite -> [(name, command string)]
     columns: set = None              # only these column names, when given
+    h2_load: str = None              # the h2 suite's load: "weft-load" or "h2load"; None: weft-load when built
 
 
 def _bin(ctx, name):
@@ -130,9 +131,9 @@ def stream(ctx):
 
 
 def h2(ctx):
-    """HTTP/2 over cleartext with prior knowledge (h2load), the load of issue 17's targets: /plaintext,
-    16 streams per connection. weft-hello serves h2c and HTTP/1.1 on one port. Peers (h2o, nginx's h2c
-    port) come with --peer h2:NAME=COMMAND."""
+    """HTTP/2 over cleartext with prior knowledge, the load of issue 17's targets: /plaintext, 16 streams
+    per connection, from weft-load h2 (or h2load: --h2-load). weft-hello serves h2c and HTTP/1.1 on one
+    port. Peers (h2o, nginx's h2c port) come with --peer h2:NAME=COMMAND."""
     hello = _bin(ctx, "weft-hello")
     base = [hello, "--port", "{port}", "--loops", str(ctx.server_cpus)]
     columns = [Column("epoll", base + ["--mode", "loop"]),
@@ -143,7 +144,7 @@ def h2(ctx):
                                              "Result: requests/s",
         row_label="connections", rows=[64] if ctx.quick else [16, 64, 256], load_kind="h2", metric="rps",
         unit="req/s", higher_is_better=True, count_key="responses", columns=_keep(ctx, columns),
-        params={"path": "/plaintext", "streams": 16}, loader=H2Load())]
+        params={"path": "/plaintext", "streams": 16}, loader=choose_h2(ctx.h2_load, ctx.bin_dir))]
 
 
 def _test_certificate():

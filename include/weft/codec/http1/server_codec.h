@@ -25,6 +25,11 @@
 /// given and without its body: build the same response as for GET (the Router sends HEAD to the GET
 /// route) and the encoder drops the content.
 ///
+/// The loop's graceful shutdown (ChannelShutdownRequestedEvent): an idle keep-alive connection closes
+/// at once; one with requests in flight reads no new request, answers those it has handed over -- the
+/// last answer with `Connection: close` -- and then closes (Channel::end_for_shutdown_itself: the
+/// loop waits for it up to its shutdown timeout). Requests pipelined behind are not answered.
+///
 /// Inbound ByteBuf -> HttpRequest; outbound HttpResponse -> ByteBuf. Loop thread only; one codec per
 /// channel. Turns the channel's allow_half_closure on when added (the end of the client's input is
 /// an event it answers).
@@ -100,6 +105,8 @@ class ServerCodec final : public Handler {
   void on_deadline(Context& ctx);
   void stop_deadline(Context& ctx);
   void end_input(Context& ctx);
+  void shutdown_requested(Context& ctx);
+  void make_last(Context& ctx, EarlyAnswer& early);
 
   // What each request touches first, the parsed head last: a server with many connections finds
   // most of them out of cache, so the hot fields share as few lines as they can.
