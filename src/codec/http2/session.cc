@@ -610,7 +610,7 @@ int Session::begin_frame() {
       data_target_ = 0;
       Stream* s = find(id);
       if (s == nullptr) {
-        if (id > last_recv_stream_id_) return connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA on an idle stream");
+        if (idle(id)) return connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA on an idle stream");
         // A stream closed (or reset) meanwhile: ignored, its bytes given back to the connection.
       } else if (s->end_received) {
         // A stream error by RFC 9113 5.1; ended as a connection error (5.4.1 allows it), as nghttp2
@@ -1010,7 +1010,7 @@ int Session::on_rst_stream(const std::uint8_t* p) {
   const std::int32_t id = frame_.stream_id;
   frame_.error_code = load_u32(p);
   Stream* s = find(id);
-  if (s == nullptr && id > last_recv_stream_id_) {
+  if (s == nullptr && idle(id)) {
     return connection_error(NGHTTP2_PROTOCOL_ERROR, "RST_STREAM on an idle stream");
   }
   if (s != nullptr) frame_.user_data = s->user_data;
@@ -1033,7 +1033,7 @@ int Session::on_window_update(const std::uint8_t* p) {
   }
   Stream* s = find(id);
   if (s == nullptr) {
-    if (id > last_recv_stream_id_) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+    if (idle(id)) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
     return hooks_.on_frame_recv(frame_);  // a closed stream: ignored (and counted by the budget)
   }
   // (A stream error by RFC 9113 6.9; a connection error here, as for DATA after END_STREAM.)

@@ -176,6 +176,9 @@ class Session {
 
   // streams
   Stream* find(std::int32_t id) const noexcept;
+  // A stream not found is idle (never opened) when the client has not used its id yet, or when the
+  // id is even: the server opens no streams (no push). Otherwise it is closed.
+  bool idle(std::int32_t id) const noexcept { return (id & 1) == 0 || id > last_recv_stream_id_; }
   Stream* open(std::int32_t id);
   void close(Stream& s, std::uint32_t error_code);
   void unlink_data(Stream& s) noexcept;
