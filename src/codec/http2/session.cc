@@ -519,7 +519,10 @@ ssize_t Session::read_frames(const std::uint8_t* p, std::size_t n) {
         }
         payload_left_ = frame_.length - 1 - pad;
         padding_left_ = pad;
-        conn_consumed_ += 1 + pad;  // padding is returned at once
+        conn_consumed_ += 1 + pad;  // padding is returned at once, to the stream as well
+        if (data_target_ != 0) {
+          if (Stream* s = find(data_target_)) s->consumed += 1 + pad;
+        }
         in_ = In::data;
         if (payload_left_ == 0 && padding_left_ == 0) {
           in_ = In::head;
