@@ -949,9 +949,13 @@ int Session::on_settings(const std::uint8_t* p, std::size_t n) {
       // Our SETTINGS are in effect now: the streams' receive windows follow the new initial size.
       const std::int64_t delta = std::int64_t{pending_initial_window_} - local_initial_window_;
       local_initial_window_ = pending_initial_window_;
+      // What was consumed under the old size may be owed back now: a client that sent more than the
+      // new size before the ACK has a negative window and waits for this WINDOW_UPDATE.
       if (delta != 0) {
         for (const auto& s : pool_) {
-          if (s->id != 0) s->recv_window += delta;
+          if (s->id == 0) continue;
+          s->recv_window += delta;
+          if (!s->end_received && !s->resetting) returned(s->consumed, s->id, static_cast<std::int32_t>(local_initial_window_));
         }
       }
       decoder_.set_max_table_size(local_header_table_size_);
