@@ -20,12 +20,16 @@ std::uint32_t load_u32(const std::uint8_t* p) noexcept {
 }
 
 // A field name HTTP/2 allows (RFC 9113 8.2.1): token characters, no uppercase.
+// A method (RFC 9110 9.1): token characters.
 struct NameChars {
   bool ok[256] = {};
+  bool token[256] = {};
   constexpr NameChars() {
     for (int c = 'a'; c <= 'z'; ++c) ok[c] = true;
     for (int c = '0'; c <= '9'; ++c) ok[c] = true;
     for (const char c : std::string_view("!#$%&'*+-.^_`|~")) ok[static_cast<unsigned char>(c)] = true;
+    for (int c = 0; c < 256; ++c) token[c] = ok[c];
+    for (int c = 'A'; c <= 'Z'; ++c) token[c] = true;
   }
 };
 constexpr NameChars kNameChars;
@@ -57,6 +61,13 @@ bool valid_value(std::string_view value) noexcept {
   return true;
 }
 
+bool valid_method(std::string_view method) noexcept {
+  for (const char c : method) {
+    if (!kNameChars.token[static_cast<unsigned char>(c)]) return false;
+  }
+  return true;
+}
+
 bool connection_specific(std::string_view name) noexcept {
   switch (name.size()) {
     case 7: return name == "upgrade";
@@ -67,7 +78,7 @@ bool connection_specific(std::string_view name) noexcept {
   }
 }
 
-enum Pseudo : std::uint8_t { kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8 };
+enum Pseudo : std::uint8_t { kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8, kAsteriskPath = 16, kOptions = 32 };
 
 }  // namespace
 
@@ -841,6 +852,9 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
     const bool complete = connect_ ? (pseudo_seen_ & kAuthority) != 0 && (pseudo_seen_ & (kScheme | kPath)) == 0
                                    : (pseudo_seen_ & (kMethod | kScheme | kPath)) == (kMethod | kScheme | kPath);
     if (!complete) return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "request pseudo-headers missing");
+    if ((pseudo_seen_ & (kAsteriskPath | kOptions)) == kAsteriskPath) {
+      return stream_error(id, NGHTTP2_PROTOCOL_ERROR, ":path * without OPTIONS");
+    }
   }
   const bool end_stream = (decoding_frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (end_stream) {
@@ -884,12 +898,17 @@ int Session::check_field(std::string_view name, std::string_view value) {
     }
     switch (name.size()) {
       case 5:
-        if (name == ":path" && !value.empty()) bit = kPath;
+        // origin-form, or asterisk-form for OPTIONS (RFC 9113 8.3.1); not absolute-form.
+        if (name == ":path" && !value.empty() && (value[0] == '/' || value == "*")) {
+          bit = kPath;
+          if (value[0] == '*') pseudo_seen_ |= kAsteriskPath;
+        }
         break;
       case 7:
-        if (name == ":method" && !value.empty()) {
+        if (name == ":method" && !value.empty() && valid_method(value)) {
           bit = kMethod;
           connect_ = value == "CONNECT";
+          if (value == "OPTIONS") pseudo_seen_ |= kOptions;
         } else if (name == ":scheme" && !value.empty()) {
           bit = kScheme;
         }

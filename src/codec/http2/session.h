@@ -205,7 +205,7 @@ class Session {
   Stream* decoding_ = nullptr;     // null: decoded for HPACK's state only, then dropped
   FrameInfo decoding_frame_;
   bool regular_seen_ = false;
-  std::uint8_t pseudo_seen_ = 0;   // bits: method, scheme, path, authority, protocol
+  std::uint8_t pseudo_seen_ = 0;   // bits: method, scheme, path, authority, path "*", OPTIONS
   bool connect_ = false;
   const char* field_error_ = nullptr;  // why the block's fields make the request malformed
   std::int32_t decoding_id_ = 0;   // the stream the block is for (0: decoded for HPACK's state only)
