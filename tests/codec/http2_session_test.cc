@@ -559,6 +559,68 @@ TEST(Http2SessionTest, DataOfExactlyContentLengthIsServed) {
   EXPECT_TRUE(c.frames.resets.empty());
 }
 
+TEST(Http2SessionTest, TheFormOfPathAndMethodIsChecked) {
+  struct Case {
+    const char* what;
+    std::string block;
+    bool ok;
+  };
+  const std::string authority = "\x01\x0ctest.example";
+  const std::vector<Case> cases = {
+      {"a path without a leading slash", "\x82\x86" + literal(":path", "plaintext") + authority, false},
+      {"an absolute URI as the path", "\x82\x86" + literal(":path", "http://evil.example/plaintext") + authority, false},
+      {"* with GET", "\x82\x86" + literal(":path", "*") + authority, false},
+      {"* with OPTIONS", literal(":method", "OPTIONS") + "\x86" + literal(":path", "*") + authority, true},
+      {"a method with a space", literal(":method", "GE T") + "\x86" + literal(":path", "/plaintext") + authority, false},
+      {"a method with a slash", literal(":method", "GET/") + "\x86" + literal(":path", "/plaintext") + authority, false},
+      {"an extension method", literal(":method", "PURGE") + "\x86" + literal(":path", "/plaintext") + authority, true},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    Conn c;
+    c.send(raw_preface() + frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 1, k.block));
+    if (k.ok) {
+      EXPECT_TRUE(c.frames.status.count(1));
+      EXPECT_TRUE(c.frames.resets.empty());
+    } else {
+      c.expect_stream_error(1, NGHTTP2_PROTOCOL_ERROR, 3);
+    }
+  }
+}
+
+TEST(Http2SessionTest, HeadersOnAHalfClosedStreamAreAStreamClosedError) {
+  Conn c;
+  c.send(raw_preface() + frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 1, request_block("GET", "/hold")) +
+         frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 1, literal("x-t", "1")));
+  ASSERT_TRUE(c.frames.resets.count(1) || c.frames.goaway.has_value());
+  if (c.frames.goaway) {
+    c.expect_connection_error(NGHTTP2_STREAM_CLOSED);
+  } else {
+    EXPECT_EQ(c.frames.resets[1], std::uint32_t{NGHTTP2_STREAM_CLOSED});
+    c.expect_serves(3);
+  }
+}
+
+TEST(Http2SessionTest, ATableSizeUpdateAfterAFieldIsACompressionError) {
+  Conn c;
+  c.send(raw_preface() + frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 1, "\x82\x20\x86\x84\x01\x0ctest.example"));
+  c.expect_connection_error(NGHTTP2_COMPRESSION_ERROR);
+}
+
+TEST(Http2SessionTest, ATableSizeUpdateAboveTheSettingIsACompressionError) {
+  Conn c;
+  // 4,097 > SETTINGS_HEADER_TABLE_SIZE 4,096: 0x3f then 4097 - 31 = 4066 in 7-bit groups.
+  c.send(raw_preface() + frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 1,
+                               std::string("\x3f\xe2\x1f", 3) + std::string(kGetBlock)));
+  c.expect_connection_error(NGHTTP2_COMPRESSION_ERROR);
+}
+
+TEST(Http2SessionTest, AnIndexPastTheTablesIsACompressionError) {
+  Conn c;
+  c.send(raw_preface() + frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 1, std::string(kGetBlock) + "\xbe"));
+  c.expect_connection_error(NGHTTP2_COMPRESSION_ERROR);
+}
+
 // ---- flow control ---------------------------------------------------------------------------------
 
 // The server's SETTINGS, acknowledged: a stream window of 1,000 bytes.
