@@ -546,7 +546,7 @@ TEST(Http2SessionTest, DataLongerThanContentLengthIsAStreamError) {
   Conn c;
   c.send(raw_preface() +
          frame(NGHTTP2_HEADERS, kEndHeaders, 1, request_block("POST", "/echo", literal("content-length", "5"))) +
-         frame(NGHTTP2_DATA, 0, 1, "abc") + frame(NGHTTP2_DATA, kEndStream, 1, "defg"));
+         frame(NGHTTP2_DATA, 0, 1, "abc") + frame(NGHTTP2_DATA, 0, 1, "defg"));  // reset before END_STREAM
   c.expect_stream_error(1, NGHTTP2_PROTOCOL_ERROR, 3);
 }
 
