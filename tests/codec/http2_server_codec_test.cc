@@ -657,22 +657,7 @@ TEST(CleartextDetectorTest, AnEarlyHttp11BytePicksHttp11) {
   EXPECT_THAT(f.output(), HasSubstr("\r\n\r\nhi"));
 }
 
-std::string base64url(const std::uint8_t* data, std::size_t n) {
-  static constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::uint32_t bits = 0;
-  int count = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    bits = (bits << 8) | data[i];
-    count += 8;
-    while (count >= 6) {
-      count -= 6;
-      out.push_back(kDigits[(bits >> count) & 63]);
-    }
-  }
-  if (count > 0) out.push_back(kDigits[(bits << (6 - count)) & 63]);
-  return out;
-}
+using test::base64url;
 
 TEST(CleartextDetectorTest, AnUpgradeToH2cIsAnswered101AndTheRequestIsServedOnStream1) {
   DetectorFixture f;

@@ -11,6 +11,7 @@
 #include "support/h2_frames.h"
 #include "weft/channel/embedded_channel.h"
 #include "weft/codec/http1/router.h"
+#include "weft/codec/http2/cleartext_detector.h"
 #include "weft/codec/http2/server_codec.h"
 
 namespace weft::http2 {
@@ -854,6 +855,66 @@ TEST(Http2SessionTest, AfterTheClientsGoawayTheOpenStreamsFinish) {
   EXPECT_EQ(frames.data[1], "a");
   EXPECT_TRUE(frames.ended[1]);
   EXPECT_FALSE(ch.is_open()) << "nothing left to do";
+}
+
+// ---- h2c upgrade ----------------------------------------------------------------------------------
+
+// GET /big?n=100 by Upgrade: h2c with `settings` as HTTP2-Settings; returns what followed the 101
+// (or everything, when there was no 101).
+struct Upgrade {
+  explicit Upgrade(const std::string& settings) {
+    ch.pipeline().add_last("detect", std::make_shared<CleartextDetector>());
+    ch.pipeline().add_last("router", router());
+    const auto* p = reinterpret_cast<const std::uint8_t*>(settings.data());
+    ch.write_inbound(ByteBuf::copy_of("GET /big?n=100 HTTP/1.1\r\nHost: up.example\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                                      "Upgrade: h2c\r\nHTTP2-Settings: " + test::base64url(p, settings.size()) +
+                                      "\r\n\r\n" + raw_preface()));
+    std::string out;
+    while (auto b = ch.read_outbound<ByteBuf>()) out += b->to_string();
+    const std::string k101 = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+    upgraded = out.compare(0, k101.size(), k101) == 0;
+    if (upgraded) frames.feed(std::string_view(out).substr(k101.size()));
+    else http1 = out;
+  }
+  void send(std::string_view bytes) {
+    if (ch.is_open()) ch.write_inbound(ByteBuf::copy_of(bytes));
+    while (auto b = ch.read_outbound<ByteBuf>()) frames.feed(b->to_string());
+  }
+  EmbeddedChannel ch;
+  ServerFrames frames;
+  bool upgraded = false;
+  std::string http1;
+};
+
+TEST(Http2SessionTest, AnUpgradesHttp2SettingsApplyToStreamOne) {
+  Upgrade u(setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 10) + setting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100));
+  ASSERT_TRUE(u.upgraded);
+  EXPECT_EQ(u.frames.status[1], 200);
+  EXPECT_EQ(u.frames.data[1], std::string(10, 'b')) << "the window of 10 from HTTP2-Settings";
+  u.send(frame(NGHTTP2_WINDOW_UPDATE, 0, 1, u32(90)));
+  EXPECT_EQ(u.frames.data[1], std::string(100, 'b'));
+  EXPECT_TRUE(u.frames.ended[1]);
+  // Stream 1 is taken; the next request is stream 3.
+  u.send(frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 3, request_block("GET", "/plaintext")));
+  EXPECT_EQ(u.frames.data[3], "Hello, Wor") << "every stream starts with the window of 10";
+  u.send(frame(NGHTTP2_WINDOW_UPDATE, 0, 3, u32(3)));
+  EXPECT_EQ(u.frames.data[3], "Hello, World!");
+  EXPECT_FALSE(u.frames.goaway.has_value());
+}
+
+// A value SETTINGS forbids: 101, then the connection closes; a payload not made of 6-byte entries:
+// no upgrade (served as HTTP/1.1). Never an HTTP/2 answer.
+TEST(Http2SessionTest, AnUpgradeWithInvalidHttp2SettingsIsNotServedAsHttp2) {
+  {
+    Upgrade u(setting(NGHTTP2_SETTINGS_ENABLE_PUSH, 2));
+    EXPECT_TRUE(u.frames.status.empty());
+    EXPECT_FALSE(u.ch.is_open());
+  }
+  {
+    Upgrade u(std::string("\x00\x04\x00", 3));
+    EXPECT_FALSE(u.upgraded);
+    EXPECT_EQ(u.http1.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  }
 }
 
 }  // namespace

@@ -64,6 +64,24 @@ inline std::string request_block(std::string_view method, std::string_view path,
   return literal(":method", method) + "\x86" + literal(":path", path) + "\x01\x0ctest.example" + std::string(extra);
 }
 
+// base64url without padding (an HTTP2-Settings header's value).
+inline std::string base64url(const std::uint8_t* data, std::size_t n) {
+  static constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  std::uint32_t bits = 0;
+  int count = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    bits = (bits << 8) | data[i];
+    count += 8;
+    while (count >= 6) {
+      count -= 6;
+      out.push_back(kDigits[(bits >> count) & 63]);
+    }
+  }
+  if (count > 0) out.push_back(kDigits[(bits << (6 - count)) & 63]);
+  return out;
+}
+
 struct ServerFrame {
   std::uint8_t type;
   std::uint8_t flags;
