@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/h2_client.h"
+#include "support/h2_frames.h"
 #include "weft/channel/embedded_channel.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http2/cleartext_detector.h"
@@ -342,88 +343,12 @@ TEST(Http2ServerCodecTest, APingFloodSpendsTheGlitchBudget) {
 
 // ---- raw frames: what a client library would not send ----------------------------------------------
 
-std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::string_view payload) {
-  std::string f;
-  const std::size_t n = payload.size();
-  f += static_cast<char>(n >> 16);
-  f += static_cast<char>(n >> 8);
-  f += static_cast<char>(n);
-  f += static_cast<char>(type);
-  f += static_cast<char>(flags);
-  for (int shift = 24; shift >= 0; shift -= 8) f += static_cast<char>((stream >> shift) & 0xff);
-  f += payload;
-  return f;
-}
-std::string u32(std::uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
-}
-// The client preface and an empty SETTINGS frame.
-std::string raw_preface() { return std::string(kClientPreface) + frame(NGHTTP2_SETTINGS, 0, 0, ""); }
-// GET / (HPACK: :method GET, :scheme http, :path / from the static table; :authority test.example,
-// a literal without indexing: nghttp2 requires :authority or host).
-constexpr std::string_view kGetBlock = "\x82\x86\x84\x01\x0ctest.example";
-// An HPACK literal field without indexing, new name (names and values under 128 bytes).
-std::string literal(std::string_view name, std::string_view value) {
-  return std::string(1, '\0') + static_cast<char>(name.size()) + std::string(name) + static_cast<char>(value.size()) +
-         std::string(value);
-}
-
-// The frames the server wrote, read without a client session (one that would reject answers on
-// streams it did not open); HEADERS blocks are decoded for :status.
-struct ServerFrames {
-  explicit ServerFrames(std::string_view bytes) {
-    nghttp2_hd_inflater* inflater = nullptr;
-    nghttp2_hd_inflate_new(&inflater);
-    std::size_t at = 0;
-    while (at + 9 <= bytes.size()) {
-      const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data() + at);
-      const std::size_t n = (std::size_t{p[0]} << 16) | (std::size_t{p[1]} << 8) | p[2];
-      if (at + 9 + n > bytes.size()) break;
-      const std::uint8_t type = p[3];
-      const std::uint32_t id = ((std::uint32_t{p[5]} & 0x7f) << 24) | (std::uint32_t{p[6]} << 16) |
-                               (std::uint32_t{p[7]} << 8) | p[8];
-      const std::uint8_t* payload = p + 9;
-      auto word = [&](std::size_t i) {
-        return (std::uint32_t{payload[i]} << 24) | (std::uint32_t{payload[i + 1]} << 16) |
-               (std::uint32_t{payload[i + 2]} << 8) | payload[i + 3];
-      };
-      if (type == NGHTTP2_GOAWAY && n >= 8) {
-        goaway = word(4);
-        goaway_debug.assign(reinterpret_cast<const char*>(payload) + 8, n - 8);
-      }
-      if (type == NGHTTP2_PING && n == 8 && (p[4] & NGHTTP2_FLAG_ACK) == 0) ++pings;
-      if (type == NGHTTP2_RST_STREAM && n == 4) resets[id] = word(0);
-      if (type == NGHTTP2_HEADERS) {  // the server sends no padding, no priority, no CONTINUATION
-        const std::uint8_t* in = payload;
-        std::size_t left = n;
-        for (;;) {
-          nghttp2_nv nv;
-          int flags = 0;
-          const ssize_t used = nghttp2_hd_inflate_hd2(inflater, &nv, &flags, in, left, 1);
-          if (used < 0) break;
-          in += used;
-          left -= static_cast<std::size_t>(used);
-          if (flags & NGHTTP2_HD_INFLATE_EMIT) {
-            const std::string name(reinterpret_cast<const char*>(nv.name), nv.namelen);
-            if (name == ":status") status[id] = std::stoi(std::string(reinterpret_cast<const char*>(nv.value), nv.valuelen));
-          }
-          if (flags & NGHTTP2_HD_INFLATE_FINAL) {
-            nghttp2_hd_inflate_end_headers(inflater);
-            break;
-          }
-          if (used == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT)) break;
-        }
-      }
-      at += 9 + n;
-    }
-    nghttp2_hd_inflate_del(inflater);
-  }
-  std::optional<std::uint32_t> goaway;
-  std::string goaway_debug;
-  int pings = 0;                                  // PINGs the server sent (not ACKs)
-  std::map<std::uint32_t, std::uint32_t> resets;  // stream -> error code
-  std::map<std::uint32_t, int> status;            // stream -> :status
-};
+using test::frame;
+using test::kGetBlock;
+using test::literal;
+using test::raw_preface;
+using test::ServerFrames;
+using test::u32;
 
 // A router whose /hold route never answers (the stream stays open, half-closed by the client).
 std::shared_ptr<http::Router> holding_router() {
@@ -753,22 +678,7 @@ TEST(CleartextDetectorTest, AnEarlyHttp11BytePicksHttp11) {
   EXPECT_THAT(f.output(), HasSubstr("\r\n\r\nhi"));
 }
 
-std::string base64url(const std::uint8_t* data, std::size_t n) {
-  static constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::uint32_t bits = 0;
-  int count = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    bits = (bits << 8) | data[i];
-    count += 8;
-    while (count >= 6) {
-      count -= 6;
-      out.push_back(kDigits[(bits >> count) & 63]);
-    }
-  }
-  if (count > 0) out.push_back(kDigits[(bits << (6 - count)) & 63]);
-  return out;
-}
+using test::base64url;
 
 TEST(CleartextDetectorTest, AnUpgradeToH2cIsAnswered101AndTheRequestIsServedOnStream1) {
   DetectorFixture f;

@@ -42,6 +42,18 @@ bool bad_name_word(std::uint64_t v) noexcept {
 
 bool bad_name_byte(unsigned char b) noexcept { return b <= 0x20 || (b >= 0x41 && b <= 0x5a) || b >= 0x7f; }
 
+// A method (RFC 9110 9.1): token characters.
+struct TokenChars {
+  bool ok[256] = {};
+  constexpr TokenChars() {
+    for (int c = 'a'; c <= 'z'; ++c) ok[c] = true;
+    for (int c = 'A'; c <= 'Z'; ++c) ok[c] = true;
+    for (int c = '0'; c <= '9'; ++c) ok[c] = true;
+    for (const char c : std::string_view("!#$%&'*+-.^_`|~")) ok[static_cast<unsigned char>(c)] = true;
+  }
+};
+constexpr TokenChars kTokenChars;
+
 bool valid_name(std::string_view name) noexcept {
   const char* p = name.data();
   std::size_t n = name.size();
@@ -75,6 +87,13 @@ bool equals(std::string_view s, const char (&literal)[N]) noexcept {
   return s.size() == N - 1 && __builtin_memcmp(s.data(), literal, N - 1) == 0;
 }
 
+bool valid_method(std::string_view method) noexcept {
+  for (const char c : method) {
+    if (!kTokenChars.ok[static_cast<unsigned char>(c)]) return false;
+  }
+  return true;
+}
+
 bool connection_specific(std::string_view name) noexcept {
   switch (name.size()) {
     case 7: return equals(name, "upgrade");
@@ -85,7 +104,7 @@ bool connection_specific(std::string_view name) noexcept {
   }
 }
 
-enum Pseudo : std::uint8_t { kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8 };
+enum Pseudo : std::uint8_t { kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8, kAsteriskPath = 16, kOptions = 32 };
 
 }  // namespace
 
@@ -544,7 +563,10 @@ ssize_t Session::read_frames(const std::uint8_t* p, std::size_t n) {
         }
         payload_left_ = frame_.length - 1 - pad;
         padding_left_ = pad;
-        conn_consumed_ += 1 + pad;  // padding is returned at once
+        conn_consumed_ += 1 + pad;  // padding is returned at once, to the stream as well
+        if (data_target_ != 0) {
+          if (Stream* s = find(data_target_)) s->consumed += 1 + pad;
+        }
         in_ = In::data;
         if (payload_left_ == 0 && padding_left_ == 0) {
           in_ = In::head;
@@ -635,7 +657,7 @@ int Session::begin_frame() {
       data_target_ = 0;
       Stream* s = find(id);
       if (s == nullptr) {
-        if (id > last_recv_stream_id_) return connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA on an idle stream");
+        if (idle(id)) return connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA on an idle stream");
         // A stream closed (or reset) meanwhile: ignored, its bytes given back to the connection.
       } else if (s->end_received) {
         // A stream error by RFC 9113 5.1; ended as a connection error (5.4.1 allows it), as nghttp2
@@ -863,6 +885,9 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
     const bool complete = connect_ ? (pseudo_seen_ & kAuthority) != 0 && (pseudo_seen_ & (kScheme | kPath)) == 0
                                    : (pseudo_seen_ & (kMethod | kScheme | kPath)) == (kMethod | kScheme | kPath);
     if (!complete) return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "request pseudo-headers missing");
+    if ((pseudo_seen_ & (kAsteriskPath | kOptions)) == kAsteriskPath) {
+      return stream_error(id, NGHTTP2_PROTOCOL_ERROR, ":path * without OPTIONS");
+    }
   }
   const bool end_stream = (decoding_frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (end_stream) {
@@ -906,12 +931,17 @@ int Session::check_field(std::string_view name, std::string_view value) {
     }
     switch (name.size()) {
       case 5:
-        if (equals(name, ":path") && !value.empty()) bit = kPath;
+        // origin-form, or asterisk-form for OPTIONS (RFC 9113 8.3.1); not absolute-form.
+        if (equals(name, ":path") && !value.empty() && (value[0] == '/' || equals(value, "*"))) {
+          bit = kPath;
+          if (value[0] == '*') pseudo_seen_ |= kAsteriskPath;
+        }
         break;
       case 7:
-        if (equals(name, ":method") && !value.empty()) {
+        if (equals(name, ":method") && !value.empty() && valid_method(value)) {
           bit = kMethod;
           connect_ = equals(value, "CONNECT");
+          if (equals(value, "OPTIONS")) pseudo_seen_ |= kOptions;
         } else if (equals(name, ":scheme") && !value.empty()) {
           bit = kScheme;
         }
@@ -971,9 +1001,13 @@ int Session::on_settings(const std::uint8_t* p, std::size_t n) {
       // Our SETTINGS are in effect now: the streams' receive windows follow the new initial size.
       const std::int64_t delta = std::int64_t{pending_initial_window_} - local_initial_window_;
       local_initial_window_ = pending_initial_window_;
+      // What was consumed under the old size may be owed back now: a client that sent more than the
+      // new size before the ACK has a negative window and waits for this WINDOW_UPDATE.
       if (delta != 0) {
         for (const auto& s : pool_) {
-          if (s->id != 0) s->recv_window += delta;
+          if (s->id == 0) continue;
+          s->recv_window += delta;
+          if (!s->end_received && !s->resetting) returned(s->consumed, s->id, static_cast<std::int32_t>(local_initial_window_));
         }
       }
       decoder_.set_max_table_size(local_header_table_size_);
@@ -1035,7 +1069,7 @@ int Session::on_rst_stream(const std::uint8_t* p) {
   const std::int32_t id = frame_.stream_id;
   frame_.error_code = load_u32(p);
   Stream* s = find(id);
-  if (s == nullptr && id > last_recv_stream_id_) {
+  if (s == nullptr && idle(id)) {
     return connection_error(NGHTTP2_PROTOCOL_ERROR, "RST_STREAM on an idle stream");
   }
   if (s != nullptr) frame_.user_data = s->user_data;
@@ -1058,7 +1092,7 @@ int Session::on_window_update(const std::uint8_t* p) {
   }
   Stream* s = find(id);
   if (s == nullptr) {
-    if (id > last_recv_stream_id_) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+    if (idle(id)) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
     return hooks_.on_frame_recv(frame_);  // a closed stream: ignored (and counted by the budget)
   }
   // (A stream error by RFC 9113 6.9; a connection error here, as for DATA after END_STREAM.)

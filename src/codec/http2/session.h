@@ -178,6 +178,9 @@ class Session {
 
   // streams
   Stream* find(std::int32_t id) const noexcept;
+  // A stream not found is idle (never opened) when the client has not used its id yet, or when the
+  // id is even: the server opens no streams (no push). Otherwise it is closed.
+  bool idle(std::int32_t id) const noexcept { return (id & 1) == 0 || id > last_recv_stream_id_; }
   Stream* open(std::int32_t id);
   void close(Stream& s, std::uint32_t error_code);
   void unlink_data(Stream& s) noexcept;
@@ -204,7 +207,7 @@ class Session {
   Stream* decoding_ = nullptr;     // null: decoded for HPACK's state only, then dropped
   FrameInfo decoding_frame_;
   bool regular_seen_ = false;
-  std::uint8_t pseudo_seen_ = 0;   // bits: method, scheme, path, authority, protocol
+  std::uint8_t pseudo_seen_ = 0;   // bits: method, scheme, path, authority, path "*", OPTIONS
   bool connect_ = false;
   const char* field_error_ = nullptr;  // why the block's fields make the request malformed
   std::int32_t decoding_id_ = 0;   // the stream the block is for (0: decoded for HPACK's state only)
