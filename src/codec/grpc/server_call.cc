@@ -112,7 +112,7 @@ Task<std::optional<ByteBuf>> ServerCall::read() {
   }
 }
 
-Task<> ServerCall::write(ByteBuf message) {
+Task<> ServerCall::start_response() {
   if (ended_) throw CallEnded(*ended_);
   if (finished_) throw std::logic_error("grpc::ServerCall::write after finish");
   if (!headers_written_) {
@@ -121,13 +121,30 @@ Task<> ServerCall::write(ByteBuf message) {
     co_await send(std::move(head));
     headers_written_ = true;
   }
+}
+
+Task<> ServerCall::write_framed(ByteBuf framed) {
+  const std::size_t n = framed.readable_bytes();
+  if (n < kMessagePrefixBytes || framed.read_ptr()[0] != 0 ||
+      ((std::size_t{framed.read_ptr()[1]} << 24) | (std::size_t{framed.read_ptr()[2]} << 16) |
+       (std::size_t{framed.read_ptr()[3]} << 8) | std::size_t{framed.read_ptr()[4]}) != n - kMessagePrefixBytes) {
+    throw std::invalid_argument("grpc::ServerCall::write_framed: not one uncompressed length-prefixed message");
+  }
+  co_await start_response();
+  http2::StreamData data{std::move(framed), false};
+  co_await send(std::move(data));
+  connection_.flush();
+}
+
+Task<> ServerCall::write(ByteBuf message) {
+  co_await start_response();
   const std::size_t n = message.readable_bytes();
   if (n < kCopyBelowBytes) {
-    ByteBuf framed_bytes = frame_message(message);
+    ByteBuf framed_bytes = frame_message(message, allocator());
     http2::StreamData framed{std::move(framed_bytes), false};
     co_await send(std::move(framed));
   } else {
-    ByteBuf prefix_bytes = ByteBuf::copy_of(nullptr, 0);
+    ByteBuf prefix_bytes = allocator().buffer(kMessagePrefixBytes);
     prefix_bytes.write_u8(0);
     prefix_bytes.write_u32(static_cast<std::uint32_t>(n));
     http2::StreamData prefix{std::move(prefix_bytes), false};

@@ -7,6 +7,9 @@ from .processes import CLK_TCK, ProcessError, free_port, memory_kib
 from .stats import median
 
 
+DEFAULT_REPEAT = 3  # measurements per point unless --repeat or the table says otherwise
+
+
 class Measurement(Exception):
     pass
 
@@ -27,8 +30,12 @@ class Runner:
                "higher_is_better": table.higher_is_better, "columns": [], "cells": []}
         if table.show:
             out["show"] = table.show
+        if table.layout:
+            out["layout"] = table.layout
         for column in table.columns:
             entry = {"name": column.name, "command": column.argv, "note": column.note}
+            if column.params:
+                entry["params"] = column.params
             out["columns"].append(entry)
             adapter = table.loader or self.adapter
             if entry["note"] is None and not adapter.supports(table.load_kind):
@@ -40,7 +47,7 @@ class Runner:
         return out
 
     def _run_column(self, table, column, cells):
-        repeat = table.repeat or self.repeat
+        repeat = table.repeat or self.repeat or table.default_repeat or DEFAULT_REPEAT
         duration = table.duration or self.duration
         warmup = self.warmup if table.warmup is None else table.warmup
         server = None
@@ -75,7 +82,8 @@ class Runner:
             server.wait_listening(port)
             server.idle_rss_kib = memory_kib(server.pid).get("VmRSS")
             if warmup > 0:
-                self._measure(table, column, server, port, max(table.rows), warmup)
+                for row in table.rows if table.warmup_each_row else [max(table.rows)]:
+                    self._measure(table, column, server, port, row, warmup)
         except BaseException:
             self.sup.release(server, table.stop_grace)
             raise
@@ -85,7 +93,7 @@ class Runner:
         argv, parse = table.load_argv(table.loader or self.adapter, column, port, row, duration)
         t0, w0 = server.cpu_ticks(), time.monotonic()
         code, stdout = self.sup.run(f"{table.id}-{column.name}-load", argv, cpus=self.load_cpus,
-                                    timeout=duration + 60 + row * 0.05)
+                                    timeout=duration + 60 + (row * 0.05 if isinstance(row, (int, float)) else 0))
         ticks, wall = server.cpu_ticks() - t0, time.monotonic() - w0
         if not server.alive():
             raise Measurement(f"server exited with {server.popen.returncode}: {server.last_error_line()}")
@@ -101,6 +109,8 @@ class Runner:
         peak_rss = memory_kib(server.pid).get("VmHWM")
         log(f"  {table.id} {column.name} {table.row_label}={row}: {value:.0f} {table.unit}"
             + (f", {cpu_us:.2f} us/req" if cpu_us else "") + f" ({wall:.1f} s)")
+        if value is None:
+            raise Measurement(f"{argv[0]} gave no {table.metric}")
         return {"value": value, "cpu_us_per_req": cpu_us, "p99_us": p99, "mean_us": mean,
                 "peak_rss_kib": peak_rss, "idle_rss_kib": getattr(server, "idle_rss_kib", None),
                 "server_cpu_s": ticks / CLK_TCK, "load": result}

@@ -102,6 +102,9 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   bool cancelled() const noexcept { return ended_.has_value(); }
   /// Loop thread only. Whether the response has ended (finished by the handler or ended without it).
   bool finished() const noexcept { return finished_; }
+  /// Thread-safe (the allocator is). The allocator of the call's channel (pooled on epoll and io_uring): where
+  /// write() frames messages, and where a handler that serializes off the loop (on an executor) may take buffers.
+  ByteBufAllocator& allocator() const noexcept { return connection_.channel().allocator(); }
 
   /// Loop thread only. Adds a header to the response's head (metadata). Before the first write() or finish() only.
   void add_response_header(std::string_view name, std::string_view value);
@@ -113,6 +116,11 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   /// stream is unwritable (its HTTP/2 flow-control window and the connection's backpressure).
   /// Throws CallEnded when the call has ended, std::logic_error after finish().
   Task<> write(ByteBuf message);
+  /// Loop thread only. As write(), for a message framed already (its 5-byte prefix, compressed flag 0, then the
+  /// message: frame_message()), e.g. serialized and framed on an executor thread, as grpc-java frames on the
+  /// application's thread. Sent as it is (no copy). Throws std::invalid_argument when the prefix does not match
+  /// the bytes.
+  Task<> write_framed(ByteBuf framed);
   /// Loop thread only. Ends the response with `status` (grpc-status, grpc-message): as trailers, or Trailers-Only
   /// when nothing was written. Does nothing once the call has finished or ended.
   Task<> finish(Status status);
@@ -125,6 +133,7 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   Task<> send(Message message);  // Connection::write, failures as CallEnded
   [[noreturn]] void throw_ended(std::exception_ptr cause);
   Task<> fail(Status status);  // ends the call for a broken request, then throws CallEnded
+  Task<> start_response();  // the response's head, before the first message
   http::HttpResponse response_head(int http_status) const;
   http2::Fields status_fields(const Status& status) const;
   Task<> finish_with(int http_status, Status status);  // Trailers-Only with an HTTP status (415)
