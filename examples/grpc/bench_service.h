@@ -110,7 +110,12 @@ inline ServiceRegistry benchmark_service(ExecutorGroup* executors) {
         for (std::size_t i = 0; i < kStreamBatch; ++i) batch.push_back(framed_response(size, allocator));
       });
       co_await produce;
-      for (ByteBuf& framed : batch) co_await call.write_framed(std::move(framed));
+      // One send for the batch (as grpc-java's WriteQueue flushes once per batch of queued writes).
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        WriteOptions options;
+        options.buffer_hint = i + 1 < batch.size();
+        co_await call.write_framed(std::move(batch[i]), options);
+      }
       batch.clear();
     }
   });

@@ -12,7 +12,8 @@
 // ExecutorGroup; --direct true: on the event loop (see bench_service.h). --executor-thread-cache false
 // leaves the executor threads without pooled-allocator thread caches (every buffer they allocate or
 // release takes an arena's lock): the setting that cost grpc-java's streamingCallsMessageThroughput
-// 14% (shared/seeds/004, Netty's useCacheForAllThreads); the event loops keep theirs.
+// 14% (shared/seeds/004, Netty's useCacheForAllThreads); the event loops keep theirs. Its default comes
+// from $WEFT_GRPC_EXECUTOR_THREAD_CACHE (true|false) when set.
 // Prints "weft-grpc-bench-server listening on HOST:PORT ..." once it listens; SIGINT or SIGTERM stops it.
 
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <latch>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "bench_service.h"
 #include "weft/buffer/pooled_byte_buf_allocator.h"
@@ -56,13 +58,18 @@ struct Options {
                "  --loops N                   event loops (default 1)\n"
                "  --executor-threads N        executor threads with --direct false (default 1)\n"
                "  --executor-thread-cache B   false: executor threads allocate without a thread cache\n"
-               "                              (every pooled buffer takes an arena's lock; default true)\n"
+               "                              (every pooled buffer takes an arena's lock); default true, or\n"
+               "                              $WEFT_GRPC_EXECUTOR_THREAD_CACHE when set\n"
                "  --max-connections N         blocking: connections served at once, i.e. threads (default 64)\n");
   std::exit(code);
 }
 
 Options parse(int argc, char** argv) {
   Options o;
+  // The environment's default, so that a whole `weft-bench run grpc` runs without caches on executors.
+  if (const char* env = std::getenv("WEFT_GRPC_EXECUTOR_THREAD_CACHE")) {
+    o.executor_thread_cache = !(std::string_view(env) == "false" || std::string_view(env) == "0");
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {

@@ -73,6 +73,8 @@ template <class Message>
 Task<> ServerCall::send(Message message) {
   std::exception_ptr failure;
   try {
+    // About to wait for room: what buffer-hinted writes left must leave first, or it never comes.
+    if (!connection_.is_closed() && !connection_.channel().is_writable()) connection_.flush();
     co_await connection_.write(std::move(message));
   } catch (...) {
     failure = std::current_exception();
@@ -123,7 +125,7 @@ Task<> ServerCall::start_response() {
   }
 }
 
-Task<> ServerCall::write_framed(ByteBuf framed) {
+Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
   const std::size_t n = framed.readable_bytes();
   if (n < kMessagePrefixBytes || framed.read_ptr()[0] != 0 ||
       ((std::size_t{framed.read_ptr()[1]} << 24) | (std::size_t{framed.read_ptr()[2]} << 16) |
@@ -133,10 +135,10 @@ Task<> ServerCall::write_framed(ByteBuf framed) {
   co_await start_response();
   http2::StreamData data{std::move(framed), false};
   co_await send(std::move(data));
-  connection_.flush();
+  if (!options.buffer_hint) connection_.flush();
 }
 
-Task<> ServerCall::write(ByteBuf message) {
+Task<> ServerCall::write(ByteBuf message, WriteOptions options) {
   co_await start_response();
   const std::size_t n = message.readable_bytes();
   if (n < kCopyBelowBytes) {
@@ -152,7 +154,7 @@ Task<> ServerCall::write(ByteBuf message) {
     http2::StreamData body{std::move(message), false};
     co_await send(std::move(body));
   }
-  connection_.flush();
+  if (!options.buffer_hint) connection_.flush();
 }
 
 Task<> ServerCall::finish(Status status) { return finish_with(200, std::move(status)); }

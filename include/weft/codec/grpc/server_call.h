@@ -78,6 +78,14 @@ bool is_grpc_content_type(std::string_view content_type) noexcept;
 class ServiceRegistry;
 class ResetNotifier;
 
+/// How ServerCall::write() sends a message (grpc++'s grpc::WriteOptions).
+struct WriteOptions {
+  /// More messages follow at once: the message may wait in the stream, unflushed, until a write
+  /// without the hint, flush(), finish(), or the stream turning unwritable (then what waits is
+  /// flushed before the write suspends). Many messages then leave in one send instead of one each.
+  bool buffer_hint = false;
+};
+
 /// One call (see the file's description). Made by ServiceRegistry for each request; its handler
 /// gets a reference valid until the handler's coroutine finishes. Loop thread only.
 class ServerCall : public std::enable_shared_from_this<ServerCall> {
@@ -115,12 +123,14 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   /// Loop thread only. Sends a response message (the response's head first, on the first write). Suspends while the
   /// stream is unwritable (its HTTP/2 flow-control window and the connection's backpressure).
   /// Throws CallEnded when the call has ended, std::logic_error after finish().
-  Task<> write(ByteBuf message);
+  Task<> write(ByteBuf message, WriteOptions options = {});
   /// Loop thread only. As write(), for a message framed already (its 5-byte prefix, compressed flag 0, then the
   /// message: frame_message()), e.g. serialized and framed on an executor thread, as grpc-java frames on the
   /// application's thread. Sent as it is (no copy). Throws std::invalid_argument when the prefix does not match
   /// the bytes.
-  Task<> write_framed(ByteBuf framed);
+  Task<> write_framed(ByteBuf framed, WriteOptions options = {});
+  /// Loop thread only. Sends what writes with WriteOptions::buffer_hint left waiting.
+  void flush() { connection_.flush(); }
   /// Loop thread only. Ends the response with `status` (grpc-status, grpc-message): as trailers, or Trailers-Only
   /// when nothing was written. Does nothing once the call has finished or ended.
   Task<> finish(Status status);
