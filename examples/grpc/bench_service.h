@@ -9,12 +9,13 @@
 //                   allocator; the loop only sends the framed bytes (ServerCall::write_framed).
 //                   UnaryCall and StreamingCall hand each request over and wait for its response
 //                   (weft::offload). StreamingFromServer has the executor serialize and frame a batch
-//                   of kStreamBatch responses, then the loop sends them (suspending while the stream is
+//                   of responses (kStreamBatchBytes of them), then the loop sends them (suspending while the stream is
 //                   unwritable), then the next batch: the stream's flow control holds the executor back
 //                   (as grpc-java's onReady does).
 //
 // Loop thread only (the handlers; what they offload runs on their executor).
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -32,8 +33,9 @@ inline constexpr std::string_view kUnaryCall = "/grpc.testing.BenchmarkService/U
 inline constexpr std::string_view kStreamingCall = "/grpc.testing.BenchmarkService/StreamingCall";
 inline constexpr std::string_view kStreamingFromServer = "/grpc.testing.BenchmarkService/StreamingFromServer";
 
-/// StreamingFromServer with direct=false: responses the executor makes per hand-over to the loop.
-inline constexpr std::size_t kStreamBatch = 64;
+/// StreamingFromServer with direct=false: the framed bytes the executor makes per hand-over to the loop
+/// (grpc-java's onReady threshold: a call is ready while less than 32 KiB wait in its transport).
+inline constexpr std::size_t kStreamBatchBytes = 32 * 1024;
 
 /// The service. `executors`: null for direct = true; else where handlers and (de)serialization run.
 inline ServiceRegistry benchmark_service(ExecutorGroup* executors) {
@@ -103,11 +105,12 @@ inline ServiceRegistry benchmark_service(ExecutorGroup* executors) {
     co_await decode;
     // The executor serializes and frames a batch while the loop waits; then the loop sends it (waiting
     // while the stream is unwritable) while the executor is free. Until the client cancels (CallEnded).
+    const std::size_t per_batch = std::max<std::size_t>(1, kStreamBatchBytes / (kMessagePrefixBytes + response_bytes(size)));
     std::vector<ByteBuf> batch;
-    batch.reserve(kStreamBatch);
+    batch.reserve(per_batch);
     for (;;) {
-      auto produce = offload(executor, [&batch, size, &allocator = call.allocator()] {
-        for (std::size_t i = 0; i < kStreamBatch; ++i) batch.push_back(framed_response(size, allocator));
+      auto produce = offload(executor, [&batch, per_batch, size, &allocator = call.allocator()] {
+        for (std::size_t i = 0; i < per_batch; ++i) batch.push_back(framed_response(size, allocator));
       });
       co_await produce;
       // One send for the batch (as grpc-java's WriteQueue flushes once per batch of queued writes).

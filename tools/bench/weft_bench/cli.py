@@ -71,8 +71,9 @@ def parser():
     c = sub.add_parser("compare", help="compare two results files; exit 1 on a regression")
     c.add_argument("base")
     c.add_argument("new")
-    c.add_argument("--threshold", type=float, default=compare_mod.DEFAULT_THRESHOLD,
-                   help=f"least change in %% that can count as a regression (default {compare_mod.DEFAULT_THRESHOLD:g})")
+    c.add_argument("--threshold", type=float,
+                   help=f"least change in %% that can count as a regression (default {compare_mod.DEFAULT_THRESHOLD:g}, "
+                        "or the table's own: the grpc table's is 3)")
     s = sub.add_parser("show", help="print the tables of a results file (and write its HTML report)")
     s.add_argument("results")
     s.add_argument("--show", type=parse_show, default=["rps"])

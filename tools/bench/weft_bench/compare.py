@@ -8,10 +8,60 @@ base repeat. The threshold covers the drift between two runs on one machine that
 one run does not show.
 """
 from .results import cell
-from .stats import median
-from .tables import grid
+from .stats import jmh_score, median
+from .tables import JMH_BENCHMARK_PREFIX, grid
 
 DEFAULT_THRESHOLD = 10.0
+
+
+def compare_jmh_cells(base_table, new_table, threshold):
+    """For JMH-layout tables (the grpc suite): per cell, the Score (mean of the repeats, higher is better)
+    and the server CPU per operation (mean of the repeats, lower is better) compared as a reader of JMH's
+    output does: a change counts when the two 99.9% confidence intervals (Score ± Error) do not overlap,
+    i.e. it exceeds the sum of both Errors (the noise), and exceeds the threshold. One dict per (cell, metric)."""
+    out = []
+    for row in base_table["rows"]:
+        for col in [c["name"] for c in base_table["columns"]]:
+            b, n = cell(base_table, row, col), cell(new_table, row, col)
+            if b is None or n is None:
+                continue
+            for metric, key, higher in (("score", "value", True), ("cpu/op", "cpu_us_per_req", False)):
+                bs, be, bc = jmh_score([r.get(key) for r in b["repeats"]])
+                ns, ne, nc = jmh_score([r.get(key) for r in n["repeats"]])
+                if not bs or ns is None:
+                    continue
+                change = (ns - bs) / bs * 100.0
+                worse = -change if higher else change
+                # Fewer than two repeats: no Error (JMH's NaN), nothing is beyond the noise.
+                noise = (be + ne) / bs * 100.0 if be is not None and ne is not None else float("inf")
+                out.append({"row": row, "column": col, "metric": metric, "base": bs, "new": ns,
+                            "base_error": be, "new_error": ne, "change_pct": change, "noise_pct": noise,
+                            "regression": worse > max(threshold, noise)})
+    return out
+
+
+def compare_jmh(bt, nt, threshold):
+    """(text, regressions) for one JMH-layout table."""
+    rows = compare_jmh_cells(bt, nt, threshold)
+    if not rows:
+        return f"{bt['id']}: no cell measured in both", 0
+    body = []
+    for r in rows:
+        params = next((c.get("params") or {} for c in bt["columns"] if c["name"] == r["column"]), {})
+        err = lambda e: "NaN" if e is None else f"{e:.3f}"
+        body.append([JMH_BENCHMARK_PREFIX + str(r["row"]), params.get("direct", "-"), params.get("transport", r["column"]),
+                     r["metric"], f"{r['base']:.3f} ± {err(r['base_error'])}", f"{r['new']:.3f} ± {err(r['new_error'])}",
+                     f"{r['change_pct']:+.1f}% ±{r['noise_pct']:.1f}" + (" REGRESSION" if r["regression"] else "")])
+    text = grid(f"{bt['title']}: new vs base (Score higher is better, cpu/op in us lower is better; noise: "
+                "both 99.9% Errors)", ["Benchmark", "(direct)", "(transport)", "metric", "base", "new", "change"], body)
+    lines = [text]
+    regressions = 0
+    for r in rows:
+        if r["regression"]:
+            regressions += 1
+            lines.append(f"  REGRESSION {bt['id']} {r['row']} {r['column']} {r['metric']}: {r['base']:.3f} -> "
+                         f"{r['new']:.3f} ({r['change_pct']:+.1f}%, noise {r['noise_pct']:.1f}%, threshold {threshold:g}%)")
+    return "\n".join(lines), regressions
 
 
 def compare_cells(base_table, new_table, threshold=DEFAULT_THRESHOLD):
@@ -37,8 +87,9 @@ def compare_cells(base_table, new_table, threshold=DEFAULT_THRESHOLD):
     return out
 
 
-def compare(base, new, threshold=DEFAULT_THRESHOLD):
-    """(report text, number of regressions)."""
+def compare(base, new, threshold=None):
+    """(report text, number of regressions). threshold None: each table's own (threshold_pct), else
+    DEFAULT_THRESHOLD."""
     new_tables = {t["id"]: t for t in new["tables"]}
     texts, regressions = [], 0
     for bt in base["tables"]:
@@ -46,7 +97,13 @@ def compare(base, new, threshold=DEFAULT_THRESHOLD):
         if nt is None:
             texts.append(f"{bt['id']}: not in the new results")
             continue
-        rows = compare_cells(bt, nt, threshold)
+        if bt.get("layout") == "jmh":
+            text, n = compare_jmh(bt, nt, threshold if threshold is not None else bt.get("threshold_pct", DEFAULT_THRESHOLD))
+            texts.append(text)
+            regressions += n
+            continue
+        threshold_here = threshold if threshold is not None else DEFAULT_THRESHOLD
+        rows = compare_cells(bt, nt, threshold_here)
         if not rows:
             texts.append(f"{bt['id']}: no cell measured in both")
             continue
@@ -67,7 +124,8 @@ def compare(base, new, threshold=DEFAULT_THRESHOLD):
                 regressions += 1
                 texts.append(f"  REGRESSION {bt['id']} {r['column']} {bt['row_label']}={r['row']}: "
                              f"{r['base']:.0f} -> {r['new']:.0f} {bt['unit']} ({r['change_pct']:+.1f}%, "
-                             f"noise {r['noise_pct']:.1f}%, threshold {threshold:.0f}%)")
+                             f"noise {r['noise_pct']:.1f}%, threshold {threshold_here:.0f}%)")
     commits = f"base {base['environment'].get('git_commit', '?')[:12]} vs new {new['environment'].get('git_commit', '?')[:12]}"
-    summary = f"{regressions} regression(s); {commits}; rule: worse than the noise of the repeats and by more than {threshold:g}%"
+    rule = f"{threshold:g}%" if threshold is not None else "the table's threshold (default " + f"{DEFAULT_THRESHOLD:g}%)"
+    summary = f"{regressions} regression(s); {commits}; rule: worse than the noise of the repeats and by more than {rule}"
     return "\n".join(texts + [summary]), regressions

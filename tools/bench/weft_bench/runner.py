@@ -32,6 +32,8 @@ class Runner:
             out["show"] = table.show
         if table.layout:
             out["layout"] = table.layout
+        if table.threshold_pct is not None:
+            out["threshold_pct"] = table.threshold_pct
         for column in table.columns:
             entry = {"name": column.name, "command": column.argv, "note": column.note}
             if column.params:

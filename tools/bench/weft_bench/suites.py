@@ -49,6 +49,7 @@ class Table:
     default_repeat: int = None   # repeats when --repeat is not given (JMH-like tables want ~10)
     warmup_each_row: bool = False  # warm a server up on every row, not only the largest
     layout: str = None           # "jmh": rendered as JMH's table (tables.render_jmh), Score ± Error
+    threshold_pct: float = None  # compare's threshold for this table (None: compare.DEFAULT_THRESHOLD)
 
     def load_argv(self, adapter, column, port, row, duration):
         p = self.params
@@ -232,6 +233,10 @@ def downstream(ctx):
     return [steady, overload]
 
 
+# The grpc table's compare threshold: its cells are means of 10 repeats whose 99.9% intervals must also
+# part (compare.compare_jmh), so a smaller change than the default 10% can count (seed 004 lost 14%).
+GRPC_THRESHOLD_PCT = 3.0
+
 GRPC_BENCHMARKS = {  # row -> the load's mode (grpc-load.sh's, weft-load grpc's)
     "streamingCallsMessageThroughput": "stream",
     "unaryCallsThroughput": "unary",
@@ -294,7 +299,7 @@ def grpc(ctx):
         load_kind="grpc", metric="messages_per_s", unit="ops/s", higher_is_better=True, count_key="messages",
         columns=_keep(ctx, columns), params={"modes": GRPC_BENCHMARKS, "streams": 10, "size": 0},
         loader=loader, default_repeat=3 if ctx.quick else 10, duration=None if ctx.quick else 2.0,
-        warmup_each_row=True, layout="jmh")]
+        warmup_each_row=True, layout="jmh", threshold_pct=GRPC_THRESHOLD_PCT)]
 
 
 SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls, "grpc": grpc}
