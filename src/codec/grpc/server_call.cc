@@ -1,9 +1,11 @@
 #include "weft/codec/grpc/server_call.h"
 
+#include <coroutine>
 #include <exception>
 #include <stdexcept>
 
 #include "weft/codec/grpc/timeout.h"
+#include "weft/core/unique_function.h"
 
 namespace weft::grpc {
 
@@ -135,6 +137,31 @@ Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
   co_await start_response();
   http2::StreamData data{std::move(framed), false};
   co_await send(std::move(data));
+  co_await after_message_written(options);
+}
+
+namespace {
+// Resumes the coroutine from the loop's task queue: the loop polls its I/O before (run_tasks takes the
+// tasks posted while it runs on its next turn). Does not suspend on a terminated loop.
+struct NextTurn {
+  EventLoop& loop;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> handle) noexcept {
+    return loop.try_execute(UniqueFunction<void()>([handle] { handle.resume(); }));
+  }
+  void await_resume() const noexcept {}
+};
+}  // namespace
+
+Task<> ServerCall::after_message_written(const WriteOptions& options) {
+  if (++writes_this_turn_ >= kWritesPerTurn) {
+    writes_this_turn_ = 0;
+    connection_.flush();
+    NextTurn turn{loop()};
+    co_await turn;
+    if (ended_) throw CallEnded(*ended_);
+    co_return;
+  }
   if (!options.buffer_hint) connection_.flush();
 }
 
@@ -154,7 +181,7 @@ Task<> ServerCall::write(ByteBuf message, WriteOptions options) {
     http2::StreamData body{std::move(message), false};
     co_await send(std::move(body));
   }
-  if (!options.buffer_hint) connection_.flush();
+  co_await after_message_written(options);
 }
 
 Task<> ServerCall::finish(Status status) { return finish_with(200, std::move(status)); }

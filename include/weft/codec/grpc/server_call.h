@@ -65,6 +65,9 @@ class StatusError : public Error {
   Status status_;
 };
 
+/// ServerCall::write(): messages a handler writes before it lets the loop take a turn.
+inline constexpr std::uint32_t kWritesPerTurn = 64;
+
 /// Bounds of a gRPC server (grpc++'s ServerBuilder options of the same meaning).
 struct ServerOptions {
   /// A request message larger than this ends the call with RESOURCE_EXHAUSTED.
@@ -121,7 +124,9 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   /// read. Throws CallEnded when the call has ended (or ends meanwhile).
   Task<std::optional<ByteBuf>> read();
   /// Loop thread only. Sends a response message (the response's head first, on the first write). Suspends while the
-  /// stream is unwritable (its HTTP/2 flow-control window and the connection's backpressure).
+  /// stream is unwritable (its HTTP/2 flow-control window and the connection's backpressure), and, after every
+  /// kWritesPerTurn messages, once through the loop's task queue: a handler that writes in a loop lets the loop
+  /// read (a client's RST_STREAM, WINDOW_UPDATEs) and serve the other streams between its messages.
   /// Throws CallEnded when the call has ended, std::logic_error after finish().
   Task<> write(ByteBuf message, WriteOptions options = {});
   /// Loop thread only. As write(), for a message framed already (its 5-byte prefix, compressed flag 0, then the
@@ -141,6 +146,7 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
 
   template <class Message>
   Task<> send(Message message);  // Connection::write, failures as CallEnded
+  Task<> after_message_written(const WriteOptions& options);  // flush, and the turn's yield
   [[noreturn]] void throw_ended(std::exception_ptr cause);
   Task<> fail(Status status);  // ends the call for a broken request, then throws CallEnded
   Task<> start_response();  // the response's head, before the first message
@@ -162,6 +168,7 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   bool request_ended_ = false;    // the client half-closed
   bool headers_written_ = false;  // the response's head was written
   bool finished_ = false;         // the response's end was written
+  std::uint32_t writes_this_turn_ = 0;  // messages written since the handler last let the loop poll
 };
 
 }  // namespace weft::grpc
