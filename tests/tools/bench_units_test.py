@@ -426,3 +426,34 @@ class GrpcSuite(unittest.TestCase):
         self.assertEqual(argv[:4], ["/b/weft-load", "grpc", "unary", "127.0.0.1:9000"])
         self.assertEqual(t.default_repeat, 3)
         self.assertEqual(cli.parser().parse_args(["run", "grpc", "--grpc-load", "weft-load"]).grpc_load, "weft-load")
+
+
+class JmhCompareAgainstTheReference(unittest.TestCase):
+    """Tables with a reference column (grpc++, measured in the same rounds): Score and CPU per operation
+    are compared as ratios to the reference's of the same round, so that the machine's load cancels."""
+
+    def run_table(self, weft_speed=1.0, machine=1.0, executor_cpu=0.1):
+        slow = [machine * (1.0 + 0.3 * (i % 3)) for i in range(10)]  # the load drifts round by round
+        weft = "weft-epoll-direct-false"
+        t = jmh_table({(STREAM, weft): [100.0 / s * weft_speed for s in slow],
+                       (STREAM, "grpc++"): [50.0 / s for s in slow]},
+                      {(STREAM, weft): [1.0 * s for s in slow], (STREAM, "grpc++"): [5.0 * s for s in slow]})
+        t["reference_column"] = "grpc++"
+        for c in t["cells"]:
+            for i, r in enumerate(c["repeats"]):
+                r["exec_cpu_us_per_req"] = executor_cpu * slow[i] if c["column"] == weft else None
+        return t
+
+    def test_a_slower_machine_is_no_regression(self):
+        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(machine=1.4)))
+        self.assertEqual(n, 0, text)
+        self.assertIn("score/ref", text)
+
+    def test_executors_doing_twice_the_work_is_one(self):
+        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(machine=1.2, executor_cpu=0.2)))
+        self.assertEqual(n, 1, text)
+        self.assertIn("REGRESSION grpc " + STREAM + " weft-epoll-direct-false executor cpu/op /ref", text)
+
+    def test_the_reference_itself_is_not_compared(self):
+        text, _ = compare.compare(results_doc(self.run_table()), results_doc(self.run_table()))
+        self.assertNotIn("|    -     |", text)

@@ -14,20 +14,50 @@ from .tables import JMH_BENCHMARK_PREFIX, grid
 DEFAULT_THRESHOLD = 10.0
 
 
+def _jmh_series(table, row, column):
+    """{metric: (values per repeat, higher_is_better)} of one cell of a JMH-layout table: its Score and server
+    CPU per operation, and its executors' CPU per operation when measured. With the table's reference
+    column (grpc++) measured in the same rounds, each is divided, repeat by repeat, by the reference's Score
+    or server CPU per operation of that round: what the machine's load did to both cancels (the peers'
+    rule: compare ratios taken together). None for the reference column itself (the yardstick)."""
+    c = cell(table, row, column)
+    if c is None:
+        return None
+    ref_name = table.get("reference_column")
+    ref = cell(table, row, ref_name) if ref_name else None
+    if ref_name and column == ref_name:
+        return None
+    get = lambda cc, key: [r.get(key) for r in cc["repeats"]]
+    raw = {"score": (get(c, "value"), True), "cpu/op": (get(c, "cpu_us_per_req"), False)}
+    if any(v is not None for v in get(c, "exec_cpu_us_per_req")):
+        raw["executor cpu/op"] = (get(c, "exec_cpu_us_per_req"), False)
+    if ref is None or len(ref["repeats"]) != len(c["repeats"]):
+        return raw
+    ref_score, ref_cpu = get(ref, "value"), get(ref, "cpu_us_per_req")
+    ratio = lambda xs, ys: [x / y if x is not None and y else None for x, y in zip(xs, ys)]
+    out = {"score/ref": (ratio(raw["score"][0], ref_score), True), "cpu/op /ref": (ratio(raw["cpu/op"][0], ref_cpu), False)}
+    if "executor cpu/op" in raw:
+        out["executor cpu/op /ref"] = (ratio(raw["executor cpu/op"][0], ref_cpu), False)
+    return out
+
+
 def compare_jmh_cells(base_table, new_table, threshold):
-    """For JMH-layout tables (the grpc suite): per cell, the Score (mean of the repeats, higher is better)
-    and the server CPU per operation (mean of the repeats, lower is better) compared as a reader of JMH's
-    output does: a change counts when the two 99.9% confidence intervals (Score ± Error) do not overlap,
-    i.e. it exceeds the sum of both Errors (the noise), and exceeds the threshold. One dict per (cell, metric)."""
+    """For JMH-layout tables (the grpc suite): per cell, each series of _jmh_series (the Score, higher is
+    better; CPU per operation, lower is better; as ratios to the reference column's when the table has one)
+    compared as a reader of JMH's output does: its mean over the repeats with its 99.9% Error; a change
+    counts when the two intervals do not overlap, i.e. it exceeds the sum of both Errors (the noise), and
+    exceeds the threshold. One dict per (cell, metric)."""
     out = []
     for row in base_table["rows"]:
         for col in [c["name"] for c in base_table["columns"]]:
-            b, n = cell(base_table, row, col), cell(new_table, row, col)
+            b, n = _jmh_series(base_table, row, col), _jmh_series(new_table, row, col)
             if b is None or n is None:
                 continue
-            for metric, key, higher in (("score", "value", True), ("cpu/op", "cpu_us_per_req", False)):
-                bs, be, bc = jmh_score([r.get(key) for r in b["repeats"]])
-                ns, ne, nc = jmh_score([r.get(key) for r in n["repeats"]])
+            for metric, (bvalues, higher) in b.items():
+                if metric not in n:
+                    continue
+                bs, be, _ = jmh_score(bvalues)
+                ns, ne, _ = jmh_score(n[metric][0])
                 if not bs or ns is None:
                     continue
                 change = (ns - bs) / bs * 100.0
@@ -48,19 +78,20 @@ def compare_jmh(bt, nt, threshold):
     body = []
     for r in rows:
         params = next((c.get("params") or {} for c in bt["columns"] if c["name"] == r["column"]), {})
-        err = lambda e: "NaN" if e is None else f"{e:.3f}"
+        err = lambda e: "NaN" if e is None else f"{e:.2g}"
         body.append([JMH_BENCHMARK_PREFIX + str(r["row"]), params.get("direct", "-"), params.get("transport", r["column"]),
-                     r["metric"], f"{r['base']:.3f} ± {err(r['base_error'])}", f"{r['new']:.3f} ± {err(r['new_error'])}",
+                     r["metric"], f"{r['base']:.4g} ± {err(r['base_error'])}", f"{r['new']:.4g} ± {err(r['new_error'])}",
                      f"{r['change_pct']:+.1f}% ±{r['noise_pct']:.1f}" + (" REGRESSION" if r["regression"] else "")])
-    text = grid(f"{bt['title']}: new vs base (Score higher is better, cpu/op in us lower is better; noise: "
-                "both 99.9% Errors)", ["Benchmark", "(direct)", "(transport)", "metric", "base", "new", "change"], body)
+    ref = f"; /ref: as ratios to {bt['reference_column']}'s of the same round" if bt.get("reference_column") else ""
+    text = grid(f"{bt['title']}: new vs base (score: higher is better, cpu/op: lower is better{ref}; noise: both "
+                "99.9% Errors)", ["Benchmark", "(direct)", "(transport)", "metric", "base", "new", "change"], body)
     lines = [text]
     regressions = 0
     for r in rows:
         if r["regression"]:
             regressions += 1
-            lines.append(f"  REGRESSION {bt['id']} {r['row']} {r['column']} {r['metric']}: {r['base']:.3f} -> "
-                         f"{r['new']:.3f} ({r['change_pct']:+.1f}%, noise {r['noise_pct']:.1f}%, threshold {threshold:g}%)")
+            lines.append(f"  REGRESSION {bt['id']} {r['row']} {r['column']} {r['metric']}: {r['base']:.4g} -> "
+                         f"{r['new']:.4g} ({r['change_pct']:+.1f}%, noise {r['noise_pct']:.1f}%, threshold {threshold:g}%)")
     return "\n".join(lines), regressions
 
 

@@ -50,6 +50,10 @@ class Table:
     warmup_each_row: bool = False  # warm a server up on every row, not only the largest
     layout: str = None           # "jmh": rendered as JMH's table (tables.render_jmh), Score ± Error
     threshold_pct: float = None  # compare's threshold for this table (None: compare.DEFAULT_THRESHOLD)
+    interleave_columns: bool = False  # all servers up at once, every round measures every column in turn
+    precise_cpu: bool = False    # server CPU from schedstat (ns) rather than clock ticks (10 ms)
+    thread_cpu_prefix: str = None  # also the CPU of the server's threads named so (executors), per request
+    reference_column: str = None  # compare: Score and CPU/op also as ratios to this column's, round by round
 
     def load_argv(self, adapter, column, port, row, duration):
         p = self.params
@@ -299,7 +303,8 @@ def grpc(ctx):
         load_kind="grpc", metric="messages_per_s", unit="ops/s", higher_is_better=True, count_key="messages",
         columns=_keep(ctx, columns), params={"modes": GRPC_BENCHMARKS, "streams": 10, "size": 0},
         loader=loader, default_repeat=3 if ctx.quick else 10, duration=None if ctx.quick else 2.0,
-        warmup_each_row=True, layout="jmh", threshold_pct=GRPC_THRESHOLD_PCT)]
+        warmup_each_row=True, layout="jmh", threshold_pct=GRPC_THRESHOLD_PCT, interleave_columns=True,
+        precise_cpu=True, thread_cpu_prefix="grpc-exec", reference_column="grpc++")]
 
 
 SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls, "grpc": grpc}
