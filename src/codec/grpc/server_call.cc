@@ -127,19 +127,6 @@ Task<> ServerCall::start_response() {
   }
 }
 
-Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
-  const std::size_t n = framed.readable_bytes();
-  if (n < kMessagePrefixBytes || framed.read_ptr()[0] != 0 ||
-      ((std::size_t{framed.read_ptr()[1]} << 24) | (std::size_t{framed.read_ptr()[2]} << 16) |
-       (std::size_t{framed.read_ptr()[3]} << 8) | std::size_t{framed.read_ptr()[4]}) != n - kMessagePrefixBytes) {
-    throw std::invalid_argument("grpc::ServerCall::write_framed: not one uncompressed length-prefixed message");
-  }
-  co_await start_response();
-  http2::StreamData data{std::move(framed), false};
-  co_await send(std::move(data));
-  co_await after_message_written(options);
-}
-
 namespace {
 // Resumes the coroutine from the loop's task queue: the loop polls its I/O before (run_tasks takes the
 // tasks posted while it runs on its next turn). Does not suspend on a terminated loop.
@@ -152,6 +139,37 @@ struct NextTurn {
   void await_resume() const noexcept {}
 };
 }  // namespace
+
+Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
+  const std::size_t n = framed.readable_bytes();
+  if (n < kMessagePrefixBytes || framed.read_ptr()[0] != 0 ||
+      ((std::size_t{framed.read_ptr()[1]} << 24) | (std::size_t{framed.read_ptr()[2]} << 16) |
+       (std::size_t{framed.read_ptr()[3]} << 8) | std::size_t{framed.read_ptr()[4]}) != n - kMessagePrefixBytes) {
+    throw std::invalid_argument("grpc::ServerCall::write_framed: not one uncompressed length-prefixed message");
+  }
+  // The hot path of a stream of messages runs in this one coroutine frame (start_response, send and
+  // after_message_written inlined): a frame per message is what a write costs beyond the codec.
+  if (ended_ || finished_ || !headers_written_) co_await start_response();  // the head once; throws when ended
+  http2::StreamData data{std::move(framed), false};
+  std::exception_ptr failure;
+  try {
+    // About to wait for room: what buffer-hinted writes left must leave first, or it never comes.
+    if (!connection_.is_closed() && !connection_.channel().is_writable()) connection_.flush();
+    co_await connection_.write(std::move(data));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) throw_ended(failure);
+  if (++writes_this_turn_ >= kWritesPerTurn) {
+    writes_this_turn_ = 0;
+    connection_.flush();
+    NextTurn turn{loop()};
+    co_await turn;
+    if (ended_) throw CallEnded(*ended_);
+  } else if (!options.buffer_hint) {
+    connection_.flush();
+  }
+}
 
 Task<> ServerCall::after_message_written(const WriteOptions& options) {
   if (++writes_this_turn_ >= kWritesPerTurn) {
@@ -166,13 +184,15 @@ Task<> ServerCall::after_message_written(const WriteOptions& options) {
 }
 
 Task<> ServerCall::write(ByteBuf message, WriteOptions options) {
-  co_await start_response();
   const std::size_t n = message.readable_bytes();
   if (n < kCopyBelowBytes) {
-    ByteBuf framed_bytes = frame_message(message, allocator());
-    http2::StreamData framed{std::move(framed_bytes), false};
-    co_await send(std::move(framed));
-  } else {
+    ByteBuf framed = frame_message(message, allocator());
+    message = ByteBuf();
+    co_await write_framed(std::move(framed), options);
+    co_return;
+  }
+  co_await start_response();
+  {
     ByteBuf prefix_bytes = allocator().buffer(kMessagePrefixBytes);
     prefix_bytes.write_u8(0);
     prefix_bytes.write_u32(static_cast<std::uint32_t>(n));

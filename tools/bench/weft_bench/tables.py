@@ -76,7 +76,7 @@ def jmh_rows(table):
             out.append({"benchmark": JMH_BENCHMARK_PREFIX + str(row), "column": col["name"],
                         "direct": params.get("direct", "-"), "transport": params.get("transport", col["name"]),
                         "mode": "thrpt", "count": count, "score": score, "error": error, "units": table["unit"],
-                        "cpu_us": c.get("cpu_us_per_req")})
+                        "cpu_us": c.get("cpu_us_per_req"), "exec_cpu_us": c.get("exec_cpu_us_per_req")})
     return out
 
 
@@ -93,6 +93,7 @@ def render_jmh(table):
     lines = ["  ".join(x[i].ljust(widths[i]) if i in left else x[i].rjust(widths[i]) for i in range(len(header)))
              for x in [header] + body]
     cpu = [f"  {r['benchmark'].removeprefix(JMH_BENCHMARK_PREFIX)} {r['column']}: {fmt_us(r['cpu_us'])}/op"
+           + (f" (executor threads {r['exec_cpu_us'] * 1000:.0f} ns/op)" if r.get("exec_cpu_us") else "")
            for r in rows if r["cpu_us"] is not None]
     notes = [f"  {c['name']}: {c['note']}" for c in table["columns"] if c.get("note")]
     text = table["title"] + "\n" + "\n".join(line.rstrip() for line in lines)
