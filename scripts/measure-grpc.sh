@@ -18,7 +18,7 @@ peers=$(cd ../shared/peers && pwd)
 server=${BENCH_SERVER:-build/release/bin/weft-grpc-bench-server}
 if [ "${1:-}" = seed ]; then
   rounds=${2:-5}; secs=${3:-3}
-  ns() { local s=0 t; for t in /proc/$1/task/*; do { [ -z "$2" ] || grep -q "^$2" "$t/comm"; } && s=$((s + $(cut -d' ' -f1 "$t/schedstat"))); done; echo $s; }
+  ns() { local s=0 t; for t in /proc/$1/task/*; do { [ -z "${2:-}" ] || grep -q "^$2" "$t/comm"; } && s=$((s + $(cut -d' ' -f1 "$t/schedstat"))); done; echo $s; }
   client=${TMPDIR:-/tmp}/weft-peer-grpc/weft-peer-grpc-client
   "$peers/grpc/build.sh" "$(dirname "$client")"
   declare -A ex all
