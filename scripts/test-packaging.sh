@@ -178,7 +178,8 @@ libdir=lib
 for f in include/weft/weft.h include/weft/version.h include/weft/channel/pipeline.h \
          lib/cmake/weft/weftConfig.cmake lib/cmake/weft/weftConfigVersion.cmake \
          lib/cmake/weft/weft-core-targets.cmake lib/cmake/weft/weftUring.cmake lib/pkgconfig/weft.pc \
-         bin/weft-load bin/weft-bench bin/weft-hello bin/weft-echo-server share/weft/bench/weft_bench/cli.py; do
+         bin/weft-load bin/weft-bench bin/weft-hello bin/weft-echo-server bin/weft-grpc-bench-server \
+         share/weft/bench/weft_bench/cli.py; do
   [ -e "$prefix/$f" ] || fail "install: $f is missing"
 done
 [ -f "$prefix/$libdir/libweft.a" ] || [ -n "$(ls "$prefix/$libdir"/libweft.so.* 2>/dev/null)" ] || fail "install: no libweft"
@@ -188,6 +189,7 @@ if grep -rl -e "$src" -e "$build" "$prefix/lib/cmake" "$prefix/lib/pkgconfig"; t
 fi
 "$prefix/bin/weft-bench" --help > /dev/null || fail "install: weft-bench --help failed"
 "$prefix/bin/weft-load" --help > /dev/null || fail "install: weft-load --help failed"
+"$prefix/bin/weft-grpc-bench-server" --help > /dev/null || fail "install: weft-grpc-bench-server --help failed"
 ok "install: library, headers, CMake package, weft.pc and tools in place, relocatable; the tools start"
 
 # ---- 3. find_package -------------------------------------------------------------------------
@@ -260,7 +262,7 @@ for f in ./usr/include/weft/weft.h ./usr/include/weft/version.h ./usr/lib/cmake/
   grep -q " $f\$" <<< "$dev_files" || fail "deb: libweft-dev lacks $f"
 done
 grep -qE " \./usr/lib/libweft\.(a|so)" <<< "$dev_files" || fail "deb: libweft-dev lacks the library"
-for f in ./usr/bin/weft-load ./usr/bin/weft-hello ./usr/share/weft/bench/weft_bench/cli.py; do
+for f in ./usr/bin/weft-load ./usr/bin/weft-hello ./usr/bin/weft-grpc-bench-server ./usr/share/weft/bench/weft_bench/cli.py; do
   grep -q " $f\$" <<< "$tools_files" || fail "deb: weft-tools lacks $f"
 done
 grep -q " \./usr/bin/weft-bench -> " <<< "$tools_files" || fail "deb: weft-tools lacks the weft-bench link"
@@ -272,6 +274,7 @@ dpkg -x "$dev_deb" "$root"
 dpkg -x "$tools_deb" "$root"
 "$root/usr/bin/weft-bench" --help > /dev/null || fail "deb: the extracted weft-bench does not start"
 "$root/usr/bin/weft-load" --help > /dev/null || fail "deb: the extracted weft-load does not start"
+"$root/usr/bin/weft-grpc-bench-server" --help > /dev/null || fail "deb: the extracted weft-grpc-bench-server does not start"
 build_consumer "$tmp/debroot" "deb" -DCMAKE_PREFIX_PATH="$root/usr"
 grep -q "weft $version from $root/usr/lib/cmake/weft" "$tmp/debroot.configure.log" || fail "deb: weft was not found in the extracted root"
 run_consumer "$tmp/debroot" "deb"

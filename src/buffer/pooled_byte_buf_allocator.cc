@@ -492,6 +492,7 @@ struct TlsFast {
 };
 constinit thread_local TlsFast t_fast{0, nullptr};
 constinit thread_local bool t_exiting = false;
+constinit thread_local bool t_caches_off = false;  // set_current_thread_caches(false)
 
 void flush_slots(ByteBufStorage** items, std::size_t n) noexcept;
 
@@ -596,7 +597,7 @@ ThreadCache* create_cache(PooledByteBufAllocator::State* st) {
 // The calling thread's cache for st, created on first use; null when caches are off or the thread is
 // exiting.
 ThreadCache* cache_slow(PooledByteBufAllocator::State* st) noexcept {
-  if (t_exiting || !st->options.thread_caches) return nullptr;
+  if (t_exiting || t_caches_off || !st->options.thread_caches) return nullptr;
   for (ThreadCache* tc : t_caches.caches) {
     if (tc->owner_id == st->id) {
       t_fast = {st->id, tc};
@@ -895,6 +896,19 @@ void PooledByteBufAllocator::trim_thread_cache() noexcept {
     }
   }
 }
+
+void PooledByteBufAllocator::set_current_thread_caches(bool enabled) noexcept {
+  if (t_exiting) return;
+  t_caches_off = !enabled;
+  t_fast = {0, nullptr};  // the next operation asks cache_slow, which sees the setting
+  if (enabled) return;
+  std::lock_guard<std::mutex> lock(registry_mutex());  // an allocator's destructor may detach them meanwhile
+  for (ThreadCache* tc : t_caches.caches) {
+    if (tc->owner != nullptr) flush_all(tc);
+  }
+}
+
+bool PooledByteBufAllocator::current_thread_caches() noexcept { return !t_caches_off; }
 
 void PooledByteBufAllocator::trim() noexcept {
   state_->trim_epoch.fetch_add(1, std::memory_order_relaxed);

@@ -377,6 +377,67 @@ TEST(PooledByteBufAllocatorTest, ThreadCachesCanBeTurnedOff) {
   EXPECT_EQ(m.used_bytes, 0u);
 }
 
+std::uint64_t arena_allocations(const PooledAllocatorMetrics& m) {
+  std::uint64_t n = 0;
+  for (const auto& a : m.arenas) n += a.allocations;
+  return n;
+}
+
+// A thread without caches (the gRPC benchmark's executor threads under --executor-thread-cache=false,
+// the cause of the regression in shared/seeds/004) takes every block from an arena; other threads keep theirs.
+TEST(PooledByteBufAllocatorTest, OneThreadCanGoWithoutCaches) {
+  PooledByteBufAllocator alloc;
+  constexpr int kRounds = 4000;
+  std::thread uncached([&] {
+    EXPECT_TRUE(PooledByteBufAllocator::current_thread_caches());
+    PooledByteBufAllocator::set_current_thread_caches(false);
+    EXPECT_FALSE(PooledByteBufAllocator::current_thread_caches());
+    for (int i = 0; i < kRounds; ++i) {
+      ByteBuf b = alloc.buffer(100);
+      b.write_u8(1);
+    }
+  });
+  uncached.join();
+  const auto after_uncached = alloc.metrics();
+  EXPECT_EQ(after_uncached.thread_caches.size(), 0u);  // it never had one
+  EXPECT_EQ(arena_allocations(after_uncached), static_cast<std::uint64_t>(kRounds));  // one arena visit per buffer
+  EXPECT_EQ(after_uncached.used_bytes, 0u);
+
+  std::thread cached([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      ByteBuf b = alloc.buffer(100);
+      b.write_u8(1);
+    }
+    // This thread's setting alone: the other threads (this test's) are unaffected.
+    EXPECT_TRUE(PooledByteBufAllocator::current_thread_caches());
+  });
+  cached.join();
+  // One refill (half a bin) served every round.
+  EXPECT_LE(arena_allocations(alloc.metrics()) - arena_allocations(after_uncached), std::uint64_t{kRounds / 8});
+  EXPECT_TRUE(PooledByteBufAllocator::current_thread_caches());
+}
+
+TEST(PooledByteBufAllocatorTest, TurningCachesOffFlushesWhatTheThreadHeldAndOnBringsThemBack) {
+  PooledByteBufAllocator alloc;
+  std::thread t([&] {
+    { ByteBuf b = alloc.buffer(100); }  // the block stays in this thread's cache
+    auto m = alloc.metrics();
+    ASSERT_EQ(m.thread_caches.size(), 1u);
+    EXPECT_GT(m.thread_caches[0].cached_buffers, 0u);
+    PooledByteBufAllocator::set_current_thread_caches(false);
+    m = alloc.metrics();
+    ASSERT_EQ(m.thread_caches.size(), 1u);
+    EXPECT_EQ(m.thread_caches[0].cached_buffers, 0u);
+    EXPECT_EQ(m.used_bytes, 0u);
+    { ByteBuf b = alloc.buffer(100); }  // from the arena, back to it
+    EXPECT_EQ(alloc.metrics().thread_caches[0].cached_buffers, 0u);
+    PooledByteBufAllocator::set_current_thread_caches(true);
+    { ByteBuf b = alloc.buffer(100); }
+    EXPECT_GT(alloc.metrics().thread_caches[0].cached_buffers, 0u);
+  });
+  t.join();
+}
+
 TEST(PooledByteBufAllocatorTest, DestroyedWithALiveBufferReportsItAndKeepsTheMemory) {
   LeakDetector::ScopedCapture capture;
   // The handle is never destroyed (its allocator is gone): keep it out of the heap so that it is not a

@@ -15,16 +15,23 @@
 namespace weft::test {
 
 HelloProcess::HelloProcess(const std::string& binary, const std::string& transport, const std::string& mode,
-                           std::vector<std::string> extra_args) {
+                           std::vector<std::string> extra_args)
+    : HelloProcess(binary, [&] {
+        std::vector<std::string> args = {"--loops", "1", "--transport", transport, "--mode", mode, "--max-connections",
+                                         "16"};
+        args.insert(args.end(), extra_args.begin(), extra_args.end());
+        return args;
+      }()) {}
+
+HelloProcess::HelloProcess(const std::string& binary, std::vector<std::string> args) {
   std::mt19937 random(std::random_device{}());
   std::uniform_int_distribution<int> ports(20000, 32000);  // below the ephemeral range
   for (int attempt = 0; attempt < 20 && pid_ < 0; ++attempt) {
-    if (start_on(binary, transport, mode, static_cast<std::uint16_t>(ports(random)), extra_args)) return;
+    if (start_on(binary, static_cast<std::uint16_t>(ports(random)), args)) return;
   }
 }
 
-bool HelloProcess::start_on(const std::string& binary, const std::string& transport, const std::string& mode,
-                            std::uint16_t port, const std::vector<std::string>& extra_args) {
+bool HelloProcess::start_on(const std::string& binary, std::uint16_t port, const std::vector<std::string>& extra_args) {
   // The server's output goes to a file (a pipe nobody reads would block or kill it later).
   char path[] = "/tmp/weft-hello-test-XXXXXX";
   const int log_fd = ::mkstemp(path);
@@ -33,9 +40,7 @@ bool HelloProcess::start_on(const std::string& binary, const std::string& transp
     return false;
   }
   const std::string port_text = std::to_string(port);
-  std::vector<std::string> args = {binary,  "--host",    "127.0.0.1", "--port", port_text, "--loops",
-                                   "1",     "--transport", transport, "--mode", mode,      "--max-connections",
-                                   "16"};
+  std::vector<std::string> args = {binary, "--host", "127.0.0.1", "--port", port_text};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -68,7 +73,7 @@ bool HelloProcess::start_on(const std::string& binary, const std::string& transp
     if (::waitpid(pid, &status, WNOHANG) == pid) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  error_ = "weft-hello did not start: " + output();
+  error_ = binary.substr(binary.rfind('/') + 1) + " did not start: " + output();
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   ::unlink(path);

@@ -18,6 +18,9 @@ class HelloProcess {
   // failure is_running() is false and error() says why.
   HelloProcess(const std::string& binary, const std::string& transport, const std::string& mode,
                std::vector<std::string> extra_args = {});
+  // Starts `binary --host 127.0.0.1 --port P [args...]`: any example server with those two flags that
+  // prints "listening" once it listens (weft-grpc-bench-server).
+  HelloProcess(const std::string& binary, std::vector<std::string> args);
   ~HelloProcess();
   HelloProcess(const HelloProcess&) = delete;
   HelloProcess& operator=(const HelloProcess&) = delete;
@@ -33,8 +36,7 @@ class HelloProcess {
   int stop();
 
  private:
-  bool start_on(const std::string& binary, const std::string& transport, const std::string& mode, std::uint16_t port,
-                const std::vector<std::string>& extra_args);
+  bool start_on(const std::string& binary, std::uint16_t port, const std::vector<std::string>& args);
 
   pid_t pid_ = -1;
   std::uint16_t port_ = 0;

@@ -329,3 +329,150 @@ class Options(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def jmh_table(values_by_cell, cpu_by_cell=None, table_id="grpc"):
+    """A JMH-layout table (the grpc suite's) from {(row, column): [repeat values]}; cpu_by_cell gives the
+    server CPU per operation of each repeat (default 1.0)."""
+    rows = list(dict.fromkeys(r for r, _ in values_by_cell))
+    columns = list(dict.fromkeys(c for _, c in values_by_cell))
+    cells = []
+    for (r, c), values in values_by_cell.items():
+        cpu = (cpu_by_cell or {}).get((r, c), [1.0] * len(values))
+        cells.append({"row": r, "column": c, "value": sorted(values)[len(values) // 2], "cpu_us_per_req": sorted(cpu)[len(cpu) // 2],
+                      "repeats": [{"value": v, "cpu_us_per_req": u} for v, u in zip(values, cpu)]})
+    params = {"weft-epoll-direct-false": {"direct": "false", "transport": "weft-epoll"},
+              "grpc++": {"direct": "-", "transport": "grpc++"}}
+    return {"id": table_id, "suite": "grpc", "title": "gRPC", "row_label": "Benchmark", "rows": rows,
+            "metric": "messages_per_s", "unit": "ops/s", "higher_is_better": True, "layout": "jmh",
+            "threshold_pct": suites.GRPC_THRESHOLD_PCT,
+            "columns": [{"name": c, "command": [], "note": None, "params": params.get(c, {})} for c in columns],
+            "cells": cells}
+
+
+# Ten repeats like JMH's ten iterations, about 1% apart.
+TEN = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.7, 99.3, 100.0]
+STREAM = "streamingCallsMessageThroughput"
+
+
+class JmhStatistics(unittest.TestCase):
+    def test_student_t_quantiles_match_the_tables(self):
+        from weft_bench import stats
+        self.assertAlmostEqual(stats.student_t_quantile(0.9995, 9), 4.781, places=3)  # JMH's 99.9%, 10 iterations
+        self.assertAlmostEqual(stats.student_t_quantile(0.975, 4), 2.776, places=3)
+        self.assertAlmostEqual(stats.student_t_quantile(0.9995, 1000), 3.300, places=2)
+
+    def test_score_is_the_mean_and_error_the_99_9_percent_half_width(self):
+        from weft_bench import stats
+        score, error, count = stats.jmh_score([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+        self.assertEqual((score, count), (5.5, 10))
+        self.assertAlmostEqual(error, 4.780913 * 3.0276504 / 10 ** 0.5, places=4)
+        self.assertEqual(stats.jmh_score([7.0])[1], None)  # JMH prints NaN for one iteration
+
+    def test_table_has_the_seeds_columns(self):
+        t = jmh_table({(STREAM, "weft-epoll-direct-false"): TEN, (STREAM, "grpc++"): [50.0, 52.0]})
+        lines = tables.render(t).splitlines()
+        self.assertEqual(lines[1].split(), ["Benchmark", "(direct)", "(transport)", "Mode", "Cnt", "Score", "Error", "Units"])
+        self.assertEqual(lines[2].split()[:5], ["GrpcBenchmark." + STREAM, "false", "weft-epoll", "thrpt", "10"])
+        self.assertRegex(lines[2], r"100\.000  ± +0\.\d{3}  ops/s$")
+        self.assertEqual(lines[3].split()[1:5], ["-", "grpc++", "thrpt", "2"])
+
+
+class JmhCompare(unittest.TestCase):
+    def scaled(self, factor, cpu_factor=1.0):
+        return jmh_table({(STREAM, "weft-epoll-direct-false"): [v * factor for v in TEN]},
+                         {(STREAM, "weft-epoll-direct-false"): [cpu_factor * v / 100.0 for v in TEN]})
+
+    def test_two_runs_alike_pass(self):
+        base = self.scaled(1.0)
+        other = jmh_table({(STREAM, "weft-epoll-direct-false"): list(reversed(TEN))},
+                          {(STREAM, "weft-epoll-direct-false"): [1.0] * 10})
+        text, n = compare.compare(results_doc(base), results_doc(other))
+        self.assertEqual(n, 0, text)
+
+    def test_fourteen_percent_fewer_messages_is_a_regression(self):  # the seed's loss
+        text, n = compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)))
+        self.assertEqual(n, 1, text)
+        self.assertIn("REGRESSION grpc " + STREAM + " weft-epoll-direct-false score", text)
+
+    def test_more_server_cpu_per_message_is_a_regression_even_at_the_same_score(self):
+        # The client bounds the score; the server's share shows in its CPU per message.
+        text, n = compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(1.0, cpu_factor=1.08)))
+        self.assertEqual(n, 1, text)
+        self.assertIn("cpu/op", text.splitlines()[-2])
+
+    def test_a_change_under_the_tables_threshold_is_not(self):
+        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.98)))[1], 0)
+
+    def test_a_change_inside_both_errors_is_not(self):
+        wide = [60.0, 140.0, 80.0, 120.0, 100.0, 90.0, 110.0, 70.0, 130.0, 100.0]
+        base = jmh_table({(STREAM, "grpc++"): wide})
+        new = jmh_table({(STREAM, "grpc++"): [v * 0.9 for v in wide]})
+        self.assertEqual(compare.compare(results_doc(base), results_doc(new))[1], 0)
+
+    def test_an_explicit_threshold_overrides_the_tables(self):
+        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)), 20.0)[1], 0)
+
+
+class GrpcSuite(unittest.TestCase):
+    def test_columns_rows_and_load(self):
+        ctx = suites.Context("/b", False, 1, {}, build_peers=False)
+        (t,) = suites.build(["grpc"], ctx)
+        self.assertEqual([c.name for c in t.columns],
+                         ["weft-epoll-direct-true", "weft-epoll-direct-false", "weft-io_uring-direct-true",
+                          "weft-io_uring-direct-false", "grpc++"])
+        self.assertEqual(t.rows, [STREAM, "unaryCallsThroughput", "pingPongMessageThroughput"])
+        self.assertEqual((t.layout, t.default_repeat, t.metric, t.count_key), ("jmh", 10, "messages_per_s", "messages"))
+        col = t.columns[3]
+        self.assertEqual(col.params, {"direct": "false", "transport": "weft-io_uring"})
+        self.assertEqual(col.argv[0], "/b/weft-grpc-bench-server")
+        self.assertIn(["--direct", "false"], [col.argv[i:i + 2] for i in range(len(col.argv))])
+        self.assertIsInstance(t.loader, load.GrpcPeerClient)
+        argv, parse = t.load_argv(t.loader, col, 9000, STREAM, 2.0)
+        self.assertEqual(argv[1:], ["127.0.0.1:9000", "stream", "10", "2", "0", "1"])
+        out = parse("mode=stream threads=10 size=0 channels=1 messages=300000 seconds=2.00 rate=150000 failures=0\n")
+        self.assertEqual((out["messages"], out["messages_per_s"]), (300000, 150000.0))
+        with self.assertRaisesRegex(ValueError, "no result"):
+            parse("cannot connect to 127.0.0.1:9000\n")
+        self.assertEqual(t.load_argv(t.loader, col, 9000, "pingPongMessageThroughput", 2.0)[0][2], "pingpong")
+        self.assertNotIn("grpc", suites.ALL)
+
+    def test_weft_load_grpc_is_one_switch_away(self):
+        ctx = suites.Context("/b", True, 1, {}, build_peers=False, grpc_load="weft-load")
+        (t,) = suites.build(["grpc"], ctx)
+        self.assertIsInstance(t.loader, load.GrpcWeftLoad)
+        argv, _ = t.load_argv(t.loader, t.columns[0], 9000, "unaryCallsThroughput", 1.0)
+        self.assertEqual(argv[:4], ["/b/weft-load", "grpc", "unary", "127.0.0.1:9000"])
+        self.assertEqual(t.default_repeat, 3)
+        self.assertEqual(cli.parser().parse_args(["run", "grpc", "--grpc-load", "weft-load"]).grpc_load, "weft-load")
+
+
+class JmhCompareAgainstTheReference(unittest.TestCase):
+    """Tables with a reference column (grpc++, measured in the same rounds): Score and CPU per operation
+    are compared as ratios to the reference's of the same round, so that the machine's load cancels."""
+
+    def run_table(self, weft_speed=1.0, machine=1.0, executor_cpu=0.1):
+        slow = [machine * (1.0 + 0.3 * (i % 3)) for i in range(10)]  # the load drifts round by round
+        weft = "weft-epoll-direct-false"
+        t = jmh_table({(STREAM, weft): [100.0 / s * weft_speed for s in slow],
+                       (STREAM, "grpc++"): [50.0 / s for s in slow]},
+                      {(STREAM, weft): [1.0 * s for s in slow], (STREAM, "grpc++"): [5.0 * s for s in slow]})
+        t["reference_column"] = "grpc++"
+        for c in t["cells"]:
+            for i, r in enumerate(c["repeats"]):
+                r["exec_cpu_us_per_req"] = executor_cpu * slow[i] if c["column"] == weft else None
+        return t
+
+    def test_a_slower_machine_is_no_regression(self):
+        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(machine=1.4)))
+        self.assertEqual(n, 0, text)
+        self.assertIn("score/ref", text)
+
+    def test_executors_doing_twice_the_work_is_one(self):
+        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(machine=1.2, executor_cpu=0.2)))
+        self.assertEqual(n, 1, text)
+        self.assertIn("REGRESSION grpc " + STREAM + " weft-epoll-direct-false executor cpu/op /ref", text)
+
+    def test_the_reference_itself_is_not_compared(self):
+        text, _ = compare.compare(results_doc(self.run_table()), results_doc(self.run_table()))
+        self.assertNotIn("|    -     |", text)

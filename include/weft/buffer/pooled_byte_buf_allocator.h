@@ -117,6 +117,15 @@ class PooledByteBufAllocator final : public ByteBufAllocator {
   /// Thread-safe. Number of arenas.
   std::size_t arena_count() const noexcept;
 
+  /// Thread-safe; applies to the calling thread only, for every pooled allocator. Whether this thread
+  /// gets thread caches (default true). false: the caches it holds are flushed to their arenas and
+  /// each of its later small allocations and releases takes an arena's lock, as with
+  /// `thread_caches = false` but for this thread alone (Netty's useCacheForAllThreads=false, which
+  /// leaves threads other than its event loops without a cache). true gives caches back to it.
+  static void set_current_thread_caches(bool enabled) noexcept;
+  /// Thread-safe. Whether the calling thread may get thread caches (set_current_thread_caches()).
+  static bool current_thread_caches() noexcept;
+
   /// Thread-safe. The capacity a request for n bytes gets (n itself above kMaxPooledCapacity, rounded
   /// up to whole pages minus the header when mapped).
   static std::size_t normalize_capacity(std::size_t n) noexcept;

@@ -14,9 +14,9 @@ std::uint32_t prefix_length(const std::uint8_t* prefix) noexcept {
 }
 }  // namespace
 
-ByteBuf frame_message(const ByteBuf& message) {
+ByteBuf frame_message(const ByteBuf& message, ByteBufAllocator& allocator) {
   const std::size_t n = message.readable_bytes();
-  ByteBuf framed = default_allocator().buffer(kMessagePrefixBytes + n);
+  ByteBuf framed = allocator.buffer(kMessagePrefixBytes + n);
   framed.write_u8(0);
   framed.write_u32(static_cast<std::uint32_t>(n));
   if (n > 0) {

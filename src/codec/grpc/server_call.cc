@@ -1,9 +1,11 @@
 #include "weft/codec/grpc/server_call.h"
 
+#include <coroutine>
 #include <exception>
 #include <stdexcept>
 
 #include "weft/codec/grpc/timeout.h"
+#include "weft/core/unique_function.h"
 
 namespace weft::grpc {
 
@@ -73,6 +75,8 @@ template <class Message>
 Task<> ServerCall::send(Message message) {
   std::exception_ptr failure;
   try {
+    // About to wait for room: what buffer-hinted writes left must leave first, or it never comes.
+    if (!connection_.is_closed() && !connection_.channel().is_writable()) connection_.flush();
     co_await connection_.write(std::move(message));
   } catch (...) {
     failure = std::current_exception();
@@ -112,7 +116,7 @@ Task<std::optional<ByteBuf>> ServerCall::read() {
   }
 }
 
-Task<> ServerCall::write(ByteBuf message) {
+Task<> ServerCall::start_response() {
   if (ended_) throw CallEnded(*ended_);
   if (finished_) throw std::logic_error("grpc::ServerCall::write after finish");
   if (!headers_written_) {
@@ -121,13 +125,75 @@ Task<> ServerCall::write(ByteBuf message) {
     co_await send(std::move(head));
     headers_written_ = true;
   }
+}
+
+namespace {
+// Resumes the coroutine from the loop's task queue: the loop polls its I/O before (run_tasks takes the
+// tasks posted while it runs on its next turn). Does not suspend on a terminated loop.
+struct NextTurn {
+  EventLoop& loop;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> handle) noexcept {
+    return loop.try_execute(UniqueFunction<void()>([handle] { handle.resume(); }));
+  }
+  void await_resume() const noexcept {}
+};
+}  // namespace
+
+Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
+  const std::size_t n = framed.readable_bytes();
+  if (n < kMessagePrefixBytes || framed.read_ptr()[0] != 0 ||
+      ((std::size_t{framed.read_ptr()[1]} << 24) | (std::size_t{framed.read_ptr()[2]} << 16) |
+       (std::size_t{framed.read_ptr()[3]} << 8) | std::size_t{framed.read_ptr()[4]}) != n - kMessagePrefixBytes) {
+    throw std::invalid_argument("grpc::ServerCall::write_framed: not one uncompressed length-prefixed message");
+  }
+  // The hot path of a stream of messages runs in this one coroutine frame (start_response, send and
+  // after_message_written inlined): a frame per message is what a write costs beyond the codec.
+  if (ended_ || finished_ || !headers_written_) co_await start_response();  // the head once; throws when ended
+  http2::StreamData data{std::move(framed), false};
+  std::exception_ptr failure;
+  try {
+    // About to wait for room: what buffer-hinted writes left must leave first, or it never comes.
+    if (!connection_.is_closed() && !connection_.channel().is_writable()) connection_.flush();
+    co_await connection_.write(std::move(data));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) throw_ended(failure);
+  if (++writes_this_turn_ >= kWritesPerTurn) {
+    writes_this_turn_ = 0;
+    connection_.flush();
+    NextTurn turn{loop()};
+    co_await turn;
+    if (ended_) throw CallEnded(*ended_);
+  } else if (!options.buffer_hint) {
+    connection_.flush();
+  }
+}
+
+Task<> ServerCall::after_message_written(const WriteOptions& options) {
+  if (++writes_this_turn_ >= kWritesPerTurn) {
+    writes_this_turn_ = 0;
+    connection_.flush();
+    NextTurn turn{loop()};
+    co_await turn;
+    if (ended_) throw CallEnded(*ended_);
+    co_return;
+  }
+  if (!options.buffer_hint) connection_.flush();
+}
+
+Task<> ServerCall::write(ByteBuf message, WriteOptions options) {
   const std::size_t n = message.readable_bytes();
   if (n < kCopyBelowBytes) {
-    ByteBuf framed_bytes = frame_message(message);
-    http2::StreamData framed{std::move(framed_bytes), false};
-    co_await send(std::move(framed));
-  } else {
-    ByteBuf prefix_bytes = ByteBuf::copy_of(nullptr, 0);
+    ByteBuf framed = frame_message(message, allocator());
+    message = ByteBuf();
+    co_await write_framed(std::move(framed), options);
+    co_return;
+  }
+  co_await start_response();
+  {
+    ByteBuf prefix_bytes = allocator().buffer(kMessagePrefixBytes);
     prefix_bytes.write_u8(0);
     prefix_bytes.write_u32(static_cast<std::uint32_t>(n));
     http2::StreamData prefix{std::move(prefix_bytes), false};
@@ -135,7 +201,7 @@ Task<> ServerCall::write(ByteBuf message) {
     http2::StreamData body{std::move(message), false};
     co_await send(std::move(body));
   }
-  connection_.flush();
+  co_await after_message_written(options);
 }
 
 Task<> ServerCall::finish(Status status) { return finish_with(200, std::move(status)); }

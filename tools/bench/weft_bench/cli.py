@@ -6,6 +6,7 @@ import sys
 from . import compare as compare_mod
 from . import html_report, load, results, suites, tables
 from .processes import ProcessError, Supervisor, cpu_plan
+from . import runner as runner_mod
 from .runner import Runner, log
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -57,7 +58,10 @@ def parser():
     r.add_argument("--out", help="results folder (default bench-results/<timestamp>)")
     r.add_argument("--show", type=parse_show, default=["rps"], help="cells: any of rps,cpu,p99 (default rps)")
     r.add_argument("--html", help="also write the HTML report here")
-    r.add_argument("--repeat", type=int, default=3, help="measurements per point; the median is shown (default 3)")
+    r.add_argument("--repeat", type=int, help="measurements per point; the median is shown (default 3; the grpc "
+                   "table: 10, its Score is their mean)")
+    r.add_argument("--grpc-load", choices=["grpc++", "weft-load"], default="grpc++",
+                   help="the grpc suite's load: grpc++'s reference client (default) or weft-load grpc")
     r.add_argument("--duration", type=float, help="seconds per measurement (default 5; with --quick 0.5, or 1 with wrk)")
     r.add_argument("--warmup", type=float, help="seconds of load before a server's first point (default 3; --quick: as --duration)")
     r.add_argument("--load", choices=["weft-load", "wrk"], help="load generator (default weft-load when built, else wrk)")
@@ -69,8 +73,9 @@ def parser():
     c = sub.add_parser("compare", help="compare two results files; exit 1 on a regression")
     c.add_argument("base")
     c.add_argument("new")
-    c.add_argument("--threshold", type=float, default=compare_mod.DEFAULT_THRESHOLD,
-                   help=f"least change in %% that can count as a regression (default {compare_mod.DEFAULT_THRESHOLD:g})")
+    c.add_argument("--threshold", type=float,
+                   help=f"least change in %% that can count as a regression (default {compare_mod.DEFAULT_THRESHOLD:g}, "
+                        "or the table's own: the grpc table's is 3)")
     s = sub.add_parser("show", help="print the tables of a results file (and write its HTML report)")
     s.add_argument("results")
     s.add_argument("--show", type=parse_show, default=["rps"])
@@ -79,7 +84,7 @@ def parser():
 
 
 def cmd_run(args, invoked_as):
-    if args.repeat < 1:
+    if args.repeat is not None and args.repeat < 1:
         raise SystemExit("weft-bench: --repeat must be at least 1")
     bin_dir = find_bin_dir(invoked_as, args.build_dir)
     names = suites.ALL if args.suite == "all" else [args.suite]
@@ -89,7 +94,7 @@ def cmd_run(args, invoked_as):
         peers.setdefault(suite, []).append((name, command))
     ctx = suites.Context(bin_dir=bin_dir, quick=args.quick, peers=peers,
                          server_cpus=len(server_cpus.split(",")) if server_cpus else os.cpu_count(),
-                         columns=set(args.columns.split(",")) if args.columns else None, h2_load=args.h2_load)
+                         columns=set(args.columns.split(",")) if args.columns else None, h2_load=args.h2_load, grpc_load=args.grpc_load)
     try:
         table_specs = suites.build(names, ctx)
         adapter, note = load.choose(args.load, bin_dir, os.path.join(PACKAGE_DIR, "wrk_pipeline.lua"))
@@ -108,7 +113,7 @@ def cmd_run(args, invoked_as):
     build_dir = os.path.dirname(bin_dir)
     doc = {"tool": "weft-bench", "schema": results.SCHEMA, "suite": args.suite,
            "environment": results.environment(build_dir, REPO_DIR),
-           "settings": {"quick": args.quick, "repeat": args.repeat, "duration_s": duration, "warmup_s": warmup,
+           "settings": {"quick": args.quick, "repeat": args.repeat or runner_mod.DEFAULT_REPEAT, "duration_s": duration, "warmup_s": warmup,
                         "load": adapter.name, "h2_load": next((t.loader.name for t in table_specs if t.suite == "h2"), None),
                         "server_cpus": server_cpus, "load_cpus": load_cpus},
            "notes": [note] if note else [], "tables": [], "processes": []}

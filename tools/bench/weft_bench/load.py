@@ -144,6 +144,57 @@ class STime:
         return argv, parse
 
 
+class GrpcPeerClient:
+    """grpc++'s reference load client (shared/peers/grpc/client.cc: what grpc-load.sh runs): `streams`
+    calls on one connection (one thread each), `size`-byte messages, for `duration` seconds. The grpc
+    suite's load until weft-load grpc is used instead (suites.grpc, ctx.grpc_load)."""
+    name = "grpc++ client"
+    fractional_seconds = True
+
+    def __init__(self, binary, missing_note=None):
+        self.binary = binary
+        self.missing_note = missing_note or f"n/a: {binary} not built"
+
+    def supports(self, kind):
+        return kind == "grpc" and os.access(self.binary, os.X_OK)
+
+    def grpc(self, host, port, mode, streams, size, duration):
+        argv = [self.binary, f"{host}:{port}", mode, str(streams), f"{duration:g}", str(size), "1"]
+
+        def parse(stdout):
+            result = parse_grpc_client(stdout)
+            result.update(target=f"{host}:{port}", streams=streams, size=size)
+            return result
+        return argv, parse
+
+
+class GrpcWeftLoad(WeftLoad):
+    """weft-load grpc stream|unary|pingpong (issue 18's load generator), with --json like its other modes."""
+
+    def supports(self, kind):
+        return kind == "grpc" and os.access(self.binary, os.X_OK)
+
+    def grpc(self, host, port, mode, streams, size, duration):
+        path = self._json_file()
+        argv = [self.binary, "grpc", mode, f"{host}:{port}", "-c", "1", "--streams", str(streams),
+                "--size", str(size), "-d", f"{duration:g}", "--json", path]
+        return argv, self._parser(path)
+
+
+def parse_grpc_client(stdout):
+    """The grpc++ client's line (mode=M threads=T size=S channels=C messages=N seconds=D rate=R failures=F)
+    as a dict: messages, messages_per_s, duration_s, failures; raises ValueError without one."""
+    m = re.search(r"mode=(\w+) threads=(\d+) size=(\d+) channels=(\d+) messages=(\d+) seconds=([\d.]+) "
+                  r"rate=(\d+) failures=(\d+)", stdout)
+    if not m:
+        first = stdout.strip().splitlines()[-1] if stdout.strip() else "no output"
+        raise ValueError(f"grpc++ client: no result in its output ({first})")
+    messages, seconds = int(m.group(5)), float(m.group(6))
+    return {"tool": "grpc++ client", "mode": m.group(1), "threads": int(m.group(2)), "channels": int(m.group(4)),
+            "messages": messages, "duration_s": seconds, "messages_per_s": messages / seconds if seconds else 0.0,
+            "failures": int(m.group(8)), "latency_us": {}, "errors": {"failures": int(m.group(8))}}
+
+
 _TIME_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
 _SIZE_UNITS = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4}
 

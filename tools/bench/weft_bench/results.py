@@ -61,6 +61,8 @@ def environment(build_dir, repo_dir):
         "cpus_allowed": len(os.sched_getaffinity(0)),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
+        # Settings the servers read from the environment (WEFT_GRPC_EXECUTOR_THREAD_CACHE, ...).
+        "weft_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("WEFT_") and k != "WEFT_BIN_DIR"},
     }
 
 

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
-from .load import H2Load, STime, choose_h2
+from .load import GrpcPeerClient, GrpcWeftLoad, H2Load, STime, choose_h2
 
 HELLO_MODES = ["loop", "loop-async", "offload", "coroutine", "coroutine-async"]
 
@@ -21,6 +21,7 @@ class Column:
     argv: list            # may hold {port} and {ports}
     path_suffix: str = ""  # "-async" for the routes whose handler blocks on an executor future
     note: str = None       # set when the column cannot run (then it shows n/a)
+    params: dict = None    # what the column stands for, as JMH's parameter columns (the grpc table's layout)
 
 
 @dataclass
@@ -45,6 +46,14 @@ class Table:
     warmup: float = None
     stop_grace: float = 3.0      # seconds from SIGTERM to SIGKILL when the server is stopped
     loader: object = None        # this table's own load generator (h2load for h2), whatever --load says
+    default_repeat: int = None   # repeats when --repeat is not given (JMH-like tables want ~10)
+    warmup_each_row: bool = False  # warm a server up on every row, not only the largest
+    layout: str = None           # "jmh": rendered as JMH's table (tables.render_jmh), Score ± Error
+    threshold_pct: float = None  # compare's threshold for this table (None: compare.DEFAULT_THRESHOLD)
+    interleave_columns: bool = False  # all servers up at once, every round measures every column in turn
+    precise_cpu: bool = False    # server CPU from schedstat (ns) rather than clock ticks (10 ms)
+    thread_cpu_prefix: str = None  # also the CPU of the server's threads named so (executors), per request
+    reference_column: str = None  # compare: Score and CPU/op also as ratios to this column's, round by round
 
     def load_argv(self, adapter, column, port, row, duration):
         p = self.params
@@ -59,6 +68,8 @@ class Table:
             return adapter.h2(url, row, p["pipeline"], duration, h1=True)
         if self.load_kind == "handshake":
             return adapter.handshake("127.0.0.1", port, p["resumed"], duration)
+        if self.load_kind == "grpc":
+            return adapter.grpc("127.0.0.1", port, p["modes"][row], p["streams"], p["size"], duration)
         if self.load_kind == "echo":
             return adapter.echo("127.0.0.1", port, self.ports, row, p["rounds"], p["size"])
         return adapter.stream("127.0.0.1", port, row, p["size"], duration)
@@ -72,6 +83,8 @@ class Context:
     peers: dict                      # suite -> [(name, command string)]
     columns: set = None              # only these column names, when given
     h2_load: str = None              # the h2 suite's load: "weft-load" or "h2load"; None: weft-load when built
+    build_peers: bool = True         # build reference peers the suites need (grpc++'s) while building them
+    grpc_load: str = "grpc++"        # the grpc suite's load: grpc++ (the reference client) or weft-load
 
 
 def _bin(ctx, name):
@@ -225,7 +238,77 @@ def downstream(ctx):
     return [steady, overload]
 
 
-SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls}
+# The grpc table's compare threshold: its cells are means of 10 repeats whose 99.9% intervals must also
+# part (compare.compare_jmh), so a smaller change than the default 10% can count (seed 004 lost 14%).
+GRPC_THRESHOLD_PCT = 3.0
+
+GRPC_BENCHMARKS = {  # row -> the load's mode (grpc-load.sh's, weft-load grpc's)
+    "streamingCallsMessageThroughput": "stream",
+    "unaryCallsThroughput": "unary",
+    "pingPongMessageThroughput": "pingpong",
+}
+
+
+def grpc_peer_dir():
+    """Where grpc++'s reference peer's sources are: $WEFT_GRPC_PEER_DIR, else the source tree's copy of
+    shared/peers/grpc (tests/integration/grpc_peer); None when neither exists (an installed weft-bench)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.environ.get("WEFT_GRPC_PEER_DIR"), os.path.join(here, "..", "..", "..", "tests", "integration", "grpc_peer")):
+        if d and os.path.exists(os.path.join(d, "build.sh")):
+            return os.path.abspath(d)
+    return None
+
+
+def build_grpc_peer(build=True):
+    """(directory of weft-peer-grpc-server and -client, note): built by the peer's build.sh into
+    $TMPDIR/weft-peer-grpc (where shared/peers/serve-peer.sh grpc and grpc-load.sh put them); note is
+    None when they are there, else why not."""
+    out = os.path.join(os.environ.get("TMPDIR", "/tmp"), "weft-peer-grpc")
+    src = grpc_peer_dir()
+    if build and src is not None:
+        done = subprocess.run(["bash", os.path.join(src, "build.sh"), out], capture_output=True, text=True)
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            return out, f"n/a: grpc++ peer did not build ({lines[-1] if lines else 'build.sh failed'}; apt-get install " \
+                        "libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler pkg-config)"
+    if not all(os.access(os.path.join(out, f"weft-peer-grpc-{p}"), os.X_OK) for p in ("server", "client")):
+        return out, "n/a: grpc++ peer not built (tests/integration/grpc_peer/build.sh)"
+    return out, None
+
+
+def grpc(ctx):
+    """Issue 18 (seed 004, grpc-java's TransportBenchmark): bench.proto's BenchmarkService, 10 streams (calls)
+    on one connection, empty messages; rows are the benchmarks, columns weft-grpc-bench-server on epoll and
+    io_uring with direct true and false, and grpc++'s callback server. Rendered like JMH's table: Score (the
+    mean of the repeats) ± Error (99.9% confidence, Student's t). The load is grpc++'s reference client
+    (ctx.grpc_load = "grpc++") or weft-load grpc ("weft-load"), pinned apart from the server."""
+    peer_dir, peer_note = build_grpc_peer(ctx.build_peers)
+    server = _bin(ctx, "weft-grpc-bench-server")
+    columns = []
+    for transport in ("epoll", "io_uring"):
+        for direct in ("true", "false"):
+            columns.append(Column(f"weft-{transport}-direct-{direct}",
+                                  [server, "--port", "{port}", "--transport", transport, "--direct", direct,
+                                   "--loops", str(ctx.server_cpus)],
+                                  params={"direct": direct, "transport": f"weft-{transport}"}))
+    columns.append(Column("grpc++", [os.path.join(peer_dir, "weft-peer-grpc-server"), "{port}", "1"], note=peer_note,
+                          params={"direct": "-", "transport": "grpc++"}))
+    columns += _peer_columns(ctx, "grpc")
+    if ctx.grpc_load == "weft-load":
+        loader = GrpcWeftLoad(_bin(ctx, "weft-load"))
+    else:
+        loader = GrpcPeerClient(os.path.join(peer_dir, "weft-peer-grpc-client"), peer_note)
+    return [Table(
+        id="grpc", suite="grpc", title="gRPC BenchmarkService, 10 streams on one connection, empty messages, "
+                                       "Result: ops/s", row_label="Benchmark", rows=list(GRPC_BENCHMARKS),
+        load_kind="grpc", metric="messages_per_s", unit="ops/s", higher_is_better=True, count_key="messages",
+        columns=_keep(ctx, columns), params={"modes": GRPC_BENCHMARKS, "streams": 10, "size": 0},
+        loader=loader, default_repeat=3 if ctx.quick else 10, duration=None if ctx.quick else 2.0,
+        warmup_each_row=True, layout="jmh", threshold_pct=GRPC_THRESHOLD_PCT, interleave_columns=True,
+        precise_cpu=True, thread_cpu_prefix="grpc-exec", reference_column="grpc++")]
+
+
+SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls, "grpc": grpc}
 ALL = ["tfb", "echo", "stream", "downstream"]
 
 

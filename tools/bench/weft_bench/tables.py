@@ -1,6 +1,7 @@
 """Terminal tables shaped like the ones people post (rows: concurrency, columns: modes and peers)."""
 
 from .results import cell
+from .stats import jmh_score
 
 
 def fmt_value(v):
@@ -57,7 +58,53 @@ def grid(title, header, body):
     return "\n".join(out)
 
 
+JMH_BENCHMARK_PREFIX = "GrpcBenchmark."
+
+
+def jmh_rows(table):
+    """One dict per measured (row, column) of a JMH-layout table, in JMH's order (benchmark, then the
+    columns): benchmark, the column's params, mode, count, score, error, units, and the median server CPU
+    per operation."""
+    out = []
+    for row in table["rows"]:
+        for col in table["columns"]:
+            c = cell(table, row, col["name"])
+            if c is None:
+                continue
+            score, error, count = jmh_score([r.get("value") for r in c["repeats"]])
+            params = col.get("params") or {}
+            out.append({"benchmark": JMH_BENCHMARK_PREFIX + str(row), "column": col["name"],
+                        "direct": params.get("direct", "-"), "transport": params.get("transport", col["name"]),
+                        "mode": "thrpt", "count": count, "score": score, "error": error, "units": table["unit"],
+                        "cpu_us": c.get("cpu_us_per_req"), "exec_cpu_us": c.get("exec_cpu_us_per_req")})
+    return out
+
+
+def render_jmh(table):
+    """The table as JMH prints it (shared/seeds/004):
+    Benchmark  (direct)  (transport)  Mode  Cnt  Score  Error  Units, Score ± Error (99.9% CI)."""
+    rows = jmh_rows(table)
+    header = ["Benchmark", "(direct)", "(transport)", "Mode", "Cnt", "Score", "", "Error", "Units"]
+    body = [[r["benchmark"], r["direct"], r["transport"], r["mode"], str(r["count"]),
+             "-" if r["score"] is None else f"{r['score']:.3f}", "±",
+             "NaN" if r["error"] is None else f"{r['error']:.3f}", r["units"]] for r in rows]
+    widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
+    left = {0}  # the benchmark name is left-aligned, the rest right-aligned, as JMH does
+    lines = ["  ".join(x[i].ljust(widths[i]) if i in left else x[i].rjust(widths[i]) for i in range(len(header)))
+             for x in [header] + body]
+    cpu = [f"  {r['benchmark'].removeprefix(JMH_BENCHMARK_PREFIX)} {r['column']}: {fmt_us(r['cpu_us'])}/op"
+           + (f" (executor threads {r['exec_cpu_us'] * 1000:.0f} ns/op)" if r.get("exec_cpu_us") else "")
+           for r in rows if r["cpu_us"] is not None]
+    notes = [f"  {c['name']}: {c['note']}" for c in table["columns"] if c.get("note")]
+    text = table["title"] + "\n" + "\n".join(line.rstrip() for line in lines)
+    if cpu:
+        text += "\n  server CPU per operation (median of the repeats):\n" + "\n".join(cpu)
+    return text + ("\n" + "\n".join(notes) if notes else "")
+
+
 def render(table, show=("rps",)):
+    if table.get("layout") == "jmh":
+        return render_jmh(table)
     if table.get("show") and list(show) == ["rps"]:
         show = table["show"]
     names = [c["name"] for c in table["columns"]]

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "weft/buffer/byte_buf.h"
+#include "weft/buffer/byte_buf_allocator.h"
 #include "weft/codec/grpc/status.h"
 
 namespace weft::grpc {
@@ -18,8 +19,9 @@ inline constexpr std::size_t kMessagePrefixBytes = 5;
 /// The default bound on a received message (grpc++'s and grpc-java's: 4 MiB).
 inline constexpr std::size_t kDefaultMaxMessageBytes = 4 * 1024 * 1024;
 
-/// Thread-safe (pure). `message` with its prefix (compressed flag 0), in one new buffer.
-ByteBuf frame_message(const ByteBuf& message);
+/// Thread-safe (pure). `message` with its prefix (compressed flag 0), in one new buffer from
+/// `allocator` (ServerCall's writes use their channel's: pooled on epoll and io_uring).
+ByteBuf frame_message(const ByteBuf& message, ByteBufAllocator& allocator = default_allocator());
 
 /// Splits a request body into messages. Not thread-safe (one per call, on its loop).
 class MessageDeframer {

@@ -65,6 +65,9 @@ class StatusError : public Error {
   Status status_;
 };
 
+/// ServerCall::write(): messages a handler writes before it lets the loop take a turn.
+inline constexpr std::uint32_t kWritesPerTurn = 64;
+
 /// Bounds of a gRPC server (grpc++'s ServerBuilder options of the same meaning).
 struct ServerOptions {
   /// A request message larger than this ends the call with RESOURCE_EXHAUSTED.
@@ -77,6 +80,14 @@ bool is_grpc_content_type(std::string_view content_type) noexcept;
 
 class ServiceRegistry;
 class ResetNotifier;
+
+/// How ServerCall::write() sends a message (grpc++'s grpc::WriteOptions).
+struct WriteOptions {
+  /// More messages follow at once: the message may wait in the stream, unflushed, until a write
+  /// without the hint, flush(), finish(), or the stream turning unwritable (then what waits is
+  /// flushed before the write suspends). Many messages then leave in one send instead of one each.
+  bool buffer_hint = false;
+};
 
 /// One call (see the file's description). Made by ServiceRegistry for each request; its handler
 /// gets a reference valid until the handler's coroutine finishes. Loop thread only.
@@ -102,6 +113,9 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   bool cancelled() const noexcept { return ended_.has_value(); }
   /// Loop thread only. Whether the response has ended (finished by the handler or ended without it).
   bool finished() const noexcept { return finished_; }
+  /// Thread-safe (the allocator is). The allocator of the call's channel (pooled on epoll and io_uring): where
+  /// write() frames messages, and where a handler that serializes off the loop (on an executor) may take buffers.
+  ByteBufAllocator& allocator() const noexcept { return connection_.channel().allocator(); }
 
   /// Loop thread only. Adds a header to the response's head (metadata). Before the first write() or finish() only.
   void add_response_header(std::string_view name, std::string_view value);
@@ -110,9 +124,18 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   /// read. Throws CallEnded when the call has ended (or ends meanwhile).
   Task<std::optional<ByteBuf>> read();
   /// Loop thread only. Sends a response message (the response's head first, on the first write). Suspends while the
-  /// stream is unwritable (its HTTP/2 flow-control window and the connection's backpressure).
+  /// stream is unwritable (its HTTP/2 flow-control window and the connection's backpressure), and, after every
+  /// kWritesPerTurn messages, once through the loop's task queue: a handler that writes in a loop lets the loop
+  /// read (a client's RST_STREAM, WINDOW_UPDATEs) and serve the other streams between its messages.
   /// Throws CallEnded when the call has ended, std::logic_error after finish().
-  Task<> write(ByteBuf message);
+  Task<> write(ByteBuf message, WriteOptions options = {});
+  /// Loop thread only. As write(), for a message framed already (its 5-byte prefix, compressed flag 0, then the
+  /// message: frame_message()), e.g. serialized and framed on an executor thread, as grpc-java frames on the
+  /// application's thread. Sent as it is (no copy). Throws std::invalid_argument when the prefix does not match
+  /// the bytes.
+  Task<> write_framed(ByteBuf framed, WriteOptions options = {});
+  /// Loop thread only. Sends what writes with WriteOptions::buffer_hint left waiting.
+  void flush() { connection_.flush(); }
   /// Loop thread only. Ends the response with `status` (grpc-status, grpc-message): as trailers, or Trailers-Only
   /// when nothing was written. Does nothing once the call has finished or ended.
   Task<> finish(Status status);
@@ -123,8 +146,10 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
 
   template <class Message>
   Task<> send(Message message);  // Connection::write, failures as CallEnded
+  Task<> after_message_written(const WriteOptions& options);  // flush, and the turn's yield
   [[noreturn]] void throw_ended(std::exception_ptr cause);
   Task<> fail(Status status);  // ends the call for a broken request, then throws CallEnded
+  Task<> start_response();  // the response's head, before the first message
   http::HttpResponse response_head(int http_status) const;
   http2::Fields status_fields(const Status& status) const;
   Task<> finish_with(int http_status, Status status);  // Trailers-Only with an HTTP status (415)
@@ -143,6 +168,7 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   bool request_ended_ = false;    // the client half-closed
   bool headers_written_ = false;  // the response's head was written
   bool finished_ = false;         // the response's end was written
+  std::uint32_t writes_this_turn_ = 0;  // messages written since the handler last let the loop poll
 };
 
 }  // namespace weft::grpc

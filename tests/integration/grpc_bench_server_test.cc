@@ -1,0 +1,138 @@
+// weft-grpc-bench-server (examples/grpc) as `weft-bench run grpc` runs it, on every transport, with
+// its handlers on the loop (--direct true) and on an executor (--direct false, also without executor
+// thread caches): grpc++'s reference client (shared/peers/grpc, built by its build.sh into
+// $TMPDIR/weft-peer-grpc; the test is skipped, saying why, without grpc++) drives the three methods
+// of bench.proto's BenchmarkService -- StreamingFromServer until it cancels, UnaryCall, StreamingCall
+// ping-pong -- with 10 calls on one connection, empty and 1000-byte messages. Every call must
+// succeed, and the server must keep serving after each client went away and stop cleanly on SIGTERM.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/hello_process.h"
+#include "support/shell.h"
+
+#ifndef WEFT_GRPC_BENCH_SERVER_BIN
+#define WEFT_GRPC_BENCH_SERVER_BIN ""  // examples not built: the suite is skipped
+#endif
+#ifndef WEFT_GRPC_PEER_DIR
+#define WEFT_GRPC_PEER_DIR ""
+#endif
+
+using ::testing::HasSubstr;
+
+namespace weft::test {
+namespace {
+
+std::string run(const std::string& command, int& status) { return run_shell(command + " 2>&1", status); }
+
+// grpc++'s reference client, built once per process; empty with `why` set when it cannot be.
+const std::string& grpc_client(std::string& why, bool& skip) {
+  static std::string why_not;
+  static bool skipped = false;
+  static const std::string client = [] {
+    int status = -1;
+    run("pkg-config --exists grpc++ protobuf && command -v grpc_cpp_plugin && command -v protoc", status);
+    if (status != 0) {
+      skipped = true;
+      why_not = "grpc++ is not installed (apt-get install libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev "
+                "protobuf-compiler pkg-config)";
+      return std::string();
+    }
+    const char* dir = std::getenv("WEFT_GRPC_PEER_DIR");
+    const std::string sources = dir != nullptr ? dir : WEFT_GRPC_PEER_DIR;
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string out = std::string(tmp != nullptr ? tmp : "/tmp") + "/weft-peer-grpc";
+    // flock: test processes that ctest runs side by side build it once.
+    const std::string log =
+        run("mkdir -p " + out + " && flock " + out + "/.lock bash " + sources + "/build.sh " + out, status);
+    if (status != 0) {
+      why_not = "build.sh failed: " + log;
+      return std::string();
+    }
+    return out + "/weft-peer-grpc-client";
+  }();
+  why = why_not;
+  skip = skipped;
+  return client;
+}
+
+struct Config {
+  const char* transport;
+  const char* direct;
+  bool executor_thread_cache = true;
+};
+
+std::string config_name(const ::testing::TestParamInfo<Config>& info) {
+  return std::string(info.param.transport) + "_direct_" + info.param.direct +
+         (info.param.executor_thread_cache ? "" : "_no_executor_thread_cache");
+}
+
+class GrpcBenchServerTest : public ::testing::TestWithParam<Config> {
+ protected:
+  void SetUp() override {
+    if (std::string(WEFT_GRPC_BENCH_SERVER_BIN).empty()) GTEST_SKIP() << "weft-grpc-bench-server not built";
+    std::string why;
+    bool skip = false;
+    client_ = grpc_client(why, skip);
+    if (skip) GTEST_SKIP() << why;
+    ASSERT_FALSE(client_.empty()) << why;
+    server_.emplace(WEFT_GRPC_BENCH_SERVER_BIN,
+                    std::vector<std::string>{"--transport", GetParam().transport, "--direct", GetParam().direct,
+                                             "--loops", "1", "--executor-threads", "2", "--executor-thread-cache",
+                                             GetParam().executor_thread_cache ? "true" : "false"});
+    ASSERT_TRUE(server_->is_running()) << server_->error();
+  }
+
+  // Runs the client: `mode` with 10 calls (threads) on one connection, `size`-byte messages, for a second.
+  void expect_calls(const std::string& mode, int size) {
+    int status = -1;
+    const std::string out = run("timeout 120 " + client_ + " 127.0.0.1:" + std::to_string(server_->port()) + " " +
+                                    mode + " 10 1 " + std::to_string(size) + " 1",
+                                status);
+    EXPECT_EQ(status, 0) << out;
+    EXPECT_THAT(out, HasSubstr("failures=0"));
+    const auto at = out.find("messages=");
+    ASSERT_NE(at, std::string::npos) << out;
+    EXPECT_GT(std::atol(out.c_str() + at + 9), 10) << out;
+  }
+
+  void TearDown() override {
+    if (!server_ || !server_->is_running()) return;
+    const int status = server_->stop();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status << "\n" << server_->output();
+  }
+
+  std::string client_;
+  std::optional<HelloProcess> server_;
+};
+
+// The three methods one after another on one server: each client cancels or ends its calls, and the
+// server serves the next.
+TEST_P(GrpcBenchServerTest, ServesTheThreeMethodsToTheGrpcClient) {
+  expect_calls("stream", 0);
+  expect_calls("unary", 0);
+  expect_calls("pingpong", 0);
+}
+
+TEST_P(GrpcBenchServerTest, ServesMessagesOfAThousandBytes) {
+  expect_calls("stream", 1000);
+  expect_calls("unary", 1000);
+  expect_calls("pingpong", 1000);
+}
+
+INSTANTIATE_TEST_SUITE_P(On, GrpcBenchServerTest,
+                         ::testing::Values(Config{"epoll", "true"}, Config{"epoll", "false"},
+                                           Config{"epoll", "false", false}, Config{"io_uring", "true"},
+                                           Config{"io_uring", "false"}, Config{"blocking", "true"},
+                                           Config{"blocking", "false"}),
+                         config_name);
+
+}  // namespace
+}  // namespace weft::test
