@@ -107,8 +107,10 @@ void write_varint(ByteBuf& buf, std::uint64_t value) {
   buf.write_u8(static_cast<std::uint8_t>(value));
 }
 
-// SimpleResponse{payload: Payload{body: `size` zero bytes}} (compresses well).
-ByteBuf simple_response(std::size_t size) {
+// SimpleResponse{payload: Payload{body: `size` bytes}}: zeros (they shrink a thousandfold), or with
+// `textured` 16 letters in a pseudo-random order (they shrink about twofold: a stream of them is
+// bounded by flow control, where a stream of zeros floods the client with a thousand times its window).
+ByteBuf simple_response(std::size_t size, bool textured = false) {
   ByteBuf out = ByteBuf::copy_of("");
   if (size == 0) return out;
   ByteBuf payload = ByteBuf::copy_of("");
@@ -116,6 +118,11 @@ ByteBuf simple_response(std::size_t size) {
   write_varint(payload, size);
   payload.ensure_writable(size);
   std::fill_n(payload.write_ptr(), size, std::uint8_t{0});
+  std::uint32_t lcg = 12345;
+  for (std::size_t i = 0; textured && i < size; ++i) {
+    lcg = lcg * 1664525u + 1013904223u;
+    payload.write_ptr()[i] = static_cast<std::uint8_t>('a' + (lcg >> 28));
+  }
   payload.advance_writer(size);
   out.write_u8(0x0A);
   write_varint(out, payload.readable_bytes());
@@ -165,10 +172,10 @@ ServiceRegistry compressing_service(Compression algorithm, std::shared_ptr<Count
     seen(call);
     std::optional<ByteBuf> request = co_await call.read();
     if (!request) throw StatusError(Status(StatusCode::internal, "no request"));
-    const std::size_t size = response_size(*request);
-    co_await call.write(simple_response(size));
+    const ByteBuf response = simple_response(response_size(*request), true);
+    co_await call.write(response.slice());
     if (call.response_encoding() != Compression::identity) counts->compressed_replies.fetch_add(1);
-    for (;;) co_await call.write(simple_response(size));  // until the client cancels (CallEnded)
+    for (;;) co_await call.write(response.slice());  // until the client cancels (CallEnded)
   });
   return services;
 }
