@@ -5,6 +5,7 @@
 # curl: scripts/test-packaging.sh. libnghttp2-dev: the HTTP/2 codec; nghttp2-client (h2load, nghttp)
 # and python3-h2: the HTTP/2 interop and attack tests. libssl-dev: weft's TLS; openssl: the TLS
 # interop tests (openssl s_client) and weft-bench's tls suite; nginx-light: the TLS client test against nginx.
+# zlib1g-dev: gRPC message compression (gzip, deflate).
 # libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
 # (shared/peers/grpc) the gRPC interop test builds.
 set -euo pipefail
@@ -34,6 +35,7 @@ PACKAGES=(
   nghttp2-client
   python3-h2
   libssl-dev
+  zlib1g-dev
   openssl
   nginx-light
   doxygen

@@ -249,10 +249,10 @@ dev_depends=$(dpkg-deb -f "$dev_deb" Depends)
 tools_depends=$(dpkg-deb -f "$tools_deb" Depends)
 echo "   libweft-dev Depends: $dev_depends"
 echo "   weft-tools Depends:  $tools_depends"
-for dep in libfmt-dev liburing-dev libnghttp2-dev libssl-dev; do
+for dep in libfmt-dev liburing-dev libnghttp2-dev libssl-dev zlib1g-dev; do
   [[ "$dev_depends" == *"$dep"* ]] || fail "deb: libweft-dev does not depend on $dep"
 done
-for dep in liburing2 libnghttp2-14 libssl3 libc6 libstdc++6 python3; do
+for dep in liburing2 libnghttp2-14 libssl3 zlib1g libc6 libstdc++6 python3; do
   [[ "$tools_depends" == *"$dep"* ]] || fail "deb: weft-tools does not depend on $dep"
 done
 dev_files=$(dpkg-deb -c "$dev_deb")

@@ -32,6 +32,8 @@ class CountingAllocator final : public ByteBufAllocator {
   long reallocations() const { return reallocations_.load(); }
   long frees() const { return frees_.load(); }
   long bad_frees() const { return bad_frees_.load(); }
+  // The largest capacity handed out (allocated or grown to).
+  std::size_t largest_capacity() const { return largest_.load(); }
   std::size_t live() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return live_.size();
@@ -56,6 +58,7 @@ class CountingAllocator final : public ByteBufAllocator {
     allocations_.fetch_add(1);
     const std::size_t g = options_.granularity;
     const std::size_t capacity = (min_capacity + g - 1) / g * g;
+    if (capacity > largest_.load()) largest_.store(capacity);
     auto* data = new std::uint8_t[capacity == 0 ? 1 : capacity];
     auto* storage = new ByteBufStorage(this, data, capacity);
     storage->allocator_tag = kTag;
@@ -73,6 +76,7 @@ class CountingAllocator final : public ByteBufAllocator {
     if (storage->refs.load() != 1) bad_frees_.fetch_add(1);  // contract: caller holds the only reference
     const std::size_t g = options_.granularity;
     const std::size_t capacity = (min_capacity + g - 1) / g * g;
+    if (capacity > largest_.load()) largest_.store(capacity);
     auto* data = new std::uint8_t[capacity];
     std::copy(storage->data, storage->data + preserve, data);
     delete[] storage->data;
@@ -104,6 +108,7 @@ class CountingAllocator final : public ByteBufAllocator {
   std::atomic<long> reallocations_{0};
   std::atomic<long> frees_{0};
   std::atomic<long> bad_frees_{0};
+  std::atomic<std::size_t> largest_{0};
   mutable std::mutex mutex_;
   std::set<ByteBufStorage*> live_;
   std::vector<std::thread::id> free_threads_;

@@ -41,7 +41,7 @@ void MessageDeframer::feed(ByteBuf chunk) {
 
 bool MessageDeframer::check_prefix(const std::uint8_t* prefix) {
   const std::uint32_t length = prefix_length(prefix);
-  if (prefix[0] != 0) {
+  if (prefix[0] != 0 && !(prefix[0] == 1 && pass_compressed_)) {
     if (prefix[0] != 1) {
       error_ = Status{StatusCode::internal, "invalid compressed flag " + std::to_string(prefix[0])};
     } else if (compression_negotiated_) {
@@ -83,6 +83,7 @@ std::optional<ByteBuf> MessageDeframer::next() {
     if (pending_.readable_bytes() < total) return std::nullopt;
     ByteBuf message = std::move(pending_);
     pending_ = ByteBuf();
+    last_compressed_ = message.read_ptr()[0] != 0;
     message.skip_bytes(kMessagePrefixBytes);
     return message;
   }
@@ -92,6 +93,7 @@ std::optional<ByteBuf> MessageDeframer::next() {
     if (!check_prefix(chunk.read_ptr())) return std::nullopt;
     const std::size_t length = prefix_length(chunk.read_ptr());
     if (chunk.readable_bytes() >= kMessagePrefixBytes + length) {
+      last_compressed_ = chunk.read_ptr()[0] != 0;
       chunk.skip_bytes(kMessagePrefixBytes);
       return chunk.read_slice(length);  // whole in this chunk: no copy
     }

@@ -39,8 +39,8 @@ ServerCall::ServerCall(Connection<http2::StreamMessage>& connection, http2::Stre
                        const ServerOptions& options)
     : connection_(connection),
       headers_(std::move(headers)),
-      deframer_(options.max_receive_message_bytes,
-                headers_.request.header("grpc-encoding").value_or("identity") != "identity"),
+      deframer_(options.max_receive_message_bytes, headers_.request.header("grpc-encoding").value_or("")),
+      compression_(options.response_compression),
       request_ended_(headers_.end_stream) {
   if (auto value = headers_.request.header("grpc-timeout")) timeout_ = parse_timeout(*value);
 }
@@ -51,7 +51,39 @@ void ServerCall::add_response_header(std::string_view name, std::string_view val
   if (headers_written_ || finished_) {
     throw std::logic_error("grpc::ServerCall: response headers after the head was sent");
   }
-  response_headers_.emplace_back(name, value);
+  std::string wire_value = encode_metadata_value(name, value);
+  response_headers_.emplace_back(name, std::move(wire_value));
+}
+
+void ServerCall::add_trailing_metadata(std::string_view name, std::string_view value) {
+  if (finished_) throw std::logic_error("grpc::ServerCall: trailing metadata after the call finished");
+  std::string wire_value = encode_metadata_value(name, value);
+  trailing_metadata_.emplace_back(name, std::move(wire_value));
+}
+
+std::vector<std::string> ServerCall::metadata_values(std::string_view key) const {
+  std::vector<std::string> values;
+  for (const http::Header& header : headers_.request.head()) {
+    if (!http::iequals(header.name, key)) continue;
+    // A -bin value that does not decode failed the call before its handler (check_binary_metadata).
+    if (auto decoded = decode_metadata_values(key, header.value)) {
+      for (std::string& value : *decoded) values.push_back(std::move(value));
+    }
+  }
+  return values;
+}
+
+std::optional<std::string> ServerCall::metadata(std::string_view key) const {
+  std::optional<std::string_view> wire = headers_.request.header(key);
+  if (!wire) return std::nullopt;
+  std::optional<std::vector<std::string>> decoded = decode_metadata_values(key, *wire);
+  if (!decoded || decoded->empty()) return std::nullopt;
+  return std::move(decoded->front());
+}
+
+void ServerCall::set_compression(CompressionOptions options) {
+  if (headers_written_ || finished_) throw std::logic_error("grpc::ServerCall: set_compression after the head was sent");
+  compression_ = options;
 }
 
 void ServerCall::throw_ended(std::exception_ptr cause) {
@@ -121,6 +153,11 @@ Task<> ServerCall::start_response() {
   if (finished_) throw std::logic_error("grpc::ServerCall::write after finish");
   if (!headers_written_) {
     http::HttpResponse response = response_head(200);
+    if (compression_.algorithm != Compression::identity &&
+        accepts_compression(headers_.request.header("grpc-accept-encoding").value_or(""), compression_.algorithm)) {
+      response_encoding_ = compression_.algorithm;
+      response.header("grpc-encoding", compression_name(response_encoding_));
+    }
     http2::ResponseHeaders head{std::move(response), false};
     co_await send(std::move(head));
     headers_written_ = true;
@@ -185,6 +222,16 @@ Task<> ServerCall::after_message_written(const WriteOptions& options) {
 
 Task<> ServerCall::write(ByteBuf message, WriteOptions options) {
   const std::size_t n = message.readable_bytes();
+  if (response_encoding_ != Compression::identity && n >= compression_.min_bytes) {
+    // Compressed (or, when it does not shrink, flag 0) into one new buffer: the codec's bytes, not the message's.
+    CompressionOptions compress = compression_;
+    compress.algorithm = response_encoding_;
+    ByteBuf framed_bytes = frame_compressed(message, compress);
+    http2::StreamData framed{std::move(framed_bytes), false};
+    co_await send(std::move(framed));
+    co_await after_message_written(options);
+    co_return;
+  }
   if (n < kCopyBelowBytes) {
     ByteBuf framed = frame_message(message, allocator());
     message = ByteBuf();
@@ -232,6 +279,7 @@ Task<> ServerCall::fail(Status status) {
 http::HttpResponse ServerCall::response_head(int http_status) const {
   http::HttpResponse head(http_status);
   head.header("content-type", "application/grpc");
+  head.header("grpc-accept-encoding", kAcceptEncoding);  // always (the compression spec)
   for (const auto& [name, value] : response_headers_) head.header(name, value);
   return head;
 }
@@ -240,6 +288,7 @@ http2::Fields ServerCall::status_fields(const Status& status) const {
   http2::Fields fields;
   fields.add("grpc-status", std::to_string(static_cast<int>(status.code)));
   if (!status.message.empty()) fields.add("grpc-message", percent_encode(status.message));
+  for (const auto& [name, value] : trailing_metadata_) fields.add(name, value);
   return fields;
 }
 

@@ -120,6 +120,10 @@ Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection, s
       co_await call->finish(std::move(unknown));
       co_return;
     }
+    if (std::optional<Status> malformed = check_binary_metadata(call->request())) {
+      co_await call->finish(std::move(*malformed));
+      co_return;
+    }
     call->start_deadline();
     try {
       co_await (*handler)(*call);

@@ -30,9 +30,13 @@ class MessageDeframer {
   /// RESOURCE_EXHAUSTED (before its bytes are held). `compression_negotiated`: whether the call
   /// declared a grpc-encoding other than identity (this deframer does not decompress: a compressed
   /// message then fails UNIMPLEMENTED; without one it fails INTERNAL, as the spec says).
+  /// `pass_compressed`: compressed messages (flag 1) are given out as they are, and
+  /// last_compressed() says so (DecompressingDeframer decompresses them, compression.h).
   explicit MessageDeframer(std::size_t max_message_bytes = kDefaultMaxMessageBytes,
-                           bool compression_negotiated = false) noexcept
-      : max_message_bytes_(max_message_bytes), compression_negotiated_(compression_negotiated) {}
+                           bool compression_negotiated = false, bool pass_compressed = false) noexcept
+      : max_message_bytes_(max_message_bytes),
+        compression_negotiated_(compression_negotiated),
+        pass_compressed_(pass_compressed) {}
 
   /// Owner only. Takes a chunk of the body (whole messages in it are sliced out, not copied; a message cut
   /// across chunks is gathered by one copy).
@@ -43,12 +47,16 @@ class MessageDeframer {
   const std::optional<Status>& error() const noexcept { return error_; }
   /// Owner only. Whether bytes of an unfinished message are held (at the body's end: a truncated message).
   bool has_partial() const noexcept;
+  /// Owner only. Whether the message next() gave last had compressed flag 1 (only with pass_compressed).
+  bool last_compressed() const noexcept { return last_compressed_; }
 
  private:
   bool check_prefix(const std::uint8_t* prefix);  // false (and error_) when the message is refused
 
   std::size_t max_message_bytes_;
   bool compression_negotiated_;
+  bool pass_compressed_;
+  bool last_compressed_ = false;
   ByteBuf pending_;  // bytes of the message being gathered (prefix included)
   std::optional<ByteBuf> chunk_;  // the chunk being split
   std::optional<Status> error_;

@@ -13,8 +13,9 @@
 /// The call ends in one of two ways. The handler finishes it (finish(), or returning: OK, or
 /// throwing StatusError: that status; another exception: UNKNOWN). Or it ends without the handler:
 /// the deadline passed (grpc-timeout: DEADLINE_EXCEEDED is sent), the client reset the stream
-/// (CANCELLED), the request broke the protocol (a message past the size limit: RESOURCE_EXHAUSTED;
-/// a compressed message: INTERNAL or UNIMPLEMENTED; a truncated one: INTERNAL); then cancelled()
+/// (CANCELLED), the request broke the protocol (a message past the size limit, before or after
+/// decompression: RESOURCE_EXHAUSTED; a compressed message without grpc-encoding or one that does not
+/// inflate: INTERNAL; one in an encoding weft lacks: UNIMPLEMENTED; a truncated one: INTERNAL); then cancelled()
 /// is true and read() and write() throw CallEnded with the status, which the handler may let
 /// propagate (the registry expects it).
 ///
@@ -31,7 +32,9 @@
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/connection.h"
+#include "weft/codec/grpc/compression.h"
 #include "weft/codec/grpc/message_framing.h"
+#include "weft/codec/grpc/metadata.h"
 #include "weft/codec/grpc/status.h"
 #include "weft/codec/http2/stream_channel.h"
 #include "weft/core/error.h"
@@ -72,6 +75,10 @@ inline constexpr std::uint32_t kWritesPerTurn = 64;
 struct ServerOptions {
   /// A request message larger than this ends the call with RESOURCE_EXHAUSTED.
   std::size_t max_receive_message_bytes = kDefaultMaxMessageBytes;
+  /// How responses are compressed (identity: not at all). A call compresses only when its request's
+  /// grpc-accept-encoding lists the algorithm (else it answers uncompressed); ServerCall::set_compression()
+  /// sets it per call.
+  CompressionOptions response_compression;
 };
 
 /// Whether a request's content-type makes it a gRPC call: application/grpc, optionally followed
@@ -117,8 +124,27 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   /// write() frames messages, and where a handler that serializes off the loop (on an executor) may take buffers.
   ByteBufAllocator& allocator() const noexcept { return connection_.channel().allocator(); }
 
-  /// Loop thread only. Adds a header to the response's head (metadata). Before the first write() or finish() only.
+  /// Loop thread only. Adds metadata to the response's head: a -bin key's value is bytes, sent in base64.
+  /// Before the first write() or finish() only (std::logic_error after). Throws InvalidMetadata for a key
+  /// or value gRPC does not allow (metadata.h: uppercase, reserved such as grpc-status, a control byte).
   void add_response_header(std::string_view name, std::string_view value);
+  /// Loop thread only. Adds metadata to the trailers (sent with grpc-status), as add_response_header()
+  /// checks and encodes it. Before finish() only (std::logic_error after).
+  void add_trailing_metadata(std::string_view name, std::string_view value);
+  /// Loop thread only. The request's metadata `key` (lowercase): its first value, decoded from base64
+  /// under a -bin key (padded or not); nullopt when the request has none.
+  std::optional<std::string> metadata(std::string_view key) const;
+  /// Loop thread only. Every value of the request's metadata `key`, in order (a -bin header's
+  /// comma-separated values each decoded).
+  std::vector<std::string> metadata_values(std::string_view key) const;
+
+  /// Loop thread only. How this call's responses are compressed (ServerOptions::response_compression
+  /// unless set here). Before the first write() or finish() only (std::logic_error after). Used only when
+  /// the request's grpc-accept-encoding lists the algorithm.
+  void set_compression(CompressionOptions options);
+  /// Loop thread only. The encoding the response's messages are in: known once the head was sent
+  /// (grpc-encoding), identity before and when the client does not accept the one configured.
+  Compression response_encoding() const noexcept { return response_encoding_; }
 
   /// Loop thread only. The next request message; nullopt once the client has half-closed and every message was
   /// read. Throws CallEnded when the call has ended (or ends meanwhile).
@@ -161,8 +187,11 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   Connection<http2::StreamMessage>& connection_;
   http2::StreamHeaders headers_;
   std::optional<Duration> timeout_;
-  MessageDeframer deframer_;
+  DecompressingDeframer deframer_;
   std::vector<std::pair<std::string, std::string>> response_headers_;
+  std::vector<std::pair<std::string, std::string>> trailing_metadata_;
+  CompressionOptions compression_;                    // how responses are compressed, if accepted
+  Compression response_encoding_ = Compression::identity;  // chosen when the head is sent
   std::optional<Status> ended_;   // how the call ended without its handler
   std::optional<TimerId> deadline_timer_;
   bool request_ended_ = false;    // the client half-closed
