@@ -264,6 +264,8 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
     return;
   }
   ByteBuf& bytes = message.as<ByteBuf>();
+  const bool outer = !pumping_;
+  pumping_ = true;  // the streams' frames leave once, after the coroutines this resumes have run
   in_nghttp2_ = true;
   const auto rv = nghttp2_session_mem_recv(session_, bytes.read_ptr(), bytes.readable_bytes());
   in_nghttp2_ = false;
@@ -273,11 +275,11 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
     fail_all(std::make_exception_ptr(Error(std::string("HTTP/2 connection error: ") +
                                            nghttp2_strerror(static_cast<int>(rv)))));
     ctx.channel().close_after_flush();
-    run_wakes();
-    return;
   }
-  send_pending();
-  run_wakes();
+  if (outer) {
+    pump();
+    pumping_ = false;
+  }
 }
 
 void ClientCodec::write_message(Context& ctx, MessageRef message) {
@@ -404,7 +406,7 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
   state->codec = this;
   state->id = id;
   streams_.emplace(id, std::move(s));
-  send_pending();
+  want_send();
   return handle;
 }
 
@@ -423,6 +425,7 @@ void ClientCodec::send_pending() {
     out.write_bytes(data, static_cast<std::size_t>(n));
   }
   if (out.is_readable() && ctx.channel().is_open()) ctx.write_and_flush(std::move(out));
+  if (!wakes_.empty()) want_send();  // writers the window let go on resume from a pump
 }
 
 void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {

@@ -37,22 +37,36 @@ void ClientCodec::stream_queued(StreamState& state) {
     state.data_deferred = false;
     nghttp2_session_resume_data(session_, state.id);
   }
-  send_pending();
-  if (!running_wakes_ && !wakes_.empty() && !wakes_posted_) {
-    // Sending let other streams' writers go on: resume them from the loop, not inside this call.
-    wakes_posted_ = true;
-    ctx_->loop().execute([this, alive = std::weak_ptr<char>(alive_)] {
-      if (alive.expired()) return;
-      wakes_posted_ = false;
-      run_wakes();
-    });
+  want_send();
+}
+
+void ClientCodec::want_send() {
+  if (pumping_ || pump_posted_ || ctx_ == nullptr) return;  // a pump will run, or is running
+  // The frames of every stream written in this turn of the loop leave together, from one task.
+  pump_posted_ = true;
+  ctx_->loop().execute([this, alive = std::weak_ptr<char>(alive_)] {
+    if (alive.expired()) return;
+    pump_posted_ = false;
+    if (pumping_) return;
+    pumping_ = true;
+    pump();
+    pumping_ = false;
+  });
+}
+
+void ClientCodec::pump() {
+  // Resumed coroutines queue frames; sending them lets waiting writers go on: until both settle.
+  for (;;) {
+    run_wakes();
+    send_pending();
+    if (wakes_.empty()) break;
   }
 }
 
 void ClientCodec::stream_read(StreamState& state, std::size_t bytes) {
   if (bytes == 0 || state.closed) return;
   nghttp2_session_consume_stream(session_, state.id, bytes);
-  send_pending();  // a WINDOW_UPDATE once half the window was read
+  want_send();  // a WINDOW_UPDATE once half the window was read
 }
 
 void ClientCodec::stream_reset(const std::shared_ptr<StreamState>& state, std::uint32_t error_code) {
@@ -60,15 +74,7 @@ void ClientCodec::stream_reset(const std::shared_ptr<StreamState>& state, std::u
   fail_stream(state, std::make_exception_ptr(ClientStreamError(
                          "the stream was reset (HTTP/2 error code " + std::to_string(error_code) + ")", error_code, false)));
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, error_code);
-  send_pending();
-  if (!running_wakes_ && !wakes_posted_ && !wakes_.empty()) {
-    wakes_posted_ = true;
-    ctx_->loop().execute([this, alive = std::weak_ptr<char>(alive_)] {
-      if (alive.expired()) return;
-      wakes_posted_ = false;
-      run_wakes();
-    });
-  }
+  want_send();
 }
 
 void ClientCodec::fail_stream(const std::shared_ptr<StreamState>& state, std::exception_ptr error) {

@@ -146,6 +146,8 @@ class ClientCodec final : public Handler {
   void stream_reset(const std::shared_ptr<StreamState>& state, std::uint32_t error_code);
   void wake(const std::shared_ptr<StreamState>& state);  // resume its waiting coroutines, soon
   void run_wakes();
+  void want_send();  // send the streams' frames at the end of this turn (one write for all)
+  void pump();       // run the wakes and send, until neither has more
   void fail_stream(const std::shared_ptr<StreamState>& state, std::exception_ptr error);
 
   ClientSettings settings_;
@@ -161,7 +163,8 @@ class ClientCodec final : public Handler {
   std::unique_ptr<FieldRefs> nva_;
   std::vector<std::shared_ptr<StreamState>> wakes_, waking_;  // streams whose coroutines resume
   bool running_wakes_ = false;
-  bool wakes_posted_ = false;
+  bool pumping_ = false;      // in read_message or a posted pump: frames leave at its end
+  bool pump_posted_ = false;  // a pump task is queued on the loop
   std::shared_ptr<char> alive_ = std::make_shared<char>();  // for tasks posted to the loop
 };
 
