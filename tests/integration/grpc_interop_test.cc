@@ -534,6 +534,37 @@ Task<std::string> peer_unknown(Client& client) {
 
 TEST_P(GrpcClientInteropTest, AnUnknownMethodIsUnimplemented) { EXPECT_EQ(run(peer_unknown(*client_)), "UNIMPLEMENTED"); }
 
+#ifdef WEFT_HAVE_BENCH_PROTO
+// The typed client glue (protobuf_adapter.h) on the generated messages.
+Task<std::string> peer_typed(Client& client) {
+  using ::grpc::testing::SimpleRequest;
+  using ::grpc::testing::SimpleResponse;
+  SimpleRequest request;
+  request.set_response_size(33);
+  TypedUnaryResult<SimpleResponse> r =
+      co_await unary<SimpleRequest, SimpleResponse>(client, std::string(kService) + "UnaryCall", request);
+  if (!r.status.ok() || !r.message || r.message->payload().body().size() != 33) co_return "unary";
+  TypedClientCall<SimpleRequest, SimpleResponse> call(client.call(std::string(kService) + "StreamingCall"));
+  for (int i = 1; i <= 10; ++i) {
+    request.set_response_size(i);
+    co_await call.write(request);
+    std::optional<SimpleResponse> response = co_await call.read();
+    if (!response || response->payload().body().size() != static_cast<std::size_t>(i)) co_return "round " + std::to_string(i);
+  }
+  co_await call.writes_done();
+  const Status status = co_await call.finish();
+  co_return code_name(status);
+}
+#endif
+
+TEST_P(GrpcClientInteropTest, TypedCallsOnGeneratedMessages) {
+#ifdef WEFT_HAVE_BENCH_PROTO
+  EXPECT_EQ(run(peer_typed(*client_)), "OK");
+#else
+  GTEST_SKIP() << "protobuf was not found at configure time (libprotobuf-dev, protobuf-compiler)";
+#endif
+}
+
 WEFT_ON_EVERY_TRANSPORT(GrpcClientInteropTest);
 
 TEST(GrpcProtobufAdapter, MessagesRoundTripAndBytesThatDoNotParseAreInternal) {
