@@ -263,6 +263,7 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
     ctx.fire_read(std::move(message));
     return;
   }
+  if (failed_) return;  // the connection is over (bytes after its end)
   ByteBuf& bytes = message.as<ByteBuf>();
   const bool outer = !pumping_;
   pumping_ = true;  // the streams' frames leave once, after the coroutines this resumes have run
@@ -411,7 +412,8 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
 }
 
 void ClientCodec::send_pending() {
-  if (session_ == nullptr || in_nghttp2_ || ctx_ == nullptr || !started_) return;
+  // After fail_all the streams nghttp2 still knows are gone: their data providers must not run.
+  if (session_ == nullptr || in_nghttp2_ || ctx_ == nullptr || !started_ || failed_) return;
   Context& ctx = *ctx_;
   ByteBuf out;
   for (;;) {
@@ -506,6 +508,7 @@ void ClientCodec::deliver(Stream& s, std::exception_ptr error, http::HttpClientR
 }
 
 void ClientCodec::fail_all(std::exception_ptr error) {
+  failed_ = true;
   ready_.set_error(error);  // when the SETTINGS never came
   auto streams = std::move(streams_);
   streams_.clear();

@@ -109,16 +109,29 @@ void ClientCodec::run_wakes() {
 
 // ---- ClientStream ---------------------------------------------------------------------------------
 
+namespace {
+// A handle let go: a stream whose response has ended only needs its request ended (END_STREAM
+// closes it); one still receiving is reset.
+void let_go(ClientStream& stream, const ClientStream::State& state) {
+  if (state.closed) return;
+  if (state.ended) {
+    stream.end();
+  } else {
+    stream.reset();
+  }
+}
+}  // namespace
+
 ClientStream& ClientStream::operator=(ClientStream&& other) noexcept {
   if (this != &other) {
-    if (state_ && !state_->closed) reset();
+    if (state_) let_go(*this, *state_);
     state_ = std::move(other.state_);
   }
   return *this;
 }
 
 ClientStream::~ClientStream() {
-  if (state_ && !state_->closed) reset();
+  if (state_) let_go(*this, *state_);
 }
 
 std::int32_t ClientStream::id() const noexcept { return state_->id; }

@@ -156,6 +156,7 @@ class ClientCodec final : public Handler {
   bool in_nghttp2_ = false;
   bool goaway_ = false;
   bool started_ = false;
+  bool failed_ = false;  // fail_all ran: the connection is over
   std::int32_t goaway_last_stream_ = 0;
   Promise<void> ready_;
   std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;

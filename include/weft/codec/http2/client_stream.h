@@ -21,7 +21,8 @@
 ///
 /// A reset (the server's RST_STREAM, or reset() here), the connection's end and a GOAWAY that
 /// drops the stream make the waiting and later write()/response()/read() throw (ClientStreamError,
-/// ChannelClosedError). Dropping the last handle of a stream still open resets it (CANCEL).
+/// ChannelClosedError). Dropping the last handle of a stream still receiving resets it (CANCEL);
+/// of one whose response has ended, ends its request (END_STREAM) if that was not done.
 ///
 /// Threads: everything is loop thread only (the connection's loop): open the stream and run the
 /// coroutines that use it there (spawn(client->channel().loop(), ...)). One coroutine may wait in
@@ -54,9 +55,10 @@ class ClientStream {
   /// Loop thread only. Takes `state` (ClientCodec::open makes it).
   explicit ClientStream(std::shared_ptr<State> state) noexcept : state_(std::move(state)) {}
   ClientStream(ClientStream&&) noexcept = default;
-  /// Loop thread only. Resets the stream this handle held, if it is still open.
+  /// Loop thread only. Lets go of the stream this handle held, as the destructor does.
   ClientStream& operator=(ClientStream&& other) noexcept;
-  /// Loop thread only. Resets the stream (CANCEL) if it is still open.
+  /// Loop thread only. Resets the stream (CANCEL) if its response has not ended; ends the request
+  /// (END_STREAM) if the response has ended and the request had not.
   ~ClientStream();
 
   /// Whether the handle holds a stream.
