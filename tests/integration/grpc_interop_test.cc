@@ -4,11 +4,26 @@
 // are written on raw bytes (the few protobuf fields they need are encoded by hand): UnaryCall and
 // StreamingCall answer each request with a response of request.response_size bytes,
 // StreamingFromServer writes such responses until the client cancels.
+//
+// And the other way round: weft's gRPC client (weft/codec/grpc/client.h) against the grpc++
+// reference server (started from the same build on a port below the ephemeral range): the three
+// methods, a deadline exceeded, a cancel mid-stream, a response at and past the message bound, and
+// an unknown method.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -21,6 +36,7 @@
 #ifdef WEFT_HAVE_BENCH_PROTO
 #include "bench.pb.h"
 #endif
+#include "weft/codec/grpc/client.h"
 #include "weft/codec/grpc/protobuf_adapter.h"
 #include "weft/codec/grpc/service_registry.h"
 #include "weft/weft.h"
@@ -43,6 +59,7 @@ std::string peer_sources() {
 // Returns its path, or why there is none (`skip` when grpc++ is not installed).
 struct Peer {
   std::string client;
+  std::string server;
   std::string error;
   bool skip = false;
 };
@@ -67,6 +84,7 @@ const Peer& peer() {
       return p;
     }
     p.client = out + "/weft-peer-grpc-client";
+    p.server = out + "/weft-peer-grpc-server";
     return p;
   }();
   return built;
@@ -309,6 +327,245 @@ TEST_P(GrpcInteropTypedTest, GrpcClientsPingPongOnOneStreamIsAnswered) { expect_
 TEST_P(GrpcInteropTypedTest, GrpcClientReadsAServerStreamUntilItCancels) { expect_calls("stream", 2, 20'000); }
 
 WEFT_ON_EVERY_TRANSPORT(GrpcInteropTypedTest);
+
+// ---- weft's client against the grpc++ reference server
+
+// SimpleRequest{response_size, payload{body: `payload` zero bytes}}.
+ByteBuf simple_request(std::size_t size, std::size_t payload) {
+  ByteBuf out = ByteBuf::copy_of("");
+  out.ensure_writable(32 + payload);
+  if (size > 0) {
+    out.write_u8(0x10);  // field 2, varint
+    write_varint(out, size);
+  }
+  if (payload > 0) {
+    out.write_u8(0x1A);  // field 3, length-delimited
+    write_varint(out, 1 + varint_size(payload) + payload);
+    out.write_u8(0x12);  // Payload.body
+    write_varint(out, payload);
+    std::fill_n(out.write_ptr(), payload, std::uint8_t{0});
+    out.advance_writer(payload);
+  }
+  return out;
+}
+
+// weft-peer-grpc-server PORT 1 on a port below the ephemeral range; stopped by the destructor.
+class PeerServer {
+ public:
+  explicit PeerServer(const std::string& binary) {
+    std::mt19937 random(std::random_device{}());
+    std::uniform_int_distribution<int> ports(20000, 32000);
+    for (int attempt = 0; attempt < 10 && pid_ < 0; ++attempt) start(binary, static_cast<std::uint16_t>(ports(random)));
+  }
+  ~PeerServer() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  PeerServer(const PeerServer&) = delete;
+  PeerServer& operator=(const PeerServer&) = delete;
+  bool running() const { return pid_ > 0; }
+  std::uint16_t port() const { return port_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  void start(const std::string& binary, std::uint16_t port) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl(binary.c_str(), binary.c_str(), std::to_string(port).c_str(), "1", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    if (pid < 0) {
+      error_ = "fork failed";
+      return;
+    }
+    // It listens once grpc++ has bound the port, or exits (the port is taken).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        error_ = "the grpc++ server exited (status " + std::to_string(status) + ")";
+        return;
+      }
+      if (accepts(port)) {
+        pid_ = pid;
+        port_ = port;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    error_ = "the grpc++ server did not listen within a minute";
+  }
+  static bool accepts(std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+  }
+
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+  std::string error_;
+};
+
+constexpr std::string_view kService = "/grpc.testing.BenchmarkService/";
+
+std::string code_name(const Status& status) { return std::string(status_code_name(status.code)); }
+
+class GrpcClientInteropTest : public test::TransportTest {
+ protected:
+  void SetUp() override {
+    if (peer().skip) GTEST_SKIP() << peer().error;
+    ASSERT_FALSE(peer().server.empty()) << peer().error;
+    server_ = std::make_unique<PeerServer>(peer().server);
+    ASSERT_TRUE(server_->running()) << server_->error();
+    client_ = Client::connect(loops_, SocketAddress::loopback(server_->port())).get();
+  }
+  void TearDown() override {
+    if (client_) client_->close().wait();
+  }
+  template <class T>
+  T run(Task<T> task) {
+    Future<T> done = spawn(client_->loop(), std::move(task));
+    EXPECT_TRUE(done.wait_for(std::chrono::seconds(60))) << "the call did not end";
+    return done.get();
+  }
+
+  EventLoopGroup loops_{transport(), loops(1, 2)};
+  std::unique_ptr<PeerServer> server_;
+  std::shared_ptr<Client> client_;
+};
+
+// A UnaryCall for a response of `size` bytes, with a payload of `payload` bytes (default: `size`).
+Task<std::string> peer_unary(Client& client, std::size_t size, std::optional<std::size_t> payload = std::nullopt) {
+  UnaryResult r =
+      co_await client.unary(std::string(kService) + "UnaryCall", simple_request(size, payload.value_or(size)));
+  if (!r.status.ok()) co_return code_name(r.status) + ": " + r.status.message;
+  co_return r.message.to_string() == simple_response(size).to_string() ? "OK" : "a different response";
+}
+
+TEST_P(GrpcClientInteropTest, UnaryCallsAreAnsweredByGrpcpp) {
+  EXPECT_EQ(run(peer_unary(*client_, 0)), "OK");
+  EXPECT_EQ(run(peer_unary(*client_, 100)), "OK");
+  EXPECT_EQ(run(peer_unary(*client_, 100'000)), "OK");  // request and response span DATA frames
+  std::vector<Future<std::string>> calls;
+  for (int i = 0; i < 100; ++i) calls.push_back(spawn(client_->loop(), peer_unary(*client_, 10)));
+  for (auto& f : calls) {
+    ASSERT_TRUE(f.wait_for(std::chrono::seconds(60)));
+    EXPECT_EQ(f.get(), "OK");
+  }
+}
+
+Task<std::string> peer_ping_pong(Client& client, int rounds, std::size_t size) {
+  ClientCall call = client.call(std::string(kService) + "StreamingCall");
+  const std::string expected = simple_response(size).to_string();
+  for (int i = 0; i < rounds; ++i) {
+    if (!co_await call.write(simple_request(size, size))) co_return "write " + std::to_string(i);
+    std::optional<ByteBuf> m = co_await call.read();
+    if (!m || m->to_string() != expected) co_return "response " + std::to_string(i);
+  }
+  co_await call.writes_done();
+  if (co_await call.read()) co_return "one response too many";
+  const Status status = co_await call.finish();
+  co_return code_name(status);
+}
+
+TEST_P(GrpcClientInteropTest, StreamingCallPingPongsWithGrpcpp) {
+  EXPECT_EQ(run(peer_ping_pong(*client_, 1000, 100)), "OK");
+  EXPECT_EQ(run(peer_ping_pong(*client_, 20, 70'000)), "OK");
+}
+
+Task<std::string> peer_server_stream(Client& client, int count, std::size_t size) {
+  ClientCall call = client.call(std::string(kService) + "StreamingFromServer");
+  co_await call.write(simple_request(size, 0));
+  co_await call.writes_done();
+  const std::string expected = simple_response(size).to_string();
+  for (int i = 0; i < count; ++i) {
+    std::optional<ByteBuf> m = co_await call.read();
+    if (!m || m->to_string() != expected) co_return "response " + std::to_string(i);
+  }
+  call.cancel();
+  const Status status = co_await call.finish();
+  co_return code_name(status);
+}
+
+// grpc++ streams until the client cancels: 2,000 responses of 20,000 bytes (each past a DATA frame), then CANCEL.
+TEST_P(GrpcClientInteropTest, StreamingFromServerIsReadThenCancelled) {
+  EXPECT_EQ(run(peer_server_stream(*client_, 2000, 20'000)), "CANCELLED");
+  EXPECT_EQ(run(peer_server_stream(*client_, 10'000, 0)), "CANCELLED");
+  EXPECT_EQ(run(peer_unary(*client_, 10)), "OK");  // the connection goes on
+}
+
+Task<std::string> peer_deadline(Client& client) {
+  CallOptions options;
+  options.timeout = std::chrono::milliseconds(100);
+  ClientCall call = client.call(std::string(kService) + "StreamingFromServer", options);
+  co_await call.write(simple_request(10, 0));
+  co_await call.writes_done();
+  long n = 0;
+  while (co_await call.read()) ++n;  // until the deadline
+  const Status status = co_await call.finish();
+  co_return code_name(status) + (n > 0 ? " after messages" : " before any message");
+}
+
+TEST_P(GrpcClientInteropTest, ADeadlineEndsAStreamDeadlineExceeded) {
+  EXPECT_EQ(run(peer_deadline(*client_)), "DEADLINE_EXCEEDED after messages");
+}
+
+// A SimpleResponse of exactly 4 MiB (body 4,194,294 bytes: 2 tags and two 4-byte lengths), and one byte more.
+TEST_P(GrpcClientInteropTest, AResponseAtTheMessageBoundIsReadAndOnePastItIsResourceExhausted) {
+  ASSERT_EQ(simple_response(4'194'294).readable_bytes(), kDefaultMaxMessageBytes);
+  EXPECT_EQ(run(peer_unary(*client_, 4'194'294, 0)), "OK");
+  EXPECT_THAT(run(peer_unary(*client_, 4'194'295, 0)), HasSubstr("RESOURCE_EXHAUSTED"));
+  EXPECT_EQ(run(peer_unary(*client_, 10)), "OK");
+}
+
+Task<std::string> peer_unknown(Client& client) {
+  UnaryResult r = co_await client.unary("/grpc.testing.BenchmarkService/NoSuchMethod", simple_request(1, 1));
+  co_return code_name(r.status);
+}
+
+TEST_P(GrpcClientInteropTest, AnUnknownMethodIsUnimplemented) { EXPECT_EQ(run(peer_unknown(*client_)), "UNIMPLEMENTED"); }
+
+#ifdef WEFT_HAVE_BENCH_PROTO
+// The typed client glue (protobuf_adapter.h) on the generated messages.
+Task<std::string> peer_typed(Client& client) {
+  using ::grpc::testing::SimpleRequest;
+  using ::grpc::testing::SimpleResponse;
+  SimpleRequest request;
+  request.set_response_size(33);
+  TypedUnaryResult<SimpleResponse> r =
+      co_await unary<SimpleRequest, SimpleResponse>(client, std::string(kService) + "UnaryCall", request);
+  if (!r.status.ok() || !r.message || r.message->payload().body().size() != 33) co_return "unary";
+  TypedClientCall<SimpleRequest, SimpleResponse> call(client.call(std::string(kService) + "StreamingCall"));
+  for (int i = 1; i <= 10; ++i) {
+    request.set_response_size(i);
+    co_await call.write(request);
+    std::optional<SimpleResponse> response = co_await call.read();
+    if (!response || response->payload().body().size() != static_cast<std::size_t>(i)) co_return "round " + std::to_string(i);
+  }
+  co_await call.writes_done();
+  const Status status = co_await call.finish();
+  co_return code_name(status);
+}
+#endif
+
+TEST_P(GrpcClientInteropTest, TypedCallsOnGeneratedMessages) {
+#ifdef WEFT_HAVE_BENCH_PROTO
+  EXPECT_EQ(run(peer_typed(*client_)), "OK");
+#else
+  GTEST_SKIP() << "protobuf was not found at configure time (libprotobuf-dev, protobuf-compiler)";
+#endif
+}
+
+WEFT_ON_EVERY_TRANSPORT(GrpcClientInteropTest);
 
 TEST(GrpcProtobufAdapter, MessagesRoundTripAndBytesThatDoNotParseAreInternal) {
 #ifdef WEFT_HAVE_BENCH_PROTO

@@ -1,6 +1,8 @@
 // http2::Client against weft's HTTP/2 server on every transport: many requests multiplexed on one
 // connection past the server's concurrency limit (every body checked), h2 over TLS by ALPN, a
-// response past the size limit, the pipeline form (requests written, responses fired), GOAWAY.
+// response past the size limit, the pipeline form (requests written, responses fired), GOAWAY;
+// streamed requests (ClientStream): a body written in chunks past the upload bound and the response
+// read as it comes, a reset that leaves the connection's other streams alone.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -203,6 +205,76 @@ TEST_P(Http2ClientTest, RequestsWrittenDownThePipelineGetTheirResponsesFired) {
   EXPECT_THAT(responses->bodies, ::testing::UnorderedElementsAreArray(expected));
   channel->close().wait_for(5s);
   server->close().wait_for(5s);
+}
+
+// 1 MiB written in 1,000-byte chunks with a 4 KiB upload bound (write() waits for the windows
+// each time past it), echoed whole by the server, read back chunk by chunk.
+Task<std::string> streamed_echo(Client& client, std::size_t total) {
+  const http::Header fields[] = {{"content-type", "application/octet-stream"}};
+  http2::ClientStream s = client.open("POST", "/echo", fields);
+  std::string sent;
+  for (std::size_t i = 0; sent.size() < total; ++i) {
+    const std::string chunk(std::min<std::size_t>(1000, total - sent.size()), static_cast<char>('a' + i % 26));
+    sent += chunk;
+    co_await s.write(ByteBuf::copy_of(chunk));
+  }
+  s.end();
+  const int status = co_await s.response();
+  std::string got;
+  std::size_t chunks = 0;
+  while (std::optional<ByteBuf> data = co_await s.read()) {
+    got += data->to_string();
+    ++chunks;
+  }
+  co_return std::to_string(status) + " " + std::string(s.head().header("x-length").value_or("-")) + " " +
+      (got == sent ? "same" : "different") + (chunks > 1 ? " in chunks" : " in one chunk") +
+      (s.trailers().empty() ? "" : " with trailers");
+}
+
+TEST_P(Http2ClientTest, AStreamedRequestIsWrittenInChunksWithBackpressureAndItsResponseReadAsItComes) {
+  ChannelPtr server = serve(false);
+  Client::Options options;
+  options.settings.max_buffered_upload = 4096;
+  std::shared_ptr<Client> client = Client::connect(group_, server->local_address(), options).get();
+  Future<std::string> done = spawn(client->loop(), streamed_echo(*client, 1 << 20));
+  ASSERT_TRUE(done.wait_for(30s));
+  EXPECT_EQ(done.get(), "200 1048576 same in chunks");
+  client->close().wait();
+  server->close().wait();
+}
+
+Task<std::string> reset_one(Client& client) {
+  http2::ClientStream s = client.open("POST", "/echo", {});
+  co_await s.write(ByteBuf::copy_of("part"));
+  s.reset();
+  std::string what;
+  try {
+    co_await s.write(ByteBuf::copy_of("more"));
+    what = "a write after reset went through";
+  } catch (const ClientStreamError& e) {
+    what = "write: " + std::to_string(e.error_code());
+  }
+  try {
+    (void)co_await s.response();
+    what += "; a response after reset";
+  } catch (const ClientStreamError& e) {
+    what += "; response: " + std::to_string(e.error_code());
+  }
+  co_return what;
+}
+
+TEST_P(Http2ClientTest, AStreamedRequestResetByTheClientFailsAloneAndTheConnectionGoesOn) {
+  ChannelPtr server = serve(false);
+  std::shared_ptr<Client> client = Client::connect(group_, server->local_address()).get();
+  Future<std::string> done = spawn(client->loop(), reset_one(*client));
+  ASSERT_TRUE(done.wait_for(30s));
+  EXPECT_EQ(done.get(), "write: 8; response: 8");  // CANCEL
+  Future<http::HttpClientResponse> after =
+      client->request(http::HttpClientRequest("POST", "/echo").body(ByteBuf::copy_of("after")));
+  ASSERT_TRUE(after.wait_for(30s));
+  EXPECT_EQ(after.get().body_view(), "after");
+  client->close().wait();
+  server->close().wait();
 }
 
 WEFT_ON_EVERY_TRANSPORT(Http2ClientTest);

@@ -1,6 +1,6 @@
 // weft-load: a load generator built on weft. Modes: http (wrk's closed loop, or a constant rate
 // without coordinated omission), h2 (HTTP/2, h2load's model), echo (blocking client threads),
-// stream (length-prefixed messages).
+// stream (length-prefixed messages), grpc (bench.proto's BenchmarkService: stream, unary, pingpong).
 // See docs/weft-load.md.
 
 #include <fmt/format.h>
@@ -11,6 +11,7 @@
 
 #include "echo_load.h"
 #include "h2_load.h"
+#include "grpc_load.h"
 #include "http_load.h"
 #include "report.h"
 #include "stream_load.h"
@@ -111,10 +112,39 @@ void stream_report(const StreamOptions& o, const StreamResult& r, const std::str
                   json_number(recv_bps), errors_json(r.errors)));
 }
 
+void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& json_path) {
+  const double d = r.duration_s > 0 ? r.duration_s : 1;
+  const double mps = static_cast<double>(r.messages) / d;
+  const double cps = static_cast<double>(r.calls) / d;
+  std::printf("gRPC %s @ %s: %d connections x %d streams, %d threads, %d-byte messages, %.2fs\n", o.call.c_str(),
+              o.target.c_str(), o.connections, o.streams, o.threads, o.size, r.duration_s);
+  if (r.latency.count() > 0) std::fputs(latency_text(r.latency).c_str(), stdout);
+  std::printf("  %llu messages, %llu calls in %.2fs\n", static_cast<unsigned long long>(r.messages),
+              static_cast<unsigned long long>(r.calls), r.duration_s);
+  std::fputs(errors_text(r.errors).c_str(), stdout);
+  std::printf("Messages/sec: %10.2f\nCalls/sec: %13.2f\n", mps, cps);
+  // One line in the grpc++ reference client's form (shared/peers/grpc/client.cc), for scripts.
+  std::printf("mode=%s threads=%d connections=%d streams=%d size=%d messages=%llu calls=%llu seconds=%.2f rate=%.0f "
+              "failures=%llu\n",
+              o.call.c_str(), o.threads, o.connections, o.streams, o.size, static_cast<unsigned long long>(r.messages),
+              static_cast<unsigned long long>(r.calls), r.duration_s, mps,
+              static_cast<unsigned long long>(r.errors.total()));
+  std::fflush(stdout);
+  if (json_path.empty()) return;
+  write_json_file(
+      json_path,
+      fmt::format(R"({{"tool":"weft-load","mode":"grpc","call":{},"target":{},"connections":{},"streams":{},)"
+                  R"("threads":{},"size":{},"duration_s":{},"messages":{},"calls":{},"messages_per_s":{},)"
+                  R"("calls_per_s":{},"latency_us":{},"errors":{}}})",
+                  json_string(o.call), json_string(o.target), o.connections, o.streams, o.threads, o.size,
+                  json_number(r.duration_s), r.messages, r.calls, json_number(mps), json_number(cps),
+                  r.latency.count() > 0 ? latency_json(r.latency) : "null", errors_json(r.errors)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"weft-load: HTTP/1.1, HTTP/2, echo and stream load generator built on weft"};
+  CLI::App app{"weft-load: HTTP/1.1, HTTP/2, echo, stream and gRPC load generator built on weft"};
   app.require_subcommand(1);
 
   HttpOptions http;
@@ -179,6 +209,24 @@ int main(int argc, char** argv) {
   stream_cmd->add_option("-t,--threads", stream.threads, "event loops (default 1)")->check(CLI::Range(1, 1024));
   stream_cmd->add_option("--json", stream_json, "write the result as JSON to FILE");
 
+  GrpcOptions grpc;
+  std::string grpc_json;
+  CLI::App* grpc_cmd = app.add_subcommand(
+      "grpc", "gRPC calls of bench.proto's BenchmarkService: stream (StreamingFromServer), unary, pingpong (StreamingCall)");
+  grpc_cmd->add_option("call", grpc.call, "stream | unary | pingpong")
+      ->required()
+      ->check(CLI::IsMember({"stream", "unary", "pingpong"}));
+  grpc_cmd->add_option("target", grpc.target, "HOST:PORT")->required();
+  grpc_cmd->add_option("-c,--connections", grpc.connections, "connections (default 1)")->check(CLI::Range(1, 100000));
+  grpc_cmd->add_option("-s,--streams", grpc.streams, "concurrent calls per connection (default 10)")
+      ->check(CLI::Range(1, 100000));
+  grpc_cmd->add_option("-t,--threads", grpc.threads, "event loops; connections are spread over them (default 1)")
+      ->check(CLI::Range(1, 1024));
+  grpc_cmd->add_option("--size", grpc.size, "response_size, and the request payload for unary and pingpong (default 0)")
+      ->check(CLI::Range(0, (4 << 20) - 16));
+  grpc_cmd->add_option("-d,--duration", grpc.duration_s, "seconds to run (default 10)")->check(CLI::Range(0.001, 86400.0));
+  grpc_cmd->add_option("--json", grpc_json, "write the result as JSON to FILE");
+
   CLI11_PARSE(app, argc, argv);
 
   const bool tty = progress_enabled();
@@ -228,6 +276,20 @@ int main(int argc, char** argv) {
         };
       }
       stream_report(stream, run_stream(stream, progress), stream_json);
+    } else if (*grpc_cmd) {
+      ProgressFn progress;
+      if (tty) {
+        progress = [last = std::uint64_t{0}](double t, std::uint64_t messages, std::uint64_t) mutable {
+          print_progress(fmt::format("  {:5.1f}s  {:>10} msg/s", t, messages - last));
+          last = messages;
+        };
+      }
+      GrpcResult r = run_grpc(grpc, progress);
+      grpc_report(grpc, r, grpc_json);
+      if (r.messages == 0) {
+        std::fprintf(stderr, "weft-load: no gRPC message was answered\n");
+        return 1;
+      }
     }
   } catch (const LoadError& e) {
     std::fprintf(stderr, "weft-load: %s\n", e.what());

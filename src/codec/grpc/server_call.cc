@@ -4,6 +4,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "next_turn.h"
 #include "weft/codec/grpc/timeout.h"
 #include "weft/core/unique_function.h"
 
@@ -164,18 +165,7 @@ Task<> ServerCall::start_response() {
   }
 }
 
-namespace {
-// Resumes the coroutine from the loop's task queue: the loop polls its I/O before (run_tasks takes the
-// tasks posted while it runs on its next turn). Does not suspend on a terminated loop.
-struct NextTurn {
-  EventLoop& loop;
-  bool await_ready() const noexcept { return false; }
-  bool await_suspend(std::coroutine_handle<> handle) noexcept {
-    return loop.try_execute(UniqueFunction<void()>([handle] { handle.resume(); }));
-  }
-  void await_resume() const noexcept {}
-};
-}  // namespace
+using detail::NextTurn;
 
 Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
   const std::size_t n = framed.readable_bytes();

@@ -13,6 +13,7 @@
 #include "weft/channel/bootstrap.h"
 #include "weft/codec/tls/tls_handler.h"
 #include "weft/core/log.h"
+#include "client_stream_state.h"
 
 namespace weft::http2 {
 
@@ -30,6 +31,19 @@ nghttp2_nv field(const std::string& name, const std::string& value) {
           NGHTTP2_NV_FLAG_NONE};
 }
 
+nghttp2_nv ref_field(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+bool has_uppercase(std::string_view name) noexcept {
+  for (char c : name) {
+    if (c >= 'A' && c <= 'Z') return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 struct ClientCodec::Stream {
@@ -41,6 +55,7 @@ struct ClientCodec::Stream {
   std::size_t field_count = 0;
   ByteBuf body;
   const char* failure = nullptr;  // a limit the response broke
+  std::shared_ptr<StreamState> streamed;  // a streamed request (ClientCodec::open): its shared state
 };
 
 struct ClientCodec::Callbacks {
@@ -57,6 +72,10 @@ struct ClientCodec::Callbacks {
     if (s == nullptr || frame->hd.type != NGHTTP2_HEADERS) return 0;
     const std::string_view n(reinterpret_cast<const char*>(name), name_length);
     const std::string_view v(reinterpret_cast<const char*>(value), value_length);
+    if (s->streamed && s->streamed->head_done) {  // a streamed response's trailers
+      s->streamed->trailers.add_unchecked(n, v);
+      return 0;
+    }
     if (n == ":status") {
       int status = 0;
       std::from_chars(v.data(), v.data() + v.size(), status);
@@ -82,6 +101,21 @@ struct ClientCodec::Callbacks {
                      std::size_t length, void* user_data) {
     ClientCodec& codec = self(user_data);
     Stream* s = stream(user_data, id);
+    if (s != nullptr && s->streamed) {
+      // The connection's window returns now; the stream's as the application reads (stream_read).
+      nghttp2_session_consume_connection(session, length);
+      StreamState& st = *s->streamed;
+      if (st.closed || length == 0) {
+        nghttp2_session_consume_stream(session, id, length);
+        return 0;
+      }
+      ByteBuf chunk = codec.ctx_->allocator().buffer(length);
+      chunk.write_bytes(data, length);
+      st.chunks.push_back(std::move(chunk));
+      codec.wake(s->streamed);
+      return 0;
+    }
+    nghttp2_session_consume(session, id, length);  // a whole response: its windows return at once
     if (s == nullptr || s->failure != nullptr) return 0;
     if (s->body.readable_bytes() + length > codec.settings_.max_response_body) {
       s->failure = "the response body is larger than ClientSettings::max_response_body";
@@ -100,6 +134,20 @@ struct ClientCodec::Callbacks {
   }
 
   static int on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) {
+      Stream* s = stream(user_data, frame->hd.stream_id);
+      if (s != nullptr && s->streamed && s->failure == nullptr) {
+        StreamState& st = *s->streamed;
+        const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+        if (frame->hd.type == NGHTTP2_HEADERS && !st.head_done && s->status >= 200) {
+          st.head = self(user_data).build_head(*s);
+          st.head_done = true;
+          st.head_ended = end;
+        }
+        if (end) st.ended = true;
+        self(user_data).wake(s->streamed);
+      }
+    }
     if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
       self(user_data).ready_.set_value();  // the first time only
     }
@@ -112,8 +160,10 @@ struct ClientCodec::Callbacks {
   }
 
   static ssize_t read_upload(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
-                             std::uint32_t* flags, nghttp2_data_source* source, void*) {
-    ByteBuf& upload = *static_cast<ByteBuf*>(source->ptr);
+                             std::uint32_t* flags, nghttp2_data_source* source, void* user_data) {
+    Stream& s = *static_cast<Stream*>(source->ptr);
+    if (s.streamed) return read_streamed(self(user_data), s, buf, length, flags);
+    ByteBuf& upload = s.upload;
     const std::size_t n = std::min(length, upload.readable_bytes());
     if (n > 0) {
       std::copy_n(upload.read_ptr(), n, buf);
@@ -122,11 +172,40 @@ struct ClientCodec::Callbacks {
     if (!upload.is_readable()) *flags |= NGHTTP2_DATA_FLAG_EOF;
     return static_cast<ssize_t>(n);
   }
+
+  // A streamed request's queued chunks; DEFERRED while none is queued and the end is not asked for.
+  static ssize_t read_streamed(ClientCodec& codec, Stream& s, std::uint8_t* buf, std::size_t length,
+                               std::uint32_t* flags) {
+    StreamState& st = *s.streamed;
+    std::size_t copied = 0;
+    while (copied < length && !st.upload.empty()) {
+      ByteBuf& front = st.upload[0];
+      const std::size_t n = std::min(length - copied, front.readable_bytes());
+      std::copy_n(front.read_ptr(), n, buf + copied);
+      front.skip_bytes(n);
+      copied += n;
+      if (!front.is_readable()) st.upload.drop_front();
+    }
+    st.queued -= copied;
+    if (st.upload.empty()) {
+      if (st.end_requested) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+      } else if (copied == 0) {
+        st.data_deferred = true;
+        return NGHTTP2_ERR_DEFERRED;
+      }
+    }
+    if (st.writer && st.queued <= codec.settings_.max_buffered_upload) codec.wake(s.streamed);
+    return static_cast<ssize_t>(copied);
+  }
 };
 
 ClientCodec::ClientCodec(ClientSettings settings) : settings_(std::move(settings)) {}
 
 ClientCodec::~ClientCodec() {
+  for (auto& [id, s] : streams_) {
+    if (s->streamed) s->streamed->codec = nullptr;
+  }
   if (session_ != nullptr) nghttp2_session_del(session_);
 }
 
@@ -138,7 +217,13 @@ void ClientCodec::handler_added(Context& ctx) {
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::on_data);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::on_close);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::on_frame);
-  const int rv = nghttp2_session_client_new(&session_, callbacks, this);
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  // Windows return as the application takes the bytes: at once for whole responses, as read()
+  // hands them out for streamed ones (the connection's at once for both).
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  const int rv = nghttp2_session_client_new2(&session_, callbacks, this, option);
+  nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
   if (rv != 0) throw Error(std::string("HTTP/2 client: ") + nghttp2_strerror(rv));
   const std::array<nghttp2_settings_entry, 2> entries = {{
@@ -178,7 +263,10 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
     ctx.fire_read(std::move(message));
     return;
   }
+  if (failed_) return;  // the connection is over (bytes after its end)
   ByteBuf& bytes = message.as<ByteBuf>();
+  const bool outer = !pumping_;
+  pumping_ = true;  // the streams' frames leave once, after the coroutines this resumes have run
   in_nghttp2_ = true;
   const auto rv = nghttp2_session_mem_recv(session_, bytes.read_ptr(), bytes.readable_bytes());
   in_nghttp2_ = false;
@@ -188,9 +276,11 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
     fail_all(std::make_exception_ptr(Error(std::string("HTTP/2 connection error: ") +
                                            nghttp2_strerror(static_cast<int>(rv)))));
     ctx.channel().close_after_flush();
-    return;
   }
-  send_pending();
+  if (outer) {
+    pump();
+    pumping_ = false;
+  }
 }
 
 void ClientCodec::write_message(Context& ctx, MessageRef message) {
@@ -258,7 +348,7 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
   for (const auto& [name, value] : regular) nva.push_back(field(name, value));
 
   nghttp2_data_provider provider{};
-  provider.source.ptr = &s->upload;
+  provider.source.ptr = s.get();
   provider.read_callback = Callbacks::read_upload;
   const std::int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
                                                  s->upload.is_readable() ? &provider : nullptr, nullptr);
@@ -271,8 +361,59 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
   send_pending();
 }
 
+ClientStream ClientCodec::open(std::string_view method, std::string_view path, std::span<const http::Header> headers) {
+  auto state = std::make_shared<StreamState>();
+  ClientStream handle(state);
+  auto fail = [&](std::exception_ptr error) {
+    state->error = std::move(error);
+    state->closed = true;
+    return std::move(handle);
+  };
+  if (ctx_ == nullptr || session_ == nullptr || !ctx_->channel().is_open()) {
+    return fail(std::make_exception_ptr(ChannelClosedError("the HTTP/2 connection is closed")));
+  }
+  if (goaway_) {
+    return fail(std::make_exception_ptr(
+        ClientStreamError("the server sent GOAWAY: no new requests on this connection", NGHTTP2_REFUSED_STREAM, true)));
+  }
+  const std::uint32_t limit = nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  if (streams_.size() >= limit + settings_.max_queued_requests) {
+    return fail(std::make_exception_ptr(
+        ClientStreamError("too many requests wait for the server's concurrency limit", NGHTTP2_REFUSED_STREAM, true)));
+  }
+  if (!nva_) nva_ = std::make_unique<FieldRefs>();
+  std::vector<nghttp2_nv>& nva = nva_->nv;
+  nva.clear();
+  nva.push_back(ref_field(":method", method));
+  nva.push_back(ref_field(":scheme", settings_.scheme));
+  nva.push_back(ref_field(":authority", settings_.authority));
+  nva.push_back(ref_field(":path", path));
+  for (const http::Header& h : headers) {
+    if (has_uppercase(h.name)) {
+      throw std::invalid_argument("http2::ClientCodec::open: header name '" + std::string(h.name) + "' is not lowercase");
+    }
+    nva.push_back(ref_field(h.name, h.value));
+  }
+  auto s = std::make_unique<Stream>();
+  s->streamed = state;
+  nghttp2_data_provider provider{};
+  provider.source.ptr = s.get();
+  provider.read_callback = Callbacks::read_upload;
+  const std::int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, nullptr);
+  if (id < 0) {
+    return fail(std::make_exception_ptr(
+        ClientStreamError(std::string("HTTP/2 request refused: ") + nghttp2_strerror(id), NGHTTP2_REFUSED_STREAM, true)));
+  }
+  state->codec = this;
+  state->id = id;
+  streams_.emplace(id, std::move(s));
+  want_send();
+  return handle;
+}
+
 void ClientCodec::send_pending() {
-  if (session_ == nullptr || in_nghttp2_ || ctx_ == nullptr || !started_) return;
+  // After fail_all the streams nghttp2 still knows are gone: their data providers must not run.
+  if (session_ == nullptr || in_nghttp2_ || ctx_ == nullptr || !started_ || failed_) return;
   Context& ctx = *ctx_;
   ByteBuf out;
   for (;;) {
@@ -286,6 +427,7 @@ void ClientCodec::send_pending() {
     out.write_bytes(data, static_cast<std::size_t>(n));
   }
   if (out.is_readable() && ctx.channel().is_open()) ctx.write_and_flush(std::move(out));
+  if (!wakes_.empty()) want_send();  // writers the window let go on resume from a pump
 }
 
 void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
@@ -293,6 +435,26 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
   if (it == streams_.end()) return;
   std::unique_ptr<Stream> s = std::move(it->second);
   streams_.erase(it);
+  if (s->streamed) {
+    StreamState& st = *s->streamed;
+    std::exception_ptr error;
+    if (s->failure != nullptr) {
+      error = std::make_exception_ptr(ClientStreamError(s->failure, NGHTTP2_CANCEL, false));
+    } else if (!st.ended) {
+      const bool refused = error_code == NGHTTP2_REFUSED_STREAM || (goaway_ && id > goaway_last_stream_);
+      std::string what = refused ? "the server did not process the request" : "the server reset the stream";
+      what += " (HTTP/2 error code " + std::to_string(error_code) + ")";
+      error = std::make_exception_ptr(ClientStreamError(what, error_code, refused));
+    }
+    if (error) {
+      fail_stream(s->streamed, error);
+    } else {
+      st.closed = true;
+      st.codec = nullptr;
+      wake(s->streamed);
+    }
+    return;
+  }
   if (s->failure != nullptr) {
     deliver(*s, std::make_exception_ptr(ClientStreamError(s->failure, NGHTTP2_CANCEL, false)), nullptr);
     return;
@@ -304,14 +466,20 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
     deliver(*s, std::make_exception_ptr(ClientStreamError(what, error_code, refused)), nullptr);
     return;
   }
+  http::HttpClientResponse response = build_head(*s);
+  response.body_ = std::move(s->body);
+  deliver(*s, nullptr, &response);
+}
+
+http::HttpClientResponse ClientCodec::build_head(Stream& s) {
   http::HttpClientResponse response;
   response.head_.version = http::Version::http2;
-  response.head_.status = s->status;
-  if (!s->fields.empty()) {
-    response.head_bytes_ = ctx_->allocator().buffer(s->fields.size());
-    response.head_bytes_.write_bytes(s->fields.data(), s->fields.size());
+  response.head_.status = s.status;
+  if (!s.fields.empty()) {
+    response.head_bytes_ = ctx_->allocator().buffer(s.fields.size());
+    response.head_bytes_.write_bytes(s.fields.data(), s.fields.size());
     const char* p = reinterpret_cast<const char*>(response.head_bytes_.read_ptr());
-    for (std::size_t i = 0; i < s->field_count; ++i) {
+    for (std::size_t i = 0; i < s.field_count; ++i) {
       const std::string_view name(p);
       const std::string_view value(p + name.size() + 1);
       response.head_.inline_headers[i] = http::Header{name, value};
@@ -323,10 +491,9 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
       }
       p += name.size() + value.size() + 2;
     }
-    response.head_.header_count = s->field_count;
+    response.head_.header_count = s.field_count;
   }
-  response.body_ = std::move(s->body);
-  deliver(*s, nullptr, &response);
+  return response;
 }
 
 void ClientCodec::deliver(Stream& s, std::exception_ptr error, http::HttpClientResponse* response) {
@@ -341,10 +508,18 @@ void ClientCodec::deliver(Stream& s, std::exception_ptr error, http::HttpClientR
 }
 
 void ClientCodec::fail_all(std::exception_ptr error) {
+  failed_ = true;
   ready_.set_error(error);  // when the SETTINGS never came
   auto streams = std::move(streams_);
   streams_.clear();
-  for (auto& [id, s] : streams) s->done.set_error(error);
+  for (auto& [id, s] : streams) {
+    if (s->streamed) {
+      fail_stream(s->streamed, error);
+    } else {
+      s->done.set_error(error);
+    }
+  }
+  run_wakes();
 }
 
 // ---- Client -------------------------------------------------------------------------------------

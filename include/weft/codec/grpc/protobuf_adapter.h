@@ -12,6 +12,14 @@
 ///       });
 ///
 /// A request that does not parse ends the call with INTERNAL (as grpc++ does).
+///
+/// And the client's side, on grpc::Client (client.h):
+///
+///   weft::grpc::TypedUnaryResult<SimpleResponse> r =
+///       co_await weft::grpc::unary<SimpleRequest, SimpleResponse>(*client, "/grpc.testing.BenchmarkService/UnaryCall", request);
+///   weft::grpc::TypedClientCall<SimpleRequest, SimpleResponse> call(client->call("/grpc.testing.BenchmarkService/StreamingCall"));
+///   co_await call.write(request);
+///   std::optional<SimpleResponse> response = co_await call.read();   // throws StatusError(INTERNAL) if it does not parse
 
 #include <functional>
 #include <optional>
@@ -20,6 +28,7 @@
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/buffer/byte_buf_allocator.h"
+#include "weft/codec/grpc/client.h"
 #include "weft/codec/grpc/server_call.h"
 #include "weft/codec/grpc/service_registry.h"
 #include "weft/core/task.h"
@@ -93,6 +102,64 @@ void add_unary(ServiceRegistry& services, std::string path,
     Response response = co_await handler(call, std::move(request));
     co_return serialize_message(response);
   });
+}
+
+/// A client call with typed messages: ClientCall's write and read, serialized and parsed. Loop
+/// thread only, as ClientCall.
+template <class Request, class Response>
+class TypedClientCall {
+ public:
+  /// Loop thread only. Types the messages of `call` (Client::call).
+  explicit TypedClientCall(ClientCall call) noexcept : call_(std::move(call)) {}
+  /// Loop thread only. The untyped call (writes_done, finish, cancel, metadata).
+  ClientCall& call() noexcept { return call_; }
+  /// Loop thread only. Sends `request`, serialized (see ClientCall::write()).
+  Task<bool> write(const Request& request) {
+    ByteBuf bytes = serialize_message(request);
+    co_return co_await call_.write(std::move(bytes));
+  }
+  /// Loop thread only. The next response, parsed; nullopt once there is none (see ClientCall::read()).
+  /// A response that does not parse cancels the call and throws StatusError(INTERNAL).
+  Task<std::optional<Response>> read() {
+    std::optional<ByteBuf> bytes = co_await call_.read();
+    if (!bytes) co_return std::nullopt;
+    Response response;
+    if (!response.ParseFromArray(bytes->read_ptr(), static_cast<int>(bytes->readable_bytes()))) {
+      call_.cancel();
+      throw StatusError(Status(StatusCode::internal, "a response message did not parse"));
+    }
+    co_return response;
+  }
+  /// Loop thread only. See ClientCall::writes_done().
+  Task<> writes_done() { return call_.writes_done(); }
+  /// Loop thread only. See ClientCall::finish().
+  Task<Status> finish() { return call_.finish(); }
+
+ private:
+  ClientCall call_;
+};
+
+/// What a typed unary call gives: its status and, when OK, the response. Not an aggregate (see Status).
+template <class Response>
+struct TypedUnaryResult {
+  Status status;                    ///< how the call ended
+  std::optional<Response> message;  ///< the response, when the status is OK
+  /// `s` with `m`.
+  TypedUnaryResult(Status s, std::optional<Response> m) : status(std::move(s)), message(std::move(m)) {}
+};
+
+/// Loop thread only (the client's loop). A unary call with typed messages; a response that does
+/// not parse gives INTERNAL.
+template <class Request, class Response>
+Task<TypedUnaryResult<Response>> unary(Client& client, std::string method, Request request, CallOptions options = {}) {
+  ByteBuf bytes = serialize_message(request);
+  UnaryResult r = co_await client.unary(std::move(method), std::move(bytes), std::move(options));
+  if (!r.status.ok()) co_return TypedUnaryResult<Response>(std::move(r.status), std::nullopt);
+  Response response;
+  if (!response.ParseFromArray(r.message.read_ptr(), static_cast<int>(r.message.readable_bytes()))) {
+    co_return TypedUnaryResult<Response>(Status(StatusCode::internal, "a response message did not parse"), std::nullopt);
+  }
+  co_return TypedUnaryResult<Response>(Status(), std::move(response));
 }
 
 }  // namespace weft::grpc

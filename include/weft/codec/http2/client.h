@@ -17,13 +17,20 @@
 /// made after it at once, the same way; the others still complete. Responses are whole (the body
 /// up to ClientSettings::max_response_body); header names are lowercase; version() is
 /// http::Version::http2.
+///
+/// Streamed requests (ClientCodec::open, Client::open; client_stream.h) send their body in chunks
+/// with backpressure and give the response's head, its DATA as it comes and its trailers, for
+/// coroutines on the connection's loop; gRPC's client (weft/codec/grpc/client.h) is built on them.
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/channel.h"
@@ -31,6 +38,7 @@
 #include "weft/channel/handler.h"
 #include "weft/channel/socket_address.h"
 #include "weft/codec/http1/client_codec.h"
+#include "weft/codec/http2/client_stream.h"
 #include "weft/codec/tls/tls_context.h"
 #include "weft/core/error.h"
 #include "weft/core/event_loop_group.h"
@@ -70,6 +78,8 @@ struct ClientSettings {
   std::string authority;
   /// :scheme; empty: "http" (Client::connect makes it "https" over TLS).
   std::string scheme;
+  /// A streamed request's body bytes queued beyond which ClientStream::write() waits.
+  std::size_t max_buffered_upload = 64 * 1024;
 };
 
 /// The HTTP/2 client codec (see the file's description). One per channel; loop thread only.
@@ -102,6 +112,13 @@ class ClientCodec final : public Handler {
   /// Loop thread only. Sends `request` on a new stream; `done` completes with its response or fails
   /// (ClientStreamError, ChannelClosedError).
   void request(http::HttpClientRequest request, Promise<http::HttpClientResponse> done);
+  /// Loop thread only. Opens a streamed request (client_stream.h): `method`, `path`, and `headers`
+  /// (names lowercase, no pseudo-headers or connection-specific fields; :scheme and :authority come
+  /// from the settings). The HEADERS leave at once (or when the server's concurrency limit lets the
+  /// stream open); the body follows ClientStream::write(). Throws std::invalid_argument for a name
+  /// with an uppercase letter; a stream that cannot open is returned failed (its calls throw
+  /// ClientStreamError or ChannelClosedError).
+  ClientStream open(std::string_view method, std::string_view path, std::span<const http::Header> headers);
   /// Loop thread only. Requests sent or queued whose response has not ended.
   std::size_t outstanding() const noexcept { return streams_.size(); }
   /// Thread-safe. Completes when the server's first SETTINGS have arrived (requests sent earlier are
@@ -114,12 +131,24 @@ class ClientCodec final : public Handler {
  private:
   struct Stream;
   struct Callbacks;  // nghttp2's callbacks (client.cc)
+  friend class ClientStream;
+  using StreamState = ClientStream::State;
 
   void submit(http::HttpClientRequest request, Promise<http::HttpClientResponse> done, bool fire);
   void send_pending();
   void finish(std::int32_t id, std::uint32_t error_code);
   void fail_all(std::exception_ptr error);
   void deliver(Stream& s, std::exception_ptr error, http::HttpClientResponse* response);
+  http::HttpClientResponse build_head(Stream& s);
+  // Streamed requests (client_stream.cc).
+  void stream_queued(StreamState& state);  // chunks or the end queued: let nghttp2 send them
+  void stream_read(StreamState& state, std::size_t bytes);  // the application took `bytes` of DATA
+  void stream_reset(const std::shared_ptr<StreamState>& state, std::uint32_t error_code);
+  void wake(const std::shared_ptr<StreamState>& state);  // resume its waiting coroutines, soon
+  void run_wakes();
+  void want_send();  // send the streams' frames at the end of this turn (one write for all)
+  void pump();       // run the wakes and send, until neither has more
+  void fail_stream(const std::shared_ptr<StreamState>& state, std::exception_ptr error);
 
   ClientSettings settings_;
   Context* ctx_ = nullptr;
@@ -127,9 +156,17 @@ class ClientCodec final : public Handler {
   bool in_nghttp2_ = false;
   bool goaway_ = false;
   bool started_ = false;
+  bool failed_ = false;  // fail_all ran: the connection is over
   std::int32_t goaway_last_stream_ = 0;
   Promise<void> ready_;
   std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
+  struct FieldRefs;  // nghttp2_nv's, kept for the next open() (client_stream.cc)
+  std::unique_ptr<FieldRefs> nva_;
+  std::vector<std::shared_ptr<StreamState>> wakes_, waking_;  // streams whose coroutines resume
+  bool running_wakes_ = false;
+  bool pumping_ = false;      // in read_message or a posted pump: frames leave at its end
+  bool pump_posted_ = false;  // a pump task is queued on the loop
+  std::shared_ptr<char> alive_ = std::make_shared<char>();  // for tasks posted to the loop
 };
 
 /// A connection to an HTTP/2 server that multiplexes requests (see the file's description).
@@ -154,6 +191,12 @@ class Client {
 
   /// Sends `request`; the future completes with its response (see ClientCodec::request).
   Future<http::HttpClientResponse> request(http::HttpClientRequest request);
+  /// Loop thread only (channel().loop()). Opens a streamed request (see ClientCodec::open).
+  ClientStream open(std::string_view method, std::string_view path, std::span<const http::Header> headers) {
+    return codec_->open(method, path, headers);
+  }
+  /// Thread-safe. The connection's event loop (where open() and its streams are used).
+  EventLoop& loop() const noexcept { return channel_->loop(); }
   /// Closes the connection; requests still waiting fail with ChannelClosedError.
   Future<void> close() { return channel_->close(); }
   /// The connection's channel.

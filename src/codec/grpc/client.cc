@@ -1,0 +1,146 @@
+// grpc::Client: the connection, its calls' HEADERS and deadlines; format_timeout, status_from_http.
+
+#include "weft/codec/grpc/client.h"
+
+#include <array>
+#include <chrono>
+
+#include "client_call_state.h"
+#include "weft/core/awaitables.h"
+
+namespace weft::grpc {
+
+namespace {
+
+std::string base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const std::uint32_t v = (std::uint32_t{static_cast<std::uint8_t>(bytes[i])} << 16) |
+                            (std::uint32_t{static_cast<std::uint8_t>(bytes[i + 1])} << 8) |
+                            static_cast<std::uint8_t>(bytes[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (const std::size_t rest = bytes.size() - i; rest > 0) {  // unpadded, as gRPC sends it
+    std::uint32_t v = std::uint32_t{static_cast<std::uint8_t>(bytes[i])} << 16;
+    if (rest == 2) v |= std::uint32_t{static_cast<std::uint8_t>(bytes[i + 1])} << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    if (rest == 2) out += kAlphabet[(v >> 6) & 63];
+  }
+  return out;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+std::string format_timeout(Duration timeout) {
+  const std::int64_t ns = std::max<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count(), 0);
+  struct Unit {
+    char name;
+    std::int64_t ns;
+  };
+  static constexpr std::array<Unit, 6> kUnits = {{{'n', 1},
+                                                   {'u', 1'000},
+                                                   {'m', 1'000'000},
+                                                   {'S', 1'000'000'000},
+                                                   {'M', 60'000'000'000},
+                                                   {'H', 3'600'000'000'000}}};
+  for (const Unit& unit : kUnits) {
+    const std::int64_t count = (ns + unit.ns - 1) / unit.ns;  // rounded up: never earlier than asked
+    if (count <= 99'999'999) return std::to_string(count) + unit.name;
+  }
+  return "99999999H";
+}
+
+Status status_from_http(int http_status) {
+  const std::string message = "HTTP status " + std::to_string(http_status);
+  switch (http_status) {
+    case 400: return Status(StatusCode::internal, message);
+    case 401: return Status(StatusCode::unauthenticated, message);
+    case 403: return Status(StatusCode::permission_denied, message);
+    case 404: return Status(StatusCode::unimplemented, message);
+    case 429:
+    case 502:
+    case 503:
+    case 504: return Status(StatusCode::unavailable, message);
+    default: return Status(StatusCode::unknown, message);
+  }
+}
+
+Future<std::shared_ptr<Client>> Client::connect(EventLoopGroup& group, const SocketAddress& address, Options options) {
+  Promise<std::shared_ptr<Client>> ready;
+  Future<std::shared_ptr<http2::Client>> connected = http2::Client::connect(group, address, options.http2);
+  connected.add_listener([ready, options = std::move(options)](const Future<std::shared_ptr<http2::Client>>& f) mutable {
+    if (auto error = f.error()) {
+      ready.set_error(error);
+      return;
+    }
+    ready.set_value(std::make_shared<Client>(f.get(), std::move(options)));
+  });
+  return ready.future();
+}
+
+ClientCall Client::call(std::string_view method, const CallOptions& options) {
+  EventLoop& call_loop = loop();
+  const std::size_t max_receive =
+      options.max_receive_message_bytes > 0 ? options.max_receive_message_bytes : options_.max_receive_message_bytes;
+  auto state = std::make_shared<ClientCall::State>(call_loop, http2_->channel().allocator(), max_receive);
+
+  std::array<http::Header, 8> fixed;
+  std::size_t count = 0;
+  fixed[count++] = {"content-type", "application/grpc"};
+  fixed[count++] = {"te", "trailers"};
+  fixed[count++] = {"user-agent", options_.user_agent};
+  if (options.timeout) {
+    scratch_ = format_timeout(*options.timeout);
+    fixed[count++] = {"grpc-timeout", scratch_};
+  }
+  if (options.metadata.empty()) {
+    state->stream = http2_->open("POST", method, std::span<const http::Header>(fixed.data(), count));
+  } else {
+    std::vector<http::Header> fields(fixed.begin(), fixed.begin() + static_cast<std::ptrdiff_t>(count));
+    std::vector<std::string> encoded;
+    encoded.reserve(options.metadata.size());
+    for (const auto& [name, value] : options.metadata) {
+      if (ends_with(name, "-bin")) {
+        encoded.push_back(base64(value));
+        fields.push_back({name, encoded.back()});
+      } else {
+        fields.push_back({name, value});
+      }
+    }
+    state->stream = http2_->open("POST", method, fields);
+  }
+  if (options.timeout) {
+    std::weak_ptr<ClientCall::State> weak = state;
+    state->deadline = call_loop.schedule(*options.timeout, [weak] {
+      if (auto s = weak.lock()) {
+        s->deadline.reset();
+        s->end_locally(Status(StatusCode::deadline_exceeded, "Deadline Exceeded"));
+      }
+    });
+  }
+  return ClientCall(std::move(state));
+}
+
+Task<UnaryResult> Client::unary(std::string method, ByteBuf request, CallOptions options) {
+  ClientCall call = this->call(method, options);
+  co_await call.write(std::move(request));
+  co_await call.writes_done();
+  std::optional<ByteBuf> response = co_await call.read();
+  Status status = co_await call.finish();
+  if (status.ok() && !response) status = Status(StatusCode::internal, "the server sent no response message");
+  ByteBuf message = status.ok() ? std::move(*response) : ByteBuf();
+  co_return UnaryResult(std::move(status), std::move(message));
+}
+
+}  // namespace weft::grpc

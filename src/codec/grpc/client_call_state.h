@@ -1,0 +1,32 @@
+#pragma once
+// What a grpc::ClientCall handle and its deadline timer share. Loop thread only.
+
+#include <optional>
+
+#include "weft/buffer/byte_buf_allocator.h"
+#include "weft/codec/grpc/client.h"
+#include "weft/codec/grpc/message_framing.h"
+#include "weft/codec/http2/client_stream.h"
+
+namespace weft::grpc {
+
+struct ClientCall::State {
+  State(EventLoop& l, ByteBufAllocator& allocator, std::size_t max_receive) noexcept
+      : loop(&l), loop_allocator(&allocator), deframer(max_receive) {}
+
+  void end_locally(Status why);  // the call ends here (deadline, cancel, a message too large): reset the stream
+  void end_with(Status why);     // the call ended (trailers, the stream failed)
+  void stop_deadline() noexcept;
+
+  EventLoop* loop;
+  ByteBufAllocator* loop_allocator;
+  http2::ClientStream stream;
+  MessageDeframer deframer;
+  std::optional<Status> status;  // set: the call has ended
+  std::optional<TimerId> deadline;
+  bool writes_done = false;
+  bool head_seen = false;
+  std::uint32_t reads_this_turn = 0;  // messages read since the loop last took a turn
+};
+
+}  // namespace weft::grpc

@@ -1,0 +1,56 @@
+#pragma once
+// What a streamed request shares between its handle (http2::ClientStream) and the codec that
+// carries it (http2::ClientCodec). Loop thread only.
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/codec/http1/client_codec.h"
+#include "weft/codec/http2/client.h"
+#include "weft/codec/http2/client_stream.h"
+#include "weft/codec/http2/stream_channel.h"
+#include "weft/core/inline_ring.h"
+
+namespace weft::http2 {
+
+struct ClientStream::State {
+  ClientCodec* codec = nullptr;  // null once the connection has ended
+  std::int32_t id = 0;
+
+  // Outbound: the chunks queued, their bytes, and whether END_STREAM follows them.
+  InlineRing<ByteBuf, 4> upload;
+  std::size_t queued = 0;
+  bool end_requested = false;
+  bool data_deferred = false;  // nghttp2 waits for resume_data
+  std::coroutine_handle<> writer;
+
+  // Inbound.
+  bool head_done = false;
+  bool head_ended = false;  // the head came with END_STREAM
+  http::HttpClientResponse head;
+  InlineRing<ByteBuf, 8> chunks;
+  bool ended = false;  // END_STREAM received: chunks and trailers are all here
+  Fields trailers;
+  std::coroutine_handle<> reader;
+
+  std::exception_ptr error;  // the stream failed: reset, refused, the connection closed
+  bool closed = false;       // nghttp2 closed the stream, or it failed
+  bool wake_queued = false;  // in the codec's list of streams to resume
+};
+
+}  // namespace weft::http2
+
+#include <nghttp2/nghttp2.h>
+
+#include <vector>
+
+namespace weft::http2 {
+
+struct ClientCodec::FieldRefs {
+  std::vector<nghttp2_nv> nv;
+};
+
+}  // namespace weft::http2

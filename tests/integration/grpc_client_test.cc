@@ -1,0 +1,324 @@
+// weft's gRPC client (weft/codec/grpc/client.h) against weft's gRPC server, on every transport:
+// the four call shapes, metadata both ways and grpc-timeout, messages that span DATA frames, a
+// deadline that passes (DEADLINE_EXCEEDED, the server's handler sees the reset), a cancel in the
+// middle of a server stream, a message past the size limit (RESOURCE_EXHAUSTED) and one at it, an
+// unknown method (UNIMPLEMENTED), a status with a percent-encoded message, and a client stream
+// that outruns a slow server (write() waits for the window; nothing is lost).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/transports.h"
+#include "weft/codec/grpc/client.h"
+#include "weft/codec/grpc/service_registry.h"
+#include "weft/codec/http2/server_codec.h"
+#include "weft/weft.h"
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+namespace weft::grpc {
+namespace {
+
+ByteBuf bytes(std::string_view text) { return ByteBuf::copy_of(text); }
+
+std::string text(const ByteBuf& b) { return std::string(b.view()); }
+
+// What the server's handlers saw, for the tests to check.
+struct Seen {
+  Promise<Status> cancelled;  // the status a cancelled handler's CallEnded carried
+};
+
+ServiceRegistry test_service(std::shared_ptr<Seen> seen) {
+  ServiceRegistry services;
+  services.add_unary("/test.Echo/Unary", [](ServerCall& call, ByteBuf request) -> Task<ByteBuf> {
+    if (auto echo = call.request().header("x-echo")) call.add_response_header("x-echoed", *echo);
+    if (text(request) == "fail") throw StatusError(Status(StatusCode::invalid_argument, "bad 100% \xc3\xa9"));
+    if (text(request) == "timeout") co_return bytes(call.timeout() ? std::to_string(call.timeout()->count()) : "none");
+    co_return request;
+  });
+  // Server streaming: the request is a count N; answers "0" .. "N-1"; a count "-1": forever.
+  services.add("/test.Echo/Count", [seen](ServerCall& call) -> Task<> {
+    std::optional<ByteBuf> request = co_await call.read();
+    const long n = request ? std::stol(text(*request)) : 0;
+    try {
+      for (long i = 0; n < 0 || i < n; ++i) {
+        co_await call.write(bytes(std::to_string(i)));
+        // A write returns at once while the stream is writable: pause now and then, so that the
+        // server's loop serves its socket (and, unoptimised, the stack does not grow per write).
+        if (i % 128 == 127) co_await weft::sleep(1ms);
+      }
+    } catch (const CallEnded& e) {
+      seen->cancelled.set_value(e.status());
+      throw;
+    }
+  });
+  // Client streaming: the total of the bytes of every request, and their count.
+  services.add("/test.Echo/Sum", [](ServerCall& call) -> Task<> {
+    std::size_t total = 0, count = 0;
+    while (std::optional<ByteBuf> request = co_await call.read()) {
+      total += request->readable_bytes();
+      ++count;
+      if (count % 64 == 0) co_await weft::sleep(1ms);  // a slow reader: the client's writes must wait
+    }
+    co_await call.write(bytes(std::to_string(count) + " " + std::to_string(total)));
+  });
+  // Bidi: every message back.
+  services.add("/test.Echo/Bidi", [](ServerCall& call) -> Task<> {
+    while (std::optional<ByteBuf> request = co_await call.read()) co_await call.write(std::move(*request));
+  });
+  // Reads until the call ends (the deadline): never answers.
+  services.add("/test.Echo/Hang", [seen](ServerCall& call) -> Task<> {
+    try {
+      while (co_await call.read()) {
+      }
+    } catch (const CallEnded& e) {
+      seen->cancelled.set_value(e.status());
+      throw;
+    }
+  });
+  // One message of the size asked for.
+  services.add_unary("/test.Echo/Big", [](ServerCall&, ByteBuf request) -> Task<ByteBuf> {
+    ByteBuf out = ByteBuf::copy_of(std::string(std::stoul(text(request)), 'b'));
+    co_return out;
+  });
+  return services;
+}
+
+class GrpcClientTest : public test::TransportTest {
+ protected:
+  void SetUp() override {
+    http2::Settings settings;
+    settings.stream_initializer = test_service(seen_).stream_chooser();
+    server_ = ServerBootstrap()
+                  .group(loops_)
+                  .child_handler([settings](Channel& ch) {
+                    ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
+                  })
+                  .bind(SocketAddress::loopback(0))
+                  .get();
+    client_ = Client::connect(loops_, server_->local_address()).get();
+  }
+  void TearDown() override {
+    if (client_) client_->close().wait();
+    if (server_) server_->close().wait();
+  }
+
+  // Runs `task` on the client's loop and returns its result.
+  template <class T>
+  T run(Task<T> task) {
+    Future<T> done = spawn(client_->loop(), std::move(task));
+    EXPECT_TRUE(done.wait_for(60s)) << "the call did not end";
+    return done.get();
+  }
+
+  EventLoopGroup loops_{transport(), loops(2, 4)};
+  std::shared_ptr<Seen> seen_ = std::make_shared<Seen>();
+  ChannelPtr server_;
+  std::shared_ptr<Client> client_;
+};
+
+Task<std::string> unary(Client& client, std::string method, std::string request, CallOptions options = {}) {
+  UnaryResult r = co_await client.unary(std::move(method), bytes(request), std::move(options));
+  co_return std::string(status_code_name(r.status.code)) + ":" + r.status.message + ":" + text(r.message);
+}
+
+TEST_P(GrpcClientTest, UnaryCallsAreAnsweredAndTheirStatusesCarried) {
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Unary", "hello")), "OK::hello");
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Unary", "")), "OK::");
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Unary", "fail")), "INVALID_ARGUMENT:bad 100% \xc3\xa9:");
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Nope", "x")), "UNIMPLEMENTED:Method not found: /test.Echo/Nope:");
+  EXPECT_EQ(run(unary(*client_, "/nope.Service/Method", "x")), "UNIMPLEMENTED:Method not found: /nope.Service/Method:");
+}
+
+Task<std::string> metadata_round_trip(Client& client) {
+  CallOptions options;
+  options.metadata = {{"x-echo", "value 1"}};
+  ClientCall call = client.call("/test.Echo/Unary", options);
+  co_await call.write(bytes("m"));
+  co_await call.writes_done();
+  std::optional<ByteBuf> response = co_await call.read();
+  const http::HttpClientResponse* head = call.initial_metadata();
+  std::string echoed = head != nullptr ? std::string(head->header("x-echoed").value_or("-")) : "no head";
+  Status status = co_await call.finish();
+  std::string trailer(call.trailing_metadata().get("grpc-status").value_or("-"));
+  co_return echoed + "|" + (response ? text(*response) : "none") + "|" + std::string(status_code_name(status.code)) +
+      "|" + trailer;
+}
+
+TEST_P(GrpcClientTest, MetadataGoesBothWaysAndTheTimeoutIsSentAsGrpcTimeout) {
+  EXPECT_EQ(run(metadata_round_trip(*client_)), "value 1|m|OK|0");
+  CallOptions options;
+  options.timeout = 30s;
+  const std::string answer = run(unary(*client_, "/test.Echo/Unary", "timeout", options));
+  ASSERT_THAT(answer, HasSubstr("OK::"));
+  const long long ns = std::stoll(answer.substr(4));
+  EXPECT_GT(ns, 29'000'000'000LL);  // the server parsed a grpc-timeout of 30 s (whole, rounded up)
+  EXPECT_LE(ns, 30'000'000'000LL);
+  EXPECT_EQ(format_timeout(30s), "30000000u");
+  EXPECT_EQ(format_timeout(250ms), "250000u");
+  EXPECT_EQ(format_timeout(std::chrono::hours(30000)), "1800000M");
+  EXPECT_EQ(format_timeout(Duration(1)), "1n");
+}
+
+Task<std::vector<std::string>> server_stream(Client& client, int n) {
+  ClientCall call = client.call("/test.Echo/Count");
+  co_await call.write(bytes(std::to_string(n)));
+  co_await call.writes_done();
+  std::vector<std::string> got;
+  while (std::optional<ByteBuf> m = co_await call.read()) got.push_back(text(*m));
+  Status status = co_await call.finish();
+  got.push_back(std::string(status_code_name(status.code)));
+  co_return got;
+}
+
+TEST_P(GrpcClientTest, ServerStreamingGivesEveryMessageInOrderThenOk) {
+  const std::vector<std::string> got = run(server_stream(*client_, 5000));
+  ASSERT_EQ(got.size(), 5001u);
+  for (int i = 0; i < 5000; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], std::to_string(i));
+  EXPECT_EQ(got.back(), "OK");
+}
+
+Task<std::string> client_stream(Client& client, int n, std::size_t size) {
+  ClientCall call = client.call("/test.Echo/Sum");
+  for (int i = 0; i < n; ++i) {
+    if (!co_await call.write(ByteBuf::copy_of(std::string(size, 'c')))) co_return "write failed at " + std::to_string(i);
+  }
+  co_await call.writes_done();
+  std::optional<ByteBuf> response = co_await call.read();
+  Status status = co_await call.finish();
+  co_return (response ? text(*response) : "none") + " " + std::string(status_code_name(status.code));
+}
+
+// 2,000 messages of 3,000 bytes (6 MB) to a server that reads slowly: the client's writes wait on
+// the stream's window (nothing is buffered past ClientSettings::max_buffered_upload) and arrive whole.
+TEST_P(GrpcClientTest, ClientStreamingOutrunsASlowServerWithoutLosingAMessage) {
+  EXPECT_EQ(run(client_stream(*client_, 2000, 3000)), "2000 6000000 OK");
+  EXPECT_EQ(run(client_stream(*client_, 0, 0)), "0 0 OK");
+}
+
+// A writer and a reader coroutine on one call; messages from empty to 1 MiB, which span DATA frames.
+Task<> bidi_writer(ClientCall& call, std::vector<std::size_t> sizes) {
+  for (std::size_t size : sizes) co_await call.write(ByteBuf::copy_of(std::string(size, static_cast<char>('a' + size % 26))));
+  co_await call.writes_done();
+}
+
+Task<std::string> bidi(Client& client) {
+  const std::vector<std::size_t> sizes = {0, 1, 100, 16'384, 16'385, 100'000, 1u << 20, 7, 8'191, 8'192};
+  ClientCall call = client.call("/test.Echo/Bidi");
+  Future<void> writing = spawn(client.loop(), bidi_writer(call, sizes));
+  std::string problems;
+  for (std::size_t size : sizes) {
+    std::optional<ByteBuf> m = co_await call.read();
+    if (!m || text(*m) != std::string(size, static_cast<char>('a' + size % 26))) problems += "bad " + std::to_string(size) + ";";
+  }
+  if (co_await call.read()) problems += "one too many;";
+  co_await writing;
+  Status status = co_await call.finish();
+  co_return problems + std::string(status_code_name(status.code));
+}
+
+TEST_P(GrpcClientTest, BidiStreamingEchoesMessagesOfEverySizeWhileWriting) { EXPECT_EQ(run(bidi(*client_)), "OK"); }
+
+Task<std::string> ping_pong(Client& client, int rounds) {
+  ClientCall call = client.call("/test.Echo/Bidi");
+  for (int i = 0; i < rounds; ++i) {
+    co_await call.write(bytes(std::to_string(i)));
+    std::optional<ByteBuf> m = co_await call.read();
+    if (!m || text(*m) != std::to_string(i)) co_return "round " + std::to_string(i);
+  }
+  co_await call.writes_done();
+  if (co_await call.read()) co_return "one too many";
+  Status status = co_await call.finish();
+  co_return std::string(status_code_name(status.code));
+}
+
+TEST_P(GrpcClientTest, PingPongOnOneStreamAndManyCallsAtOnce) {
+  EXPECT_EQ(run(ping_pong(*client_, 1000)), "OK");
+  std::vector<Future<std::string>> calls;
+  for (int i = 0; i < 50; ++i) calls.push_back(spawn(client_->loop(), ping_pong(*client_, 50)));
+  for (auto& f : calls) {
+    ASSERT_TRUE(f.wait_for(60s));
+    EXPECT_EQ(f.get(), "OK");
+  }
+}
+
+Task<std::string> deadline(Client& client) {
+  CallOptions options;
+  options.timeout = 50ms;
+  ClientCall call = client.call("/test.Echo/Hang", options);
+  co_await call.write(bytes("x"));  // no writes_done(): the server waits for more
+  std::optional<ByteBuf> m = co_await call.read();
+  Status status = co_await call.finish();
+  const bool wrote = co_await call.write(bytes("late"));
+  co_return (m ? "message " : "") + std::string(status_code_name(status.code)) + ":" + status.message +
+      (wrote ? " (a write after the end succeeded)" : "");
+}
+
+TEST_P(GrpcClientTest, ADeadlinePassesDeadlineExceededAndTheServerSeesTheCallEnd) {
+  EXPECT_EQ(run(deadline(*client_)), "DEADLINE_EXCEEDED:Deadline Exceeded");
+  // The server saw the end: its own deadline, or the client's reset, whichever came first.
+  Future<Status> seen = seen_->cancelled.future();
+  ASSERT_TRUE(seen.wait_for(30s));
+  EXPECT_THAT(std::string(status_code_name(seen.get().code)), ::testing::AnyOf("DEADLINE_EXCEEDED", "CANCELLED"));
+}
+
+Task<std::string> cancel_mid_stream(Client& client) {
+  ClientCall call = client.call("/test.Echo/Count");
+  co_await call.write(bytes("-1"));  // forever
+  co_await call.writes_done();
+  for (int i = 0; i < 100; ++i) {
+    std::optional<ByteBuf> m = co_await call.read();
+    if (!m || text(*m) != std::to_string(i)) co_return "message " + std::to_string(i);
+  }
+  call.cancel();
+  std::optional<ByteBuf> after = co_await call.read();
+  Status status = co_await call.finish();
+  co_return (after ? "read after cancel " : "") + std::string(status_code_name(status.code));
+}
+
+TEST_P(GrpcClientTest, ACancelInTheMiddleOfAServerStreamResetsItAndTheServerSeesIt) {
+  EXPECT_EQ(run(cancel_mid_stream(*client_)), "CANCELLED");
+  Future<Status> seen = seen_->cancelled.future();
+  ASSERT_TRUE(seen.wait_for(30s)) << "the server's handler did not see the reset";
+  EXPECT_EQ(seen.get().code, StatusCode::cancelled);
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Unary", "still")), "OK::still");  // the connection goes on
+}
+
+TEST_P(GrpcClientTest, AResponseMessagePastTheLimitIsResourceExhaustedAndOneAtItIsRead) {
+  const std::size_t limit = kDefaultMaxMessageBytes;
+  const std::string at = run(unary(*client_, "/test.Echo/Big", std::to_string(limit)));
+  EXPECT_EQ(at.substr(0, 4), "OK::");
+  EXPECT_EQ(at.size(), 4 + limit);
+  const std::string past = run(unary(*client_, "/test.Echo/Big", std::to_string(limit + 1)));
+  EXPECT_THAT(past, HasSubstr("RESOURCE_EXHAUSTED:"));
+  EXPECT_THAT(past, HasSubstr("larger than max"));
+  CallOptions small;
+  small.max_receive_message_bytes = 100;
+  EXPECT_THAT(run(unary(*client_, "/test.Echo/Big", "101", small)), HasSubstr("RESOURCE_EXHAUSTED:"));
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Big", "100", small)), "OK::" + std::string(100, 'b'));
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Unary", "after")), "OK::after");  // the connection goes on
+}
+
+Task<std::string> closed_connection(Client& client) {
+  ClientCall call = client.call("/test.Echo/Hang");
+  co_await call.write(bytes("x"));
+  client.http2().channel().close();
+  Status status = co_await call.finish();
+  co_return std::string(status_code_name(status.code));
+}
+
+TEST_P(GrpcClientTest, CallsOnAConnectionThatClosesEndUnavailable) {
+  EXPECT_EQ(run(closed_connection(*client_)), "UNAVAILABLE");
+}
+
+WEFT_ON_EVERY_TRANSPORT(GrpcClientTest);
+
+}  // namespace
+}  // namespace weft::grpc

@@ -1,0 +1,47 @@
+#pragma once
+// weft-load grpc: calls of bench.proto's grpc.testing.BenchmarkService (shared/peers/grpc) on weft's
+// gRPC client, in the shape of grpc-java's TransportBenchmark: C connections, each carrying S
+// concurrent streams (default 10 on one connection).
+//   stream:   StreamingFromServer, SimpleRequest{response_size=SIZE}; the server streams responses
+//             until the run ends (the call is then cancelled); messages = responses read.
+//   unary:    UnaryCall, back to back on each stream slot; SimpleRequest{response_size=SIZE,
+//             payload{body=SIZE zero bytes}}; messages = calls = responses.
+//   pingpong: StreamingCall, one request then its response, repeated on each stream; messages =
+//             round trips, calls = streams.
+// The requests are encoded by hand (no protobuf).
+
+#include <cstdint>
+#include <string>
+
+#include "histogram.h"
+#include "http_load.h"
+#include "report.h"
+
+namespace weft::load {
+
+struct GrpcOptions {
+  std::string call = "stream";  // stream | unary | pingpong
+  std::string target;            // "HOST:PORT"
+  int connections = 1;
+  int streams = 10;  // concurrent calls per connection
+  int threads = 1;   // event loops; connections are spread over them
+  int size = 0;      // response_size (and the request payload's, for unary and pingpong)
+  double duration_s = 10;
+};
+
+struct GrpcResult {
+  std::uint64_t messages = 0;  // responses read
+  std::uint64_t calls = 0;     // calls completed (unary), or streams opened (stream, pingpong)
+  double duration_s = 0;
+  Histogram latency;  // ns per call (unary) or per round trip (pingpong); empty for stream
+  Errors errors;      // status: calls that ended with a status other than OK (or CANCELLED at the end)
+};
+
+// SimpleRequest{response_size=size, payload{body=payload zero bytes}} (field 2, varint; field 3, message
+// with field 2, bytes), as protobuf encodes it. Thread-safe (pure).
+std::string encode_simple_request(int response_size, int payload);
+
+// Thread-safe. Throws LoadError for bad options or when no connection could be made.
+GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress = {});
+
+}  // namespace weft::load
