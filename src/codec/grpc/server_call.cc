@@ -212,6 +212,8 @@ Task<> ServerCall::after_message_written(const WriteOptions& options) {
 
 Task<> ServerCall::write(ByteBuf message, WriteOptions options) {
   const std::size_t n = message.readable_bytes();
+  // The head first when compression is asked for: it chooses the response's encoding.
+  if (compression_.algorithm != Compression::identity && !headers_written_) co_await start_response();
   if (response_encoding_ != Compression::identity && n >= compression_.min_bytes) {
     // Compressed (or, when it does not shrink, flag 0) into one new buffer: the codec's bytes, not the message's.
     CompressionOptions compress = compression_;
