@@ -522,6 +522,11 @@ TEST(PooledByteBufAllocatorTest, OneGibibyteAllocatedAndFreedReturnsRss) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan's shadow memory makes RSS meaningless";
 #endif
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan's shadow of the GiB touched (an eighth of it, 128 MiB) stays resident after the memory is
+  // returned: seen here as 38 MiB before, 168 MiB after free + trim. The release run checks RSS.
+  GTEST_SKIP() << "ASan's shadow memory stays resident: RSS says nothing about the allocator";
+#endif
   // Tracking records would be counted in the RSS: run this one without the leak detector.
   const LeakDetectionLevel level = LeakDetector::level();
   LeakDetector::set_level(LeakDetectionLevel::disabled);
