@@ -92,6 +92,7 @@ class ClientCall {
   ClientCall() noexcept = default;
   /// For Client::call.
   explicit ClientCall(std::shared_ptr<State> state) noexcept : state_(std::move(state)) {}
+  /// Moves the call: the moved-from handle holds none.
   ClientCall(ClientCall&&) noexcept = default;
   /// Loop thread only. Cancels the call this handle held, if it is open.
   ClientCall& operator=(ClientCall&& other) noexcept;

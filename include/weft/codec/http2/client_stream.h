@@ -54,6 +54,7 @@ class ClientStream {
   ClientStream() noexcept = default;
   /// Loop thread only. Takes `state` (ClientCodec::open makes it).
   explicit ClientStream(std::shared_ptr<State> state) noexcept : state_(std::move(state)) {}
+  /// Moves the stream: the moved-from handle holds none.
   ClientStream(ClientStream&&) noexcept = default;
   /// Loop thread only. Lets go of the stream this handle held, as the destructor does.
   ClientStream& operator=(ClientStream&& other) noexcept;
