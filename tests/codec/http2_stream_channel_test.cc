@@ -588,6 +588,43 @@ TEST(Http2StreamChannelTest, ServeRunsACoroutineOnAStream) {
   EXPECT_FALSE(f.children.at(0)->is_open());
 }
 
+// A server stream written from a loop task (no read on the stack), each message flushed as it is
+// written: the codec sends once for the turn, not once per flush (a syscall per message before).
+TEST(Http2StreamChannelTest, FlushesOutsideAReadLeaveInOneSendPerLoopTurn) {
+  Fixture f([](StreamChannel&, Recorder& r) {
+    r.on_message = [](Context& ctx, StreamMessage& message) {
+      if (std::holds_alternative<StreamHeaders>(message)) ctx.write(ResponseHeaders{HttpResponse(200), false});
+    };
+  });
+  H2Client client;
+  const auto id = client.request("GET", "/stream/server-stream");
+  f.pump(client);
+  ASSERT_EQ(f.children.size(), 1u);
+  ASSERT_EQ(client.response(id).status, 200);
+  StreamChannel& child = *f.children[0];
+  constexpr int kMessages = 10;
+  child.loop().execute([&child] {
+    for (int i = 0; i < kMessages; ++i) {
+      child.write(StreamData{ByteBuf::copy_of("message " + std::to_string(i) + ";"), i + 1 == kMessages});
+      child.flush();
+    }
+  });
+  f.ch.run_pending();
+  std::string sent;
+  int sends = 0;
+  while (auto b = f.ch.read_outbound<ByteBuf>()) {
+    sent += b->to_string();
+    ++sends;
+  }
+  EXPECT_EQ(sends, 1) << "one send for the ten flushes of one turn";
+  client.receive(sent);
+  std::string expected;
+  for (int i = 0; i < kMessages; ++i) expected += "message " + std::to_string(i) + ";";
+  EXPECT_EQ(client.response(id).body, expected);
+  EXPECT_TRUE(client.response(id).closed);
+  EXPECT_EQ(client.error(), 0);
+}
+
 TEST(Http2StreamChannelTest, TheClientsFinResetsAStreamWhoseRequestCanNoLongerEnd) {
   Fixture f(echo);
   H2Client client;

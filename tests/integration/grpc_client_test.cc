@@ -16,8 +16,10 @@
 
 #include "support/transports.h"
 #include "weft/codec/grpc/client.h"
+#include "weft/codec/grpc/metadata.h"
 #include "weft/codec/grpc/service_registry.h"
 #include "weft/codec/http2/server_codec.h"
+#include "weft/codec/http2/stream_channel.h"
 #include "weft/weft.h"
 
 using namespace std::chrono_literals;
@@ -83,6 +85,16 @@ ServiceRegistry test_service(std::shared_ptr<Seen> seen) {
       throw;
     }
   });
+  // Compression and binary metadata: answers the request's grpc-encoding and its text, gzip-compressed
+  // (when the client accepts gzip), and echoes x-data-bin in its head and its trailers.
+  services.add_unary("/test.Echo/Encoding", [](ServerCall& call, ByteBuf request) -> Task<ByteBuf> {
+    call.set_compression(CompressionOptions(Compression::gzip, -1, 0));
+    if (auto data = call.metadata("x-data-bin")) {
+      call.add_response_header("x-data-bin", *data);
+      call.add_trailing_metadata("x-trail-bin", *data);
+    }
+    co_return bytes(std::string(call.request().header("grpc-encoding").value_or("none")) + ":" + text(request));
+  });
   // One message of the size asked for.
   services.add_unary("/test.Echo/Big", [](ServerCall&, ByteBuf request) -> Task<ByteBuf> {
     ByteBuf out = ByteBuf::copy_of(std::string(std::stoul(text(request)), 'b'));
@@ -91,11 +103,28 @@ ServiceRegistry test_service(std::shared_ptr<Seen> seen) {
   return services;
 }
 
+// Answers a call with a head whose x-bad-bin is not base64, a message, and grpc-status 0.
+class BadBinaryHead final : public InboundHandler<http2::StreamMessage, http2::StreamMessage> {
+ public:
+  void channel_read(Context& ctx, http2::StreamMessage&& message) override {
+    if (!std::holds_alternative<http2::StreamHeaders>(message)) return;
+    ctx.write(http2::ResponseHeaders{
+        http::HttpResponse(200).header("content-type", "application/grpc").header("x-bad-bin", "not*base64"), false});
+    ctx.write(http2::StreamData{ByteBuf::copy_of(std::string_view("\0\0\0\0\1m", 6)), false});
+    ctx.write(http2::StreamTrailers{http2::Fields().add("grpc-status", "0")});
+    ctx.flush();
+  }
+};
+
+void bad_binary_head(http2::StreamChannel& ch) { ch.pipeline().add_last("bad-bin", std::make_shared<BadBinaryHead>()); }
+
 class GrpcClientTest : public test::TransportTest {
  protected:
   void SetUp() override {
     http2::Settings settings;
-    settings.stream_initializer = test_service(seen_).stream_chooser();
+    settings.stream_initializer = [chooser = test_service(seen_).stream_chooser()](const http::RequestHead& head) {
+      return head.path == "/test.Raw/BadBin" ? http2::StreamInitializer(bad_binary_head) : chooser(head);
+    };
     server_ = ServerBootstrap()
                   .group(loops_)
                   .child_handler([settings](Channel& ch) {
@@ -316,6 +345,68 @@ Task<std::string> closed_connection(Client& client) {
 
 TEST_P(GrpcClientTest, CallsOnAConnectionThatClosesEndUnavailable) {
   EXPECT_EQ(run(closed_connection(*client_)), "UNAVAILABLE");
+}
+
+// A call whose requests are gzip-compressed, with binary metadata: the server sees grpc-encoding
+// gzip and the message whole; its gzip-compressed response is decompressed; the -bin values come
+// back decoded from the head and the trailers.
+Task<std::string> compressed_call(Client& client, Compression compression, std::string message) {
+  const std::string binary("\0\xff\x01 binary,\x80", 12);
+  CallOptions options;
+  options.compression = CompressionOptions(compression, -1, 0);
+  options.metadata = {{"x-data-bin", binary}};
+  ClientCall call = client.call("/test.Echo/Encoding", options);
+  co_await call.write(bytes(message));
+  co_await call.writes_done();
+  std::optional<ByteBuf> response = co_await call.read();
+  const std::string response_encoding(call.initial_metadata() != nullptr
+                                          ? call.initial_metadata()->header("grpc-encoding").value_or("none")
+                                          : "no head");
+  const bool head_bin = call.initial_metadata_value("x-data-bin") == binary;
+  Status status = co_await call.finish();
+  const bool trailer_bin = call.trailing_metadata_value("x-trail-bin") == binary;
+  co_return std::string(status_code_name(status.code)) + "|" + response_encoding + "|" +
+      (head_bin ? "head-bin" : "head-bin?") + "|" + (trailer_bin ? "trailer-bin" : "trailer-bin?") + "|" +
+      (response ? text(*response) : "none");
+}
+
+TEST_P(GrpcClientTest, CompressedRequestsAndResponsesAndBinaryMetadataGoBothWays) {
+  const std::string message(20'000, 'z');
+  EXPECT_EQ(run(compressed_call(*client_, Compression::gzip, message)),
+            "OK|gzip|head-bin|trailer-bin|gzip:" + message);
+  EXPECT_EQ(run(compressed_call(*client_, Compression::deflate, message)),
+            "OK|gzip|head-bin|trailer-bin|deflate:" + message);
+  EXPECT_EQ(run(compressed_call(*client_, Compression::identity, "plain")),
+            "OK|gzip|head-bin|trailer-bin|none:plain");
+  // The client's default (ClientOptions::compression) applies when the call says nothing.
+  ClientOptions gzip_by_default;
+  gzip_by_default.compression = CompressionOptions(Compression::gzip, -1, 0);
+  client_->close().wait();  // (in place: a blocking group has a thread per connection, and no more)
+  client_ = Client::connect(loops_, server_->local_address(), gzip_by_default).get();
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Encoding", "by default")), "OK::gzip:by default");
+}
+
+Task<std::string> invalid_metadata(Client& client) {
+  CallOptions options;
+  options.metadata = {{"Upper-Case", "v"}};
+  try {
+    ClientCall call = client.call("/test.Echo/Unary", options);
+  } catch (const InvalidMetadata&) {
+    co_return "InvalidMetadata";
+  }
+  co_return "accepted";
+}
+
+TEST_P(GrpcClientTest, MetadataGrpcDoesNotAllowIsRefusedBeforeTheCallStarts) {
+  EXPECT_EQ(run(invalid_metadata(*client_)), "InvalidMetadata");
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Unary", "after")), "OK::after");  // nothing was sent
+}
+
+TEST_P(GrpcClientTest, AResponseHeadWithBinaryMetadataThatIsNotBase64EndsTheCallInternal) {
+  const std::string answer = run(unary(*client_, "/test.Raw/BadBin", "x"));
+  EXPECT_THAT(answer, HasSubstr("INTERNAL:"));
+  EXPECT_THAT(answer, HasSubstr("x-bad-bin"));
+  EXPECT_EQ(run(unary(*client_, "/test.Echo/Unary", "after")), "OK::after");  // the connection goes on
 }
 
 WEFT_ON_EVERY_TRANSPORT(GrpcClientTest);

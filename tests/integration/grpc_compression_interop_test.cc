@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "support/grpc_peer.h"
 #include "support/shell.h"
 #include "support/transports.h"
 #include "weft/codec/grpc/compression.h"
@@ -27,110 +28,16 @@ using ::testing::HasSubstr;
 namespace weft::grpc {
 namespace {
 
+using test::read_varint;
+using test::response_size;
+using test::simple_response;
+using test::varint_size;
+using test::write_varint;
+
+const test::GrpcPeer& peer() { return test::grpc_peer(); }
+
+// Runs a shell command; returns its standard output and error, and its exit status.
 std::string run(const std::string& command, int& status) { return test::run_shell(command + " 2>&1", status); }
-
-// The grpc++ client, built once per process (as grpc_interop_test.cc builds it).
-struct Peer {
-  std::string client;
-  std::string error;
-  bool skip = false;
-};
-const Peer& peer() {
-  static Peer built = [] {
-    Peer p;
-    int status = -1;
-    run("pkg-config --exists grpc++ protobuf && command -v grpc_cpp_plugin && command -v protoc", status);
-    if (status != 0) {
-      p.skip = true;
-      p.error = "grpc++ is not installed (apt-get install libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev "
-                "protobuf-compiler pkg-config)";
-      return p;
-    }
-    const char* dir = std::getenv("WEFT_GRPC_PEER_DIR");
-    const std::string sources = dir != nullptr ? dir : WEFT_GRPC_PEER_DIR;
-    const char* tmp = std::getenv("TMPDIR");
-    const std::string out = std::string(tmp != nullptr ? tmp : "/tmp") + "/weft-peer-grpc";
-    const std::string log =
-        run("mkdir -p " + out + " && flock " + out + "/.lock bash " + sources + "/build.sh " + out, status);
-    if (status != 0) {
-      p.error = "build.sh failed: " + log;
-      return p;
-    }
-    p.client = out + "/weft-peer-grpc-client";
-    return p;
-  }();
-  return built;
-}
-
-// ---- bench.proto's two fields weft needs, on bytes
-
-bool read_varint(const ByteBuf& buf, std::size_t& at, std::uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (at >= buf.readable_bytes()) return false;
-    const std::uint8_t byte = buf.read_ptr()[at++];
-    value |= std::uint64_t{byte & 0x7Fu} << shift;
-    if ((byte & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-// SimpleRequest.response_size (field 2); bytes that are not a SimpleRequest (a message left
-// compressed, say) are INVALID_ARGUMENT, which fails the client's call.
-std::size_t response_size(const ByteBuf& request) {
-  std::size_t at = 0;
-  std::uint64_t size = 0;
-  while (at < request.readable_bytes()) {
-    std::uint64_t key = 0, value = 0;
-    if (!read_varint(request, at, key)) throw StatusError(Status(StatusCode::invalid_argument, "bad key"));
-    if ((key & 7) == 0) {
-      if (!read_varint(request, at, value)) throw StatusError(Status(StatusCode::invalid_argument, "bad varint"));
-      if ((key >> 3) == 2) size = value;
-    } else if ((key & 7) == 2) {
-      if (!read_varint(request, at, value) || value > request.readable_bytes() - at) {
-        throw StatusError(Status(StatusCode::invalid_argument, "bad length"));
-      }
-      at += value;
-    } else {
-      throw StatusError(Status(StatusCode::invalid_argument, "bad wire type"));
-    }
-  }
-  if (size > 1u << 20) throw StatusError(Status(StatusCode::invalid_argument, "response_size too large"));
-  return static_cast<std::size_t>(size);
-}
-
-void write_varint(ByteBuf& buf, std::uint64_t value) {
-  while (value >= 0x80) {
-    buf.write_u8(static_cast<std::uint8_t>(value | 0x80));
-    value >>= 7;
-  }
-  buf.write_u8(static_cast<std::uint8_t>(value));
-}
-
-// SimpleResponse{payload: Payload{body: `size` bytes}}: zeros (they shrink a thousandfold), or with
-// `textured` 16 letters in a pseudo-random order (they shrink about twofold: a stream of them is
-// bounded by flow control, where a stream of zeros floods the client with a thousand times its window).
-ByteBuf simple_response(std::size_t size, bool textured = false) {
-  ByteBuf out = ByteBuf::copy_of("");
-  if (size == 0) return out;
-  ByteBuf payload = ByteBuf::copy_of("");
-  payload.write_u8(0x12);
-  write_varint(payload, size);
-  payload.ensure_writable(size);
-  std::fill_n(payload.write_ptr(), size, std::uint8_t{0});
-  std::uint32_t lcg = 12345;
-  for (std::size_t i = 0; textured && i < size; ++i) {
-    lcg = lcg * 1664525u + 1013904223u;
-    payload.write_ptr()[i] = static_cast<std::uint8_t>('a' + (lcg >> 28));
-  }
-  payload.advance_writer(size);
-  out.write_u8(0x0A);
-  write_varint(out, payload.readable_bytes());
-  out.ensure_writable(payload.readable_bytes());
-  std::copy_n(payload.read_ptr(), payload.readable_bytes(), out.write_ptr());
-  out.advance_writer(payload.readable_bytes());
-  return out;
-}
 
 // What the server saw (its loops' threads count, the test reads after the client exited).
 struct Counts {

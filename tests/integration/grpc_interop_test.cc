@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 
+#include "support/grpc_peer.h"
 #include "support/shell.h"
 #include "support/transports.h"
 #ifdef WEFT_HAVE_BENCH_PROTO
@@ -46,122 +47,16 @@ using ::testing::HasSubstr;
 namespace weft::grpc {
 namespace {
 
+using test::read_varint;
+using test::response_size;
+using test::simple_response;
+using test::varint_size;
+using test::write_varint;
+
+const test::GrpcPeer& peer() { return test::grpc_peer(); }
+
 // Runs a shell command; returns its standard output and error, and its exit status.
 std::string run(const std::string& command, int& status) { return test::run_shell(command + " 2>&1", status); }
-
-// The peer's directory: WEFT_GRPC_PEER_DIR, else the one CMake found.
-std::string peer_sources() {
-  if (const char* dir = std::getenv("WEFT_GRPC_PEER_DIR")) return dir;
-  return WEFT_GRPC_PEER_DIR;
-}
-
-// Builds the grpc++ client once per process (build.sh keeps it while its sources are older).
-// Returns its path, or why there is none (`skip` when grpc++ is not installed).
-struct Peer {
-  std::string client;
-  std::string server;
-  std::string error;
-  bool skip = false;
-};
-const Peer& peer() {
-  static Peer built = [] {
-    Peer p;
-    int status = -1;
-    run("pkg-config --exists grpc++ protobuf && command -v grpc_cpp_plugin && command -v protoc", status);
-    if (status != 0) {
-      p.skip = true;
-      p.error = "grpc++ is not installed (apt-get install libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev "
-                "protobuf-compiler pkg-config)";
-      return p;
-    }
-    const char* tmp = std::getenv("TMPDIR");
-    const std::string out = std::string(tmp != nullptr ? tmp : "/tmp") + "/weft-peer-grpc";
-    // flock: the test processes ctest runs side by side build it once.
-    const std::string log =
-        run("mkdir -p " + out + " && flock " + out + "/.lock bash " + peer_sources() + "/build.sh " + out, status);
-    if (status != 0) {
-      p.error = "build.sh failed: " + log;
-      return p;
-    }
-    p.client = out + "/weft-peer-grpc-client";
-    p.server = out + "/weft-peer-grpc-server";
-    return p;
-  }();
-  return built;
-}
-
-// ---- the few protobuf fields of bench.proto, on bytes
-
-// Reads a varint at `at`; false past the end.
-bool read_varint(const ByteBuf& buf, std::size_t& at, std::uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (at >= buf.readable_bytes()) return false;
-    const std::uint8_t byte = buf.read_ptr()[at++];
-    value |= std::uint64_t{byte & 0x7Fu} << shift;
-    if ((byte & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-void write_varint(ByteBuf& buf, std::uint64_t value) {
-  while (value >= 0x80) {
-    buf.write_u8(static_cast<std::uint8_t>(value | 0x80));
-    value >>= 7;
-  }
-  buf.write_u8(static_cast<std::uint8_t>(value));
-}
-
-std::size_t varint_size(std::uint64_t value) {
-  std::size_t n = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-// SimpleRequest.response_size (field 2, varint); a malformed request is INVALID_ARGUMENT.
-std::size_t response_size(const ByteBuf& request) {
-  std::size_t at = 0;
-  std::uint64_t size = 0;
-  while (at < request.readable_bytes()) {
-    std::uint64_t key = 0, value = 0;
-    if (!read_varint(request, at, key)) throw StatusError(Status{StatusCode::invalid_argument, "bad key"});
-    switch (key & 7) {
-      case 0:
-        if (!read_varint(request, at, value)) throw StatusError(Status{StatusCode::invalid_argument, "bad varint"});
-        if ((key >> 3) == 2) size = value;
-        break;
-      case 2:
-        if (!read_varint(request, at, value) || value > request.readable_bytes() - at) {
-          throw StatusError(Status{StatusCode::invalid_argument, "bad length"});
-        }
-        at += value;
-        break;
-      case 1: at += 8; break;
-      case 5: at += 4; break;
-      default: throw StatusError(Status{StatusCode::invalid_argument, "bad wire type"});
-    }
-  }
-  if (size > 64u * 1024 * 1024) throw StatusError(Status{StatusCode::invalid_argument, "response_size too large"});
-  return static_cast<std::size_t>(size);
-}
-
-// SimpleResponse{payload: Payload{body: `size` zero bytes}}; empty when size is 0 (as grpc++'s server).
-ByteBuf simple_response(std::size_t size) {
-  if (size == 0) return ByteBuf::copy_of("");
-  const std::size_t payload = 1 + varint_size(size) + size;
-  ByteBuf out = ByteBuf::copy_of("");
-  out.ensure_writable(1 + varint_size(payload) + payload);
-  out.write_u8(0x0A);  // field 1, length-delimited
-  write_varint(out, payload);
-  out.write_u8(0x12);  // field 2, length-delimited
-  write_varint(out, size);
-  std::fill_n(out.write_ptr(), size, std::uint8_t{0});
-  out.advance_writer(size);
-  return out;
-}
 
 // Outbound, first in the connection's pipeline: reads the frames the codec sends and counts the
 // GOAWAYs with an error code (a connection the server ended on the client).
@@ -444,9 +339,10 @@ class GrpcClientInteropTest : public test::TransportTest {
 };
 
 // A UnaryCall for a response of `size` bytes, with a payload of `payload` bytes (default: `size`).
-Task<std::string> peer_unary(Client& client, std::size_t size, std::optional<std::size_t> payload = std::nullopt) {
-  UnaryResult r =
-      co_await client.unary(std::string(kService) + "UnaryCall", simple_request(size, payload.value_or(size)));
+Task<std::string> peer_unary(Client& client, std::size_t size, std::optional<std::size_t> payload = std::nullopt,
+                             CallOptions options = {}) {
+  UnaryResult r = co_await client.unary(std::string(kService) + "UnaryCall", simple_request(size, payload.value_or(size)),
+                                        std::move(options));
   if (!r.status.ok()) co_return code_name(r.status) + ": " + r.status.message;
   co_return r.message.to_string() == simple_response(size).to_string() ? "OK" : "a different response";
 }
@@ -460,6 +356,17 @@ TEST_P(GrpcClientInteropTest, UnaryCallsAreAnsweredByGrpcpp) {
   for (auto& f : calls) {
     ASSERT_TRUE(f.wait_for(std::chrono::seconds(60)));
     EXPECT_EQ(f.get(), "OK");
+  }
+}
+
+// weft's compressed requests (grpc-encoding gzip or deflate, compressed flag 1) are read by grpc++,
+// which fails the call INTERNAL when a message does not decompress.
+TEST_P(GrpcClientInteropTest, CompressedRequestsAreReadByGrpcpp) {
+  for (Compression compression : {Compression::gzip, Compression::deflate}) {
+    CallOptions options;
+    options.compression = CompressionOptions(compression, -1, 0);
+    EXPECT_EQ(run(peer_unary(*client_, 10, 100'000, options)), "OK") << compression_name(compression);
+    EXPECT_EQ(run(peer_unary(*client_, 10, 1, options)), "OK") << compression_name(compression);
   }
 }
 

@@ -6,41 +6,10 @@
 #include <chrono>
 
 #include "client_call_state.h"
+#include "weft/codec/grpc/metadata.h"
 #include "weft/core/awaitables.h"
 
 namespace weft::grpc {
-
-namespace {
-
-std::string base64(std::string_view bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const std::uint32_t v = (std::uint32_t{static_cast<std::uint8_t>(bytes[i])} << 16) |
-                            (std::uint32_t{static_cast<std::uint8_t>(bytes[i + 1])} << 8) |
-                            static_cast<std::uint8_t>(bytes[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (const std::size_t rest = bytes.size() - i; rest > 0) {  // unpadded, as gRPC sends it
-    std::uint32_t v = std::uint32_t{static_cast<std::uint8_t>(bytes[i])} << 16;
-    if (rest == 2) v |= std::uint32_t{static_cast<std::uint8_t>(bytes[i + 1])} << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    if (rest == 2) out += kAlphabet[(v >> 6) & 63];
-  }
-  return out;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-}  // namespace
 
 std::string format_timeout(Duration timeout) {
   const std::int64_t ns = std::max<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count(), 0);
@@ -93,13 +62,20 @@ ClientCall Client::call(std::string_view method, const CallOptions& options) {
   EventLoop& call_loop = loop();
   const std::size_t max_receive =
       options.max_receive_message_bytes > 0 ? options.max_receive_message_bytes : options_.max_receive_message_bytes;
-  auto state = std::make_shared<ClientCall::State>(call_loop, http2_->channel().allocator(), max_receive);
+  const CompressionOptions compression = options.compression.value_or(options_.compression);
+  // The metadata is checked (InvalidMetadata) before the call exists: nothing is sent for a bad one.
+  std::vector<std::string> encoded;
+  encoded.reserve(options.metadata.size());
+  for (const auto& [name, value] : options.metadata) encoded.push_back(encode_metadata_value(name, value));
+  auto state = std::make_shared<ClientCall::State>(call_loop, http2_->channel().allocator(), max_receive, compression);
 
   std::array<http::Header, 8> fixed;
   std::size_t count = 0;
   fixed[count++] = {"content-type", "application/grpc"};
   fixed[count++] = {"te", "trailers"};
   fixed[count++] = {"user-agent", options_.user_agent};
+  fixed[count++] = {"grpc-accept-encoding", kAcceptEncoding};
+  if (compression.algorithm != Compression::identity) fixed[count++] = {"grpc-encoding", compression_name(compression.algorithm)};
   if (options.timeout) {
     scratch_ = format_timeout(*options.timeout);
     fixed[count++] = {"grpc-timeout", scratch_};
@@ -108,16 +84,7 @@ ClientCall Client::call(std::string_view method, const CallOptions& options) {
     state->stream = http2_->open("POST", method, std::span<const http::Header>(fixed.data(), count));
   } else {
     std::vector<http::Header> fields(fixed.begin(), fixed.begin() + static_cast<std::ptrdiff_t>(count));
-    std::vector<std::string> encoded;
-    encoded.reserve(options.metadata.size());
-    for (const auto& [name, value] : options.metadata) {
-      if (ends_with(name, "-bin")) {
-        encoded.push_back(base64(value));
-        fields.push_back({name, encoded.back()});
-      } else {
-        fields.push_back({name, value});
-      }
-    }
+    for (std::size_t i = 0; i < options.metadata.size(); ++i) fields.push_back({options.metadata[i].first, encoded[i]});
     state->stream = http2_->open("POST", method, fields);
   }
   if (options.timeout) {

@@ -6,6 +6,7 @@
 
 #include "client_call_state.h"
 #include "next_turn.h"
+#include "weft/codec/grpc/metadata.h"
 #include "weft/core/error.h"
 
 namespace weft::grpc {
@@ -59,6 +60,23 @@ Status status_from_fields(int http_status, Get get) {
   return Status(static_cast<StatusCode>(value), message ? percent_decode(*message) : std::string());
 }
 
+// A -bin header of the response's head that is not base64, as the call's status (INTERNAL).
+std::optional<Status> bad_binary_metadata(const http::ResponseHead& head) {
+  for (std::size_t i = 0; i < head.header_count; ++i) {
+    if (std::optional<Status> bad = check_binary_metadata(head.inline_headers[i].name, head.inline_headers[i].value)) {
+      return bad;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> first_decoded(std::string_view key, std::optional<std::string_view> wire) {
+  if (!wire) return std::nullopt;
+  std::optional<std::vector<std::string>> decoded = decode_metadata_values(key, *wire);
+  if (!decoded || decoded->empty()) return std::nullopt;
+  return std::move(decoded->front());
+}
+
 }  // namespace
 
 void ClientCall::State::end_locally(Status why) {
@@ -102,7 +120,10 @@ Task<bool> ClientCall::write(ByteBuf message) {
   const std::size_t n = message.readable_bytes();
   std::exception_ptr failure;
   try {
-    if (n < kCopyBelowBytes) {
+    if (st->compression.algorithm != Compression::identity && n >= st->compression.min_bytes) {
+      // Compressed (or, when it does not shrink, flag 0) into one new buffer.
+      co_await st->stream.write(frame_compressed(message, st->compression, *st->loop_allocator));
+    } else if (n < kCopyBelowBytes) {
       co_await st->stream.write(frame_message(message));
     } else {
       ByteBuf prefix = st->loop_allocator->buffer(kMessagePrefixBytes);
@@ -161,8 +182,16 @@ Task<std::optional<ByteBuf>> ClientCall::read() {
       }
       st->head_seen = true;
       const http::HttpClientResponse& head = st->stream.head();
+      if (std::optional<Status> bad = bad_binary_metadata(head.head())) {
+        st->end_locally(std::move(*bad));
+        continue;
+      }
       if (st->stream.head_ended()) {  // Trailers-Only
         st->end_with(status_from_fields(head.status(), [&head](std::string_view name) { return head.header(name); }));
+        continue;
+      }
+      if (std::optional<std::string_view> encoding = head.header("grpc-encoding")) {
+        st->deframer = DecompressingDeframer(st->max_receive_bytes, *encoding);
       }
       continue;
     }
@@ -181,8 +210,13 @@ Task<std::optional<ByteBuf>> ClientCall::read() {
         st->end_with(Status(StatusCode::internal, "the response ended inside a message"));
       } else {
         const http2::Fields& trailers = st->stream.trailers();
-        st->end_with(status_from_fields(st->stream.head().status(),
-                                        [&trailers](std::string_view name) { return trailers.get(name); }));
+        std::optional<Status> bad;
+        for (const http2::Fields::Field& field : trailers) {
+          if ((bad = check_binary_metadata(field.name, field.value))) break;
+        }
+        st->end_with(bad ? std::move(*bad)
+                         : status_from_fields(st->stream.head().status(),
+                                              [&trailers](std::string_view name) { return trailers.get(name); }));
       }
       continue;
     }
@@ -207,6 +241,15 @@ void ClientCall::cancel() {
 
 const http::HttpClientResponse* ClientCall::initial_metadata() const noexcept {
   return state_->head_seen ? &state_->stream.head() : nullptr;
+}
+
+std::optional<std::string> ClientCall::initial_metadata_value(std::string_view key) const {
+  const http::HttpClientResponse* head = initial_metadata();
+  return head != nullptr ? first_decoded(key, head->header(key)) : std::nullopt;
+}
+
+std::optional<std::string> ClientCall::trailing_metadata_value(std::string_view key) const {
+  return first_decoded(key, trailing_metadata().get(key));
 }
 
 const http2::Fields& ClientCall::trailing_metadata() const noexcept {

@@ -5,14 +5,16 @@
 
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/codec/grpc/client.h"
+#include "weft/codec/grpc/compression.h"
 #include "weft/codec/grpc/message_framing.h"
 #include "weft/codec/http2/client_stream.h"
 
 namespace weft::grpc {
 
 struct ClientCall::State {
-  State(EventLoop& l, ByteBufAllocator& allocator, std::size_t max_receive) noexcept
-      : loop(&l), loop_allocator(&allocator), deframer(max_receive) {}
+  State(EventLoop& l, ByteBufAllocator& allocator, std::size_t max_receive, CompressionOptions send_compression)
+      : loop(&l), loop_allocator(&allocator), max_receive_bytes(max_receive), compression(send_compression),
+        deframer(max_receive) {}
 
   void end_locally(Status why);  // the call ends here (deadline, cancel, a message too large): reset the stream
   void end_with(Status why);     // the call ended (trailers, the stream failed)
@@ -20,8 +22,10 @@ struct ClientCall::State {
 
   EventLoop* loop;
   ByteBufAllocator* loop_allocator;
+  std::size_t max_receive_bytes;
+  CompressionOptions compression;  // how request messages are sent
   http2::ClientStream stream;
-  MessageDeframer deframer;
+  DecompressingDeframer deframer;  // made again with the response's grpc-encoding when its head comes
   std::optional<Status> status;  // set: the call has ended
   std::optional<TimerId> deadline;
   bool writes_done = false;

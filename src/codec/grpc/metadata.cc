@@ -144,12 +144,14 @@ std::optional<std::vector<std::string>> decode_metadata_values(std::string_view 
 
 std::optional<Status> check_binary_metadata(const http::HttpRequest& request) {
   for (const http::Header& header : request.head()) {
-    if (!is_binary_metadata_key(header.name)) continue;
-    if (!decode_metadata_values(header.name, header.value)) {
-      return Status(StatusCode::internal, "illegal base64 encoding in binary metadata " + quoted(header.name));
-    }
+    if (std::optional<Status> bad = check_binary_metadata(header.name, header.value)) return bad;
   }
   return std::nullopt;
+}
+
+std::optional<Status> check_binary_metadata(std::string_view key, std::string_view wire_value) {
+  if (!is_binary_metadata_key(key) || decode_metadata_values(key, wire_value)) return std::nullopt;
+  return Status(StatusCode::internal, "illegal base64 encoding in binary metadata " + quoted(key));
 }
 
 }  // namespace weft::grpc

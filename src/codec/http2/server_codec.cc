@@ -1206,13 +1206,28 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
   if (response.closes_connection()) submit_goaway();
 }
 
-// Frames leave now, or at the end of the read when the codec is reading (one send for all the children).
+// Frames leave at the end of the read when the codec is reading (one send for all the children).
+// Otherwise, with the stream API, from a loop task queued once: a coroutine that writes message
+// after message from a task or a timer (a server stream) gets one send per loop turn, not one per
+// message. The handler API flushes at once.
 void ServerCodec::flush_soon() {
   if (in_read_ || in_session_) {
     flush_wanted_ = true;
+  } else if (alive_) {
+    post_flush();
   } else if (ctx_ != nullptr) {
     flush(*ctx_);
   }
+}
+
+void ServerCodec::post_flush() {
+  if (flush_posted_ || ctx_ == nullptr) return;
+  flush_posted_ = ctx_->loop().try_execute(UniqueFunction<void()>([this, alive = std::weak_ptr<bool>(alive_)] {
+    if (alive.expired()) return;
+    flush_posted_ = false;
+    if (ctx_ != nullptr && session_ != nullptr && !finished_) flush(*ctx_);
+  }));
+  if (!flush_posted_) flush(*ctx_);  // the loop is terminating: no later turn
 }
 
 // The child flushed: its data provider goes back in the queue when it waited, and the frames leave

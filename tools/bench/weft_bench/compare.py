@@ -17,9 +17,12 @@ DEFAULT_THRESHOLD = 10.0
 def _jmh_series(table, row, column):
     """{metric: (values per repeat, higher_is_better)} of one cell of a JMH-layout table: its Score and server
     CPU per operation, and its executors' CPU per operation when measured. With the table's reference
-    column (grpc++) measured in the same rounds, each is divided, repeat by repeat, by the reference's Score
-    or server CPU per operation of that round: what the machine's load did to both cancels (the peers'
-    rule: compare ratios taken together). None for the reference column itself (the yardstick)."""
+    column (grpc++) measured in the same rounds, the Score is divided, repeat by repeat, by the reference's
+    Score of that round: what the machine's load did to the throughput of both cancels (the peers' rule:
+    compare ratios taken together). CPU per operation is compared as it is: CPU time already leaves out
+    the time other work held the CPU, and the reference's own CPU per operation moves with how its load
+    drives it (grpc++'s doubled between two runs of one hour while weft's moved 10%), so dividing by it
+    only adds its noise. None for the reference column itself (the yardstick)."""
     c = cell(table, row, column)
     if c is None:
         return None
@@ -33,11 +36,9 @@ def _jmh_series(table, row, column):
         raw["executor cpu/op"] = (get(c, "exec_cpu_us_per_req"), False)
     if ref is None or len(ref["repeats"]) != len(c["repeats"]):
         return raw
-    ref_score, ref_cpu = get(ref, "value"), get(ref, "cpu_us_per_req")
     ratio = lambda xs, ys: [x / y if x is not None and y else None for x, y in zip(xs, ys)]
-    out = {"score/ref": (ratio(raw["score"][0], ref_score), True), "cpu/op /ref": (ratio(raw["cpu/op"][0], ref_cpu), False)}
-    if "executor cpu/op" in raw:
-        out["executor cpu/op /ref"] = (ratio(raw["executor cpu/op"][0], ref_cpu), False)
+    out = {"score/ref": (ratio(raw["score"][0], get(ref, "value")), True)}
+    out.update((metric, series) for metric, series in raw.items() if metric != "score")
     return out
 
 
@@ -82,7 +83,7 @@ def compare_jmh(bt, nt, threshold):
         body.append([JMH_BENCHMARK_PREFIX + str(r["row"]), params.get("direct", "-"), params.get("transport", r["column"]),
                      r["metric"], f"{r['base']:.4g} ± {err(r['base_error'])}", f"{r['new']:.4g} ± {err(r['new_error'])}",
                      f"{r['change_pct']:+.1f}% ±{r['noise_pct']:.1f}" + (" REGRESSION" if r["regression"] else "")])
-    ref = f"; /ref: as ratios to {bt['reference_column']}'s of the same round" if bt.get("reference_column") else ""
+    ref = f"; score/ref: the Score as ratios to {bt['reference_column']}'s of the same round" if bt.get("reference_column") else ""
     text = grid(f"{bt['title']}: new vs base (score: higher is better, cpu/op: lower is better{ref}; noise: both "
                 "99.9% Errors)", ["Benchmark", "(direct)", "(transport)", "metric", "base", "new", "change"], body)
     lines = [text]

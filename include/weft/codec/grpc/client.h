@@ -17,10 +17,15 @@
 /// bidi does both, from one coroutine or two (one writing, one reading).
 ///
 /// On the wire (gRPC's PROTOCOL-HTTP2.md): POST to the method's path with content-type
-/// application/grpc, te: trailers, grpc-timeout when the call has a deadline, the call's metadata;
+/// application/grpc, te: trailers, grpc-accept-encoding (identity, deflate, gzip), grpc-timeout when
+/// the call has a deadline, grpc-encoding when its requests are compressed, the call's metadata
+/// (checked and -bin values base64-encoded: InvalidMetadata, metadata.h, before anything is sent);
 /// length-prefixed messages (any number per DATA frame, any frames per message); the status from
 /// grpc-status and the percent-decoded grpc-message of the trailers, or of a Trailers-Only
-/// response's head, or derived from the HTTP status when there is none.
+/// response's head, or derived from the HTTP status when there is none. Response messages are
+/// decompressed by the response's grpc-encoding (compression.h: bounded by
+/// max_receive_message_bytes after decompression; an encoding weft lacks gives UNIMPLEMENTED), and
+/// a -bin header or trailer that is not base64 ends the call INTERNAL, as grpc-core does.
 ///
 /// A call ends without its server when its deadline passes (DEADLINE_EXCEEDED), when cancel() is
 /// called (CANCELLED), when a response message is larger than max_receive_message_bytes
@@ -43,6 +48,7 @@
 #include <vector>
 
 #include "weft/buffer/byte_buf.h"
+#include "weft/codec/grpc/compression.h"
 #include "weft/codec/grpc/message_framing.h"
 #include "weft/codec/grpc/status.h"
 #include "weft/codec/http2/client.h"
@@ -61,6 +67,8 @@ struct CallOptions {
   std::vector<std::pair<std::string, std::string>> metadata;
   /// A response message larger than this ends the call RESOURCE_EXHAUSTED; 0: the client's (Client::Options).
   std::size_t max_receive_message_bytes = 0;
+  /// How the call's request messages are compressed; unset: the client's (ClientOptions::compression).
+  std::optional<CompressionOptions> compression;
 };
 
 /// Thread-safe (pure). `timeout` as grpc-timeout's value: the smallest unit whose count fits in 8
@@ -78,6 +86,9 @@ struct ClientOptions {
   std::size_t max_receive_message_bytes = kDefaultMaxMessageBytes;
   /// user-agent sent with each call.
   std::string user_agent = "weft-grpc";
+  /// How calls compress their request messages unless CallOptions say otherwise (identity: not at
+  /// all). The server must accept the encoding (grpc-core, grpc-java and weft accept gzip and deflate).
+  CompressionOptions compression;
 };
 
 class Client;
@@ -117,6 +128,11 @@ class ClientCall {
   const http::HttpClientResponse* initial_metadata() const noexcept;
   /// Loop thread only. The trailers (trailing metadata, grpc-status included) once finish() returned.
   const http2::Fields& trailing_metadata() const noexcept;
+  /// Loop thread only. The response head's metadata `key` (lowercase), its first value, decoded from
+  /// base64 under a -bin key; nullopt when absent or before the head came (see initial_metadata()).
+  std::optional<std::string> initial_metadata_value(std::string_view key) const;
+  /// Loop thread only. The trailers' metadata `key` as initial_metadata_value(); nullopt before finish().
+  std::optional<std::string> trailing_metadata_value(std::string_view key) const;
 
  private:
   std::shared_ptr<State> state_;

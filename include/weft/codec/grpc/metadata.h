@@ -59,5 +59,8 @@ std::optional<std::vector<std::string>> decode_metadata_values(std::string_view 
 /// a call with it fails with (INTERNAL, as grpc-core fails a stream whose binary metadata does not
 /// decode); nullopt when every -bin value decodes.
 std::optional<Status> check_binary_metadata(const http::HttpRequest& request);
+/// Thread-safe (pure). The same for one received field: INTERNAL when `key` is a -bin key and
+/// `wire_value` is not base64; nullopt otherwise.
+std::optional<Status> check_binary_metadata(std::string_view key, std::string_view wire_value);
 
 }  // namespace weft::grpc

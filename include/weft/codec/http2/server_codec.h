@@ -141,6 +141,7 @@ class ServerCodec final : public Handler {
   void child_write(StreamChannel& child, MessageRef message);
   void child_submit_head(StreamChannel& child, http::HttpResponse& response, bool end_stream, bool whole);
   void flush_soon();
+  void post_flush();
   void child_flush(StreamChannel& child);
   void child_closed(StreamChannel& child);
 
@@ -195,6 +196,7 @@ class ServerCodec final : public Handler {
   bool in_read_ = false;                // read_message is on the stack: children's flushes wait for its end
   bool flush_wanted_ = false;           // ... and one asked for it
   bool children_posted_ = false;        // a loop task runs run_children() (post_children)
+  bool flush_posted_ = false;           // a loop task flushes (post_flush)
   StreamChannel* child_calling_ = nullptr;  // the child whose write, flush or close is on the stack
   std::shared_ptr<bool> alive_;         // the posted task's guard (made when streams are enabled)
   const ByteBuf* receiving_ = nullptr;  // the bytes the session is reading (DATA payloads are sliced from it)
