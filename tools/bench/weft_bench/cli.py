@@ -60,8 +60,9 @@ def parser():
     r.add_argument("--html", help="also write the HTML report here")
     r.add_argument("--repeat", type=int, help="measurements per point; the median is shown (default 3; the grpc "
                    "table: 10, its Score is their mean)")
-    r.add_argument("--grpc-load", choices=["grpc++", "weft-load"], default="grpc++",
-                   help="the grpc suite's load: grpc++'s reference client (default) or weft-load grpc")
+    r.add_argument("--grpc-load", choices=["grpc++", "weft-load"], default="weft-load",
+                   help="the grpc suite's load: weft-load grpc (default) or grpc++'s reference client, which buffers "
+                        "a fast server stream without bound (docs/grpc-benchmark.md)")
     r.add_argument("--duration", type=float, help="seconds per measurement (default 5; with --quick 0.5, or 1 with wrk)")
     r.add_argument("--warmup", type=float, help="seconds of load before a server's first point (default 3; --quick: as --duration)")
     r.add_argument("--load", choices=["weft-load", "wrk"], help="load generator (default weft-load when built, else wrk)")

@@ -147,7 +147,7 @@ class STime:
 class GrpcPeerClient:
     """grpc++'s reference load client (shared/peers/grpc/client.cc: what grpc-load.sh runs): `streams`
     calls on one connection (one thread each), `size`-byte messages, for `duration` seconds. The grpc
-    suite's load until weft-load grpc is used instead (suites.grpc, ctx.grpc_load)."""
+    suite's load with --grpc-load grpc++ (suites.grpc, ctx.grpc_load; weft-load grpc by default)."""
     name = "grpc++ client"
     fractional_seconds = True
 

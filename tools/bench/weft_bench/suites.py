@@ -84,7 +84,7 @@ class Context:
     columns: set = None              # only these column names, when given
     h2_load: str = None              # the h2 suite's load: "weft-load" or "h2load"; None: weft-load when built
     build_peers: bool = True         # build reference peers the suites need (grpc++'s) while building them
-    grpc_load: str = "grpc++"        # the grpc suite's load: grpc++ (the reference client) or weft-load
+    grpc_load: str = "weft-load"     # the grpc suite's load: weft-load grpc, or grpc++ (the reference client)
 
 
 def _bin(ctx, name):
@@ -280,8 +280,10 @@ def grpc(ctx):
     """Issue 18 (seed 004, grpc-java's TransportBenchmark): bench.proto's BenchmarkService, 10 streams (calls)
     on one connection, empty messages; rows are the benchmarks, columns weft-grpc-bench-server on epoll and
     io_uring with direct true and false, and grpc++'s callback server. Rendered like JMH's table: Score (the
-    mean of the repeats) ± Error (99.9% confidence, Student's t). The load is grpc++'s reference client
-    (ctx.grpc_load = "grpc++") or weft-load grpc ("weft-load"), pinned apart from the server."""
+    mean of the repeats) ± Error (99.9% confidence, Student's t). The load is weft-load grpc
+    (ctx.grpc_load = "weft-load", the default: it returns a stream's window as it reads, so a server's
+    figures per message count messages read) or grpc++'s reference client ("grpc++": it grants a fast
+    server stream window without bound and buffers what it has not read), pinned apart from the server."""
     peer_dir, peer_note = build_grpc_peer(ctx.build_peers)
     server = _bin(ctx, "weft-grpc-bench-server")
     columns = []
