@@ -151,6 +151,9 @@ struct ClientCodec::Callbacks {
     if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
       self(user_data).ready_.set_value();  // the first time only
     }
+    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+      self(user_data).keepalive_answered();
+    }
     if (frame->hd.type == NGHTTP2_GOAWAY) {
       ClientCodec& codec = self(user_data);
       codec.goaway_ = true;
@@ -239,6 +242,7 @@ void ClientCodec::handler_added(Context& ctx) {
 }
 
 void ClientCodec::handler_removed(Context&) {
+  stop_keepalive();
   fail_all(std::make_exception_ptr(ChannelClosedError("the HTTP/2 client codec was removed")));
   ctx_ = nullptr;
 }
@@ -249,11 +253,16 @@ void ClientCodec::channel_active(Context& ctx) {
     if (settings_.scheme.empty()) settings_.scheme = "http";
     if (settings_.authority.empty()) settings_.authority = ctx.channel().remote_address().to_string();
     send_pending();
+    if (settings_.keepalive_time > Duration::zero()) {
+      last_read_ = ctx.loop().now();
+      keepalive_at(last_read_ + settings_.keepalive_time);
+    }
   }
   if (!ctx.is_removed()) ctx.fire_channel_active();
 }
 
 void ClientCodec::channel_inactive(Context& ctx) {
+  stop_keepalive();
   fail_all(std::make_exception_ptr(ChannelClosedError("the HTTP/2 connection closed before the response")));
   ctx.fire_channel_inactive();
 }
@@ -264,6 +273,7 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
     return;
   }
   if (failed_) return;  // the connection is over (bytes after its end)
+  if (keepalive_timer_) last_read_ = ctx.loop().now();
   ByteBuf& bytes = message.as<ByteBuf>();
   const bool outer = !pumping_;
   pumping_ = true;  // the streams' frames leave once, after the coroutines this resumes have run
@@ -520,6 +530,63 @@ void ClientCodec::fail_all(std::exception_ptr error) {
     }
   }
   run_wakes();
+}
+
+// ---- Keepalive ----------------------------------------------------------------------------------
+
+void ClientCodec::keepalive_at(TimePoint when) {
+  if (ctx_ == nullptr) return;
+  EventLoop& loop = ctx_->loop();
+  const TimePoint now = loop.now();
+  keepalive_timer_ = loop.schedule(when > now ? when - now : Duration::zero(),
+                                   [this, alive = std::weak_ptr<char>(alive_)] {
+                                     if (alive.expired()) return;
+                                     keepalive_timer_.reset();
+                                     keepalive_due();
+                                   });
+}
+
+void ClientCodec::keepalive_due() {
+  if (ctx_ == nullptr || failed_ || session_ == nullptr) return;
+  const TimePoint now = ctx_->loop().now();
+  if (ping_outstanding_) {
+    if (now - ping_sent_at_ < settings_.keepalive_timeout) {
+      keepalive_at(ping_sent_at_ + settings_.keepalive_timeout);
+      return;
+    }
+    log(LogLevel::debug, "channel {}: HTTP/2 client: keepalive PING not answered in {} ms; closing",
+        ctx_->channel().id(), std::chrono::duration_cast<std::chrono::milliseconds>(settings_.keepalive_timeout).count());
+    fail_all(std::make_exception_ptr(ChannelClosedError("the HTTP/2 server did not answer a keepalive PING")));
+    ctx_->channel().close();
+    return;
+  }
+  const TimePoint due = last_read_ + settings_.keepalive_time;
+  if (now < due) {
+    keepalive_at(due);
+  } else if (!settings_.keepalive_without_calls && streams_.empty()) {
+    keepalive_at(now + settings_.keepalive_time);  // nothing outstanding: no PING (grpc-core's default)
+  } else {
+    nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
+    ping_outstanding_ = true;
+    ping_sent_at_ = now;
+    send_pending();
+    keepalive_at(now + settings_.keepalive_timeout);
+  }
+}
+
+// The keepalive PING's ACK: the next one is due keepalive_time after it (the timer waited for the
+// timeout).
+void ClientCodec::keepalive_answered() {
+  if (!ping_outstanding_) return;
+  ping_outstanding_ = false;
+  stop_keepalive();
+  keepalive_at(last_read_ + settings_.keepalive_time);
+}
+
+void ClientCodec::stop_keepalive() noexcept {
+  if (!keepalive_timer_) return;
+  if (ctx_ != nullptr) ctx_->loop().cancel(*keepalive_timer_);
+  keepalive_timer_.reset();
 }
 
 // ---- Client -------------------------------------------------------------------------------------

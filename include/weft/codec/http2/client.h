@@ -18,6 +18,9 @@
 /// up to ClientSettings::max_response_body); header names are lowercase; version() is
 /// http::Version::http2.
 ///
+/// With ClientSettings::keepalive_time, a connection the server stopped answering is found and
+/// closed: a PING after that long without a frame, the close when its ACK does not come in time.
+///
 /// Streamed requests (ClientCodec::open, Client::open; client_stream.h) send their body in chunks
 /// with backpressure and give the response's head, its DATA as it comes and its trailers, for
 /// coroutines on the connection's loop; gRPC's client (weft/codec/grpc/client.h) is built on them.
@@ -26,6 +29,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,6 +44,7 @@
 #include "weft/codec/http1/client_codec.h"
 #include "weft/codec/http2/client_stream.h"
 #include "weft/codec/tls/tls_context.h"
+#include "weft/core/clock.h"
 #include "weft/core/error.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/core/future.h"
@@ -80,6 +85,15 @@ struct ClientSettings {
   std::string scheme;
   /// A streamed request's body bytes queued beyond which ClientStream::write() waits.
   std::size_t max_buffered_upload = 64 * 1024;
+  /// Keepalive (gRPC's client keepalive; zero: off): a PING after this long without a frame from
+  /// the server. Servers bound how often they take PINGs: grpc-core's answer pings more often than
+  /// every 5 minutes (unless configured otherwise) with GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
+  Duration keepalive_time = Duration::zero();
+  /// A PING's ACK not back within this closes the connection: the requests on it fail with
+  /// ChannelClosedError (a gRPC call: UNAVAILABLE).
+  Duration keepalive_timeout = std::chrono::seconds(20);
+  /// Whether PINGs are sent while no request is outstanding (grpc-core's keepalive_permit_without_calls).
+  bool keepalive_without_calls = false;
 };
 
 /// The HTTP/2 client codec (see the file's description). One per channel; loop thread only.
@@ -149,6 +163,11 @@ class ClientCodec final : public Handler {
   void want_send();  // send the streams' frames at the end of this turn (one write for all)
   void pump();       // run the wakes and send, until neither has more
   void fail_stream(const std::shared_ptr<StreamState>& state, std::exception_ptr error);
+  // Keepalive (ClientSettings::keepalive_time).
+  void keepalive_at(TimePoint when);  // (re)arms the keepalive timer
+  void keepalive_due();               // the timer fired: PING, or close when one went unanswered
+  void keepalive_answered();          // the PING's ACK came
+  void stop_keepalive() noexcept;
 
   ClientSettings settings_;
   Context* ctx_ = nullptr;
@@ -167,6 +186,10 @@ class ClientCodec final : public Handler {
   bool pumping_ = false;      // in read_message or a posted pump: frames leave at its end
   bool pump_posted_ = false;  // a pump task is queued on the loop
   std::shared_ptr<char> alive_ = std::make_shared<char>();  // for tasks posted to the loop
+  TimePoint last_read_{};                // the server's last bytes (keepalive)
+  TimePoint ping_sent_at_{};             // the keepalive PING waiting for its ACK, when ping_outstanding_
+  bool ping_outstanding_ = false;
+  std::optional<TimerId> keepalive_timer_;
 };
 
 /// A connection to an HTTP/2 server that multiplexes requests (see the file's description).
@@ -201,6 +224,8 @@ class Client {
   Future<void> close() { return channel_->close(); }
   /// The connection's channel.
   Channel& channel() const noexcept { return *channel_; }
+  /// The connection's codec (loop thread only, as its methods say); it outlives the channel's pipeline.
+  ClientCodec& codec() const noexcept { return *codec_; }
 
   /// For connect(); use connect().
   Client(ChannelPtr channel, std::shared_ptr<ClientCodec> codec) noexcept
