@@ -28,15 +28,10 @@ using ::testing::HasSubstr;
 namespace weft::grpc {
 namespace {
 
-using test::read_varint;
 using test::response_size;
 using test::simple_response;
-using test::varint_size;
-using test::write_varint;
 
 const test::GrpcPeer& peer() { return test::grpc_peer(); }
-
-// Runs a shell command; returns its standard output and error, and its exit status.
 std::string run(const std::string& command, int& status) { return test::run_shell(command + " 2>&1", status); }
 
 // What the server saw (its loops' threads count, the test reads after the client exited).

@@ -47,7 +47,6 @@ using ::testing::HasSubstr;
 namespace weft::grpc {
 namespace {
 
-using test::read_varint;
 using test::response_size;
 using test::simple_response;
 using test::varint_size;
