@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,7 +36,11 @@ std::string text(const ByteBuf& b) { return std::string(b.view()); }
 // What the server's handlers saw, for the tests to check.
 struct Seen {
   Promise<Status> cancelled;  // the status a cancelled handler's CallEnded carried
+  std::atomic<std::size_t> flood_bytes{0};  // what /test.Echo/Flood has written
+  Promise<std::size_t> flood_stalled;       // its bytes written when its call first stopped being ready
 };
+
+constexpr std::size_t kFloodMessageBytes = 1024;
 
 ServiceRegistry test_service(std::shared_ptr<Seen> seen) {
   ServiceRegistry services;
@@ -55,6 +60,24 @@ ServiceRegistry test_service(std::shared_ptr<Seen> seen) {
         // A write returns at once while the stream is writable: pause now and then, so that the
         // server's loop serves its socket (and, unoptimised, the stack does not grow per write).
         if (i % 128 == 127) co_await weft::sleep(1ms);
+      }
+    } catch (const CallEnded& e) {
+      seen->cancelled.set_value(e.status());
+      throw;
+    }
+  });
+  // A server stream of 1 KiB messages without end, for a client that never reads it.
+  services.add("/test.Echo/Flood", [seen](ServerCall& call) -> Task<> {
+    co_await call.read();
+    bool stalled = false;
+    try {
+      for (;;) {
+        if (!call.is_ready() && !stalled) {
+          stalled = true;
+          seen->flood_stalled.set_value(seen->flood_bytes.load());
+        }
+        co_await call.write(ByteBuf::copy_of(std::string(kFloodMessageBytes, 'f')));
+        seen->flood_bytes.fetch_add(kFloodMessageBytes);
       }
     } catch (const CallEnded& e) {
       seen->cancelled.set_value(e.status());
@@ -384,6 +407,40 @@ TEST_P(GrpcClientTest, CompressedRequestsAndResponsesAndBinaryMetadataGoBothWays
   client_->close().wait();  // (in place: a blocking group has a thread per connection, and no more)
   client_ = Client::connect(loops_, server_->local_address(), gzip_by_default).get();
   EXPECT_EQ(run(unary(*client_, "/test.Echo/Encoding", "by default")), "OK::gzip:by default");
+}
+
+// A client that starts a server stream and never reads it: the server's handler stops at the
+// client's stream window (weft's client: 1 MiB, returned only as the application reads) plus the
+// buffers' high-water marks, and stays stopped while the connection serves other calls; what the
+// server holds for the call stays far within 16 MiB. A cancel ends the handler.
+Task<std::string> never_read(Client& client, Seen& seen) {
+  ClientCall call = client.call("/test.Echo/Flood");
+  co_await call.write(bytes("go"));
+  co_await call.writes_done();
+  const std::size_t at_stall = co_await seen.flood_stalled.future();
+  // The connection goes on: other calls are answered meanwhile (the flooded stream holds only its window).
+  for (int i = 0; i < 20; ++i) {
+    UnaryResult r = co_await client.unary("/test.Echo/Unary", bytes("beside"));
+    if (!r.status.ok()) co_return "a call beside the flood failed: " + r.status.message;
+  }
+  const std::size_t after = seen.flood_bytes.load();
+  call.cancel();
+  co_return std::to_string(at_stall) + " " + std::to_string(after);
+}
+
+TEST_P(GrpcClientTest, AServerStreamTheClientNeverReadsStopsItsHandlerAtTheWindow) {
+  const std::string answer = run(never_read(*client_, *seen_));
+  std::size_t at_stall = 0, after = 0;
+  ASSERT_EQ(std::sscanf(answer.c_str(), "%zu %zu", &at_stall, &after), 2) << answer;
+  const std::size_t window = http2::ClientSettings{}.initial_window_size;  // 1 MiB
+  // The window, the stream's and the connection's write buffers (64 KiB high-water marks each, and a
+  // message over them), and the frames being framed: about 1.2 MiB, never 16.
+  const std::size_t bound = window + 512 * 1024;
+  EXPECT_LE(at_stall, bound);
+  EXPECT_LE(after, bound) << "the handler went on writing to a client that does not read";
+  Future<Status> ended = seen_->cancelled.future();
+  ASSERT_TRUE(ended.wait_for(60s)) << "the cancel did not reach the handler";
+  EXPECT_EQ(ended.get().code, StatusCode::cancelled);
 }
 
 Task<std::string> invalid_metadata(Client& client) {

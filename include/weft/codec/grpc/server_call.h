@@ -120,6 +120,11 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   bool cancelled() const noexcept { return ended_.has_value(); }
   /// Loop thread only. Whether the response has ended (finished by the handler or ended without it).
   bool finished() const noexcept { return finished_; }
+  /// Loop thread only. Whether a write() now would not wait (grpc-java's isReady()): false while the
+  /// stream holds what the client's flow-control window has not let leave (past its write-buffer
+  /// high-water mark), and once the call has ended. A handler that produces messages may check it to
+  /// stop producing early; write() waits for it anyway.
+  bool is_ready() const noexcept { return !ended_ && !finished_ && connection_.channel().is_writable(); }
   /// Thread-safe (the allocator is). The allocator of the call's channel (pooled on epoll and io_uring): where
   /// write() frames messages, and where a handler that serializes off the loop (on an executor) may take buffers.
   ByteBufAllocator& allocator() const noexcept { return connection_.channel().allocator(); }
