@@ -70,13 +70,6 @@ std::optional<Status> bad_binary_metadata(const http::ResponseHead& head) {
   return std::nullopt;
 }
 
-std::optional<std::string> first_decoded(std::string_view key, std::optional<std::string_view> wire) {
-  if (!wire) return std::nullopt;
-  std::optional<std::vector<std::string>> decoded = decode_metadata_values(key, *wire);
-  if (!decoded || decoded->empty()) return std::nullopt;
-  return std::move(decoded->front());
-}
-
 }  // namespace
 
 void ClientCall::State::end_locally(Status why) {
@@ -245,11 +238,11 @@ const http::HttpClientResponse* ClientCall::initial_metadata() const noexcept {
 
 std::optional<std::string> ClientCall::initial_metadata_value(std::string_view key) const {
   const http::HttpClientResponse* head = initial_metadata();
-  return head != nullptr ? first_decoded(key, head->header(key)) : std::nullopt;
+  return head != nullptr ? decode_first_metadata_value(key, head->header(key)) : std::nullopt;
 }
 
 std::optional<std::string> ClientCall::trailing_metadata_value(std::string_view key) const {
-  return first_decoded(key, trailing_metadata().get(key));
+  return decode_first_metadata_value(key, trailing_metadata().get(key));
 }
 
 const http2::Fields& ClientCall::trailing_metadata() const noexcept {

@@ -142,6 +142,13 @@ std::optional<std::vector<std::string>> decode_metadata_values(std::string_view 
   return values;
 }
 
+std::optional<std::string> decode_first_metadata_value(std::string_view key, std::optional<std::string_view> wire_value) {
+  if (!wire_value) return std::nullopt;
+  std::optional<std::vector<std::string>> decoded = decode_metadata_values(key, *wire_value);
+  if (!decoded || decoded->empty()) return std::nullopt;
+  return std::move(decoded->front());
+}
+
 std::optional<Status> check_binary_metadata(const http::HttpRequest& request) {
   for (const http::Header& header : request.head()) {
     if (std::optional<Status> bad = check_binary_metadata(header.name, header.value)) return bad;

@@ -75,11 +75,7 @@ std::vector<std::string> ServerCall::metadata_values(std::string_view key) const
 }
 
 std::optional<std::string> ServerCall::metadata(std::string_view key) const {
-  std::optional<std::string_view> wire = headers_.request.header(key);
-  if (!wire) return std::nullopt;
-  std::optional<std::vector<std::string>> decoded = decode_metadata_values(key, *wire);
-  if (!decoded || decoded->empty()) return std::nullopt;
-  return std::move(decoded->front());
+  return decode_first_metadata_value(key, headers_.request.header(key));
 }
 
 void ServerCall::set_compression(CompressionOptions options) {

@@ -54,6 +54,9 @@ std::string encode_metadata_value(std::string_view key, std::string_view value);
 /// comma-separated parts decoded (HTTP joins repeated fields with ','), nullopt when one is not
 /// base64; else the value itself, once.
 std::optional<std::vector<std::string>> decode_metadata_values(std::string_view key, std::string_view wire_value);
+/// Thread-safe (pure). The first value decode_metadata_values() gives for a received field, if it
+/// was received (`wire_value`) and decodes.
+std::optional<std::string> decode_first_metadata_value(std::string_view key, std::optional<std::string_view> wire_value);
 
 /// Thread-safe (pure). The first -bin header of `request` whose value is not base64, as the status
 /// a call with it fails with (INTERNAL, as grpc-core fails a stream whose binary metadata does not
