@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <fstream>
@@ -77,7 +78,7 @@ std::string read_file(const std::string& path) {
 TEST_P(HelloH2LoadTest, ARequestCountIsSentExactlyAndEveryRequestIsAnswered) {
   HelloProcess server = start_hello();
   ASSERT_TRUE(server.is_running()) << server.error();
-  const std::string json = ::testing::TempDir() + "weft_load_h2.json";
+  const std::string json = ::testing::TempDir() + "weft_load_h2." + std::to_string(::getpid()) + ".json";
   // 2 threads, 5 connections, 8 streams each: the count is shared unevenly, and each connection
   // keeps its streams full until the count runs out.
   int status = -1;
@@ -97,7 +98,7 @@ TEST_P(HelloH2LoadTest, ARequestCountIsSentExactlyAndEveryRequestIsAnswered) {
 TEST_P(HelloH2LoadTest, ADurationRunKeepsEveryConnectionsStreamsFull) {
   HelloProcess server = start_hello();
   ASSERT_TRUE(server.is_running()) << server.error();
-  const std::string json = ::testing::TempDir() + "weft_load_h2_duration.json";
+  const std::string json = ::testing::TempDir() + "weft_load_h2_duration." + std::to_string(::getpid()) + ".json";
   int status = -1;
   const std::string out = load(server, "-c 3 -m 4 -d 0.5 --json " + json, status);
   ASSERT_EQ(status, 0) << out;

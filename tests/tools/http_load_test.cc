@@ -1,6 +1,7 @@
 #include "http_load.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -183,7 +184,7 @@ TEST(WeftLoadBinaryTest, UnreachableTargetExitsNonZeroWithTheReason) {
 TEST(WeftLoadBinaryTest, WritesTheJsonShape) {
   test::TestServers servers;
   const auto port = servers.start_http();
-  const std::string json = ::testing::TempDir() + "weft_load_http.json";
+  const std::string json = ::testing::TempDir() + "weft_load_http." + std::to_string(::getpid()) + ".json";
   auto [status, out] = run_command(std::string(WEFT_LOAD_BIN) + " http http://127.0.0.1:" + std::to_string(port) +
                                    "/plaintext -c 2 -t 1 -d 0.5 --pipeline 4 --json " + json);
   ASSERT_EQ(status, 0) << out;
