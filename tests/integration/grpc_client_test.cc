@@ -443,6 +443,33 @@ TEST_P(GrpcClientTest, AServerStreamTheClientNeverReadsStopsItsHandlerAtTheWindo
   EXPECT_EQ(ended.get().code, StatusCode::cancelled);
 }
 
+// The callback form, called from a thread that is not the loop: the result comes to the callback on
+// the connection's loop, statuses included; refused metadata comes as INVALID_ARGUMENT.
+TEST_P(GrpcClientTest, UnaryCallbacksGetTheirResultOnTheConnectionsLoop) {
+  struct Outcome {
+    std::string text;
+    bool on_loop = false;
+  };
+  const auto call = [this](std::string method, std::string request, CallOptions options = {}) {
+    Promise<Outcome> got;
+    client_->unary(std::move(method), bytes(request), std::move(options), [this, got](UnaryResult r) mutable {
+      got.set_value(Outcome{std::string(status_code_name(r.status.code)) + ":" + r.status.message + ":" + text(r.message),
+                            client_->loop().in_loop()});
+    });
+    Future<Outcome> f = got.future();
+    EXPECT_TRUE(f.wait_for(60s)) << "the callback did not run";
+    return f.get();
+  };
+  const Outcome ok = call("/test.Echo/Unary", "by callback");
+  EXPECT_EQ(ok.text, "OK::by callback");
+  EXPECT_TRUE(ok.on_loop);
+  EXPECT_EQ(call("/test.Echo/Unary", "fail").text, "INVALID_ARGUMENT:bad 100% \xc3\xa9:");
+  EXPECT_EQ(call("/test.Echo/Nope", "x").text, "UNIMPLEMENTED:Method not found: /test.Echo/Nope:");
+  CallOptions bad;
+  bad.metadata = {{"grpc-status", "0"}};
+  EXPECT_THAT(call("/test.Echo/Unary", "x", bad).text, HasSubstr("INVALID_ARGUMENT:"));
+}
+
 Task<std::string> invalid_metadata(Client& client) {
   CallOptions options;
   options.metadata = {{"Upper-Case", "v"}};

@@ -8,6 +8,7 @@
 #include "client_call_state.h"
 #include "weft/codec/grpc/metadata.h"
 #include "weft/core/awaitables.h"
+#include "weft/core/spawn.h"
 
 namespace weft::grpc {
 
@@ -108,6 +109,29 @@ Task<UnaryResult> Client::unary(std::string method, ByteBuf request, CallOptions
   if (status.ok() && !response) status = Status(StatusCode::internal, "the server sent no response message");
   ByteBuf message = status.ok() ? std::move(*response) : ByteBuf();
   co_return UnaryResult(std::move(status), std::move(message));
+}
+
+void Client::unary(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done) {
+  std::shared_ptr<Client> self = shared_from_this();
+  loop().execute([self, method = std::move(method), request = std::move(request), options = std::move(options),
+                  done = std::move(done)]() mutable {
+    spawn_detached(self->loop(), self->unary_to(std::move(method), std::move(request), std::move(options), std::move(done)));
+  });
+}
+
+// The callback form's coroutine: holds its client (the task captured it) until `done` has run.
+Task<> Client::unary_to(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done) {
+  std::shared_ptr<Client> keep = shared_from_this();
+  std::optional<UnaryResult> result;
+  try {
+    Task<UnaryResult> call = unary(std::move(method), std::move(request), std::move(options));
+    result.emplace(co_await call);
+  } catch (const InvalidMetadata& e) {
+    result.emplace(Status(StatusCode::invalid_argument, e.what()), ByteBuf());
+  } catch (const std::exception& e) {
+    result.emplace(Status(StatusCode::internal, e.what()), ByteBuf());
+  }
+  done(std::move(*result));
 }
 
 }  // namespace weft::grpc

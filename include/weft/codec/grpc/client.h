@@ -148,7 +148,7 @@ struct UnaryResult {
 };
 
 /// A connection to a gRPC server (see the file's description). Thread-safe unless a method says otherwise.
-class Client {
+class Client : public std::enable_shared_from_this<Client> {
  public:
   /// How to reach the server (ClientOptions).
   using Options = ClientOptions;
@@ -161,6 +161,10 @@ class Client {
   ClientCall call(std::string_view method, const CallOptions& options = {});
   /// Loop thread only. A unary call: `request` out, one response back.
   Task<UnaryResult> unary(std::string method, ByteBuf request, CallOptions options = {});
+  /// Thread-safe. The callback form of a unary call: `done` runs once, on the connection's loop, with
+  /// the result (metadata the call() refuses, InvalidMetadata, comes as INVALID_ARGUMENT). The client
+  /// is kept alive until then. Throws RejectedExecutionError when the connection's loop has terminated.
+  void unary(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done);
 
   /// The connection's event loop, where calls are made and used.
   EventLoop& loop() const noexcept { return http2_->loop(); }
@@ -176,6 +180,8 @@ class Client {
  private:
   std::shared_ptr<http2::Client> http2_;
   Options options_;
+  Task<> unary_to(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done);
+
   std::string scratch_;  // grpc-timeout's value while a call's fields are built
 };
 
