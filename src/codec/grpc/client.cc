@@ -119,7 +119,8 @@ void Client::unary(std::string method, ByteBuf request, CallOptions options, Uni
   });
 }
 
-// The callback form's coroutine: holds its client (the task captured it) until `done` has run.
+// The callback form's coroutine. `keep` holds the client until `done` has run: the posting task's
+// `self` is gone once the coroutine is spawned.
 Task<> Client::unary_to(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done) {
   std::shared_ptr<Client> keep = shared_from_this();
   std::optional<UnaryResult> result;

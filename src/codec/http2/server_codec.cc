@@ -1213,7 +1213,7 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
 void ServerCodec::flush_soon() {
   if (in_read_ || in_session_) {
     flush_wanted_ = true;
-  } else if (alive_) {
+  } else if (streams_enabled_) {
     post_flush();
   } else if (ctx_ != nullptr) {
     flush(*ctx_);
