@@ -77,12 +77,21 @@ void ClientCall::State::end_locally(Status why) {
   status = std::move(why);
   stop_deadline();
   stream.reset();  // RST_STREAM CANCEL
+  tell_end();
 }
 
 void ClientCall::State::end_with(Status why) {
   if (status) return;
   status = std::move(why);
   stop_deadline();
+  tell_end();
+}
+
+void ClientCall::State::tell_end() noexcept {
+  if (!on_end) return;
+  UniqueFunction<void()> listener = std::move(on_end);
+  on_end = nullptr;
+  listener();
 }
 
 void ClientCall::State::stop_deadline() noexcept {
@@ -242,6 +251,10 @@ std::optional<std::string> ClientCall::initial_metadata_value(std::string_view k
 }
 
 std::optional<std::string> ClientCall::trailing_metadata_value(std::string_view key) const {
+  // A Trailers-Only response carries its trailing metadata in its only head.
+  if (state_->head_seen && state_->stream.head_ended()) {
+    return decode_first_metadata_value(key, state_->stream.head().header(key));
+  }
   return decode_first_metadata_value(key, trailing_metadata().get(key));
 }
 

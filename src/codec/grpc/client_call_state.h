@@ -8,6 +8,7 @@
 #include "weft/codec/grpc/compression.h"
 #include "weft/codec/grpc/message_framing.h"
 #include "weft/codec/http2/client_stream.h"
+#include "weft/core/unique_function.h"
 
 namespace weft::grpc {
 
@@ -19,6 +20,7 @@ struct ClientCall::State {
   void end_locally(Status why);  // the call ends here (deadline, cancel, a message too large): reset the stream
   void end_with(Status why);     // the call ended (trailers, the stream failed)
   void stop_deadline() noexcept;
+  void tell_end() noexcept;  // on_end, once
 
   EventLoop* loop;
   ByteBufAllocator* loop_allocator;
@@ -31,6 +33,7 @@ struct ClientCall::State {
   bool writes_done = false;
   bool head_seen = false;
   std::uint32_t reads_this_turn = 0;  // messages read since the loop last took a turn
+  UniqueFunction<void()> on_end;      // told once when status is set (the callback form)
 };
 
 }  // namespace weft::grpc

@@ -93,9 +93,7 @@ void ServerCall::throw_ended(std::exception_ptr cause) {
       reset = true;
     } catch (...) {
     }
-    ended_ = Status{StatusCode::cancelled, reset ? "the client reset the stream" : "the stream closed"};
-    finished_ = true;
-    stop_deadline();
+    mark_ended(Status{StatusCode::cancelled, reset ? "the client reset the stream" : "the stream closed"});
   }
   throw CallEnded(*ended_);
 }
@@ -260,7 +258,7 @@ Task<> ServerCall::finish_with(int http_status, Status status) {
 
 Task<> ServerCall::fail(Status status) {
   co_await finish(status);
-  ended_ = std::move(status);
+  mark_ended(std::move(status));
   throw CallEnded(*ended_);
 }
 
@@ -312,17 +310,31 @@ void ServerCall::expire() {
     http2::StreamTrailers trailers{std::move(fields)};
     channel.write(std::move(trailers));
   }
-  ended_ = std::move(status);
-  finished_ = true;
+  mark_ended(std::move(status));
   // Closing after the end was written lets it leave; a read or write the handler waits in throws.
   connection_.close();
 }
 
 void ServerCall::on_reset() noexcept {
   if (ended_) return;
-  ended_ = Status{StatusCode::cancelled, "the client reset the stream"};
+  mark_ended(Status{StatusCode::cancelled, "the client reset the stream"});
+}
+
+void ServerCall::on_stream_closed() noexcept {
+  if (ended_ || finished_) return;
+  mark_ended(Status{StatusCode::cancelled, "the stream closed"});
+}
+
+void ServerCall::mark_ended(Status status) noexcept {
+  if (ended_) return;
+  ended_ = std::move(status);
   finished_ = true;
   stop_deadline();
+  if (end_listener_) {
+    UniqueFunction<void()> listener = std::move(end_listener_);
+    end_listener_ = nullptr;
+    listener();
+  }
 }
 
 }  // namespace weft::grpc

@@ -18,6 +18,7 @@ class ResetWatcher final : public InboundHandler<http2::StreamMessage, http2::St
   explicit ResetWatcher(std::shared_ptr<std::weak_ptr<ServerCall>> call) noexcept : call_(std::move(call)) {}
   void channel_read(Context& ctx, http2::StreamMessage&& message) override { ctx.fire_read(std::move(message)); }
   void exception_caught(Context& ctx, std::exception_ptr error) override;
+  void channel_inactive(Context& ctx) override;
 
  private:
   std::shared_ptr<std::weak_ptr<ServerCall>> call_;
@@ -29,6 +30,7 @@ class ResetWatcher final : public InboundHandler<http2::StreamMessage, http2::St
 class ResetNotifier {
  public:
   static void notify(ServerCall& call) noexcept;
+  static void notify_closed(ServerCall& call) noexcept { call.on_stream_closed(); }
 };
 
 namespace {
@@ -66,6 +68,12 @@ void ServiceRegistry::add_unary_callback(std::string path, UnaryCallback callbac
     co_await call.write(std::move(*outcome.response));
     Status ok;
     co_await call.finish(std::move(ok));
+  });
+}
+
+void ServiceRegistry::add_reactor(std::string path, ReactorFactory factory) {
+  add(std::move(path), [factory = std::move(factory)](ServerCall& call) -> Task<> {
+    co_await serve_with_reactor(call, factory);
   });
 }
 
@@ -108,6 +116,8 @@ Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection, s
   if (headers == nullptr) co_return;
   auto call = std::make_shared<ServerCall>(connection, std::move(*headers), options);
   *watched = call;
+  // The stream may have closed (a reset with the HEADERS) before the watcher knew the call.
+  if (connection.is_closed()) ResetNotifier::notify_closed(*call);
   std::optional<Status> outcome;
   try {
     if (!is_grpc_content_type(call->request().header("content-type").value_or(""))) {
@@ -155,6 +165,12 @@ void ResetWatcher::exception_caught(Context& ctx, std::exception_ptr error) {
   } catch (...) {
   }
   ctx.fire_exception(error);
+}
+
+void ResetWatcher::channel_inactive(Context& ctx) {
+  // The connection went while the handler may be waiting elsewhere (an executor, a reactor).
+  if (auto call = call_->lock()) ResetNotifier::notify_closed(*call);
+  ctx.fire_channel_inactive();
 }
 }  // namespace
 

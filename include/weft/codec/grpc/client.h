@@ -35,6 +35,9 @@
 /// (http2::ClientSettings::max_buffered_upload); a response nobody reads stops the server once
 /// the stream's receive window is full.
 ///
+/// The callback form of every shape is Client::start with a ClientReactor (client_reactor.h); of
+/// a unary call, Client::unary with a completion function.
+///
 /// Threads: Client::connect, close() and loop() are thread-safe; call(), unary() and every
 /// ClientCall method are loop thread only (the connection's loop).
 
@@ -92,6 +95,9 @@ struct ClientOptions {
 };
 
 class Client;
+class ClientCallAccess;
+class ClientReactor;
+class ClientStream;
 
 /// One call (see the file's description). A move-only handle; dropping it while the call is
 /// open cancels it. Loop thread only.
@@ -131,10 +137,12 @@ class ClientCall {
   /// Loop thread only. The response head's metadata `key` (lowercase), its first value, decoded from
   /// base64 under a -bin key; nullopt when absent or before the head came (see initial_metadata()).
   std::optional<std::string> initial_metadata_value(std::string_view key) const;
-  /// Loop thread only. The trailers' metadata `key` as initial_metadata_value(); nullopt before finish().
+  /// Loop thread only. The trailers' metadata `key` as initial_metadata_value() (of a Trailers-Only
+  /// response: from its one head); nullopt before finish().
   std::optional<std::string> trailing_metadata_value(std::string_view key) const;
 
  private:
+  friend class ClientCallAccess;
   std::shared_ptr<State> state_;
 };
 
@@ -165,6 +173,12 @@ class Client : public std::enable_shared_from_this<Client> {
   /// the result (metadata the call() refuses, InvalidMetadata, comes as INVALID_ARGUMENT). The client
   /// is kept alive until then. Throws RejectedExecutionError when the connection's loop has terminated.
   void unary(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done);
+  /// Thread-safe. Starts a call of `method` in callback form, any shape (client_reactor.h, which
+  /// defines ClientStream): `reactor`'s methods run on the connection's loop, never inside this
+  /// call. Metadata call() refuses (InvalidMetadata) ends the call INVALID_ARGUMENT (on_done). The
+  /// client is kept alive until on_done. Throws RejectedExecutionError when the connection's loop
+  /// has terminated, std::invalid_argument for a null reactor.
+  ClientStream start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor);
 
   /// The connection's event loop, where calls are made and used.
   EventLoop& loop() const noexcept { return http2_->loop(); }

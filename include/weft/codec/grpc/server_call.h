@@ -40,6 +40,7 @@
 #include "weft/core/error.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/task.h"
+#include "weft/core/unique_function.h"
 
 namespace weft::grpc {
 
@@ -87,6 +88,7 @@ bool is_grpc_content_type(std::string_view content_type) noexcept;
 
 class ServiceRegistry;
 class ResetNotifier;
+class ReactorDriver;
 
 /// How ServerCall::write() sends a message (grpc++'s grpc::WriteOptions).
 struct WriteOptions {
@@ -174,6 +176,7 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
  private:
   friend class ServiceRegistry;
   friend class ResetNotifier;
+  friend class ReactorDriver;
 
   template <class Message>
   Task<> send(Message message);  // Connection::write, failures as CallEnded
@@ -188,6 +191,8 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   void stop_deadline() noexcept;
   void expire();                 // the deadline passed
   void on_reset() noexcept;      // the client's RST_STREAM (seen by the registry's watcher)
+  void on_stream_closed() noexcept;  // the stream channel went inactive (the connection gone)
+  void mark_ended(Status status) noexcept;  // ended without the handler: ended_, then end_listener_
 
   Connection<http2::StreamMessage>& connection_;
   http2::StreamHeaders headers_;
@@ -203,6 +208,7 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   bool headers_written_ = false;  // the response's head was written
   bool finished_ = false;         // the response's end was written
   std::uint32_t writes_this_turn_ = 0;  // messages written since the handler last let the loop poll
+  UniqueFunction<void()> end_listener_;  // told once when ended_ is set (the reactor form's on_cancel)
 };
 
 }  // namespace weft::grpc

@@ -29,6 +29,7 @@
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/codec/grpc/server_call.h"
+#include "weft/codec/grpc/server_reactor.h"
 #include "weft/codec/grpc/unary_responder.h"
 #include "weft/codec/http2/settings.h"
 #include "weft/core/task.h"
@@ -63,6 +64,9 @@ class ServiceRegistry {
   /// Not thread-safe (register before serving). Registers a unary method in callback form: reads the
   /// one request as add_unary does, calls `callback`, and sends what its responder answers.
   void add_unary_callback(std::string path, UnaryCallback callback);
+  /// Not thread-safe (register before serving). Registers a method of any shape in callback form:
+  /// each call gets the reactor `factory` makes (server_reactor.h).
+  void add_reactor(std::string path, ReactorFactory factory);
   /// Not thread-safe against add(). The number of methods registered.
   std::size_t size() const noexcept { return methods_.size(); }
 

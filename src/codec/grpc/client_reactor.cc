@@ -1,0 +1,256 @@
+// The callback form of a gRPC client call, driven by two coroutines on the connection's loop: the
+// main one starts the call, writes, half-closes and cancels; the reader reads. The reactor's
+// requests wake them (loop_signal.h).
+
+#include "weft/codec/grpc/client_reactor.h"
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "client_call_state.h"
+#include "loop_signal.h"
+#include "next_turn.h"
+#include "weft/codec/grpc/metadata.h"
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+#include "weft/core/spawn.h"
+
+namespace weft::grpc {
+
+// ClientCall's state, for the end listener of the callback form.
+class ClientCallAccess {
+ public:
+  static void on_end(ClientCall& call, UniqueFunction<void()> listener) { call.state_->on_end = std::move(listener); }
+};
+
+namespace {
+constexpr std::uint32_t kWritesPerTurn = 64;  // messages written in a row before the loop takes a turn
+}  // namespace
+
+struct ClientStream::State {
+  explicit State(std::shared_ptr<Client> c)
+      : client(std::move(c)), loop(client->loop()), main_signal(loop), reader_signal(loop) {}
+
+  // Runs `request` on the loop: now when called there, else queued (dropped once the loop ended).
+  template <class F>
+  void on_loop(std::shared_ptr<State> self, F request) {
+    if (loop.in_loop()) {
+      request(*self);
+    } else {
+      (void)loop.try_execute(UniqueFunction<void()>([self = std::move(self), request = std::move(request)]() mutable {
+        request(*self);
+      }));
+    }
+  }
+
+  // A reactor method; one that throws cancels the call (and is logged).
+  template <class F>
+  void invoke(F method) noexcept {
+    try {
+      method(*reactor);
+      return;
+    } catch (const std::exception& e) {
+      log(LogLevel::warn, "grpc client reactor threw (the call is cancelled): {}", e.what());
+    } catch (...) {
+      log(LogLevel::warn, "grpc client reactor threw (the call is cancelled)");
+    }
+    cancel_wanted = true;
+    main_signal.notify();
+  }
+
+  std::shared_ptr<Client> client;  // dropped after on_done
+  EventLoop& loop;
+  std::shared_ptr<ClientReactor> reactor;  // dropped after on_done
+  ClientCall call;
+  // Misuse checks, in the requester's thread.
+  std::atomic<bool> read_outstanding{false};
+  std::atomic<bool> write_outstanding{false};
+  std::atomic<bool> writes_done_called{false};
+  std::atomic<bool> done{false};  // on_done was called: requests do nothing
+  // Loop thread.
+  detail::LoopSignal main_signal;
+  detail::LoopSignal reader_signal;
+  bool read_wanted = false;
+  std::optional<ByteBuf> write_wanted;
+  bool writes_done_wanted = false;
+  bool writes_done_sent = false;
+  bool cancel_wanted = false;
+  bool ended = false;           // the call is over (its status is known)
+  bool over = false;            // the main coroutine is past the call: no more reads are started
+  bool reader_reading = false;  // the reader waits in ClientCall::read()
+  bool reader_exited = false;
+};
+
+namespace {
+
+using State = ClientStream::State;
+
+Task<> read_loop(std::shared_ptr<State> st) {
+  for (;;) {
+    while (!st->read_wanted && !st->over) co_await st->reader_signal.wait();
+    if (st->over) break;  // a read wanted now is failed by the main coroutine
+    st->reader_reading = true;
+    std::optional<ByteBuf> message = co_await st->call.read();  // failures end the call: nullopt
+    st->reader_reading = false;
+    st->read_wanted = false;
+    st->read_outstanding.store(false);
+    if (!message) {
+      st->ended = true;
+      st->main_signal.notify();
+    }
+    st->invoke([&message](ClientReactor& r) { r.on_read_done(std::move(message)); });
+  }
+  st->reader_exited = true;
+  st->main_signal.notify();
+}
+
+// Fails what the reactor asked for after the call was over, until nothing is outstanding.
+void fail_remaining(State& st) {
+  while (st.read_wanted || st.write_wanted) {
+    if (st.write_wanted) {
+      st.write_wanted.reset();
+      st.write_outstanding.store(false);
+      st.invoke([](ClientReactor& r) { r.on_write_done(false); });
+    } else {
+      st.read_wanted = false;
+      st.read_outstanding.store(false);
+      st.invoke([](ClientReactor& r) { r.on_read_done(std::nullopt); });
+    }
+  }
+}
+
+// The call from its start to on_done.
+Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions options) {
+  std::optional<Status> refused;
+  try {
+    st->call = st->client->call(method, options);
+  } catch (const InvalidMetadata& e) {
+    refused = Status(StatusCode::invalid_argument, e.what());
+  } catch (const std::exception& e) {
+    refused = Status(StatusCode::internal, e.what());
+  }
+  Status status;
+  if (refused) {
+    status = std::move(*refused);
+  } else {
+    std::weak_ptr<State> weak = st;
+    ClientCallAccess::on_end(st->call, [weak] {
+      if (auto s = weak.lock()) {
+        s->ended = true;
+        s->main_signal.notify();
+      }
+    });
+    spawn_detached(st->loop, read_loop(st));
+    std::uint32_t writes_this_turn = 0;
+    for (;;) {
+      if (st->cancel_wanted) {
+        st->cancel_wanted = false;
+        st->call.cancel();  // the end listener marks it ended
+        continue;
+      }
+      if (st->write_wanted) {
+        ByteBuf message = std::move(*st->write_wanted);
+        st->write_wanted.reset();
+        const bool ok = co_await st->call.write(std::move(message));
+        st->write_outstanding.store(false);
+        st->invoke([ok](ClientReactor& r) { r.on_write_done(ok); });
+        if (++writes_this_turn >= kWritesPerTurn) {  // a reactor writing from on_write_done lets the loop poll
+          writes_this_turn = 0;
+          detail::NextTurn turn{st->loop};
+          co_await turn;
+        }
+        continue;
+      }
+      if (st->writes_done_wanted && !st->writes_done_sent) {
+        st->writes_done_sent = true;
+        co_await st->call.writes_done();
+        continue;
+      }
+      if (st->ended && !st->reader_reading) break;
+      co_await st->main_signal.wait();
+    }
+    st->over = true;
+    st->reader_signal.notify();
+    while (!st->reader_exited) co_await st->main_signal.wait();
+    status = co_await st->call.finish();  // ended: at once
+  }
+  fail_remaining(*st);
+  st->done.store(true);
+  try {
+    st->reactor->on_done(status);
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "grpc client reactor: on_done threw: {}", e.what());
+  } catch (...) {
+    log(LogLevel::warn, "grpc client reactor: on_done threw");
+  }
+  st->reactor.reset();
+  st->call = ClientCall();  // its stream is released here, on the loop
+  st->client.reset();
+}
+
+}  // namespace
+
+ClientStream Client::start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor) {
+  if (!reactor) throw std::invalid_argument("grpc::Client::start: a null reactor");
+  auto st = std::make_shared<State>(shared_from_this());
+  st->reactor = std::move(reactor);
+  // Started from a loop task even on the loop: the reactor hears nothing before start() returned.
+  const bool posted = loop().try_execute(
+      UniqueFunction<void()>([st, method = std::move(method), options = std::move(options)]() mutable {
+        spawn_detached(st->loop, run_call(st, std::move(method), std::move(options)));
+      }));
+  if (!posted) {
+    st->reactor.reset();
+    throw RejectedExecutionError("grpc::Client::start: the connection's event loop has terminated");
+  }
+  return ClientStream(std::move(st));
+}
+
+void ClientStream::start_read() {
+  if (state_->done.load()) return;
+  if (state_->read_outstanding.exchange(true)) throw std::logic_error("grpc::ClientStream::start_read: a read is outstanding");
+  state_->on_loop(state_, [](State& st) {
+    if (st.done.load()) return;
+    st.read_wanted = true;
+    st.reader_signal.notify();
+    if (st.over) st.main_signal.notify();
+  });
+}
+
+void ClientStream::start_write(ByteBuf message) {
+  if (state_->done.load()) return;
+  if (state_->writes_done_called.load()) throw std::logic_error("grpc::ClientStream::start_write after writes_done()");
+  if (state_->write_outstanding.exchange(true)) {
+    throw std::logic_error("grpc::ClientStream::start_write: a write is outstanding");
+  }
+  state_->on_loop(state_, [message = std::move(message)](State& st) mutable {
+    if (st.done.load()) return;
+    st.write_wanted.emplace(std::move(message));
+    st.main_signal.notify();
+  });
+}
+
+void ClientStream::writes_done() {
+  if (state_->writes_done_called.exchange(true)) return;
+  state_->on_loop(state_, [](State& st) {
+    if (st.done.load()) return;
+    st.writes_done_wanted = true;
+    st.main_signal.notify();
+  });
+}
+
+void ClientStream::cancel() {
+  state_->on_loop(state_, [](State& st) {
+    if (st.done.load()) return;
+    st.cancel_wanted = true;
+    st.main_signal.notify();
+  });
+}
+
+const ClientCall& ClientStream::call() const noexcept { return state_->call; }
+
+EventLoop& ClientStream::loop() const noexcept { return state_->loop; }
+
+}  // namespace weft::grpc

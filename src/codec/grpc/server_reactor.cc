@@ -1,0 +1,221 @@
+// The callback form of a gRPC method, driven by two coroutines on the call's loop: the main one
+// writes and finishes, the reader reads; the reactor's requests wake them (loop_signal.h).
+
+#include "weft/codec/grpc/server_reactor.h"
+
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+#include "loop_signal.h"
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+#include "weft/core/spawn.h"
+
+namespace weft::grpc {
+
+// ServerCall's private end listener and close, for the reactor's coroutines.
+class ReactorDriver {
+ public:
+  static void on_end(ServerCall& call, UniqueFunction<void()> listener) { call.end_listener_ = std::move(listener); }
+  static void stop_listening(ServerCall& call) noexcept { call.end_listener_ = nullptr; }
+  // After the response ended: a read still waiting for the client throws (the stream is reset if
+  // the client is still sending, as when a handler returns).
+  static void close(ServerCall& call) { call.connection_.close(); }
+};
+
+struct ServerStream::State {
+  explicit State(ServerCall& c) : call(&c), loop(c.loop()), main_signal(loop), reader_signal(loop) {}
+
+  // Runs `request` on the loop: now when called there, else queued (dropped once the loop ended).
+  template <class F>
+  void on_loop(std::shared_ptr<State> self, F request) {
+    if (loop.in_loop()) {
+      request(*self);
+    } else {
+      (void)loop.try_execute(UniqueFunction<void()>([self = std::move(self), request = std::move(request)]() mutable {
+        request(*self);
+      }));
+    }
+  }
+
+  // A reactor method; what it throws ends the call (the first failure counts).
+  template <class F>
+  void invoke(F method) noexcept {
+    try {
+      method(*reactor);
+    } catch (const StatusError& e) {
+      fail(e.status());
+    } catch (const std::exception& e) {
+      fail(Status(StatusCode::unknown, e.what()));
+    } catch (...) {
+      fail(Status(StatusCode::unknown, "the reactor threw"));
+    }
+  }
+  void fail(Status status) noexcept {
+    if (!failure) failure = std::move(status);
+    main_signal.notify();
+  }
+
+  ServerCall* call;
+  EventLoop& loop;
+  std::shared_ptr<ServerReactor> reactor;  // dropped after on_done
+  // Misuse checks, in the requester's thread.
+  std::atomic<bool> read_outstanding{false};
+  std::atomic<bool> write_outstanding{false};
+  std::atomic<bool> finish_called{false};
+  // Loop thread.
+  detail::LoopSignal main_signal;
+  detail::LoopSignal reader_signal;
+  bool read_wanted = false;
+  std::optional<std::pair<ByteBuf, WriteOptions>> write_wanted;
+  std::optional<Status> finish_wanted;
+  std::optional<Status> failure;  // a reactor method threw
+  bool cancel_told = false;
+  bool over = false;           // the main coroutine is past the call: no more reads are started
+  bool reader_reading = false;  // the reader waits in ServerCall::read()
+  bool reader_exited = false;
+  std::atomic<bool> done{false};  // on_done was called: requests do nothing
+};
+
+namespace {
+
+using State = ServerStream::State;
+
+Task<> read_loop(std::shared_ptr<State> st) {
+  for (;;) {
+    while (!st->read_wanted && !st->over) co_await st->reader_signal.wait();
+    if (st->over) break;  // a read wanted now is failed by the main coroutine
+    std::optional<ByteBuf> message;
+    st->reader_reading = true;
+    try {
+      message = co_await st->call->read();
+    } catch (const CallEnded&) {
+    } catch (const ChannelClosedError&) {
+    }
+    st->reader_reading = false;
+    st->read_wanted = false;
+    st->read_outstanding.store(false);
+    st->invoke([&message](ServerReactor& r) { r.on_read_done(std::move(message)); });
+  }
+  st->reader_exited = true;
+  st->main_signal.notify();
+}
+
+// Fails what the reactor asked for after the call was over, until nothing is outstanding.
+void fail_remaining(State& st) {
+  while (st.read_wanted || st.write_wanted) {
+    if (st.write_wanted) {
+      st.write_wanted.reset();
+      st.write_outstanding.store(false);
+      st.invoke([](ServerReactor& r) { r.on_write_done(false); });
+    } else {
+      st.read_wanted = false;
+      st.read_outstanding.store(false);
+      st.invoke([](ServerReactor& r) { r.on_read_done(std::nullopt); });
+    }
+  }
+}
+
+}  // namespace
+
+Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
+  auto st = std::make_shared<State>(call);
+  st->reactor = factory(ServerStream(st));
+  if (!st->reactor) throw StatusError(Status(StatusCode::internal, "the method made no reactor"));
+  std::weak_ptr<State> weak = st;
+  ReactorDriver::on_end(call, [weak] {
+    if (auto s = weak.lock()) s->main_signal.notify();
+  });
+  spawn_detached(call.loop(), read_loop(st));
+
+  for (;;) {
+    if (call.cancelled() && !st->cancel_told) {
+      st->cancel_told = true;
+      st->invoke([](ServerReactor& r) { r.on_cancel(); });
+      continue;
+    }
+    if (st->write_wanted) {
+      auto [message, options] = std::move(*st->write_wanted);
+      st->write_wanted.reset();
+      bool ok = false;
+      if (!call.cancelled() && !call.finished()) {
+        try {
+          co_await call.write(std::move(message), options);
+          ok = true;
+        } catch (const CallEnded&) {
+        }
+      }
+      st->write_outstanding.store(false);
+      st->invoke([ok](ServerReactor& r) { r.on_write_done(ok); });
+      continue;
+    }
+    if (st->failure && !st->finish_wanted) st->finish_wanted = std::move(st->failure);
+    if (st->finish_wanted) {
+      Status status = std::move(*st->finish_wanted);
+      st->finish_wanted.reset();
+      try {
+        co_await call.finish(std::move(status));
+      } catch (const CallEnded&) {
+      }
+      break;
+    }
+    if (call.cancelled()) break;
+    co_await st->main_signal.wait();
+  }
+
+  ReactorDriver::stop_listening(call);
+  st->over = true;
+  if (st->reader_reading) ReactorDriver::close(call);
+  st->reader_signal.notify();
+  while (!st->reader_exited) co_await st->main_signal.wait();
+  fail_remaining(*st);
+  st->done.store(true);
+  try {
+    st->reactor->on_done();
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "grpc reactor: on_done threw: {}", e.what());
+  } catch (...) {
+    log(LogLevel::warn, "grpc reactor: on_done threw");
+  }
+  st->reactor.reset();
+}
+
+void ServerStream::start_read() {
+  if (state_->done.load()) return;
+  if (state_->read_outstanding.exchange(true)) throw std::logic_error("grpc::ServerStream::start_read: a read is outstanding");
+  state_->on_loop(state_, [](State& st) {
+    if (st.done) return;
+    st.read_wanted = true;
+    st.reader_signal.notify();
+    if (st.over) st.main_signal.notify();
+  });
+}
+
+void ServerStream::start_write(ByteBuf message, WriteOptions options) {
+  if (state_->done.load()) return;
+  if (state_->finish_called.load()) throw std::logic_error("grpc::ServerStream::start_write after finish()");
+  if (state_->write_outstanding.exchange(true)) {
+    throw std::logic_error("grpc::ServerStream::start_write: a write is outstanding");
+  }
+  state_->on_loop(state_, [message = std::move(message), options](State& st) mutable {
+    if (st.done) return;
+    st.write_wanted.emplace(std::move(message), options);
+    st.main_signal.notify();
+  });
+}
+
+void ServerStream::finish(Status status) {
+  if (state_->finish_called.exchange(true)) return;
+  state_->on_loop(state_, [status = std::move(status)](State& st) mutable {
+    if (st.done || st.finish_wanted) return;
+    st.finish_wanted = std::move(status);
+    st.main_signal.notify();
+  });
+}
+
+ServerCall& ServerStream::call() const noexcept { return *state_->call; }
+
+EventLoop& ServerStream::loop() const noexcept { return state_->loop; }
+
+}  // namespace weft::grpc
