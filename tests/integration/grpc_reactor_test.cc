@@ -197,6 +197,17 @@ class Throws final : public ServerReactor {
   ServerStream stream_;
 };
 
+// A careless reactor that asks for another read whatever it got: the read after nullopt is refused
+// (std::logic_error, out of on_read_done: the call ends UNKNOWN) instead of failing again forever.
+class ReadsForever final : public ServerReactor {
+ public:
+  explicit ReadsForever(ServerStream stream) : stream_(std::move(stream)) { stream_.start_read(); }
+  void on_read_done(std::optional<ByteBuf>) override { stream_.start_read(); }
+
+ private:
+  ServerStream stream_;
+};
+
 // Misuse: a second read while one is outstanding, and a write after finish, are refused.
 class Misuse final : public ServerReactor {
  public:
@@ -246,6 +257,7 @@ class GrpcReactorTest : public test::TransportTest {
     });
     services.add_reactor("/test.R/Idle", [seen](ServerStream s) { return std::make_shared<Idle>(std::move(s), seen); });
     services.add_reactor("/test.R/Throws", [](ServerStream s) { return std::make_shared<Throws>(std::move(s)); });
+    services.add_reactor("/test.R/ReadsForever", [](ServerStream s) { return std::make_shared<ReadsForever>(std::move(s)); });
     services.add_reactor("/test.R/Misuse", [](ServerStream s) { return std::make_shared<Misuse>(std::move(s)); });
     services.add_reactor("/test.R/Big", [](ServerStream s) { return std::make_shared<BigThenFinish>(std::move(s)); });
     // Coroutine methods, for the reactor client.
@@ -456,6 +468,11 @@ Task<std::string> big(Client& client) {
   std::optional<ByteBuf> message = co_await call.read();
   Status status = co_await call.finish();
   co_return std::to_string(message ? message->readable_bytes() : 0) + " " + describe(status);
+}
+
+TEST_P(GrpcReactorTest, AReadAfterTheEndOfTheRequestsIsRefusedNotRepeatedForever) {
+  EXPECT_EQ(run(unary_text(*client_, "/test.R/ReadsForever", "one")),
+            "- UNKNOWN:grpc::ServerStream::start_read after a read gave nullopt");
 }
 
 TEST_P(GrpcReactorTest, FinishWaitsForTheOutstandingWriteEvenPastTheWindow) {

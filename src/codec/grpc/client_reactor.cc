@@ -67,6 +67,8 @@ struct ClientStream::State {
   // Misuse checks, in the requester's thread.
   std::atomic<bool> read_outstanding{false};
   std::atomic<bool> write_outstanding{false};
+  std::atomic<bool> reads_ended{false};   // a read gave nullopt: another would too (a reactor looping on it spins)
+  std::atomic<bool> writes_ended{false};  // a write failed: the call has ended
   std::atomic<bool> writes_done_called{false};
   std::atomic<bool> done{false};  // on_done was called: requests do nothing
   // Loop thread.
@@ -97,6 +99,7 @@ Task<> read_loop(std::shared_ptr<State> st) {
     st->read_wanted = false;
     st->read_outstanding.store(false);
     if (!message) {
+      st->reads_ended.store(true);
       st->ended = true;
       st->main_signal.notify();
     }
@@ -112,10 +115,12 @@ void fail_remaining(State& st) {
     if (st.write_wanted) {
       st.write_wanted.reset();
       st.write_outstanding.store(false);
+      st.writes_ended.store(true);
       st.invoke([](ClientReactor& r) { r.on_write_done(false); });
     } else {
       st.read_wanted = false;
       st.read_outstanding.store(false);
+      st.reads_ended.store(true);
       st.invoke([](ClientReactor& r) { r.on_read_done(std::nullopt); });
     }
   }
@@ -155,6 +160,7 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
         st->write_wanted.reset();
         const bool ok = co_await st->call.write(std::move(message));
         st->write_outstanding.store(false);
+        if (!ok) st->writes_ended.store(true);
         st->invoke([ok](ClientReactor& r) { r.on_write_done(ok); });
         if (++writes_this_turn >= kWritesPerTurn) {  // a reactor writing from on_write_done lets the loop poll
           writes_this_turn = 0;
@@ -210,6 +216,7 @@ ClientStream Client::start(std::string method, CallOptions options, std::shared_
 
 void ClientStream::start_read() {
   if (state_->done.load()) return;
+  if (state_->reads_ended.load()) throw std::logic_error("grpc::ClientStream::start_read after a read gave nullopt");
   if (state_->read_outstanding.exchange(true)) throw std::logic_error("grpc::ClientStream::start_read: a read is outstanding");
   state_->on_loop(state_, [](State& st) {
     if (st.done.load()) return;
@@ -222,6 +229,7 @@ void ClientStream::start_read() {
 void ClientStream::start_write(ByteBuf message) {
   if (state_->done.load()) return;
   if (state_->writes_done_called.load()) throw std::logic_error("grpc::ClientStream::start_write after writes_done()");
+  if (state_->writes_ended.load()) throw std::logic_error("grpc::ClientStream::start_write after a write failed");
   if (state_->write_outstanding.exchange(true)) {
     throw std::logic_error("grpc::ClientStream::start_write: a write is outstanding");
   }

@@ -63,6 +63,8 @@ struct ServerStream::State {
   // Misuse checks, in the requester's thread.
   std::atomic<bool> read_outstanding{false};
   std::atomic<bool> write_outstanding{false};
+  std::atomic<bool> reads_ended{false};   // a read gave nullopt: another would too (a reactor looping on it spins)
+  std::atomic<bool> writes_ended{false};  // a write failed: the call has ended
   std::atomic<bool> finish_called{false};
   // Loop thread.
   detail::LoopSignal main_signal;
@@ -96,6 +98,7 @@ Task<> read_loop(std::shared_ptr<State> st) {
     st->reader_reading = false;
     st->read_wanted = false;
     st->read_outstanding.store(false);
+    if (!message) st->reads_ended.store(true);
     st->invoke([&message](ServerReactor& r) { r.on_read_done(std::move(message)); });
   }
   st->reader_exited = true;
@@ -108,10 +111,12 @@ void fail_remaining(State& st) {
     if (st.write_wanted) {
       st.write_wanted.reset();
       st.write_outstanding.store(false);
+      st.writes_ended.store(true);
       st.invoke([](ServerReactor& r) { r.on_write_done(false); });
     } else {
       st.read_wanted = false;
       st.read_outstanding.store(false);
+      st.reads_ended.store(true);
       st.invoke([](ServerReactor& r) { r.on_read_done(std::nullopt); });
     }
   }
@@ -147,6 +152,7 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
         }
       }
       st->write_outstanding.store(false);
+      if (!ok) st->writes_ended.store(true);
       st->invoke([ok](ServerReactor& r) { r.on_write_done(ok); });
       continue;
     }
@@ -183,6 +189,7 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
 
 void ServerStream::start_read() {
   if (state_->done.load()) return;
+  if (state_->reads_ended.load()) throw std::logic_error("grpc::ServerStream::start_read after a read gave nullopt");
   if (state_->read_outstanding.exchange(true)) throw std::logic_error("grpc::ServerStream::start_read: a read is outstanding");
   state_->on_loop(state_, [](State& st) {
     if (st.done) return;
@@ -195,6 +202,7 @@ void ServerStream::start_read() {
 void ServerStream::start_write(ByteBuf message, WriteOptions options) {
   if (state_->done.load()) return;
   if (state_->finish_called.load()) throw std::logic_error("grpc::ServerStream::start_write after finish()");
+  if (state_->writes_ended.load()) throw std::logic_error("grpc::ServerStream::start_write after a write failed");
   if (state_->write_outstanding.exchange(true)) {
     throw std::logic_error("grpc::ServerStream::start_write: a write is outstanding");
   }

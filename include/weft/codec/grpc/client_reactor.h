@@ -21,7 +21,8 @@
 ///   reactor->stream->start_read();
 ///
 /// One read and one write may be outstanding at a time (a second one throws std::logic_error);
-/// each ends in on_read_done / on_write_done. This is the backpressure: a response message is read
+/// each ends in on_read_done / on_write_done. A read after one gave nullopt, and a write after one
+/// failed, throw std::logic_error too (they would fail again: a reactor that retried would spin). This is the backpressure: a response message is read
 /// when the reactor asks for it (a server that outpaces it stops at the stream's window), and a
 /// write completes once the stream took the message (it waits while the server's window is full).
 ///
@@ -67,10 +68,10 @@ class ClientStream {
   explicit ClientStream(std::shared_ptr<State> state) noexcept : state_(std::move(state)) {}
 
   /// Thread-safe. Asks for the next response message: on_read_done follows. Throws std::logic_error
-  /// while a read is outstanding.
+  /// while a read is outstanding, or once a read gave nullopt.
   void start_read();
   /// Thread-safe. Sends `message`: on_write_done follows. Throws std::logic_error while a write is
-  /// outstanding or after writes_done().
+  /// outstanding, after writes_done(), or once a write failed.
   void start_write(ByteBuf message);
   /// Thread-safe; the first call counts. Ends the requests (half-close) after the outstanding write.
   void writes_done();

@@ -20,7 +20,8 @@
 ///   });
 ///
 /// One read and one write may be outstanding at a time (a second one throws std::logic_error);
-/// each ends in on_read_done / on_write_done. This is the backpressure: the next message is read
+/// each ends in on_read_done / on_write_done. A read after one gave nullopt, and a write after one
+/// failed, throw std::logic_error too (they would fail again: a reactor that retried would spin). This is the backpressure: the next message is read
 /// when the reactor asks for it, and a write completes once the stream took it (it waits while the
 /// client's flow-control window is full). finish() sends the status after the outstanding write.
 ///
@@ -71,10 +72,11 @@ class ServerStream {
   /// For the registry.
   explicit ServerStream(std::shared_ptr<State> state) noexcept : state_(std::move(state)) {}
 
-  /// Thread-safe. Asks for the next request message: on_read_done follows. Throws std::logic_error while a read is outstanding.
+  /// Thread-safe. Asks for the next request message: on_read_done follows. Throws std::logic_error
+  /// while a read is outstanding, or once a read gave nullopt.
   void start_read();
   /// Thread-safe. Sends `message` (the response's head first): on_write_done follows. Throws
-  /// std::logic_error while a write is outstanding or after finish().
+  /// std::logic_error while a write is outstanding, after finish(), or once a write failed.
   void start_write(ByteBuf message, WriteOptions options = {});
   /// Thread-safe; the first call counts. Ends the call with `status` once the outstanding write is done
   /// (OK, or an error as trailers; Trailers-Only when nothing was written).
