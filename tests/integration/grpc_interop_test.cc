@@ -38,6 +38,8 @@
 #include "bench.pb.h"
 #endif
 #include "weft/codec/grpc/client.h"
+#include "weft/codec/grpc/client_reactor.h"
+#include "weft/codec/grpc/server_reactor.h"
 #include "weft/codec/grpc/protobuf_adapter.h"
 #include "weft/codec/grpc/service_registry.h"
 #include "weft/weft.h"
@@ -101,6 +103,46 @@ ServiceRegistry benchmark_service() {
     const std::size_t size = response_size(*request);
     for (;;) co_await call.write(simple_response(size));  // until the client cancels (CallEnded)
   });
+  return services;
+}
+
+// The same service in callback form (server_reactor.h): one reactor for the three methods.
+class BenchReactor final : public ServerReactor {
+ public:
+  BenchReactor(ServerStream stream, bool stream_forever) : stream_(std::move(stream)), forever_(stream_forever) {
+    stream_.start_read();
+  }
+  void on_read_done(std::optional<ByteBuf> request) override {
+    if (!request) {
+      if (!forever_) stream_.finish({});
+      return;
+    }
+    size_ = response_size(*request);
+    stream_.start_write(simple_response(size_));
+  }
+  void on_write_done(bool ok) override {
+    if (!ok) return;
+    if (forever_) {
+      stream_.start_write(simple_response(size_));  // until the client cancels
+    } else {
+      stream_.start_read();  // UnaryCall: the next read gives nullopt; StreamingCall: the next request
+    }
+  }
+
+ private:
+  ServerStream stream_;
+  bool forever_;
+  std::size_t size_ = 0;
+};
+
+ServiceRegistry reactor_benchmark_service() {
+  ServiceRegistry services;
+  for (const char* method : {"UnaryCall", "StreamingCall"}) {
+    services.add_reactor(std::string("/grpc.testing.BenchmarkService/") + method,
+                         [](ServerStream s) { return std::make_shared<BenchReactor>(std::move(s), false); });
+  }
+  services.add_reactor("/grpc.testing.BenchmarkService/StreamingFromServer",
+                       [](ServerStream s) { return std::make_shared<BenchReactor>(std::move(s), true); });
   return services;
 }
 
@@ -201,6 +243,20 @@ TEST_P(GrpcInteropTest, GrpcClientsPingPongOnOneStreamIsAnswered) { expect_calls
 TEST_P(GrpcInteropTest, GrpcClientReadsAServerStreamUntilItCancels) { expect_calls("stream", 2, 20'000); }
 
 WEFT_ON_EVERY_TRANSPORT(GrpcInteropTest);
+
+// The same served by reactors (the callback form).
+class GrpcInteropReactorTest : public GrpcInteropTest {
+ protected:
+  void SetUp() override { start(reactor_benchmark_service()); }
+};
+
+TEST_P(GrpcInteropReactorTest, GrpcClientsUnaryCallsAreAnswered) { expect_calls("unary", 2, 100); }
+
+TEST_P(GrpcInteropReactorTest, GrpcClientsPingPongOnOneStreamIsAnswered) { expect_calls("pingpong", 2, 1000); }
+
+TEST_P(GrpcInteropReactorTest, GrpcClientReadsAServerStreamUntilItCancels) { expect_calls("stream", 2, 20'000); }
+
+WEFT_ON_EVERY_TRANSPORT(GrpcInteropReactorTest);
 
 // The same with typed methods on protobuf's generated messages (skipped without protobuf).
 class GrpcInteropTypedTest : public GrpcInteropTest {
@@ -407,6 +463,46 @@ TEST_P(GrpcClientInteropTest, StreamingFromServerIsReadThenCancelled) {
   EXPECT_EQ(run(peer_server_stream(*client_, 2000, 20'000)), "CANCELLED");
   EXPECT_EQ(run(peer_server_stream(*client_, 10'000, 0)), "CANCELLED");
   EXPECT_EQ(run(peer_unary(*client_, 10)), "OK");  // the connection goes on
+}
+
+// StreamingCall ping-pong by a ClientReactor, every request made from the test's thread: `rounds`
+// requests for `size`-byte responses, then writes_done and the end read; the status.
+std::string reactor_ping_pong(Client& client, int rounds, std::size_t size) {
+  class PingPong final : public ClientReactor {
+   public:
+    void on_read_done(std::optional<ByteBuf> m) override { read.set_value(m ? m->to_string() : "<end>"); }
+    void on_write_done(bool ok) override { wrote.set_value(ok); }
+    void on_done(const Status& status) override { done.set_value(code_name(status)); }
+    Promise<std::string> read;
+    Promise<bool> wrote;
+    Promise<std::string> done;
+  };
+  auto r = std::make_shared<PingPong>();
+  ClientStream stream = client.start(std::string(kService) + "StreamingCall", {}, r);
+  const std::string expected = simple_response(size).to_string();
+  for (int i = 0; i < rounds; ++i) {
+    r->read = Promise<std::string>();
+    r->wrote = Promise<bool>();
+    Future<std::string> read = r->read.future();
+    Future<bool> wrote = r->wrote.future();
+    stream.start_write(simple_request(size, 10));
+    stream.start_read();
+    if (!wrote.wait_for(std::chrono::seconds(60)) || !wrote.get()) return "write " + std::to_string(i);
+    if (!read.wait_for(std::chrono::seconds(60)) || read.get() != expected) return "response " + std::to_string(i);
+  }
+  r->read = Promise<std::string>();
+  Future<std::string> end = r->read.future();
+  Future<std::string> done = r->done.future();
+  stream.writes_done();
+  stream.start_read();
+  if (!end.wait_for(std::chrono::seconds(60)) || end.get() != "<end>") return "no end";
+  if (!done.wait_for(std::chrono::seconds(60))) return "no on_done";
+  return done.get();
+}
+
+TEST_P(GrpcClientInteropTest, AReactorClientPingPongsWithGrpcpp) {
+  EXPECT_EQ(reactor_ping_pong(*client_, 200, 100), "OK");
+  EXPECT_EQ(reactor_ping_pong(*client_, 10, 70'000), "OK");
 }
 
 Task<std::string> peer_deadline(Client& client) {
