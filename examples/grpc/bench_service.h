@@ -13,6 +13,9 @@
 //                   unwritable), then the next batch: the stream's flow control holds the executor back
 //                   (as grpc-java's onReady does).
 //
+// reactor_benchmark_service(): the same methods in callback form (server_reactor.h), on the loop, for
+// `--api reactor`: what the callback form costs beside the coroutines.
+//
 // Loop thread only (the handlers; what they offload runs on their executor).
 
 #include <algorithm>
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "bench_messages.h"
+#include "weft/codec/grpc/server_reactor.h"
 #include "weft/codec/grpc/service_registry.h"
 #include "weft/core/awaitables.h"
 #include "weft/core/executor_group.h"
@@ -122,6 +126,48 @@ inline ServiceRegistry benchmark_service(ExecutorGroup* executors) {
       batch.clear();
     }
   });
+  return services;
+}
+
+/// The three methods as one reactor: read, answer, read again (UnaryCall's second read gives nullopt:
+/// OK), or, for StreamingFromServer, write until the client cancels.
+class BenchmarkReactor final : public ServerReactor {
+ public:
+  BenchmarkReactor(ServerStream stream, bool stream_forever) : stream_(std::move(stream)), forever_(stream_forever) {
+    stream_.start_read();
+  }
+  void on_read_done(std::optional<ByteBuf> request) override {
+    if (!request) {
+      if (!forever_) stream_.finish({});
+      return;
+    }
+    size_ = response_size(*request);
+    request.reset();
+    stream_.start_write_framed(framed_response(size_, stream_.call().allocator()));
+  }
+  void on_write_done(bool ok) override {
+    if (!ok) return;
+    if (forever_) {
+      stream_.start_write_framed(framed_response(size_, stream_.call().allocator()));  // until the client cancels
+    } else {
+      stream_.start_read();
+    }
+  }
+
+ private:
+  ServerStream stream_;
+  bool forever_;
+  std::size_t size_ = 0;
+};
+
+/// The service in callback form, handlers on the loop (direct = true).
+inline ServiceRegistry reactor_benchmark_service() {
+  ServiceRegistry services;
+  for (std::string_view method : {kUnaryCall, kStreamingCall}) {
+    services.add_reactor(std::string(method), [](ServerStream s) { return std::make_shared<BenchmarkReactor>(std::move(s), false); });
+  }
+  services.add_reactor(std::string(kStreamingFromServer),
+                       [](ServerStream s) { return std::make_shared<BenchmarkReactor>(std::move(s), true); });
   return services;
 }
 

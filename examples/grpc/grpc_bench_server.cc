@@ -7,13 +7,15 @@
 //
 //   weft-grpc-bench-server --port 50051 [--transport epoll|io_uring|blocking] [--direct true|false]
 //                          [--loops N] [--executor-threads N] [--executor-thread-cache true|false]
+//                          [--api coroutine|reactor]
 //
 // --direct false (grpc-java's default executor): handlers and (de)serialization run on an
 // ExecutorGroup; --direct true: on the event loop (see bench_service.h). --executor-thread-cache false
 // leaves the executor threads without pooled-allocator thread caches (every buffer they allocate or
 // release takes an arena's lock): the setting that cost grpc-java's streamingCallsMessageThroughput
 // 14% (shared/seeds/004, Netty's useCacheForAllThreads); the event loops keep theirs. Its default comes
-// from $WEFT_GRPC_EXECUTOR_THREAD_CACHE (true|false) when set.
+// from $WEFT_GRPC_EXECUTOR_THREAD_CACHE (true|false) when set. --api reactor serves the methods in
+// callback form (ServerReactor, on the loop: implies --direct true) instead of coroutines.
 // Prints "weft-grpc-bench-server listening on HOST:PORT ..." once it listens; SIGINT or SIGTERM stops it.
 
 #include <signal.h>
@@ -43,6 +45,7 @@ struct Options {
   std::size_t executor_threads = 1;
   bool executor_thread_cache = true;
   std::size_t max_connections = 64;
+  bool reactor = false;  // --api reactor
 };
 
 [[noreturn]] void usage(int code) {
@@ -58,6 +61,8 @@ struct Options {
                "  --loops N                   event loops (default 1)\n"
                "  --executor-threads N        executor threads with --direct false (default 1)\n"
                "  --executor-thread-cache B   false: executor threads allocate without a thread cache\n"
+               "  --api coroutine|reactor     the methods as coroutines (default) or reactors (callback form,\n"
+               "                              on the loop: implies --direct true)\n"
                "                              (every pooled buffer takes an arena's lock); default true, or\n"
                "                              $WEFT_GRPC_EXECUTOR_THREAD_CACHE when set\n"
                "  --max-connections N         blocking: connections served at once, i.e. threads (default 64)\n");
@@ -105,12 +110,20 @@ Options parse(int argc, char** argv) {
     else if (a == "--loops") o.loops = static_cast<std::size_t>(number(1, 1024));
     else if (a == "--executor-threads") o.executor_threads = static_cast<std::size_t>(number(1, 1024));
     else if (a == "--executor-thread-cache") o.executor_thread_cache = boolean();
-    else if (a == "--max-connections") o.max_connections = static_cast<std::size_t>(number(1, 100000));
+    else if (a == "--api") {
+      const std::string api = value();
+      if (api != "coroutine" && api != "reactor") {
+        std::fprintf(stderr, "weft-grpc-bench-server: --api: '%s' is not coroutine or reactor\n", api.c_str());
+        std::exit(2);
+      }
+      o.reactor = api == "reactor";
+    } else if (a == "--max-connections") o.max_connections = static_cast<std::size_t>(number(1, 100000));
     else {
       std::fprintf(stderr, "weft-grpc-bench-server: unknown option '%s'\n", a.c_str());
       usage(2);
     }
   }
+  if (o.reactor) o.direct = true;  // the reactors run on the loop
   return o;
 }
 
@@ -159,7 +172,9 @@ int main(int argc, char** argv) {
   }
 
   weft::http2::Settings settings;
-  settings.stream_initializer = weft::grpc::bench::benchmark_service(executors ? &*executors : nullptr).stream_chooser();
+  settings.stream_initializer = options.reactor
+                                    ? weft::grpc::bench::reactor_benchmark_service().stream_chooser()
+                                    : weft::grpc::bench::benchmark_service(executors ? &*executors : nullptr).stream_chooser();
   weft::ChannelPtr server;
   try {
     server = weft::ServerBootstrap()
@@ -177,10 +192,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("weft-grpc-bench-server listening on %s, transport %s, %zu loop(s), direct %s, %zu executor thread(s), "
-              "executor thread cache %s\n",
+              "executor thread cache %s, api %s\n",
               server->local_address().to_string().c_str(), options.transport.c_str(), loops.size(),
               options.direct ? "true" : "false", executors ? executors->size() : std::size_t{0},
-              options.executor_thread_cache ? "true" : "false");
+              options.executor_thread_cache ? "true" : "false", options.reactor ? "reactor" : "coroutine");
   std::fflush(stdout);
 
   int sig = 0;

@@ -67,11 +67,12 @@ struct Config {
   const char* transport;
   const char* direct;
   bool executor_thread_cache = true;
+  const char* api = "coroutine";
 };
 
 std::string config_name(const ::testing::TestParamInfo<Config>& info) {
   return std::string(info.param.transport) + "_direct_" + info.param.direct +
-         (info.param.executor_thread_cache ? "" : "_no_executor_thread_cache");
+         (info.param.executor_thread_cache ? "" : "_no_executor_thread_cache") + "_" + info.param.api;
 }
 
 class GrpcBenchServerTest : public ::testing::TestWithParam<Config> {
@@ -86,7 +87,8 @@ class GrpcBenchServerTest : public ::testing::TestWithParam<Config> {
     server_.emplace(WEFT_GRPC_BENCH_SERVER_BIN,
                     std::vector<std::string>{"--transport", GetParam().transport, "--direct", GetParam().direct,
                                              "--loops", "1", "--executor-threads", "2", "--executor-thread-cache",
-                                             GetParam().executor_thread_cache ? "true" : "false"});
+                                             GetParam().executor_thread_cache ? "true" : "false", "--api",
+                                             GetParam().api});
     ASSERT_TRUE(server_->is_running()) << server_->error();
   }
 
@@ -131,7 +133,9 @@ INSTANTIATE_TEST_SUITE_P(On, GrpcBenchServerTest,
                          ::testing::Values(Config{"epoll", "true"}, Config{"epoll", "false"},
                                            Config{"epoll", "false", false}, Config{"io_uring", "true"},
                                            Config{"io_uring", "false"}, Config{"blocking", "true"},
-                                           Config{"blocking", "false"}),
+                                           Config{"blocking", "false"}, Config{"epoll", "true", true, "reactor"},
+                                           Config{"io_uring", "true", true, "reactor"},
+                                           Config{"blocking", "true", true, "reactor"}),
                          config_name);
 
 }  // namespace

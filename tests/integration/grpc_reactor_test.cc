@@ -208,11 +208,17 @@ class ReadsForever final : public ServerReactor {
   ServerStream stream_;
 };
 
-// Misuse: a second read while one is outstanding, and a write after finish, are refused.
+// Misuse: bytes that are not one framed message, a second read while one is outstanding, and a
+// write after finish, are refused.
 class Misuse final : public ServerReactor {
  public:
   explicit Misuse(ServerStream stream) : stream_(std::move(stream)) {
     std::string refused;
+    try {
+      stream_.start_write_framed(bytes("not framed"));
+    } catch (const std::invalid_argument&) {
+      refused += "framed ";
+    }
     stream_.start_read();
     try {
       stream_.start_read();
@@ -459,7 +465,7 @@ Task<std::string> misuse(Client& client) {
 }
 
 TEST_P(GrpcReactorTest, ASecondOutstandingReadAndAWriteAfterFinishAreRefused) {
-  EXPECT_EQ(run(misuse(*client_)), "ABORTED:misuse read write");
+  EXPECT_EQ(run(misuse(*client_)), "ABORTED:misuse framed read write");
 }
 
 Task<std::string> big(Client& client) {

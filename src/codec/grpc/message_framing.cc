@@ -113,4 +113,12 @@ bool MessageDeframer::has_partial() const noexcept {
   return pending_.is_readable() || (chunk_ && chunk_->is_readable());
 }
 
+bool is_one_framed_message(const ByteBuf& framed) noexcept {
+  const std::size_t n = framed.readable_bytes();
+  if (n < kMessagePrefixBytes) return false;
+  const std::uint8_t* p = framed.read_ptr();
+  const std::size_t length = (std::size_t{p[1]} << 24) | (std::size_t{p[2]} << 16) | (std::size_t{p[3]} << 8) | p[4];
+  return p[0] == 0 && length == n - kMessagePrefixBytes;
+}
+
 }  // namespace weft::grpc

@@ -162,10 +162,7 @@ Task<> ServerCall::start_response() {
 using detail::NextTurn;
 
 Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
-  const std::size_t n = framed.readable_bytes();
-  if (n < kMessagePrefixBytes || framed.read_ptr()[0] != 0 ||
-      ((std::size_t{framed.read_ptr()[1]} << 24) | (std::size_t{framed.read_ptr()[2]} << 16) |
-       (std::size_t{framed.read_ptr()[3]} << 8) | std::size_t{framed.read_ptr()[4]}) != n - kMessagePrefixBytes) {
+  if (!is_one_framed_message(framed)) {
     throw std::invalid_argument("grpc::ServerCall::write_framed: not one uncompressed length-prefixed message");
   }
   // The hot path of a stream of messages runs in this one coroutine frame (start_response, send and

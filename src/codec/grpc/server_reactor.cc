@@ -70,7 +70,12 @@ struct ServerStream::State {
   detail::LoopSignal main_signal;
   detail::LoopSignal reader_signal;
   bool read_wanted = false;
-  std::optional<std::pair<ByteBuf, WriteOptions>> write_wanted;
+  struct Write {
+    ByteBuf message;
+    WriteOptions options;
+    bool framed = false;  // framed already (start_write_framed)
+  };
+  std::optional<Write> write_wanted;
   std::optional<Status> finish_wanted;
   std::optional<Status> failure;  // a reactor method threw
   bool cancel_told = false;
@@ -141,12 +146,16 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
       continue;
     }
     if (st->write_wanted) {
-      auto [message, options] = std::move(*st->write_wanted);
+      State::Write write = std::move(*st->write_wanted);
       st->write_wanted.reset();
       bool ok = false;
       if (!call.cancelled() && !call.finished()) {
         try {
-          co_await call.write(std::move(message), options);
+          if (write.framed) {
+            co_await call.write_framed(std::move(write.message), write.options);
+          } else {
+            co_await call.write(std::move(write.message), write.options);
+          }
           ok = true;
         } catch (const CallEnded&) {
         }
@@ -199,16 +208,25 @@ void ServerStream::start_read() {
   });
 }
 
-void ServerStream::start_write(ByteBuf message, WriteOptions options) {
+void ServerStream::start_write(ByteBuf message, WriteOptions options) { request_write(std::move(message), options, false); }
+
+void ServerStream::start_write_framed(ByteBuf framed, WriteOptions options) {
+  if (!is_one_framed_message(framed)) {
+    throw std::invalid_argument("grpc::ServerStream::start_write_framed: not one uncompressed length-prefixed message");
+  }
+  request_write(std::move(framed), options, true);
+}
+
+void ServerStream::request_write(ByteBuf message, WriteOptions options, bool framed) {
   if (state_->done.load()) return;
   if (state_->finish_called.load()) throw std::logic_error("grpc::ServerStream::start_write after finish()");
   if (state_->writes_ended.load()) throw std::logic_error("grpc::ServerStream::start_write after a write failed");
   if (state_->write_outstanding.exchange(true)) {
     throw std::logic_error("grpc::ServerStream::start_write: a write is outstanding");
   }
-  state_->on_loop(state_, [message = std::move(message), options](State& st) mutable {
-    if (st.done) return;
-    st.write_wanted.emplace(std::move(message), options);
+  state_->on_loop(state_, [message = std::move(message), options, framed](State& st) mutable {
+    if (st.done.load()) return;
+    st.write_wanted.emplace(State::Write{std::move(message), options, framed});
     st.main_signal.notify();
   });
 }

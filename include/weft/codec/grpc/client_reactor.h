@@ -29,9 +29,10 @@
 /// The call's end reaches the reactor through its reads: on_read_done(nullopt) once the call is
 /// over (the server's status came, the call was cancelled, its deadline passed, or the stream or
 /// connection failed). on_done(status) comes after it, once no operation is outstanding: read
-/// until nullopt (every shape, unary included, reads its response so), or cancel(). A cancel, a
-/// deadline or a failure reaches on_done without reads; a server's normal end is seen only by
-/// reading (the messages before it are the reactor's). The call drops the reactor after on_done.
+/// until nullopt (every shape, unary included, reads its response so), or cancel(). A cancel or a
+/// deadline reaches on_done without reads; the server's end, and a failure of the stream or the
+/// connection, are seen by the outstanding read or write, or else by the next one (the messages
+/// before the end are the reactor's). The call drops the reactor after on_done.
 
 #include <atomic>
 #include <memory>

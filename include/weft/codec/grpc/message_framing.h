@@ -22,6 +22,9 @@ inline constexpr std::size_t kDefaultMaxMessageBytes = 4 * 1024 * 1024;
 /// Thread-safe (pure). `message` with its prefix (compressed flag 0), in one new buffer from
 /// `allocator` (ServerCall's writes use their channel's: pooled on epoll and io_uring).
 ByteBuf frame_message(const ByteBuf& message, ByteBufAllocator& allocator = default_allocator());
+/// Thread-safe (pure). Whether `framed` is exactly one uncompressed length-prefixed message (what
+/// frame_message() makes): its prefix's flag 0 and length the bytes after it.
+bool is_one_framed_message(const ByteBuf& framed) noexcept;
 
 /// Splits a request body into messages. Not thread-safe (one per call, on its loop).
 class MessageDeframer {

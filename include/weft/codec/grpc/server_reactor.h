@@ -78,6 +78,10 @@ class ServerStream {
   /// Thread-safe. Sends `message` (the response's head first): on_write_done follows. Throws
   /// std::logic_error while a write is outstanding, after finish(), or once a write failed.
   void start_write(ByteBuf message, WriteOptions options = {});
+  /// Thread-safe. As start_write(), for a message framed already (frame_message(), e.g. serialized and
+  /// framed on an executor thread): sent as it is. Throws std::invalid_argument when it is not one
+  /// uncompressed length-prefixed message (is_one_framed_message()).
+  void start_write_framed(ByteBuf framed, WriteOptions options = {});
   /// Thread-safe; the first call counts. Ends the call with `status` once the outstanding write is done
   /// (OK, or an error as trailers; Trailers-Only when nothing was written).
   void finish(Status status);
@@ -89,6 +93,7 @@ class ServerStream {
   EventLoop& loop() const noexcept;
 
  private:
+  void request_write(ByteBuf message, WriteOptions options, bool framed);
   std::shared_ptr<State> state_;
 };
 
