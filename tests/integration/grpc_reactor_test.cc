@@ -125,6 +125,35 @@ class Count final : public RecordsEnd {
   long i_ = 0;
 };
 
+// Writes 1 KiB messages without end once the first request came, with a read kept outstanding.
+class FloodAndRead final : public RecordsEnd {
+ public:
+  FloodAndRead(ServerStream stream, std::shared_ptr<Seen> seen) : RecordsEnd(std::move(stream), std::move(seen)) {
+    stream_.start_read();
+  }
+  void on_read_done(std::optional<ByteBuf> message) override {
+    if (!message) return;
+    if (!flooding_) {
+      flooding_ = true;
+      write();
+    }
+    stream_.start_read();
+  }
+  void on_write_done(bool ok) override {
+    if (ok) write();
+  }
+
+ private:
+  void write() {
+    if (!stream_.call().is_ready() && !seen_->stalled) {
+      seen_->stalled = true;
+      seen_->flood_stalled.set_value(0);
+    }
+    stream_.start_write(ByteBuf::copy_of(std::string(kFloodMessageBytes, 'f')));
+  }
+  bool flooding_ = false;
+};
+
 // Client streaming: the count of the requests and their total bytes, as one response.
 class Sum final : public RecordsEnd {
  public:
@@ -257,6 +286,8 @@ class GrpcReactorTest : public test::TransportTest {
     auto seen = seen_;
     services.add_reactor("/test.R/Echo", [seen](ServerStream s) { return std::make_shared<Echo>(std::move(s), seen); });
     services.add_reactor("/test.R/Count", [seen](ServerStream s) { return std::make_shared<Count>(std::move(s), seen); });
+    services.add_reactor("/test.R/FloodAndRead",
+                         [seen](ServerStream s) { return std::make_shared<FloodAndRead>(std::move(s), seen); });
     services.add_reactor("/test.R/Sum", [seen](ServerStream s) { return std::make_shared<Sum>(std::move(s), seen); });
     services.add_reactor("/test.R/Offload", [seen, this](ServerStream s) {
       return std::make_shared<Offload>(std::move(s), executors_, seen);
@@ -311,7 +342,7 @@ class GrpcReactorTest : public test::TransportTest {
   }
 
   ExecutorGroup executors_{ExecutorGroup::Options{.threads = 1}};
-  EventLoopGroup loops_{transport(), loops(2, 4)};
+  EventLoopGroup loops_{transport(), loops(2, 7)};  // blocking: two servers with a client each
   std::shared_ptr<Seen> seen_ = std::make_shared<Seen>();
   ChannelPtr server_;
   std::shared_ptr<Client> client_;
@@ -423,6 +454,23 @@ TEST_P(GrpcReactorTest, AServerStreamToAClientThatDoesNotReadStopsAtTheWindowAnd
   EXPECT_EQ(server_end(), "cancel+done");
 }
 
+// The server's write waits for the client's window while its read meets a message past the 4 MiB
+// bound: the status goes out past the waiting write (one coroutine cannot wait for the other's
+// place to write), the call ends RESOURCE_EXHAUSTED, and the reactor hears of it.
+Task<std::string> oversized_while_the_write_waits(Client& client, Seen& seen) {
+  ClientCall call = client.call("/test.R/FloodAndRead");
+  co_await call.write(bytes("go"));
+  co_await seen.flood_stalled.future();  // nothing read: the server's write now waits
+  co_await call.write(ByteBuf::copy_of(std::string(kDefaultMaxMessageBytes + 1, 'x')));  // false once reset
+  Status status = co_await call.finish();
+  co_return std::string(status_code_name(status.code));
+}
+
+TEST_P(GrpcReactorTest, AMessagePastTheBoundWhileAWriteWaitsEndsTheCallResourceExhausted) {
+  EXPECT_EQ(run(oversized_while_the_write_waits(*client_, *seen_)), "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(server_end(), "cancel+done");
+}
+
 Task<std::string> deadline(Client& client) {
   CallOptions options;
   options.timeout = 50ms;
@@ -495,6 +543,12 @@ class Recorder : public ClientReactor {
     if (message) {
       if (messages.empty()) first_message.set_value();
       messages.push_back(text(*message));
+      if (cancel_at == messages.size()) {
+        stream->start_read();  // the last read
+        stream->cancel();
+        read_more = false;
+        return;
+      }
       if (read_more) stream->start_read();
     } else {
       saw_end = true;
@@ -513,7 +567,9 @@ class Recorder : public ClientReactor {
   }
   void on_done(const Status& status) override {
     check_loop();
-    done.set_value(describe(status) + (saw_end ? "" : " (no end read)"));
+    // The call's metadata is there until on_done returns (none for a refused call: its handle is empty).
+    const std::string trailer = stream->call().trailing_metadata_value("x-none").value_or("");
+    done.set_value(describe(status) + trailer + (saw_end ? "" : " (no end read)"));
   }
   void check_loop() {
     if (!stream->loop().in_loop()) off_loop = true;
@@ -527,6 +583,7 @@ class Recorder : public ClientReactor {
   std::optional<ClientStream> stream;
   std::vector<std::string> messages;
   bool read_more = true;
+  std::size_t cancel_at = 0;  // after this many messages: one more read, cancel(), no more reads
   std::size_t writes_left = 0;
   std::size_t write_size = 0;
   std::size_t written = 0;
@@ -646,6 +703,64 @@ TEST_P(GrpcReactorTest, AReactorClientGetsRefusedMetadataUnknownMethodsAndAClose
   ASSERT_TRUE(seen_->idle_started.future().wait_for(60s));
   client_->close().wait();
   EXPECT_THAT(idle->wait(), HasSubstr("UNAVAILABLE"));
+}
+
+// The read after the 63rd message is the 64th in a row, where the client's read lets the loop take a
+// turn: the cancel lands in it, the read still gives its message, and the reactor reads no more.
+TEST_P(GrpcReactorTest, AReactorClientCancelInTheReadsTurnStillReachesOnDone) {
+  auto r = std::make_shared<Recorder>();
+  r->cancel_at = 63;
+  r->stream = client_->start("/test.C/Count", {}, r);
+  r->stream->start_write(bytes("-1"));
+  r->stream->writes_done();
+  r->stream->start_read();
+  EXPECT_THAT(r->wait(), HasSubstr("CANCELLED:Cancelled"));
+}
+
+// Runs two rounds of the loop's task queue: what was posted before, and what that posted.
+void drain_twice(EventLoop& loop) {
+  Promise<void> drained;
+  loop.execute([&loop, drained]() mutable { loop.execute([drained]() mutable { drained.set_value(); }); });
+  ASSERT_TRUE(drained.future().wait_for(60s));
+}
+
+// A write past the window of a server that never reads waits for good: cancel() must reach it.
+TEST_P(GrpcReactorTest, AReactorClientCancelReachesAWriteThatWaitsForTheWindow) {
+  auto r = std::make_shared<Recorder>();
+  r->stream = client_->start("/test.R/Idle", {}, r);
+  ASSERT_TRUE(seen_->idle_started.future().wait_for(60s));
+  r->stream->start_write(ByteBuf::copy_of(std::string(8 * 1024 * 1024, 'w')));
+  drain_twice(client_->loop());  // the call's coroutine has taken the write: it waits in it now
+  r->stream->cancel();
+  EXPECT_EQ(r->wait(), "CANCELLED:Cancelled (no end read)");
+  EXPECT_EQ(r->failed_writes, 1);
+  EXPECT_EQ(server_end(), "cancel+done");
+}
+
+// A write that fails otherwise than by the call's end (here the response's compression level, which
+// zlib refuses) ends the call UNKNOWN with it; the reactor hears of the write and is done.
+TEST_P(GrpcReactorTest, AWriteThatFailsOtherwiseEndsTheCallWithItsErrorAndTheReactorIsDone) {
+  ServerOptions options;
+  options.response_compression = CompressionOptions(Compression::gzip, 42, 0);
+  ServiceRegistry services(options);
+  auto seen = seen_;
+  services.add_reactor("/test.R/Echo", [seen](ServerStream s) { return std::make_shared<Echo>(std::move(s), seen); });
+  http2::Settings settings;
+  settings.stream_initializer = services.stream_chooser();
+  ChannelPtr server = ServerBootstrap()
+                          .group(loops_)
+                          .child_handler([settings](Channel& ch) {
+                            ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
+                          })
+                          .bind(SocketAddress::loopback(0))
+                          .get();
+  std::shared_ptr<Client> client = Client::connect(loops_, server->local_address()).get();
+  Future<std::string> answer = spawn(client->loop(), unary_text(*client, "/test.R/Echo", "compress me"));
+  ASSERT_TRUE(answer.wait_for(60s));
+  EXPECT_THAT(answer.get(), HasSubstr("UNKNOWN:"));
+  EXPECT_EQ(server_end(), "done");
+  client->close().wait();
+  server->close().wait();
 }
 
 WEFT_ON_EVERY_TRANSPORT(GrpcReactorTest);

@@ -242,7 +242,7 @@ void ClientCall::cancel() {
 }
 
 const http::HttpClientResponse* ClientCall::initial_metadata() const noexcept {
-  return state_->head_seen ? &state_->stream.head() : nullptr;
+  return state_ && state_->head_seen ? &state_->stream.head() : nullptr;
 }
 
 std::optional<std::string> ClientCall::initial_metadata_value(std::string_view key) const {
@@ -252,14 +252,14 @@ std::optional<std::string> ClientCall::initial_metadata_value(std::string_view k
 
 std::optional<std::string> ClientCall::trailing_metadata_value(std::string_view key) const {
   // A Trailers-Only response carries its trailing metadata in its only head.
-  if (state_->head_seen && state_->stream.head_ended()) {
+  if (state_ && state_->head_seen && state_->stream.head_ended()) {
     return decode_first_metadata_value(key, state_->stream.head().header(key));
   }
   return decode_first_metadata_value(key, trailing_metadata().get(key));
 }
 
 const http2::Fields& ClientCall::trailing_metadata() const noexcept {
-  return state_->stream.valid() && state_->stream.response_ended() ? state_->stream.trailers() : no_fields();
+  return state_ && state_->stream.valid() && state_->stream.response_ended() ? state_->stream.trailers() : no_fields();
 }
 
 }  // namespace weft::grpc

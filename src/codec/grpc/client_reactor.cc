@@ -29,7 +29,7 @@ namespace {
 constexpr std::uint32_t kWritesPerTurn = 64;  // messages written in a row before the loop takes a turn
 }  // namespace
 
-struct ClientStream::State {
+struct ClientStream::State : std::enable_shared_from_this<ClientStream::State> {
   explicit State(std::shared_ptr<Client> c)
       : client(std::move(c)), loop(client->loop()), main_signal(loop), reader_signal(loop) {}
 
@@ -56,8 +56,18 @@ struct ClientStream::State {
     } catch (...) {
       log(LogLevel::warn, "grpc client reactor threw (the call is cancelled)");
     }
-    cancel_wanted = true;
-    main_signal.notify();
+    request_cancel();
+  }
+
+  // Cancels from a loop task (never inside a reactor method): the stream's reset wakes a write that
+  // waits for the window, and the end listener wakes the main coroutine.
+  void request_cancel() {
+    (void)loop.try_execute(UniqueFunction<void()>([self = shared_from_this()] {
+      if (self->done.load()) return;
+      self->cancel_wanted = true;  // for a call not started yet
+      self->call.cancel();
+      self->main_signal.notify();
+    }));
   }
 
   std::shared_ptr<Client> client;  // dropped after on_done
@@ -101,8 +111,10 @@ Task<> read_loop(std::shared_ptr<State> st) {
     if (!message) {
       st->reads_ended.store(true);
       st->ended = true;
-      st->main_signal.notify();
     }
+    // The call may have ended during the read (a cancel in its yield to the loop): main waits for
+    // the reader to be idle.
+    if (st->ended) st->main_signal.notify();
     st->invoke([&message](ClientReactor& r) { r.on_read_done(std::move(message)); });
   }
   st->reader_exited = true;
@@ -158,7 +170,9 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
       if (st->write_wanted) {
         ByteBuf message = std::move(*st->write_wanted);
         st->write_wanted.reset();
-        const bool ok = co_await st->call.write(std::move(message));
+        // A write that raced writes_done() from another thread and lost: it fails, not the call.
+        bool ok = false;
+        if (!st->writes_done_sent) ok = co_await st->call.write(std::move(message));
         st->write_outstanding.store(false);
         if (!ok) st->writes_ended.store(true);
         st->invoke([ok](ClientReactor& r) { r.on_write_done(ok); });
@@ -250,11 +264,7 @@ void ClientStream::writes_done() {
 }
 
 void ClientStream::cancel() {
-  state_->on_loop(state_, [](State& st) {
-    if (st.done.load()) return;
-    st.cancel_wanted = true;
-    st.main_signal.notify();
-  });
+  if (!state_->done.load()) state_->request_cancel();
 }
 
 const ClientCall& ClientStream::call() const noexcept { return state_->call; }

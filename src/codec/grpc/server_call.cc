@@ -80,6 +80,10 @@ std::optional<std::string> ServerCall::metadata(std::string_view key) const {
 
 void ServerCall::set_compression(CompressionOptions options) {
   if (headers_written_ || finished_) throw std::logic_error("grpc::ServerCall: set_compression after the head was sent");
+  if (options.level < -1 || options.level > 9) {
+    throw std::invalid_argument("grpc::ServerCall::set_compression: level " + std::to_string(options.level) +
+                                " is not -1..9");
+  }
   compression_ = options;
 }
 
@@ -117,12 +121,12 @@ Task<std::optional<ByteBuf>> ServerCall::read() {
     if (std::optional<ByteBuf> message = deframer_.next()) co_return message;
     if (deframer_.error()) {
       Status refused = *deframer_.error();
-      co_await fail(std::move(refused));
+      fail(std::move(refused));
     }
     if (request_ended_) {
       if (deframer_.has_partial()) {
         Status truncated(StatusCode::internal, "the request ended inside a message");
-        co_await fail(std::move(truncated));
+        fail(std::move(truncated));
       }
       co_return std::nullopt;
     }
@@ -253,9 +257,9 @@ Task<> ServerCall::finish_with(int http_status, Status status) {
   connection_.flush();
 }
 
-Task<> ServerCall::fail(Status status) {
-  co_await finish(status);
-  mark_ended(std::move(status));
+void ServerCall::fail(Status status) {
+  end_now(status);
+  mark_ended(std::move(status));  // when the response had ended already
   throw CallEnded(*ended_);
 }
 
@@ -292,11 +296,13 @@ void ServerCall::stop_deadline() noexcept {
   deadline_timer_.reset();
 }
 
-void ServerCall::expire() {
+void ServerCall::expire() { end_now(Status{StatusCode::deadline_exceeded, "Deadline Exceeded"}); }
+
+void ServerCall::end_now(Status status) {
   if (finished_ || ended_) return;
-  Status status{StatusCode::deadline_exceeded, "Deadline Exceeded"};
   Channel& channel = connection_.channel();
-  // Written past the Connection: the handler may be suspended in a write that holds its message.
+  // Written past the Connection: the handler (or another of its coroutines) may be suspended in a
+  // write that holds its message, and the Connection has one writer's place.
   if (!headers_written_) {
     http::HttpResponse head = response_head(200);
     for (const auto& field : status_fields(status)) head.header(field.name, field.value);

@@ -89,6 +89,18 @@ namespace {
 
 using State = ServerStream::State;
 
+Status status_of(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const StatusError& e) {
+    return e.status();
+  } catch (const std::exception& e) {
+    return Status(StatusCode::unknown, e.what());
+  } catch (...) {
+    return Status(StatusCode::unknown, "a write failed");
+  }
+}
+
 Task<> read_loop(std::shared_ptr<State> st) {
   for (;;) {
     while (!st->read_wanted && !st->over) co_await st->reader_signal.wait();
@@ -158,6 +170,9 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
           }
           ok = true;
         } catch (const CallEnded&) {
+        } catch (...) {
+          // Not the stream's end (e.g. a compression level zlib refuses): the call ends with it.
+          st->fail(status_of(std::current_exception()));
         }
       }
       st->write_outstanding.store(false);
@@ -171,7 +186,8 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
       st->finish_wanted.reset();
       try {
         co_await call.finish(std::move(status));
-      } catch (const CallEnded&) {
+      } catch (...) {
+        // CallEnded: the stream went away meanwhile; nothing else leaves finish() but bad_alloc
       }
       break;
     }

@@ -100,7 +100,8 @@ class ClientReactor;
 class ClientStream;
 
 /// One call (see the file's description). A move-only handle; dropping it while the call is
-/// open cancels it. Loop thread only.
+/// open cancels it. An empty handle (default-made, moved from, or a ClientStream's whose call was
+/// refused) has no metadata: its accessors give null / empty / nullopt. Loop thread only.
 class ClientCall {
  public:
   struct State;  // grpc/client_call.cc

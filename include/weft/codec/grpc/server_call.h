@@ -146,8 +146,8 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   std::vector<std::string> metadata_values(std::string_view key) const;
 
   /// Loop thread only. How this call's responses are compressed (ServerOptions::response_compression
-  /// unless set here). Before the first write() or finish() only (std::logic_error after). Used only when
-  /// the request's grpc-accept-encoding lists the algorithm.
+  /// unless set here). Before the first write() or finish() only (std::logic_error after); a level outside
+  /// -1..9 throws std::invalid_argument. Used only when the request's grpc-accept-encoding lists the algorithm.
   void set_compression(CompressionOptions options);
   /// Loop thread only. The encoding the response's messages are in: known once the head was sent
   /// (grpc-encoding), identity before and when the client does not accept the one configured.
@@ -182,7 +182,7 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   Task<> send(Message message);  // Connection::write, failures as CallEnded
   Task<> after_message_written(const WriteOptions& options);  // flush, and the turn's yield
   [[noreturn]] void throw_ended(std::exception_ptr cause);
-  Task<> fail(Status status);  // ends the call for a broken request, then throws CallEnded
+  [[noreturn]] void fail(Status status);  // ends the call for a broken request (end_now), then throws CallEnded
   Task<> start_response();  // the response's head, before the first message
   http::HttpResponse response_head(int http_status) const;
   http2::Fields status_fields(const Status& status) const;
@@ -190,6 +190,7 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   void start_deadline();
   void stop_deadline() noexcept;
   void expire();                 // the deadline passed
+  void end_now(Status status);   // writes `status` past the Connection, marks the call ended, closes
   void on_reset() noexcept;      // the client's RST_STREAM (seen by the registry's watcher)
   void on_stream_closed() noexcept;  // the stream channel went inactive (the connection gone)
   void mark_ended(Status status) noexcept;  // ended without the handler: ended_, then end_listener_
