@@ -544,12 +544,12 @@ class Recorder : public ClientReactor {
       if (messages.empty()) first_message.set_value();
       messages.push_back(text(*message));
       if (cancel_at == messages.size()) {
-        stream->start_read();  // the last read
-        stream->cancel();
+        stream().start_read();  // the last read
+        stream().cancel();
         read_more = false;
         return;
       }
-      if (read_more) stream->start_read();
+      if (read_more) stream().start_read();
     } else {
       saw_end = true;
     }
@@ -560,19 +560,19 @@ class Recorder : public ClientReactor {
     if (ok && writes_left > 0) {
       --writes_left;
       written += write_size;
-      stream->start_write(ByteBuf::copy_of(std::string(write_size, 'w')));
+      stream().start_write(ByteBuf::copy_of(std::string(write_size, 'w')));
     } else if (ok && close_after_writes) {
-      stream->writes_done();
+      stream().writes_done();
     }
   }
   void on_done(const Status& status) override {
     check_loop();
     // The call's metadata is there until on_done returns (none for a refused call: its handle is empty).
-    const std::string trailer = stream->call().trailing_metadata_value("x-none").value_or("");
+    const std::string trailer = stream().call().trailing_metadata_value("x-none").value_or("");
     done.set_value(describe(status) + trailer + (saw_end ? "" : " (no end read)"));
   }
   void check_loop() {
-    if (!stream->loop().in_loop()) off_loop = true;
+    if (!stream().loop().in_loop()) off_loop = true;
   }
   std::string wait() {
     Future<std::string> f = done.future();
@@ -580,7 +580,7 @@ class Recorder : public ClientReactor {
     return f.is_done() ? f.get() : "";
   }
 
-  std::optional<ClientStream> stream;
+  std::optional<ClientStream> handle;  // the test thread's
   std::vector<std::string> messages;
   bool read_more = true;
   std::size_t cancel_at = 0;  // after this many messages: one more read, cancel(), no more reads
@@ -597,10 +597,10 @@ class Recorder : public ClientReactor {
 
 TEST_P(GrpcReactorTest, AReactorClientReadsAServerStreamToItsEnd) {
   auto r = std::make_shared<Recorder>();
-  r->stream = client_->start("/test.C/Count", {}, r);
-  r->stream->start_write(bytes("500"));
-  r->stream->writes_done();
-  r->stream->start_read();
+  r->handle = client_->start("/test.C/Count", {}, r);
+  r->handle->start_write(bytes("500"));
+  r->handle->writes_done();
+  r->handle->start_read();
   EXPECT_EQ(r->wait(), "OK");
   ASSERT_EQ(r->messages.size(), 500u);
   for (std::size_t i = 0; i < r->messages.size(); ++i) ASSERT_EQ(r->messages[i], std::to_string(i));
@@ -609,13 +609,13 @@ TEST_P(GrpcReactorTest, AReactorClientReadsAServerStreamToItsEnd) {
 
 TEST_P(GrpcReactorTest, AReactorClientStreamOutrunsASlowServerWithoutLosingAMessage) {
   auto r = std::make_shared<Recorder>();
-  r->stream = client_->start("/test.C/Sum", {}, r);
+  r->handle = client_->start("/test.C/Sum", {}, r);
   r->writes_left = 3000;  // after the first: 3001 messages of 700 bytes, about 2 MiB past the windows
   r->write_size = 700;
   r->close_after_writes = true;
   r->written = 700;
-  r->stream->start_write(ByteBuf::copy_of(std::string(700, 'w')));
-  r->stream->start_read();
+  r->handle->start_write(ByteBuf::copy_of(std::string(700, 'w')));
+  r->handle->start_read();
   EXPECT_EQ(r->wait(), "OK");
   ASSERT_EQ(r->messages.size(), 1u);
   EXPECT_EQ(r->messages[0], "3001 " + std::to_string(r->written));
@@ -663,12 +663,12 @@ TEST_P(GrpcReactorTest, AReactorClientAndAReactorServerTalkBidiFromAnotherThread
 TEST_P(GrpcReactorTest, AReactorClientCancelsAServerStreamAndBothSidesSeeIt) {
   auto r = std::make_shared<Recorder>();
   Future<void> first = r->first_message.future();
-  r->stream = client_->start("/test.R/Count", {}, r);
-  r->stream->start_write(bytes("-1"));
-  r->stream->writes_done();
-  r->stream->start_read();
+  r->handle = client_->start("/test.R/Count", {}, r);
+  r->handle->start_write(bytes("-1"));
+  r->handle->writes_done();
+  r->handle->start_read();
   ASSERT_TRUE(first.wait_for(60s));  // the stream flows (the reactor reads on): now cancel it
-  r->stream->cancel();
+  r->handle->cancel();
   EXPECT_EQ(r->wait(), "CANCELLED:Cancelled");
   EXPECT_EQ(server_end(), "cancel+done");
 }
@@ -677,8 +677,8 @@ TEST_P(GrpcReactorTest, AReactorClientDeadlineEndsTheCallWithoutAnyRead) {
   auto r = std::make_shared<Recorder>();
   CallOptions options;
   options.timeout = 50ms;
-  r->stream = client_->start("/test.R/Idle", options, r);
-  r->stream->start_write(bytes("x"));
+  r->handle = client_->start("/test.R/Idle", options, r);
+  r->handle->start_write(bytes("x"));
   EXPECT_EQ(r->wait(), "DEADLINE_EXCEEDED:Deadline Exceeded (no end read)");
   EXPECT_EQ(server_end(), "cancel+done");
 }
@@ -687,19 +687,19 @@ TEST_P(GrpcReactorTest, AReactorClientGetsRefusedMetadataUnknownMethodsAndAClose
   auto bad = std::make_shared<Recorder>();
   CallOptions options;
   options.metadata = {{"Upper", "v"}};
-  bad->stream = client_->start("/test.R/Echo", options, bad);
-  bad->stream->start_read();
+  bad->handle = client_->start("/test.R/Echo", options, bad);
+  bad->handle->start_read();
   EXPECT_THAT(bad->wait(), HasSubstr("INVALID_ARGUMENT:"));
 
   auto unknown = std::make_shared<Recorder>();
-  unknown->stream = client_->start("/test.R/Nope", {}, unknown);
-  unknown->stream->writes_done();
-  unknown->stream->start_read();
+  unknown->handle = client_->start("/test.R/Nope", {}, unknown);
+  unknown->handle->writes_done();
+  unknown->handle->start_read();
   EXPECT_EQ(unknown->wait(), "UNIMPLEMENTED:Method not found: /test.R/Nope");
 
   auto idle = std::make_shared<Recorder>();
-  idle->stream = client_->start("/test.R/Idle", {}, idle);
-  idle->stream->start_read();
+  idle->handle = client_->start("/test.R/Idle", {}, idle);
+  idle->handle->start_read();
   ASSERT_TRUE(seen_->idle_started.future().wait_for(60s));
   client_->close().wait();
   EXPECT_THAT(idle->wait(), HasSubstr("UNAVAILABLE"));
@@ -710,10 +710,10 @@ TEST_P(GrpcReactorTest, AReactorClientGetsRefusedMetadataUnknownMethodsAndAClose
 TEST_P(GrpcReactorTest, AReactorClientCancelInTheReadsTurnStillReachesOnDone) {
   auto r = std::make_shared<Recorder>();
   r->cancel_at = 63;
-  r->stream = client_->start("/test.C/Count", {}, r);
-  r->stream->start_write(bytes("-1"));
-  r->stream->writes_done();
-  r->stream->start_read();
+  r->handle = client_->start("/test.C/Count", {}, r);
+  r->handle->start_write(bytes("-1"));
+  r->handle->writes_done();
+  r->handle->start_read();
   EXPECT_THAT(r->wait(), HasSubstr("CANCELLED:Cancelled"));
 }
 
@@ -727,11 +727,11 @@ void drain_twice(EventLoop& loop) {
 // A write past the window of a server that never reads waits for good: cancel() must reach it.
 TEST_P(GrpcReactorTest, AReactorClientCancelReachesAWriteThatWaitsForTheWindow) {
   auto r = std::make_shared<Recorder>();
-  r->stream = client_->start("/test.R/Idle", {}, r);
+  r->handle = client_->start("/test.R/Idle", {}, r);
   ASSERT_TRUE(seen_->idle_started.future().wait_for(60s));
-  r->stream->start_write(ByteBuf::copy_of(std::string(8 * 1024 * 1024, 'w')));
+  r->handle->start_write(ByteBuf::copy_of(std::string(8 * 1024 * 1024, 'w')));
   drain_twice(client_->loop());  // the call's coroutine has taken the write: it waits in it now
-  r->stream->cancel();
+  r->handle->cancel();
   EXPECT_EQ(r->wait(), "CANCELLED:Cancelled (no end read)");
   EXPECT_EQ(r->failed_writes, 1);
   EXPECT_EQ(server_end(), "cancel+done");
@@ -761,6 +761,18 @@ TEST_P(GrpcReactorTest, AWriteThatFailsOtherwiseEndsTheCallWithItsErrorAndTheRea
   EXPECT_EQ(server_end(), "done");
   client->close().wait();
   server->close().wait();
+}
+
+// The connection closes under a call whose reactor reads and writes nothing (it waits for its own
+// input): on_done still comes, UNAVAILABLE.
+TEST_P(GrpcReactorTest, AReactorClientThatIsNotReadingHearsTheConnectionClose) {
+  auto r = std::make_shared<Recorder>();
+  r->handle = client_->start("/test.R/Idle", {}, r);
+  r->handle->start_write(bytes("x"));
+  ASSERT_TRUE(seen_->idle_started.future().wait_for(60s));
+  client_->close().wait();
+  EXPECT_THAT(r->wait(), HasSubstr("UNAVAILABLE"));
+  EXPECT_EQ(server_end(), "cancel+done");
 }
 
 WEFT_ON_EVERY_TRANSPORT(GrpcReactorTest);

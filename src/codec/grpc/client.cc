@@ -59,6 +59,35 @@ Future<std::shared_ptr<Client>> Client::connect(EventLoopGroup& group, const Soc
   return ready.future();
 }
 
+void Client::watch_close(std::weak_ptr<detail::ConnectionCloseWatcher> watcher) {
+  if (connection_closed_) {
+    loop().execute([watcher = std::move(watcher)] {
+      if (auto w = watcher.lock()) w->connection_closed();
+    });
+    return;
+  }
+  // Calls end all the time on a long-lived connection: the list is pruned when it doubled.
+  if (close_watchers_.size() >= 2 * close_watchers_pruned_at_ + 16) {
+    std::erase_if(close_watchers_, [](const auto& w) { return w.expired(); });
+    close_watchers_pruned_at_ = close_watchers_.size();
+  }
+  close_watchers_.push_back(std::move(watcher));
+  if (close_watched_) return;
+  close_watched_ = true;
+  std::weak_ptr<Client> weak = weak_from_this();
+  http2_->channel().close_future().add_listener([weak](const Future<void>&) {
+    std::shared_ptr<Client> self = weak.lock();
+    if (!self) return;
+    // On the channel's loop, the calls' loop.
+    self->connection_closed_ = true;
+    std::vector<std::weak_ptr<detail::ConnectionCloseWatcher>> watchers = std::move(self->close_watchers_);
+    self->close_watchers_.clear();
+    for (const auto& w : watchers) {
+      if (auto watcher = w.lock()) watcher->connection_closed();
+    }
+  });
+}
+
 ClientCall Client::call(std::string_view method, const CallOptions& options) {
   EventLoop& call_loop = loop();
   const std::size_t max_receive =

@@ -29,7 +29,7 @@ namespace {
 constexpr std::uint32_t kWritesPerTurn = 64;  // messages written in a row before the loop takes a turn
 }  // namespace
 
-struct ClientStream::State : std::enable_shared_from_this<ClientStream::State> {
+struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_from_this<ClientStream::State> {
   explicit State(std::shared_ptr<Client> c)
       : client(std::move(c)), loop(client->loop()), main_signal(loop), reader_signal(loop) {}
 
@@ -70,6 +70,12 @@ struct ClientStream::State : std::enable_shared_from_this<ClientStream::State> {
     }));
   }
 
+  // The connection closed: the call is over even if nothing reads or writes (finish() says how).
+  void connection_closed() noexcept override {
+    connection_gone = true;
+    main_signal.notify();
+  }
+
   std::shared_ptr<Client> client;  // dropped after on_done
   EventLoop& loop;
   std::shared_ptr<ClientReactor> reactor;  // dropped after on_done
@@ -90,6 +96,7 @@ struct ClientStream::State : std::enable_shared_from_this<ClientStream::State> {
   bool writes_done_sent = false;
   bool cancel_wanted = false;
   bool ended = false;           // the call is over (its status is known)
+  bool connection_gone = false;  // the connection closed
   bool over = false;            // the main coroutine is past the call: no more reads are started
   bool reader_reading = false;  // the reader waits in ClientCall::read()
   bool reader_exited = false;
@@ -159,6 +166,7 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
         s->main_signal.notify();
       }
     });
+    st->client->watch_close(std::weak_ptr<detail::ConnectionCloseWatcher>(st));
     spawn_detached(st->loop, read_loop(st));
     std::uint32_t writes_this_turn = 0;
     for (;;) {
@@ -188,13 +196,13 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
         co_await st->call.writes_done();
         continue;
       }
-      if (st->ended && !st->reader_reading) break;
+      if ((st->ended || st->connection_gone) && !st->reader_reading) break;
       co_await st->main_signal.wait();
     }
     st->over = true;
     st->reader_signal.notify();
     while (!st->reader_exited) co_await st->main_signal.wait();
-    status = co_await st->call.finish();  // ended: at once
+    status = co_await st->call.finish();  // ended: at once; the connection gone: what the stream left
   }
   fail_remaining(*st);
   st->done.store(true);
@@ -214,7 +222,9 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
 
 ClientStream Client::start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor) {
   if (!reactor) throw std::invalid_argument("grpc::Client::start: a null reactor");
+  if (reactor->stream_) throw std::logic_error("grpc::Client::start: the reactor has a call already (one per call)");
   auto st = std::make_shared<State>(shared_from_this());
+  reactor->stream_.emplace(st);  // before anything can reach the reactor
   st->reactor = std::move(reactor);
   // Started from a loop task even on the loop: the reactor hears nothing before start() returned.
   const bool posted = loop().try_execute(
@@ -222,6 +232,7 @@ ClientStream Client::start(std::string method, CallOptions options, std::shared_
         spawn_detached(st->loop, run_call(st, std::move(method), std::move(options)));
       }));
   if (!posted) {
+    st->reactor->stream_.reset();
     st->reactor.reset();
     throw RejectedExecutionError("grpc::Client::start: the connection's event loop has terminated");
   }

@@ -96,6 +96,16 @@ struct ClientOptions {
 
 class Client;
 class ClientCallAccess;
+
+namespace detail {
+// Told when the connection under a call has closed (the callback form's calls, which may not be
+// reading or writing then). Loop thread only.
+class ConnectionCloseWatcher {
+ public:
+  virtual ~ConnectionCloseWatcher() = default;
+  virtual void connection_closed() noexcept = 0;
+};
+}  // namespace detail
 class ClientReactor;
 class ClientStream;
 
@@ -177,8 +187,9 @@ class Client : public std::enable_shared_from_this<Client> {
   /// Thread-safe. Starts a call of `method` in callback form, any shape (client_reactor.h, which
   /// defines ClientStream): `reactor`'s methods run on the connection's loop, never inside this
   /// call. Metadata call() refuses (InvalidMetadata) ends the call INVALID_ARGUMENT (on_done). The
-  /// client is kept alive until on_done. Throws RejectedExecutionError when the connection's loop
-  /// has terminated, std::invalid_argument for a null reactor.
+  /// client is kept alive until on_done. The reactor's stream() is the returned handle. Throws
+  /// RejectedExecutionError when the connection's loop has terminated, std::invalid_argument for a null
+  /// reactor, std::logic_error for a reactor that has a call already.
   ClientStream start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor);
 
   /// The connection's event loop, where calls are made and used.
@@ -192,12 +203,20 @@ class Client : public std::enable_shared_from_this<Client> {
   Client(std::shared_ptr<http2::Client> http2, Options options) noexcept
       : http2_(std::move(http2)), options_(std::move(options)) {}
 
+  /// Loop thread only. For the callback form: `watcher` hears when the connection closes (at once,
+  /// from a loop task, when it has).
+  void watch_close(std::weak_ptr<detail::ConnectionCloseWatcher> watcher);
+
  private:
   std::shared_ptr<http2::Client> http2_;
   Options options_;
   Task<> unary_to(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done);
 
   std::string scratch_;  // grpc-timeout's value while a call's fields are built
+  std::vector<std::weak_ptr<detail::ConnectionCloseWatcher>> close_watchers_;  // loop thread
+  std::size_t close_watchers_pruned_at_ = 0;  // their count after the last pruning
+  bool close_watched_ = false;                // the channel's close future has our listener
+  bool connection_closed_ = false;
 };
 
 }  // namespace weft::grpc
