@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "client_call_state.h"
-#include "loop_signal.h"
+#include "reactor_wakes.h"
 #include "next_turn.h"
 #include "weft/codec/grpc/metadata.h"
 #include "weft/core/error.h"
@@ -31,7 +31,7 @@ constexpr std::uint32_t kWritesPerTurn = 64;  // messages written in a row befor
 
 struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_from_this<ClientStream::State> {
   explicit State(std::shared_ptr<Client> c)
-      : client(std::move(c)), loop(client->loop()), main_signal(loop), reader_signal(loop) {}
+      : client(std::move(c)), loop(client->loop()), wakes(loop) {}
 
   // Runs `request` on the loop: now when called there, else queued (dropped once the loop ended).
   template <class F>
@@ -40,7 +40,8 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
       request(*self);
     } else {
       (void)loop.try_execute(UniqueFunction<void()>([self = std::move(self), request = std::move(request)]() mutable {
-        request(*self);
+        State& st = *self;
+        st.wakes.from_task([&] { request(st); });
       }));
     }
   }
@@ -48,15 +49,17 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
   // A reactor method; one that throws cancels the call (and is logged).
   template <class F>
   void invoke(F method) noexcept {
+    wakes.enter_method();
     try {
       method(*reactor);
-      return;
     } catch (const std::exception& e) {
       log(LogLevel::warn, "grpc client reactor threw (the call is cancelled): {}", e.what());
+      request_cancel();
     } catch (...) {
       log(LogLevel::warn, "grpc client reactor threw (the call is cancelled)");
+      request_cancel();
     }
-    request_cancel();
+    wakes.leave_method();
   }
 
   // Cancels from a loop task (never inside a reactor method): the stream's reset wakes a write that
@@ -66,14 +69,14 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
       if (self->done.load()) return;
       self->cancel_wanted = true;  // for a call not started yet
       self->call.cancel();
-      self->main_signal.notify();
+      self->wakes.main.resume_now();  // a loop task: nothing of the call is on the stack
     }));
   }
 
   // The connection closed: the call is over even if nothing reads or writes (finish() says how).
   void connection_closed() noexcept override {
     connection_gone = true;
-    main_signal.notify();
+    wakes.main.notify();  // from the close future's listener
   }
 
   std::shared_ptr<Client> client;  // dropped after on_done
@@ -88,8 +91,7 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
   std::atomic<bool> writes_done_called{false};
   std::atomic<bool> done{false};  // on_done was called: requests do nothing
   // Loop thread.
-  detail::LoopSignal main_signal;
-  detail::LoopSignal reader_signal;
+  detail::ReactorWakes wakes;
   bool read_wanted = false;
   std::optional<ByteBuf> write_wanted;
   bool writes_done_wanted = false;
@@ -108,7 +110,7 @@ using State = ClientStream::State;
 
 Task<> read_loop(std::shared_ptr<State> st) {
   for (;;) {
-    while (!st->read_wanted && !st->over) co_await st->reader_signal.wait();
+    while (!st->read_wanted && !st->over) co_await st->wakes.reader.wait();
     if (st->over) break;  // a read wanted now is failed by the main coroutine
     st->reader_reading = true;
     std::optional<ByteBuf> message = co_await st->call.read();  // failures end the call: nullopt
@@ -121,11 +123,11 @@ Task<> read_loop(std::shared_ptr<State> st) {
     }
     // The call may have ended during the read (a cancel in its yield to the loop): main waits for
     // the reader to be idle.
-    if (st->ended) st->main_signal.notify();
+    if (st->ended) st->wakes.wake_main();
     st->invoke([&message](ClientReactor& r) { r.on_read_done(std::move(message)); });
   }
   st->reader_exited = true;
-  st->main_signal.notify();
+  st->wakes.main.notify();  // main waits for this at the end (the reader's frame ends first)
 }
 
 // Fails what the reactor asked for after the call was over, until nothing is outstanding.
@@ -163,7 +165,7 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
     ClientCallAccess::on_end(st->call, [weak] {
       if (auto s = weak.lock()) {
         s->ended = true;
-        s->main_signal.notify();
+        s->wakes.main.notify();  // from inside the call's read or write, or its deadline
       }
     });
     st->client->watch_close(std::weak_ptr<detail::ConnectionCloseWatcher>(st));
@@ -197,11 +199,11 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
         continue;
       }
       if ((st->ended || st->connection_gone) && !st->reader_reading) break;
-      co_await st->main_signal.wait();
+      co_await st->wakes.main.wait();
     }
     st->over = true;
-    st->reader_signal.notify();
-    while (!st->reader_exited) co_await st->main_signal.wait();
+    st->wakes.reader.resume_now();  // a parked reader sees `over` and ends
+    while (!st->reader_exited) co_await st->wakes.main.wait();
     status = co_await st->call.finish();  // ended: at once; the connection gone: what the stream left
   }
   fail_remaining(*st);
@@ -246,8 +248,8 @@ void ClientStream::start_read() {
   state_->on_loop(state_, [](State& st) {
     if (st.done.load()) return;
     st.read_wanted = true;
-    st.reader_signal.notify();
-    if (st.over) st.main_signal.notify();
+    st.wakes.wake_reader();
+    if (st.over) st.wakes.wake_main();
   });
 }
 
@@ -261,7 +263,7 @@ void ClientStream::start_write(ByteBuf message) {
   state_->on_loop(state_, [message = std::move(message)](State& st) mutable {
     if (st.done.load()) return;
     st.write_wanted.emplace(std::move(message));
-    st.main_signal.notify();
+    st.wakes.wake_main();
   });
 }
 
@@ -270,7 +272,7 @@ void ClientStream::writes_done() {
   state_->on_loop(state_, [](State& st) {
     if (st.done.load()) return;
     st.writes_done_wanted = true;
-    st.main_signal.notify();
+    st.wakes.wake_main();
   });
 }
 

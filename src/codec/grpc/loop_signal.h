@@ -1,6 +1,6 @@
 #pragma once
-// A wake-up for one coroutine on an event loop: wait() parks it, notify() resumes it from the
-// loop's task queue (never inside the notifier, which may be a callback of the same call). The
+// A wake-up for one coroutine on an event loop: wait() parks it; notify() resumes it from the
+// loop's task queue (never inside the notifier, which may be user code), resume_now() at once. The
 // coroutine checks its conditions again after each wake-up. Loop thread only.
 
 #include <coroutine>
@@ -23,6 +23,13 @@ class LoopSignal {
   };
   // Parks the caller until the next notify() (one waiter at a time).
   Awaiter wait() noexcept { return Awaiter{*this}; }
+
+  // Resumes the waiter, if any, now, inside the caller: only where nothing that must not nest is on
+  // the stack (a loop task, or the other coroutine of the same call between reactor methods).
+  void resume_now() {
+    if (!waiter_) return;
+    std::exchange(waiter_, {}).resume();
+  }
 
   // Resumes the waiter, if any, on the loop's next turn. On a terminated loop it stays parked.
   void notify() noexcept {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "loop_signal.h"
+#include "reactor_wakes.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
 #include "weft/core/spawn.h"
@@ -25,7 +25,7 @@ class ReactorDriver {
 };
 
 struct ServerStream::State {
-  explicit State(ServerCall& c) : call(&c), loop(c.loop()), main_signal(loop), reader_signal(loop) {}
+  explicit State(ServerCall& c) : call(&c), loop(c.loop()), wakes(loop) {}
 
   // Runs `request` on the loop: now when called there, else queued (dropped once the loop ended).
   template <class F>
@@ -34,7 +34,8 @@ struct ServerStream::State {
       request(*self);
     } else {
       (void)loop.try_execute(UniqueFunction<void()>([self = std::move(self), request = std::move(request)]() mutable {
-        request(*self);
+        State& st = *self;
+        st.wakes.from_task([&] { request(st); });
       }));
     }
   }
@@ -42,6 +43,7 @@ struct ServerStream::State {
   // A reactor method; what it throws ends the call (the first failure counts).
   template <class F>
   void invoke(F method) noexcept {
+    wakes.enter_method();
     try {
       method(*reactor);
     } catch (const StatusError& e) {
@@ -51,10 +53,11 @@ struct ServerStream::State {
     } catch (...) {
       fail(Status(StatusCode::unknown, "the reactor threw"));
     }
+    wakes.leave_method();
   }
   void fail(Status status) noexcept {
     if (!failure) failure = std::move(status);
-    main_signal.notify();
+    wakes.wake_main();
   }
 
   ServerCall* call;
@@ -67,8 +70,7 @@ struct ServerStream::State {
   std::atomic<bool> writes_ended{false};  // a write failed: the call has ended
   std::atomic<bool> finish_called{false};
   // Loop thread.
-  detail::LoopSignal main_signal;
-  detail::LoopSignal reader_signal;
+  detail::ReactorWakes wakes;
   bool read_wanted = false;
   struct Write {
     ByteBuf message;
@@ -103,7 +105,7 @@ Status status_of(std::exception_ptr error) {
 
 Task<> read_loop(std::shared_ptr<State> st) {
   for (;;) {
-    while (!st->read_wanted && !st->over) co_await st->reader_signal.wait();
+    while (!st->read_wanted && !st->over) co_await st->wakes.reader.wait();
     if (st->over) break;  // a read wanted now is failed by the main coroutine
     std::optional<ByteBuf> message;
     st->reader_reading = true;
@@ -119,7 +121,7 @@ Task<> read_loop(std::shared_ptr<State> st) {
     st->invoke([&message](ServerReactor& r) { r.on_read_done(std::move(message)); });
   }
   st->reader_exited = true;
-  st->main_signal.notify();
+  st->wakes.main.notify();  // main waits for this at the end (the reader's frame ends first)
 }
 
 // Fails what the reactor asked for after the call was over, until nothing is outstanding.
@@ -147,7 +149,7 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
   if (!st->reactor) throw StatusError(Status(StatusCode::internal, "the method made no reactor"));
   std::weak_ptr<State> weak = st;
   ReactorDriver::on_end(call, [weak] {
-    if (auto s = weak.lock()) s->main_signal.notify();
+    if (auto s = weak.lock()) s->wakes.main.notify();  // from anywhere (a reset read by the codec)
   });
   spawn_detached(call.loop(), read_loop(st));
 
@@ -192,14 +194,14 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
       break;
     }
     if (call.cancelled()) break;
-    co_await st->main_signal.wait();
+    co_await st->wakes.main.wait();
   }
 
   ReactorDriver::stop_listening(call);
   st->over = true;
   if (st->reader_reading) ReactorDriver::close(call);
-  st->reader_signal.notify();
-  while (!st->reader_exited) co_await st->main_signal.wait();
+  st->wakes.reader.resume_now();  // a parked reader sees `over` and ends
+  while (!st->reader_exited) co_await st->wakes.main.wait();
   fail_remaining(*st);
   st->done.store(true);
   try {
@@ -219,8 +221,8 @@ void ServerStream::start_read() {
   state_->on_loop(state_, [](State& st) {
     if (st.done) return;
     st.read_wanted = true;
-    st.reader_signal.notify();
-    if (st.over) st.main_signal.notify();
+    st.wakes.wake_reader();
+    if (st.over) st.wakes.wake_main();
   });
 }
 
@@ -243,7 +245,7 @@ void ServerStream::request_write(ByteBuf message, WriteOptions options, bool fra
   state_->on_loop(state_, [message = std::move(message), options, framed](State& st) mutable {
     if (st.done.load()) return;
     st.write_wanted.emplace(State::Write{std::move(message), options, framed});
-    st.main_signal.notify();
+    st.wakes.wake_main();
   });
 }
 
@@ -252,7 +254,7 @@ void ServerStream::finish(Status status) {
   state_->on_loop(state_, [status = std::move(status)](State& st) mutable {
     if (st.done || st.finish_wanted) return;
     st.finish_wanted = std::move(status);
-    st.main_signal.notify();
+    st.wakes.wake_main();
   });
 }
 
