@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/h2c_server.h"
 #include "support/transports.h"
 #include "weft/codec/grpc/client.h"
 #include "weft/codec/grpc/metadata.h"
@@ -148,13 +149,7 @@ class GrpcClientTest : public test::TransportTest {
     settings.stream_initializer = [chooser = test_service(seen_).stream_chooser()](const http::RequestHead& head) {
       return head.path == "/test.Raw/BadBin" ? http2::StreamInitializer(bad_binary_head) : chooser(head);
     };
-    server_ = ServerBootstrap()
-                  .group(loops_)
-                  .child_handler([settings](Channel& ch) {
-                    ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
-                  })
-                  .bind(SocketAddress::loopback(0))
-                  .get();
+    server_ = test::serve_h2c(loops_, settings);
     client_ = Client::connect(loops_, server_->local_address()).get();
   }
   void TearDown() override {

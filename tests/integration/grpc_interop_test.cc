@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 
+#include "../../examples/grpc/bench_service.h"
 #include "support/grpc_peer.h"
 #include "support/shell.h"
 #include "support/transports.h"
@@ -103,46 +104,6 @@ ServiceRegistry benchmark_service() {
     const std::size_t size = response_size(*request);
     for (;;) co_await call.write(simple_response(size));  // until the client cancels (CallEnded)
   });
-  return services;
-}
-
-// The same service in callback form (server_reactor.h): one reactor for the three methods.
-class BenchReactor final : public ServerReactor {
- public:
-  BenchReactor(ServerStream stream, bool stream_forever) : stream_(std::move(stream)), forever_(stream_forever) {
-    stream_.start_read();
-  }
-  void on_read_done(std::optional<ByteBuf> request) override {
-    if (!request) {
-      if (!forever_) stream_.finish({});
-      return;
-    }
-    size_ = response_size(*request);
-    stream_.start_write(simple_response(size_));
-  }
-  void on_write_done(bool ok) override {
-    if (!ok) return;
-    if (forever_) {
-      stream_.start_write(simple_response(size_));  // until the client cancels
-    } else {
-      stream_.start_read();  // UnaryCall: the next read gives nullopt; StreamingCall: the next request
-    }
-  }
-
- private:
-  ServerStream stream_;
-  bool forever_;
-  std::size_t size_ = 0;
-};
-
-ServiceRegistry reactor_benchmark_service() {
-  ServiceRegistry services;
-  for (const char* method : {"UnaryCall", "StreamingCall"}) {
-    services.add_reactor(std::string("/grpc.testing.BenchmarkService/") + method,
-                         [](ServerStream s) { return std::make_shared<BenchReactor>(std::move(s), false); });
-  }
-  services.add_reactor("/grpc.testing.BenchmarkService/StreamingFromServer",
-                       [](ServerStream s) { return std::make_shared<BenchReactor>(std::move(s), true); });
   return services;
 }
 
@@ -247,7 +208,7 @@ WEFT_ON_EVERY_TRANSPORT(GrpcInteropTest);
 // The same served by reactors (the callback form).
 class GrpcInteropReactorTest : public GrpcInteropTest {
  protected:
-  void SetUp() override { start(reactor_benchmark_service()); }
+  void SetUp() override { start(bench::reactor_benchmark_service()); }  // weft-grpc-bench-server --api reactor's
 };
 
 TEST_P(GrpcInteropReactorTest, GrpcClientsUnaryCallsAreAnswered) { expect_calls("unary", 2, 100); }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "support/h2c_server.h"
 #include "support/transports.h"
 #include "weft/codec/grpc/client.h"
 #include "weft/codec/grpc/client_reactor.h"
@@ -313,13 +314,7 @@ class GrpcReactorTest : public test::TransportTest {
     });
     http2::Settings settings;
     settings.stream_initializer = services.stream_chooser();
-    server_ = ServerBootstrap()
-                  .group(loops_)
-                  .child_handler([settings](Channel& ch) {
-                    ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
-                  })
-                  .bind(SocketAddress::loopback(0))
-                  .get();
+    server_ = test::serve_h2c(loops_, settings);
     client_ = Client::connect(loops_, server_->local_address()).get();
   }
   void TearDown() override {
@@ -747,13 +742,7 @@ TEST_P(GrpcReactorTest, AWriteThatFailsOtherwiseEndsTheCallWithItsErrorAndTheRea
   services.add_reactor("/test.R/Echo", [seen](ServerStream s) { return std::make_shared<Echo>(std::move(s), seen); });
   http2::Settings settings;
   settings.stream_initializer = services.stream_chooser();
-  ChannelPtr server = ServerBootstrap()
-                          .group(loops_)
-                          .child_handler([settings](Channel& ch) {
-                            ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
-                          })
-                          .bind(SocketAddress::loopback(0))
-                          .get();
+  ChannelPtr server = test::serve_h2c(loops_, settings);
   std::shared_ptr<Client> client = Client::connect(loops_, server->local_address()).get();
   Future<std::string> answer = spawn(client->loop(), unary_text(*client, "/test.R/Echo", "compress me"));
   ASSERT_TRUE(answer.wait_for(60s));

@@ -33,19 +33,6 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
   explicit State(std::shared_ptr<Client> c)
       : client(std::move(c)), loop(client->loop()), wakes(loop) {}
 
-  // Runs `request` on the loop: now when called there, else queued (dropped once the loop ended).
-  template <class F>
-  void on_loop(std::shared_ptr<State> self, F request) {
-    if (loop.in_loop()) {
-      request(*self);
-    } else {
-      (void)loop.try_execute(UniqueFunction<void()>([self = std::move(self), request = std::move(request)]() mutable {
-        State& st = *self;
-        st.wakes.from_task([&] { request(st); });
-      }));
-    }
-  }
-
   // A reactor method; one that throws cancels the call (and is logged).
   template <class F>
   void invoke(F method) noexcept {
@@ -130,23 +117,6 @@ Task<> read_loop(std::shared_ptr<State> st) {
   st->wakes.main.notify();  // main waits for this at the end (the reader's frame ends first)
 }
 
-// Fails what the reactor asked for after the call was over, until nothing is outstanding.
-void fail_remaining(State& st) {
-  while (st.read_wanted || st.write_wanted) {
-    if (st.write_wanted) {
-      st.write_wanted.reset();
-      st.write_outstanding.store(false);
-      st.writes_ended.store(true);
-      st.invoke([](ClientReactor& r) { r.on_write_done(false); });
-    } else {
-      st.read_wanted = false;
-      st.read_outstanding.store(false);
-      st.reads_ended.store(true);
-      st.invoke([](ClientReactor& r) { r.on_read_done(std::nullopt); });
-    }
-  }
-}
-
 // The call from its start to on_done.
 Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions options) {
   std::optional<Status> refused;
@@ -206,7 +176,7 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
     while (!st->reader_exited) co_await st->wakes.main.wait();
     status = co_await st->call.finish();  // ended: at once; the connection gone: what the stream left
   }
-  fail_remaining(*st);
+  detail::fail_remaining(*st);
   st->done.store(true);
   try {
     st->reactor->on_done(status);
@@ -245,7 +215,7 @@ void ClientStream::start_read() {
   if (state_->done.load()) return;
   if (state_->reads_ended.load()) throw std::logic_error("grpc::ClientStream::start_read after a read gave nullopt");
   if (state_->read_outstanding.exchange(true)) throw std::logic_error("grpc::ClientStream::start_read: a read is outstanding");
-  state_->on_loop(state_, [](State& st) {
+  detail::run_request(state_, [](State& st) {
     if (st.done.load()) return;
     st.read_wanted = true;
     st.wakes.wake_reader();
@@ -260,7 +230,7 @@ void ClientStream::start_write(ByteBuf message) {
   if (state_->write_outstanding.exchange(true)) {
     throw std::logic_error("grpc::ClientStream::start_write: a write is outstanding");
   }
-  state_->on_loop(state_, [message = std::move(message)](State& st) mutable {
+  detail::run_request(state_, [message = std::move(message)](State& st) mutable {
     if (st.done.load()) return;
     st.write_wanted.emplace(std::move(message));
     st.wakes.wake_main();
@@ -269,7 +239,7 @@ void ClientStream::start_write(ByteBuf message) {
 
 void ClientStream::writes_done() {
   if (state_->writes_done_called.exchange(true)) return;
-  state_->on_loop(state_, [](State& st) {
+  detail::run_request(state_, [](State& st) {
     if (st.done.load()) return;
     st.writes_done_wanted = true;
     st.wakes.wake_main();

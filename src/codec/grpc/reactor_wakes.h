@@ -6,6 +6,10 @@
 // code (outside the reactor's methods) through the loop's task queue. So reactor methods never
 // nest, and a call whose reactor answers from its methods takes no loop task. Loop thread only.
 
+#include <memory>
+#include <optional>
+#include <utility>
+
 #include "loop_signal.h"
 
 namespace weft::grpc::detail {
@@ -58,5 +62,41 @@ class ReactorWakes {
   bool main_pending_ = false;
   bool reader_pending_ = false;
 };
+
+// What the server's and the client's call states share below: `loop`, `wakes`, `invoke(method)`,
+// and the requests wanted / outstanding / ended.
+
+// Runs `request(state)` on the call's loop: now when called there, else from a loop task (dropped
+// once the loop has ended).
+template <class State, class F>
+void run_request(const std::shared_ptr<State>& state, F request) {
+  if (state->loop.in_loop()) {
+    request(*state);
+    return;
+  }
+  (void)state->loop.try_execute(UniqueFunction<void()>([self = state, request = std::move(request)]() mutable {
+    State& st = *self;
+    st.wakes.from_task([&] { request(st); });
+  }));
+}
+
+// Fails what the reactor asked for after the call was over, until nothing is outstanding (a
+// request made from these methods fails too, or throws: a read after nullopt).
+template <class State>
+void fail_remaining(State& st) {
+  while (st.read_wanted || st.write_wanted) {
+    if (st.write_wanted) {
+      st.write_wanted.reset();
+      st.write_outstanding.store(false);
+      st.writes_ended.store(true);
+      st.invoke([](auto& reactor) { reactor.on_write_done(false); });
+    } else {
+      st.read_wanted = false;
+      st.read_outstanding.store(false);
+      st.reads_ended.store(true);
+      st.invoke([](auto& reactor) { reactor.on_read_done(std::nullopt); });
+    }
+  }
+}
 
 }  // namespace weft::grpc::detail

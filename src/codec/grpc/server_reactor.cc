@@ -27,19 +27,6 @@ class ReactorDriver {
 struct ServerStream::State {
   explicit State(ServerCall& c) : call(&c), loop(c.loop()), wakes(loop) {}
 
-  // Runs `request` on the loop: now when called there, else queued (dropped once the loop ended).
-  template <class F>
-  void on_loop(std::shared_ptr<State> self, F request) {
-    if (loop.in_loop()) {
-      request(*self);
-    } else {
-      (void)loop.try_execute(UniqueFunction<void()>([self = std::move(self), request = std::move(request)]() mutable {
-        State& st = *self;
-        st.wakes.from_task([&] { request(st); });
-      }));
-    }
-  }
-
   // A reactor method; what it throws ends the call (the first failure counts).
   template <class F>
   void invoke(F method) noexcept {
@@ -124,23 +111,6 @@ Task<> read_loop(std::shared_ptr<State> st) {
   st->wakes.main.notify();  // main waits for this at the end (the reader's frame ends first)
 }
 
-// Fails what the reactor asked for after the call was over, until nothing is outstanding.
-void fail_remaining(State& st) {
-  while (st.read_wanted || st.write_wanted) {
-    if (st.write_wanted) {
-      st.write_wanted.reset();
-      st.write_outstanding.store(false);
-      st.writes_ended.store(true);
-      st.invoke([](ServerReactor& r) { r.on_write_done(false); });
-    } else {
-      st.read_wanted = false;
-      st.read_outstanding.store(false);
-      st.reads_ended.store(true);
-      st.invoke([](ServerReactor& r) { r.on_read_done(std::nullopt); });
-    }
-  }
-}
-
 }  // namespace
 
 Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
@@ -202,7 +172,7 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
   if (st->reader_reading) ReactorDriver::close(call);
   st->wakes.reader.resume_now();  // a parked reader sees `over` and ends
   while (!st->reader_exited) co_await st->wakes.main.wait();
-  fail_remaining(*st);
+  detail::fail_remaining(*st);
   st->done.store(true);
   try {
     st->reactor->on_done();
@@ -218,7 +188,7 @@ void ServerStream::start_read() {
   if (state_->done.load()) return;
   if (state_->reads_ended.load()) throw std::logic_error("grpc::ServerStream::start_read after a read gave nullopt");
   if (state_->read_outstanding.exchange(true)) throw std::logic_error("grpc::ServerStream::start_read: a read is outstanding");
-  state_->on_loop(state_, [](State& st) {
+  detail::run_request(state_, [](State& st) {
     if (st.done) return;
     st.read_wanted = true;
     st.wakes.wake_reader();
@@ -242,7 +212,7 @@ void ServerStream::request_write(ByteBuf message, WriteOptions options, bool fra
   if (state_->write_outstanding.exchange(true)) {
     throw std::logic_error("grpc::ServerStream::start_write: a write is outstanding");
   }
-  state_->on_loop(state_, [message = std::move(message), options, framed](State& st) mutable {
+  detail::run_request(state_, [message = std::move(message), options, framed](State& st) mutable {
     if (st.done.load()) return;
     st.write_wanted.emplace(State::Write{std::move(message), options, framed});
     st.wakes.wake_main();
@@ -251,7 +221,7 @@ void ServerStream::request_write(ByteBuf message, WriteOptions options, bool fra
 
 void ServerStream::finish(Status status) {
   if (state_->finish_called.exchange(true)) return;
-  state_->on_loop(state_, [status = std::move(status)](State& st) mutable {
+  detail::run_request(state_, [status = std::move(status)](State& st) mutable {
     if (st.done || st.finish_wanted) return;
     st.finish_wanted = std::move(status);
     st.wakes.wake_main();
