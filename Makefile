@@ -42,8 +42,10 @@ run: deps build-release
 demo: deps build-release
 	bash scripts/echo-demo.sh
 
-# The packaging test reuses build/release: it runs once, right after the release tests.
-test: deps test-release test-packaging $(addprefix test-,$(filter-out release,$(TEST_PRESETS))) fuzz
+# Every check, phase by phase, with the table of where the time went (scripts/ci.sh): release,
+# the packaging test (reusing build/release), asan, tsan, fuzz.
+test:
+	bash scripts/ci.sh
 
 bench: run
 

@@ -140,7 +140,7 @@ build_consumer() {
 # may not run (it would leave WEFT_CLI11_INCLUDE in the cache).
 setsid bash -c '
   cmake -S "$1/examples/consumer" -B "$2" -G Ninja -DWEFT_SOURCE_DIR="$1" \
-    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DWEFT_UNITY_BUILD=ON \
     -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
     -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON > "$2.configure.log" 2>&1 || exit 10
   cmake --build "$2" -j "$3" > "$2.build.log" 2>&1 || exit 11

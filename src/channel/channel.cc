@@ -11,16 +11,6 @@ namespace {
 
 std::atomic<std::uint64_t> g_next_channel_id{1};
 
-std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "non-standard exception";
-  }
-}
-
 }  // namespace
 
 Channel::Channel(EventLoop& loop, ChannelConfig config, ByteBufAllocator& allocator)
@@ -271,7 +261,7 @@ void Channel::on_unhandled_read(MessageRef message) {
 }
 
 void Channel::on_unhandled_exception(std::exception_ptr error) {
-  log(LogLevel::warn, "channel {}: an exception reached the tail of the pipeline: {}", id_, describe(error));
+  log(LogLevel::warn, "channel {}: an exception reached the tail of the pipeline: {}", id_, describe_exception(error));
 }
 
 void Channel::head_write(MessageRef message) {

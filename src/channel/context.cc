@@ -4,20 +4,11 @@
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/pipeline.h"
+#include "weft/core/error.h"
 #include "weft/core/log.h"
 
 namespace weft {
 namespace {
-
-std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "non-standard exception";
-  }
-}
 
 // Bytes an event queued for an executor counts for.
 std::size_t queued_size(MessageRef message) noexcept {
@@ -57,17 +48,17 @@ void Context::handle_inbound_exception(std::exception_ptr error) noexcept {
     handler_->exception_caught(*this, error);
   } catch (...) {
     log(LogLevel::error, "handler '{}' threw from exception_caught while handling '{}': {}", cold_->name,
-        describe(error), describe(std::current_exception()));
+        describe_exception(error), describe_exception(std::current_exception()));
   }
 }
 
 void Context::handle_outbound_exception(std::exception_ptr error) noexcept {
-  log(LogLevel::debug, "outbound operation failed in handler '{}': {}", cold_->name, describe(error));
+  log(LogLevel::debug, "outbound operation failed in handler '{}': {}", cold_->name, describe_exception(error));
   if (offload_ != nullptr && off_loop()) [[unlikely]] {
     try {
       to_loop([this, error] { pipeline_.fire_exception(error); });
     } catch (...) {
-      log(LogLevel::warn, "handler '{}': exception dropped: {}", cold_->name, describe(error));
+      log(LogLevel::warn, "handler '{}': exception dropped: {}", cold_->name, describe_exception(error));
     }
     return;
   }
@@ -156,8 +147,8 @@ void Context::fire_exception(std::exception_ptr error) {
     try {
       c->handler_->exception_caught(*c, e);
     } catch (...) {
-      log(LogLevel::error, "handler '{}' threw from exception_caught while handling '{}': {}", c->cold_->name, describe(e),
-          describe(std::current_exception()));
+      log(LogLevel::error, "handler '{}' threw from exception_caught while handling '{}': {}", c->cold_->name, describe_exception(e),
+          describe_exception(std::current_exception()));
     }
   };
   if (c->offload_ != nullptr) [[unlikely]] {

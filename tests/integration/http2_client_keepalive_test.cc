@@ -138,11 +138,14 @@ TEST_P(Http2ClientKeepaliveTest, WithoutCallsNoPingLeavesByDefault) {
   };
   client->loop().execute([tick] { (*tick)(); });
   ASSERT_TRUE(waited.future().wait_for(60s));
-  // Then one request: the PINGs start while it is outstanding.
+  // Not one PING in those fifty periods.
+  EXPECT_EQ(seen->pings.load(), 0) << "a PING before the request";
+  // Then one request: the PINGs start while it is outstanding. (Counted before it, not after the
+  // first PING: at 1 ms a loaded machine lets several arrive before this thread looks.)
   seen->wanted = 1;
   Future<http::HttpClientResponse> response = client->request(http::HttpClientRequest("GET", "/never"));
   ASSERT_TRUE(seen->enough.future().wait_for(60s));
-  EXPECT_EQ(seen->pings.load(), 1) << "no PING before the request";
+  EXPECT_GE(seen->pings.load(), 1);
   *tick = nullptr;
   client->close().wait();
   server->close().wait();

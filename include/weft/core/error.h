@@ -3,6 +3,7 @@
 /// Error types. Exceptions are for programming errors and setup failures; I/O outcomes arrive as
 /// failed futures or exception events carrying these types.
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -76,5 +77,9 @@ class IoError : public std::system_error {
   IoError(int errno_value, const std::string& what)
       : std::system_error(errno_value, std::system_category(), what) {}
 };
+
+/// The message of the exception `error` holds: its what(), or "non-standard exception" for one not
+/// derived from std::exception. Thread-safe.
+std::string describe_exception(const std::exception_ptr& error);
 
 }  // namespace weft

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "client_call_state.h"
+#include "message_copy.h"
 #include "next_turn.h"
 #include "weft/codec/grpc/metadata.h"
 #include "weft/core/error.h"
@@ -14,10 +15,6 @@ namespace weft::grpc {
 namespace {
 
 constexpr std::uint32_t kReadsPerTurn = 64;  // messages read in a row before the loop takes a turn
-
-// Below this a message is copied behind its prefix (one chunk); from it the message is queued by
-// reference after a prefix of its own.
-constexpr std::size_t kCopyBelowBytes = 8 * 1024;
 
 const http2::Fields& no_fields() {
   static const http2::Fields empty;
@@ -125,7 +122,7 @@ Task<bool> ClientCall::write(ByteBuf message) {
     if (st->compression.algorithm != Compression::identity && n >= st->compression.min_bytes) {
       // Compressed (or, when it does not shrink, flag 0) into one new buffer.
       co_await st->stream.write(frame_compressed(message, st->compression, *st->loop_allocator));
-    } else if (n < kCopyBelowBytes) {
+    } else if (n < detail::kCopyBelowBytes) {
       co_await st->stream.write(frame_message(message));
     } else {
       ByteBuf prefix = st->loop_allocator->buffer(kMessagePrefixBytes);

@@ -13,6 +13,7 @@
 #include "reactor_wakes.h"
 #include "next_turn.h"
 #include "weft/codec/grpc/metadata.h"
+#include "weft/codec/grpc/server_call.h"  // kWritesPerTurn: the same turn-taking on both sides
 #include "weft/core/error.h"
 #include "weft/core/log.h"
 #include "weft/core/spawn.h"
@@ -24,10 +25,6 @@ class ClientCallAccess {
  public:
   static void on_end(ClientCall& call, UniqueFunction<void()> listener) { call.state_->on_end = std::move(listener); }
 };
-
-namespace {
-constexpr std::uint32_t kWritesPerTurn = 64;  // messages written in a row before the loop takes a turn
-}  // namespace
 
 struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_from_this<ClientStream::State> {
   explicit State(std::shared_ptr<Client> c)
@@ -93,9 +90,9 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
 
 namespace {
 
-using State = ClientStream::State;
+using ClientState = ClientStream::State;
 
-Task<> read_loop(std::shared_ptr<State> st) {
+Task<> read_responses(std::shared_ptr<ClientState> st) {
   for (;;) {
     while (!st->read_wanted && !st->over) co_await st->wakes.reader.wait();
     if (st->over) break;  // a read wanted now is failed by the main coroutine
@@ -118,7 +115,7 @@ Task<> read_loop(std::shared_ptr<State> st) {
 }
 
 // The call from its start to on_done.
-Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions options) {
+Task<> run_call(std::shared_ptr<ClientState> st, std::string method, CallOptions options) {
   std::optional<Status> refused;
   try {
     st->call = st->client->call(method, options);
@@ -131,7 +128,7 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
   if (refused) {
     status = std::move(*refused);
   } else {
-    std::weak_ptr<State> weak = st;
+    std::weak_ptr<ClientState> weak = st;
     ClientCallAccess::on_end(st->call, [weak] {
       if (auto s = weak.lock()) {
         s->ended = true;
@@ -139,7 +136,7 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
       }
     });
     st->client->watch_close(std::weak_ptr<detail::ConnectionCloseWatcher>(st));
-    spawn_detached(st->loop, read_loop(st));
+    spawn_detached(st->loop, read_responses(st));
     std::uint32_t writes_this_turn = 0;
     for (;;) {
       if (st->cancel_wanted) {
@@ -195,7 +192,7 @@ Task<> run_call(std::shared_ptr<State> st, std::string method, CallOptions optio
 ClientStream Client::start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor) {
   if (!reactor) throw std::invalid_argument("grpc::Client::start: a null reactor");
   if (reactor->stream_) throw std::logic_error("grpc::Client::start: the reactor has a call already (one per call)");
-  auto st = std::make_shared<State>(shared_from_this());
+  auto st = std::make_shared<ClientState>(shared_from_this());
   reactor->stream_.emplace(st);  // before anything can reach the reactor
   st->reactor = std::move(reactor);
   // Started from a loop task even on the loop: the reactor hears nothing before start() returned.
@@ -215,7 +212,7 @@ void ClientStream::start_read() {
   if (state_->done.load()) return;
   if (state_->reads_ended.load()) throw std::logic_error("grpc::ClientStream::start_read after a read gave nullopt");
   if (state_->read_outstanding.exchange(true)) throw std::logic_error("grpc::ClientStream::start_read: a read is outstanding");
-  detail::run_request(state_, [](State& st) {
+  detail::run_request(state_, [](ClientState& st) {
     if (st.done.load()) return;
     st.read_wanted = true;
     st.wakes.wake_reader();
@@ -230,7 +227,7 @@ void ClientStream::start_write(ByteBuf message) {
   if (state_->write_outstanding.exchange(true)) {
     throw std::logic_error("grpc::ClientStream::start_write: a write is outstanding");
   }
-  detail::run_request(state_, [message = std::move(message)](State& st) mutable {
+  detail::run_request(state_, [message = std::move(message)](ClientState& st) mutable {
     if (st.done.load()) return;
     st.write_wanted.emplace(std::move(message));
     st.wakes.wake_main();
@@ -239,7 +236,7 @@ void ClientStream::start_write(ByteBuf message) {
 
 void ClientStream::writes_done() {
   if (state_->writes_done_called.exchange(true)) return;
-  detail::run_request(state_, [](State& st) {
+  detail::run_request(state_, [](ClientState& st) {
     if (st.done.load()) return;
     st.writes_done_wanted = true;
     st.wakes.wake_main();

@@ -4,6 +4,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "message_copy.h"
 #include "next_turn.h"
 #include "weft/codec/grpc/timeout.h"
 #include "weft/core/unique_function.h"
@@ -11,10 +12,6 @@
 namespace weft::grpc {
 
 namespace {
-// Below this a message is copied behind its prefix (one DATA chunk); from it the message leaves by
-// reference after a prefix of its own (the codec frames large chunks without copying them).
-constexpr std::size_t kCopyBelowBytes = 8 * 1024;
-
 std::string describe(const Status& status) {
   return "gRPC call ended: " + std::string(status_code_name(status.code)) +
          (status.message.empty() ? "" : ": " + status.message);
@@ -219,7 +216,7 @@ Task<> ServerCall::write(ByteBuf message, WriteOptions options) {
     co_await after_message_written(options);
     co_return;
   }
-  if (n < kCopyBelowBytes) {
+  if (n < detail::kCopyBelowBytes) {
     ByteBuf framed = frame_message(message, allocator());
     message = ByteBuf();
     co_await write_framed(std::move(framed), options);

@@ -76,7 +76,7 @@ struct ServerStream::State {
 
 namespace {
 
-using State = ServerStream::State;
+using ServerState = ServerStream::State;
 
 Status status_of(std::exception_ptr error) {
   try {
@@ -90,7 +90,7 @@ Status status_of(std::exception_ptr error) {
   }
 }
 
-Task<> read_loop(std::shared_ptr<State> st) {
+Task<> read_requests(std::shared_ptr<ServerState> st) {
   for (;;) {
     while (!st->read_wanted && !st->over) co_await st->wakes.reader.wait();
     if (st->over) break;  // a read wanted now is failed by the main coroutine
@@ -114,14 +114,14 @@ Task<> read_loop(std::shared_ptr<State> st) {
 }  // namespace
 
 Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
-  auto st = std::make_shared<State>(call);
+  auto st = std::make_shared<ServerState>(call);
   st->reactor = factory(ServerStream(st));
   if (!st->reactor) throw StatusError(Status(StatusCode::internal, "the method made no reactor"));
-  std::weak_ptr<State> weak = st;
+  std::weak_ptr<ServerState> weak = st;
   ReactorDriver::on_end(call, [weak] {
     if (auto s = weak.lock()) s->wakes.main.notify();  // from anywhere (a reset read by the codec)
   });
-  spawn_detached(call.loop(), read_loop(st));
+  spawn_detached(call.loop(), read_requests(st));
 
   for (;;) {
     if (call.cancelled() && !st->cancel_told) {
@@ -130,7 +130,7 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
       continue;
     }
     if (st->write_wanted) {
-      State::Write write = std::move(*st->write_wanted);
+      ServerState::Write write = std::move(*st->write_wanted);
       st->write_wanted.reset();
       bool ok = false;
       if (!call.cancelled() && !call.finished()) {
@@ -188,7 +188,7 @@ void ServerStream::start_read() {
   if (state_->done.load()) return;
   if (state_->reads_ended.load()) throw std::logic_error("grpc::ServerStream::start_read after a read gave nullopt");
   if (state_->read_outstanding.exchange(true)) throw std::logic_error("grpc::ServerStream::start_read: a read is outstanding");
-  detail::run_request(state_, [](State& st) {
+  detail::run_request(state_, [](ServerState& st) {
     if (st.done) return;
     st.read_wanted = true;
     st.wakes.wake_reader();
@@ -212,7 +212,7 @@ void ServerStream::request_write(ByteBuf message, WriteOptions options, bool fra
   if (state_->write_outstanding.exchange(true)) {
     throw std::logic_error("grpc::ServerStream::start_write: a write is outstanding");
   }
-  detail::run_request(state_, [message = std::move(message), options, framed](State& st) mutable {
+  detail::run_request(state_, [message = std::move(message), options, framed](ServerState& st) mutable {
     if (st.done.load()) return;
     st.write_wanted.emplace(State::Write{std::move(message), options, framed});
     st.wakes.wake_main();
@@ -221,7 +221,7 @@ void ServerStream::request_write(ByteBuf message, WriteOptions options, bool fra
 
 void ServerStream::finish(Status status) {
   if (state_->finish_called.exchange(true)) return;
-  detail::run_request(state_, [status = std::move(status)](State& st) mutable {
+  detail::run_request(state_, [status = std::move(status)](ServerState& st) mutable {
     if (st.done || st.finish_wanted) return;
     st.finish_wanted = std::move(status);
     st.wakes.wake_main();

@@ -2,18 +2,9 @@
 
 #include <algorithm>
 
+#include "field_section.h"
+
 namespace weft::http {
-namespace {
-
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
-
 bool percent_decode_append(std::string_view text, std::string& out, PlusDecoding plus) {
   const bool plus_is_space = plus == PlusDecoding::space;
   std::size_t i = 0;
@@ -29,7 +20,7 @@ bool percent_decode_append(std::string_view text, std::string& out, PlusDecoding
       continue;
     }
     if (text.size() - run < 3) return false;  // '%' needs two hex digits after it
-    const int high = hex_value(text[run + 1]), low = hex_value(text[run + 2]);
+    const int high = detail::hex_value(text[run + 1]), low = detail::hex_value(text[run + 2]);
     if (high < 0 || low < 0) return false;
     out.push_back(static_cast<char>(high * 16 + low));
     i = run + 3;

@@ -15,7 +15,7 @@
 namespace weft {
 namespace {
 
-constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+using socket_ops::kAcceptPause;
 
 }  // namespace
 

@@ -18,8 +18,8 @@
 namespace weft {
 namespace {
 
-constexpr int kMaxIovecs = 256;
-constexpr std::size_t kMaxBytesPerWrite = std::size_t{4} << 20;
+using socket_ops::kMaxBytesPerWrite;
+using socket_ops::kMaxIovecs;
 
 }  // namespace
 

@@ -1,12 +1,21 @@
 #pragma once
 // Small wrappers over socket system calls shared by the transports' channels.
 
+#include <chrono>
+#include <cstddef>
+
 #include "weft/channel/channel_config.h"
 #include "weft/channel/socket_address.h"
 #include "weft/core/clock.h"
 #include "weft/core/error.h"
 
 namespace weft::socket_ops {
+
+// How long a listener stops accepting after accept failed for lack of descriptors or memory.
+inline constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// At most this many buffers and bytes go to the kernel in one gathering write.
+inline constexpr int kMaxIovecs = 256;
+inline constexpr std::size_t kMaxBytesPerWrite = std::size_t{4} << 20;
 
 // A non-blocking, close-on-exec TCP socket. Throws IoError.
 int open_stream_socket(int family);

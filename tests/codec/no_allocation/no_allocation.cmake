@@ -1,4 +1,8 @@
 # Allocation-counting tests replace operator new for their whole program: one executable each.
+# Single-threaded: not in the tsan preset (tests/tsan_scope.cmake says why).
+if(WEFT_SANITIZE STREQUAL "thread")
+  return()
+endif()
 file(GLOB WEFT_CODEC_NO_ALLOCATION_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_test.cc)
 foreach(src IN LISTS WEFT_CODEC_NO_ALLOCATION_TESTS)
   get_filename_component(name ${src} NAME_WE)
