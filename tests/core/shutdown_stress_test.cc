@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/live_count.h"
 #include "weft/core/awaitables.h"
 #include "weft/core/error.h"
 #include "weft/core/event_loop_group.h"
@@ -19,13 +20,7 @@ using namespace std::chrono_literals;
 namespace weft {
 namespace {
 
-// Counts live instances: a frame that is neither resumed nor destroyed keeps one alive.
-struct Held {
-  static inline std::atomic<int> live{0};
-  Held() { live.fetch_add(1, std::memory_order_relaxed); }
-  Held(const Held&) = delete;
-  ~Held() { live.fetch_sub(1, std::memory_order_relaxed); }
-};
+using test::Held;  // a frame that is neither resumed nor destroyed keeps one alive
 
 // A posted task: it either runs, or comes back to the poster; destroyed any other way it is lost.
 struct Token {

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "support/live_count.h"
 #include "weft/core/awaitables.h"
 #include "weft/core/error.h"
 #include "weft/core/event_loop_group.h"
@@ -214,13 +215,7 @@ TEST(FramePoolTest, ListsAreBoundedAndOversizeFramesBypassThem) {
   EXPECT_EQ(frame_pool::thread_stats().cached_bytes, before.cached_bytes);
 }
 
-// Counts live instances: a frame that is never resumed nor destroyed keeps its Held alive.
-struct Held {
-  static inline std::atomic<int> live{0};
-  Held() { ++live; }
-  Held(const Held&) = delete;
-  ~Held() { --live; }
-};
+using test::Held;  // a frame that is never resumed nor destroyed keeps its Held alive
 
 TEST(ShutdownTest, ACoroutineSleepingWhenItsLoopTerminatesIsResumedWithEventLoopTerminatedError) {
   Future<int> f;

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "support/blocking_client.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/codec/line_based_frame_decoder.h"
 #include "weft/codec/string_codec.h"
@@ -77,15 +78,7 @@ class Client {
   int fd_ = -1;
 };
 
-template <class Pred>
-bool eventually(Pred&& pred, std::chrono::milliseconds timeout = 5000ms) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= deadline) return pred();
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using test::eventually;
 
 // Echoes each line with a newline; records whether it ever ran on the channel's loop.
 class ExecutorEcho final : public InboundHandler<std::string> {

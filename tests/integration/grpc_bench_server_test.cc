@@ -1,7 +1,7 @@
 // weft-grpc-bench-server (examples/grpc) as `weft-bench run grpc` runs it, on every transport, with
 // its handlers on the loop (--direct true) and on an executor (--direct false, also without executor
-// thread caches): grpc++'s reference client (shared/peers/grpc, built by its build.sh into
-// $TMPDIR/weft-peer-grpc; the test is skipped, saying why, without grpc++) drives the three methods
+// thread caches): grpc++'s reference client (tests/integration/grpc_peer, built once by
+// support/grpc_peer.h; the test is skipped, saying why, without grpc++) drives the three methods
 // of bench.proto's BenchmarkService -- StreamingFromServer until it cancels, UnaryCall, StreamingCall
 // ping-pong -- with 10 calls on one connection, empty and 1000-byte messages. Every call must
 // succeed, and the server must keep serving after each client went away and stop cleanly on SIGTERM.
@@ -15,14 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "support/grpc_peer.h"
 #include "support/hello_process.h"
 #include "support/shell.h"
 
 #ifndef WEFT_GRPC_BENCH_SERVER_BIN
 #define WEFT_GRPC_BENCH_SERVER_BIN ""  // examples not built: the suite is skipped
-#endif
-#ifndef WEFT_GRPC_PEER_DIR
-#define WEFT_GRPC_PEER_DIR ""
 #endif
 
 using ::testing::HasSubstr;
@@ -31,37 +29,6 @@ namespace weft::test {
 namespace {
 
 std::string run(const std::string& command, int& status) { return run_shell(command + " 2>&1", status); }
-
-// grpc++'s reference client, built once per process; empty with `why` set when it cannot be.
-const std::string& grpc_client(std::string& why, bool& skip) {
-  static std::string why_not;
-  static bool skipped = false;
-  static const std::string client = [] {
-    int status = -1;
-    run("pkg-config --exists grpc++ protobuf && command -v grpc_cpp_plugin && command -v protoc", status);
-    if (status != 0) {
-      skipped = true;
-      why_not = "grpc++ is not installed (apt-get install libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev "
-                "protobuf-compiler pkg-config)";
-      return std::string();
-    }
-    const char* dir = std::getenv("WEFT_GRPC_PEER_DIR");
-    const std::string sources = dir != nullptr ? dir : WEFT_GRPC_PEER_DIR;
-    const char* tmp = std::getenv("TMPDIR");
-    const std::string out = std::string(tmp != nullptr ? tmp : "/tmp") + "/weft-peer-grpc";
-    // flock: test processes that ctest runs side by side build it once.
-    const std::string log =
-        run("mkdir -p " + out + " && flock " + out + "/.lock bash " + sources + "/build.sh " + out, status);
-    if (status != 0) {
-      why_not = "build.sh failed: " + log;
-      return std::string();
-    }
-    return out + "/weft-peer-grpc-client";
-  }();
-  why = why_not;
-  skip = skipped;
-  return client;
-}
 
 struct Config {
   const char* transport;
@@ -79,11 +46,10 @@ class GrpcBenchServerTest : public ::testing::TestWithParam<Config> {
  protected:
   void SetUp() override {
     if (std::string(WEFT_GRPC_BENCH_SERVER_BIN).empty()) GTEST_SKIP() << "weft-grpc-bench-server not built";
-    std::string why;
-    bool skip = false;
-    client_ = grpc_client(why, skip);
-    if (skip) GTEST_SKIP() << why;
-    ASSERT_FALSE(client_.empty()) << why;
+    const GrpcPeer& peer = grpc_peer();
+    if (peer.skip) GTEST_SKIP() << peer.error;
+    ASSERT_TRUE(peer.error.empty()) << peer.error;
+    client_ = peer.client;
     server_.emplace(WEFT_GRPC_BENCH_SERVER_BIN,
                     std::vector<std::string>{"--transport", GetParam().transport, "--direct", GetParam().direct,
                                              "--loops", "1", "--executor-threads", "2", "--executor-thread-cache",

@@ -35,7 +35,7 @@ namespace {
 
 using test::BlockingClient;
 
-ChannelPtr start_echo(EventLoopGroup& group) {
+ChannelPtr start_uring_echo(EventLoopGroup& group) {
   ServerBootstrap b;
   b.group(group).child_handler(
       [](Channel& ch) { ch.pipeline().add_last("echo", std::make_shared<test::BackpressureEcho>()); });
@@ -93,7 +93,7 @@ TEST(IoUringTransportTest, InconsistentOptionsAreRejectedNamingTheOption) {
 TEST(IoUringTransportTest, ChannelsRunOnTheRingWhenTheKernelOffersIt) {
   SKIP_WITHOUT_IO_URING();
   EventLoopGroup group(io_uring(), 1);
-  ChannelPtr server = start_echo(group);
+  ChannelPtr server = start_uring_echo(group);
   EXPECT_NE(std::string(typeid(*server).name()).find("IoUringServerChannel"), std::string::npos)
       << typeid(*server).name();
   BlockingClient client(server->local_address().port());
@@ -110,7 +110,7 @@ TEST(IoUringTransportDeathTest, WhenTheKernelRefusesTheTransportRunsOnEpoll) {
         std::string reason;
         if (IoUringTransport::available(&reason) || reason.find("WEFT_IO_URING") == std::string::npos) std::_Exit(2);
         EventLoopGroup group(io_uring(), 1);
-        ChannelPtr server = start_echo(group);
+        ChannelPtr server = start_uring_echo(group);
         if (std::string(typeid(*server).name()).find("Epoll") == std::string::npos) std::_Exit(3);
         BlockingClient client(server->local_address().port());
         std::_Exit(client.round_trip("over epoll") ? 0 : 4);
@@ -146,7 +146,7 @@ TEST(IoUringTransportTest, AReceiveBufferRingFarSmallerThanTheTrafficStillDelive
   // Two 64-byte buffers for eight clients: receives run out of buffers (ENOBUFS) and are re-armed.
   IoUringTransport tiny({.buffer_count = 2, .buffer_size = 64});
   EventLoopGroup group(tiny, 1);
-  ChannelPtr server = start_echo(group);
+  ChannelPtr server = start_uring_echo(group);
   echo_from_many_clients(server->local_address().port(), 8, 256 * 1024);
 }
 
@@ -154,7 +154,7 @@ TEST(IoUringTransportTest, ZeroCopySendsDeliverEveryByteInOrder) {
   SKIP_WITHOUT_IO_URING();
   IoUringTransport zero_copy({.zero_copy_threshold = 1});
   EventLoopGroup group(zero_copy, 2);
-  ChannelPtr server = start_echo(group);
+  ChannelPtr server = start_uring_echo(group);
   echo_from_many_clients(server->local_address().port(), 4, 2 * 1024 * 1024);
 }
 
