@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -169,6 +170,36 @@ TEST_F(LoopFixture, AwaitingAFutureCompletedOnAnotherThreadResumesOnTheLoop) {
   Promise<int> failing;
   failing.fail(std::runtime_error("no"));
   EXPECT_THROW(run(waiter(failing.future())), std::runtime_error);
+}
+
+// A Future of a move-only value can be awaited (HttpClientResponse is one): the value is moved out.
+// Before, await_resume copied from get()'s const T& and the co_await did not compile.
+TEST_F(LoopFixture, AwaitingAFutureOfAMoveOnlyValueMovesItOut) {
+  auto waiter = [](Future<std::unique_ptr<int>> f) -> Task<std::unique_ptr<int>> {
+    std::unique_ptr<int> v = co_await f;
+    co_return v;
+  };
+  Promise<std::unique_ptr<int>> ready;  // done before the co_await: await_ready's path
+  ready.set_value(std::make_unique<int>(5));
+  Future<std::unique_ptr<int>> first = spawn(loop, waiter(ready.future()));
+  ASSERT_TRUE(first.wait_for(5s));
+  std::unique_ptr<int> five = first.take();
+  ASSERT_NE(five, nullptr);
+  EXPECT_EQ(*five, 5);
+
+  Promise<std::unique_ptr<int>> later;  // completed by another thread while the coroutine waits
+  Future<std::unique_ptr<int>> second = spawn(loop, waiter(later.future()));
+  std::thread([later]() mutable { later.set_value(std::make_unique<int>(9)); }).join();
+  ASSERT_TRUE(second.wait_for(5s));
+  std::unique_ptr<int> nine = second.take();
+  ASSERT_NE(nine, nullptr);
+  EXPECT_EQ(*nine, 9);
+
+  Promise<std::unique_ptr<int>> failing;
+  failing.fail(std::runtime_error("no"));
+  Future<std::unique_ptr<int>> third = spawn(loop, waiter(failing.future()));
+  ASSERT_TRUE(third.wait_for(5s));
+  EXPECT_THROW(third.take(), std::runtime_error);
 }
 
 TEST_F(LoopFixture, OffloadRunsElsewhereAndResumesOnTheLoop) {

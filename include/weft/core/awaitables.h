@@ -97,11 +97,18 @@ class FutureAwaiter {
     future_.add_listener(
         [this, handle, &loop](const Future<T>&) { detail::resume_on(loop, handle, &cancelled_); });
   }
-  /// The future's value, or its error rethrown; EventLoopTerminatedError when the loop terminated first.
+  /// The future's value (a copy; a move-only value is moved out, see Future::take), or its error
+  /// rethrown; EventLoopTerminatedError when the loop terminated first.
   T await_resume() const {
     if (cancelled_) detail::throw_loop_terminated("co_await on a Future");
     if (auto error = future_.error()) std::rethrow_exception(error);
-    if constexpr (!std::is_void_v<T>) return future_.get();
+    if constexpr (std::is_void_v<T>) {
+      return;
+    } else if constexpr (std::is_copy_constructible_v<T>) {
+      return future_.get();
+    } else {
+      return future_.take();
+    }
   }
 
  private:

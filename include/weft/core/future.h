@@ -182,6 +182,17 @@ class Future {
     }
   }
 
+  /// Thread-safe; as wait(). Moves the value out, or rethrows the failure: the way to receive a
+  /// move-only value (co_await uses it for those). For a future with one consumer: the value is taken
+  /// once, and get() on any copy of this future afterwards sees what the move left behind.
+  T take() const
+    requires(!std::is_void_v<T>)
+  {
+    wait();
+    if (state_->error) std::rethrow_exception(state_->error);
+    return std::move(*state_->value);
+  }
+
   /// Thread-safe. `fn(const Future<T>&)` runs on the owning loop once done (at once when done and
   /// called on that loop).
   template <class F>
