@@ -535,5 +535,34 @@ TEST(GrpcFraming, TheDeframerSlicesWholeMessagesAndGathersCutOnes) {
   EXPECT_EQ(frame_message(ByteBuf::copy_of("ab")).to_string(), frame("ab"));
 }
 
+// feed() again before next() drained the last chunk (documented as supported): the messages come out
+// whole and in order, a message cut across three feeds included, and the size limit still holds.
+// Before, feed() copied the rest into a buffer with no storage (std::length_error), and with a
+// partial message held the lengths underflowed past the size check.
+TEST(GrpcFraming, TheDeframerTakesChunksFedBeforeTheLastWasDrained) {
+  MessageDeframer deframer(100);
+  const std::string f3 = frame("three");
+  deframer.feed(ByteBuf::copy_of(frame("one") + frame("two") + f3.substr(0, 3)));
+  EXPECT_EQ(deframer.next()->to_string(), "one");
+  deframer.feed(ByteBuf::copy_of(f3.substr(3, 4)));  // "two" and part of "three" still unread
+  deframer.feed(ByteBuf::copy_of(f3.substr(7) + frame("four")));
+  EXPECT_EQ(deframer.next()->to_string(), "two");
+  EXPECT_EQ(deframer.next()->to_string(), "three");
+  EXPECT_EQ(deframer.next()->to_string(), "four");
+  EXPECT_FALSE(deframer.next());
+  EXPECT_FALSE(deframer.has_partial());
+
+  // A message being gathered (pending) when two more chunks arrive unread.
+  const std::string f5 = frame("fifth message");
+  deframer.feed(ByteBuf::copy_of(f5.substr(0, 2)));
+  EXPECT_FALSE(deframer.next());
+  deframer.feed(ByteBuf::copy_of(f5.substr(2, 6)));
+  deframer.feed(ByteBuf::copy_of(f5.substr(8) + frame(patterned(101))));
+  EXPECT_EQ(deframer.next()->to_string(), "fifth message");
+  EXPECT_FALSE(deframer.next());
+  ASSERT_TRUE(deframer.error());
+  EXPECT_EQ(deframer.error()->code, StatusCode::resource_exhausted);
+}
+
 }  // namespace
 }  // namespace weft::grpc

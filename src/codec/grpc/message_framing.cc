@@ -29,12 +29,17 @@ ByteBuf frame_message(const ByteBuf& message, ByteBufAllocator& allocator) {
 void MessageDeframer::feed(ByteBuf chunk) {
   if (error_ || !chunk.is_readable()) return;
   if (chunk_ && chunk_->is_readable()) {
-    // next() was not called until empty: keep the order by gathering the rest first.
-    ByteBuf rest = std::move(*chunk_);
-    chunk_.reset();
-    pending_.ensure_writable(rest.readable_bytes());
-    std::copy_n(rest.read_ptr(), rest.readable_bytes(), pending_.write_ptr());
-    pending_.advance_writer(rest.readable_bytes());
+    // next() was not called until empty: the new bytes follow what is left of the old chunk, in one
+    // buffer (one copy). pending_ keeps holding only the start of the message being gathered, which
+    // both pieces follow.
+    ByteBuf& rest = *chunk_;
+    ByteBuf merged = default_allocator().buffer(rest.readable_bytes() + chunk.readable_bytes());
+    std::copy_n(rest.read_ptr(), rest.readable_bytes(), merged.write_ptr());
+    merged.advance_writer(rest.readable_bytes());
+    std::copy_n(chunk.read_ptr(), chunk.readable_bytes(), merged.write_ptr());
+    merged.advance_writer(chunk.readable_bytes());
+    chunk_ = std::move(merged);
+    return;
   }
   chunk_ = std::move(chunk);
 }
