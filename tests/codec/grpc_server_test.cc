@@ -19,6 +19,10 @@
 #include "weft/codec/grpc/service_registry.h"
 #include "weft/codec/grpc/status.h"
 #include "weft/codec/grpc/timeout.h"
+#include "weft/core/awaitables.h"
+#include "weft/core/spawn.h"
+#include "weft/core/event_loop_group.h"
+#include "weft/codec/grpc/unary_responder.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http2/server_codec.h"
 
@@ -533,6 +537,38 @@ TEST(GrpcFraming, TheDeframerSlicesWholeMessagesAndGathersCutOnes) {
   ASSERT_TRUE(deframer.error());
   EXPECT_EQ(deframer.error()->code, StatusCode::resource_exhausted);
   EXPECT_EQ(frame_message(ByteBuf::copy_of("ab")).to_string(), frame("ab"));
+}
+
+// A responder answered, or dropped unanswered, after its call's loop terminated (an executor that
+// still held it at shutdown): nothing throws at the answering thread nor out of the destructor (which
+// was std::terminate), and the call's coroutine ends with EventLoopTerminatedError.
+TEST(GrpcUnaryResponder, AnsweredOrDroppedAfterItsLoopTerminatedThrowsNothing) {
+  for (const bool drop : {false, true}) {
+    std::optional<EventLoopGroup> group(std::in_place, basic_driver_factory(), 1, "responder-test");
+    EventLoop& loop = group->next();  // a responder must not outlive the group that owns its loop
+    auto state = std::make_shared<UnaryResponder::State>(loop);
+    Promise<void> waiting;
+    auto call = [](std::shared_ptr<UnaryResponder::State> st, Promise<void> waiting) -> Task<int> {
+      waiting.set_value();
+      UnaryResponder::Outcome outcome = co_await st->wait();
+      co_return static_cast<int>(outcome.status.code);
+    };
+    Future<int> ended = spawn(loop, call(state, waiting));
+    ASSERT_TRUE(waiting.future().wait_for(std::chrono::seconds(60)));
+    std::optional<UnaryResponder> responder;
+    responder.emplace(state);
+    state.reset();
+    // The loop terminates with the call's coroutine parked (the group, which owns the loop, stays).
+    ASSERT_TRUE(group->shutdown_gracefully(std::chrono::milliseconds(0)).wait_for(std::chrono::seconds(60)));
+    if (drop) {
+      EXPECT_NO_THROW(responder.reset());
+    } else {
+      EXPECT_NO_THROW(responder->respond(ByteBuf::copy_of("late")));
+      responder.reset();
+    }
+    ASSERT_TRUE(ended.wait_for(std::chrono::seconds(60)));
+    EXPECT_THROW(ended.get(), EventLoopTerminatedError) << (drop ? "dropped" : "answered");
+  }
 }
 
 // feed() again before next() drained the last chunk (documented as supported): the messages come out

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "weft/core/awaitables.h"
+
 namespace weft::grpc {
 
 UnaryResponder& UnaryResponder::operator=(UnaryResponder&& other) noexcept {
@@ -38,8 +40,13 @@ void UnaryResponder::State::complete(Outcome outcome) {
     outcome_.emplace(std::move(outcome));
     waiter = std::exchange(waiter_, {});
   }
-  // Resumed from a loop task: never inside the caller (which may be another call's handler).
-  if (waiter) loop_.execute([waiter] { waiter.resume(); });
+  if (!waiter) return;
+  // Resumed from a loop task: never inside the caller (which may be another call's handler). A loop
+  // that has terminated hands the task back, and destroying it resumes the coroutine here with
+  // cancelled_ set: its co_await throws EventLoopTerminatedError (ResumeTask's policy). Nothing
+  // throws at the answering thread, nor out of ~UnaryResponder.
+  UniqueFunction<void()> task(weft::detail::ResumeTask(waiter, &cancelled_));
+  loop_.try_execute(std::move(task));
 }
 
 bool UnaryResponder::State::Awaiter::await_ready() const {
@@ -55,6 +62,7 @@ bool UnaryResponder::State::Awaiter::await_suspend(std::coroutine_handle<> h) {
 }
 
 UnaryResponder::Outcome UnaryResponder::State::Awaiter::await_resume() {
+  if (state.cancelled_) weft::detail::throw_loop_terminated("a unary call waiting for its responder");
   const std::lock_guard<std::mutex> lock(state.mutex_);
   return std::move(*state.outcome_);
 }

@@ -22,7 +22,9 @@ namespace weft::grpc {
 
 /// Answers one unary call (see the file's description). Move-only; dropped without an answer it
 /// fails the call with INTERNAL ("the method did not respond"). It must not outlive the event loop
-/// group of its call (it answers through that loop).
+/// group of its call (it answers through that loop). Answered or dropped after that loop terminated
+/// (an executor still holding it at shutdown), it throws nothing: the call's coroutine ends with
+/// EventLoopTerminatedError.
 class UnaryResponder {
  public:
   /// What the call's coroutine awaits: the response message, or the status it fails with.
@@ -61,7 +63,8 @@ class UnaryResponder::State {
   /// For the call on `loop`.
   explicit State(EventLoop& loop) noexcept : loop_(loop) {}
 
-  /// Thread-safe. Stores the first outcome and resumes the waiting coroutine on the loop.
+  /// Thread-safe; never throws. Stores the first outcome and resumes the waiting coroutine on the
+  /// loop; when the loop has terminated, here, and its co_await throws EventLoopTerminatedError.
   void complete(Outcome outcome);
 
   /// What the call's coroutine awaits (loop thread only).
@@ -71,7 +74,7 @@ class UnaryResponder::State {
     bool await_ready() const;
     /// Parks the coroutine; false when the outcome came meanwhile.
     bool await_suspend(std::coroutine_handle<> h);
-    /// The outcome.
+    /// The outcome; EventLoopTerminatedError when the loop terminated before it came.
     Outcome await_resume();
   };
   /// Loop thread only. co_await: the outcome, once there.
@@ -83,6 +86,7 @@ class UnaryResponder::State {
   std::optional<Outcome> outcome_;
   std::coroutine_handle<> waiter_;
   bool answered_ = false;
+  bool cancelled_ = false;  // set (before the resume) when the loop had terminated
 };
 
 }  // namespace weft::grpc
