@@ -74,6 +74,11 @@ std::optional<std::string> h2c_upgrade_settings(const http::RequestHead& head) {
 
 }  // namespace
 
+namespace {
+// The preface's first line: what no HTTP/1.1 request may start with (PRI is reserved for it).
+constexpr std::string_view kPrefaceRequestLine = kClientPreface.substr(0, 16);  // "PRI * HTTP/2.0\r\n"
+}  // namespace
+
 void CleartextDetector::handler_added(Context& ctx) {
   ctx.channel().config().allow_half_closure = true;  // as the codecs: a FIN is an event, not a reset
   if (ctx.channel().is_active()) arm_idle_timer(ctx);
@@ -111,6 +116,12 @@ void CleartextDetector::read_message(Context& ctx, MessageRef message) {
   if (seen.substr(0, n) == kClientPreface.substr(0, n)) {
     if (n == kClientPreface.size()) choose(ctx, true);
     return;  // else: a prefix of the preface; wait for more
+  }
+  // HTTP/2's request line with the rest of the preface wrong: a connection error the HTTP/2 codec
+  // answers with GOAWAY(PROTOCOL_ERROR) (RFC 9113 3.4), not an HTTP/1.1 request with method PRI.
+  if (seen.size() >= kPrefaceRequestLine.size() && seen.substr(0, kPrefaceRequestLine.size()) == kPrefaceRequestLine) {
+    choose(ctx, true);
+    return;
   }
   // HTTP/1.1: the first request's head decides whether it asks to switch to h2c.
   http::RequestHead head;

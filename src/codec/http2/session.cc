@@ -255,11 +255,13 @@ Session::Stream* Session::open(std::int32_t id) {
   s->send_window = peer_initial_window_;
   map_->insert(id, s);
   ++open_streams_;
+  recent_.opened(id);
   return s;
 }
 
-void Session::close(Stream& s, std::uint32_t error_code) {
+void Session::close(Stream& s, std::uint32_t error_code, StreamFate fate) {
   const std::int32_t id = s.id;
+  recent_.ended(id, fate);
   unlink_data(s);
   hooks_.on_stream_close(id, error_code);  // (the stream is still found during the call)
   map_->erase(id);
@@ -658,7 +660,9 @@ int Session::begin_frame() {
       Stream* s = find(id);
       if (s == nullptr) {
         if (idle(id)) return connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA on an idle stream");
-        // A stream closed (or reset) meanwhile: ignored, its bytes given back to the connection.
+        // A closed stream: answered as it closed (RFC 9113 5.1), or ignored; its bytes are given
+        // back to the connection.
+        if (const int rv = on_closed_stream(id); rv != 0 || terminating_) return rv;
       } else if (s->end_received) {
         // A stream error by RFC 9113 5.1; ended as a connection error (5.4.1 allows it), as nghttp2
         // does: one of MadeYouReset's ways to make the server reset streams.
@@ -738,7 +742,10 @@ int Session::on_payload(const std::uint8_t* p, std::size_t n) {
   switch (frame_.type) {
     case NGHTTP2_HEADERS: return on_headers(p, n);
     case NGHTTP2_CONTINUATION: return on_continuation(p, n);
-    case NGHTTP2_PRIORITY: return 0;  // priorities are not used (RFC 9113 5.3.2 allows it)
+    case NGHTTP2_PRIORITY:
+      // Priorities are not used (RFC 9113 5.3.2 allows it), but a stream may not depend on itself (5.3.1).
+      if (static_cast<std::int32_t>(load_u32(p) & 0x7fffffffu) != frame_.stream_id) return 0;
+      return stream_error(frame_.stream_id, NGHTTP2_PROTOCOL_ERROR, "stream depends on itself");
     case NGHTTP2_RST_STREAM: return on_rst_stream(p);
     case NGHTTP2_SETTINGS: return on_settings(p, n);
     case NGHTTP2_PING: return on_ping(p);
@@ -768,7 +775,7 @@ int Session::end_data_frame() {
       }
     }
     if (end_stream) {
-      if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR);
+      if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR, StreamFate::ended);
     }
   }
   returned(conn_consumed_, 0, 65535);
@@ -799,23 +806,25 @@ int Session::on_headers(const std::uint8_t* p, std::size_t n) {
   decoding_frame_ = frame_;
   decoding_frame_.request = false;
   if (Stream* s = find(id)) {
-    // Trailers: they must end the stream, which must still be open for the client.
-    decoding_id_ = id;
-    if (s->end_received) {
+    // Trailers: they must end the stream, which must still be open for the client. A stream being
+    // reset (malformed, refused) has them decoded for HPACK's state only: its request never reaches
+    // the application.
+    if (s->resetting) {
+    } else if (s->end_received) {
+      decoding_id_ = id;
       block_rst_ = NGHTTP2_STREAM_CLOSED;
-    } else if ((frame_.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
-      block_rst_ = NGHTTP2_PROTOCOL_ERROR;
+    } else {
+      decoding_id_ = id;
+      if ((frame_.flags & NGHTTP2_FLAG_END_STREAM) == 0) block_rst_ = NGHTTP2_PROTOCOL_ERROR;
     }
   } else if (id > last_recv_stream_id_) {
     last_recv_stream_id_ = id;
     if ((goaway_queued_ || terminating_) && id > goaway_last_id_) {
-      // After GOAWAY: not processed (decoded for HPACK's sake only).
-    } else if (open_streams_ >= local_max_concurrent_) {
+      recent_.opened(id, StreamFate::reset_by_us);  // after GOAWAY: not processed (decoded for HPACK only)
+    } else if (open_streams_ >= local_max_concurrent_ || self_dependent) {
+      recent_.opened(id, StreamFate::reset_by_us);
       refused_id_ = id;
-      block_rst_ = NGHTTP2_REFUSED_STREAM;
-    } else if (self_dependent) {
-      refused_id_ = id;
-      block_rst_ = NGHTTP2_PROTOCOL_ERROR;
+      block_rst_ = self_dependent ? NGHTTP2_PROTOCOL_ERROR : NGHTTP2_REFUSED_STREAM;
     } else {
       open(id);
       decoding_frame_.request = true;
@@ -828,8 +837,10 @@ int Session::on_headers(const std::uint8_t* p, std::size_t n) {
       }
       decoding_id_ = id;
     }
+  } else if (const int rv = on_closed_stream(id); rv != 0 || terminating_) {
+    return rv;
   }
-  // (A HEADERS frame on a stream closed already is decoded for HPACK's sake and dropped.)
+  // (A HEADERS frame on a stream closed already is decoded for HPACK's sake, then dropped.)
   if ((frame_.flags & NGHTTP2_FLAG_END_HEADERS) == 0) {
     continuing_ = id;
     continuations_ = 0;
@@ -892,13 +903,15 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
   const bool end_stream = (decoding_frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (end_stream) {
     s->end_received = true;
-    if (decoding_frame_.request && s->content_length > 0) {
-      return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "content-length without DATA");
+    // A request's body ends here: it must be as long as its content-length said (RFC 9113 8.1.1),
+    // whether the end came with the head or with trailers.
+    if (s->content_length >= 0 && s->data_received != static_cast<std::uint64_t>(s->content_length)) {
+      return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "content-length not matched by DATA");
     }
   }
   if (const int r = hooks_.on_frame_recv(decoding_frame_); r != 0) return r;
   if (end_stream) {
-    if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR);
+    if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR, StreamFate::ended);
   }
   return 0;
 }
@@ -1074,7 +1087,7 @@ int Session::on_rst_stream(const std::uint8_t* p) {
   }
   if (s != nullptr) frame_.user_data = s->user_data;
   if (const int rv = hooks_.on_frame_recv(frame_); rv != 0) return rv;
-  if (Stream* again = find(id)) close(*again, frame_.error_code);
+  if (Stream* again = find(id)) close(*again, frame_.error_code, StreamFate::reset_by_peer);
   return 0;
 }
 
@@ -1106,6 +1119,24 @@ int Session::on_goaway(const std::uint8_t* p, std::size_t) {
   goaway_received_ = true;
   frame_.error_code = load_u32(p + 4);
   return hooks_.on_frame_recv(frame_);
+}
+
+int Session::on_closed_stream(std::int32_t id) {
+  const std::optional<StreamFate> fate = recent_.fate(id);
+  if (!fate) return 0;  // too old to know how it ended: ignored
+  switch (*fate) {
+    case StreamFate::reset_by_peer:
+      recent_.ended(id, StreamFate::reset_by_us);  // one STREAM_CLOSED per stream; the rest are ignored
+      return stream_error(id, NGHTTP2_STREAM_CLOSED, "a frame after the client's RST_STREAM");
+    case StreamFate::ended:
+      return connection_error(NGHTTP2_STREAM_CLOSED, "a frame on a stream closed both ways");
+    case StreamFate::never_opened:
+      return connection_error(NGHTTP2_PROTOCOL_ERROR, "a stream id below one already used");
+    case StreamFate::open:
+    case StreamFate::reset_by_us:
+      break;
+  }
+  return 0;  // we reset it: the client may have sent this before our RST_STREAM reached it
 }
 
 int Session::connection_error(std::uint32_t code, const char* what) {
@@ -1222,7 +1253,7 @@ int Session::send_data_frame(Stream& s) {
 void Session::sent_end_stream(Stream& s) {
   s.end_sent = true;
   if (s.end_received) {
-    close(s, NGHTTP2_NO_ERROR);
+    close(s, NGHTTP2_NO_ERROR, StreamFate::ended);
   } else {
     submit_rst_stream(s.id, NGHTTP2_NO_ERROR);
   }
@@ -1269,7 +1300,7 @@ int Session::send_item(const Item& item) {
       out.write_bytes(payload, 4);
       hooks_.wrote();
       hooks_.on_frame_send(info);
-      if (Stream* again = find(item.stream_id)) close(*again, item.error_code);
+      if (Stream* again = find(item.stream_id)) close(*again, item.error_code, StreamFate::reset_by_us);
       return 0;
     }
     case NGHTTP2_GOAWAY:

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "hpack.h"
+#include "recent_streams.h"
 #include "weft/buffer/byte_buf.h"
 #include "weft/buffer/byte_buf_allocator.h"
 
@@ -182,7 +183,9 @@ class Session {
   // id is even: the server opens no streams (no push). Otherwise it is closed.
   bool idle(std::int32_t id) const noexcept { return (id & 1) == 0 || id > last_recv_stream_id_; }
   Stream* open(std::int32_t id);
-  void close(Stream& s, std::uint32_t error_code);
+  void close(Stream& s, std::uint32_t error_code, StreamFate fate);
+  // A frame on a stream neither open nor idle: 0 to go on (ignored or reset), or a connection error.
+  int on_closed_stream(std::int32_t id);
   void unlink_data(Stream& s) noexcept;
   void link_data(Stream& s) noexcept;
 
@@ -239,6 +242,7 @@ class Session {
   std::vector<Stream*> free_;
   std::size_t open_streams_ = 0;
   std::int32_t last_recv_stream_id_ = 0;
+  RecentStreams recent_;         // how the client's last streams ended (RFC 9113 5.1)
   std::int32_t last_proc_stream_id_ = 0;
   Stream* data_head_ = nullptr;  // streams whose body waits to be sent (round robin)
   Stream* data_tail_ = nullptr;
