@@ -17,7 +17,7 @@
 #include "support/blocking_client.h"
 #include "support/h2_frames.h"
 #include "support/tls_certs.h"
-#include "support/tls_client_socket.h"
+#include "support/h2_raw_connection.h"
 #include "support/transports.h"
 #include "weft/weft.h"
 
@@ -326,41 +326,6 @@ std::vector<Case> server_cases() {
 
 // ---- the peer ------------------------------------------------------------------------------------
 
-// A raw connection to the server: TCP (h2c) or TLS (h2 by ALPN).
-class RawH2Connection {
- public:
-  RawH2Connection(std::uint16_t port, bool tls) {
-    if (tls) {
-      tls_ = std::make_unique<test::TlsClientSocket>(port, std::vector<std::string>{"h2"});
-      if (tls_->is_open() && tls_->alpn_selected() != "h2") ADD_FAILURE() << "ALPN chose " << tls_->alpn_selected();
-    } else {
-      tcp_ = std::make_unique<test::BlockingClient>(port);
-    }
-  }
-  bool is_open() const { return tls_ ? tls_->is_open() : tcp_->is_open(); }
-  bool send(std::string_view bytes) { return tls_ ? tls_->send_all(bytes) : tcp_->send_all(bytes, 10000ms); }
-  // Reads into `frames` until done(frames), EOF or 10 s without a byte. True when done() held.
-  template <class Done>
-  bool read_until(ServerFrames& frames, Done done) {
-    while (!done(frames)) {
-      StreamEnd end = StreamEnd::timeout;
-      const std::string in = tls_ ? tls_->recv_some(64 * 1024, &end) : tcp_->recv_some(64 * 1024, 10000ms, &end);
-      if (in.empty()) {
-        eof_ = end == StreamEnd::eof || end == StreamEnd::reset;
-        return done(frames);
-      }
-      frames.feed(in);
-    }
-    return true;
-  }
-  bool eof() const { return eof_; }
-
- private:
-  std::unique_ptr<test::TlsClientSocket> tls_;
-  std::unique_ptr<test::BlockingClient> tcp_;
-  bool eof_ = false;
-};
-
 // ---- the server under test ---------------------------------------------------------------------
 
 class Http2ConformanceTest : public ::testing::TestWithParam<std::tuple<Transport*, bool>> {
@@ -399,7 +364,7 @@ class Http2ConformanceTest : public ::testing::TestWithParam<std::tuple<Transpor
   void run(const Case& c) {
     SCOPED_TRACE(std::string("RFC 9113 ") + c.section + ": " + c.rule);
     const int dispatched_before = never_dispatched_.load();
-    RawH2Connection conn(server_->local_address().port(), tls());
+    test::RawH2Connection conn(server_->local_address().port(), tls());
     ASSERT_TRUE(conn.is_open());
     // The empty SETTINGS, and the ACK of the server's (which it sends first).
     const std::string preface = test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "");
@@ -441,7 +406,7 @@ class Http2ConformanceTest : public ::testing::TestWithParam<std::tuple<Transpor
     EXPECT_EQ(never_dispatched_.load(), dispatched_before) << "a request that broke a rule reached the application";
   }
 
-  void expect_served(RawH2Connection& conn, ServerFrames& f, std::uint32_t id) {
+  void expect_served(test::RawH2Connection& conn, ServerFrames& f, std::uint32_t id) {
     ASSERT_TRUE(conn.send(get(id)));
     ASSERT_TRUE(conn.read_until(f, [id](const ServerFrames& fr) { return fr.ended.count(id) || fr.goaway; }))
         << "stream " << id << " was not answered";
@@ -482,7 +447,7 @@ TEST_P(Http2DetectedPrefaceTest, AWrongPrefaceAfterHttp2sRequestLineGetsGoawayPr
                           })
                           .bind(SocketAddress::loopback(0))
                           .get();
-  RawH2Connection conn(server->local_address().port(), false);
+  test::RawH2Connection conn(server->local_address().port(), false);
   ASSERT_TRUE(conn.send(std::string("PRI * HTTP/2.0\r\n\r\nSX\r\n\r\n") + frame(NGHTTP2_SETTINGS, 0, 0, "")));
   ServerFrames f;
   conn.read_until(f, [](const ServerFrames&) { return false; });

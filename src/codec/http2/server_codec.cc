@@ -112,7 +112,12 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     const std::size_t have = s->body.readable_bytes();
     if (have + len > c.settings_.max_body) {
       s->error_status = 413;
-      s->body.release();
+      c.drop_body(*s);
+      return 0;
+    }
+    if (c.body_bytes_ + len > c.max_connection_body()) {
+      s->error_status = 503;  // the connection holds too much body already (others' uploads)
+      c.drop_body(*s);
       return 0;
     }
     try {
@@ -124,6 +129,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
         s->body = c.ctx_->allocator().buffer(std::max(first, len));
       }
       s->body.write_bytes(data, len);
+      c.body_bytes_ += len;
     } catch (const std::exception&) {
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
     }
@@ -179,6 +185,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
         }
         break;
       case NGHTTP2_SETTINGS:
+        c.preface_received_ = true;
         if (!(frame.flags & NGHTTP2_FLAG_ACK)) c.glitch("SETTINGS");
         break;
       case NGHTTP2_WINDOW_UPDATE: {
@@ -377,8 +384,8 @@ void ServerCodec::handler_added(Context& ctx) {
     throw std::invalid_argument("http2::Settings: a value is out of range");
   }
   if (ctx.channel().is_active()) {
-    last_activity_ = last_read_ = ctx.loop().now();
-    want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
+    began_ = last_activity_ = last_read_ = ctx.loop().now();
+    want_deadline(ctx, std::min({last_activity_ + settings_.idle_timeout, next_keepalive(), began_ + settings_.preface_timeout}));
   }
 }
 
@@ -391,8 +398,8 @@ void ServerCodec::handler_removed(Context& ctx) {
 }
 
 void ServerCodec::channel_active(Context& ctx) {
-  last_activity_ = last_read_ = ctx.loop().now();
-  want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
+  began_ = last_activity_ = last_read_ = ctx.loop().now();
+  want_deadline(ctx, std::min({last_activity_ + settings_.idle_timeout, next_keepalive(), began_ + settings_.preface_timeout}));
   flush(ctx);  // the server's SETTINGS: the connection preface
   ctx.fire_channel_active();
 }
@@ -414,7 +421,11 @@ ServerCodec::Stream* ServerCodec::acquire_stream(std::int32_t id) {
   }
   s->id = id;
   s->live = true;
+  s->began = last_read_;
   session_->set_stream_user_data(id, s);
+  if (settings_.request_timeout > Duration::zero() && ctx_ != nullptr) {
+    want_deadline(*ctx_, last_read_ + settings_.request_timeout);
+  }
   earn_window_updates(1, 0);
   ++live_streams_;
   return s;
@@ -426,7 +437,13 @@ void ServerCodec::earn_window_updates(std::uint32_t frames, std::size_t data_byt
   window_bytes_owed_ = std::min<std::uint64_t>(window_bytes_owed_ + 2 * std::uint64_t{data_bytes}, 1ull << 32);
 }
 
+void ServerCodec::drop_body(Stream& s) noexcept {
+  body_bytes_ -= s.body.readable_bytes();
+  s.body.release();
+}
+
 void ServerCodec::release_stream(Stream* s) noexcept {
+  drop_body(*s);
   s->reset();
   free_streams_.push_back(s);  // within the capacity reserved in acquire_stream
   --live_streams_;
@@ -492,6 +509,7 @@ void ServerCodec::dispatch_ready(Context& ctx) {
 void ServerCodec::dispatch(Context& ctx, Stream& s) {
   http::HttpRequest request;
   fill_head(s, detail::RequestAccess::head(request));
+  body_bytes_ -= s.body.readable_bytes();  // the application's from here
   detail::RequestAccess::fill(request, std::move(s.fields), std::move(s.body), static_cast<std::uint64_t>(s.id));
   s.dispatched = true;
   // Streams dispatched long ago and since answered out of turn are dropped once they pile up.
@@ -831,6 +849,15 @@ void ServerCodec::on_deadline(Context& ctx) {
     ctx.close();
     return;
   }
+  if (!preface_received_ && now - began_ >= settings_.preface_timeout) {
+    log(LogLevel::debug, "channel {}: no HTTP/2 connection preface within {} ms; closing", ctx.channel().id(),
+        std::chrono::duration_cast<std::chrono::milliseconds>(settings_.preface_timeout).count());
+    finished_ = true;
+    ctx.close();
+    return;
+  }
+  const TimePoint next_request_timeout = time_out_requests(ctx, now);
+  if (finished_) return;
   const bool idle = live_streams_ == 0;
   if (idle && now - last_activity_ >= settings_.idle_timeout) {
     log(LogLevel::debug, "channel {}: HTTP/2 idle; GOAWAY", ctx.channel().id());
@@ -857,7 +884,34 @@ void ServerCodec::on_deadline(Context& ctx) {
   if (next <= now) next = now + settings_.idle_timeout;
   if (settings_.keepalive_time > Duration::zero()) next = std::min(next, std::max(next_keepalive(), now + std::chrono::milliseconds(1)));
   if (unwritable_since_ != TimePoint{}) next = std::min(next, unwritable_since_ + settings_.send_timeout);
-  want_deadline(ctx, next);
+  if (!preface_received_) next = std::min(next, began_ + settings_.preface_timeout);
+  want_deadline(ctx, std::min(next, next_request_timeout));
+}
+
+// Settings::request_timeout: requests served whole that are still arriving past it are answered
+// 408 (which stops their upload). Returns when the next one is due (TimePoint::max(): none).
+TimePoint ServerCodec::time_out_requests(Context& ctx, TimePoint now) {
+  TimePoint next = TimePoint::max();
+  if (settings_.request_timeout <= Duration::zero() || live_streams_ == 0) return next;
+  for (const auto& owned : streams_) {
+    Stream& s = *owned;
+    if (!s.live || s.complete || s.dispatched || s.child || s.error_status != 0) continue;
+    const TimePoint due = s.began + settings_.request_timeout;
+    if (due > now) {
+      next = std::min(next, due);
+      continue;
+    }
+    log(LogLevel::debug, "channel {}: HTTP/2 stream {}: request not whole within {} ms; 408", ctx.channel().id(), s.id,
+        std::chrono::duration_cast<std::chrono::milliseconds>(settings_.request_timeout).count());
+    s.error_status = 408;
+    drop_body(s);
+    ready_.push_back(s.id);
+  }
+  if (!ready_.empty()) {
+    dispatch_ready(ctx);
+    if (!finished_) flush(ctx);
+  }
+  return next;
 }
 
 // When the keepalive must act next: the answer's deadline of a PING sent, or the next PING.

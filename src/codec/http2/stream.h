@@ -23,7 +23,8 @@ struct ServerCodec::Stream {
   bool dispatched = false;    // handed to the pipeline (or answered by the codec)
   bool answered = false;      // a final response was submitted
   bool head_request = false;  // :method HEAD: the response has no DATA
-  int error_status = 0;       // 431 / 413: answered by the codec, never handed to the pipeline
+  int error_status = 0;       // 431 / 413 / 503 / 408: answered by the codec, never handed to the pipeline
+  TimePoint began{};          // when its HEADERS were read (the request timeout counts from it)
   std::uint32_t header_list_size = 0;  // RFC 9113 6.5.2: names, values, 32 bytes each
   std::uint32_t header_count = 0;      // regular fields (no pseudo-headers)
   std::optional<std::uint64_t> content_length;

@@ -168,6 +168,11 @@ class ServerCodec final : public Handler {
   TimePoint next_keepalive() const noexcept;
   bool ping_allowed(TimePoint now) noexcept;
   void on_deadline(Context& ctx);
+  TimePoint time_out_requests(Context& ctx, TimePoint now);
+  void drop_body(Stream& s) noexcept;
+  std::size_t max_connection_body() const noexcept {
+    return settings_.max_connection_body != 0 ? settings_.max_connection_body : 4 * settings_.max_body;
+  }
   void stop_deadline(Context& ctx);
 
   Settings settings_;
@@ -182,6 +187,9 @@ class ServerCodec final : public Handler {
   ByteBuf out_;                       // frames serialised since the last write on
   std::int32_t dispatching_ = 0;      // the stream whose request is being handed over now
   std::size_t live_streams_ = 0;
+  std::size_t body_bytes_ = 0;        // request bodies held while they arrive (Settings::max_connection_body)
+  bool preface_received_ = false;     // the client's first SETTINGS frame arrived
+  TimePoint began_{};                 // when the connection began (Settings::preface_timeout)
   std::uint32_t glitches_ = 0;
   std::uint32_t window_update_credit_ = 16;  // WINDOW_UPDATEs earned (DATA sent, streams opened)
   std::uint64_t window_bytes_owed_ = 0;      // DATA bytes sent the client may still return (both windows)

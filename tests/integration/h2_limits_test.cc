@@ -1,0 +1,150 @@
+// The bounds an HTTP/2 server keeps against slow and greedy clients, over real sockets on every
+// transport, h2c and TLS: a preface that trickles in is cut off at Settings::preface_timeout, a
+// request whose body never finishes is answered 408 at Settings::request_timeout while the
+// connection serves others, and the request bodies one connection holds at once stop at
+// Settings::max_connection_body (503 for the stream that would pass it), not at
+// max_concurrent_streams x max_body.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "support/h2_frames.h"
+#include "support/h2_raw_connection.h"
+#include "support/tls_certs.h"
+#include "support/transports.h"
+#include "weft/weft.h"
+
+using namespace std::chrono_literals;
+
+namespace weft::http2 {
+namespace {
+
+using http::HttpRequest;
+using http::HttpResponse;
+using test::frame;
+using test::literal;
+using test::request_block;
+using test::ServerFrames;
+
+constexpr std::uint8_t kLimitsEH = NGHTTP2_FLAG_END_HEADERS;
+constexpr std::uint8_t kLimitsES = NGHTTP2_FLAG_END_STREAM;
+
+class Http2LimitsTest : public ::testing::TestWithParam<std::tuple<Transport*, bool>> {
+ protected:
+  Transport& transport() const { return *std::get<0>(GetParam()); }
+  bool tls() const { return std::get<1>(GetParam()); }
+
+  void start(Settings settings) {
+    group_ = std::make_unique<EventLoopGroup>(transport(), transport().name() == "blocking" ? 4 : 1);
+    auto router = std::make_shared<http::Router>();
+    router->get("/plaintext", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("Hello, World!")); });
+    router->post("/echo", [](Context& ctx, HttpRequest& request) {
+      ctx.write(HttpResponse(200).body(ByteBuf::copy_of(request.body_view())));
+    });
+    settings.idle_timeout = std::chrono::hours(1);
+    TlsContextPtr context = tls() ? test::test_server_context(test::test_pki().localhost, {"h2"}) : nullptr;
+    server_ = ServerBootstrap()
+                  .group(*group_)
+                  .child_handler([router, context, settings](Channel& ch) {
+                    if (context) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context));
+                    ch.pipeline().add_last("http2", std::make_shared<ServerCodec>(settings));
+                    ch.pipeline().add_last("router", router);
+                  })
+                  .bind(SocketAddress::loopback(0))
+                  .get();
+  }
+  void TearDown() override {
+    if (server_) server_->close().wait();
+  }
+  std::uint16_t port() const { return server_->local_address().port(); }
+
+  static std::string preface() {
+    return test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "");
+  }
+  static std::string post_echo(std::uint32_t id, std::string_view extra = {}) {
+    return frame(NGHTTP2_HEADERS, kLimitsEH, id, request_block("POST", "/echo", extra));
+  }
+  static std::string data(std::uint32_t id, std::size_t n, std::uint8_t flags = 0) {
+    return frame(NGHTTP2_DATA, flags, id, std::string(n, 'b'));
+  }
+
+  std::unique_ptr<EventLoopGroup> group_;
+  ChannelPtr server_;
+};
+
+TEST_P(Http2LimitsTest, APrefaceThatTricklesInIsCutOffAtThePrefaceTimeout) {
+  Settings settings;
+  settings.preface_timeout = 200ms;
+  start(settings);
+  test::RawH2Connection conn(port(), tls());
+  ASSERT_TRUE(conn.is_open());
+  // Ten bytes of the preface, one write each; the rest never comes.
+  for (char byte : std::string(test::kH2Preface.substr(0, 10))) ASSERT_TRUE(conn.send(std::string(1, byte)));
+  ServerFrames f;
+  conn.read_until(f, [](const ServerFrames&) { return false; });
+  EXPECT_TRUE(conn.eof()) << "the server must close a connection whose preface does not arrive";
+}
+
+TEST_P(Http2LimitsTest, ARequestBodyThatNeverEndsIsAnswered408AndTheConnectionServesOn) {
+  Settings settings;
+  settings.request_timeout = 200ms;
+  start(settings);
+  test::RawH2Connection conn(port(), tls());
+  ASSERT_TRUE(conn.is_open());
+  // content-length 100, 10 bytes, then nothing.
+  ASSERT_TRUE(conn.send(preface() + post_echo(1, literal("content-length", "100")) + data(1, 10)));
+  ServerFrames f;
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(1) || fr.goaway; }));
+  EXPECT_EQ(f.status[1], 408);
+  EXPECT_FALSE(f.goaway.has_value());
+  // Its upload is stopped (RFC 9113 8.1: the response ended the stream first), and others are served.
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.resets.count(1) > 0; }));
+  EXPECT_EQ(f.resets[1], std::uint32_t{NGHTTP2_NO_ERROR});
+  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, kLimitsEH | kLimitsES, 3, request_block("GET", "/plaintext"))));
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(3) || fr.goaway; }));
+  EXPECT_EQ(f.status[3], 200);
+}
+
+TEST_P(Http2LimitsTest, TheBodiesOneConnectionHoldsStopAtItsBudget) {
+  Settings settings;
+  settings.max_body = 64 * 1024;
+  settings.max_connection_body = 100 * 1024;
+  start(settings);
+  test::RawH2Connection conn(port(), tls());
+  ASSERT_TRUE(conn.is_open());
+  // Three uploads of 40 KiB each, none ended: the third would take the connection to 120 KiB. (The
+  // client's windows are opened wide for the answers: 80 KiB of echo.)
+  std::string out = test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
+                    frame(NGHTTP2_SETTINGS, 0, 0, test::setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20)) +
+                    frame(NGHTTP2_WINDOW_UPDATE, 0, 0, test::u32(1 << 20));
+  for (std::uint32_t id = 1; id <= 5; id += 2) out += post_echo(id) + data(id, 16384) + data(id, 16384) + data(id, 8192);
+  ASSERT_TRUE(conn.send(out));
+  ServerFrames f;
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(5) || fr.goaway; }));
+  EXPECT_EQ(f.status[5], 503);
+  EXPECT_FALSE(f.status.count(1));
+  EXPECT_FALSE(f.status.count(3));
+  // The two within the budget are still whole requests once they end.
+  ASSERT_TRUE(conn.send(data(1, 100, kLimitsES) + data(3, 100, kLimitsES)));
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return (fr.ended.count(1) && fr.ended.count(3)) || fr.goaway; }));
+  EXPECT_EQ(f.status[1], 200);
+  EXPECT_EQ(f.data[1].size(), 40u * 1024 + 100);
+  EXPECT_EQ(f.status[3], 200);
+  EXPECT_EQ(f.data[3].size(), 40u * 1024 + 100);
+  EXPECT_FALSE(f.goaway.has_value());
+}
+
+std::string limits_name(const ::testing::TestParamInfo<std::tuple<Transport*, bool>>& info) {
+  return std::string(std::get<0>(info.param)->name()) + (std::get<1>(info.param) ? "_tls" : "_h2c");
+}
+
+INSTANTIATE_TEST_SUITE_P(On, Http2LimitsTest,
+                         ::testing::Combine(::testing::Values(&::weft::epoll(), &::weft::io_uring(), &::weft::blocking()),
+                                            ::testing::Bool()),
+                         limits_name);
+
+}  // namespace
+}  // namespace weft::http2
