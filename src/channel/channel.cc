@@ -225,7 +225,20 @@ Future<void> Channel::shutdown_output() {
       promise.set_value();
       return;
     }
-    do_shutdown_output(promise);
+    if (fin_promise_) {  // asked for already: completes with the first call
+      fin_promise_->future().add_listener([promise](const Future<void>& first) mutable { promise.complete_from(first); });
+      return;
+    }
+    output_refused_ = shutdown_output_called_ = true;
+    fin_promise_.emplace(std::move(promise));
+    // What was written before the call goes out before the FIN.
+    outbound_.add_flush();
+    if (!outbound_.has_flushed()) {
+      send_fin_requested();
+      return;
+    }
+    fin_when_flushed_ = true;  // on_bytes_written sends it
+    do_flush();
   };
   if (loop_.in_loop()) {
     work();
@@ -233,6 +246,17 @@ Future<void> Channel::shutdown_output() {
     loop_.execute([self = shared_from_this(), work = std::move(work)]() mutable { work(); });
   }
   return promise.future();
+}
+
+void Channel::send_fin_requested() {
+  fin_when_flushed_ = false;
+  Promise<void> promise = std::move(*fin_promise_);
+  fin_promise_.reset();
+  if (output_shutdown_) {  // sent meanwhile (a graceful close)
+    promise.set_value();
+    return;
+  }
+  do_shutdown_output(std::move(promise));
 }
 
 void Channel::do_bind(const SocketAddress&, Promise<void> promise) {
@@ -265,13 +289,20 @@ void Channel::on_unhandled_exception(std::exception_ptr error) {
 }
 
 void Channel::head_write(MessageRef message) {
-  if (!is_open() || output_shutdown_) {
-    // The caller still owns the message and releases it.
-    log(LogLevel::debug, "channel {}: write dropped, the channel is {}", id_,
-        is_open() ? "shut down for output" : "closed");
+  if (!is_open() || output_refused_) [[unlikely]] {
+    refuse_write();  // the caller still owns the message and releases it
     return;
   }
   do_write_message(message);
+}
+
+void Channel::refuse_write() {
+  if (is_open() && shutdown_output_called_) {
+    pipeline_.fire_exception(std::make_exception_ptr(ChannelOutputShutdownError()));
+    return;
+  }
+  log(LogLevel::debug, "channel {}: write dropped, the channel is {}", id_,
+      is_open() ? "shut down for output" : "closed");
 }
 
 void Channel::head_flush() {
@@ -322,7 +353,9 @@ void Channel::release_held_write_bytes(std::size_t n) {
 
 void Channel::on_bytes_written(std::size_t n) {
   if (outbound_.remove_bytes(n)) set_writable(true);
-  if (close_when_flushed_ && !outbound_.has_flushed()) {
+  // The FIN first: a close waiting for the same bytes then closes a half-closed connection.
+  if (fin_when_flushed_ && !outbound_.has_flushed() && is_open()) send_fin_requested();
+  if (close_when_flushed_ && !outbound_.has_flushed() && is_open()) {
     close_when_flushed_ = false;
     pipeline_.close(Promise<void>(&loop_));
   } else if (shutdown_when_flushed_ && !outbound_.has_flushed() && is_open()) {
@@ -350,6 +383,12 @@ void Channel::close_now() {
     log(LogLevel::warn, "channel {}: closing the transport failed: {}", id_, e.what());
   }
   outbound_.clear();
+  if (fin_promise_) {
+    fin_when_flushed_ = false;
+    Promise<void> fin = std::move(*fin_promise_);
+    fin_promise_.reset();
+    fin.fail(ChannelClosedError("shutdown_output: the channel closed before the FIN was sent"));
+  }
   pipeline_.deliver_close(was_active, std::move(keep_alive));
 }
 

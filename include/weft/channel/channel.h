@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <typeinfo>
 
 #include "weft/buffer/byte_buf.h"
@@ -129,7 +130,12 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   void resume_reading();
   /// Loop thread only. Suspensions held now.
   std::uint32_t read_suspensions() const noexcept { return read_suspensions_; }
-  /// Thread-safe. Sends FIN; the channel can still read.
+  /// Thread-safe. Ends the output after what was written before it (the channel can still read):
+  /// flushes it, and sends FIN once all of it has been written. From the call on, a write fails:
+  /// its message is dropped and ChannelOutputShutdownError is fired as an exception event. The
+  /// future completes when the FIN has been sent; it fails with ChannelClosedError when the channel
+  /// closes first (close() drops what is queued, as always), with IoError when shutdown(2) fails.
+  /// Called again, it completes with the first call.
   Future<void> shutdown_output();
   /// Loop thread only. Called by a handler on ChannelShutdownRequestedEvent: it ends the connection
   /// itself (HTTP/2's GOAWAY and drain), so the channel is not closed right after the event; the
@@ -173,7 +179,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   virtual void do_bind(const SocketAddress& local, Promise<void> promise);
   /// Connect to `remote` and complete `promise`. Default: fails it (not supported).
   virtual void do_connect(const SocketAddress& remote, Promise<void> promise);
-  /// Send FIN and complete `promise`. Default: fails it (not supported).
+  /// Send FIN now and complete `promise` (shutdown_output() calls it once the flushed bytes have
+  /// been written). Default: fails it (not supported).
   virtual void do_shutdown_output(Promise<void> promise);
   /// The message type that reaches the outbound end of the pipeline; ByteBuf unless overridden.
   virtual void do_write_message(MessageRef message);
@@ -215,7 +222,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   /// Whether output was shut down (FIN sent).
   bool is_output_shutdown() const noexcept { return output_shutdown_; }
   /// Records that output was shut down.
-  void set_output_shutdown() noexcept { output_shutdown_ = true; }
+  void set_output_shutdown() noexcept { output_shutdown_ = output_refused_ = true; }
 
  private:
   friend class Pipeline;
@@ -232,6 +239,10 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   // close_at_input_end once ChannelOutputClosingEvent has been delivered: closes once what was
   // flushed has been written (bounded by kInputEndFlushTimeout).
   void close_once_flushed();
+  // shutdown_output() once what it waited for has been written (or at once when nothing was).
+  void send_fin_requested();
+  // head_write on a channel that is closed or whose output is closed (or closing).
+  void refuse_write();
   void arm_close_timer(Duration after);  // closes the channel then, unless it has closed
   // channel_inactive and what follows it: the close future, the pipeline's teardown.
   void finish_close(bool was_active, const ChannelPtr& keep_alive);
@@ -252,6 +263,9 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   bool read_requested_ = false;
   bool close_when_flushed_ = false;
   bool output_shutdown_ = false;
+  bool output_refused_ = false;  // FIN sent or asked for (shutdown_output): writes are refused
+  bool fin_when_flushed_ = false;  // shutdown_output: FIN once the flushed bytes are out
+  bool shutdown_output_called_ = false;  // a write refused then is the caller's error: reported
   bool was_active_ = false;
   bool shutdown_when_flushed_ = false;  // close_gracefully: FIN once the flushed bytes are out
   bool lingering_ = false;              // close_gracefully: FIN sent or due; reading forced on
@@ -269,6 +283,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   SocketAddress local_address_;
   SocketAddress remote_address_;
   ChannelPtr self_;  // keeps a registered channel alive until it is torn down
+  std::optional<Promise<void>> fin_promise_;  // shutdown_output() waiting for the flushed bytes
   Duration linger_ = {};
   TimerId linger_timer_ = 0;
 };

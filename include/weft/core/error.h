@@ -51,6 +51,14 @@ class ChannelClosedError : public Error {
   using Error::Error;
 };
 
+/// A write reached a channel after Channel::shutdown_output(): the message is dropped and this is
+/// fired as an exception event. A ChannelClosedError, since the output is closed.
+class ChannelOutputShutdownError : public ChannelClosedError {
+ public:
+  ChannelOutputShutdownError() : ChannelClosedError("write after shutdown_output: the channel's output is closed") {}
+  using ChannelClosedError::ChannelClosedError;
+};
+
 /// A transport with a bounded number of channels (the blocking transport: one thread each) is full.
 /// Accepted connections are closed; a client connect fails with it.
 class ChannelLimitError : public Error {
