@@ -206,6 +206,7 @@ void TlsHandler::channel_inactive(Context& ctx) {
 
 void TlsHandler::user_event(Context& ctx, const std::any& event) {
   if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) {
+    if (input_closed_) return;  // the handlers above heard of the end at the close_notify
     input_ended(ctx);
   } else if (std::any_cast<ChannelOutputClosingEvent>(&event) != nullptr) {
     send_close_notify(ctx);  // before the FIN that follows (a graceful close, or the peer's FIN)
@@ -366,7 +367,7 @@ void TlsHandler::fail_handshake(Context& ctx, std::exception_ptr error) {
 
 void TlsHandler::channel_read(Context& ctx, ByteBuf&& ciphertext) {
   if (state_ == State::idle) start(ctx);
-  if (state_ == State::failed || state_ == State::closed || ssl_ == nullptr) return;  // dropped
+  if (state_ == State::failed || state_ == State::closed || ssl_ == nullptr || input_closed_) return;  // dropped
   records_.track(ciphertext.read_ptr(), ciphertext.readable_bytes());
   detail::cumulate(*io_.allocator, io_.in, std::move(ciphertext));
   // OpenSSL decrypts nothing of a part of a record: it waits in io_.in until the record is whole.
@@ -536,8 +537,16 @@ void TlsHandler::send_close_notify(Context& ctx) {
 }
 
 void TlsHandler::received_close_notify(Context& ctx) {
+  if (input_closed_) return;
+  input_closed_ = true;
+  io_.in.release();  // anything after the close_notify is not read
   ctx.fire_user_event(std::any(TlsCloseNotifyReceived{}));
   if (!ctx.channel().is_open()) return;
+  if (state_ == State::established && ctx.channel().config().allow_half_closure) {
+    // The end of the input, as the peer's FIN: the answers owed still go out before ours.
+    ctx.fire_user_event(std::any(ChannelInputShutdownEvent{}));
+    return;
+  }
   send_close_notify(ctx);
   close_when_written(ctx);
 }

@@ -24,9 +24,13 @@
 ///   incomplete record waits for its rest. A record that does not decrypt is fired as a TlsError
 ///   and the channel closes; input that ends in the middle of a record is fired as a TlsError.
 /// - Close: close() sends close_notify and closes once it has been written (at most
-///   TlsHandlerOptions::close_timeout later). A peer's close_notify is answered the same way
-///   (TlsCloseNotifyReceived is fired first). A graceful close (Channel::close_gracefully) and the
+///   TlsHandlerOptions::close_timeout later). A graceful close (Channel::close_gracefully) and the
 ///   close after the peer's FIN send close_notify before the FIN (ChannelOutputClosingEvent).
+/// - A peer's close_notify ends its input, as a FIN does: TlsCloseNotifyReceived is fired, then,
+///   where the channel allows half-closure (the HTTP server codecs turn it on),
+///   ChannelInputShutdownEvent, so the handlers above still answer what they owe and then end the
+///   output (close_notify goes out then); the TCP FIN that follows raises no second event. Without
+///   half-closure it is answered at once, as close() does. What arrives after it is dropped.
 /// - Client: SNI and certificate verification for TlsHandlerOptions::server_name (or, without a
 ///   name, for the remote IP address); the session a server gave for the same name and port is
 ///   offered again. Renegotiation is refused both ways.
@@ -137,8 +141,9 @@ class TlsHandler final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf
   void channel_read(Context& ctx, ByteBuf&& ciphertext) override;
   /// Passed on once the handshake is done; during it, asks for more input when auto-read is off.
   void channel_read_complete(Context& ctx) override;
-  /// The end of the peer's input (half-closure) ends a running handshake as channel_inactive does;
-  /// ChannelOutputClosingEvent sends close_notify.
+  /// The end of the peer's input (half-closure) ends a running handshake as channel_inactive does
+  /// (not passed on after a close_notify, which ended the input already); ChannelOutputClosingEvent
+  /// sends close_notify.
   void user_event(Context& ctx, const std::any& event) override;
   /// Plaintext: encrypted and passed on at once, or queued until the handshake is done.
   void write(Context& ctx, ByteBuf&& plaintext) override;
@@ -207,6 +212,7 @@ class TlsHandler final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf
   Kernel kernel_ = Kernel::off;
   bool close_started_ = false;  // close_when_written has run: the next close() goes through
   bool resumed_ = false;
+  bool input_closed_ = false;  // the peer's close_notify arrived: nothing after it is read
   ssl_st* ssl_ = nullptr;
   detail::TlsIo io_;
   detail::TlsRecordTracker records_;
