@@ -374,6 +374,28 @@ TEST(TlsHandler, CloseSendsCloseNotifyAndThePeerAnswersIt) {
   EXPECT_TRUE(p.client_app->errors.empty());
 }
 
+TEST(TlsHandler, WithHalfClosureAPeersCloseNotifyEndsTheInputAndTheAnswerStillGoesOut) {
+  TlsPair p(test_server_context(test_pki().localhost), test_client_context());
+  p.server.config().allow_half_closure = true;  // as the HTTP server codecs set it
+  p.pump();
+  p.client.write_outbound(ByteBuf::copy_of("a question"));
+  p.client.close();  // close_notify after it
+  p.client.run_pending();
+  p.pump();
+  EXPECT_EQ(p.server_app->received, "a question");
+  EXPECT_TRUE(p.server_app->close_notify);
+  EXPECT_EQ(p.server_app->input_shutdowns, 1) << "close_notify is the end of the input, as a FIN";
+  ASSERT_TRUE(p.server.is_open()) << "the answer owed can still be written";
+  p.server.pipeline().fire_user_event(ChannelInputShutdownEvent{});  // the FIN that follows
+  EXPECT_EQ(p.server_app->input_shutdowns, 1) << "one end of input, one event";
+  p.server.write_outbound(ByteBuf::copy_of("the answer"));
+  EXPECT_TRUE(p.server.read_outbound<ByteBuf>().has_value()) << "the answer was encrypted and passed on";
+  p.server.close_gracefully(1s);
+  p.server.run_pending();
+  EXPECT_TRUE(p.server.read_outbound<ByteBuf>().has_value()) << "our close_notify, before the FIN";
+  EXPECT_TRUE(p.server_app->errors.empty());
+}
+
 TEST(TlsHandler, GracefulCloseSendsCloseNotifyBeforeTheFin) {
   TlsPair p(test_server_context(test_pki().localhost), test_client_context());
   p.pump();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "weft/channel/embedded_channel.h"
+#include "weft/channel/events.h"
 #include "weft/codec/tls/tls_events.h"
 #include "weft/codec/tls/tls_handler.h"
 
@@ -23,6 +24,7 @@ class TlsRecorder final : public InboundHandler<ByteBuf> {
   void user_event(Context& ctx, const std::any& event) override {
     if (const auto* h = std::any_cast<TlsHandshakeCompleted>(&event)) handshakes.push_back(*h);
     if (std::any_cast<TlsCloseNotifyReceived>(&event) != nullptr) close_notify = true;
+    if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) ++input_shutdowns;
     ctx.fire_user_event(event);
   }
   void exception_caught(Context&, std::exception_ptr error) override { errors.push_back(std::move(error)); }
@@ -31,6 +33,7 @@ class TlsRecorder final : public InboundHandler<ByteBuf> {
   std::vector<TlsHandshakeCompleted> handshakes;
   std::vector<std::exception_ptr> errors;
   bool close_notify = false;
+  int input_shutdowns = 0;  // ChannelInputShutdownEvent seen
 };
 
 // Rethrows `error` as E and returns a copy; fails the test when it is not an E.
