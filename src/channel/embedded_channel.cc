@@ -7,7 +7,8 @@ namespace weft {
 detail::EmbeddedLoopHolder::EmbeddedLoopHolder()
     : embedded_loop(std::make_unique<BasicDriver>(), EventLoop::Options{.name = "embedded", .manual_clock = true}) {}
 
-EmbeddedChannel::EmbeddedChannel(ChannelConfig config) : Channel(embedded_loop, std::move(config), default_allocator()) {
+EmbeddedChannel::EmbeddedChannel(ChannelConfig config, ByteBufAllocator& allocator)
+    : Channel(embedded_loop, std::move(config), allocator) {
   register_channel();
   activate(SocketAddress::loopback(0), SocketAddress::loopback(0));
   run_pending();

@@ -38,6 +38,13 @@ class CountingAllocator final : public ByteBufAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     return live_.size();
   }
+  // The capacity of the blocks handed out and not yet freed: the memory buffers keep alive.
+  std::size_t live_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t n = 0;
+    for (const ByteBufStorage* s : live_) n += s->capacity;
+    return n;
+  }
   bool is_live(const void* data) const {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const ByteBufStorage* s : live_) {

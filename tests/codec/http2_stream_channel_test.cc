@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "buffer/counting_allocator.h"
 #include "support/h2_client.h"
+#include "support/h2_frames.h"
 #include "weft/channel/connection.h"
 #include "weft/channel/embedded_channel.h"
 #include "weft/channel/events.h"
@@ -658,6 +660,92 @@ TEST(Http2StreamChannelTest, TheConnectionsCloseClosesItsStreamChannels) {
   // A write to it now is dropped, not a crash.
   f.children[0]->write_and_flush(StreamData{ByteBuf::copy_of("late"), true});
   f.ch.run_pending();
+}
+
+// Closes the channel from inside a write of a large ByteBuf, as TLS does when encrypt fails (or a
+// handler does on the writability change the write causes); the write is dropped.
+class CloseOnLargeWriteForStreams final : public OutboundHandler<ByteBuf> {
+ public:
+  void write(Context& ctx, ByteBuf&& bytes) override {
+    if (bytes.readable_bytes() >= 8192) {
+      ++closes;
+      ctx.channel().close();
+      return;
+    }
+    ctx.write(std::move(bytes));
+  }
+  int closes = 0;
+};
+
+// The close runs channel_inactive (which detaches the children) inside the session's send, while
+// the codec frames a child's DATA from the child's queued chunks: the frame must not go on with a
+// queue emptied under it (the child's counts stay whole: nothing queued, nothing owed).
+TEST(Http2StreamChannelTest, AConnectionClosedWhileAChildsDataIsFramedDetachesTheChildCleanly) {
+  Producer p{.total = 1 << 20, .chunk = 16384};  // more than the client's window: the stream stays open
+  Fixture f([&p](StreamChannel& ch, Recorder& r) { produce_on_headers(ch, r, p); });
+  auto closer = std::make_shared<CloseOnLargeWriteForStreams>();
+  f.ch.pipeline().add_first("closer", closer);
+  H2Client client;
+  client.request("GET", "/stream/download");
+  f.pump(client);
+  f.ch.run_pending();
+  EXPECT_GE(closer->closes, 1) << "a DATA payload was written by reference";
+  EXPECT_FALSE(f.ch.is_open());
+  ASSERT_EQ(f.children.size(), 1u);
+  StreamChannel& child = *f.children[0];
+  EXPECT_FALSE(child.is_open());
+  EXPECT_TRUE(f.recorders[0]->inactive);
+  EXPECT_EQ(child.queued_outbound_bytes(), 0u) << "the frame was taken from a detached child's emptied queue";
+}
+
+// Children that do not read, each sent its window in 8 KiB DATA frames that arrive one per 64 KiB
+// read buffer (the worst case for slices of the input): what they keep alive, as the allocator
+// counts it, is about their windows, not a read buffer per frame.
+TEST(Http2StreamChannelTest, ChildrenThatDoNotReadPinAboutTheirWindowsNotAReadBufferPerFrame) {
+  constexpr std::size_t kStreams = 20, kFrames = 7, kFrame = 8192, kReadBuffer = 64 * 1024;
+  test::CountingAllocator counting;
+  std::vector<std::shared_ptr<StreamChannel>> idle;
+  Settings settings;
+  ASSERT_LE(kFrames * kFrame, settings.initial_window_size);
+  settings.stream_initializer = [&idle](const http::RequestHead&) -> StreamInitializer {
+    return [&idle](StreamChannel& ch) {
+      ch.config().auto_read = false;
+      idle.push_back(std::static_pointer_cast<StreamChannel>(ch.shared_from_this()));
+    };
+  };
+  EmbeddedChannel ch(ChannelConfig{}, counting);
+  ch.pipeline().add_last("http2", std::make_shared<ServerCodec>(settings));
+  auto feed = [&](std::string_view bytes) {
+    ByteBuf buf = counting.buffer(std::max(bytes.size(), kReadBuffer));
+    buf.write_bytes(bytes.data(), bytes.size());
+    ch.write_inbound(std::move(buf));
+    while (ch.read_outbound<ByteBuf>()) {
+    }
+  };
+  feed(test::raw_preface());
+  for (std::uint32_t i = 0; i < kStreams; ++i) {
+    feed(test::frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1 + 2 * i, test::request_block("POST", "/stream/up")));
+  }
+  const std::string payload(kFrame, 'd');
+  for (std::size_t f = 0; f < kFrames; ++f) {
+    for (std::uint32_t i = 0; i < kStreams; ++i) feed(test::frame(NGHTTP2_DATA, 0, 1 + 2 * i, payload));
+  }
+  ch.run_pending();
+  ASSERT_EQ(idle.size(), kStreams);
+  std::size_t held = 0;
+  for (const auto& child : idle) held += child->buffered_inbound_bytes();
+  EXPECT_EQ(held, kStreams * kFrames * kFrame) << "every payload is held for its child";
+  // Each child: its window, plus the one read buffer its first slice keeps.
+  EXPECT_LE(counting.live_bytes(), kStreams * (settings.initial_window_size + kReadBuffer))
+      << "held " << held << " bytes";
+  // Read, the children's chunks are what they were sent.
+  idle[0]->pipeline().add_last("take", std::make_shared<Recorder>());
+  idle[0]->read();
+  ch.run_pending();
+  EXPECT_EQ(idle[0]->pipeline().get_as<Recorder>("take")->body, std::string(kFrames * kFrame, 'd'));
+  ch.close();
+  ch.run_pending();
+  idle.clear();
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <optional>
 #include <vector>
 
+#include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/message.h"
 
@@ -36,8 +37,9 @@ struct EmbeddedLoopHolder {
 /// A channel without a socket, for tests of handlers and codecs (see the file's description).
 class EmbeddedChannel final : private detail::EmbeddedLoopHolder, public Channel {
  public:
-  /// An active channel with `config`, on its own event loop driven by the calling thread.
-  explicit EmbeddedChannel(ChannelConfig config = {});
+  /// An active channel with `config`, on its own event loop driven by the calling thread; its
+  /// handlers allocate from `allocator` (which must outlive the channel).
+  explicit EmbeddedChannel(ChannelConfig config = {}, ByteBufAllocator& allocator = default_allocator());
   ~EmbeddedChannel() override;
 
   /// Fires `message` as a read and a read_complete, then runs pending tasks. Returns whether

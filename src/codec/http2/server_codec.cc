@@ -471,6 +471,7 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   const ssize_t rv = session_->mem_recv(bytes.read_ptr(), bytes.readable_bytes());
   receiving_ = nullptr;
   in_session_ = false;
+  if (detach_after_session_) detach_later();
   bytes.release();
   if (rv < 0) {
     // The session's own flood bounds (CONTINUATION frames per header block, ACKs owed to a client
@@ -707,6 +708,7 @@ void ServerCodec::send_pending(Context& ctx) {
   in_session_ = true;
   const int rv = session_->send();
   in_session_ = false;
+  if (detach_after_session_) detach_later();
   if (!child_work_.empty()) {
     // The children's bytes just framed go back to their writability. Not inside a child's own call
     // (its write, flush or close): another child's events must not run nested in it, so a loop
@@ -939,7 +941,7 @@ void ServerCodec::stop_deadline(Context& ctx) {
 
 void ServerCodec::channel_inactive(Context& ctx) {
   stop_deadline(ctx);
-  detach_children();
+  detach_later();
   finished_ = true;
   out_.release();
   ctx.fire_channel_inactive();
@@ -993,7 +995,11 @@ int ServerCodec::open_child(Stream& s, bool end_stream) {
 }
 
 // A DATA payload for a child: the connection's window is returned now, the stream's once the
-// child has read it. Large payloads are slices of the input, small ones are gathered by copy.
+// child has read it. Large payloads are slices of the input, small ones are gathered by copy. A
+// slice keeps its whole input buffer alive, so what a child holds is counted as the buffers it
+// keeps (each once per run of chunks on it, until it has read all it holds); past its stream's
+// window of them, payloads are copied: a child that does not read pins about its window, not a
+// read buffer per frame.
 int ServerCodec::child_data(Stream& s, const std::uint8_t* data, std::size_t len) {
   session_->consume_connection(len);
   StreamChannel& ch = *s.child;
@@ -1003,15 +1009,20 @@ int ServerCodec::child_data(Stream& s, const std::uint8_t* data, std::size_t len
   }
   try {
     const std::uint8_t* base = receiving_ != nullptr ? receiving_->read_ptr() : nullptr;
-    if (len >= kSliceInputAt && base != nullptr && data >= base && data + len <= base + receiving_->readable_bytes()) {
+    const StreamData* last = ch.in_data_.empty() ? nullptr : &ch.in_data_[ch.in_data_.size() - 1];
+    const bool same_block = last != nullptr && receiving_ != nullptr && last->data.shares_storage_with(*receiving_);
+    if (len >= kSliceInputAt && base != nullptr && data >= base && data + len <= base + receiving_->readable_bytes() &&
+        (same_block || ch.in_retained_ < settings_.initial_window_size)) {
       const std::size_t at = receiving_->reader_index() + static_cast<std::size_t>(data - base);
       ch.in_data_.push_back(StreamData{receiving_->slice(at, len), false});
+      if (!same_block) ch.in_retained_ += receiving_->capacity();
       ch.in_copied_tail_ = false;
     } else {
       StreamData* tail = ch.in_copied_tail_ && !ch.in_data_.empty() ? &ch.in_data_[ch.in_data_.size() - 1] : nullptr;
       if (tail == nullptr || tail->data.writable_bytes() < len) {
         ch.in_data_.push_back(StreamData{ctx_->allocator().buffer(std::max(len, kInChunk)), false});
         tail = &ch.in_data_[ch.in_data_.size() - 1];
+        ch.in_retained_ += tail->data.capacity();
         ch.in_copied_tail_ = true;
       }
       tail->data.write_bytes(data, len);
@@ -1085,7 +1096,7 @@ void ServerCodec::child_stream_closed(Stream& s, std::uint32_t error_code) {
     ch.in_headers_.reset();
     ch.in_data_.clear();
     ch.in_trailers_.reset();
-    ch.in_bytes_ = 0;
+    ch.in_bytes_ = ch.in_retained_ = 0;
   }
   try {
     queue_child(ch);
@@ -1155,6 +1166,14 @@ void ServerCodec::serve_child(StreamChannel& ch) {
 
 void ServerCodec::consume_stream(std::int32_t id, std::size_t n) noexcept {
   if (session_ != nullptr && n > 0 && !finished_) session_->consume_stream(id, n);
+}
+
+// The channel closed. A close made inside the session -- a write that failed in TLS's encrypt, a
+// handler that closed on the writability change a write caused -- may come while a child's frame
+// is taken from its queue (write_child_frame): its children are detached once the session returns.
+void ServerCodec::detach_later() noexcept {
+  detach_after_session_ = in_session_;
+  if (!in_session_) detach_children();
 }
 
 // The connection is ending (or the codec leaving): every child closes.
@@ -1302,6 +1321,7 @@ void ServerCodec::child_closed(StreamChannel& ch) {
   const ChildCall call(child_calling_, ch);
   ch.input_closed_ = true;
   const std::size_t held = std::exchange(ch.in_bytes_, 0);
+  ch.in_retained_ = 0;
   ch.in_headers_.reset();
   ch.in_data_.clear();
   ch.in_trailers_.reset();

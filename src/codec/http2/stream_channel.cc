@@ -82,7 +82,10 @@ void StreamChannel::deliver() {
       pipeline().fire_read(std::move(message));
     } else if (!in_data_.empty()) {
       StreamData data = in_data_.pop_front();
-      if (in_data_.empty()) in_copied_tail_ = false;
+      if (in_data_.empty()) {
+        in_copied_tail_ = false;
+        in_retained_ = 0;  // counted until all it held is read (ServerCodec::child_data)
+      }
       n = data.data.readable_bytes();
       in_bytes_ -= n;
       StreamMessage message(std::in_place_type<StreamData>, std::move(data));
@@ -148,7 +151,7 @@ void StreamChannel::detach() noexcept {
   in_headers_.reset();
   in_data_.clear();
   in_trailers_.reset();
-  in_bytes_ = 0;
+  in_bytes_ = in_retained_ = 0;
   out_data_.clear();
   out_bytes_ = out_promised_ = 0;
   out_trailers_.reset();

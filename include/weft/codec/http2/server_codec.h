@@ -137,6 +137,7 @@ class ServerCodec final : public Handler {
   void serve_child(StreamChannel& child);
   void consume_stream(std::int32_t id, std::size_t n) noexcept;
   void detach_children() noexcept;
+  void detach_later() noexcept;  // detach_children, after the session call on the stack returns
   // The child's operations (StreamChannel's do_* hooks).
   void child_write(StreamChannel& child, MessageRef message);
   void child_submit_head(StreamChannel& child, http::HttpResponse& response, bool end_stream, bool whole);
@@ -180,6 +181,7 @@ class ServerCodec final : public Handler {
   std::unique_ptr<Callbacks> hooks_;  // what the session calls (the codec)
   std::unique_ptr<detail::Session> session_;  // the HTTP/2 connection's state (session.h)
   bool in_session_ = false;           // inside mem_recv or send: the session must not be re-entered
+  bool detach_after_session_ = false;  // the channel went inactive inside the session (detach_later)
   bool calm_requested_ = false;       // the glitch budget ran out: GOAWAY(ENHANCE_YOUR_CALM) queued
   bool goaway_submitted_ = false;
   bool finished_ = false;             // the connection's end has been started

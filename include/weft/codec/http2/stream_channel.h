@@ -220,6 +220,7 @@ class StreamChannel final : public Channel {
   std::optional<StreamTrailers> in_trailers_;
   Fields in_trailer_fields_;  // while the trailers' HEADERS arrive
   std::size_t in_bytes_ = 0;
+  std::size_t in_retained_ = 0;     // the memory in_data_ keeps alive, or more (ServerCodec::child_data)
   bool in_ended_ = false;           // the request's end is held (or delivered)
   bool in_shutdown_fired_ = false;  // ChannelInputShutdownEvent delivered
   bool in_copied_tail_ = false;     // the last held chunk is a copy that may take more bytes
