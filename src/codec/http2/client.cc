@@ -53,6 +53,7 @@ struct ClientCodec::Stream {
   int status = 0;
   std::string fields;    // name, '\0', value, '\0' for each field received
   std::size_t field_count = 0;
+  std::size_t header_list_size = 0;  // of the header block being received (RFC 9113 6.5.2)
   ByteBuf body;
   const char* failure = nullptr;  // a limit the response broke
   std::shared_ptr<StreamState> streamed;  // a streamed request (ClientCodec::open): its shared state
@@ -66,12 +67,26 @@ struct ClientCodec::Callbacks {
     return it == streams.end() ? nullptr : it->second.get();
   }
 
-  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t name_length,
-                       const std::uint8_t* value, std::size_t value_length, std::uint8_t, void* user_data) {
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (Stream* s = stream(user_data, frame->hd.stream_id)) s->header_list_size = 0;  // each block on its own
+    return 0;
+  }
+
+  static int on_header(nghttp2_session* session, const nghttp2_frame* frame, const std::uint8_t* name,
+                       std::size_t name_length, const std::uint8_t* value, std::size_t value_length, std::uint8_t,
+                       void* user_data) {
     Stream* s = stream(user_data, frame->hd.stream_id);
-    if (s == nullptr || frame->hd.type != NGHTTP2_HEADERS) return 0;
+    if (s == nullptr || frame->hd.type != NGHTTP2_HEADERS || s->failure != nullptr) return 0;
     const std::string_view n(reinterpret_cast<const char*>(name), name_length);
     const std::string_view v(reinterpret_cast<const char*>(value), value_length);
+    s->header_list_size += name_length + value_length + 32;
+    if (s->header_list_size > self(user_data).settings_.max_header_list_size) {
+      // The rest of the block is decoded by nghttp2 (HPACK state) and dropped here, field by field.
+      s->failure = "the response's header list is larger than ClientSettings::max_header_list_size";
+      if (s->streamed) s->streamed->trailers = Fields();
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_CANCEL);
+      return 0;
+    }
     if (s->streamed && s->streamed->head_done) {  // a streamed response's trailers
       s->streamed->trailers.add_unchecked(n, v);
       return 0;
@@ -216,6 +231,7 @@ void ClientCodec::handler_added(Context& ctx) {
   ctx_ = &ctx;
   nghttp2_session_callbacks* callbacks = nullptr;
   nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, Callbacks::on_begin_headers);
   nghttp2_session_callbacks_set_on_header_callback(callbacks, Callbacks::on_header);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::on_data);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::on_close);
@@ -229,9 +245,10 @@ void ClientCodec::handler_added(Context& ctx) {
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
   if (rv != 0) throw Error(std::string("HTTP/2 client: ") + nghttp2_strerror(rv));
-  const std::array<nghttp2_settings_entry, 2> entries = {{
+  const std::array<nghttp2_settings_entry, 3> entries = {{
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings_.initial_window_size},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings_.max_header_list_size},
   }};
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries.data(), entries.size());
   if (settings_.initial_window_size > 65535) {  // the connection's window grows with the streams'

@@ -77,6 +77,10 @@ struct ClientSettings {
   std::uint32_t initial_window_size = 1u << 20;
   /// A response body past this resets its stream; the request fails with ClientStreamError.
   std::size_t max_response_body = 64u << 20;
+  /// SETTINGS_MAX_HEADER_LIST_SIZE, and the bound the client keeps on each header list it receives
+  /// (a response's head, its trailers; names, values and 32 bytes a field, RFC 9113 6.5.2): a
+  /// larger one resets its stream (RST_STREAM(CANCEL)) and the request fails with ClientStreamError.
+  std::uint32_t max_header_list_size = 64 * 1024;
   /// Requests waiting for the server's concurrency limit; past it a request fails at once.
   std::size_t max_queued_requests = 10000;
   /// :authority of requests without a Host header; empty: the remote address.

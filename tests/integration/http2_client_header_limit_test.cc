@@ -1,0 +1,279 @@
+// The HTTP/2 client's bound on the header lists it receives (ClientSettings::max_header_list_size),
+// against a scripted hostile server over sockets, on every transport, h2c and h2 over TLS: the
+// client advertises SETTINGS_MAX_HEADER_LIST_SIZE; an HPACK bomb (~128 KiB of HEADERS and 7
+// CONTINUATIONs whose fields all reference one 4,000-byte dynamic-table entry: ~127,000 fields,
+// ~500 MiB decoded) as a response head or as trailers, whole or streamed, resets its stream with
+// RST_STREAM, fails the request with ClientStreamError, and leaves nothing of it held; the
+// connection goes on serving other requests.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "support/h2_frames.h"
+#include "support/tls_certs.h"
+#include "support/transports.h"
+#include "weft/codec/http2/client.h"
+#include "weft/codec/tls/tls_handler.h"
+#include "weft/weft.h"
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+namespace weft::http2 {
+namespace {
+
+// What the scripted server saw of the client.
+struct HostileServerLog {
+  std::atomic<std::uint32_t> advertised_header_list{0};  // the client's SETTINGS_MAX_HEADER_LIST_SIZE
+  std::mutex mutex;
+  std::map<std::uint32_t, std::uint32_t> resets;  // stream -> RST_STREAM error code
+  Promise<void> stream1_reset;
+
+  std::optional<std::uint32_t> reset_of(std::uint32_t stream) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = resets.find(stream);
+    return it == resets.end() ? std::nullopt : std::optional<std::uint32_t>(it->second);
+  }
+};
+
+// The bytes the server answers a request on `stream` with.
+using HostileScript = std::function<std::string(std::uint32_t stream)>;
+
+// A server that speaks just enough HTTP/2 to play `script`: its SETTINGS, an ACK of the client's,
+// and the scripted answer to each request HEADERS; it records the client's SETTINGS and resets.
+class HostileH2Server final : public InboundHandler<ByteBuf> {
+ public:
+  HostileH2Server(HostileScript script, std::shared_ptr<HostileServerLog> log)
+      : script_(std::move(script)), log_(std::move(log)) {}
+
+  void channel_active(Context& ctx) override {
+    send(ctx, test::frame(NGHTTP2_SETTINGS, 0, 0, ""));
+    ctx.fire_channel_active();
+  }
+  void channel_read(Context& ctx, ByteBuf&& bytes) override {
+    pending_.append(reinterpret_cast<const char*>(bytes.read_ptr()), bytes.readable_bytes());
+    std::size_t at = 0;
+    if (!preface_done_) {
+      if (pending_.size() < test::kH2Preface.size()) return;
+      at = test::kH2Preface.size();
+      preface_done_ = true;
+    }
+    std::string out;
+    while (pending_.size() - at >= 9) {
+      const auto* h = reinterpret_cast<const std::uint8_t*>(pending_.data() + at);
+      const std::size_t length = (std::size_t{h[0]} << 16) | (std::size_t{h[1]} << 8) | h[2];
+      if (pending_.size() - at < 9 + length) break;
+      const std::uint8_t type = h[3], flags = h[4];
+      const std::uint32_t stream = ((h[5] & 0x7fu) << 24) | (h[6] << 16) | (h[7] << 8) | h[8];
+      const std::uint8_t* p = h + 9;
+      if (type == NGHTTP2_SETTINGS && (flags & NGHTTP2_FLAG_ACK) == 0) {
+        for (std::size_t i = 0; i + 6 <= length; i += 6) {
+          const std::uint16_t id = static_cast<std::uint16_t>((p[i] << 8) | p[i + 1]);
+          const std::uint32_t value = (std::uint32_t{p[i + 2]} << 24) | (p[i + 3] << 16) | (p[i + 4] << 8) | p[i + 5];
+          if (id == NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE) log_->advertised_header_list = value;
+        }
+        out += test::frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "");
+      } else if (type == NGHTTP2_HEADERS) {
+        out += script_(stream);
+      } else if (type == NGHTTP2_RST_STREAM && length == 4) {
+        const std::uint32_t code = (std::uint32_t{p[0]} << 24) | (p[1] << 16) | (p[2] << 8) | p[3];
+        std::lock_guard<std::mutex> lock(log_->mutex);
+        log_->resets[stream] = code;
+        if (stream == 1) log_->stream1_reset.set_value();
+      }
+      at += 9 + length;
+    }
+    pending_.erase(0, at);
+    if (!out.empty()) send(ctx, out);
+  }
+
+ private:
+  static void send(Context& ctx, std::string_view bytes) {
+    ByteBuf buf = ctx.allocator().buffer(bytes.size());
+    buf.write_bytes(bytes.data(), bytes.size());
+    ctx.write_and_flush(std::move(buf));
+  }
+
+  HostileScript script_;
+  std::shared_ptr<HostileServerLog> log_;
+  std::string pending_;
+  bool preface_done_ = false;
+};
+
+constexpr std::size_t kBombEntry = 4000;       // the dynamic-table entry every field refers to
+constexpr std::size_t kBombBlock = 8 * 16384;  // HEADERS + 7 CONTINUATIONs of the default frame size
+
+// An HPACK literal with incremental indexing: "x-bomb" and 4,000 bytes (it takes dynamic index 62).
+std::string bomb_entry() {
+  // The value's length, 4000, as an HPACK integer with a 7-bit prefix: 127, then 3873 in 7-bit groups.
+  return std::string("\x40\x06x-bomb\x7f\xa1\x1e", 11) + std::string(kBombEntry, 'b');
+}
+
+// A header block of `prefix`, the entry, then index 62 (0xbe) until it is kBombBlock bytes, sent as
+// HEADERS and CONTINUATIONs of 16,384 bytes on `stream`.
+std::string bomb_frames(std::uint32_t stream, std::string_view prefix, bool end_stream) {
+  std::string block = std::string(prefix) + bomb_entry();
+  block.resize(kBombBlock, '\xbe');
+  std::string out;
+  for (std::size_t at = 0; at < block.size(); at += 16384) {
+    const bool first = at == 0, last = at + 16384 >= block.size();
+    std::uint8_t flags = last ? NGHTTP2_FLAG_END_HEADERS : 0;
+    if (first && end_stream) flags |= NGHTTP2_FLAG_END_STREAM;
+    out += test::frame(first ? NGHTTP2_HEADERS : NGHTTP2_CONTINUATION, flags, stream, std::string_view(block).substr(at, 16384));
+  }
+  return out;
+}
+
+// ":status 200" and END_STREAM: the answer to the requests after the hostile one.
+std::string plain_ok(std::uint32_t stream) {
+  return test::frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, stream, "\x88");
+}
+
+class Http2ClientHeaderLimitTest : public test::TransportTest {
+ protected:
+  ChannelPtr hostile_server(bool tls, HostileScript script) {
+    auto context = tls ? test::test_server_context(test::test_pki().localhost, {"h2"}) : nullptr;
+    return ServerBootstrap()
+        .group(group_)
+        .child_handler([context, script = std::move(script), log = log_](Channel& ch) {
+          if (context) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context));
+          ch.pipeline().add_last("hostile", std::make_shared<HostileH2Server>(script, log));
+        })
+        .bind(SocketAddress::loopback(0))
+        .get();
+  }
+  std::shared_ptr<Client> connect(const ChannelPtr& server, bool tls, ClientSettings settings = {}) {
+    Client::Options options;
+    options.settings = std::move(settings);
+    if (tls) {
+      options.tls = test::test_client_context({"h2"});
+      options.server_name = "localhost";
+    }
+    return Client::connect(group_, server->local_address(), options).get();
+  }
+  void reset_log() { log_ = std::make_shared<HostileServerLog>(); }
+
+  std::shared_ptr<HostileServerLog> log_ = std::make_shared<HostileServerLog>();
+  EventLoopGroup group_{transport(), loops(2, 6)};
+};
+
+TEST_P(Http2ClientHeaderLimitTest, AnHpackBombAsAResponseHeadFailsTheRequestAndTheConnectionGoesOn) {
+  for (const bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "h2 over TLS" : "h2c");
+    reset_log();
+    ChannelPtr server = hostile_server(tls, [](std::uint32_t stream) {
+      return stream == 1 ? bomb_frames(stream, "\x88", /*end_stream=*/true) : plain_ok(stream);
+    });
+    std::shared_ptr<Client> client = connect(server, tls);
+    EXPECT_EQ(log_->advertised_header_list.load(), ClientSettings{}.max_header_list_size);
+
+    Future<http::HttpClientResponse> bombed = client->request(http::HttpClientRequest("GET", "/bomb"));
+    ASSERT_TRUE(bombed.wait_for(30s));
+    try {
+      bombed.get();
+      ADD_FAILURE() << "a response head of ~127,000 fields was accepted";
+    } catch (const ClientStreamError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("max_header_list_size"));
+      EXPECT_FALSE(e.refused());
+    }
+    ASSERT_TRUE(log_->stream1_reset.future().wait_for(30s)) << "the client did not reset the stream";
+
+    Future<http::HttpClientResponse> after = client->request(http::HttpClientRequest("GET", "/after"));
+    ASSERT_TRUE(after.wait_for(30s));
+    EXPECT_EQ(after.get().status(), 200);
+    client->close().wait();
+    server->close().wait();
+  }
+}
+
+// A streamed request to the bomb: the response's head (a header list of `head`), its DATA "hello",
+// then the trailers as the bomb. Returns what the stream showed; `held` the trailer bytes it kept.
+Task<std::string> streamed_bomb(Client& client, std::size_t* held) {
+  ClientStream s = client.open("GET", "/bomb", {});
+  s.end();
+  std::string what;
+  try {
+    what = std::to_string(co_await s.response());
+    while (std::optional<ByteBuf> chunk = co_await s.read()) what += " " + chunk->to_string();
+    what += " ended";
+  } catch (const ClientStreamError& e) {
+    what += std::string(" failed: ") + e.what();
+  }
+  for (const auto& f : s.trailers()) *held += f.name.size() + f.value.size() + 32;
+  co_return what;
+}
+
+TEST_P(Http2ClientHeaderLimitTest, AnHpackBombAsStreamedTrailersFailsTheStreamAndKeepsNoneOfThem) {
+  for (const bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "h2 over TLS" : "h2c");
+    reset_log();
+    ChannelPtr server = hostile_server(tls, [](std::uint32_t stream) {
+      if (stream != 1) return plain_ok(stream);
+      return test::frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, stream, "\x88") +
+             test::frame(NGHTTP2_DATA, 0, stream, "hello") + bomb_frames(stream, "", /*end_stream=*/true);
+    });
+    std::shared_ptr<Client> client = connect(server, tls);
+    std::size_t held = 0;
+    Future<std::string> done = spawn(client->loop(), streamed_bomb(*client, &held));
+    ASSERT_TRUE(done.wait_for(30s));
+    EXPECT_THAT(done.get(), HasSubstr("200 hello failed: "));
+    EXPECT_THAT(done.get(), HasSubstr("max_header_list_size"));
+    EXPECT_LE(held, ClientSettings{}.max_header_list_size) << "trailer bytes the client kept";
+    ASSERT_TRUE(log_->stream1_reset.future().wait_for(30s)) << "the client did not reset the stream";
+
+    Future<http::HttpClientResponse> after = client->request(http::HttpClientRequest("GET", "/after"));
+    ASSERT_TRUE(after.wait_for(30s));
+    EXPECT_EQ(after.get().status(), 200);
+    client->close().wait();
+    server->close().wait();
+  }
+}
+
+// A head within the field count a ResponseHead holds but past a configured budget: three fields of
+// 4,000 bytes against 8 KiB, whole (stream 1) and streamed (stream 3).
+Task<std::string> streamed_head(Client& client) {
+  ClientStream s = client.open("GET", "/big-head", {});
+  s.end();
+  try {
+    co_return std::to_string(co_await s.response());
+  } catch (const ClientStreamError& e) {
+    co_return std::string("failed: ") + e.what();
+  }
+}
+
+TEST_P(Http2ClientHeaderLimitTest, AHeadPastTheConfiguredLimitFailsWholeAndStreamed) {
+  ChannelPtr server = hostile_server(false, [](std::uint32_t stream) {
+    // Literals without indexing; the values' length, 4,000, as a multi-byte HPACK integer.
+    std::string fields = "\x88";
+    for (const char* name : {"x-a", "x-b", "x-c"}) {
+      fields += std::string("\x00\x03", 2) + name + std::string("\x7f\xa1\x1e", 3) + std::string(4000, 'v');
+    }
+    return test::frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, stream, fields);
+  });
+  ClientSettings settings;
+  settings.max_header_list_size = 8192;
+  std::shared_ptr<Client> client = connect(server, false, settings);
+  EXPECT_EQ(log_->advertised_header_list.load(), 8192u);
+
+  Future<http::HttpClientResponse> whole = client->request(http::HttpClientRequest("GET", "/big-head"));
+  ASSERT_TRUE(whole.wait_for(30s));
+  EXPECT_THROW(whole.get(), ClientStreamError);
+  Future<std::string> streamed = spawn(client->loop(), streamed_head(*client));
+  ASSERT_TRUE(streamed.wait_for(30s));
+  EXPECT_THAT(streamed.get(), HasSubstr("failed: "));
+  EXPECT_THAT(streamed.get(), HasSubstr("max_header_list_size"));
+  client->close().wait();
+  server->close().wait();
+}
+
+WEFT_ON_EVERY_TRANSPORT(Http2ClientHeaderLimitTest);
+
+}  // namespace
+}  // namespace weft::http2
