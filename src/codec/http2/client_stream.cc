@@ -136,15 +136,18 @@ ClientStream::~ClientStream() {
 
 std::int32_t ClientStream::id() const noexcept { return state_->id; }
 
-Task<> ClientStream::write(ByteBuf chunk) {
+Task<> ClientStream::write(ByteBuf chunk) { return write(ByteBuf(), std::move(chunk)); }
+
+Task<> ClientStream::write(ByteBuf prefix, ByteBuf chunk) {
   State& st = *state_;
   if (st.end_requested) throw std::logic_error("http2::ClientStream::write after end()");
   if (st.error) std::rethrow_exception(st.error);
   if (st.closed || st.codec == nullptr) std::rethrow_exception(closed_error());
-  const std::size_t n = chunk.readable_bytes();
+  const std::size_t n = prefix.readable_bytes() + chunk.readable_bytes();
   if (n == 0) co_return;
   st.queued += n;
-  st.upload.push_back(std::move(chunk));
+  if (prefix.is_readable()) st.upload.push_back(std::move(prefix));
+  if (chunk.is_readable()) st.upload.push_back(std::move(chunk));
   const std::size_t bound = st.codec->settings_.max_buffered_upload;
   st.codec->stream_queued(st);
   std::shared_ptr<State> keep = state_;  // the handle may move while this waits

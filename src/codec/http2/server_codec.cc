@@ -1217,6 +1217,15 @@ void ServerCodec::child_write(StreamChannel& ch, MessageRef message) {
       ch.hold_write_bytes(n);
     }
     if (d.end_stream) ch.out_ended_ = true;
+  } else if (message.is<PrefixedStreamData>()) {
+    if (!ch.headers_sent_) throw std::logic_error("http2::StreamChannel: StreamData written before ResponseHeaders");
+    if (ch.out_ended_) throw std::logic_error("http2::StreamChannel: StreamData written after the response's end");
+    PrefixedStreamData& d = message.as<PrefixedStreamData>();
+    const std::size_t n = d.prefix.readable_bytes() + d.data.readable_bytes();
+    if (d.prefix.is_readable()) ch.out_data_.push_back(std::move(d.prefix));
+    if (d.data.is_readable()) ch.out_data_.push_back(std::move(d.data));
+    ch.out_bytes_ += n;
+    ch.hold_write_bytes(n);
   } else if (message.is<StreamTrailers>()) {
     if (!ch.headers_sent_) {
       throw std::logic_error("http2::StreamChannel: StreamTrailers written before ResponseHeaders");
@@ -1231,7 +1240,8 @@ void ServerCodec::child_write(StreamChannel& ch, MessageRef message) {
     child_submit_head(ch, message.as<http::HttpResponse>(), true, true);
   } else {
     throw PipelineTypeError("http2::StreamChannel " + std::to_string(ch.id()) + " writes ResponseHeaders, StreamData, "
-                            "StreamTrailers or http::HttpResponse but received " + type_name(message.type()));
+                            "PrefixedStreamData, StreamTrailers or http::HttpResponse but received " +
+                            type_name(message.type()));
   }
 }
 

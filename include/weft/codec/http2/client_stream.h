@@ -71,6 +71,10 @@ class ClientStream {
   /// (see the file's description). Throws std::logic_error after end(); the stream's failure once it
   /// is reset or its connection closed.
   Task<> write(ByteBuf chunk);
+  /// Loop thread only. As write(chunk), for a chunk in two parts queued as one unit: nothing written
+  /// or ended after it (end(), a reset aside) comes between `prefix` and `chunk` (a gRPC message's
+  /// prefix and its bytes, the bytes by reference).
+  Task<> write(ByteBuf prefix, ByteBuf chunk);
   /// Loop thread only. Ends the request (END_STREAM after the queued chunks); returns at once. Does
   /// nothing after end() or once the stream is closed.
   void end();

@@ -19,7 +19,7 @@
 /// the code), then the child closes.
 ///
 /// What the child writes: a ResponseHeaders (status and headers; a status below 200 is an interim
-/// answer), then StreamData chunks, then optionally StreamTrailers (which end the stream); or one
+/// answer), then StreamData (or PrefixedStreamData) chunks, then optionally StreamTrailers (which end the stream); or one
 /// http::HttpResponse, a whole answer (head, body, content-length). Written bytes leave at the next
 /// flush, as far as the client's windows allow. StreamData before the head, or anything after the
 /// end, fails the write with std::logic_error (an exception event in the child's pipeline).
@@ -116,6 +116,18 @@ struct StreamData {
   std::size_t message_size() const noexcept { return sizeof(StreamData) + data.readable_bytes(); }
 };
 
+/// Outbound: a chunk of body in two parts queued on the stream as one unit, so that nothing written
+/// after it (trailers, a call's end) can come between them: a gRPC message's 5-byte prefix and its
+/// bytes, which then leave by reference instead of being copied behind the prefix.
+struct PrefixedStreamData {
+  ByteBuf prefix;  ///< sent first
+  ByteBuf data;    ///< sent right after `prefix`
+  /// For bounds that count bytes (an offload queue).
+  std::size_t message_size() const noexcept {
+    return sizeof(PrefixedStreamData) + prefix.readable_bytes() + data.readable_bytes();
+  }
+};
+
 /// Both ways: trailer fields; they end the stream (inbound: the request; outbound: the response).
 struct StreamTrailers {
   Fields fields;  ///< names in lowercase inbound; sent in lowercase outbound
@@ -186,7 +198,7 @@ class StreamChannel final : public Channel {
   void do_flush() override;
   /// Resets the stream (RST_STREAM(CANCEL)) unless its response has ended.
   void do_close() override;
-  /// Takes ResponseHeaders, StreamData, StreamTrailers and http::HttpResponse.
+  /// Takes ResponseHeaders, StreamData, PrefixedStreamData, StreamTrailers and http::HttpResponse.
   void do_write_message(MessageRef message) override;
   /// StreamMessage.
   const std::type_info* inbound_message_type() const noexcept override { return &typeid(StreamMessage); }
