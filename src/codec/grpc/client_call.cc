@@ -122,14 +122,10 @@ Task<bool> ClientCall::write(ByteBuf message) {
     if (st->compression.algorithm != Compression::identity && n >= st->compression.min_bytes) {
       // Compressed (or, when it does not shrink, flag 0) into one new buffer.
       co_await st->stream.write(frame_compressed(message, st->compression, *st->loop_allocator));
-    } else if (n < detail::kCopyBelowBytes) {
-      co_await st->stream.write(frame_message(message));
     } else {
-      ByteBuf prefix = st->loop_allocator->buffer(kMessagePrefixBytes);
-      prefix.write_u8(0);
-      prefix.write_u32(static_cast<std::uint32_t>(n));
-      co_await st->stream.write(std::move(prefix));
-      co_await st->stream.write(std::move(message));
+      // One unit: an end() (finish(), writes_done() from another coroutine) follows the whole message.
+      detail::FramedMessage framed = detail::frame_for_send(std::move(message), *st->loop_allocator);
+      co_await st->stream.write(std::move(framed.prefix), std::move(framed.body));
     }
   } catch (...) {
     failure = std::current_exception();

@@ -216,22 +216,16 @@ Task<> ServerCall::write(ByteBuf message, WriteOptions options) {
     co_await after_message_written(options);
     co_return;
   }
-  if (n < detail::kCopyBelowBytes) {
-    ByteBuf framed = frame_message(message, allocator());
-    message = ByteBuf();
-    co_await write_framed(std::move(framed), options);
+  detail::FramedMessage framed = detail::frame_for_send(std::move(message), allocator());
+  if (!framed.body.is_readable()) {  // copied behind its prefix: one buffer
+    co_await write_framed(std::move(framed.prefix), options);
     co_return;
   }
   co_await start_response();
-  {
-    ByteBuf prefix_bytes = allocator().buffer(kMessagePrefixBytes);
-    prefix_bytes.write_u8(0);
-    prefix_bytes.write_u32(static_cast<std::uint32_t>(n));
-    http2::StreamData prefix{std::move(prefix_bytes), false};
-    co_await send(std::move(prefix));
-    http2::StreamData body{std::move(message), false};
-    co_await send(std::move(body));
-  }
+  // One unit: the stream holds both parts or neither, so an end written meanwhile (end_now) follows
+  // the whole message.
+  http2::PrefixedStreamData unit{std::move(framed.prefix), std::move(framed.body)};
+  co_await send(std::move(unit));
   co_await after_message_written(options);
 }
 
@@ -299,7 +293,9 @@ void ServerCall::end_now(Status status) {
   if (finished_ || ended_) return;
   Channel& channel = connection_.channel();
   // Written past the Connection: the handler (or another of its coroutines) may be suspended in a
-  // write that holds its message, and the Connection has one writer's place.
+  // write that holds its message, and the Connection has one writer's place. That message was not
+  // handed to the stream (it is dropped); every message handed was handed whole (one unit each), so
+  // the end follows the last whole message.
   if (!headers_written_) {
     http::HttpResponse head = response_head(200);
     for (const auto& field : status_fields(status)) head.header(field.name, field.value);
