@@ -313,6 +313,12 @@ Duration EventLoop::poll_timeout() const {
   return timeout;
 }
 
+TimePoint EventLoop::shutdown_deadline() const noexcept {
+  if (!is_shutting_down()) return TimePoint::max();
+  const Duration timeout(shutdown_timeout_ns_.load(std::memory_order_relaxed));
+  return (shutdown_started_ ? shutdown_start_ : now()) + timeout;
+}
+
 Future<void> EventLoop::shutdown_gracefully(Duration quiet_period, Duration timeout) {
   quiet_period_ns_.store(quiet_period.count(), std::memory_order_relaxed);
   shutdown_timeout_ns_.store(timeout.count(), std::memory_order_relaxed);
@@ -326,7 +332,7 @@ Future<void> EventLoop::shutdown_gracefully(Duration quiet_period, Duration time
     }
   } else {
     driver_->wakeup();
-    if (!in_loop()) driver_->interrupt_blocking_call(nullptr);  // a thread blocked in send would never see the wake-up
+    if (!in_loop()) driver_->interrupt_for_shutdown(timeout);  // a thread blocked in send would never see the wake-up
   }
   return terminated_.future();
 }

@@ -13,6 +13,8 @@
 #include "support/blocking_client.h"
 #include "support/channel_probe.h"
 #include "weft/channel/bootstrap.h"
+#include "weft/channel/events.h"
+#include "weft/core/future.h"
 #include "weft/core/error.h"
 #include "weft/transport/blocking.h"
 #include "weft/transport/epoll.h"
@@ -302,6 +304,47 @@ TEST(BlockingTransportTest, GroupShutdownInterruptsASendToAPeerThatNeverReads) {
   auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(group.shutdown_gracefully(10ms, 10s).wait_for(10s));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s) << "the blocked send held the shutdown to its deadline";
+}
+
+// At a graceful shutdown a handler may still say goodbye (an HTTP/2 GOAWAY, the answers in flight):
+// a blocking send made after the shutdown began is allowed, and bounded by the shutdown's deadline.
+class GoodbyeWriter final : public InboundHandler<ByteBuf> {
+ public:
+  void channel_read(Context&, ByteBuf&&) override {}
+  void channel_active(Context& ctx) override {
+    active.set_value();
+    ctx.fire_channel_active();
+  }
+  void user_event(Context& ctx, const std::any& event) override {
+    if (std::any_cast<ChannelShutdownRequestedEvent>(&event) == nullptr) return ctx.fire_user_event(event);
+    ctx.channel().end_for_shutdown_itself();
+    // Far more than the peer's buffers hold: the send blocks until the shutdown's deadline.
+    ctx.write_and_flush(ByteBuf::copy_of(std::string(kGoodbye, 'g')));
+    goodbye_written.store(true);
+  }
+  static constexpr std::size_t kGoodbye = 16 << 20;
+  Promise<void> active;
+  std::atomic<bool> goodbye_written{false};
+};
+
+TEST(BlockingTransportTest, ASendMadeAfterAGracefulShutdownBeganLeavesAndEndsAtTheShutdownsDeadline) {
+  auto writer = std::make_shared<GoodbyeWriter>();
+  EventLoopGroup group(blocking(), 2);
+  ServerBootstrap b;
+  b.group(group).child_option(option::send_buffer_size, 64 * 1024).child_handler([writer](Channel& ch) {
+    ch.pipeline().add_last("writer", writer);
+  });
+  ChannelPtr server = b.bind(SocketAddress::loopback(0)).get();
+  BlockingClient client(server->local_address().port(), {.receive_buffer = 32 * 1024});
+  ASSERT_TRUE(writer->active.future().wait_for(20s));
+  Future<void> terminated = group.shutdown_gracefully(0ms, 300ms);
+  // The goodbye's first bytes arrive (the send was not refused for the shutdown)...
+  const std::string first = client.recv_some(64 * 1024, 20000ms);
+  EXPECT_FALSE(first.empty());
+  EXPECT_EQ(first.find_first_not_of('g'), std::string::npos);
+  // ... and the peer that stops reading there holds the loop no longer than the shutdown's deadline.
+  ASSERT_TRUE(terminated.wait_for(60s)) << "the blocked goodbye held the loop past the shutdown's deadline";
+  EXPECT_TRUE(writer->goodbye_written.load());
 }
 
 }  // namespace

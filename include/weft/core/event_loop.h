@@ -127,6 +127,9 @@ class EventLoop {
   Future<void> termination_future() const { return terminated_.future(); }
   /// Thread-safe.
   bool is_shutting_down() const noexcept { return state_.load(std::memory_order_acquire) >= kShuttingDown; }
+  /// Loop thread only. When a graceful shutdown under way gives up waiting for its channels
+  /// (TimePoint::max() while the loop runs): what a blocking call made meanwhile may take at most.
+  TimePoint shutdown_deadline() const noexcept;
   /// Thread-safe.
   bool is_terminated() const noexcept { return state_.load(std::memory_order_acquire) == kTerminated; }
 

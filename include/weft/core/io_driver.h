@@ -29,6 +29,10 @@ class IoDriver {
   /// from another thread: a driver whose loop thread may sit in a blocking system call other than
   /// poll() (a blocking send) makes that call return.
   virtual void interrupt_blocking_call(const void* /*owner*/) noexcept {}
+  /// Thread-safe. A graceful shutdown with `timeout` was requested from another thread: a driver
+  /// whose loop thread may sit in a blocking system call makes that call return if it could outlast
+  /// the timeout (by default: always).
+  virtual void interrupt_for_shutdown(Duration /*timeout*/) noexcept { interrupt_blocking_call(nullptr); }
   /// Loop thread only. Called when the loop terminates, after its channels were closed and between
   /// runs of its last tasks: a driver whose kernel operations outlive a close (io_uring) completes
   /// them here, so that nothing completes after the loop is gone. Returns once none is in flight.

@@ -2,6 +2,7 @@
 
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,10 +85,42 @@ void BlockingDriver::begin_blocking_call(int fd, const void* owner) noexcept {
   call_fd_ = fd;
   call_owner_ = owner;
   // Asked before this call began (the loop's shutdown sets its state before it interrupts): fail at once.
-  if (interrupted_ || owner == closing_owner_ || (loop_ != nullptr && loop_->is_shutting_down())) {
+  if (interrupted_ || owner == closing_owner_) {
+    ::shutdown(fd, SHUT_RDWR);
+    interrupted_ = true;
+    return;
+  }
+  if (loop_ == nullptr || !loop_->is_shutting_down()) return;
+  const Duration left = loop_->shutdown_deadline() - loop_->now();
+  if (left <= Duration::zero() || !bound_send_time(fd, left)) {
     ::shutdown(fd, SHUT_RDWR);
     interrupted_ = true;
   }
+}
+
+// SO_SNDTIMEO at most `left` (never lengthened; zero means no limit). False if it cannot be set.
+bool BlockingDriver::bound_send_time(int fd, Duration left) noexcept {
+  timeval now_set{};
+  socklen_t size = sizeof now_set;
+  if (::getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &now_set, &size) != 0) return false;
+  const auto set_us = std::int64_t{now_set.tv_sec} * 1'000'000 + now_set.tv_usec;
+  const auto left_us = std::max<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(left).count(), 1);
+  if (set_us != 0 && set_us <= left_us) return true;
+  const timeval tv{static_cast<time_t>(left_us / 1'000'000), static_cast<suseconds_t>(left_us % 1'000'000)};
+  return ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0;
+}
+
+void BlockingDriver::interrupt_for_shutdown(Duration timeout) noexcept {
+  std::lock_guard lock(call_mutex_);
+  if (call_fd_ < 0) return;  // the next call is bounded by begin_blocking_call
+  timeval set{};
+  socklen_t size = sizeof set;
+  const bool read = ::getsockopt(call_fd_, SOL_SOCKET, SO_SNDTIMEO, &set, &size) == 0;
+  const auto set_us = std::int64_t{set.tv_sec} * 1'000'000 + set.tv_usec;
+  const auto timeout_us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
+  if (read && set_us != 0 && set_us <= timeout_us) return;  // it ends before the shutdown gives up
+  ::shutdown(call_fd_, SHUT_RDWR);
+  interrupted_ = true;
 }
 
 bool BlockingDriver::end_blocking_call() noexcept {

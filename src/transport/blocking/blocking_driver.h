@@ -38,6 +38,8 @@ class BlockingDriver final : public IoDriver {
   void poll(Duration timeout) override;
   void wakeup() noexcept override;
   void interrupt_blocking_call(const void* owner) noexcept override;
+  // A send in progress is left to finish when its own send timeout ends before the shutdown's.
+  void interrupt_for_shutdown(Duration timeout) noexcept override;
   void attach(EventLoop& loop) override { loop_ = &loop; }
 
   // Thread-safe. Reserves a free loop for a channel about to be made on it (Transport::choose_loop).
@@ -54,12 +56,15 @@ class BlockingDriver final : public IoDriver {
 
   // Loop thread only. Brackets a blocking system call on `fd` made for channel `owner`, so that
   // interrupt_blocking_call() can make it return by shutting the socket down. end_blocking_call()
-  // returns true once the owner's socket was shut down that way.
+  // returns true once the owner's socket was shut down that way. While the loop shuts down
+  // gracefully, a call is bounded by the shutdown's deadline (SO_SNDTIMEO), so that a GOAWAY or the
+  // answers in flight can still leave, and fails at once past it.
   void begin_blocking_call(int fd, const void* owner) noexcept;
   bool end_blocking_call() noexcept;
 
  private:
   static constexpr int kFree = 0, kReserved = 1, kOwned = 2;
+  static bool bound_send_time(int fd, Duration left) noexcept;
 
   int event_fd_;
   int watched_fd_ = -1;
