@@ -9,6 +9,7 @@
 /// the slot pointer may point into the object itself.
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -55,6 +56,7 @@ class InlineRing {
   }
   /// Removes the front entry, destroying what it owns; requires !empty().
   void drop_front() noexcept {
+    assert(size_ > 0 && "InlineRing::drop_front on an empty ring");
     reset(slots_[head_]);
     head_ = (head_ + 1) & (capacity_ - 1);
     --size_;
