@@ -9,6 +9,10 @@
 //   END_STREAM, never a prefix and then END_STREAM.
 
 #include <nghttp2/nghttp2.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -23,6 +27,7 @@
 
 #include "support/blocking_client.h"
 #include "support/h2_client.h"
+#include "support/h2_frames.h"
 #include "support/h2_socket.h"
 #include "support/transports.h"
 #include "weft/codec/grpc/client.h"
@@ -197,6 +202,186 @@ TEST_P(GrpcMessageUnitTest, ADeadlineWhileTheClientsWindowHoldsAMessageEndsAfter
                                     << " bytes of DATA, not a multiple of " << kUnitMessageBytes + kMessagePrefixBytes;
   EXPECT_GE(*messages, 1u);
 }
+
+// Writes two 64 KiB request messages, both before the loop takes a turn (the second one waits for
+// the server's window, which is 0); then, once the server has answered, finish() ends the request.
+// (Not `if (!co_await call.write(...)) co_return false;` as the first statement: GCC 12.2 compiles
+// that coroutine so that its body never runs, and nothing was written.)
+Task<bool> write_two_unit_messages(ClientCall& call) {
+  const bool first = co_await call.write(unit_message());
+  if (!first) co_return false;
+  const bool second = co_await call.write(unit_message());
+  co_return second;
+}
+
+// What the second write said once the call had ended ("true", "false", or the exception's text).
+Task<std::string> finish_while_a_message_waits(Client& client, Promise<std::string>& finished) {
+  ClientCall call = client.call("/unit.Test/Upload");
+  Future<bool> writes = spawn(client.loop(), write_two_unit_messages(call));  // runs now, to its wait
+  const Status status = co_await call.finish();
+  finished.set_value(std::string(status_code_name(status.code)));
+  try {
+    co_return (co_await writes) ? "true" : "false";  // the call's handle outlives the write that uses it
+  } catch (const std::exception& e) {
+    co_return std::string(e.what());
+  }
+}
+
+// A listening socket on 127.0.0.1 (port 0) for a hand-played HTTP/2 server.
+int unit_listen(std::uint16_t& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 1) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// A hand-played server's side of its one connection.
+struct UnitServerSocket {
+  int fd = -1;
+  ~UnitServerSocket() {
+    if (fd >= 0) ::close(fd);
+  }
+  bool send_all(std::string_view bytes) const {
+    while (!bytes.empty()) {
+      const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  // What arrives next (empty on EOF, an error, or 30 s without a byte: a broken client fails the test).
+  std::string recv_some() const {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 30000) <= 0) return {};
+    std::string in(256 * 1024, '\0');
+    const ssize_t n = ::recv(fd, in.data(), in.size(), 0);
+    in.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    return in;
+  }
+};
+
+// The client's frames (after its preface) as they come, until `done` holds.
+template <class Done>
+bool unit_read_until(const UnitServerSocket& socket, std::string& preface, test::ServerFrames& frames, Done done) {
+  while (!done()) {
+    std::string in = socket.recv_some();
+    if (in.empty()) return false;
+    if (preface.size() < test::kH2Preface.size()) {
+      const std::size_t take = std::min(in.size(), test::kH2Preface.size() - preface.size());
+      preface += in.substr(0, take);
+      in.erase(0, take);
+    }
+    frames.feed(in);
+  }
+  return true;
+}
+
+// A hand-played HTTP/2 server with a stream window of 0 (what the client writes stays queued in
+// it), a grpc::Client connected to it, and the call of finish_while_a_message_waits on it, its
+// request's HEADERS read.
+class GrpcMessageUnitClientSideTest : public GrpcMessageUnitTest {
+ protected:
+  // False (with a failure) when a step did not happen.
+  bool start_upload() {
+    std::uint16_t port = 0;
+    const int listener = unit_listen(port);
+    EXPECT_GE(listener, 0);
+    if (listener < 0) return false;
+    Future<std::shared_ptr<Client>> connecting = Client::connect(loops_, SocketAddress::loopback(port));
+    socket_.fd = ::accept(listener, nullptr, nullptr);
+    ::close(listener);
+    EXPECT_GE(socket_.fd, 0);
+    if (socket_.fd < 0) return false;
+    EXPECT_TRUE(socket_.send_all(
+        test::frame(NGHTTP2_SETTINGS, 0, 0, test::setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0))));
+    // The client acknowledged the window of 0 before it opens a stream.
+    const bool acked = unit_read_until(socket_, preface_, frames_, [&] {
+      for (const auto& f : frames_.frames) {
+        if (f.type == NGHTTP2_SETTINGS && (f.flags & NGHTTP2_FLAG_ACK) != 0) return true;
+      }
+      return false;
+    });
+    EXPECT_TRUE(acked) << "no SETTINGS ACK";
+    EXPECT_TRUE(connecting.wait_for(30s));
+    if (!acked || !connecting.is_done()) return false;
+    client_ = connecting.get();
+    status_ = finished_.future();
+    done_ = spawn(client_->loop(), finish_while_a_message_waits(*client_, finished_));
+    const bool opened = unit_read_until(socket_, preface_, frames_, [&] { return frames_.count(NGHTTP2_HEADERS, 1) > 0; });
+    EXPECT_TRUE(opened) << "no request HEADERS";
+    return opened;
+  }
+  // The answer, whole: a head, then grpc-status 0 (END_STREAM); then `after`.
+  bool answer(std::string_view after = {}) {
+    const std::string head = std::string("\x88") + test::literal("content-type", "application/grpc");
+    return socket_.send_all(test::frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
+                            test::frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1, head) +
+                            test::frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                                        test::literal("grpc-status", "0")) +
+                            std::string(after));
+  }
+
+  UnitServerSocket socket_;
+  std::string preface_;
+  test::ServerFrames frames_;
+  Promise<std::string> finished_;
+  Future<std::string> status_;
+  Future<std::string> done_;
+};
+
+TEST_P(GrpcMessageUnitClientSideTest, ARequestThatEndsWhileAMessageWaitsForTheWindowEndsAfterTheWholeMessage) {
+  ASSERT_TRUE(start_upload());
+  ASSERT_TRUE(answer());
+  ASSERT_TRUE(status_.wait_for(30s)) << "the call did not end";
+  EXPECT_EQ(status_.get(), "OK");
+  // finish() ended the request while the second message waited: the server opens its windows.
+  ASSERT_TRUE(socket_.send_all(test::frame(NGHTTP2_WINDOW_UPDATE, 0, 1, test::u32(1 << 20)) +
+                               test::frame(NGHTTP2_WINDOW_UPDATE, 0, 0, test::u32(1 << 20))));
+  ASSERT_TRUE(unit_read_until(socket_, preface_, frames_, [&] { return frames_.ended[1] || frames_.resets.count(1) > 0; }))
+      << "the request did not end";
+  // The stream is still open for the client (half-closed remote): the queued whole messages go,
+  // then END_STREAM; never a prefix and then END_STREAM.
+  EXPECT_EQ(frames_.resets.count(1), 0u) << "the request was reset, not ended";
+  const std::optional<std::size_t> messages = whole_unit_messages(frames_.data[1]);
+  ASSERT_TRUE(messages.has_value()) << "END_STREAM after part of a message: " << frames_.data[1].size()
+                                    << " bytes of DATA, not a multiple of " << kUnitMessageBytes + kMessagePrefixBytes;
+  EXPECT_EQ(*messages, 2u);
+  // The waiting write went on once its message left; the call had ended by then.
+  ASSERT_TRUE(done_.wait_for(30s)) << "the second write still waits";
+  EXPECT_EQ(done_.get(), "false");
+}
+
+TEST_P(GrpcMessageUnitClientSideTest, AStreamResetWithNoErrorAfterAWholeAnswerWakesTheWriteWaitingForTheWindow) {
+  // RFC 9113 8.1: a server that has answered whole may stop the upload with RST_STREAM(NO_ERROR);
+  // the stream closes normally (the response stands) while the second message waits for the window.
+  ASSERT_TRUE(start_upload());
+  ASSERT_TRUE(answer(test::frame(NGHTTP2_RST_STREAM, 0, 1, test::u32(NGHTTP2_NO_ERROR))));
+  ASSERT_TRUE(status_.wait_for(30s)) << "the call did not end";
+  EXPECT_EQ(status_.get(), "OK");
+  // The write waiting for the window ends with the stream, not with the connection (still open).
+  ASSERT_TRUE(done_.wait_for(30s)) << "the write waiting for the window was not woken when its stream closed";
+  EXPECT_EQ(done_.get(), "false");
+  // Nothing of the upload left after the reset, and no END_STREAM on a partial message.
+  ASSERT_TRUE(socket_.send_all(test::frame(NGHTTP2_PING, 0, 0, std::string(8, 'p'))));
+  ASSERT_TRUE(unit_read_until(socket_, preface_, frames_, [&] {
+    for (const auto& f : frames_.frames) {
+      if (f.type == NGHTTP2_PING && (f.flags & NGHTTP2_FLAG_ACK) != 0) return true;
+    }
+    return false;
+  }));
+  EXPECT_EQ(frames_.data[1].size(), 0u);
+  EXPECT_FALSE(frames_.ended[1]) << "END_STREAM after a reset stream";
+}
+
+WEFT_ON_EVERY_TRANSPORT(GrpcMessageUnitClientSideTest);
 
 WEFT_ON_EVERY_TRANSPORT(GrpcMessageUnitTest);
 
