@@ -316,13 +316,22 @@ Duration EventLoop::poll_timeout() const {
 TimePoint EventLoop::shutdown_deadline() const noexcept {
   if (!is_shutting_down()) return TimePoint::max();
   const Duration timeout(shutdown_timeout_ns_.load(std::memory_order_relaxed));
-  return (shutdown_started_ ? shutdown_start_ : now()) + timeout;
+  if (shutdown_started_) return shutdown_start_ + timeout;
+  // Requested, not yet begun by the loop (a send under way): from the request, so that sends made
+  // meanwhile do not each get a fresh timeout.
+  const std::int64_t requested = shutdown_requested_ns_.load(std::memory_order_relaxed);
+  return (requested != 0 ? TimePoint(Duration(requested)) : now()) + timeout;
 }
 
 Future<void> EventLoop::shutdown_gracefully(Duration quiet_period, Duration timeout) {
   quiet_period_ns_.store(quiet_period.count(), std::memory_order_relaxed);
   shutdown_timeout_ns_.store(timeout.count(), std::memory_order_relaxed);
   int expected = kRunning;
+  if (!options_.manual_clock) {
+    std::int64_t none = 0;
+    shutdown_requested_ns_.compare_exchange_strong(none, Clock::now().time_since_epoch().count(),
+                                                   std::memory_order_relaxed);
+  }
   state_.compare_exchange_strong(expected, kShuttingDown, std::memory_order_acq_rel);
   if (options_.manual_clock) {
     if (in_loop() && !is_terminated()) {

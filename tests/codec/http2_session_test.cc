@@ -185,10 +185,13 @@ TEST(Http2SessionTest, APriorityOfFourBytesIsAStreamFrameSizeError) {
   c.expect_stream_error(1, NGHTTP2_FRAME_SIZE_ERROR, 3);
 }
 
-TEST(Http2SessionTest, APriorityOfFourBytesOnAnIdleStreamIsAStreamError) {
+// RFC 9113 6.3 makes it a stream error, but RST_STREAM may not be sent on an idle stream (6.4): a
+// connection error, as 5.4.1 allows.
+TEST(Http2SessionTest, APriorityOfFourBytesOnAnIdleStreamIsAConnectionError) {
   Conn c;
   c.send(raw_preface() + frame(NGHTTP2_PRIORITY, 0, 5, u32(0)));
-  c.expect_stream_error(5, NGHTTP2_FRAME_SIZE_ERROR, 7);
+  c.expect_connection_error(NGHTTP2_FRAME_SIZE_ERROR);
+  EXPECT_FALSE(c.frames.resets.count(5));
 }
 
 TEST(Http2SessionTest, AValidPriorityOnAnIdleStreamIsIgnored) {

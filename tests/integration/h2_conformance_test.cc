@@ -174,8 +174,8 @@ std::vector<Case> server_cases() {
   c.push_back({"5.3.1", "HEADERS depending on its own stream is a stream error PROTOCOL_ERROR",
                [] { return headers(1, u32(1) + std::string(1, '\x10') + request_block("GET", "/never"), kEH | kES | NGHTTP2_FLAG_PRIORITY); },
                strm, PROTOCOL, 1, 3});
-  c.push_back({"5.3.1", "PRIORITY depending on its own (idle) stream is a stream error PROTOCOL_ERROR",
-               [] { return priority(1, 1); }, strm, PROTOCOL, 1, 3});
+  c.push_back({"5.3.1", "PRIORITY depending on its own (idle) stream is an error PROTOCOL_ERROR (no RST_STREAM on an idle stream: 6.4)",
+               [] { return priority(1, 1); }, conn, PROTOCOL});
   c.push_back({"5.3.1", "PRIORITY depending on its own (open) stream is a stream error PROTOCOL_ERROR",
                [] { return post_never(1) + priority(1, 1); }, strm, PROTOCOL, 1, 3});
   // §5.5 extensions
@@ -195,7 +195,9 @@ std::vector<Case> server_cases() {
   // §6.3 PRIORITY
   c.push_back({"6.3", "PRIORITY on stream 0 is a connection error PROTOCOL_ERROR", [] { return priority(0, 1); }, conn, PROTOCOL});
   c.push_back({"6.3", "PRIORITY of another length than 5 is a stream error FRAME_SIZE_ERROR",
-               [] { return frame(NGHTTP2_PRIORITY, 0, 1, u32(0)); }, strm, FRAME_SIZE, 1, 3});
+               [] { return post_never(1) + frame(NGHTTP2_PRIORITY, 0, 1, u32(0)); }, strm, FRAME_SIZE, 1, 3});
+  c.push_back({"6.3", "PRIORITY of another length than 5 on an idle stream is an error FRAME_SIZE_ERROR",
+               [] { return frame(NGHTTP2_PRIORITY, 0, 1, u32(0)); }, conn, FRAME_SIZE});
   // §6.4 RST_STREAM
   c.push_back({"6.4", "RST_STREAM on stream 0 is a connection error PROTOCOL_ERROR", [] { return rst(0, 0); }, conn, PROTOCOL});
   c.push_back({"6.4", "RST_STREAM of another length than 4 is a connection error FRAME_SIZE_ERROR",

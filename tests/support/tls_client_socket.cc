@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 namespace weft::test {
@@ -25,6 +26,9 @@ std::string openssl_error(const char* what) {
 }  // namespace
 
 TlsClientSocket::TlsClientSocket(std::uint16_t port, const std::vector<std::string>& alpn, TestDuration timeout) {
+  // OpenSSL writes with write(2): a server that closed first must fail the write, not kill the test.
+  static const bool sigpipe_ignored = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
+  (void)sigpipe_ignored;
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) {
     error_ = openssl_error("socket");
@@ -109,8 +113,9 @@ std::string TlsClientSocket::recv_some(std::size_t max, StreamEnd* end) {
   if (end != nullptr) {
     if (why == SSL_ERROR_ZERO_RETURN) {
       *end = StreamEnd::eof;
-    } else if (why == SSL_ERROR_SYSCALL && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK)) {
-      *end = StreamEnd::timeout;
+    } else if (why == SSL_ERROR_WANT_READ || why == SSL_ERROR_WANT_WRITE ||
+               (why == SSL_ERROR_SYSCALL && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK))) {
+      *end = StreamEnd::timeout;  // SO_RCVTIMEO: the socket BIO reports it as a retry
     } else if (why == SSL_ERROR_SYSCALL && saved_errno == ECONNRESET) {
       *end = StreamEnd::reset;
     } else {

@@ -255,6 +255,7 @@ class EventLoop {
   // shutdown bookkeeping (loop thread)
   std::atomic<std::int64_t> quiet_period_ns_{0};
   std::atomic<std::int64_t> shutdown_timeout_ns_{0};
+  std::atomic<std::int64_t> shutdown_requested_ns_{0};  // Clock time of the first shutdown_gracefully
   bool shutdown_started_ = false;
   TimePoint shutdown_start_{};
   TimePoint last_activity_{};

@@ -115,23 +115,31 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
       c.drop_body(*s);
       return 0;
     }
-    if (c.body_bytes_ + len > c.max_connection_body()) {
-      s->error_status = 503;  // the connection holds too much body already (others' uploads)
-      c.drop_body(*s);
-      return 0;
-    }
+    // Settings::max_connection_body counts the memory the bodies hold (their buffers' capacity), so
+    // that declared lengths cannot reserve more than it.
+    const std::size_t budget = c.max_connection_body();
+    const std::size_t held_before = s->body.has_storage() ? s->body.capacity() : 0;
     try {
       if (!s->body.has_storage()) {
-        // The declared length when it is known (and allowed), so that the body is made once.
-        const std::size_t first = s->content_length && *s->content_length <= c.settings_.max_body
-                                      ? static_cast<std::size_t>(*s->content_length)
-                                      : std::max<std::size_t>(len, 4096);
+        // The declared length when it is known (and allowed), so that the body is made once; one
+        // that the connection cannot hold beside the others' is refused now.
+        const std::size_t room = budget > c.body_bytes_ ? budget - c.body_bytes_ : 0;
+        const bool declared = s->content_length && *s->content_length <= c.settings_.max_body;
+        const std::size_t first = declared ? static_cast<std::size_t>(*s->content_length) : std::max<std::size_t>(len, 4096);
+        if (std::max(first, len) > room) {
+          s->error_status = 503;  // the connection holds too much body already (others' uploads)
+          return 0;
+        }
         s->body = c.ctx_->allocator().buffer(std::max(first, len));
       }
       s->body.write_bytes(data, len);
-      c.body_bytes_ += len;
+      c.body_bytes_ += s->body.capacity() - held_before;
     } catch (const std::exception&) {
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
+    }
+    if (c.body_bytes_ > budget) {
+      s->error_status = 503;  // the connection holds too much body already (others' uploads)
+      c.drop_body(*s);
     }
     return 0;
   }
@@ -383,9 +391,13 @@ void ServerCodec::handler_added(Context& ctx) {
   if (!session_->submit_settings(entries, std::size(entries))) {
     throw std::invalid_argument("http2::Settings: a value is out of range");
   }
+  if (max_connection_body() < settings_.max_body) {
+    throw std::invalid_argument("http2::Settings: max_connection_body is below max_body");
+  }
   if (ctx.channel().is_active()) {
     began_ = last_activity_ = last_read_ = ctx.loop().now();
-    want_deadline(ctx, std::min({last_activity_ + settings_.idle_timeout, next_keepalive(), began_ + settings_.preface_timeout}));
+    want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
+    if (settings_.preface_timeout > Duration::zero()) want_deadline(ctx, began_ + settings_.preface_timeout);
   }
 }
 
@@ -399,7 +411,8 @@ void ServerCodec::handler_removed(Context& ctx) {
 
 void ServerCodec::channel_active(Context& ctx) {
   began_ = last_activity_ = last_read_ = ctx.loop().now();
-  want_deadline(ctx, std::min({last_activity_ + settings_.idle_timeout, next_keepalive(), began_ + settings_.preface_timeout}));
+  want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
+  if (settings_.preface_timeout > Duration::zero()) want_deadline(ctx, began_ + settings_.preface_timeout);
   flush(ctx);  // the server's SETTINGS: the connection preface
   ctx.fire_channel_active();
 }
@@ -438,7 +451,7 @@ void ServerCodec::earn_window_updates(std::uint32_t frames, std::size_t data_byt
 }
 
 void ServerCodec::drop_body(Stream& s) noexcept {
-  body_bytes_ -= s.body.readable_bytes();
+  if (s.body.has_storage()) body_bytes_ -= s.body.capacity();
   s.body.release();
 }
 
@@ -510,7 +523,7 @@ void ServerCodec::dispatch_ready(Context& ctx) {
 void ServerCodec::dispatch(Context& ctx, Stream& s) {
   http::HttpRequest request;
   fill_head(s, detail::RequestAccess::head(request));
-  body_bytes_ -= s.body.readable_bytes();  // the application's from here
+  if (s.body.has_storage()) body_bytes_ -= s.body.capacity();  // the application's from here
   detail::RequestAccess::fill(request, std::move(s.fields), std::move(s.body), static_cast<std::uint64_t>(s.id));
   s.dispatched = true;
   // Streams dispatched long ago and since answered out of turn are dropped once they pile up.
@@ -851,7 +864,8 @@ void ServerCodec::on_deadline(Context& ctx) {
     ctx.close();
     return;
   }
-  if (!preface_received_ && now - began_ >= settings_.preface_timeout) {
+  const bool preface_timed = settings_.preface_timeout > Duration::zero() && !preface_received_;
+  if (preface_timed && now - began_ >= settings_.preface_timeout) {
     log(LogLevel::debug, "channel {}: no HTTP/2 connection preface within {} ms; closing", ctx.channel().id(),
         std::chrono::duration_cast<std::chrono::milliseconds>(settings_.preface_timeout).count());
     finished_ = true;
@@ -886,7 +900,7 @@ void ServerCodec::on_deadline(Context& ctx) {
   if (next <= now) next = now + settings_.idle_timeout;
   if (settings_.keepalive_time > Duration::zero()) next = std::min(next, std::max(next_keepalive(), now + std::chrono::milliseconds(1)));
   if (unwritable_since_ != TimePoint{}) next = std::min(next, unwritable_since_ + settings_.send_timeout);
-  if (!preface_received_) next = std::min(next, began_ + settings_.preface_timeout);
+  if (preface_timed) next = std::min(next, began_ + settings_.preface_timeout);
   want_deadline(ctx, std::min(next, next_request_timeout));
 }
 

@@ -692,6 +692,8 @@ int Session::begin_frame() {
       if (id == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "PRIORITY on stream 0");
       if (frame_.length != 5) {
         in_ = In::skip;
+        // (No RST_STREAM on an idle stream (6.4): a connection error there, as 5.4.1 allows.)
+        if (find(id) == nullptr && idle(id)) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "PRIORITY size");
         return stream_error(id, NGHTTP2_FRAME_SIZE_ERROR, "PRIORITY size");
       }
       break;
@@ -745,6 +747,10 @@ int Session::on_payload(const std::uint8_t* p, std::size_t n) {
     case NGHTTP2_PRIORITY:
       // Priorities are not used (RFC 9113 5.3.2 allows it), but a stream may not depend on itself (5.3.1).
       if (static_cast<std::int32_t>(load_u32(p) & 0x7fffffffu) != frame_.stream_id) return 0;
+      // (On an idle stream, RST_STREAM may not be sent (6.4): a connection error, as 5.4.1 allows.)
+      if (find(frame_.stream_id) == nullptr && idle(frame_.stream_id)) {
+        return connection_error(NGHTTP2_PROTOCOL_ERROR, "idle stream depends on itself");
+      }
       return stream_error(frame_.stream_id, NGHTTP2_PROTOCOL_ERROR, "stream depends on itself");
     case NGHTTP2_RST_STREAM: return on_rst_stream(p);
     case NGHTTP2_SETTINGS: return on_settings(p, n);

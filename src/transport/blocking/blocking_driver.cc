@@ -2,7 +2,6 @@
 
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,45 +79,28 @@ void BlockingDriver::watch(int fd, short events, BlockingHandle* handle) noexcep
 
 void BlockingDriver::unwatch() noexcept { watch(-1, 0, nullptr); }
 
-void BlockingDriver::begin_blocking_call(int fd, const void* owner) noexcept {
+void BlockingDriver::begin_blocking_call(int fd, const void* owner, bool send) noexcept {
   std::lock_guard lock(call_mutex_);
   call_fd_ = fd;
   call_owner_ = owner;
+  call_is_send_ = send;
   // Asked before this call began (the loop's shutdown sets its state before it interrupts): fail at once.
   if (interrupted_ || owner == closing_owner_) {
     ::shutdown(fd, SHUT_RDWR);
     interrupted_ = true;
     return;
   }
-  if (loop_ == nullptr || !loop_->is_shutting_down()) return;
-  const Duration left = loop_->shutdown_deadline() - loop_->now();
-  if (left <= Duration::zero() || !bound_send_time(fd, left)) {
+  // A shutdown under way: sends go on (each returns within a slice, and the channel gives up at the
+  // shutdown's deadline); any other call fails at once.
+  if (!send && loop_ != nullptr && loop_->is_shutting_down()) {
     ::shutdown(fd, SHUT_RDWR);
     interrupted_ = true;
   }
 }
 
-// SO_SNDTIMEO at most `left` (never lengthened; zero means no limit). False if it cannot be set.
-bool BlockingDriver::bound_send_time(int fd, Duration left) noexcept {
-  timeval now_set{};
-  socklen_t size = sizeof now_set;
-  if (::getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &now_set, &size) != 0) return false;
-  const auto set_us = std::int64_t{now_set.tv_sec} * 1'000'000 + now_set.tv_usec;
-  const auto left_us = std::max<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(left).count(), 1);
-  if (set_us != 0 && set_us <= left_us) return true;
-  const timeval tv{static_cast<time_t>(left_us / 1'000'000), static_cast<suseconds_t>(left_us % 1'000'000)};
-  return ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0;
-}
-
-void BlockingDriver::interrupt_for_shutdown(Duration timeout) noexcept {
+void BlockingDriver::interrupt_for_shutdown(Duration) noexcept {
   std::lock_guard lock(call_mutex_);
-  if (call_fd_ < 0) return;  // the next call is bounded by begin_blocking_call
-  timeval set{};
-  socklen_t size = sizeof set;
-  const bool read = ::getsockopt(call_fd_, SOL_SOCKET, SO_SNDTIMEO, &set, &size) == 0;
-  const auto set_us = std::int64_t{set.tv_sec} * 1'000'000 + set.tv_usec;
-  const auto timeout_us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
-  if (read && set_us != 0 && set_us <= timeout_us) return;  // it ends before the shutdown gives up
+  if (call_fd_ < 0 || call_is_send_) return;  // a send returns within its slice by itself
   ::shutdown(call_fd_, SHUT_RDWR);
   interrupted_ = true;
 }

@@ -38,7 +38,8 @@ class BlockingDriver final : public IoDriver {
   void poll(Duration timeout) override;
   void wakeup() noexcept override;
   void interrupt_blocking_call(const void* owner) noexcept override;
-  // A send in progress is left to finish when its own send timeout ends before the shutdown's.
+  // A send in progress is left to return by itself (within its slice, kSendSlice); an accept or a
+  // connect is interrupted.
   void interrupt_for_shutdown(Duration timeout) noexcept override;
   void attach(EventLoop& loop) override { loop_ = &loop; }
 
@@ -57,14 +58,15 @@ class BlockingDriver final : public IoDriver {
   // Loop thread only. Brackets a blocking system call on `fd` made for channel `owner`, so that
   // interrupt_blocking_call() can make it return by shutting the socket down. end_blocking_call()
   // returns true once the owner's socket was shut down that way. While the loop shuts down
-  // gracefully, a call is bounded by the shutdown's deadline (SO_SNDTIMEO), so that a GOAWAY or the
-  // answers in flight can still leave, and fails at once past it.
-  void begin_blocking_call(int fd, const void* owner) noexcept;
+  // gracefully, sends go on (a GOAWAY, the answers in flight: the channel stops at the shutdown's
+  // deadline), and any other call fails at once.
+  // `send`: a send, which a graceful shutdown bounds; any other call (accept, connect) fails at once
+  // while the loop shuts down.
+  void begin_blocking_call(int fd, const void* owner, bool send = false) noexcept;
   bool end_blocking_call() noexcept;
 
  private:
   static constexpr int kFree = 0, kReserved = 1, kOwned = 2;
-  static bool bound_send_time(int fd, Duration left) noexcept;
 
   int event_fd_;
   int watched_fd_ = -1;
@@ -77,6 +79,7 @@ class BlockingDriver final : public IoDriver {
   const void* call_owner_ = nullptr;
   const void* closing_owner_ = nullptr;  // close() asked from another thread, until the next owner
   bool interrupted_ = false;             // until the next owner
+  bool call_is_send_ = false;
   const EventLoop* loop_ = nullptr;      // set by attach() before the first poll
 };
 

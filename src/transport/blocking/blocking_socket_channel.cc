@@ -41,13 +41,14 @@ BlockingSocketChannel::~BlockingSocketChannel() {
 void BlockingSocketChannel::do_register() {
   if (fd_ < 0) return;  // a client channel: connect() creates the socket
   socket_ops::apply_connection_options(fd_, config());
-  if (config().send_timeout > Duration::zero()) blocking_ops::set_send_timeout(fd_, config().send_timeout);
+  blocking_ops::set_send_timeout(fd_, blocking_ops::kSendSlice);
   activate(socket_ops::local_address(fd_), remote_);
 }
 
 void BlockingSocketChannel::update_watch() noexcept {
   if (fd_ < 0) return;
-  driver_.watch(fd_, (want_read_ && !input_shutdown_) ? POLLIN : 0, this);
+  const short events = static_cast<short>(((want_read_ && !input_shutdown_) ? POLLIN : 0) | (write_waits_ ? POLLOUT : 0));
+  driver_.watch(fd_, events, this);
 }
 
 void BlockingSocketChannel::do_begin_read() {
@@ -65,6 +66,12 @@ void BlockingSocketChannel::on_ready(short revents) {
   if (revents & POLLNVAL) {
     fail_and_close(std::make_exception_ptr(IoError(EBADF, "poll")));
     return;
+  }
+  if ((revents & (POLLOUT | POLLERR | POLLHUP)) != 0 && write_waits_) {
+    write_waits_ = false;
+    update_watch();
+    write_out();
+    if (fd_ < 0) return;
   }
   if (want_read_ && !input_shutdown_) read_batch();
 }
@@ -127,8 +134,8 @@ void BlockingSocketChannel::write_out() {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<std::size_t>(count);
-    driver_.begin_blocking_call(fd_, owner());
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);  // blocks until the kernel took every byte
+    driver_.begin_blocking_call(fd_, owner(), /*send=*/true);
+    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);  // blocks until the kernel took every byte, or a slice
     const int err = errno;
     const bool interrupted = driver_.end_blocking_call();
     if (interrupted) {
@@ -138,15 +145,33 @@ void BlockingSocketChannel::write_out() {
       return;
     }
     if (n >= 0) {
+      stalled_since_ = TimePoint{};
       on_bytes_written(static_cast<std::size_t>(n));
       continue;
     }
     if (err == EINTR) continue;
-    writing_ = false;
-    if (err == EAGAIN || err == EWOULDBLOCK) {  // SO_SNDTIMEO: the peer took nothing for send_timeout
+    if (err == EAGAIN || err == EWOULDBLOCK) {  // a slice (kSendSlice) passed with nothing taken
+      const TimePoint now = loop().now();
+      if (stalled_since_ == TimePoint{}) stalled_since_ = now;
+      if (loop().is_shutting_down()) {
+        writing_ = false;
+        if (now >= loop().shutdown_deadline()) {
+          close_now();  // the loop's shutdown gave up waiting: not the peer's error
+          return;
+        }
+        // Back to the loop, which runs its shutdown (a channel nobody ends politely closes now);
+        // the rest leaves when the socket turns writable.
+        write_waits_ = true;
+        update_watch();
+        return;
+      }
+      const Duration limit = config().send_timeout;
+      if (limit <= Duration::zero() || now - stalled_since_ < limit) continue;
+      writing_ = false;
       fail_and_close(std::make_exception_ptr(IoError(ETIMEDOUT, "write: no progress within the send timeout")));
       return;
     }
+    writing_ = false;
     fail_and_close(std::make_exception_ptr(IoError(err, "write")));
     return;
   }
@@ -174,7 +199,8 @@ void BlockingSocketChannel::do_connect(const SocketAddress& remote, Promise<void
   const bool interrupted = driver_.end_blocking_call();
   if (rc == 0 && !interrupted) {
     try {
-      blocking_ops::set_send_timeout(fd_, config().send_timeout);  // zero: sends block without limit again
+      blocking_ops::set_send_timeout(fd_, blocking_ops::kSendSlice);  // from the connect's bound to the sends'
+
     } catch (...) {
       promise.set_error(std::current_exception());
       close_now();

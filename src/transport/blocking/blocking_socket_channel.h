@@ -41,6 +41,8 @@ class BlockingSocketChannel final : public Channel, private BlockingHandle {
   bool want_read_ = false;
   bool input_shutdown_ = false;
   bool writing_ = false;
+  bool write_waits_ = false;   // a send stopped at a slice during the loop's shutdown: POLLOUT resumes it
+  TimePoint stalled_since_{};  // the first send slice that took nothing, since the last progress
 };
 
 }  // namespace weft

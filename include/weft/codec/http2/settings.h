@@ -44,10 +44,11 @@ struct Settings {
   std::size_t max_headers = 64;
   /// The largest request body (aggregated in memory); larger: 413.
   std::size_t max_body = 1024 * 1024;
-  /// The request bodies of one connection held at once while they arrive (streams served whole):
-  /// a stream whose DATA would take the connection past it is answered 503 and its upload stopped,
-  /// so that a connection holds at most this much, not max_concurrent_streams x max_body. Zero (the
-  /// default): 4 x max_body.
+  /// The memory the request bodies of one connection hold while they arrive (streams served whole;
+  /// their buffers' capacity): a stream whose DATA would take the connection past it is answered
+  /// 503 and its upload stopped, so that the codec holds about this much, not
+  /// max_concurrent_streams x max_body. (Bodies handed to the application are the application's.)
+  /// Zero (the default): 4 x max_body; at least max_body.
   std::size_t max_connection_body = 0;
   /// A request served whole (head and body) that has not arrived whole this long after its HEADERS
   /// began is answered 408 and its upload stopped; the connection serves on. Streams served as
@@ -55,6 +56,7 @@ struct Settings {
   Duration request_timeout = std::chrono::seconds(60);
   /// The client's connection preface (its magic and first SETTINGS frame) must have arrived this
   /// long after the connection began, however slowly it trickles in; else the connection is closed.
+  /// Zero: no limit.
   Duration preface_timeout = std::chrono::seconds(10);
   /// Glitch budget: the connection is ended with GOAWAY(ENHANCE_YOUR_CALM) once more than this
   /// many glitches happen within glitch_window. Glitches are what well-behaved clients rarely
