@@ -41,7 +41,8 @@ struct ChannelConfig {
   std::size_t write_buffer_high_water_mark = 64 * 1024;  ///< above it the channel turns unwritable
   std::size_t write_buffer_low_water_mark = 32 * 1024;   ///< below it the channel turns writable again
   /// Blocking transport: a send that makes no progress for this long fails and closes the channel
-  /// (SO_SNDTIMEO); zero: no limit. The event-driven transports never block in a send: their
+  /// (checked as each send slice of 250 ms returns; read when it is checked, so a codec may set it
+  /// after the channel is active); zero: no limit. The event-driven transports never block in a send: their
   /// handlers time writes out (http::Limits::send_timeout, WriteTimeoutHandler), and the HTTP
   /// server codec sets this from its own send timeout.
   Duration send_timeout = Duration::zero();
