@@ -137,12 +137,13 @@ TEST_P(Http2LimitsTest, TheBodiesOneConnectionHoldsStopAtItsBudget) {
   EXPECT_FALSE(f.status.count(3));
   EXPECT_FALSE(f.status.count(5));
   // The three within the budget are whole requests once the rest of their bodies arrives.
-  for (std::uint32_t id = 1; id <= 5; id += 2) ASSERT_TRUE(conn.send(data(id, 29999, kLimitsES)));
+  for (std::uint32_t id = 1; id <= 5; id += 2) ASSERT_TRUE(conn.send(data(id, 16384) + data(id, 29999 - 16384, kLimitsES)));
   ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) {
     return (fr.ended.count(1) && fr.ended.count(3) && fr.ended.count(5)) || fr.goaway;
   }));
   for (std::uint32_t id = 1; id <= 5; id += 2) {
-    EXPECT_EQ(f.status[id], 200) << id;
+    EXPECT_EQ(f.status[id], 200) << id << " GOAWAY " << (f.goaway ? std::to_string(*f.goaway) : "none") << " "
+                                 << f.goaway_debug << " reset " << (f.resets.count(id) ? f.resets[id] : 0);
     EXPECT_EQ(f.data[id].size(), 30000u) << id;
   }
   EXPECT_FALSE(f.goaway.has_value());
