@@ -16,8 +16,7 @@
 
 #include "support/blocking_client.h"
 #include "support/h2_frames.h"
-#include "support/tls_certs.h"
-#include "support/h2_raw_connection.h"
+#include "support/h2_matrix.h"
 #include "support/transports.h"
 #include "weft/weft.h"
 
@@ -330,15 +329,9 @@ std::vector<Case> server_cases() {
 
 // ---- the server under test ---------------------------------------------------------------------
 
-class Http2ConformanceTest : public ::testing::TestWithParam<std::tuple<Transport*, bool>> {
+class Http2ConformanceTest : public test::H2MatrixTest {
  protected:
-  Transport& transport() const { return *std::get<0>(GetParam()); }
-  bool tls() const { return std::get<1>(GetParam()); }
-
   void SetUp() override {
-    // The blocking transport runs a channel per loop: the listener and each case's connection,
-    // which may still be closing when the next case connects.
-    group_ = std::make_unique<EventLoopGroup>(transport(), transport().name() == "blocking" ? 8 : 1);
     auto router = std::make_shared<http::Router>();
     router->get("/plaintext", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("Hello, World!")); });
     router->get("/hold", [](Context&, HttpRequest&) {});  // never answered: the stream stays open
@@ -348,25 +341,13 @@ class Http2ConformanceTest : public ::testing::TestWithParam<std::tuple<Transpor
     };
     router->get("/never", never);
     router->post("/never", never);
-    TlsContextPtr context = tls() ? test::test_server_context(test::test_pki().localhost, {"h2"}) : nullptr;
-    server_ = ServerBootstrap()
-                  .group(*group_)
-                  .child_handler([router, context](Channel& ch) {
-                    if (context) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context));
-                    ch.pipeline().add_last("http2", std::make_shared<ServerCodec>());
-                    ch.pipeline().add_last("router", router);
-                  })
-                  .bind(SocketAddress::loopback(0))
-                  .get();
-  }
-  void TearDown() override {
-    server_->close().wait();
+    serve(router);
   }
 
   void run(const Case& c) {
     SCOPED_TRACE(std::string("RFC 9113 ") + c.section + ": " + c.rule);
     const int dispatched_before = never_dispatched_.load();
-    test::RawH2Connection conn(server_->local_address().port(), tls());
+    test::RawH2Connection conn(port(), tls());
     ASSERT_TRUE(conn.is_open());
     // The empty SETTINGS, and the ACK of the server's (which it sends first).
     const std::string preface = test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "");
@@ -416,8 +397,6 @@ class Http2ConformanceTest : public ::testing::TestWithParam<std::tuple<Transpor
     EXPECT_EQ(f.data[id], "Hello, World!") << "stream " << id;
   }
 
-  std::unique_ptr<EventLoopGroup> group_;
-  ChannelPtr server_;
   std::atomic<int> never_dispatched_{0};
 };
 
@@ -425,14 +404,7 @@ TEST_P(Http2ConformanceTest, EveryServerRuleIsAnsweredAsTheRfcSays) {
   for (const Case& c : server_cases()) run(c);
 }
 
-std::string conformance_name(const ::testing::TestParamInfo<std::tuple<Transport*, bool>>& info) {
-  return std::string(std::get<0>(info.param)->name()) + (std::get<1>(info.param) ? "_tls" : "_h2c");
-}
-
-INSTANTIATE_TEST_SUITE_P(On, Http2ConformanceTest,
-                         ::testing::Combine(::testing::Values(&::weft::epoll(), &::weft::io_uring(), &::weft::blocking()),
-                                            ::testing::Bool()),
-                         conformance_name);
+WEFT_H2_ON_EVERY_TRANSPORT(Http2ConformanceTest);
 
 // §3.4 on the port that tells HTTP/1.1 from h2c by the first bytes: HTTP/2's request line with the
 // rest of the preface wrong is answered as HTTP/2's connection error, not as an HTTP/1.1 request.

@@ -11,9 +11,7 @@
 #include <tuple>
 
 #include "support/h2_frames.h"
-#include "support/h2_raw_connection.h"
-#include "support/tls_certs.h"
-#include "support/transports.h"
+#include "support/h2_matrix.h"
 #include "weft/weft.h"
 
 using namespace std::chrono_literals;
@@ -118,36 +116,22 @@ std::vector<HostileCase> hostile_cases() {
   return c;
 }
 
-class Http2HostileTest : public ::testing::TestWithParam<std::tuple<Transport*, bool>> {
+class Http2HostileTest : public test::H2MatrixTest {
  protected:
-  Transport& transport() const { return *std::get<0>(GetParam()); }
-  bool tls() const { return std::get<1>(GetParam()); }
-
   void SetUp() override {
-    group_ = std::make_unique<EventLoopGroup>(transport(), transport().name() == "blocking" ? 8 : 1);
     auto router = std::make_shared<http::Router>();
     router->get("/plaintext", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("Hello, World!")); });
     router->post("/plaintext", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("Hello, World!")); });
     router->get("/hold", [](Context&, HttpRequest&) {});
-    TlsContextPtr context = tls() ? test::test_server_context(test::test_pki().localhost, {"h2"}) : nullptr;
     Settings settings;
     settings.idle_timeout = std::chrono::hours(1);
-    server_ = ServerBootstrap()
-                  .group(*group_)
-                  .child_handler([router, context, settings](Channel& ch) {
-                    if (context) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context));
-                    ch.pipeline().add_last("http2", std::make_shared<ServerCodec>(settings));
-                    ch.pipeline().add_last("router", router);
-                  })
-                  .bind(SocketAddress::loopback(0))
-                  .get();
+    serve(router, settings);
   }
-  void TearDown() override { server_->close().wait(); }
 
   void run(const HostileCase& c) {
     SCOPED_TRACE(c.name);
     {
-      test::RawH2Connection conn(server_->local_address().port(), tls());
+      test::RawH2Connection conn(port(), tls());
       ASSERT_TRUE(conn.is_open());
       // (A send may fail once the server has closed: what it answered before is read below.)
       conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") + c.frames());
@@ -168,30 +152,20 @@ class Http2HostileTest : public ::testing::TestWithParam<std::tuple<Transport*, 
       }
     }
     // A new connection is served.
-    test::RawH2Connection next(server_->local_address().port(), tls());
+    test::RawH2Connection next(port(), tls());
     ASSERT_TRUE(next.is_open());
     ASSERT_TRUE(next.send(test::raw_preface() + hostile_get(1)));
     ServerFrames f;
     ASSERT_TRUE(next.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(1) || fr.goaway; }));
     EXPECT_EQ(f.status[1], 200);
   }
-
-  std::unique_ptr<EventLoopGroup> group_;
-  ChannelPtr server_;
 };
 
 TEST_P(Http2HostileTest, EachAttackIsEndedOrBoundedAndTheServerServesOn) {
   for (const HostileCase& c : hostile_cases()) run(c);
 }
 
-std::string hostile_name(const ::testing::TestParamInfo<std::tuple<Transport*, bool>>& info) {
-  return std::string(std::get<0>(info.param)->name()) + (std::get<1>(info.param) ? "_tls" : "_h2c");
-}
-
-INSTANTIATE_TEST_SUITE_P(On, Http2HostileTest,
-                         ::testing::Combine(::testing::Values(&::weft::epoll(), &::weft::io_uring(), &::weft::blocking()),
-                                            ::testing::Bool()),
-                         hostile_name);
+WEFT_H2_ON_EVERY_TRANSPORT(Http2HostileTest);
 
 }  // namespace
 }  // namespace weft::http2

@@ -13,9 +13,7 @@
 #include <tuple>
 
 #include "support/h2_frames.h"
-#include "support/h2_raw_connection.h"
-#include "support/tls_certs.h"
-#include "support/transports.h"
+#include "support/h2_matrix.h"
 #include "weft/weft.h"
 
 using namespace std::chrono_literals;
@@ -33,34 +31,17 @@ using test::ServerFrames;
 constexpr std::uint8_t kLimitsEH = NGHTTP2_FLAG_END_HEADERS;
 constexpr std::uint8_t kLimitsES = NGHTTP2_FLAG_END_STREAM;
 
-class Http2LimitsTest : public ::testing::TestWithParam<std::tuple<Transport*, bool>> {
+class Http2LimitsTest : public test::H2MatrixTest {
  protected:
-  Transport& transport() const { return *std::get<0>(GetParam()); }
-  bool tls() const { return std::get<1>(GetParam()); }
-
   void start(Settings settings) {
-    group_ = std::make_unique<EventLoopGroup>(transport(), transport().name() == "blocking" ? 4 : 1);
     auto router = std::make_shared<http::Router>();
     router->get("/plaintext", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("Hello, World!")); });
     router->post("/echo", [](Context& ctx, HttpRequest& request) {
       ctx.write(HttpResponse(200).body(ByteBuf::copy_of(request.body_view())));
     });
     settings.idle_timeout = std::chrono::hours(1);
-    TlsContextPtr context = tls() ? test::test_server_context(test::test_pki().localhost, {"h2"}) : nullptr;
-    server_ = ServerBootstrap()
-                  .group(*group_)
-                  .child_handler([router, context, settings](Channel& ch) {
-                    if (context) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context));
-                    ch.pipeline().add_last("http2", std::make_shared<ServerCodec>(settings));
-                    ch.pipeline().add_last("router", router);
-                  })
-                  .bind(SocketAddress::loopback(0))
-                  .get();
+    serve(router, settings);
   }
-  void TearDown() override {
-    if (server_) server_->close().wait();
-  }
-  std::uint16_t port() const { return server_->local_address().port(); }
 
   static std::string preface() {
     return test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "");
@@ -71,9 +52,6 @@ class Http2LimitsTest : public ::testing::TestWithParam<std::tuple<Transport*, b
   static std::string data(std::uint32_t id, std::size_t n, std::uint8_t flags = 0) {
     return frame(NGHTTP2_DATA, flags, id, std::string(n, 'b'));
   }
-
-  std::unique_ptr<EventLoopGroup> group_;
-  ChannelPtr server_;
 };
 
 TEST_P(Http2LimitsTest, APrefaceThatTricklesInIsCutOffAtThePrefaceTimeout) {
@@ -149,14 +127,7 @@ TEST_P(Http2LimitsTest, TheBodiesOneConnectionHoldsStopAtItsBudget) {
   EXPECT_FALSE(f.goaway.has_value());
 }
 
-std::string limits_name(const ::testing::TestParamInfo<std::tuple<Transport*, bool>>& info) {
-  return std::string(std::get<0>(info.param)->name()) + (std::get<1>(info.param) ? "_tls" : "_h2c");
-}
-
-INSTANTIATE_TEST_SUITE_P(On, Http2LimitsTest,
-                         ::testing::Combine(::testing::Values(&::weft::epoll(), &::weft::io_uring(), &::weft::blocking()),
-                                            ::testing::Bool()),
-                         limits_name);
+WEFT_H2_ON_EVERY_TRANSPORT(Http2LimitsTest);
 
 }  // namespace
 }  // namespace weft::http2
