@@ -56,7 +56,6 @@ class ChannelClosedError : public Error {
 class ChannelOutputShutdownError : public ChannelClosedError {
  public:
   ChannelOutputShutdownError() : ChannelClosedError("write after shutdown_output: the channel's output is closed") {}
-  using ChannelClosedError::ChannelClosedError;
 };
 
 /// A transport with a bounded number of channels (the blocking transport: one thread each) is full.
