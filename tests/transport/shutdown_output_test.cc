@@ -21,7 +21,8 @@ namespace {
 
 class ShutdownOutputTest : public test::TransportTest {
  protected:
-  // Far more than loopback's socket buffers hold (a few MiB at most); less under a sanitizer.
+  // Far more than the socket buffers hold (the server's send buffer is 64 KiB, the client's receive
+  // buffer 64 KiB); less under a sanitizer.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   static constexpr std::size_t kQueuedBytes = std::size_t{2} << 20;
 #else
@@ -32,7 +33,8 @@ class ShutdownOutputTest : public test::TransportTest {
   // A server whose accepted channels only carry a probe; the test drives the accepted channel.
   ChannelPtr start_probed_server(EventLoopGroup& group, test::ProbeRegistry& probes) {
     ServerBootstrap b;
-    b.group(group).child_handler([&probes](Channel& ch) {
+    // A small send buffer: the kernel cannot take the queue at once (loopback's grows to MiBs).
+    b.group(group).child_option(option::send_buffer_size, 64 << 10).child_handler([&probes](Channel& ch) {
       ch.pipeline().add_last("probe", std::make_shared<test::ChannelProbe>(probes.add()));
     });
     return b.bind(SocketAddress::loopback(0)).get();
