@@ -30,6 +30,29 @@ class ShutdownOutputTest : public test::TransportTest {
 #endif
   static constexpr std::size_t kChunk = 256 << 10;
 
+  // A server channel and a client connected to it: the accepted channel (ch) with its probe. The
+  // client's receive buffer is small: nearly all of a payload waits in the server's write queue.
+  struct Connection {
+    explicit Connection(ShutdownOutputTest& t) : group(t.transport(), t.loops(1, 3)) {
+      server = t.start_probed_server(group, probes);
+    }
+    void open() {
+      client = test::BlockingClient(server->local_address().port(), {.receive_buffer = 64 << 10});
+      ASSERT_TRUE(client.is_open());
+      probe = probes.wait(0);
+      ASSERT_NE(probe, nullptr);
+      ASSERT_TRUE(probe->active.future().wait_for(5s));
+      ch = probe->channel();
+      ASSERT_NE(ch, nullptr);
+    }
+    test::ProbeRegistry probes;  // outlives the group: the child initializer refers to it
+    EventLoopGroup group;
+    ChannelPtr server;
+    test::BlockingClient client;
+    std::shared_ptr<test::ProbeState> probe;
+    ChannelPtr ch;
+  };
+
   // A server whose accepted channels only carry a probe; the test drives the accepted channel.
   ChannelPtr start_probed_server(EventLoopGroup& group, test::ProbeRegistry& probes) {
     ServerBootstrap b;
@@ -68,17 +91,11 @@ class ShutdownOutputTest : public test::TransportTest {
 };
 
 TEST_P(ShutdownOutputTest, TheFinFollowsEveryQueuedByteToAPeerThatReadsLate) {
-  test::ProbeRegistry probes;
-  EventLoopGroup group(transport(), loops(1, 3));
-  ChannelPtr server = start_probed_server(group, probes);
-  // A small receive buffer: nearly all of the payload waits in the server's write queue.
-  test::BlockingClient client(server->local_address().port(), {.receive_buffer = 64 << 10});
-  ASSERT_TRUE(client.is_open());
-  auto probe = probes.wait(0);
-  ASSERT_NE(probe, nullptr);
-  ASSERT_TRUE(probe->active.future().wait_for(5s));
-  ChannelPtr ch = probe->channel();
-  ASSERT_NE(ch, nullptr);
+  Connection c(*this);
+  ASSERT_NO_FATAL_FAILURE(c.open());
+  test::BlockingClient& client = c.client;
+  auto& probe = c.probe;
+  ChannelPtr& ch = c.ch;
 
   const std::string payload = shutdown_payload(kQueuedBytes);
   queue_shutdown_payload(ch, payload);
@@ -101,16 +118,11 @@ TEST_P(ShutdownOutputTest, TheFinFollowsEveryQueuedByteToAPeerThatReadsLate) {
 }
 
 TEST_P(ShutdownOutputTest, AWriteAfterShutdownOutputFailsVisiblyAndNeverReachesThePeer) {
-  test::ProbeRegistry probes;
-  EventLoopGroup group(transport(), loops(1, 3));
-  ChannelPtr server = start_probed_server(group, probes);
-  test::BlockingClient client(server->local_address().port(), {.receive_buffer = 64 << 10});
-  ASSERT_TRUE(client.is_open());
-  auto probe = probes.wait(0);
-  ASSERT_NE(probe, nullptr);
-  ASSERT_TRUE(probe->active.future().wait_for(5s));
-  ChannelPtr ch = probe->channel();
-  ASSERT_NE(ch, nullptr);
+  Connection c(*this);
+  ASSERT_NO_FATAL_FAILURE(c.open());
+  test::BlockingClient& client = c.client;
+  auto& probe = c.probe;
+  ChannelPtr& ch = c.ch;
 
   const std::string payload = shutdown_payload(kQueuedBytes);
   queue_shutdown_payload(ch, payload);
@@ -132,16 +144,11 @@ TEST_P(ShutdownOutputTest, AWriteAfterShutdownOutputFailsVisiblyAndNeverReachesT
 }
 
 TEST_P(ShutdownOutputTest, CloseBeforeTheQueuedBytesLeaveFailsThePendingShutdown) {
-  test::ProbeRegistry probes;
-  EventLoopGroup group(transport(), loops(1, 3));
-  ChannelPtr server = start_probed_server(group, probes);
-  test::BlockingClient client(server->local_address().port(), {.receive_buffer = 64 << 10});
-  ASSERT_TRUE(client.is_open());
-  auto probe = probes.wait(0);
-  ASSERT_NE(probe, nullptr);
-  ASSERT_TRUE(probe->active.future().wait_for(5s));
-  ChannelPtr ch = probe->channel();
-  ASSERT_NE(ch, nullptr);
+  Connection c(*this);
+  ASSERT_NO_FATAL_FAILURE(c.open());
+  test::BlockingClient& client = c.client;
+  auto& probe = c.probe;
+  ChannelPtr& ch = c.ch;
 
   queue_shutdown_payload(ch, shutdown_payload(kQueuedBytes));
   Future<void> fin = ch->shutdown_output();
