@@ -146,7 +146,6 @@ TEST_P(ShutdownOutputTest, AWriteAfterShutdownOutputFailsVisiblyAndNeverReachesT
 TEST_P(ShutdownOutputTest, CloseBeforeTheQueuedBytesLeaveFailsThePendingShutdown) {
   Connection c(*this);
   ASSERT_NO_FATAL_FAILURE(c.open());
-  test::BlockingClient& client = c.client;
   auto& probe = c.probe;
   ChannelPtr& ch = c.ch;
 
