@@ -6,7 +6,7 @@
 ///   http::Header fields[] = {{"content-type", "application/grpc"}, {"te", "trailers"}};
 ///   http2::ClientStream s = client->open("POST", "/pkg.Service/Method", fields);  // on the client's loop
 ///   co_await s.write(std::move(chunk));          // waits while ClientSettings::max_buffered_upload is queued
-///   co_await s.end();                            // END_STREAM
+///   s.end();                                     // END_STREAM after what is queued
 ///   int status = co_await s.response();          // the response's head: s.head()
 ///   while (std::optional<ByteBuf> data = co_await s.read()) use(*data);   // DATA as it comes
 ///   for (const auto& f : s.trailers()) ...;      // once read() gave nullopt
