@@ -1,4 +1,5 @@
-# Every C++ sample in README.md and docs/*.md is compiled by a test, docs_sample_<file>_<line>:
+# Every C++ sample in README.md and docs/*.md is compiled by a test, docs_sample_<file> (a whole-file
+# sample: docs_sample_<file>_<line>):
 # extract_samples.py writes each as a translation unit (how, the line before the sample says),
 # and the test compiles it with -fsyntax-only against include/. A sample without that line fails
 # its test with the reason. Labelled `docs`. The compiler's verdict does not depend on the preset,

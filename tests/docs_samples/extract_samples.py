@@ -9,10 +9,11 @@ Every ```c++ (or ```cpp) block must be preceded by a line saying how it is compi
   <!-- compiled as: coroutine(PARAMS) -->         statements in `weft::Task<> sample(PARAMS)`
   <!-- compiled as: handler(MESSAGE) -->          members of a weft::InboundHandler<MESSAGE>
 
-A block without one becomes a translation unit that fails with the reason (#error), so that the
-test names the file and line. `#line` keeps the compiler's messages on the Markdown's lines.
+A Markdown file's samples other than whole files share one translation unit (one test), each in a
+namespace of its own: parsing weft's headers is most of a compile. A block without its line fails
+to compile with the reason (#error). `#line` keeps the compiler's messages on the Markdown's lines.
 
-usage: extract_samples.py SOURCE_DIR OUT_DIR   prints "name|path" per sample
+usage: extract_samples.py SOURCE_DIR OUT_DIR   prints "name|path" per translation unit
 """
 import pathlib
 import re
@@ -22,13 +23,13 @@ ANNOTATION = re.compile(r"^<!--\s*compiled as:\s*(.*?)\s*-->\s*$")
 FENCE_OPEN = re.compile(r"^```(c\+\+|cpp)\s*$")
 
 
-def translation_unit(kind: str, body: str, where: str, line: int) -> str:
+def scoped_sample(kind: str, body: str, where: str, line: int) -> str:
+    """A sample of any kind but `file`, in namespace weft_doc_sample::at_<line>."""
     at = f'#line {line} "{where}"\n'
-    prelude = '#include "prelude.h"\n'
-    if kind == "file":
-        return at + body
+    open_ns = f"namespace weft_doc_sample::at_{line} {{\n"
+    close_ns = "}\n"
     if kind == "namespace":
-        return prelude + "namespace weft_doc_sample {\n" + at + body + "}  // namespace weft_doc_sample\n"
+        return open_ns + at + body + close_ns
     match = re.fullmatch(r"(function|coroutine|handler)\((.*)\)", kind, re.S)
     if not match:
         return f'#error "{where}:{line - 1}: unknown sample kind \'{kind}\'"\n'
@@ -40,8 +41,7 @@ def translation_unit(kind: str, body: str, where: str, line: int) -> str:
     else:
         head = f"struct Sample final : weft::InboundHandler<{params}> {{\n"
         tail = "};\n"
-    return (prelude + "namespace weft_doc_sample {\n" + head + at + body + tail +
-            "}  // namespace weft_doc_sample\n")
+    return open_ns + head + at + body + tail + close_ns
 
 
 def samples(source_dir: pathlib.Path):
@@ -49,6 +49,7 @@ def samples(source_dir: pathlib.Path):
     for path in files:
         where = path.relative_to(source_dir).as_posix()
         lines = path.read_text().splitlines()
+        shared = []  # the file's samples that are not whole files
         i = 0
         while i < len(lines):
             if not FENCE_OPEN.match(lines[i]):
@@ -61,14 +62,20 @@ def samples(source_dir: pathlib.Path):
             body = "\n".join(lines[start + 1:j]) + "\n"
             previous = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
             annotation = ANNOTATION.match(previous)
-            name = re.sub(r"[^A-Za-z0-9]", "_", f"{path.stem}_{start + 1}")
-            if annotation:
-                unit = translation_unit(annotation.group(1), body, where, start + 2)
+            if not annotation:
+                shared.append(f'#error "{where}:{start + 1}: this C++ sample has no '
+                              f'<!-- compiled as: ... --> line before it (tests/docs_samples/extract_samples.py)"\n')
+            elif annotation.group(1) == "file":
+                yield name_of(f"{path.stem}_{start + 1}"), f'#line {start + 2} "{where}"\n' + body
             else:
-                unit = (f'#error "{where}:{start + 1}: this C++ sample has no '
-                        f'<!-- compiled as: ... --> line before it (tests/docs_samples/extract_samples.py)"\n')
-            yield name, unit
+                shared.append(scoped_sample(annotation.group(1), body, where, start + 2))
             i = j + 1
+        if shared:
+            yield name_of(path.stem), '#include "prelude.h"\n' + "".join(shared)
+
+
+def name_of(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", text)
 
 
 def main() -> int:
