@@ -39,6 +39,7 @@ class Http2LimitsTest : public test::H2MatrixTest {
     router->post("/echo", [](Context& ctx, HttpRequest& request) {
       ctx.write(HttpResponse(200).body(ByteBuf::copy_of(request.body_view())));
     });
+    router->get("/never", [](Context&, HttpRequest&) {});  // an application that never answers
     settings.idle_timeout = std::chrono::hours(1);
     serve(router, settings);
   }
@@ -90,6 +91,26 @@ TEST_P(Http2LimitsTest, ARequestBodyThatNeverEndsIsAnswered408AndTheConnectionSe
   ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, kLimitsEH | kLimitsES, 3, request_block("GET", "/plaintext"))));
   ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(3) || fr.goaway; }));
   EXPECT_EQ(f.status[3], 200);
+}
+
+// A client that half-closes gets the answers owed, but an application that never answers cannot
+// hold the connection open: it closes at Settings::half_closed_timeout.
+TEST_P(Http2LimitsTest, AHalfClosedConnectionWithAnUnansweredStreamClosesAtTheHalfClosedTimeout) {
+  Settings settings;
+  settings.half_closed_timeout = 200ms;
+  start(settings);
+  test::RawH2Connection conn(port(), tls());
+  ASSERT_TRUE(conn.is_open());
+  ASSERT_TRUE(conn.send(preface() + frame(NGHTTP2_HEADERS, kLimitsEH | kLimitsES, 1, request_block("GET", "/never")) +
+                        frame(NGHTTP2_HEADERS, kLimitsEH | kLimitsES, 3, request_block("GET", "/plaintext"))));
+  ServerFrames f;
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(3) || fr.goaway; }));
+  EXPECT_EQ(f.status[3], 200);
+  conn.shutdown_write();
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.goaway.has_value(); }));
+  conn.read_until(f, [](const ServerFrames&) { return false; });
+  EXPECT_TRUE(conn.eof()) << "the server must close a half-closed connection whose stream is never answered";
+  EXPECT_FALSE(f.ended.count(1));
 }
 
 // The budget counts what the bodies hold, declared lengths included: three uploads that declare

@@ -45,6 +45,14 @@ class RawH2Connection {
     return true;
   }
   bool eof() const { return eof_; }
+  // The client's half-close: FIN, or close_notify over TLS; reading goes on.
+  void shutdown_write() {
+    if (tls_) {
+      tls_->send_close_notify();
+    } else {
+      tcp_->shutdown_write();
+    }
+  }
 
  private:
   std::unique_ptr<TlsClientSocket> tls_;

@@ -824,6 +824,8 @@ void ServerCodec::end_input(Context& ctx) {
       session_->submit_rst_stream(s->id, NGHTTP2_CANCEL);
     }
   }
+  input_ended_ = ctx.loop().now();
+  if (settings_.half_closed_timeout > Duration::zero()) want_deadline(ctx, input_ended_ + settings_.half_closed_timeout);
   shutdown_gracefully(ctx);
 }
 
@@ -860,6 +862,14 @@ void ServerCodec::on_deadline(Context& ctx) {
   if (unwritable_since_ != TimePoint{} && now - unwritable_since_ >= settings_.send_timeout) {
     log(LogLevel::debug, "channel {}: HTTP/2 output not taken for {} s; closing", ctx.channel().id(),
         std::chrono::duration_cast<std::chrono::seconds>(settings_.send_timeout).count());
+    finished_ = true;
+    ctx.close();
+    return;
+  }
+  const bool half_closed_timed = input_ended_ != TimePoint{} && settings_.half_closed_timeout > Duration::zero();
+  if (half_closed_timed && now - input_ended_ >= settings_.half_closed_timeout) {
+    log(LogLevel::debug, "channel {}: HTTP/2 answers owed to a half-closed client not sent within {} ms; closing",
+        ctx.channel().id(), std::chrono::duration_cast<std::chrono::milliseconds>(settings_.half_closed_timeout).count());
     finished_ = true;
     ctx.close();
     return;
@@ -901,6 +911,7 @@ void ServerCodec::on_deadline(Context& ctx) {
   if (settings_.keepalive_time > Duration::zero()) next = std::min(next, std::max(next_keepalive(), now + std::chrono::milliseconds(1)));
   if (unwritable_since_ != TimePoint{}) next = std::min(next, unwritable_since_ + settings_.send_timeout);
   if (preface_timed) next = std::min(next, began_ + settings_.preface_timeout);
+  if (half_closed_timed) next = std::min(next, input_ended_ + settings_.half_closed_timeout);
   want_deadline(ctx, std::min(next, next_request_timeout));
 }
 

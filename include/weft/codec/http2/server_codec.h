@@ -192,6 +192,7 @@ class ServerCodec final : public Handler {
   std::size_t body_bytes_ = 0;        // request bodies held while they arrive (Settings::max_connection_body)
   bool preface_received_ = false;     // the client's first SETTINGS frame arrived
   TimePoint began_{};                 // when the connection began (Settings::preface_timeout)
+  TimePoint input_ended_{};           // the client's FIN (Settings::half_closed_timeout); {}: none yet
   std::uint32_t glitches_ = 0;
   std::uint32_t window_update_credit_ = 16;  // WINDOW_UPDATEs earned (DATA sent, streams opened)
   std::uint64_t window_bytes_owed_ = 0;      // DATA bytes sent the client may still return (both windows)

@@ -89,6 +89,10 @@ struct Settings {
   std::uint32_t max_ping_strikes = 2;
   /// See min_ping_interval.
   bool permit_keepalive_without_calls = false;
+  /// After the client's FIN (or TLS close_notify), the answers still owed to it have this long to
+  /// go out; then the connection is closed, with the streams still unanswered (an application
+  /// that never answers cannot hold a half-closed connection forever). Zero: no limit.
+  Duration half_closed_timeout = std::chrono::seconds(30);
   /// After the last frame (GOAWAY) the server sends FIN and reads what the client still sends for
   /// at most this long before it closes (see Channel::close_gracefully).
   Duration linger_timeout = std::chrono::seconds(2);
