@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -23,12 +24,15 @@ class H2MatrixTest : public ::testing::TestWithParam<std::tuple<Transport*, bool
   // Serves `router` behind an http2::ServerCodec with `settings`, after a TlsHandler when tls().
   // The blocking transport runs a channel per loop: the listener, and each connection a test has
   // open or still closing.
-  void serve(std::shared_ptr<http::Router> router, http2::Settings settings = {}) {
+  // `first`, when set, adds handlers at the socket's end of each connection's pipeline first.
+  void serve(std::shared_ptr<http::Router> router, http2::Settings settings = {},
+             std::function<void(Channel&)> first = nullptr) {
     group_ = std::make_unique<EventLoopGroup>(transport(), transport().name() == "blocking" ? 8 : 1);
     TlsContextPtr context = tls() ? test_server_context(test_pki().localhost, {"h2"}) : nullptr;
     server_ = ServerBootstrap()
                   .group(*group_)
-                  .child_handler([router, context, settings](Channel& ch) {
+                  .child_handler([router, context, settings, first](Channel& ch) {
+                    if (first) first(ch);
                     if (context) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context));
                     ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
                     ch.pipeline().add_last("router", router);

@@ -20,12 +20,15 @@ namespace weft::test {
 // A raw connection to the server: TCP (h2c) or TLS (h2 by ALPN).
 class RawH2Connection {
  public:
-  RawH2Connection(std::uint16_t port, bool tls) {
+  // receive_buffer: the socket's SO_RCVBUF, set before connect (0 keeps the default).
+  RawH2Connection(std::uint16_t port, bool tls, int receive_buffer = 0) {
     if (tls) {
-      tls_ = std::make_unique<TlsClientSocket>(port, std::vector<std::string>{"h2"});
+      tls_ = std::make_unique<TlsClientSocket>(port, std::vector<std::string>{"h2"}, 10000ms, receive_buffer);
       if (tls_->is_open() && tls_->alpn_selected() != "h2") ADD_FAILURE() << "ALPN chose " << tls_->alpn_selected();
     } else {
-      tcp_ = std::make_unique<BlockingClient>(port);
+      BlockingClient::Options options;
+      options.receive_buffer = receive_buffer;
+      tcp_ = std::make_unique<BlockingClient>(port, options);
     }
   }
   bool is_open() const { return tls_ ? tls_->is_open() : tcp_->is_open(); }

@@ -25,7 +25,8 @@ std::string openssl_error(const char* what) {
 
 }  // namespace
 
-TlsClientSocket::TlsClientSocket(std::uint16_t port, const std::vector<std::string>& alpn, TestDuration timeout) {
+TlsClientSocket::TlsClientSocket(std::uint16_t port, const std::vector<std::string>& alpn, TestDuration timeout,
+                                 int receive_buffer) {
   // OpenSSL writes with write(2): a server that closed first must fail the write, not kill the test.
   static const bool sigpipe_ignored = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
   (void)sigpipe_ignored;
@@ -41,6 +42,7 @@ TlsClientSocket::TlsClientSocket(std::uint16_t port, const std::vector<std::stri
   ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   const int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (receive_buffer > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);

@@ -19,8 +19,10 @@ namespace weft::test {
 class TlsClientSocket {
  public:
   // Connects to 127.0.0.1:port and completes the handshake, offering `alpn` (may be empty). On
-  // failure the socket is not open and error() says why.
-  TlsClientSocket(std::uint16_t port, const std::vector<std::string>& alpn, TestDuration timeout = 10000ms);
+  // failure the socket is not open and error() says why. receive_buffer: SO_RCVBUF before connect
+  // (0 keeps the default).
+  TlsClientSocket(std::uint16_t port, const std::vector<std::string>& alpn, TestDuration timeout = 10000ms,
+                  int receive_buffer = 0);
   TlsClientSocket(const TlsClientSocket&) = delete;
   TlsClientSocket& operator=(const TlsClientSocket&) = delete;
   ~TlsClientSocket();

@@ -1,0 +1,118 @@
+// A client that opens its flow-control windows as wide as HTTP/2 allows, asks for 100 answers of
+// 1 MiB and never reads costs the server a bounded queue, not the 100 MiB the windows allow: over
+// real sockets on every transport, h2c and TLS. The epoll and io_uring channels stop at the write
+// high-water mark; a blocking send holds the connection's writer. The server serves others meanwhile.
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "support/blocking_client.h"
+#include "support/h2_frames.h"
+#include "support/h2_matrix.h"
+#include "weft/weft.h"
+
+using namespace std::chrono_literals;
+
+namespace weft::http2 {
+namespace {
+
+using http::HttpRequest;
+using http::HttpResponse;
+using test::frame;
+using test::request_block;
+using test::ServerFrames;
+
+// What the server queued for its first connection (at the socket's end: ciphertext over TLS).
+class NeverReadQueueWatch final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf> {
+ public:
+  void channel_read(Context& ctx, ByteBuf&& bytes) override { ctx.fire_read(std::move(bytes)); }
+  void write(Context& ctx, ByteBuf&& bytes) override {
+    written += bytes.readable_bytes();
+    ctx.write(std::move(bytes));
+    max_pending = std::max<std::size_t>(max_pending, ctx.channel().pending_write_bytes());
+  }
+  void writability_changed(Context& ctx) override {
+    if (!ctx.channel().is_writable()) unwritable_seen = true;
+    ctx.fire_writability_changed();
+  }
+  std::atomic<std::size_t> written{0};
+  std::atomic<std::size_t> max_pending{0};
+  std::atomic<bool> unwritable_seen{false};
+};
+
+std::size_t never_read_resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) : 0;
+}
+
+class Http2NeverReadingClientTest : public test::H2MatrixTest {};
+
+TEST_P(Http2NeverReadingClientTest, HundredStreamsOfAnswersNeverReadCostABoundedQueue) {
+  // The answers share one body (slices of one block): what the server holds beyond it is its queue.
+  auto mebibyte = std::make_shared<const ByteBuf>(ByteBuf::copy_of(std::string(std::size_t{1} << 20, 'm')));
+  auto router = std::make_shared<http::Router>();
+  router->get("/big", [mebibyte](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body(mebibyte->slice())); });
+  router->get("/plaintext", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body_view("Hello, World!")); });
+  auto watch = std::make_shared<NeverReadQueueWatch>();
+  auto watched = std::make_shared<std::atomic<bool>>(false);  // the first connection only
+  serve(router, Settings{}, [watch, watched](Channel& ch) {
+    if (!watched->exchange(true)) ch.pipeline().add_last("watch", watch);
+  });
+  const std::size_t rss_before = never_read_resident_bytes();
+
+  test::RawH2Connection greedy(port(), tls(), 32 * 1024);
+  ASSERT_TRUE(greedy.is_open());
+  std::string out = test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
+                    frame(NGHTTP2_SETTINGS, 0, 0, test::setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0x7fffffff)) +
+                    frame(NGHTTP2_WINDOW_UPDATE, 0, 0, test::u32(0x7fffffff - 65535));
+  for (std::uint32_t id = 1; id <= 199; id += 2) {
+    out += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, id, request_block("GET", "/big"));
+  }
+  ASSERT_TRUE(greedy.send(out));
+  // The server has stalled on this client: its channel turned unwritable, or (blocking) its writer
+  // waits in a send past what the kernel's buffers take.
+  const bool blocking = transport().name() == "blocking";
+  ASSERT_TRUE(test::eventually(
+      [&] { return blocking ? watch->written.load() >= (std::size_t{1} << 20) : watch->unwritable_seen.load(); }, 20000ms))
+      << "the server never stalled; written " << watch->written.load();
+
+  // Others are served meanwhile.
+  test::RawH2Connection other(port(), tls());
+  ASSERT_TRUE(other.is_open());
+  ASSERT_TRUE(other.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
+                         frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                               request_block("GET", "/plaintext"))));
+  ServerFrames f;
+  ASSERT_TRUE(other.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(1) || fr.goaway; }));
+  EXPECT_EQ(f.status[1], 200);
+
+  const std::size_t rss_after = never_read_resident_bytes();
+  std::printf("client that never reads (%s, %s): %zu bytes written, largest queue %zu, RSS %+ld KiB\n",
+              std::string(transport().name()).c_str(), tls() ? "tls" : "h2c", watch->written.load(),
+              watch->max_pending.load(), (static_cast<long>(rss_after) - static_cast<long>(rss_before)) / 1024);
+  // What the codec queues stops at the high-water mark, plus one serialisation step (the output it
+  // spills past 64 KiB, a DATA frame's payload, TLS records' overhead).
+  constexpr std::size_t kHigh = ChannelConfig{}.write_buffer_high_water_mark;
+  EXPECT_LE(watch->max_pending.load(), kHigh + 256 * 1024);
+  // What left is what the kernel's buffers took: far less than the 100 MiB the windows allow.
+  EXPECT_LT(watch->written.load(), std::size_t{16} << 20) << "of 100 MiB asked for";
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_LE(rss_after, rss_before + (std::size_t{16} << 20)) << "the server's memory must stay bounded";
+#endif
+}
+
+WEFT_H2_ON_EVERY_TRANSPORT(Http2NeverReadingClientTest);
+
+}  // namespace
+}  // namespace weft::http2
