@@ -6,6 +6,7 @@
 # and python3-h2: the HTTP/2 interop and attack tests. libssl-dev: weft's TLS; openssl: the TLS
 # interop tests (openssl s_client) and weft-bench's tls suite; nginx-light: the TLS client test against nginx.
 # zlib1g-dev: gRPC message compression (gzip, deflate).
+# clang-format: the test `format` (scripts/check-format.sh).
 # libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
 # (shared/peers/grpc) the gRPC interop test builds.
 set -euo pipefail
@@ -16,6 +17,7 @@ PACKAGES=(
   ninja-build
   g++
   clang
+  clang-format
   libgtest-dev
   libgmock-dev
   libfmt-dev
