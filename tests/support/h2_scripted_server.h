@@ -73,6 +73,23 @@ class ScriptedH2Log {
     std::lock_guard<std::mutex> lock(mutex_);
     return seen_;
   }
+  // Closes the server's side of each connection still open (and waits for it): for a client that
+  // would not end a connection.
+  void close_connections() {
+    std::vector<std::weak_ptr<Channel>> connections;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      connections = connections_;
+    }
+    for (const auto& weak : connections) {
+      if (ChannelPtr ch = weak.lock()) ch->close().wait();
+    }
+  }
+  // The server's side: a connection opened.
+  void opened(Channel& ch) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    connections_.push_back(ch.shared_from_this());
+  }
   // The server's side: changes what was seen and wakes the waiting.
   template <typename F>
   void update(F f) {
@@ -87,6 +104,7 @@ class ScriptedH2Log {
   std::mutex mutex_;
   std::condition_variable changed_;
   ScriptedH2Seen seen_;
+  std::vector<std::weak_ptr<Channel>> connections_;
 };
 
 struct ScriptedH2Script {
@@ -105,6 +123,7 @@ class ScriptedH2Server final : public InboundHandler<ByteBuf> {
       : script_(std::move(script)), log_(std::move(log)) {}
 
   void channel_active(Context& ctx) override {
+    log_->opened(ctx.channel());
     if (!script_.greeting.empty()) send(ctx, script_.greeting);
     ctx.fire_channel_active();
   }
