@@ -1,10 +1,10 @@
 // The HTTP/2 client's bound on the header lists it receives (ClientSettings::max_header_list_size),
-// against a scripted hostile server over sockets, on every transport, h2c and h2 over TLS: the
-// client advertises SETTINGS_MAX_HEADER_LIST_SIZE; an HPACK bomb (~128 KiB of HEADERS and 7
-// CONTINUATIONs whose fields all reference one 4,000-byte dynamic-table entry: ~127,000 fields,
-// ~500 MiB decoded) as a response head or as trailers, whole or streamed, resets its stream with
-// RST_STREAM, fails the request with ClientStreamError, and leaves nothing of it held; the
-// connection goes on serving other requests.
+// against a scripted hostile server (support/h2_scripted_server.h) over sockets, on every
+// transport, h2c and h2 over TLS: the client advertises SETTINGS_MAX_HEADER_LIST_SIZE; an HPACK
+// bomb (~128 KiB of HEADERS and 7 CONTINUATIONs whose fields all reference one 4,000-byte
+// dynamic-table entry: ~127,000 fields, ~500 MiB decoded) as a response head or as trailers, whole
+// or streamed, resets its stream with RST_STREAM, fails the request with ClientStreamError, and
+// leaves nothing of it held; the connection goes on serving other requests.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,6 @@
 
 #include "support/h2_frames.h"
 #include "support/h2_scripted_server.h"
-#include "support/tls_certs.h"
 #include "support/transports.h"
 #include "weft/codec/http2/client.h"
 #include "weft/weft.h"
