@@ -945,6 +945,101 @@ TEST_P(H2ClientObligationsTest, HonoursMaxConcurrentStreams) {
   }
   EXPECT_EQ(held->opened.load(), 3);
   EXPECT_EQ(held->past_limit.load(), 0) << "streams opened past SETTINGS_MAX_CONCURRENT_STREAMS 1";
+  // §5.1.1: the client's streams are odd and increase.
+  std::vector<std::uint32_t> streams;
+  for (const ClientFrame& f : log->snapshot().frames) {
+    if (f.type == NGHTTP2_HEADERS) streams.push_back(f.stream);
+  }
+  EXPECT_EQ(streams, (std::vector<std::uint32_t>{1, 3, 5}));
+}
+
+// §8.3.1, §8.2.2, §8.2: the request's head has :method, :scheme, :authority and :path once each,
+// before its other fields; names in lowercase; no connection-specific fields (and TE only as "trailers").
+TEST_P(H2ClientObligationsTest, RequestHeadIsWellFormed) {
+  EventLoopGroup group(transport(), transport().name() == "blocking" ? 6 : 1);
+  auto log = std::make_shared<test::ScriptedH2Log>();
+  test::ScriptedH2Script script;
+  script.answer = hello;
+  ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
+  std::shared_ptr<Client> client;
+  ConnectionsCloser closer{client, server, *log};
+  Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  ASSERT_TRUE(connecting.wait_for(patience()));
+  client = connecting.get();
+  Future<http::HttpClientResponse> done = client->request(http::HttpClientRequest("GET", "/x?y=1")
+                                                              .header("Connection", "keep-alive, upgrade")
+                                                              .header("Keep-Alive", "timeout=5")
+                                                              .header("Proxy-Connection", "keep-alive")
+                                                              .header("Transfer-Encoding", "chunked")
+                                                              .header("Upgrade", "h2c")
+                                                              .header("X-Mixed-Case", "v"));
+  ASSERT_TRUE(done.wait_for(patience()));
+  ASSERT_TRUE(done.error() == nullptr) << what_of(done.error());
+  EXPECT_EQ(done.get().body_view(), "hello");
+
+  // The client's frames again as bytes, decoded (HPACK) by nghttp2's inflater.
+  std::string bytes;
+  for (const ClientFrame& f : log->snapshot().frames) bytes += frame(f.type, f.flags, f.stream, f.payload);
+  const test::ServerFrames client_frames(bytes);
+  EXPECT_FALSE(client_frames.hpack_error);
+  EXPECT_FALSE(client_frames.sequence_error);
+  ASSERT_EQ(client_frames.headers.count(1), 1u) << "no request head on stream 1";
+  const auto& fields = client_frames.headers.at(1);
+  std::map<std::string, int> pseudo;
+  bool regular_seen = false;
+  for (const auto& [name, value] : fields) {
+    SCOPED_TRACE(name + ": " + value);
+    if (!name.empty() && name[0] == ':') {
+      EXPECT_FALSE(regular_seen) << "a pseudo-header after a regular field";
+      ++pseudo[name];
+      continue;
+    }
+    regular_seen = true;
+    for (const char ch : name) EXPECT_FALSE(ch >= 'A' && ch <= 'Z') << "an uppercase field name";
+    for (const char* banned : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"}) {
+      EXPECT_NE(name, banned) << "a connection-specific field";
+    }
+    if (name == "te") {
+      EXPECT_EQ(value, "trailers");
+    }
+  }
+  EXPECT_EQ(pseudo, (std::map<std::string, int>{{":authority", 1}, {":method", 1}, {":path", 1}, {":scheme", 1}}));
+  EXPECT_EQ(client_frames.header(1, ":method").value_or(""), "GET");
+  EXPECT_EQ(client_frames.header(1, ":path").value_or(""), "/x?y=1");
+  EXPECT_EQ(client_frames.header(1, ":scheme").value_or(""), tls() ? "https" : "http");
+  EXPECT_EQ(client_frames.header(1, "x-mixed-case").value_or("(none)"), "v");
+}
+
+// §6.8: after a GOAWAY the client opens no stream on the connection; a request the GOAWAY's last
+// stream id covers completes, one made later fails (ClientStreamError, refused: safe to retry).
+TEST_P(H2ClientObligationsTest, NoNewStreamAfterGoaway) {
+  EventLoopGroup group(transport(), transport().name() == "blocking" ? 6 : 1);
+  auto log = std::make_shared<test::ScriptedH2Log>();
+  test::ScriptedH2Script script;
+  script.answer = [](std::uint32_t id) {
+    return frame(NGHTTP2_GOAWAY, 0, 0, u32(id) + u32(NGHTTP2_NO_ERROR)) + hello(id);
+  };
+  ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
+  std::shared_ptr<Client> client;
+  ConnectionsCloser closer{client, server, *log};
+  Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  ASSERT_TRUE(connecting.wait_for(patience()));
+  client = connecting.get();
+  Future<http::HttpClientResponse> first = client->request(http::HttpClientRequest("GET", "/"));
+  ASSERT_TRUE(first.wait_for(patience()));
+  ASSERT_TRUE(first.error() == nullptr) << what_of(first.error());
+  EXPECT_EQ(first.get().body_view(), "hello");
+  Future<http::HttpClientResponse> later = client->request(http::HttpClientRequest("GET", "/later"));
+  ASSERT_TRUE(later.wait_for(patience())) << "a request after GOAWAY neither failed nor was answered";
+  ASSERT_TRUE(later.error() != nullptr) << "a request after GOAWAY was answered";
+  try {
+    std::rethrow_exception(later.error());
+  } catch (const ClientStreamError& e) {
+    EXPECT_TRUE(e.refused()) << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a ClientStreamError: " << e.what();
+  }
+  EXPECT_EQ(log->snapshot().count(NGHTTP2_HEADERS), 1u) << "a stream opened after GOAWAY";
 }
 
 // §6.9, §6.9.2: a request body within the server's SETTINGS_INITIAL_WINDOW_SIZE (`stream_window`)
