@@ -85,8 +85,12 @@ std::string body(std::uint32_t id, std::string_view text, std::uint8_t flags = 0
   return frame(NGHTTP2_DATA, flags, id, text);
 }
 std::string rst_stream(std::uint32_t id, std::uint32_t code) { return frame(NGHTTP2_RST_STREAM, 0, id, u32(code)); }
-std::string window(std::uint32_t id, std::uint32_t increment) { return frame(NGHTTP2_WINDOW_UPDATE, 0, id, u32(increment)); }
-std::string one_setting(std::uint16_t id, std::uint32_t value) { return frame(NGHTTP2_SETTINGS, 0, 0, setting(id, value)); }
+std::string window(std::uint32_t id, std::uint32_t increment) {
+  return frame(NGHTTP2_WINDOW_UPDATE, 0, id, u32(increment));
+}
+std::string one_setting(std::uint16_t id, std::uint32_t value) {
+  return frame(NGHTTP2_SETTINGS, 0, 0, setting(id, value));
+}
 std::string ping(std::string_view payload, std::uint8_t flags = 0) { return frame(NGHTTP2_PING, flags, 0, payload); }
 // ":status 200", then "hello" and END_STREAM: a whole response.
 std::string hello(std::uint32_t id) { return ok_head(id, kEH) + body(id, "hello", kES); }
@@ -107,7 +111,9 @@ std::string long_literal(std::string_view name, std::string_view value) {
          hpack_int(0, 7, static_cast<std::uint32_t>(value.size())) + std::string(value);
 }
 // A literal without indexing of ":status" (static name index 8) with `value`.
-std::string status_literal(std::string_view value) { return "\x08" + hpack_int(0, 7, static_cast<std::uint32_t>(value.size())) + std::string(value); }
+std::string status_literal(std::string_view value) {
+  return "\x08" + hpack_int(0, 7, static_cast<std::uint32_t>(value.size())) + std::string(value);
+}
 // A literal without indexing of content-length (static name index 28).
 std::string content_length(std::string_view value) {
   return hpack_int(0, 4, 28) + hpack_int(0, 7, static_cast<std::uint32_t>(value.size())) + std::string(value);
@@ -134,7 +140,7 @@ struct ClientCase {
   const char* name;                                  // "section rule"
   std::function<std::string(std::uint32_t)> answer;  // the server's answer to the request on that stream
   Outcome outcome;
-  std::uint32_t code = 0;          // the HTTP/2 error code of the outcome
+  std::uint32_t code = 0;  // the HTTP/2 error code of the outcome
   // How the nghttp2 client fails the row: skipped, with this reason (run anyway with
   // WEFT_H2_CLIENT_RUN_KNOWN_GAPS set). With gap_after_goaway, the row's GOAWAY and its code are
   // checked, and the rest (the close, the request's failure) skipped.
@@ -142,8 +148,8 @@ struct ClientCase {
   bool gap_after_goaway = false;
   std::function<void(const http::HttpClientResponse&)> check_response = nullptr;  // accepted: (default: 200)
   std::function<void(const ScriptedH2Seen&)> check_seen = nullptr;  // more to assert on what the client sent
-  std::function<std::string()> greeting = nullptr;  // replaces the server's first SETTINGS
-  std::function<std::string(const ClientFrame&)> react = nullptr;  // the server's answer to the client's frames
+  std::function<std::string()> greeting = nullptr;                  // replaces the server's first SETTINGS
+  std::function<std::string(const ClientFrame&)> react = nullptr;   // the server's answer to the client's frames
 };
 
 auto body_is(std::string expected) {
@@ -160,7 +166,8 @@ constexpr const char* kNoClose =
 constexpr const char* kConnectionErrorInstead =
     "nghttp2 makes it a connection error (GOAWAY(PROTOCOL_ERROR)), and then does not close the connection";
 constexpr const char* kClosedStreamIgnored =
-    "nghttp2 ignores frames on a stream it has closed (a client keeps no closed streams), after END_STREAM as after RST_STREAM";
+    "nghttp2 ignores frames on a stream it has closed (a client keeps no closed streams), after END_STREAM as after "
+    "RST_STREAM";
 
 std::vector<ClientCase> make_client_cases() {
   using O = Outcome;
@@ -171,12 +178,16 @@ std::vector<ClientCase> make_client_cases() {
                .outcome = O::connection_error,
                .code = PROTOCOL,
                .greeting = [] { return ping("weftping") + frame(NGHTTP2_SETTINGS, 0, 0, ""); }});
-  c.push_back({.name = "4.1 frames of unknown types are ignored",
-               .answer = [](std::uint32_t id) { return frame(0xfa, 0xff, 0, "abc") + frame(0xfb, 0, id, "xyz") + hello(id); },
-               .outcome = O::accepted,
-               .check_response = body_is("hello")});
+  c.push_back(
+      {.name = "4.1 frames of unknown types are ignored",
+       .answer = [](std::uint32_t id) { return frame(0xfa, 0xff, 0, "abc") + frame(0xfb, 0, id, "xyz") + hello(id); },
+       .outcome = O::accepted,
+       .check_response = body_is("hello")});
   c.push_back({.name = "4.1 unknown flags are ignored",
-               .answer = [](std::uint32_t id) { return head(id, "\x88", kEH | 0x40 | 0x80 | 0x10 | 0x02) + body(id, "hello", kES | 0xf0); },
+               .answer =
+                   [](std::uint32_t id) {
+                     return head(id, "\x88", kEH | 0x40 | 0x80 | 0x10 | 0x02) + body(id, "hello", kES | 0xf0);
+                   },
                .outcome = O::accepted,
                .check_response = body_is("hello")});
   c.push_back({.name = "4.1 the reserved bit of a stream id is ignored",
@@ -189,10 +200,11 @@ std::vector<ClientCase> make_client_cases() {
                .code = FRAME_SIZE,
                .known_gap = kNoClose,
                .gap_after_goaway = true});
-  c.push_back({.name = "4.2 HEADERS over SETTINGS_MAX_FRAME_SIZE is a connection error FRAME_SIZE_ERROR",
-               .answer = [](std::uint32_t id) { return head(id, "\x88" + long_literal("x-big", std::string(16400, 'v'))); },
-               .outcome = O::connection_error,
-               .code = FRAME_SIZE});
+  c.push_back(
+      {.name = "4.2 HEADERS over SETTINGS_MAX_FRAME_SIZE is a connection error FRAME_SIZE_ERROR",
+       .answer = [](std::uint32_t id) { return head(id, "\x88" + long_literal("x-big", std::string(16400, 'v'))); },
+       .outcome = O::connection_error,
+       .code = FRAME_SIZE});
   c.push_back({.name = "4.3 a response split across CONTINUATION is one head",
                .answer =
                    [](std::uint32_t id) {
@@ -201,11 +213,12 @@ std::vector<ClientCase> make_client_cases() {
                             frame(NGHTTP2_CONTINUATION, kEH, id, block.substr(9));
                    },
                .outcome = O::accepted,
-               .check_response = [](const http::HttpClientResponse& r) {
-                 EXPECT_EQ(r.status(), 200);
-                 EXPECT_EQ(r.header("x-a").value_or("(none)"), "1");
-                 EXPECT_EQ(r.header("x-b").value_or("(none)"), "2");
-               }});
+               .check_response =
+                   [](const http::HttpClientResponse& r) {
+                     EXPECT_EQ(r.status(), 200);
+                     EXPECT_EQ(r.header("x-a").value_or("(none)"), "1");
+                     EXPECT_EQ(r.header("x-b").value_or("(none)"), "2");
+                   }});
   // ---- §5.1 stream states
   c.push_back({.name = "5.1 HEADERS on an idle even stream is a connection error PROTOCOL_ERROR",
                .answer = [](std::uint32_t id) { return hello(2) + hello(id); },
@@ -228,7 +241,10 @@ std::vector<ClientCase> make_client_cases() {
                .answer = [](std::uint32_t id) { return head(id, "\x88" + literal("X-Upper", "v"), kEH); },
                .outcome = O::stream_error,
                .code = PROTOCOL,
-               .check_seen = [](const ScriptedH2Seen& s) { EXPECT_EQ(s.count(NGHTTP2_RST_STREAM, 1), 1u) << "frames after the reset were answered"; },
+               .check_seen =
+                   [](const ScriptedH2Seen& s) {
+                     EXPECT_EQ(s.count(NGHTTP2_RST_STREAM, 1), 1u) << "frames after the reset were answered";
+                   },
                .react = [](const ClientFrame& f) -> std::string {
                  if (f.type != NGHTTP2_RST_STREAM) return "";
                  return body(f.stream, "late") + window(f.stream, 100) + head(f.stream, literal("x-trailer", "t")) +
@@ -258,7 +274,12 @@ std::vector<ClientCase> make_client_cases() {
                .outcome = O::accepted,
                .check_response = body_is("hello")});
   c.push_back({.name = "6.1 DATA padding longer than the payload is a connection error PROTOCOL_ERROR",
-               .answer = [](std::uint32_t id) { return ok_head(id, kEH) + frame(NGHTTP2_DATA, kPadded | kES, id, "\x05" "abc"); },
+               .answer =
+                   [](std::uint32_t id) {
+                     return ok_head(id, kEH) + frame(NGHTTP2_DATA, kPadded | kES, id,
+                                                     "\x05"
+                                                     "abc");
+                   },
                .outcome = O::connection_error,
                .code = PROTOCOL});
   c.push_back({.name = "6.2 HEADERS on stream 0 is a connection error PROTOCOL_ERROR",
@@ -268,7 +289,8 @@ std::vector<ClientCase> make_client_cases() {
   c.push_back({.name = "6.2 padded HEADERS with a priority are read",
                .answer =
                    [](std::uint32_t id) {
-                     return head(id, std::string("\x02\x00\x00\x00\x00\x10\x88\x00\x00", 9), kEH | kPadded | kPriority) +
+                     return head(id, std::string("\x02\x00\x00\x00\x00\x10\x88\x00\x00", 9),
+                                 kEH | kPadded | kPriority) +
                             body(id, "hello", kES);
                    },
                .outcome = O::accepted,
@@ -278,7 +300,10 @@ std::vector<ClientCase> make_client_cases() {
                .outcome = O::connection_error,
                .code = PROTOCOL});
   c.push_back({.name = "6.3 PRIORITY of a length other than 5 is FRAME_SIZE_ERROR",
-               .answer = [](std::uint32_t id) { return ok_head(id, kEH) + frame(NGHTTP2_PRIORITY, 0, id, u32(0)) + body(id, "hello", kES); },
+               .answer =
+                   [](std::uint32_t id) {
+                     return ok_head(id, kEH) + frame(NGHTTP2_PRIORITY, 0, id, u32(0)) + body(id, "hello", kES);
+                   },
                .outcome = O::stream_or_connection_error,
                .code = FRAME_SIZE,
                .known_gap = kNoClose,
@@ -304,12 +329,17 @@ std::vector<ClientCase> make_client_cases() {
                .answer = [](std::uint32_t id) { return frame(NGHTTP2_SETTINGS, 0, id, "") + hello(id); },
                .outcome = O::connection_error,
                .code = PROTOCOL});
-  c.push_back({.name = "6.5 SETTINGS of a length not a multiple of 6 is a connection error FRAME_SIZE_ERROR",
-               .answer = [](std::uint32_t id) { return frame(NGHTTP2_SETTINGS, 0, 0, std::string(5, '\0')) + hello(id); },
-               .outcome = O::connection_error,
-               .code = FRAME_SIZE});
+  c.push_back(
+      {.name = "6.5 SETTINGS of a length not a multiple of 6 is a connection error FRAME_SIZE_ERROR",
+       .answer = [](std::uint32_t id) { return frame(NGHTTP2_SETTINGS, 0, 0, std::string(5, '\0')) + hello(id); },
+       .outcome = O::connection_error,
+       .code = FRAME_SIZE});
   c.push_back({.name = "6.5 a SETTINGS ACK with a payload is a connection error FRAME_SIZE_ERROR",
-               .answer = [](std::uint32_t id) { return frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, setting(NGHTTP2_SETTINGS_ENABLE_PUSH, 0)) + hello(id); },
+               .answer =
+                   [](std::uint32_t id) {
+                     return frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, setting(NGHTTP2_SETTINGS_ENABLE_PUSH, 0)) +
+                            hello(id);
+                   },
                .outcome = O::connection_error,
                .code = FRAME_SIZE});
   c.push_back({.name = "6.5.2 SETTINGS_ENABLE_PUSH 1 from a server is a connection error PROTOCOL_ERROR",
@@ -320,32 +350,42 @@ std::vector<ClientCase> make_client_cases() {
                .answer = [](std::uint32_t id) { return one_setting(NGHTTP2_SETTINGS_ENABLE_PUSH, 2) + hello(id); },
                .outcome = O::connection_error,
                .code = PROTOCOL});
-  c.push_back({.name = "6.5.2 SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1 is a connection error FLOW_CONTROL_ERROR",
-               .answer = [](std::uint32_t id) { return one_setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0x80000000u) + hello(id); },
-               .outcome = O::connection_error,
-               .code = FLOW});
-  c.push_back({.name = "6.5.2 SETTINGS_MAX_FRAME_SIZE under 16384 is a connection error PROTOCOL_ERROR",
-               .answer = [](std::uint32_t id) { return one_setting(NGHTTP2_SETTINGS_MAX_FRAME_SIZE, 16383) + hello(id); },
-               .outcome = O::connection_error,
-               .code = PROTOCOL});
-  c.push_back({.name = "6.5.2 SETTINGS_MAX_FRAME_SIZE over 2^24-1 is a connection error PROTOCOL_ERROR",
-               .answer = [](std::uint32_t id) { return one_setting(NGHTTP2_SETTINGS_MAX_FRAME_SIZE, 1u << 24) + hello(id); },
-               .outcome = O::connection_error,
-               .code = PROTOCOL});
-  c.push_back({.name = "6.5.2 unknown SETTINGS ids are ignored and the SETTINGS acknowledged",
-               .answer = [](std::uint32_t id) { return frame(NGHTTP2_SETTINGS, 0, 0, setting(0x99, 7) + setting(0xf00d, 1)) + hello(id); },
-               .outcome = O::accepted,
-               .check_response = body_is("hello"),
-               .check_seen = [](const ScriptedH2Seen& s) { EXPECT_EQ(s.settings_acks, 2u) << "the server's two SETTINGS"; }});
-  c.push_back({.name = "6.9.2 a SETTINGS_INITIAL_WINDOW_SIZE that overflows a stream window is a connection error FLOW_CONTROL_ERROR",
-               .answer =
-                   [](std::uint32_t id) {
-                     return ok_head(id, kEH) + window(id, 0x7fffffffu - 65535) +
-                            one_setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 65536) + body(id, "hello", kES);
-                   },
-               .outcome = O::connection_error,
-               .code = FLOW,
-               .known_gap = "nghttp2 resets each stream (RST_STREAM(FLOW_CONTROL_ERROR)) instead of the connection error"});
+  c.push_back(
+      {.name = "6.5.2 SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1 is a connection error FLOW_CONTROL_ERROR",
+       .answer =
+           [](std::uint32_t id) { return one_setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0x80000000u) + hello(id); },
+       .outcome = O::connection_error,
+       .code = FLOW});
+  c.push_back(
+      {.name = "6.5.2 SETTINGS_MAX_FRAME_SIZE under 16384 is a connection error PROTOCOL_ERROR",
+       .answer = [](std::uint32_t id) { return one_setting(NGHTTP2_SETTINGS_MAX_FRAME_SIZE, 16383) + hello(id); },
+       .outcome = O::connection_error,
+       .code = PROTOCOL});
+  c.push_back(
+      {.name = "6.5.2 SETTINGS_MAX_FRAME_SIZE over 2^24-1 is a connection error PROTOCOL_ERROR",
+       .answer = [](std::uint32_t id) { return one_setting(NGHTTP2_SETTINGS_MAX_FRAME_SIZE, 1u << 24) + hello(id); },
+       .outcome = O::connection_error,
+       .code = PROTOCOL});
+  c.push_back(
+      {.name = "6.5.2 unknown SETTINGS ids are ignored and the SETTINGS acknowledged",
+       .answer =
+           [](std::uint32_t id) {
+             return frame(NGHTTP2_SETTINGS, 0, 0, setting(0x99, 7) + setting(0xf00d, 1)) + hello(id);
+           },
+       .outcome = O::accepted,
+       .check_response = body_is("hello"),
+       .check_seen = [](const ScriptedH2Seen& s) { EXPECT_EQ(s.settings_acks, 2u) << "the server's two SETTINGS"; }});
+  c.push_back(
+      {.name = "6.9.2 a SETTINGS_INITIAL_WINDOW_SIZE that overflows a stream window is a connection error "
+               "FLOW_CONTROL_ERROR",
+       .answer =
+           [](std::uint32_t id) {
+             return ok_head(id, kEH) + window(id, 0x7fffffffu - 65535) +
+                    one_setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 65536) + body(id, "hello", kES);
+           },
+       .outcome = O::connection_error,
+       .code = FLOW,
+       .known_gap = "nghttp2 resets each stream (RST_STREAM(FLOW_CONTROL_ERROR)) instead of the connection error"});
   // ---- §6.6 PUSH_PROMISE, §6.7 PING
   c.push_back({.name = "6.6 PUSH_PROMISE although the client disabled push is a connection error PROTOCOL_ERROR",
                .answer =
@@ -358,17 +398,18 @@ std::vector<ClientCase> make_client_cases() {
                .answer = [](std::uint32_t id) { return ping("weftping") + hello(id); },
                .outcome = O::accepted,
                .check_response = body_is("hello"),
-               .check_seen = [](const ScriptedH2Seen& s) {
-                 std::size_t acks = 0;
-                 for (const ClientFrame& f : s.frames) {
-                   if (f.type != NGHTTP2_PING) continue;
-                   EXPECT_EQ(f.flags & NGHTTP2_FLAG_ACK, NGHTTP2_FLAG_ACK) << "a PING the server did not ask for";
-                   EXPECT_EQ(f.payload, "weftping");
-                   EXPECT_EQ(f.stream, 0u);
-                   ++acks;
-                 }
-                 EXPECT_EQ(acks, 1u) << "PING ACKs";
-               }});
+               .check_seen =
+                   [](const ScriptedH2Seen& s) {
+                     std::size_t acks = 0;
+                     for (const ClientFrame& f : s.frames) {
+                       if (f.type != NGHTTP2_PING) continue;
+                       EXPECT_EQ(f.flags & NGHTTP2_FLAG_ACK, NGHTTP2_FLAG_ACK) << "a PING the server did not ask for";
+                       EXPECT_EQ(f.payload, "weftping");
+                       EXPECT_EQ(f.stream, 0u);
+                       ++acks;
+                     }
+                     EXPECT_EQ(acks, 1u) << "PING ACKs";
+                   }});
   c.push_back({.name = "6.7 PING of a length other than 8 is a connection error FRAME_SIZE_ERROR",
                .answer = [](std::uint32_t id) { return ping("weftpin") + hello(id); },
                .outcome = O::connection_error,
@@ -388,57 +429,73 @@ std::vector<ClientCase> make_client_cases() {
                .outcome = O::connection_error,
                .code = PROTOCOL});
   c.push_back({.name = "6.9 WINDOW_UPDATE of a length other than 4 is a connection error FRAME_SIZE_ERROR",
-               .answer = [](std::uint32_t id) { return ok_head(id, kEH) + frame(NGHTTP2_WINDOW_UPDATE, 0, id, "\x00\x00\x01") + body(id, "hello", kES); },
+               .answer =
+                   [](std::uint32_t id) {
+                     return ok_head(id, kEH) + frame(NGHTTP2_WINDOW_UPDATE, 0, id, "\x00\x00\x01") +
+                            body(id, "hello", kES);
+                   },
                .outcome = O::connection_error,
                .code = FRAME_SIZE});
-  c.push_back({.name = "6.9.1 a stream window past 2^31-1 is a stream error FLOW_CONTROL_ERROR",
-               .answer = [](std::uint32_t id) { return ok_head(id, kEH) + window(id, 0x7fffffffu) + body(id, "hello", kES); },
-               .outcome = O::stream_error,
-               .code = FLOW});
-  c.push_back({.name = "6.9.1 the connection window past 2^31-1 is a connection error FLOW_CONTROL_ERROR",
-               .answer = [](std::uint32_t id) { return ok_head(id, kEH) + window(0, 0x7fffffffu) + body(id, "hello", kES); },
-               .outcome = O::connection_error,
-               .code = FLOW});
+  c.push_back(
+      {.name = "6.9.1 a stream window past 2^31-1 is a stream error FLOW_CONTROL_ERROR",
+       .answer = [](std::uint32_t id) { return ok_head(id, kEH) + window(id, 0x7fffffffu) + body(id, "hello", kES); },
+       .outcome = O::stream_error,
+       .code = FLOW});
+  c.push_back(
+      {.name = "6.9.1 the connection window past 2^31-1 is a connection error FLOW_CONTROL_ERROR",
+       .answer = [](std::uint32_t id) { return ok_head(id, kEH) + window(0, 0x7fffffffu) + body(id, "hello", kES); },
+       .outcome = O::connection_error,
+       .code = FLOW});
   // ---- §6.10 CONTINUATION
   c.push_back({.name = "6.10 CONTINUATION without a preceding HEADERS is a connection error PROTOCOL_ERROR",
                .answer = [](std::uint32_t id) { return frame(NGHTTP2_CONTINUATION, kEH, id, "\x88") + hello(id); },
                .outcome = O::connection_error,
                .code = PROTOCOL});
-  c.push_back({.name = "6.10 a frame of another type between HEADERS and CONTINUATION is a connection error PROTOCOL_ERROR",
-               .answer = [](std::uint32_t id) { return ok_head(id, kES) + ping("weftping") + frame(NGHTTP2_CONTINUATION, kEH, id, ""); },
-               .outcome = O::connection_error,
-               .code = PROTOCOL});
-  c.push_back({.name = "6.10 CONTINUATION of another stream is a connection error PROTOCOL_ERROR",
-               .answer = [](std::uint32_t id) { return ok_head(id, kES) + frame(NGHTTP2_CONTINUATION, kEH, id + 2, ""); },
-               .outcome = O::connection_error,
-               .code = PROTOCOL});
+  c.push_back(
+      {.name = "6.10 a frame of another type between HEADERS and CONTINUATION is a connection error PROTOCOL_ERROR",
+       .answer =
+           [](std::uint32_t id) {
+             return ok_head(id, kES) + ping("weftping") + frame(NGHTTP2_CONTINUATION, kEH, id, "");
+           },
+       .outcome = O::connection_error,
+       .code = PROTOCOL});
+  c.push_back(
+      {.name = "6.10 CONTINUATION of another stream is a connection error PROTOCOL_ERROR",
+       .answer = [](std::uint32_t id) { return ok_head(id, kES) + frame(NGHTTP2_CONTINUATION, kEH, id + 2, ""); },
+       .outcome = O::connection_error,
+       .code = PROTOCOL});
   // ---- §8.1 HTTP message framing
   c.push_back({.name = "8.1 1xx interim heads come before the final head",
                .answer =
                    [](std::uint32_t id) {
-                     return head(id, status_literal("103") + literal("link", "</a.css>"), kEH) + head(id, status_literal("100"), kEH) +
-                            head(id, "\x88" + literal("x-final", "yes"), kEH) + body(id, "hello", kES);
+                     return head(id, status_literal("103") + literal("link", "</a.css>"), kEH) +
+                            head(id, status_literal("100"), kEH) + head(id, "\x88" + literal("x-final", "yes"), kEH) +
+                            body(id, "hello", kES);
                    },
                .outcome = O::accepted,
-               .check_response = [](const http::HttpClientResponse& r) {
-                 EXPECT_EQ(r.status(), 200);
-                 EXPECT_EQ(r.header("x-final").value_or("(none)"), "yes");
-                 EXPECT_FALSE(r.header("link").has_value()) << "an interim head's field";
-                 EXPECT_EQ(r.body_view(), "hello");
-               }});
+               .check_response =
+                   [](const http::HttpClientResponse& r) {
+                     EXPECT_EQ(r.status(), 200);
+                     EXPECT_EQ(r.header("x-final").value_or("(none)"), "yes");
+                     EXPECT_FALSE(r.header("link").has_value()) << "an interim head's field";
+                     EXPECT_EQ(r.body_view(), "hello");
+                   }});
   c.push_back({.name = "8.1 DATA in many frames is one body",
                .answer =
                    [](std::uint32_t id) {
-                     return ok_head(id, kEH) + body(id, "he") + body(id, "") + body(id, "l") + body(id, "lo") + body(id, "", kES);
+                     return ok_head(id, kEH) + body(id, "he") + body(id, "") + body(id, "l") + body(id, "lo") +
+                            body(id, "", kES);
                    },
                .outcome = O::accepted,
                .check_response = body_is("hello")});
-  c.push_back({.name = "8.1 trailers end the response",
-               .answer = [](std::uint32_t id) { return ok_head(id, kEH) + body(id, "hello") + head(id, literal("x-trailer", "t")); },
-               .outcome = O::accepted,
-               .check_response = body_is("hello")});
+  c.push_back(
+      {.name = "8.1 trailers end the response",
+       .answer =
+           [](std::uint32_t id) { return ok_head(id, kEH) + body(id, "hello") + head(id, literal("x-trailer", "t")); },
+       .outcome = O::accepted,
+       .check_response = body_is("hello")});
   c.push_back({.name = "8.1 an interim head with END_STREAM is malformed",
-               .answer = [](std::uint32_t id) { return head(id, status_literal("103")) ; },
+               .answer = [](std::uint32_t id) { return head(id, status_literal("103")); },
                .outcome = O::stream_error,
                .code = PROTOCOL});
   c.push_back({.name = "8.1 DATA before the head is malformed",
@@ -447,37 +504,49 @@ std::vector<ClientCase> make_client_cases() {
                .code = PROTOCOL,
                .known_gap = kConnectionErrorInstead});
   c.push_back({.name = "8.1 trailers with a pseudo-header are malformed",
-               .answer = [](std::uint32_t id) { return ok_head(id, kEH) + body(id, "hello") + head(id, "\x88" + literal("x-trailer", "t")); },
+               .answer =
+                   [](std::uint32_t id) {
+                     return ok_head(id, kEH) + body(id, "hello") + head(id, "\x88" + literal("x-trailer", "t"));
+                   },
                .outcome = O::stream_error,
                .code = PROTOCOL});
   c.push_back({.name = "8.1 trailers without END_STREAM are malformed",
                .answer =
                    [](std::uint32_t id) {
-                     return ok_head(id, kEH) + body(id, "hello") + head(id, literal("x-trailer", "t"), kEH) + body(id, "", kES);
+                     return ok_head(id, kEH) + body(id, "hello") + head(id, literal("x-trailer", "t"), kEH) +
+                            body(id, "", kES);
                    },
                .outcome = O::stream_error,
                .code = PROTOCOL});
-  c.push_back({.name = "8.1.1 content-length not matching the DATA is malformed",
-               .answer = [](std::uint32_t id) { return head(id, "\x88" + content_length("10"), kEH) + body(id, "hello", kES); },
-               .outcome = O::stream_error,
-               .code = PROTOCOL});
-  c.push_back({.name = "8.1.1 content-length matching the DATA is accepted",
-               .answer = [](std::uint32_t id) { return head(id, "\x88" + content_length("5"), kEH) + body(id, "hello", kES); },
-               .outcome = O::accepted,
-               .check_response = body_is("hello")});
+  c.push_back(
+      {.name = "8.1.1 content-length not matching the DATA is malformed",
+       .answer = [](std::uint32_t id) { return head(id, "\x88" + content_length("10"), kEH) + body(id, "hello", kES); },
+       .outcome = O::stream_error,
+       .code = PROTOCOL});
+  c.push_back(
+      {.name = "8.1.1 content-length matching the DATA is accepted",
+       .answer = [](std::uint32_t id) { return head(id, "\x88" + content_length("5"), kEH) + body(id, "hello", kES); },
+       .outcome = O::accepted,
+       .check_response = body_is("hello")});
   // ---- §8.2, §8.3 fields
-  c.push_back({.name = "8.2.1 an uppercase field name is malformed",
-               .answer = [](std::uint32_t id) { return head(id, "\x88" + literal("X-Upper", "v"), kEH) + body(id, "hello", kES); },
-               .outcome = O::stream_error,
-               .code = PROTOCOL});
+  c.push_back(
+      {.name = "8.2.1 an uppercase field name is malformed",
+       .answer =
+           [](std::uint32_t id) { return head(id, "\x88" + literal("X-Upper", "v"), kEH) + body(id, "hello", kES); },
+       .outcome = O::stream_error,
+       .code = PROTOCOL});
   c.push_back({.name = "8.2.2 a connection-specific field is malformed",
-               .answer = [](std::uint32_t id) { return head(id, "\x88" + literal("connection", "keep-alive"), kEH) + body(id, "hello", kES); },
+               .answer =
+                   [](std::uint32_t id) {
+                     return head(id, "\x88" + literal("connection", "keep-alive"), kEH) + body(id, "hello", kES);
+                   },
                .outcome = O::stream_error,
                .code = PROTOCOL});
-  c.push_back({.name = "8.3 a pseudo-header after a regular field is malformed",
-               .answer = [](std::uint32_t id) { return head(id, literal("x-a", "b") + "\x88", kEH) + body(id, "hello", kES); },
-               .outcome = O::stream_error,
-               .code = PROTOCOL});
+  c.push_back(
+      {.name = "8.3 a pseudo-header after a regular field is malformed",
+       .answer = [](std::uint32_t id) { return head(id, literal("x-a", "b") + "\x88", kEH) + body(id, "hello", kES); },
+       .outcome = O::stream_error,
+       .code = PROTOCOL});
   c.push_back({.name = "8.3 a request pseudo-header in a response is malformed",
                .answer = [](std::uint32_t id) { return head(id, "\x88\x84", kEH) + body(id, "hello", kES); },
                .outcome = O::stream_error,
@@ -499,10 +568,12 @@ std::vector<ClientCase> make_client_cases() {
                .answer = [](std::uint32_t id) { return head(id, "\x88\x80"); },
                .outcome = O::connection_error,
                .code = COMPRESSION});
-  c.push_back({.name = "RFC7541 6.3 a table size update over SETTINGS_HEADER_TABLE_SIZE is a connection error COMPRESSION_ERROR",
-               .answer = [](std::uint32_t id) { return head(id, table_size_update(8192) + "\x88"); },
-               .outcome = O::connection_error,
-               .code = COMPRESSION});
+  c.push_back(
+      {.name =
+           "RFC7541 6.3 a table size update over SETTINGS_HEADER_TABLE_SIZE is a connection error COMPRESSION_ERROR",
+       .answer = [](std::uint32_t id) { return head(id, table_size_update(8192) + "\x88"); },
+       .outcome = O::connection_error,
+       .code = COMPRESSION});
   c.push_back({.name = "RFC7541 4.2 a table size update after a field is a connection error COMPRESSION_ERROR",
                .answer = [](std::uint32_t id) { return head(id, "\x88" + table_size_update(0)); },
                .outcome = O::connection_error,
@@ -523,16 +594,20 @@ std::vector<ClientCase> make_client_cases() {
                .answer =
                    [](std::uint32_t id) {
                      // Trailers refer to the entry the head added (dynamic index 62).
-                     return head(id, table_size_update(0) + table_size_update(4096) + "\x88" + test::indexed_literal("x-dyn", "v") + huffman_x("\x1f"), kEH) +
+                     return head(id,
+                                 table_size_update(0) + table_size_update(4096) + "\x88" +
+                                     test::indexed_literal("x-dyn", "v") + huffman_x("\x1f"),
+                                 kEH) +
                             body(id, "hello") + head(id, "\xbe");
                    },
                .outcome = O::accepted,
-               .check_response = [](const http::HttpClientResponse& r) {
-                 EXPECT_EQ(r.status(), 200);
-                 EXPECT_EQ(r.header("x-dyn").value_or("(none)"), "v");
-                 EXPECT_EQ(r.header("x").value_or("(none)"), "a");
-                 EXPECT_EQ(r.body_view(), "hello");
-               }});
+               .check_response =
+                   [](const http::HttpClientResponse& r) {
+                     EXPECT_EQ(r.status(), 200);
+                     EXPECT_EQ(r.header("x-dyn").value_or("(none)"), "v");
+                     EXPECT_EQ(r.header("x").value_or("(none)"), "a");
+                     EXPECT_EQ(r.body_view(), "hello");
+                   }});
   // Every connection error: the nghttp2 client's GOAWAY is checked, the close and the request's failure skipped.
   for (ClientCase& row : c) {
     if (row.outcome == O::connection_error && row.known_gap == nullptr) {
@@ -626,7 +701,8 @@ TEST_P(H2ClientConformanceTest, Rule) {
   // Connect, and send the request once the connection is ready. A connection error's GOAWAY may come
   // before that (the server's first frame was wrong): waiting for the request is left to the outcomes.
   auto connected = std::make_shared<std::atomic<bool>>(false);
-  Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Client>> connecting =
+      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   connecting.add_listener([connected, log](const Future<std::shared_ptr<Client>>&) {
     connected->store(true);
     log->update([](ScriptedH2Seen&) {});  // (wakes the wait below)
@@ -671,15 +747,17 @@ TEST_P(H2ClientConformanceTest, Rule) {
     if (c.gap_after_goaway && !run_known_gaps()) GTEST_SKIP() << "fails on the nghttp2 client: " << c.known_gap;
     EXPECT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) { return s.closed; }))
         << "the client did not close the connection after its GOAWAY";
-    EXPECT_TRUE(request_ended()) << (client ? "the request neither ended nor failed" : "the connection was never ready (nor failed)");
+    EXPECT_TRUE(request_ended()) << (client ? "the request neither ended nor failed"
+                                            : "the connection was never ready (nor failed)");
     if (request_ended()) {
       EXPECT_TRUE(failure != nullptr) << "the request succeeded (status " << response->status() << ")";
     }
   };
   // RST_STREAM(code) on the stream, the request fails with ClientStreamError(code), and the connection goes on.
   auto expect_stream_error = [&] {
-    ASSERT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) { return s.resets.count(1) != 0 || s.goaway || s.closed; }))
-        << "the client did not reset the stream";
+    ASSERT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) {
+      return s.resets.count(1) != 0 || s.goaway || s.closed;
+    })) << "the client did not reset the stream";
     const ScriptedH2Seen seen = log->snapshot();
     ASSERT_EQ(seen.resets.count(1), 1u) << "no RST_STREAM on the stream; GOAWAY: "
                                         << (seen.goaway ? std::to_string(*seen.goaway) : std::string("none"));
@@ -703,20 +781,18 @@ TEST_P(H2ClientConformanceTest, Rule) {
       expect_next_request_served(*client);
       // (What the client sent about stream 1 came before the next request.)
       const ScriptedH2Seen s = log->snapshot();
-      EXPECT_TRUE(s.resets.empty()) << "the client reset stream " << s.resets.begin()->first << " with " << s.resets.begin()->second;
+      EXPECT_TRUE(s.resets.empty()) << "the client reset stream " << s.resets.begin()->first << " with "
+                                    << s.resets.begin()->second;
       EXPECT_FALSE(s.goaway.has_value()) << "the client sent GOAWAY " << s.goaway.value_or(0);
       EXPECT_FALSE(s.closed);
       break;
     }
-    case Outcome::stream_error:
-      expect_stream_error();
-      break;
-    case Outcome::connection_error:
-      expect_connection_error();
-      break;
+    case Outcome::stream_error: expect_stream_error(); break;
+    case Outcome::connection_error: expect_connection_error(); break;
     case Outcome::stream_or_connection_error: {
-      ASSERT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) { return s.resets.count(1) != 0 || s.goaway || s.closed; }))
-          << "the client neither reset the stream nor ended the connection";
+      ASSERT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) {
+        return s.resets.count(1) != 0 || s.goaway || s.closed;
+      })) << "the client neither reset the stream nor ended the connection";
       if (log->snapshot().resets.count(1) != 0) {
         expect_stream_error();
       } else {
@@ -738,8 +814,9 @@ TEST_P(H2ClientConformanceTest, Rule) {
       ASSERT_TRUE(request_ended()) << "the request neither ended nor failed";
       ASSERT_TRUE(failure == nullptr) << "the request failed: " << what_of(failure);
       EXPECT_EQ(response->body_view(), "hello");
-      ASSERT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) { return s.resets.count(1) != 0 || s.goaway || s.closed; }))
-          << "the frame on the closed stream was let pass";
+      ASSERT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) {
+        return s.resets.count(1) != 0 || s.goaway || s.closed;
+      })) << "the frame on the closed stream was let pass";
       const ScriptedH2Seen seen = log->snapshot();
       if (seen.resets.count(1) != 0) {
         EXPECT_EQ(seen.resets.at(1), c.code) << "RST_STREAM's code";
@@ -771,7 +848,8 @@ std::string case_param_name(const ::testing::TestParamInfo<CaseParam>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(On, H2ClientConformanceTest,
-                         ::testing::Combine(::testing::Values(&::weft::epoll(), &::weft::io_uring(), &::weft::blocking()),
+                         ::testing::Combine(::testing::Values(&::weft::epoll(), &::weft::io_uring(),
+                                                              &::weft::blocking()),
                                             ::testing::Bool(), ::testing::Range<std::size_t>(0, client_cases().size())),
                          case_param_name);
 
@@ -826,7 +904,8 @@ TEST_P(H2ClientStreamedConformanceTest, StreamAndAcceptRowsOnAStreamedRequest) {
     ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
     std::shared_ptr<Client> client;
     ConnectionsCloser closer{client, server, *log};
-    Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+    Future<std::shared_ptr<Client>> connecting =
+        Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
     ASSERT_TRUE(connecting.wait_for(patience())) << "the connection was never ready";
     client = connecting.get();
     Future<StreamedOutcome> done = spawn(client->loop(), streamed_get(*client));
@@ -838,8 +917,9 @@ TEST_P(H2ClientStreamedConformanceTest, StreamAndAcceptRowsOnAStreamedRequest) {
     } else {
       EXPECT_TRUE(out.failed) << "the request succeeded (status " << out.status << ")";
       EXPECT_EQ(out.error_code.value_or(~0u), c.code) << "the request's failure: " << out.error;
-      EXPECT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) { return s.resets.count(1) != 0 || s.goaway || s.closed; }))
-          << "the client did not reset the stream";
+      EXPECT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) {
+        return s.resets.count(1) != 0 || s.goaway || s.closed;
+      })) << "the client did not reset the stream";
       const ScriptedH2Seen seen = log->snapshot();
       EXPECT_EQ(seen.resets.count(1), 1u) << "no RST_STREAM on the stream";
       if (seen.resets.count(1) != 0) {
@@ -876,7 +956,8 @@ TEST_P(H2ClientObligationsTest, PrefaceSettingsAndAcks) {
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
   std::shared_ptr<Client> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Client>> connecting =
+      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> done = client->request(http::HttpClientRequest("GET", "/"));
@@ -930,11 +1011,13 @@ TEST_P(H2ClientObligationsTest, HonoursMaxConcurrentStreams) {
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
   std::shared_ptr<Client> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Client>> connecting =
+      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   std::vector<Future<http::HttpClientResponse>> requests;
-  for (int i = 0; i < 3; ++i) requests.push_back(client->request(http::HttpClientRequest("GET", "/" + std::to_string(i))));
+  for (int i = 0; i < 3; ++i)
+    requests.push_back(client->request(http::HttpClientRequest("GET", "/" + std::to_string(i))));
   for (auto& r : requests) {
     ASSERT_TRUE(r.wait_for(patience())) << "a request was never answered";
     if (auto error = r.error()) {
@@ -963,7 +1046,8 @@ TEST_P(H2ClientObligationsTest, RequestHeadIsWellFormed) {
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
   std::shared_ptr<Client> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Client>> connecting =
+      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> done = client->request(http::HttpClientRequest("GET", "/x?y=1")
@@ -996,7 +1080,8 @@ TEST_P(H2ClientObligationsTest, RequestHeadIsWellFormed) {
     }
     regular_seen = true;
     for (const char ch : name) EXPECT_FALSE(ch >= 'A' && ch <= 'Z') << "an uppercase field name";
-    for (const char* banned : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"}) {
+    for (const char* banned :
+         {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"}) {
       EXPECT_NE(name, banned) << "a connection-specific field";
     }
     if (name == "te") {
@@ -1019,7 +1104,8 @@ TEST_P(H2ClientObligationsTest, NoTeOtherThanTrailers) {
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
   std::shared_ptr<Client> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Client>> connecting =
+      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> done = client->request(http::HttpClientRequest("GET", "/").header("TE", "gzip"));
@@ -1047,7 +1133,8 @@ TEST_P(H2ClientObligationsTest, NoNewStreamAfterGoaway) {
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
   std::shared_ptr<Client> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Client>> connecting =
+      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> first = client->request(http::HttpClientRequest("GET", "/"));
@@ -1074,7 +1161,8 @@ void expect_windows_honoured(Transport& transport, bool tls, std::uint32_t strea
   EventLoopGroup group(transport, transport.name() == "blocking" ? 6 : 1);
   auto log = std::make_shared<test::ScriptedH2Log>();
   struct Windows {
-    std::uint64_t stream_granted = 0, connection_granted = 65535, stream_used = 0, connection_used = 0;  // server loop only
+    std::uint64_t stream_granted = 0, connection_granted = 65535, stream_used = 0,
+                  connection_used = 0;  // server loop only
     std::atomic<int> past_window{0};
   };
   auto w = std::make_shared<Windows>();
@@ -1103,7 +1191,8 @@ void expect_windows_honoured(Transport& transport, bool tls, std::uint32_t strea
   ChannelPtr server = test::serve_scripted_h2(group, tls, std::move(script), log);
   std::shared_ptr<Client> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting = Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls));
+  Future<std::shared_ptr<Client>> connecting =
+      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> done =
@@ -1115,7 +1204,9 @@ void expect_windows_honoured(Transport& transport, bool tls, std::uint32_t strea
   EXPECT_EQ(log->snapshot().data[1], std::string(body_size, 'u'));
 }
 
-TEST_P(H2ClientObligationsTest, RequestBodyWithinTheStreamWindow) { expect_windows_honoured(transport(), tls(), 16, 200); }
+TEST_P(H2ClientObligationsTest, RequestBodyWithinTheStreamWindow) {
+  expect_windows_honoured(transport(), tls(), 16, 200);
+}
 
 TEST_P(H2ClientObligationsTest, RequestBodyWithinTheConnectionWindow) {
   expect_windows_honoured(transport(), tls(), 1u << 20, 150000);

@@ -62,7 +62,8 @@ class Http2ClientHeaderLimitTest : public test::TransportTest {
     return test::serve_scripted_h2(group_, tls, std::move(script), log_);
   }
   std::shared_ptr<Client> connect(const ChannelPtr& server, bool tls, ClientSettings settings = {}) {
-    return Client::connect(group_, server->local_address(), test::scripted_h2_client_options(tls, std::move(settings))).get();
+    return Client::connect(group_, server->local_address(), test::scripted_h2_client_options(tls, std::move(settings)))
+        .get();
   }
   void reset_log() { log_ = std::make_shared<test::ScriptedH2Log>(); }
   std::uint32_t advertised_header_list() {

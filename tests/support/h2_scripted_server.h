@@ -42,16 +42,16 @@ struct ClientFrame {
 
 // What the scripted server saw of the client (read it through ScriptedH2Log).
 struct ScriptedH2Seen {
-  bool preface = false;        // the 24 bytes of the connection preface came, and were right
-  bool preface_wrong = false;  // the first 24 bytes were something else
-  std::vector<ClientFrame> frames;                // every frame after the preface, in order
+  bool preface = false;                             // the 24 bytes of the connection preface came, and were right
+  bool preface_wrong = false;                       // the first 24 bytes were something else
+  std::vector<ClientFrame> frames;                  // every frame after the preface, in order
   std::map<std::uint16_t, std::uint32_t> settings;  // the client's SETTINGS values (the last of each id)
-  std::size_t settings_frames = 0;                // SETTINGS frames that were not ACKs
-  std::size_t settings_acks = 0;                  // SETTINGS ACKs
-  std::map<std::uint32_t, std::uint32_t> resets;  // stream -> the code of its (first) RST_STREAM
-  std::optional<std::uint32_t> goaway;            // the code of the client's first GOAWAY
-  std::map<std::uint32_t, std::string> data;      // stream -> the DATA the client sent (padding removed)
-  bool closed = false;                            // the connection closed
+  std::size_t settings_frames = 0;                  // SETTINGS frames that were not ACKs
+  std::size_t settings_acks = 0;                    // SETTINGS ACKs
+  std::map<std::uint32_t, std::uint32_t> resets;    // stream -> the code of its (first) RST_STREAM
+  std::optional<std::uint32_t> goaway;              // the code of the client's first GOAWAY
+  std::map<std::uint32_t, std::string> data;        // stream -> the DATA the client sent (padding removed)
+  bool closed = false;                              // the connection closed
 
   // How many frames of `type` (on `stream`, unless it is -1).
   std::size_t count(std::uint8_t type, std::int64_t stream = -1) const {
@@ -149,9 +149,10 @@ class ScriptedH2Server final : public InboundHandler<ByteBuf> {
       const auto* h = reinterpret_cast<const std::uint8_t*>(pending_.data() + at);
       const std::size_t length = (std::size_t{h[0]} << 16) | (std::size_t{h[1]} << 8) | h[2];
       if (pending_.size() - at < 9 + length) break;
-      ClientFrame f{h[3], h[4],
-                    ((std::uint32_t{h[5]} & 0x7fu) << 24) | (std::uint32_t{h[6]} << 16) | (std::uint32_t{h[7]} << 8) | h[8],
-                    pending_.substr(at + 9, length)};
+      ClientFrame f{
+          h[3], h[4],
+          ((std::uint32_t{h[5]} & 0x7fu) << 24) | (std::uint32_t{h[6]} << 16) | (std::uint32_t{h[7]} << 8) | h[8],
+          pending_.substr(at + 9, length)};
       at += 9 + length;
       out += on_frame(f);
     }
@@ -178,7 +179,8 @@ class ScriptedH2Server final : public InboundHandler<ByteBuf> {
           }
           ++s.settings_frames;
           for (std::size_t i = 0; i + 6 <= p.size(); i += 6) {
-            const auto id = static_cast<std::uint16_t>((static_cast<std::uint8_t>(p[i]) << 8) | static_cast<std::uint8_t>(p[i + 1]));
+            const auto id = static_cast<std::uint16_t>((static_cast<std::uint8_t>(p[i]) << 8) |
+                                                       static_cast<std::uint8_t>(p[i + 1]));
             s.settings[id] = word(p, i + 2);
           }
           break;
@@ -197,14 +199,14 @@ class ScriptedH2Server final : public InboundHandler<ByteBuf> {
           s.data[f.stream] += d;
           break;
         }
-        default:
-          break;
+        default: break;
       }
     });
     if (f.type == NGHTTP2_SETTINGS && (f.flags & NGHTTP2_FLAG_ACK) == 0) {
       out += frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "");
     }
-    if (f.type == NGHTTP2_HEADERS && answered_.insert(f.stream).second && script_.answer) out += script_.answer(f.stream);
+    if (f.type == NGHTTP2_HEADERS && answered_.insert(f.stream).second && script_.answer)
+      out += script_.answer(f.stream);
     if (script_.react) out += script_.react(f);
     return out;
   }
