@@ -349,6 +349,34 @@ TEST(Http2ClientSessionTest, AGoawayRefusesTheRequestsWaitingForTheConcurrencyLi
 
 // ---- streamed requests ------------------------------------------------------------------------------
 
+// A streamed request waiting for the concurrency limit has its id at once; reset before it opens,
+// it never reaches the wire and the next waiting one takes its turn.
+TEST(Http2ClientSessionTest, AStreamResetWhileWaitingToOpenNeverLeaves) {
+  ClientConn c;
+  c.settle(setting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1));
+  auto a = c.request("GET", "/a");
+  std::optional<ClientStream> waiting(c.codec->open("POST", "/waits", {}));
+  auto b = c.request("GET", "/b");
+  EXPECT_EQ(waiting->id(), 3);
+  EXPECT_EQ(c.codec->outstanding(), 3u);
+  waiting->reset();
+  c.read();
+  EXPECT_TRUE(waiting->response_ended());
+  EXPECT_EQ(c.codec->outstanding(), 2u);
+  c.send(frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1, std::string(kStatus200)));
+  ASSERT_TRUE(a.is_done());
+  EXPECT_EQ(c.frames.count(NGHTTP2_HEADERS, 3), 0u) << "the reset stream never left";
+  EXPECT_EQ(c.frames.count(NGHTTP2_RST_STREAM), 0u);
+  ASSERT_EQ(c.frames.count(NGHTTP2_HEADERS, 5), 1u);
+  EXPECT_EQ(c.frames.header(5, ":path"), "/b");
+  c.send(frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 5, std::string(kStatus200)));
+  ASSERT_TRUE(b.is_done());
+  EXPECT_TRUE(b.is_success()) << client_stream_error_of(b);
+  // The server may not use the id the client skipped (RFC 9113 5.1.1).
+  c.send(frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 3, std::string(kStatus200)));
+  c.expect_connection_error(NGHTTP2_PROTOCOL_ERROR);
+}
+
 struct UploadOutcome {
   bool done = false;
   bool threw = false;
@@ -388,6 +416,31 @@ TEST(Http2ClientSessionTest, AWriteWaitingWhenTheServerEndsTheStreamFailsAndItsB
   EXPECT_NE(out.what.find("before the request body was sent"), std::string::npos) << out.what;
   EXPECT_EQ(out.ref_count_after, 1u) << "the closed stream still holds the chunk";
   EXPECT_EQ(c.codec->outstanding(), 0u);
+  EXPECT_TRUE(task.is_done());
+}
+
+Task<> write_one_chunk(ClientStream& stream, ByteBuf chunk, bool& written) {
+  co_await stream.write(std::move(chunk));  // within max_buffered_upload: returns at once
+  written = true;
+}
+
+// A stream the server ends (its response, then RST_STREAM(NO_ERROR)) lets go of the request bytes
+// it still had queued at once, not when its handle is dropped.
+TEST(Http2ClientSessionTest, AClosedStreamReleasesItsQueuedUploadWhileItsHandleIsHeld) {
+  ClientConn c;
+  c.settle(setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0));
+  const ByteBuf original = ByteBuf::copy_of(std::string(8 * 1024, 'q'));
+  ClientStream stream = c.codec->open("POST", "/upload", {});
+  bool written = false;
+  Future<void> task = spawn(c.ch.loop(), write_one_chunk(stream, original.duplicate(), written));
+  c.read();
+  ASSERT_TRUE(written);
+  EXPECT_EQ(original.ref_count(), 2u) << "queued: the window is shut";
+  c.send(frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1, std::string(kStatus200)) +
+         frame(NGHTTP2_RST_STREAM, 0, 1, u32(NGHTTP2_NO_ERROR)));
+  EXPECT_TRUE(stream.response_ended());
+  EXPECT_EQ(original.ref_count(), 1u) << "the closed stream still holds the chunk";
+  EXPECT_EQ(c.frames.count(NGHTTP2_DATA), 0u);
   EXPECT_TRUE(task.is_done());
 }
 
