@@ -304,6 +304,32 @@ TEST(Http2ClientSessionTest, DataAfterTheServersResetIsAStreamClosedError) {
   EXPECT_TRUE(c.ch.is_open());
 }
 
+// ---- the server's bounds hold for the client ---------------------------------------------------------
+
+TEST(Http2ClientSessionTest, APingFloodEndsTheConnection) {
+  ClientConn c;
+  c.settle();
+  auto r = c.request("GET", "/");
+  std::string pings;
+  for (int i = 0; i < 1100; ++i) pings += frame(NGHTTP2_PING, 0, 0, "12345678");
+  c.send(pings);
+  EXPECT_FALSE(c.ch.is_open());
+  ASSERT_TRUE(r.is_done());
+  EXPECT_FALSE(r.is_success());
+}
+
+TEST(Http2ClientSessionTest, AHeaderBlockOfTooManyContinuationsEndsTheConnection) {
+  ClientConn c;
+  c.settle();
+  auto r = c.request("GET", "/");
+  std::string frames = frame(NGHTTP2_HEADERS, 0, 1, std::string(kStatus200));
+  for (int i = 0; i < 20; ++i) frames += frame(NGHTTP2_CONTINUATION, 0, 1, literal("x", "y"));
+  c.send(frames);
+  EXPECT_FALSE(c.ch.is_open());
+  ASSERT_TRUE(r.is_done());
+  EXPECT_FALSE(r.is_success());
+}
+
 // ---- GOAWAY ---------------------------------------------------------------------------------------
 
 TEST(Http2ClientSessionTest, AGoawayRefusesTheStreamsAboveItsLastId) {

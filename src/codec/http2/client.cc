@@ -49,7 +49,6 @@ bool has_uppercase(std::string_view name) noexcept {
 }  // namespace
 
 struct ClientCodec::Stream {
-  ClientCodec* codec = nullptr;
   Promise<http::HttpClientResponse> done;
   bool fire = false;     // written down the pipeline: the response is fired, not given to `done`
   ByteBuf upload;        // the request body still to send
@@ -60,7 +59,7 @@ struct ClientCodec::Stream {
   ByteBuf body;
   const char* failure = nullptr;  // a limit the response broke, or why it was malformed
   std::uint32_t failure_code = NGHTTP2_CANCEL;  // the reset's code for `failure`
-  bool malformed = false;         // `failure` is the session's: the response broke RFC 9113
+  bool malformed = false;         // `failure` is the session's: the server broke RFC 9113 (a stream error)
   std::shared_ptr<StreamState> streamed;  // a streamed request (ClientCodec::open): its shared state
 };
 
@@ -411,7 +410,6 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
     regular.emplace_back(std::move(name), std::string(value));
   }
   auto s = std::make_unique<Stream>();
-  s->codec = this;
   s->done = std::move(done);
   s->fire = fire;
   s->upload = std::move(request.owned_body());
@@ -470,7 +468,6 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
     nva.push_back(ref_field(h.name, h.value));
   }
   auto s = std::make_unique<Stream>();
-  s->codec = this;
   s->streamed = state;
   const detail::DataSource source{s.get(), &Hooks::read_upload};
   const std::int32_t id = session_->submit_request(nva.data(), nva.size(), &source);
@@ -568,9 +565,14 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
 // The failure of a stream the client reset: a limit its response broke, or a malformed response.
 std::exception_ptr ClientCodec::failure_error(const Stream& s, std::uint32_t error_code) {
   const std::uint32_t code = s.failure_code != 0 ? s.failure_code : error_code;
-  if (s.malformed) {
+  if (s.malformed && code == NGHTTP2_PROTOCOL_ERROR) {
     return std::make_exception_ptr(
         ClientStreamError(std::string("the server's response is malformed (RFC 9113 8.1.1): ") + s.failure, code, false));
+  }
+  if (s.malformed) {  // (another stream error: a window overrun, HEADERS after END_STREAM)
+    return std::make_exception_ptr(ClientStreamError(std::string("the server broke HTTP/2 on the stream: ") + s.failure +
+                                                         " (HTTP/2 error code " + std::to_string(code) + ")",
+                                                     code, false));
   }
   return std::make_exception_ptr(ClientStreamError(s.failure, code, false));
 }

@@ -1339,7 +1339,7 @@ int Session::apply_peer_setting(std::uint16_t id, std::uint32_t value) {
       peer_max_frame_size_ = value;
       return 0;
     default:
-      return 0;  // MAX_HEADER_LIST_SIZE (the peer's bound, which what we send stays far below), unknown ones
+      return 0;  // MAX_HEADER_LIST_SIZE (advisory, RFC 9113 6.5.2), unknown ones
   }
 }
 
