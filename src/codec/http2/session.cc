@@ -104,6 +104,30 @@ bool connection_specific(std::string_view name) noexcept {
   }
 }
 
+// The client's checks of a response's fields: the same rules as valid_name, valid_value and
+// connection_specific, written on their own so that those stay called once, from the server's
+// check_field, and inlined there (its hot path).
+bool response_name_ok(std::string_view name) noexcept {
+  for (const char c : name) {
+    if (bad_name_byte(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+bool response_value_ok(std::string_view value) noexcept {
+  if (value.empty()) return true;
+  if (value.front() == ' ' || value.front() == '\t' || value.back() == ' ' || value.back() == '\t') return false;
+  for (const char c : value) {
+    if (c == '\0' || c == '\r' || c == '\n') return false;
+  }
+  return true;
+}
+
+bool response_connection_specific(std::string_view name) noexcept {
+  return name == "upgrade" || name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
+         name == "transfer-encoding";
+}
+
 enum Pseudo : std::uint8_t {
   kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8, kAsteriskPath = 16, kOptions = 32,
   kStatus = 64,  // (a response's)
@@ -1029,7 +1053,7 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
   pseudo_seen_ = 0;
   connect_ = false;
   field_error_ = nullptr;
-  const int rv = decoder_.decode(block, n, &Session::header_field, this);
+  const int rv = decoder_.decode(block, n, client_ ? &Session::response_field : &Session::header_field, this);
   decoding_ = nullptr;
   if (rv == hpack::kCompressionError) return connection_error(NGHTTP2_COMPRESSION_ERROR, "HPACK");
   if (rv != 0) return rv;
@@ -1150,11 +1174,11 @@ int Session::check_response_field(Stream& s, std::string_view name, std::string_
       return 1;
     }
     regular_seen_ = true;
-    if (!valid_name(name)) {
+    if (!response_name_ok(name)) {
       field_error_ = "invalid field name";
       return 1;
     }
-    if (connection_specific(name) || (equals(name, "te") && !equals(value, "trailers"))) {
+    if (response_connection_specific(name) || (equals(name, "te") && !equals(value, "trailers"))) {
       field_error_ = "connection-specific field";
       return 1;
     }
@@ -1178,20 +1202,33 @@ int Session::check_response_field(Stream& s, std::string_view name, std::string_
       s.content_length = length;
     }
   }
-  if (!valid_value(value)) {
+  if (!response_value_ok(value)) {
     field_error_ = "invalid field value";
     return 1;
   }
   return 0;
 }
 
+// Client: header_field for a response's block.
+int Session::response_field(void* context, std::string_view name, std::string_view value) {
+  Session& self = *static_cast<Session*>(context);
+  Stream* s = self.decoding_;
+  if (s == nullptr || self.field_error_ != nullptr) return 0;  // decoded for HPACK's state only
+  if (self.check_response_field(*s, name, value) != 0) return 0;
+  const int rv = self.hooks_.on_header(self.decoding_frame_, name, value);
+  if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
+    self.block_rst_ = NGHTTP2_INTERNAL_ERROR;
+    self.decoding_ = nullptr;
+    return 0;
+  }
+  return rv;
+}
+
 int Session::header_field(void* context, std::string_view name, std::string_view value) {
   Session& self = *static_cast<Session*>(context);
   Stream* s = self.decoding_;
   if (s == nullptr || self.field_error_ != nullptr) return 0;  // decoded for HPACK's state only
-  if (const int rv = self.client_ ? self.check_response_field(*s, name, value) : self.check_field(name, value); rv != 0) {
-    return 0;
-  }
+  if (const int rv = self.check_field(name, value); rv != 0) return 0;
   const int rv = self.hooks_.on_header(self.decoding_frame_, name, value);
   if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
     self.block_rst_ = NGHTTP2_INTERNAL_ERROR;
@@ -1466,17 +1503,15 @@ void Session::write_frame_header(ByteBuf& out, std::uint32_t length, std::uint8_
   out.advance_writer(9);
 }
 
-int Session::send() {
-  if (term_sent_) return 0;
-  if (preface_pending_) {  // (client) the connection preface's magic, before its SETTINGS
-    preface_pending_ = false;
-    ByteBuf& out = hooks_.output(kPreface.size());
-    out.write_bytes(kPreface.data(), kPreface.size());
-    hooks_.wrote();
-  }
+// (The server's loop is the one it always was; the client's also opens waiting requests as
+// streams close.)
+template <bool kClient>
+[[gnu::always_inline]] inline int Session::send_frames() {
   for (;;) {
     bool progress = false;
-    if (client_ && !waiting_.empty()) open_waiting();
+    if constexpr (kClient) {
+      if (!waiting_.empty()) open_waiting();
+    }
     while (items_head_ < items_.size()) {
       if (!hooks_.writable()) return 0;
       const Item item = items_[items_head_++];
@@ -1509,6 +1544,20 @@ int Session::send() {
     }
     if (!progress) return 0;
   }
+}
+
+int Session::send() {
+  if (term_sent_) return 0;
+  if (client_) {
+    if (preface_pending_) {  // the connection preface's magic, before the client's SETTINGS
+      preface_pending_ = false;
+      ByteBuf& out = hooks_.output(kPreface.size());
+      out.write_bytes(kPreface.data(), kPreface.size());
+      hooks_.wrote();
+    }
+    return send_frames<true>();
+  }
+  return send_frames<false>();
 }
 
 int Session::send_data_frame(Stream& s) {

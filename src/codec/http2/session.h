@@ -207,6 +207,7 @@ class Session {
   int on_goaway(const std::uint8_t* p, std::size_t n);
   int apply_peer_setting(std::uint16_t id, std::uint32_t value);
   static int header_field(void* context, std::string_view name, std::string_view value);
+  static int response_field(void* context, std::string_view name, std::string_view value);
   int check_field(std::string_view name, std::string_view value);
   // Client role: a HEADERS frame on `id` (a response's head or trailers), and a field of it.
   int on_response_headers(std::int32_t id, const std::uint8_t* p, std::size_t n);
@@ -225,6 +226,8 @@ class Session {
   void store_u32(std::uint32_t v);
   int encode_block(const nghttp2_nv* nv, std::size_t n);
   int queue_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n, std::uint8_t flags);
+  template <bool kClient>
+  int send_frames();
   int send_item(const Item& item);
   // Client: opens requests that waited while the server's concurrency limit allows.
   void open_waiting();
