@@ -4,6 +4,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "../http2/client_stream_state.h"
 #include "client_call_state.h"
 #include "message_copy.h"
 #include "next_turn.h"
@@ -19,6 +20,17 @@ constexpr std::uint32_t kReadsPerTurn = 64;  // messages read in a row before th
 const http2::Fields& no_fields() {
   static const http2::Fields empty;
   return empty;
+}
+
+// Whether a write failed because the stream had ended cleanly with the message still queued.
+bool upload_dropped(std::exception_ptr failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const http2::UploadDroppedError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 // The status a failed stream or connection means for the call.
@@ -131,7 +143,9 @@ Task<bool> ClientCall::write(ByteBuf message) {
     failure = std::current_exception();
   }
   if (failure) {
-    st->end_with(status_from_failure(failure));
+    // The server's response ended (then its stream, RST_STREAM(NO_ERROR)) before this message
+    // left: the call's status is its trailers', which read() gives.
+    if (!upload_dropped(failure)) st->end_with(status_from_failure(failure));
     co_return false;
   }
   co_return !st->status.has_value();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "weft/codec/tls/tls_handler.h"
 #include "weft/core/log.h"
 #include "client_stream_state.h"
+#include "session.h"
 
 namespace weft::http2 {
 
@@ -55,43 +57,51 @@ struct ClientCodec::Stream {
   std::size_t field_count = 0;
   std::size_t header_list_size = 0;  // of the header block being received (RFC 9113 6.5.2)
   ByteBuf body;
-  const char* failure = nullptr;  // a limit the response broke
+  const char* failure = nullptr;  // a limit the response broke, or why it was malformed
+  std::uint32_t failure_code = NGHTTP2_CANCEL;  // the reset's code for `failure`
+  bool malformed = false;         // `failure` is the session's: the server broke RFC 9113 (a stream error)
   std::shared_ptr<StreamState> streamed;  // a streamed request (ClientCodec::open): its shared state
 };
 
-struct ClientCodec::Callbacks {
-  static ClientCodec& self(void* user_data) { return *static_cast<ClientCodec*>(user_data); }
-  static Stream* stream(void* user_data, std::int32_t id) {
-    auto& streams = self(user_data).streams_;
-    auto it = streams.find(id);
-    return it == streams.end() ? nullptr : it->second.get();
+namespace {
+constexpr std::size_t kClientOutChunk = 16 * 1024;      // the first size of the output buffer
+constexpr std::size_t kClientSpillAt = 64 * 1024;       // output written on to the channel at this size
+constexpr std::size_t kCopyUploadBelow = 4096;    // smaller DATA payloads are copied, larger ones sliced
+}  // namespace
+
+// The session's hooks: its frames go to out_ (then the channel), its events to the streams.
+struct ClientCodec::Hooks final : detail::SessionHooks {
+  explicit Hooks(ClientCodec& codec) : c(codec) {}
+  ClientCodec& c;
+
+  Stream* stream(std::int32_t id) const {
+    auto it = c.streams_.find(id);
+    return it == c.streams_.end() ? nullptr : it->second.get();
   }
 
-  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    if (Stream* s = stream(user_data, frame->hd.stream_id)) s->header_list_size = 0;  // each block on its own
+  int on_begin_headers(std::int32_t id) override {
+    if (Stream* s = stream(id)) s->header_list_size = 0;  // each block on its own
     return 0;
   }
 
-  static int on_header(nghttp2_session* session, const nghttp2_frame* frame, const std::uint8_t* name,
-                       std::size_t name_length, const std::uint8_t* value, std::size_t value_length, std::uint8_t,
-                       void* user_data) {
-    Stream* s = stream(user_data, frame->hd.stream_id);
-    if (s == nullptr || frame->hd.type != NGHTTP2_HEADERS || s->failure != nullptr) return 0;
-    const std::string_view n(reinterpret_cast<const char*>(name), name_length);
-    const std::string_view v(reinterpret_cast<const char*>(value), value_length);
-    s->header_list_size += name_length + value_length + 32;
-    if (s->header_list_size > self(user_data).settings_.max_header_list_size) {
-      // The rest of the block is decoded by nghttp2 (HPACK state) and dropped here, field by field.
+  int on_header(const detail::FrameInfo& frame, std::string_view n, std::string_view v) override {
+    Stream* s = stream(frame.stream_id);
+    if (s == nullptr || s->failure != nullptr) return 0;
+    s->header_list_size += n.size() + v.size() + 32;
+    if (s->header_list_size > c.settings_.max_header_list_size) {
+      // The session decodes the rest of the block for HPACK's state only (the stream is resetting).
       s->failure = "the response's header list is larger than ClientSettings::max_header_list_size";
+      s->failure_code = NGHTTP2_CANCEL;
       if (s->streamed) s->streamed->trailers = Fields();
-      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_CANCEL);
+      c.session_->submit_rst_stream(frame.stream_id, NGHTTP2_CANCEL);
       return 0;
     }
-    if (s->streamed && s->streamed->head_done) {  // a streamed response's trailers
-      s->streamed->trailers.add_unchecked(n, v);
-      return 0;
-    }
-    if (n == ":status") {
+    if (frame.head == detail::HeadKind::trailers) {
+      if (s->streamed) {  // a streamed response's trailers
+        s->streamed->trailers.add_unchecked(n, v);
+        return 0;
+      }
+    } else if (n == ":status") {  // (the session checked it: three digits, first)
       int status = 0;
       std::from_chars(v.data(), v.data() + v.size(), status);
       if (status >= 200 || s->status == 0) {  // a final status replaces an interim one and its fields
@@ -100,10 +110,12 @@ struct ClientCodec::Callbacks {
       }
       s->status = status;
       return 0;
+    } else if (frame.head == detail::HeadKind::interim) {
+      return 0;  // an interim response's fields
     }
-    if (s->status >= 100 && s->status < 200) return 0;  // an interim response's fields
     if (s->field_count == http::ResponseHead::kInlineHeaders) {
       s->failure = "the response has more header fields than a ResponseHead holds";
+      s->failure_code = NGHTTP2_INTERNAL_ERROR;
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
     }
     s->fields.append(n).push_back('\0');
@@ -112,109 +124,157 @@ struct ClientCodec::Callbacks {
     return 0;
   }
 
-  static int on_data(nghttp2_session* session, std::uint8_t, std::int32_t id, const std::uint8_t* data,
-                     std::size_t length, void* user_data) {
-    ClientCodec& codec = self(user_data);
-    Stream* s = stream(user_data, id);
+  int on_data_chunk(const detail::FrameInfo& frame, const std::uint8_t* data, std::size_t length) override {
+    const std::int32_t id = frame.stream_id;
+    Stream* s = stream(id);
+    detail::Session& session = *c.session_;
     if (s != nullptr && s->streamed) {
       // The connection's window returns now; the stream's as the application reads (stream_read).
-      nghttp2_session_consume_connection(session, length);
+      session.consume_connection(length);
       StreamState& st = *s->streamed;
       if (st.closed || length == 0) {
-        nghttp2_session_consume_stream(session, id, length);
+        session.consume_stream(id, length);
         return 0;
       }
-      ByteBuf chunk = codec.ctx_->allocator().buffer(length);
+      ByteBuf chunk = c.ctx_->allocator().buffer(length);
       chunk.write_bytes(data, length);
       st.chunks.push_back(std::move(chunk));
-      codec.wake(s->streamed);
+      c.wake(s->streamed);
       return 0;
     }
-    nghttp2_session_consume(session, id, length);  // a whole response: its windows return at once
+    session.consume(id, length);  // a whole response: its windows return at once
     if (s == nullptr || s->failure != nullptr) return 0;
-    if (s->body.readable_bytes() + length > codec.settings_.max_response_body) {
+    if (s->body.readable_bytes() + length > c.settings_.max_response_body) {
       s->failure = "the response body is larger than ClientSettings::max_response_body";
-      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+      s->failure_code = NGHTTP2_CANCEL;
+      session.submit_rst_stream(id, NGHTTP2_CANCEL);
       return 0;
     }
-    if (!s->body.has_storage()) s->body = codec.ctx_->allocator().buffer(std::max<std::size_t>(length, 1024));
+    if (!s->body.has_storage()) s->body = c.ctx_->allocator().buffer(std::max<std::size_t>(length, 1024));
     s->body.ensure_writable(length);
     s->body.write_bytes(data, length);
     return 0;
   }
 
-  static int on_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* user_data) {
-    self(user_data).finish(id, error_code);
-    return 0;
-  }
-
-  static int on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-    if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) {
-      Stream* s = stream(user_data, frame->hd.stream_id);
+  int on_frame_recv(const detail::FrameInfo& frame) override {
+    if (frame.type == NGHTTP2_HEADERS || frame.type == NGHTTP2_DATA) {
+      Stream* s = stream(frame.stream_id);
       if (s != nullptr && s->streamed && s->failure == nullptr) {
         StreamState& st = *s->streamed;
-        const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
-        if (frame->hd.type == NGHTTP2_HEADERS && !st.head_done && s->status >= 200) {
-          st.head = self(user_data).build_head(*s);
+        const bool end = (frame.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+        if (frame.head == detail::HeadKind::response && !st.head_done) {
+          st.head = c.build_head(*s);
           st.head_done = true;
           st.head_ended = end;
         }
         if (end) st.ended = true;
-        self(user_data).wake(s->streamed);
+        c.wake(s->streamed);
       }
     }
-    if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
-      self(user_data).ready_.set_value();  // the first time only
+    if (frame.type == NGHTTP2_SETTINGS && (frame.flags & NGHTTP2_FLAG_ACK) == 0) {
+      c.ready_.set_value();  // the first time only
     }
-    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
-      self(user_data).keepalive_answered();
-    }
-    if (frame->hd.type == NGHTTP2_GOAWAY) {
-      ClientCodec& codec = self(user_data);
-      codec.goaway_ = true;
-      codec.goaway_last_stream_ = frame->goaway.last_stream_id;
+    if (frame.type == NGHTTP2_PING && (frame.flags & NGHTTP2_FLAG_ACK) != 0) c.keepalive_answered();
+    if (frame.type == NGHTTP2_GOAWAY) {
+      c.goaway_ = true;
+      c.goaway_last_stream_ = frame.last_stream_id;
     }
     return 0;
   }
 
-  static ssize_t read_upload(nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
-                             std::uint32_t* flags, nghttp2_data_source* source, void* user_data) {
-    Stream& s = *static_cast<Stream*>(source->ptr);
-    if (s.streamed) return read_streamed(self(user_data), s, buf, length, flags);
-    ByteBuf& upload = s.upload;
-    const std::size_t n = std::min(length, upload.readable_bytes());
-    if (n > 0) {
-      std::copy_n(upload.read_ptr(), n, buf);
-      upload.skip_bytes(n);
+  // A stream error (the session resets the stream: the response is malformed) or a connection
+  // error (the session ends the connection): remembered for the failure it causes.
+  int on_invalid_frame_recv(const detail::FrameInfo& frame, const char* what) override {
+    c.last_error_ = what;
+    if (Stream* s = stream(frame.stream_id); s != nullptr && s->failure == nullptr) {
+      s->failure = what;
+      s->failure_code = 0;  // (the reset's own)
+      s->malformed = true;
     }
-    if (!upload.is_readable()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return 0;
+  }
+
+  void on_frame_send(const detail::FrameInfo&) override {}
+
+  void on_stream_close(std::int32_t stream_id, std::uint32_t error_code) override { c.finish(stream_id, error_code); }
+
+  // The client writes all it has: its output is bounded by its requests (and their windows).
+  bool writable() override { return true; }
+  ByteBuf& output(std::size_t n) override {
+    if (!c.out_.has_storage()) c.out_ = c.ctx_->allocator().buffer(std::max(n, kClientOutChunk));
+    c.out_.ensure_writable(n);
+    return c.out_;
+  }
+  void wrote() override {
+    if (c.out_.readable_bytes() >= kClientSpillAt) c.write_out();
+  }
+  ByteBufAllocator& allocator() override { return c.ctx_->allocator(); }
+
+  // DATA: the frame header, then `length` bytes of the request body (small pieces copied, large
+  // ones by reference).
+  int send_data(const detail::FrameInfo&, const std::uint8_t* frame_header, std::size_t length,
+                void* source) override {
+    Stream& s = *static_cast<Stream*>(source);
+    output(9).write_bytes(frame_header, 9);
+    try {
+      if (s.streamed) {
+        StreamState& st = *s.streamed;
+        std::size_t left = length;
+        while (left > 0) {
+          ByteBuf& front = st.upload[0];
+          const std::size_t take = std::min(left, front.readable_bytes());
+          put(front, take);
+          left -= take;
+          if (!front.is_readable()) st.upload.drop_front();
+        }
+        st.queued -= length;
+        if (st.writer && st.queued <= c.settings_.max_buffered_upload) c.wake(s.streamed);
+      } else {
+        put(s.upload, length);
+        if (!s.upload.is_readable()) s.upload.release();
+      }
+    } catch (const std::exception&) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    wrote();
+    return 0;
+  }
+
+  // The next `n` bytes of `bytes` into the output: copied when few, else a slice of them goes
+  // after what is in out_.
+  void put(ByteBuf& bytes, std::size_t n) {
+    if (n < kCopyUploadBelow) {
+      output(n).write_bytes(bytes.read_ptr(), n);
+      bytes.skip_bytes(n);
+    } else {
+      c.write_out();
+      c.ctx_->write(bytes.read_slice(n));
+      c.unflushed_ = true;
+    }
+  }
+
+  // The body's next DATA frame: how many bytes it may carry (sent by send_data).
+  static ssize_t read_upload(std::int32_t, std::size_t max, std::uint32_t* flags, void* source) {
+    Stream& s = *static_cast<Stream*>(source);
+    if (s.streamed) return read_streamed(s, max, flags);
+    const std::size_t n = std::min(max, s.upload.readable_bytes());
+    if (n == s.upload.readable_bytes()) *flags |= NGHTTP2_DATA_FLAG_EOF;
     return static_cast<ssize_t>(n);
   }
 
   // A streamed request's queued chunks; DEFERRED while none is queued and the end is not asked for.
-  static ssize_t read_streamed(ClientCodec& codec, Stream& s, std::uint8_t* buf, std::size_t length,
-                               std::uint32_t* flags) {
+  static ssize_t read_streamed(Stream& s, std::size_t max, std::uint32_t* flags) {
     StreamState& st = *s.streamed;
-    std::size_t copied = 0;
-    while (copied < length && !st.upload.empty()) {
-      ByteBuf& front = st.upload[0];
-      const std::size_t n = std::min(length - copied, front.readable_bytes());
-      std::copy_n(front.read_ptr(), n, buf + copied);
-      front.skip_bytes(n);
-      copied += n;
-      if (!front.is_readable()) st.upload.drop_front();
-    }
-    st.queued -= copied;
-    if (st.upload.empty()) {
+    const std::size_t n = std::min(max, st.queued);
+    if (n == st.queued) {
       if (st.end_requested) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
-      } else if (copied == 0) {
+      } else if (n == 0) {
         st.data_deferred = true;
         return NGHTTP2_ERR_DEFERRED;
       }
     }
-    if (st.writer && st.queued <= codec.settings_.max_buffered_upload) codec.wake(s.streamed);
-    return static_cast<ssize_t>(copied);
+    return static_cast<ssize_t>(n);
   }
 };
 
@@ -224,37 +284,25 @@ ClientCodec::~ClientCodec() {
   for (auto& [id, s] : streams_) {
     if (s->streamed) s->streamed->codec = nullptr;
   }
-  if (session_ != nullptr) nghttp2_session_del(session_);
+  session_.reset();  // before the hooks and the streams its data sources point to
 }
 
 void ClientCodec::handler_added(Context& ctx) {
   ctx_ = &ctx;
-  nghttp2_session_callbacks* callbacks = nullptr;
-  nghttp2_session_callbacks_new(&callbacks);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, Callbacks::on_begin_headers);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, Callbacks::on_header);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::on_data);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::on_close);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::on_frame);
-  nghttp2_option* option = nullptr;
-  nghttp2_option_new(&option);
+  hooks_ = std::make_unique<Hooks>(*this);
   // Windows return as the application takes the bytes: at once for whole responses, as read()
   // hands them out for streamed ones (the connection's at once for both).
-  nghttp2_option_set_no_auto_window_update(option, 1);
-  const int rv = nghttp2_session_client_new2(&session_, callbacks, this, option);
-  nghttp2_option_del(option);
-  nghttp2_session_callbacks_del(callbacks);
-  if (rv != 0) throw Error(std::string("HTTP/2 client: ") + nghttp2_strerror(rv));
-  const std::array<nghttp2_settings_entry, 3> entries = {{
+  session_ = std::make_unique<detail::Session>(*hooks_, true, detail::Role::client);
+  const detail::SettingEntry entries[] = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings_.initial_window_size},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings_.max_header_list_size},
-  }};
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries.data(), entries.size());
-  if (settings_.initial_window_size > 65535) {  // the connection's window grows with the streams'
-    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
-                                          static_cast<std::int32_t>(settings_.initial_window_size));
+  };
+  if (!session_->submit_settings(entries, std::size(entries))) {
+    throw std::invalid_argument("http2::ClientSettings::initial_window_size is above 2^31-1");
   }
+  // The connection's window grows with the streams' (a WINDOW_UPDATE on stream 0 after SETTINGS).
+  session_->set_local_window_size(static_cast<std::int32_t>(settings_.initial_window_size));
   if (ctx.channel().is_active()) channel_active(ctx);
 }
 
@@ -294,14 +342,15 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
   ByteBuf& bytes = message.as<ByteBuf>();
   const bool outer = !pumping_;
   pumping_ = true;  // the streams' frames leave once, after the coroutines this resumes have run
-  in_nghttp2_ = true;
-  const auto rv = nghttp2_session_mem_recv(session_, bytes.read_ptr(), bytes.readable_bytes());
-  in_nghttp2_ = false;
-  if (rv < 0) {
-    log(LogLevel::debug, "channel {}: HTTP/2 client: {}; closing", ctx.channel().id(), nghttp2_strerror(static_cast<int>(rv)));
+  in_session_ = true;
+  const auto rv = session_->mem_recv(bytes.read_ptr(), bytes.readable_bytes());
+  in_session_ = false;
+  if (rv < 0 || session_->terminated()) {
+    // A connection error: the session's GOAWAY leaves, then the connection closes.
+    std::string what = rv < 0 ? nghttp2_strerror(static_cast<int>(rv)) : last_error_ != nullptr ? last_error_ : "protocol error";
+    log(LogLevel::debug, "channel {}: HTTP/2 client: {}; closing", ctx.channel().id(), what);
     send_pending();
-    fail_all(std::make_exception_ptr(Error(std::string("HTTP/2 connection error: ") +
-                                           nghttp2_strerror(static_cast<int>(rv)))));
+    fail_all(std::make_exception_ptr(Error("HTTP/2 connection error: " + what)));
     ctx.channel().close_after_flush();
   }
   if (outer) {
@@ -336,7 +385,7 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
     done.fail(ClientStreamError("the server sent GOAWAY: no new requests on this connection", NGHTTP2_REFUSED_STREAM, true));
     return;
   }
-  const std::uint32_t limit = nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  const std::size_t limit = session_->peer_max_concurrent_streams();
   if (streams_.size() >= limit + settings_.max_queued_requests) {
     done.fail(ClientStreamError("too many requests wait for the server's concurrency limit", NGHTTP2_REFUSED_STREAM, true));
     return;
@@ -374,11 +423,8 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
   nva.push_back(field(path_name, request.target()));
   for (const auto& [name, value] : regular) nva.push_back(field(name, value));
 
-  nghttp2_data_provider provider{};
-  provider.source.ptr = s.get();
-  provider.read_callback = Callbacks::read_upload;
-  const std::int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
-                                                 s->upload.is_readable() ? &provider : nullptr, nullptr);
+  const detail::DataSource source{s.get(), &Hooks::read_upload};
+  const std::int32_t id = session_->submit_request(nva.data(), nva.size(), s->upload.is_readable() ? &source : nullptr);
   if (id < 0) {
     s->done.fail(ClientStreamError(std::string("HTTP/2 request refused: ") + nghttp2_strerror(id),
                                    NGHTTP2_REFUSED_STREAM, true));
@@ -403,7 +449,7 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
     return fail(std::make_exception_ptr(
         ClientStreamError("the server sent GOAWAY: no new requests on this connection", NGHTTP2_REFUSED_STREAM, true)));
   }
-  const std::uint32_t limit = nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  const std::size_t limit = session_->peer_max_concurrent_streams();
   if (streams_.size() >= limit + settings_.max_queued_requests) {
     return fail(std::make_exception_ptr(
         ClientStreamError("too many requests wait for the server's concurrency limit", NGHTTP2_REFUSED_STREAM, true)));
@@ -423,10 +469,8 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
   }
   auto s = std::make_unique<Stream>();
   s->streamed = state;
-  nghttp2_data_provider provider{};
-  provider.source.ptr = s.get();
-  provider.read_callback = Callbacks::read_upload;
-  const std::int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, nullptr);
+  const detail::DataSource source{s.get(), &Hooks::read_upload};
+  const std::int32_t id = session_->submit_request(nva.data(), nva.size(), &source);
   if (id < 0) {
     return fail(std::make_exception_ptr(
         ClientStreamError(std::string("HTTP/2 request refused: ") + nghttp2_strerror(id), NGHTTP2_REFUSED_STREAM, true)));
@@ -439,22 +483,32 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
 }
 
 void ClientCodec::send_pending() {
-  // After fail_all the streams nghttp2 still knows are gone: their data providers must not run.
-  if (session_ == nullptr || in_nghttp2_ || ctx_ == nullptr || !started_ || failed_) return;
+  // After fail_all the streams the session still knows are gone: their data sources must not run.
+  if (session_ == nullptr || in_session_ || ctx_ == nullptr || !started_ || failed_) return;
   Context& ctx = *ctx_;
-  ByteBuf out;
-  for (;;) {
-    const std::uint8_t* data = nullptr;
-    in_nghttp2_ = true;
-    const auto n = nghttp2_session_mem_send(session_, &data);
-    in_nghttp2_ = false;
-    if (n <= 0) break;
-    if (!out.has_storage()) out = ctx.allocator().buffer(std::max<std::size_t>(static_cast<std::size_t>(n), 4096));
-    out.ensure_writable(static_cast<std::size_t>(n));
-    out.write_bytes(data, static_cast<std::size_t>(n));
+  in_session_ = true;
+  const int rv = session_->send();
+  in_session_ = false;
+  write_out();
+  if (unflushed_ && ctx.channel().is_open()) ctx.flush();
+  unflushed_ = false;
+  if (rv != 0) {
+    log(LogLevel::debug, "channel {}: HTTP/2 client: sending failed: {}; closing", ctx.channel().id(), nghttp2_strerror(rv));
+    fail_all(std::make_exception_ptr(Error(std::string("HTTP/2 connection error: ") + nghttp2_strerror(rv))));
+    ctx.channel().close_after_flush();
+    return;
   }
-  if (out.is_readable() && ctx.channel().is_open()) ctx.write_and_flush(std::move(out));
   if (!wakes_.empty()) want_send();  // writers the window let go on resume from a pump
+}
+
+void ClientCodec::write_out() {
+  if (!out_.is_readable() || ctx_ == nullptr) return;
+  if (!ctx_->channel().is_open()) {
+    out_.clear();
+    return;
+  }
+  ctx_->write(std::move(out_));
+  unflushed_ = true;
 }
 
 void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
@@ -466,7 +520,7 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
     StreamState& st = *s->streamed;
     std::exception_ptr error;
     if (s->failure != nullptr) {
-      error = std::make_exception_ptr(ClientStreamError(s->failure, NGHTTP2_CANCEL, false));
+      error = failure_error(*s, error_code);
     } else if (!st.ended) {
       const bool refused = error_code == NGHTTP2_REFUSED_STREAM || (goaway_ && id > goaway_last_stream_);
       std::string what = refused ? "the server did not process the request" : "the server reset the stream";
@@ -476,6 +530,16 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
     if (error) {
       fail_stream(s->streamed, error);
     } else {
+      if (st.queued > 0 || !st.upload.empty()) {
+        // Request bytes that will never be sent (the server ended the stream first): dropped now,
+        // and a write() waiting for them fails.
+        st.upload_error = std::make_exception_ptr(UploadDroppedError(
+            "the server closed the stream before the request body was sent (HTTP/2 error code " +
+                std::to_string(error_code) + ")",
+            error_code, false));
+        st.upload.clear();
+        st.queued = 0;
+      }
       st.closed = true;
       st.codec = nullptr;
       wake(s->streamed);
@@ -483,7 +547,7 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
     return;
   }
   if (s->failure != nullptr) {
-    deliver(*s, std::make_exception_ptr(ClientStreamError(s->failure, NGHTTP2_CANCEL, false)), nullptr);
+    deliver(*s, failure_error(*s, error_code), nullptr);
     return;
   }
   if (error_code != NGHTTP2_NO_ERROR || s->status == 0) {
@@ -496,6 +560,21 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
   http::HttpClientResponse response = build_head(*s);
   response.body_ = std::move(s->body);
   deliver(*s, nullptr, &response);
+}
+
+// The failure of a stream the client reset: a limit its response broke, or a malformed response.
+std::exception_ptr ClientCodec::failure_error(const Stream& s, std::uint32_t error_code) {
+  const std::uint32_t code = s.failure_code != 0 ? s.failure_code : error_code;
+  if (s.malformed && code == NGHTTP2_PROTOCOL_ERROR) {
+    return std::make_exception_ptr(
+        ClientStreamError(std::string("the server's response is malformed (RFC 9113 8.1.1): ") + s.failure, code, false));
+  }
+  if (s.malformed) {  // (another stream error: a window overrun, HEADERS after END_STREAM)
+    return std::make_exception_ptr(ClientStreamError(std::string("the server broke HTTP/2 on the stream: ") + s.failure +
+                                                         " (HTTP/2 error code " + std::to_string(code) + ")",
+                                                     code, false));
+  }
+  return std::make_exception_ptr(ClientStreamError(s.failure, code, false));
 }
 
 http::HttpClientResponse ClientCodec::build_head(Stream& s) {
@@ -583,7 +662,7 @@ void ClientCodec::keepalive_due() {
   } else if (!settings_.keepalive_without_calls && streams_.empty()) {
     keepalive_at(now + settings_.keepalive_time);  // nothing outstanding: no PING (grpc-core's default)
   } else {
-    nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
+    session_->submit_ping(0);
     ping_outstanding_ = true;
     ping_sent_at_ = now;
     send_pending();

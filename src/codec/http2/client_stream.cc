@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "client_stream_state.h"
+#include "session.h"
 #include "weft/core/event_loop.h"
 
 namespace weft::http2 {
@@ -35,7 +36,7 @@ std::exception_ptr closed_error() {
 void ClientCodec::stream_queued(StreamState& state) {
   if (state.data_deferred) {
     state.data_deferred = false;
-    nghttp2_session_resume_data(session_, state.id);
+    session_->resume_data(state.id);
   }
   want_send();
 }
@@ -65,7 +66,7 @@ void ClientCodec::pump() {
 
 void ClientCodec::stream_read(StreamState& state, std::size_t bytes) {
   if (bytes == 0 || state.closed) return;
-  nghttp2_session_consume_stream(session_, state.id, bytes);
+  session_->consume_stream(state.id, bytes);
   want_send();  // a WINDOW_UPDATE once half the window was read
 }
 
@@ -73,7 +74,7 @@ void ClientCodec::stream_reset(const std::shared_ptr<StreamState>& state, std::u
   const std::int32_t id = state->id;
   fail_stream(state, std::make_exception_ptr(ClientStreamError(
                          "the stream was reset (HTTP/2 error code " + std::to_string(error_code) + ")", error_code, false)));
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, error_code);
+  session_->submit_rst_stream(id, error_code);  // (a stream still waiting to open ends here)
   want_send();
 }
 
@@ -153,6 +154,9 @@ Task<> ClientStream::write(ByteBuf prefix, ByteBuf chunk) {
   std::shared_ptr<State> keep = state_;  // the handle may move while this waits
   while (!keep->closed && keep->queued > bound) co_await Park{keep->writer};
   if (keep->error) std::rethrow_exception(keep->error);
+  // The stream closed cleanly (the server's response ended, then its RST_STREAM(NO_ERROR)) while
+  // these bytes waited: they were never sent.
+  if (keep->upload_error) std::rethrow_exception(keep->upload_error);
 }
 
 void ClientStream::end() {

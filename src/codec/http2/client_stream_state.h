@@ -16,6 +16,13 @@
 
 namespace weft::http2 {
 
+// What a write() throws when the stream closed cleanly (the server's response had ended, then its
+// RST_STREAM(NO_ERROR)) before the bytes it waited for were sent (State::upload_error).
+class UploadDroppedError final : public ClientStreamError {
+ public:
+  using ClientStreamError::ClientStreamError;
+};
+
 struct ClientStream::State {
   ClientCodec* codec = nullptr;  // null once the connection has ended
   std::int32_t id = 0;
@@ -24,7 +31,7 @@ struct ClientStream::State {
   InlineRing<ByteBuf, 4> upload;
   std::size_t queued = 0;
   bool end_requested = false;
-  bool data_deferred = false;  // nghttp2 waits for resume_data
+  bool data_deferred = false;  // the session waits for resume_data
   std::coroutine_handle<> writer;
 
   // Inbound.
@@ -37,7 +44,10 @@ struct ClientStream::State {
   std::coroutine_handle<> reader;
 
   std::exception_ptr error;  // the stream failed: reset, refused, the connection closed
-  bool closed = false;       // nghttp2 closed the stream, or it failed
+  // The stream closed without an error while request bytes were still queued (dropped then):
+  // what a write() waiting for them throws.
+  std::exception_ptr upload_error;
+  bool closed = false;       // the session closed the stream, or it failed
   bool wake_queued = false;  // in the codec's list of streams to resume
 };
 
@@ -49,6 +59,7 @@ struct ClientStream::State {
 
 namespace weft::http2 {
 
+// The fields of ClientCodec::open (the session copies those of a request that must wait).
 struct ClientCodec::FieldRefs {
   std::vector<nghttp2_nv> nv;
 };

@@ -1,6 +1,7 @@
 #pragma once
 // How the client's most recent streams ended, so that a frame arriving on a stream that is no
-// longer open gets the answer RFC 9113 5.1 asks for:
+// longer open gets the answer RFC 9113 5.1 asks for. (Written from the server's side; in the
+// client's session "the client" is this end and "the server" its peer: the same answers hold.)
 // - after the client's own RST_STREAM: a stream error STREAM_CLOSED;
 // - after END_STREAM both ways: a connection error STREAM_CLOSED;
 // - after the server's RST_STREAM: ignored (the client may have sent it before our reset arrived);

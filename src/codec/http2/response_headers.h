@@ -16,9 +16,9 @@
 
 namespace weft::http2::detail {
 
-// A header list for nghttp2_submit_response / nghttp2_submit_headers. The entries point into the
-// list's own storage and into the response's header text: valid until the next build() or until
-// the response changes. nghttp2 copies them when it is given them. Reused: after the first
+// A header list (nghttp2_nv entries) for Session::submit_response / submit_headers. The entries point
+// into the list's own storage and into the response's header text: valid until the next build() or
+// until the response changes. The session encodes them when it is given them. Reused: after the first
 // responses, building one allocates nothing. The fields of the last shared HeaderBlock are kept
 // parsed (a copy of its text, its names lowercased): a response with the same block reuses them.
 class ResponseHeaders {

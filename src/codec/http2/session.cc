@@ -104,7 +104,34 @@ bool connection_specific(std::string_view name) noexcept {
   }
 }
 
-enum Pseudo : std::uint8_t { kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8, kAsteriskPath = 16, kOptions = 32 };
+// The client's checks of a response's fields: the same rules as valid_name, valid_value and
+// connection_specific, written on their own so that those stay called once, from the server's
+// check_field, and inlined there (its hot path).
+bool response_name_ok(std::string_view name) noexcept {
+  for (const char c : name) {
+    if (bad_name_byte(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+bool response_value_ok(std::string_view value) noexcept {
+  if (value.empty()) return true;
+  if (value.front() == ' ' || value.front() == '\t' || value.back() == ' ' || value.back() == '\t') return false;
+  for (const char c : value) {
+    if (c == '\0' || c == '\r' || c == '\n') return false;
+  }
+  return true;
+}
+
+bool response_connection_specific(std::string_view name) noexcept {
+  return name == "upgrade" || name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
+         name == "transfer-encoding";
+}
+
+enum Pseudo : std::uint8_t {
+  kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8, kAsteriskPath = 16, kOptions = 32,
+  kStatus = 64,  // (a response's)
+};
 
 }  // namespace
 
@@ -112,6 +139,8 @@ enum Pseudo : std::uint8_t { kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8
 
 struct Session::Stream {
   std::int32_t id = 0;
+  bool awaiting_head = false;    // client: no final head received yet (DATA would be malformed)
+  bool head_request = false;     // client: a HEAD request (its response's content-length is not a body's)
   void* user_data = nullptr;
   std::int64_t send_window = 0;
   std::int64_t recv_window = 0;  // what the client may still send before a WINDOW_UPDATE
@@ -224,8 +253,13 @@ struct Session::Item {
   std::uint32_t error_code;
 };
 
-Session::Session(SessionHooks& hooks, bool manual_window)
-    : hooks_(hooks), manual_window_(manual_window), map_(std::make_unique<StreamMap>()) {}
+Session::Session(SessionHooks& hooks, bool manual_window, Role role)
+    : hooks_(hooks),
+      manual_window_(manual_window),
+      client_(role == Role::client),
+      preface_pending_(client_),
+      in_(client_ ? In::head : In::preface),  // (the server's side sends no magic)
+      map_(std::make_unique<StreamMap>()) {}
 
 Session::~Session() = default;
 
@@ -396,6 +430,14 @@ int Session::submit_rst_stream(std::int32_t id, std::uint32_t error_code) {
     if (s->resetting) return 0;
     s->resetting = true;
     unlink_data(*s);
+  } else if (client_ && !waiting_.empty()) {
+    // A request still waiting for the concurrency limit: it never reaches the wire.
+    for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+      if (it->id != id) continue;
+      waiting_.erase(it);
+      hooks_.on_stream_close(id, error_code);
+      return 0;
+    }
   }
   Item& item = queue(NGHTTP2_RST_STREAM, 0, id);
   item.opened = s != nullptr;
@@ -424,6 +466,90 @@ void Session::submit_ping(std::uint64_t opaque) {
   Item& item = queue(NGHTTP2_PING, 0, 0);
   item.length = 8;
   store(&opaque, 8);
+}
+
+// ---- the client's requests ------------------------------------------------------------------------
+
+std::int32_t Session::submit_request(const nghttp2_nv* nv, std::size_t n, const DataSource* body) {
+  if (!client_) return NGHTTP2_ERR_PROTO;
+  if (goaway_received_ || goaway_queued_ || terminating_) return NGHTTP2_ERR_START_STREAM_NOT_ALLOWED;
+  if (next_stream_id_ > kMaxWindow) return NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE;  // (2^31-1: the largest id)
+  const auto id = static_cast<std::int32_t>(next_stream_id_);
+  next_stream_id_ += 2;
+  bool head = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string_view name(reinterpret_cast<const char*>(nv[i].name), nv[i].namelen);
+    if (equals(name, ":method")) head = std::string_view(reinterpret_cast<const char*>(nv[i].value), nv[i].valuelen) == "HEAD";
+  }
+  if (waiting_.empty() && open_streams_ < peer_max_concurrent_) {
+    open_request(id, nv, n, body, head);
+    return id;
+  }
+  // Waits: the fields are copied (the caller's are gone by the time it opens).
+  Waiting& w = waiting_.emplace_back();
+  w.id = id;
+  w.head = head;
+  w.has_body = body != nullptr;
+  if (body != nullptr) w.body = *body;
+  auto put_u32 = [&w](std::size_t v) {
+    const auto u = static_cast<std::uint32_t>(v);
+    const char bytes[4] = {static_cast<char>(u >> 24), static_cast<char>(u >> 16), static_cast<char>(u >> 8),
+                           static_cast<char>(u)};
+    w.fields.append(bytes, 4);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    w.fields.push_back(static_cast<char>(nv[i].flags));
+    put_u32(nv[i].namelen);
+    w.fields.append(reinterpret_cast<const char*>(nv[i].name), nv[i].namelen);
+    put_u32(nv[i].valuelen);
+    w.fields.append(reinterpret_cast<const char*>(nv[i].value), nv[i].valuelen);
+  }
+  return id;
+}
+
+void Session::open_request(std::int32_t id, const nghttp2_nv* nv, std::size_t n, const DataSource* body, bool head) {
+  Stream* s = open(id);
+  last_recv_stream_id_ = id;  // (idle(): ids above it the client has not opened)
+  s->awaiting_head = true;
+  s->head_request = head;
+  queue_headers(id, nv, n, body != nullptr ? 0 : NGHTTP2_FLAG_END_STREAM);
+  if (body != nullptr) {
+    s->source = *body;
+    s->has_source = true;
+    link_data(*s);
+  }
+}
+
+void Session::open_waiting() {
+  while (!waiting_.empty() && open_streams_ < peer_max_concurrent_ && !terminating_) {
+    Waiting w = std::move(waiting_.front());
+    waiting_.pop_front();
+    waiting_nv_.clear();
+    const auto* p = reinterpret_cast<const std::uint8_t*>(w.fields.data());
+    const std::uint8_t* const end = p + w.fields.size();
+    while (p < end) {
+      nghttp2_nv f{};
+      f.flags = *p++;
+      f.namelen = load_u32(p);
+      f.name = const_cast<std::uint8_t*>(p + 4);
+      p += 4 + f.namelen;
+      f.valuelen = load_u32(p);
+      f.value = const_cast<std::uint8_t*>(p + 4);
+      p += 4 + f.valuelen;
+      waiting_nv_.push_back(f);
+    }
+    open_request(w.id, waiting_nv_.data(), waiting_nv_.size(), w.has_body ? &w.body : nullptr, w.head);
+  }
+}
+
+void Session::set_local_window_size(std::int32_t size) {
+  if (size <= local_conn_window_) return;
+  const std::int32_t delta = size - local_conn_window_;
+  local_conn_window_ = size;
+  conn_recv_window_ += delta;
+  Item& item = queue(NGHTTP2_WINDOW_UPDATE, 0, 0);
+  item.length = 4;
+  store_u32(static_cast<std::uint32_t>(delta));
 }
 
 void Session::terminate_session(std::uint32_t error_code, std::string_view debug) {
@@ -462,7 +588,7 @@ void Session::returned(std::size_t& consumed, std::int32_t id, std::int32_t wind
 void Session::consume_connection(std::size_t n) {
   if (terminating_ || n == 0) return;
   conn_consumed_ += n;
-  returned(conn_consumed_, 0, 65535);
+  returned(conn_consumed_, 0, local_conn_window_);
 }
 
 void Session::consume_stream(std::int32_t id, std::size_t n) {
@@ -493,7 +619,8 @@ bool Session::want_read() const noexcept {
 
 bool Session::want_write() const noexcept {
   if (term_sent_) return false;
-  return items_head_ < items_.size() || (data_head_ != nullptr && conn_send_window_ > 0);
+  if (items_head_ < items_.size() || (data_head_ != nullptr && conn_send_window_ > 0)) return true;
+  return client_ && (preface_pending_ || (!waiting_.empty() && open_streams_ < peer_max_concurrent_ && !terminating_));
 }
 
 // ---- input --------------------------------------------------------------------------------------
@@ -669,6 +796,13 @@ int Session::begin_frame() {
         return connection_error(NGHTTP2_STREAM_CLOSED, "DATA after END_STREAM");
       } else if (frame_.length > s->recv_window) {
         if (const int rv = stream_error(id, NGHTTP2_FLOW_CONTROL_ERROR, "stream window"); rv < 0) return rv;
+      } else if (s->awaiting_head) {
+        // (Client: the server's streams never await a head.) RFC 9113 8.1: a response's DATA
+        // follows its final head; before it the response is malformed.
+        s->recv_window -= frame_.length;
+        if (const int rv = stream_error(id, NGHTTP2_PROTOCOL_ERROR, "DATA before the response's head"); rv < 0) {
+          return rv;
+        }
       } else {
         s->recv_window -= frame_.length;
         if (!s->resetting) data_target_ = id;
@@ -713,7 +847,8 @@ int Session::begin_frame() {
       }
       break;
     case NGHTTP2_PUSH_PROMISE:
-      return connection_error(NGHTTP2_PROTOCOL_ERROR, "PUSH_PROMISE from a client");
+      // (The client's SETTINGS_ENABLE_PUSH is 0: RFC 9113 8.4.)
+      return connection_error(NGHTTP2_PROTOCOL_ERROR, client_ ? "PUSH_PROMISE with push disabled" : "PUSH_PROMISE from a client");
     case NGHTTP2_PING:
       if (id != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "PING on a stream");
       if (frame_.length != 8) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "PING size");
@@ -784,7 +919,7 @@ int Session::end_data_frame() {
       if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR, StreamFate::ended);
     }
   }
-  returned(conn_consumed_, 0, 65535);
+  returned(conn_consumed_, 0, local_conn_window_);
   return 0;
 }
 
@@ -806,6 +941,7 @@ int Session::on_headers(const std::uint8_t* p, std::size_t n) {
   if (pad > n) return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS padding too long");
   n -= pad;
   if ((id & 1) == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS on an even stream");
+  if (client_) return on_response_headers(id, p, n);
 
   decoding_id_ = 0;
   block_rst_ = 0;
@@ -856,6 +992,47 @@ int Session::on_headers(const std::uint8_t* p, std::size_t n) {
   return on_header_block(p, n);
 }
 
+// Client: a HEADERS frame from the server on a stream the client opened: an interim or final head,
+// or trailers. On any other stream it is a connection error (idle: the server opens no streams and
+// answers none the client did not open) or answered as the stream closed (RFC 9113 5.1).
+int Session::on_response_headers(std::int32_t id, const std::uint8_t* p, std::size_t n) {
+  decoding_id_ = 0;
+  block_rst_ = 0;
+  decoding_frame_ = frame_;
+  decoding_frame_.request = false;
+  if (Stream* s = find(id)) {
+    if (s->resetting) {
+      // (Decoded for HPACK's state only.)
+    } else if (s->end_received) {
+      decoding_id_ = id;
+      block_rst_ = NGHTTP2_STREAM_CLOSED;
+    } else {
+      decoding_id_ = id;
+      if (!s->awaiting_head) {
+        decoding_frame_.head = HeadKind::trailers;  // they must end the stream (RFC 9113 8.1)
+        if ((frame_.flags & NGHTTP2_FLAG_END_STREAM) == 0) block_rst_ = NGHTTP2_PROTOCOL_ERROR;
+      }
+      const int rv = hooks_.on_begin_headers(id);
+      if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
+        block_rst_ = NGHTTP2_INTERNAL_ERROR;
+      } else if (rv != 0) {
+        return rv;
+      }
+    }
+  } else if (idle(id)) {
+    return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS on a stream the client did not open");
+  } else if (const int rv = on_closed_stream(id); rv != 0 || terminating_) {
+    return rv;
+  }
+  if ((frame_.flags & NGHTTP2_FLAG_END_HEADERS) == 0) {
+    continuing_ = id;
+    continuations_ = 0;
+    block_.assign(p, p + n);
+    return 0;
+  }
+  return on_header_block(p, n);
+}
+
 int Session::on_continuation(const std::uint8_t* p, std::size_t n) {
   if (++continuations_ > kMaxContinuations || block_.size() + n > kMaxHeaderBlock) {
     return NGHTTP2_ERR_TOO_MANY_CONTINUATIONS;
@@ -876,7 +1053,7 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
   pseudo_seen_ = 0;
   connect_ = false;
   field_error_ = nullptr;
-  const int rv = decoder_.decode(block, n, &Session::header_field, this);
+  const int rv = decoder_.decode(block, n, client_ ? &Session::response_field : &Session::header_field, this);
   decoding_ = nullptr;
   if (rv == hpack::kCompressionError) return connection_error(NGHTTP2_COMPRESSION_ERROR, "HPACK");
   if (rv != 0) return rv;
@@ -905,6 +1082,9 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
     if ((pseudo_seen_ & (kAsteriskPath | kOptions)) == kAsteriskPath) {
       return stream_error(id, NGHTTP2_PROTOCOL_ERROR, ":path * without OPTIONS");
     }
+  } else if (client_) {
+    if (s->resetting) return 0;  // the codec reset it while its fields came (a limit)
+    if (const int rv = end_response_block(*s); rv != 0) return rv < 0 ? rv : 0;
   }
   const bool end_stream = (decoding_frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (end_stream) {
@@ -920,6 +1100,128 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
     if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR, StreamFate::ended);
   }
   return 0;
+}
+
+// Client: a response block is whole (its fields were checked one by one). An interim head is
+// reported and awaits the next; a final head lets DATA come. 1 when the block is done with (the
+// stream reset, or an interim head reported), else 0: the end of the stream is checked by the caller.
+int Session::end_response_block(Stream& s) {
+  const std::int32_t id = s.id;
+  const bool end_stream = (decoding_frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  switch (decoding_frame_.head) {
+    case HeadKind::none: {
+      const int rv = stream_error(id, NGHTTP2_PROTOCOL_ERROR, "a response without :status");
+      return rv != 0 ? rv : 1;
+    }
+    case HeadKind::interim: {
+      if (end_stream) {
+        const int rv = stream_error(id, NGHTTP2_PROTOCOL_ERROR, "an interim response with END_STREAM");
+        return rv != 0 ? rv : 1;
+      }
+      const int rv = hooks_.on_frame_recv(decoding_frame_);
+      return rv != 0 ? rv : 1;
+    }
+    case HeadKind::response:
+      s.awaiting_head = false;
+      // A HEAD request's or a 304's content-length describes a body that is not sent (RFC 9110 8.6).
+      if (s.head_request || response_status_ == 304) s.content_length = -1;
+      return 0;
+    case HeadKind::trailers:
+      return 0;
+  }
+  return 0;
+}
+
+// Client: RFC 9113 8.1.1, 8.2, 8.3.2: what a response's field may be. Sets field_error_.
+int Session::check_response_field(Stream& s, std::string_view name, std::string_view value) {
+  if (s.resetting) {  // the codec reset the stream (its header list bound): the rest is dropped
+    decoding_ = nullptr;
+    return 1;
+  }
+  if (name.empty()) {
+    field_error_ = "empty field name";
+    return 1;
+  }
+  if (name[0] == ':') {
+    if (regular_seen_ || decoding_frame_.head == HeadKind::trailers) {
+      field_error_ = "pseudo-header out of place";
+      return 1;
+    }
+    if (!equals(name, ":status")) {
+      field_error_ = "a pseudo-header other than :status in a response";
+      return 1;
+    }
+    if ((pseudo_seen_ & kStatus) != 0) {
+      field_error_ = "repeated :status";
+      return 1;
+    }
+    if (value.size() != 3 || value[0] < '1' || value[0] > '9' || value[1] < '0' || value[1] > '9' ||
+        value[2] < '0' || value[2] > '9') {
+      field_error_ = "invalid :status";
+      return 1;
+    }
+    const int status = (value[0] - '0') * 100 + (value[1] - '0') * 10 + (value[2] - '0');
+    if (status == 101) {  // (RFC 9113 8.6: no Upgrade in HTTP/2)
+      field_error_ = ":status 101";
+      return 1;
+    }
+    pseudo_seen_ |= kStatus;
+    response_status_ = status;
+    decoding_frame_.head = status < 200 ? HeadKind::interim : HeadKind::response;
+  } else {
+    if (decoding_frame_.head == HeadKind::none) {
+      field_error_ = "a field before :status";
+      return 1;
+    }
+    regular_seen_ = true;
+    if (!response_name_ok(name)) {
+      field_error_ = "invalid field name";
+      return 1;
+    }
+    if (response_connection_specific(name) || (equals(name, "te") && !equals(value, "trailers"))) {
+      field_error_ = "connection-specific field";
+      return 1;
+    }
+    if (decoding_frame_.head == HeadKind::response && equals(name, "content-length")) {
+      std::int64_t length = 0;
+      if (value.empty() || value.size() > 18) {
+        field_error_ = "invalid content-length";
+        return 1;
+      }
+      for (const char c : value) {
+        if (c < '0' || c > '9') {
+          field_error_ = "invalid content-length";
+          return 1;
+        }
+        length = length * 10 + (c - '0');
+      }
+      if (s.content_length >= 0 && s.content_length != length) {
+        field_error_ = "conflicting content-length";
+        return 1;
+      }
+      s.content_length = length;
+    }
+  }
+  if (!response_value_ok(value)) {
+    field_error_ = "invalid field value";
+    return 1;
+  }
+  return 0;
+}
+
+// Client: header_field for a response's block.
+int Session::response_field(void* context, std::string_view name, std::string_view value) {
+  Session& self = *static_cast<Session*>(context);
+  Stream* s = self.decoding_;
+  if (s == nullptr || self.field_error_ != nullptr) return 0;  // decoded for HPACK's state only
+  if (self.check_response_field(*s, name, value) != 0) return 0;
+  const int rv = self.hooks_.on_header(self.decoding_frame_, name, value);
+  if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
+    self.block_rst_ = NGHTTP2_INTERNAL_ERROR;
+    self.decoding_ = nullptr;
+    return 0;
+  }
+  return rv;
 }
 
 int Session::header_field(void* context, std::string_view name, std::string_view value) {
@@ -1051,8 +1353,13 @@ int Session::apply_peer_setting(std::uint16_t id, std::uint32_t value) {
       encoder_.set_peer_max_table_size(value);
       return 0;
     case NGHTTP2_SETTINGS_ENABLE_PUSH:
+      // (A server may only say 0: RFC 9113 6.5.2.)
+      return value > 1 || (client_ && value != 0) ? NGHTTP2_PROTOCOL_ERROR : 0;
     case NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL:
       return value > 1 ? NGHTTP2_PROTOCOL_ERROR : 0;
+    case NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS:
+      peer_max_concurrent_ = value;  // (the client opens no more; the server opens none)
+      return 0;
     case NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE: {
       if (value > kMaxWindow) return NGHTTP2_FLOW_CONTROL_ERROR;
       const std::int64_t delta = std::int64_t{value} - peer_initial_window_;
@@ -1069,7 +1376,7 @@ int Session::apply_peer_setting(std::uint16_t id, std::uint32_t value) {
       peer_max_frame_size_ = value;
       return 0;
     default:
-      return 0;  // MAX_CONCURRENT_STREAMS (the server opens none), MAX_HEADER_LIST_SIZE, unknown ones
+      return 0;  // MAX_HEADER_LIST_SIZE (advisory, RFC 9113 6.5.2), unknown ones
   }
 }
 
@@ -1123,8 +1430,29 @@ int Session::on_window_update(const std::uint8_t* p) {
 
 int Session::on_goaway(const std::uint8_t* p, std::size_t) {
   goaway_received_ = true;
+  frame_.last_stream_id = static_cast<std::int32_t>(load_u32(p) & 0x7fffffffu);
   frame_.error_code = load_u32(p + 4);
-  return hooks_.on_frame_recv(frame_);
+  if (const int rv = hooks_.on_frame_recv(frame_); rv != 0) return rv;
+  if (client_) refuse_after_goaway(frame_.last_stream_id);
+  return 0;
+}
+
+// Client: the streams above the GOAWAY's last id were not processed (RFC 9113 6.8): they close with
+// REFUSED_STREAM, and the requests still waiting to open with them.
+void Session::refuse_after_goaway(std::int32_t last_stream_id) {
+  std::vector<std::int32_t> ids;
+  for (const auto& s : pool_) {
+    if (s->id > last_stream_id) ids.push_back(s->id);
+  }
+  std::sort(ids.begin(), ids.end());
+  for (const std::int32_t id : ids) {
+    if (Stream* s = find(id)) close(*s, NGHTTP2_REFUSED_STREAM, StreamFate::reset_by_us);
+  }
+  while (!waiting_.empty()) {
+    const std::int32_t id = waiting_.front().id;
+    waiting_.pop_front();
+    hooks_.on_stream_close(id, NGHTTP2_REFUSED_STREAM);
+  }
 }
 
 int Session::on_closed_stream(std::int32_t id) {
@@ -1175,10 +1503,15 @@ void Session::write_frame_header(ByteBuf& out, std::uint32_t length, std::uint8_
   out.advance_writer(9);
 }
 
-int Session::send() {
-  if (term_sent_) return 0;
+// (The server's loop is the one it always was; the client's also opens waiting requests as
+// streams close.)
+template <bool kClient>
+[[gnu::always_inline]] inline int Session::send_frames() {
   for (;;) {
     bool progress = false;
+    if constexpr (kClient) {
+      if (!waiting_.empty()) open_waiting();
+    }
     while (items_head_ < items_.size()) {
       if (!hooks_.writable()) return 0;
       const Item item = items_[items_head_++];
@@ -1211,6 +1544,20 @@ int Session::send() {
     }
     if (!progress) return 0;
   }
+}
+
+int Session::send() {
+  if (term_sent_) return 0;
+  if (client_) {
+    if (preface_pending_) {  // the connection preface's magic, before the client's SETTINGS
+      preface_pending_ = false;
+      ByteBuf& out = hooks_.output(kPreface.size());
+      out.write_bytes(kPreface.data(), kPreface.size());
+      hooks_.wrote();
+    }
+    return send_frames<true>();
+  }
+  return send_frames<false>();
 }
 
 int Session::send_data_frame(Stream& s) {
@@ -1255,12 +1602,13 @@ int Session::send_data_frame(Stream& s) {
 }
 
 // The response is whole. A request still arriving is not wanted any more: RST_STREAM(NO_ERROR) asks
-// the client to stop sending it (RFC 9113 8.1; gRPC relies on it after early trailers).
+// the client to stop sending it (RFC 9113 8.1; gRPC relies on it after early trailers). The client's
+// request being whole, its response goes on.
 void Session::sent_end_stream(Stream& s) {
   s.end_sent = true;
   if (s.end_received) {
     close(s, NGHTTP2_NO_ERROR, StreamFate::ended);
-  } else {
+  } else if (!client_) {
     submit_rst_stream(s.id, NGHTTP2_NO_ERROR);
   }
 }

@@ -1,18 +1,24 @@
 #pragma once
-// weft's own HTTP/2 server connection state (RFC 9113): the frame parser, the stream state
-// machine, flow control both ways, SETTINGS, PING, GOAWAY and RST_STREAM, and HPACK (hpack.h).
-// It replaced libnghttp2 in the server codec, which spent two thirds of the codec's instructions per
-// request; its interface keeps nghttp2's shape (mem_recv with callbacks, submit_*, send, data
-// providers) so that the codec's logic stayed as it was. nghttp2's constants are still used for
-// frame types, flags, error codes and return values (the client still runs on libnghttp2).
+// weft's own HTTP/2 connection state (RFC 9113), for both sides (Role): the frame parser, the
+// stream state machine, flow control both ways, SETTINGS, PING, GOAWAY and RST_STREAM, and HPACK
+// (hpack.h). It replaced libnghttp2 in the server codec, which spent two thirds of the codec's
+// instructions per request, and then in the client codec, so that one engine with one set of
+// checks and limits serves both. Its interface keeps nghttp2's shape (mem_recv with callbacks,
+// submit_*, send, data providers) so that the codecs' logic stayed as it was. nghttp2's constants
+// are still used for frame types, flags, error codes and return values.
 //
 // What it checks (each violation answered as RFC 9113 says: a stream error resets the stream, a
-// connection error ends the session with GOAWAY): the client preface, frame sizes, stream ids
-// and states, CONTINUATION sequences, HPACK (COMPRESSION_ERROR), the request's header fields
-// (lowercase names, pseudo-headers, connection-specific fields, content-length against the DATA
-// received), flow-control windows, SETTINGS values. Floods it bounds itself: CONTINUATION frames
-// per header block, SETTINGS entries per frame, acknowledgements and resets queued for a client that
-// does not read. The glitch budget is the codec's (its callbacks see every frame).
+// connection error ends the session with GOAWAY): the client preface (server) or the server's
+// first SETTINGS (client), frame sizes, stream ids and states, CONTINUATION sequences, HPACK
+// (COMPRESSION_ERROR), the header fields received (lowercase names, pseudo-headers,
+// connection-specific fields, content-length against the DATA received): a request's (server), a
+// response's interim and final heads and trailers (client, RFC 9113 8.1), flow-control windows,
+// SETTINGS values. Floods it bounds itself, on both sides: CONTINUATION frames per header block,
+// SETTINGS entries per frame, acknowledgements and resets queued for a peer that does not read. The
+// glitch budget and the header list bound are the codec's (its callbacks see every frame and field).
+//
+// The server role is the hot path: what the client role adds to it is a predictable branch on the
+// role where the two differ (a HEADERS frame received, a field checked, a GOAWAY, send()).
 //
 // One per connection; loop thread only. Nothing is allocated per request in steady state: streams
 // and their map are reused, frames are written straight into the codec's output buffer.
@@ -22,7 +28,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +41,17 @@
 
 namespace weft::http2::detail {
 
+// Which side of the connection a Session plays.
+enum class Role : std::uint8_t { server, client };
+
+// What a header block received by the client carries (FrameInfo::head).
+enum class HeadKind : std::uint8_t {
+  none,      // not a response's block (the server's side; or not known yet: :status comes first)
+  interim,   // a 1xx head (any number of them come before the final head)
+  response,  // the final head
+  trailers,  // after the final head (it ends the stream)
+};
+
 // A frame as the callbacks see it.
 struct FrameInfo {
   std::uint8_t type = 0;
@@ -40,13 +59,15 @@ struct FrameInfo {
   std::int32_t stream_id = 0;
   std::uint32_t length = 0;         // the payload's length
   bool request = false;             // HEADERS that open a stream (else trailers or a response)
+  HeadKind head = HeadKind::none;   // client: the received HEADERS' kind (set once :status is read)
   std::uint32_t error_code = 0;     // RST_STREAM, GOAWAY
   std::int32_t window_increment = 0;  // WINDOW_UPDATE
-  std::size_t padlen = 0;           // DATA sent: padding (always 0: the session never pads)
+  std::int32_t last_stream_id = 0;  // GOAWAY received: the last stream the peer says it processed
+  std::uint32_t padlen = 0;         // DATA sent: padding (always 0: the session never pads)
   void* user_data = nullptr;        // received HEADERS and DATA: the stream's (set_stream_user_data)
 };
 
-// A response body's source (nghttp2_data_provider's shape): read(stream_id, max, flags, source)
+// A body's source (a response's, or a client's request's) (nghttp2_data_provider's shape): read(stream_id, max, flags, source)
 // returns the bytes the next DATA frame may carry (0..max), NGHTTP2_ERR_DEFERRED to wait for
 // resume_data, or NGHTTP2_ERR_CALLBACK_FAILURE; it sets NGHTTP2_DATA_FLAG_EOF at the end (and
 // NGHTTP2_DATA_FLAG_NO_END_STREAM when trailers follow). The payload itself is written by
@@ -90,13 +111,15 @@ struct SettingEntry {
 class Session {
  public:
   // manual_window: the connection's and streams' windows are returned by consume_*() (the stream
-  // API); otherwise as DATA arrives.
-  Session(SessionHooks& hooks, bool manual_window);
+  // API); otherwise as DATA arrives. role: which side this end plays (the client sends the preface
+  // and opens the streams).
+  Session(SessionHooks& hooks, bool manual_window, Role role = Role::server);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Queues the server's SETTINGS (the connection preface). Returns false for a value out of range.
+  // Queues this side's SETTINGS (the connection preface; the client's goes after its 24-byte magic,
+  // which send() writes first). Returns false for a value out of range.
   bool submit_settings(const SettingEntry* entries, std::size_t n);
   // Reads bytes; returns n, or a negative NGHTTP2_ERR_* (the session is then to be ended:
   // NGHTTP2_ERR_FLOODED / NGHTTP2_ERR_TOO_MANY_CONTINUATIONS for floods, NGHTTP2_ERR_CALLBACK_FAILURE).
@@ -110,6 +133,24 @@ class Session {
   void* stream_user_data(std::int32_t id) const noexcept;
   void set_stream_user_data(std::int32_t id, void* data) noexcept;
 
+  // Client: opens a request on the next odd stream id (1, 3, 5...) and returns that id, or a
+  // negative NGHTTP2_ERR_* (NGHTTP2_ERR_START_STREAM_NOT_ALLOWED after a GOAWAY either way,
+  // NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE once the ids are used up). HEADERS carry END_STREAM when
+  // `body` is null; else DATA follows from it. The id is assigned at once; while the server's
+  // SETTINGS_MAX_CONCURRENT_STREAMS streams are open the request waits here (its fields copied) and
+  // its HEADERS leave, in order, as streams close. A waiting request reset by submit_rst_stream or
+  // dropped by a GOAWAY ends with on_stream_close without reaching the wire.
+  std::int32_t submit_request(const nghttp2_nv* nv, std::size_t n, const DataSource* body);
+  // Client: the server's SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS say).
+  std::uint32_t peer_max_concurrent_streams() const noexcept { return peer_max_concurrent_; }
+  // Client: requests that wait for the server's concurrency limit.
+  std::size_t waiting_requests() const noexcept { return waiting_.size(); }
+  // The connection's receive window, raised to `size` (a WINDOW_UPDATE on stream 0 now); smaller
+  // sizes are ignored. The connection's window is returned once half of it is consumed.
+  void set_local_window_size(std::int32_t size);
+  // Whether the session ended itself (a connection error: GOAWAY queued, nothing more read).
+  bool terminated() const noexcept { return terminating_; }
+
   // A final response's head; DATA follows from `source` unless it is null (then END_STREAM).
   int submit_response(std::int32_t id, const nghttp2_nv* nv, std::size_t n, const DataSource* source);
   // An interim (1xx) head: HEADERS without END_STREAM.
@@ -120,7 +161,7 @@ class Session {
   int submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code, std::string_view debug = {});
   // GOAWAY(error_code, debug data) after which nothing is read or written.
   void terminate_session(std::uint32_t error_code, std::string_view debug = {});
-  // A PING the server sends (keepalive); its ACK reaches on_frame_recv.
+  // A PING this side sends (keepalive); its ACK reaches on_frame_recv.
   void submit_ping(std::uint64_t opaque);
   std::int32_t last_proc_stream_id() const noexcept { return last_proc_stream_id_; }
   // A deferred data source has more: it is asked again at the next send().
@@ -140,6 +181,15 @@ class Session {
   struct Stream;
   struct StreamMap;
   struct Item;
+  // A request waiting for the server's concurrency limit: its fields (flags byte, name length,
+  // name, value length, value; lengths as 4 bytes) and its body's source.
+  struct Waiting {
+    std::int32_t id = 0;
+    bool head = false;      // :method HEAD (its response's content-length is not checked)
+    bool has_body = false;
+    DataSource body;
+    std::string fields;
+  };
   enum class In : std::uint8_t { preface, head, payload, data_padlen, data, skip, ignore_all };
 
   // input
@@ -157,8 +207,13 @@ class Session {
   int on_goaway(const std::uint8_t* p, std::size_t n);
   int apply_peer_setting(std::uint16_t id, std::uint32_t value);
   static int header_field(void* context, std::string_view name, std::string_view value);
+  static int response_field(void* context, std::string_view name, std::string_view value);
   int check_field(std::string_view name, std::string_view value);
-  int end_request_headers(Stream& s);
+  // Client role: a HEADERS frame on `id` (a response's head or trailers), and a field of it.
+  int on_response_headers(std::int32_t id, const std::uint8_t* p, std::size_t n);
+  int check_response_field(Stream& s, std::string_view name, std::string_view value);
+  int end_response_block(Stream& s);
+  void refuse_after_goaway(std::int32_t last_stream_id);
   int connection_error(std::uint32_t code, const char* what);
   int stream_error(std::int32_t id, std::uint32_t code, const char* what);
   int invalid(std::uint32_t code, const char* what, bool connection);
@@ -171,7 +226,12 @@ class Session {
   void store_u32(std::uint32_t v);
   int encode_block(const nghttp2_nv* nv, std::size_t n);
   int queue_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n, std::uint8_t flags);
+  template <bool kClient>
+  int send_frames();
   int send_item(const Item& item);
+  // Client: opens requests that waited while the server's concurrency limit allows.
+  void open_waiting();
+  void open_request(std::int32_t id, const nghttp2_nv* nv, std::size_t n, const DataSource* body, bool head);
   int send_data_frame(Stream& s);
   void write_frame_header(ByteBuf& out, std::uint32_t length, std::uint8_t type, std::uint8_t flags,
                           std::int32_t id);
@@ -180,7 +240,8 @@ class Session {
   // streams
   Stream* find(std::int32_t id) const noexcept;
   // A stream not found is idle (never opened) when the client has not used its id yet, or when the
-  // id is even: the server opens no streams (no push). Otherwise it is closed.
+  // id is even: the server opens no streams (no push). Otherwise it is closed. (Both roles: the
+  // client's last_recv_stream_id_ is the last id it opened itself.)
   bool idle(std::int32_t id) const noexcept { return (id & 1) == 0 || id > last_recv_stream_id_; }
   Stream* open(std::int32_t id);
   void close(Stream& s, std::uint32_t error_code, StreamFate fate);
@@ -191,6 +252,8 @@ class Session {
 
   SessionHooks& hooks_;
   const bool manual_window_;
+  const bool client_;            // Role::client
+  bool preface_pending_ = false;  // client: the 24-byte magic is still to be written
   In in_ = In::preface;
   std::uint8_t head_[9];
   std::size_t head_have_ = 0;
@@ -210,8 +273,9 @@ class Session {
   Stream* decoding_ = nullptr;     // null: decoded for HPACK's state only, then dropped
   FrameInfo decoding_frame_;
   bool regular_seen_ = false;
-  std::uint8_t pseudo_seen_ = 0;   // bits: method, scheme, path, authority, path "*", OPTIONS
+  std::uint8_t pseudo_seen_ = 0;   // bits: method, scheme, path, authority, path "*", OPTIONS, status
   bool connect_ = false;
+  int response_status_ = 0;        // client: the block's :status
   const char* field_error_ = nullptr;  // why the block's fields make the request malformed
   std::int32_t decoding_id_ = 0;   // the stream the block is for (0: decoded for HPACK's state only)
   std::uint32_t block_rst_ = 0;    // the reset the stream gets once its block is decoded
@@ -230,10 +294,12 @@ class Session {
   std::uint32_t unacked_settings_ = 0;
   std::uint32_t peer_initial_window_ = 65535;
   std::uint32_t peer_max_frame_size_ = 16384;
+  std::uint32_t peer_max_concurrent_ = 100;  // until the peer's SETTINGS say (client: the limit it opens under)
 
   // flow control
   std::int64_t conn_send_window_ = 65535;
   std::int64_t conn_recv_window_ = 65535;
+  std::int32_t local_conn_window_ = 65535;  // the connection's receive window when all is returned
   std::size_t conn_consumed_ = 0;
 
   // streams
@@ -247,6 +313,10 @@ class Session {
   Stream* data_head_ = nullptr;  // streams whose body waits to be sent (round robin)
   Stream* data_tail_ = nullptr;
   std::size_t data_count_ = 0;
+  // client: the next stream id, and requests waiting for the server's concurrency limit
+  std::int64_t next_stream_id_ = 1;
+  std::deque<Waiting> waiting_;
+  std::vector<nghttp2_nv> waiting_nv_;  // a waiting request's fields, rebuilt when it opens
 
   // output queue: frames in order; their payloads in store_
   std::vector<Item> items_;

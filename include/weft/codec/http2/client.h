@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// The HTTP/2 client (on libnghttp2): a connection that multiplexes requests.
+/// The HTTP/2 client: a connection that multiplexes requests. It runs on weft's own HTTP/2 engine,
+/// the one the server runs on (the same frame checks, state machine, HPACK and limits).
 ///
 ///   auto client = co_await weft::http2::Client::connect(group, address);    // h2c, prior knowledge
 ///   auto secure = co_await weft::http2::Client::connect(group, address,      // h2 by ALPN over TLS
@@ -10,8 +11,8 @@
 ///
 /// Below Client is ClientCodec, a pipeline handler: http::HttpClientRequest out, bytes out; bytes
 /// in, http::HttpClientResponse in. Each request is a stream of its own; answers come as streams
-/// end, in any order. The server's SETTINGS are honoured -- its concurrency limit too: nghttp2
-/// opens a stream past it only when another has closed, and ClientSettings::max_queued_requests
+/// end, in any order. The server's SETTINGS are honoured -- its concurrency limit too: a stream
+/// past it opens only when another has closed, and ClientSettings::max_queued_requests
 /// bounds the requests waiting so. A GOAWAY fails the requests the server says it did not process
 /// with ClientStreamError::refused() (safe to send again on another connection), and the requests
 /// made after it at once, the same way; the others still complete. Responses are whole (the body
@@ -49,9 +50,11 @@
 #include "weft/core/event_loop_group.h"
 #include "weft/core/future.h"
 
-struct nghttp2_session;
-
 namespace weft::http2 {
+
+namespace detail {
+class Session;
+}  // namespace detail
 
 /// A request the connection could not carry through: the server reset its stream, refused it
 /// (REFUSED_STREAM, or above the last stream a GOAWAY said it would process), or its response
@@ -148,18 +151,20 @@ class ClientCodec final : public Handler {
 
  private:
   struct Stream;
-  struct Callbacks;  // nghttp2's callbacks (client.cc)
+  struct Hooks;  // the session's hooks (client.cc)
   friend class ClientStream;
   using StreamState = ClientStream::State;
 
   void submit(http::HttpClientRequest request, Promise<http::HttpClientResponse> done, bool fire);
   void send_pending();
+  void write_out();  // out_ to the channel
   void finish(std::int32_t id, std::uint32_t error_code);
+  std::exception_ptr failure_error(const Stream& s, std::uint32_t error_code);
   void fail_all(std::exception_ptr error);
   void deliver(Stream& s, std::exception_ptr error, http::HttpClientResponse* response);
   http::HttpClientResponse build_head(Stream& s);
   // Streamed requests (client_stream.cc).
-  void stream_queued(StreamState& state);  // chunks or the end queued: let nghttp2 send them
+  void stream_queued(StreamState& state);  // chunks or the end queued: let the session send them
   void stream_read(StreamState& state, std::size_t bytes);  // the application took `bytes` of DATA
   void stream_reset(const std::shared_ptr<StreamState>& state, std::uint32_t error_code);
   void wake(const std::shared_ptr<StreamState>& state);  // resume its waiting coroutines, soon
@@ -175,15 +180,19 @@ class ClientCodec final : public Handler {
 
   ClientSettings settings_;
   Context* ctx_ = nullptr;
-  nghttp2_session* session_ = nullptr;
-  bool in_nghttp2_ = false;
+  std::unique_ptr<Hooks> hooks_;
+  std::unique_ptr<detail::Session> session_;
+  bool in_session_ = false;
+  ByteBuf out_;             // frames the session wrote, not yet passed to the channel
+  bool unflushed_ = false;  // written to the channel since the last flush
+  const char* last_error_ = nullptr;  // the session's last invalid frame (a connection error's reason)
   bool goaway_ = false;
   bool started_ = false;
   bool failed_ = false;  // fail_all ran: the connection is over
   std::int32_t goaway_last_stream_ = 0;
   Promise<void> ready_;
   std::unordered_map<std::int32_t, std::unique_ptr<Stream>> streams_;
-  struct FieldRefs;  // nghttp2_nv's, kept for the next open() (client_stream.cc)
+  struct FieldRefs;  // the fields of open(), kept for the next one (client_stream_state.h)
   std::unique_ptr<FieldRefs> nva_;
   std::vector<std::shared_ptr<StreamState>> wakes_, waking_;  // streams whose coroutines resume
   bool running_wakes_ = false;

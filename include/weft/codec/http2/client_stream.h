@@ -64,7 +64,8 @@ class ClientStream {
 
   /// Whether the handle holds a stream.
   bool valid() const noexcept { return state_ != nullptr; }
-  /// Loop thread only. The stream id, 0 until nghttp2 opens it (it waits for the server's concurrency limit).
+  /// Loop thread only. The stream id, given when the stream is opened (ClientCodec::open) even while
+  /// its HEADERS wait for the server's concurrency limit; 0 for a stream that could not open.
   std::int32_t id() const noexcept;
 
   /// Loop thread only. Queues `chunk` as request body; waits while more than the bound is queued

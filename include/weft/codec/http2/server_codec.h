@@ -5,8 +5,9 @@
 /// an executor or a coroutine written for HTTP/1.1 serves HTTP/2 streams unchanged.
 ///
 /// The framing, HPACK, flow control and the stream state machine are weft's own (src/codec/http2/
-/// session.h, hpack.h; they replaced libnghttp2, which the client still uses). ByteBuf in and ByteBuf out: the codec sits right after the transport for h2c, and
-/// behind a TLS handler (ALPN "h2") unchanged.
+/// session.h, hpack.h; they replaced libnghttp2, and the client runs on them too).
+/// ByteBuf in and ByteBuf out: the codec sits right after the transport for h2c, and behind a TLS
+/// handler (ALPN "h2") unchanged.
 ///
 /// Streams and answers: each stream whose request is whole (HEADERS, DATA up to END_STREAM) becomes
 /// an HttpRequest whose sequence() is the stream id. An answer goes to the stream named with
