@@ -205,8 +205,10 @@ struct MalformedResponse {
 TEST(Http2ClientSessionTest, MalformedResponsesAreStreamErrors) {
   const std::string head_cl5 = std::string(kStatus200) + literal("content-length", "5");
   const std::vector<MalformedResponse> cases = {
-      {"a two-digit :status", frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1, literal(":status", "20"))},
-      {"a :status not digits", frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1, literal(":status", "2x0"))},
+      {"a two-digit :status",
+       frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1, literal(":status", "20"))},
+      {"a :status not digits",
+       frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1, literal(":status", "2x0"))},
       {":status twice", frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1,
                               std::string(kStatus200) + literal(":status", "204"))},
       {":status 101", frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1, literal(":status", "101"))},
@@ -236,9 +238,9 @@ TEST(Http2ClientSessionTest, MalformedResponsesAreStreamErrors) {
       {"trailers without END_STREAM", frame(NGHTTP2_HEADERS, kClientEndHeaders, 1, std::string(kStatus200)) +
                                           frame(NGHTTP2_DATA, 0, 1, "abc") +
                                           frame(NGHTTP2_HEADERS, kClientEndHeaders, 1, literal("x-t", "1"))},
-      {"a pseudo-header in trailers", frame(NGHTTP2_HEADERS, kClientEndHeaders, 1, std::string(kStatus200)) +
-                                          frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1,
-                                                std::string(kStatus200))},
+      {"a pseudo-header in trailers",
+       frame(NGHTTP2_HEADERS, kClientEndHeaders, 1, std::string(kStatus200)) +
+           frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 1, std::string(kStatus200))},
   };
   for (const MalformedResponse& m : cases) {
     SCOPED_TRACE(m.what);

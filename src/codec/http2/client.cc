@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "client_stream_state.h"
+#include "session.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/codec/tls/tls_handler.h"
 #include "weft/core/log.h"
-#include "client_stream_state.h"
-#include "session.h"
 
 namespace weft::http2 {
 
@@ -57,16 +57,16 @@ struct ClientCodec::Stream {
   std::size_t field_count = 0;
   std::size_t header_list_size = 0;  // of the header block being received (RFC 9113 6.5.2)
   ByteBuf body;
-  const char* failure = nullptr;  // a limit the response broke, or why it was malformed
+  const char* failure = nullptr;                // a limit the response broke, or why it was malformed
   std::uint32_t failure_code = NGHTTP2_CANCEL;  // the reset's code for `failure`
-  bool malformed = false;         // `failure` is the session's: the server broke RFC 9113 (a stream error)
+  bool malformed = false;                 // `failure` is the session's: the server broke RFC 9113 (a stream error)
   std::shared_ptr<StreamState> streamed;  // a streamed request (ClientCodec::open): its shared state
 };
 
 namespace {
-constexpr std::size_t kClientOutChunk = 16 * 1024;      // the first size of the output buffer
-constexpr std::size_t kClientSpillAt = 64 * 1024;       // output written on to the channel at this size
-constexpr std::size_t kCopyUploadBelow = 4096;    // smaller DATA payloads are copied, larger ones sliced
+constexpr std::size_t kClientOutChunk = 16 * 1024;  // the first size of the output buffer
+constexpr std::size_t kClientSpillAt = 64 * 1024;   // output written on to the channel at this size
+constexpr std::size_t kCopyUploadBelow = 4096;      // smaller DATA payloads are copied, larger ones sliced
 }  // namespace
 
 // The session's hooks: its frames go to out_ (then the channel), its events to the streams.
@@ -212,8 +212,7 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
 
   // DATA: the frame header, then `length` bytes of the request body (small pieces copied, large
   // ones by reference).
-  int send_data(const detail::FrameInfo&, const std::uint8_t* frame_header, std::size_t length,
-                void* source) override {
+  int send_data(const detail::FrameInfo&, const std::uint8_t* frame_header, std::size_t length, void* source) override {
     Stream& s = *static_cast<Stream*>(source);
     output(9).write_bytes(frame_header, 9);
     try {
@@ -347,7 +346,9 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
   in_session_ = false;
   if (rv < 0 || session_->terminated()) {
     // A connection error: the session's GOAWAY leaves, then the connection closes.
-    std::string what = rv < 0 ? nghttp2_strerror(static_cast<int>(rv)) : last_error_ != nullptr ? last_error_ : "protocol error";
+    std::string what = rv < 0                   ? nghttp2_strerror(static_cast<int>(rv))
+                       : last_error_ != nullptr ? last_error_
+                                                : "protocol error";
     log(LogLevel::debug, "channel {}: HTTP/2 client: {}; closing", ctx.channel().id(), what);
     send_pending();
     fail_all(std::make_exception_ptr(Error("HTTP/2 connection error: " + what)));
@@ -493,7 +494,8 @@ void ClientCodec::send_pending() {
   if (unflushed_ && ctx.channel().is_open()) ctx.flush();
   unflushed_ = false;
   if (rv != 0) {
-    log(LogLevel::debug, "channel {}: HTTP/2 client: sending failed: {}; closing", ctx.channel().id(), nghttp2_strerror(rv));
+    log(LogLevel::debug, "channel {}: HTTP/2 client: sending failed: {}; closing", ctx.channel().id(),
+        nghttp2_strerror(rv));
     fail_all(std::make_exception_ptr(Error(std::string("HTTP/2 connection error: ") + nghttp2_strerror(rv))));
     ctx.channel().close_after_flush();
     return;
@@ -533,10 +535,10 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
       if (st.queued > 0 || !st.upload.empty()) {
         // Request bytes that will never be sent (the server ended the stream first): dropped now,
         // and a write() waiting for them fails.
-        st.upload_error = std::make_exception_ptr(UploadDroppedError(
-            "the server closed the stream before the request body was sent (HTTP/2 error code " +
-                std::to_string(error_code) + ")",
-            error_code, false));
+        st.upload_error = std::make_exception_ptr(
+            UploadDroppedError("the server closed the stream before the request body was sent (HTTP/2 error code " +
+                                   std::to_string(error_code) + ")",
+                               error_code, false));
         st.upload.clear();
         st.queued = 0;
       }
@@ -566,12 +568,13 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
 std::exception_ptr ClientCodec::failure_error(const Stream& s, std::uint32_t error_code) {
   const std::uint32_t code = s.failure_code != 0 ? s.failure_code : error_code;
   if (s.malformed && code == NGHTTP2_PROTOCOL_ERROR) {
-    return std::make_exception_ptr(
-        ClientStreamError(std::string("the server's response is malformed (RFC 9113 8.1.1): ") + s.failure, code, false));
+    return std::make_exception_ptr(ClientStreamError(
+        std::string("the server's response is malformed (RFC 9113 8.1.1): ") + s.failure, code, false));
   }
   if (s.malformed) {  // (another stream error: a window overrun, HEADERS after END_STREAM)
-    return std::make_exception_ptr(ClientStreamError(std::string("the server broke HTTP/2 on the stream: ") + s.failure +
-                                                         " (HTTP/2 error code " + std::to_string(code) + ")",
+    return std::make_exception_ptr(ClientStreamError(std::string("the server broke HTTP/2 on the stream: ") +
+                                                         s.failure + " (HTTP/2 error code " + std::to_string(code) +
+                                                         ")",
                                                      code, false));
   }
   return std::make_exception_ptr(ClientStreamError(s.failure, code, false));

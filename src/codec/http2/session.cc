@@ -129,7 +129,12 @@ bool response_connection_specific(std::string_view name) noexcept {
 }
 
 enum Pseudo : std::uint8_t {
-  kMethod = 1, kScheme = 2, kPath = 4, kAuthority = 8, kAsteriskPath = 16, kOptions = 32,
+  kMethod = 1,
+  kScheme = 2,
+  kPath = 4,
+  kAuthority = 8,
+  kAsteriskPath = 16,
+  kOptions = 32,
   kStatus = 64,  // (a response's)
 };
 
@@ -139,8 +144,8 @@ enum Pseudo : std::uint8_t {
 
 struct Session::Stream {
   std::int32_t id = 0;
-  bool awaiting_head = false;    // client: no final head received yet (DATA would be malformed)
-  bool head_request = false;     // client: a HEAD request (its response's content-length is not a body's)
+  bool awaiting_head = false;  // client: no final head received yet (DATA would be malformed)
+  bool head_request = false;   // client: a HEAD request (its response's content-length is not a body's)
   void* user_data = nullptr;
   std::int64_t send_window = 0;
   std::int64_t recv_window = 0;  // what the client may still send before a WINDOW_UPDATE
@@ -479,7 +484,8 @@ std::int32_t Session::submit_request(const nghttp2_nv* nv, std::size_t n, const 
   bool head = false;
   for (std::size_t i = 0; i < n; ++i) {
     const std::string_view name(reinterpret_cast<const char*>(nv[i].name), nv[i].namelen);
-    if (equals(name, ":method")) head = std::string_view(reinterpret_cast<const char*>(nv[i].value), nv[i].valuelen) == "HEAD";
+    if (equals(name, ":method"))
+      head = std::string_view(reinterpret_cast<const char*>(nv[i].value), nv[i].valuelen) == "HEAD";
   }
   if (waiting_.empty() && open_streams_ < peer_max_concurrent_) {
     open_request(id, nv, n, body, head);
@@ -848,7 +854,8 @@ int Session::begin_frame() {
       break;
     case NGHTTP2_PUSH_PROMISE:
       // (The client's SETTINGS_ENABLE_PUSH is 0: RFC 9113 8.4.)
-      return connection_error(NGHTTP2_PROTOCOL_ERROR, client_ ? "PUSH_PROMISE with push disabled" : "PUSH_PROMISE from a client");
+      return connection_error(NGHTTP2_PROTOCOL_ERROR,
+                              client_ ? "PUSH_PROMISE with push disabled" : "PUSH_PROMISE from a client");
     case NGHTTP2_PING:
       if (id != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "PING on a stream");
       if (frame_.length != 8) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "PING size");
@@ -1126,8 +1133,7 @@ int Session::end_response_block(Stream& s) {
       // A HEAD request's or a 304's content-length describes a body that is not sent (RFC 9110 8.6).
       if (s.head_request || response_status_ == 304) s.content_length = -1;
       return 0;
-    case HeadKind::trailers:
-      return 0;
+    case HeadKind::trailers: return 0;
   }
   return 0;
 }
@@ -1155,8 +1161,8 @@ int Session::check_response_field(Stream& s, std::string_view name, std::string_
       field_error_ = "repeated :status";
       return 1;
     }
-    if (value.size() != 3 || value[0] < '1' || value[0] > '9' || value[1] < '0' || value[1] > '9' ||
-        value[2] < '0' || value[2] > '9') {
+    if (value.size() != 3 || value[0] < '1' || value[0] > '9' || value[1] < '0' || value[1] > '9' || value[2] < '0' ||
+        value[2] > '9') {
       field_error_ = "invalid :status";
       return 1;
     }
@@ -1375,8 +1381,7 @@ int Session::apply_peer_setting(std::uint16_t id, std::uint32_t value) {
       if (value < 16384 || value > 16777215) return NGHTTP2_PROTOCOL_ERROR;
       peer_max_frame_size_ = value;
       return 0;
-    default:
-      return 0;  // MAX_HEADER_LIST_SIZE (advisory, RFC 9113 6.5.2), unknown ones
+    default: return 0;  // MAX_HEADER_LIST_SIZE (advisory, RFC 9113 6.5.2), unknown ones
   }
 }
 

@@ -62,16 +62,15 @@ struct FrameInfo {
   HeadKind head = HeadKind::none;   // client: the received HEADERS' kind (set once :status is read)
   std::uint32_t error_code = 0;     // RST_STREAM, GOAWAY
   std::int32_t window_increment = 0;  // WINDOW_UPDATE
-  std::int32_t last_stream_id = 0;  // GOAWAY received: the last stream the peer says it processed
-  std::uint32_t padlen = 0;         // DATA sent: padding (always 0: the session never pads)
+  std::int32_t last_stream_id = 0;    // GOAWAY received: the last stream the peer says it processed
+  std::uint32_t padlen = 0;           // DATA sent: padding (always 0: the session never pads)
   void* user_data = nullptr;        // received HEADERS and DATA: the stream's (set_stream_user_data)
 };
 
-// A body's source (a response's, or a client's request's) (nghttp2_data_provider's shape): read(stream_id, max, flags, source)
-// returns the bytes the next DATA frame may carry (0..max), NGHTTP2_ERR_DEFERRED to wait for
-// resume_data, or NGHTTP2_ERR_CALLBACK_FAILURE; it sets NGHTTP2_DATA_FLAG_EOF at the end (and
-// NGHTTP2_DATA_FLAG_NO_END_STREAM when trailers follow). The payload itself is written by
-// SessionHooks::send_data.
+// A body's source (a response's, or a client's request's) (nghttp2_data_provider's shape): read(stream_id, max, flags,
+// source) returns the bytes the next DATA frame may carry (0..max), NGHTTP2_ERR_DEFERRED to wait for resume_data, or
+// NGHTTP2_ERR_CALLBACK_FAILURE; it sets NGHTTP2_DATA_FLAG_EOF at the end (and NGHTTP2_DATA_FLAG_NO_END_STREAM when
+// trailers follow). The payload itself is written by SessionHooks::send_data.
 struct DataSource {
   void* ptr = nullptr;
   ssize_t (*read)(std::int32_t stream_id, std::size_t max, std::uint32_t* flags, void* ptr) = nullptr;
@@ -185,7 +184,7 @@ class Session {
   // name, value length, value; lengths as 4 bytes) and its body's source.
   struct Waiting {
     std::int32_t id = 0;
-    bool head = false;      // :method HEAD (its response's content-length is not checked)
+    bool head = false;  // :method HEAD (its response's content-length is not checked)
     bool has_body = false;
     DataSource body;
     std::string fields;
@@ -252,7 +251,7 @@ class Session {
 
   SessionHooks& hooks_;
   const bool manual_window_;
-  const bool client_;            // Role::client
+  const bool client_;             // Role::client
   bool preface_pending_ = false;  // client: the 24-byte magic is still to be written
   In in_ = In::preface;
   std::uint8_t head_[9];
@@ -273,9 +272,9 @@ class Session {
   Stream* decoding_ = nullptr;     // null: decoded for HPACK's state only, then dropped
   FrameInfo decoding_frame_;
   bool regular_seen_ = false;
-  std::uint8_t pseudo_seen_ = 0;   // bits: method, scheme, path, authority, path "*", OPTIONS, status
+  std::uint8_t pseudo_seen_ = 0;  // bits: method, scheme, path, authority, path "*", OPTIONS, status
   bool connect_ = false;
-  int response_status_ = 0;        // client: the block's :status
+  int response_status_ = 0;            // client: the block's :status
   const char* field_error_ = nullptr;  // why the block's fields make the request malformed
   std::int32_t decoding_id_ = 0;   // the stream the block is for (0: decoded for HPACK's state only)
   std::uint32_t block_rst_ = 0;    // the reset the stream gets once its block is decoded

@@ -164,7 +164,7 @@ class ClientCodec final : public Handler {
   void deliver(Stream& s, std::exception_ptr error, http::HttpClientResponse* response);
   http::HttpClientResponse build_head(Stream& s);
   // Streamed requests (client_stream.cc).
-  void stream_queued(StreamState& state);  // chunks or the end queued: let the session send them
+  void stream_queued(StreamState& state);                   // chunks or the end queued: let the session send them
   void stream_read(StreamState& state, std::size_t bytes);  // the application took `bytes` of DATA
   void stream_reset(const std::shared_ptr<StreamState>& state, std::uint32_t error_code);
   void wake(const std::shared_ptr<StreamState>& state);  // resume its waiting coroutines, soon
@@ -183,8 +183,8 @@ class ClientCodec final : public Handler {
   std::unique_ptr<Hooks> hooks_;
   std::unique_ptr<detail::Session> session_;
   bool in_session_ = false;
-  ByteBuf out_;             // frames the session wrote, not yet passed to the channel
-  bool unflushed_ = false;  // written to the channel since the last flush
+  ByteBuf out_;                       // frames the session wrote, not yet passed to the channel
+  bool unflushed_ = false;            // written to the channel since the last flush
   const char* last_error_ = nullptr;  // the session's last invalid frame (a connection error's reason)
   bool goaway_ = false;
   bool started_ = false;
