@@ -15,10 +15,7 @@
 //   closed_stream_error  the request succeeds; a frame that follows on its closed stream gets
 //                        RST_STREAM(code) or GOAWAY(code).
 //
-// A row the current client (on libnghttp2) fails has `known_gap`: it is skipped with that reason
-// (with gap_after_goaway, after its GOAWAY and the GOAWAY's code were checked), unless
-// WEFT_H2_CLIENT_RUN_KNOWN_GAPS is set in the environment; the client's port onto weft's own HTTP/2
-// engine must clear them. WEFT_H2_CLIENT_PATIENCE_S shortens the waits (30 s) that only a hang reaches.
+// WEFT_H2_CLIENT_PATIENCE_S shortens the waits (30 s) that only a hang reaches.
 // The accepted and stream_error rows run again on streamed requests (Client::open). Apart from the
 // table: the client's own obligations (its preface, SETTINGS_ENABLE_PUSH 0, ACKs of the server's
 // SETTINGS, the server's concurrency limit and its flow-control windows). Everything runs on epoll,
@@ -141,11 +138,6 @@ struct ClientCase {
   std::function<std::string(std::uint32_t)> answer;  // the server's answer to the request on that stream
   Outcome outcome;
   std::uint32_t code = 0;  // the HTTP/2 error code of the outcome
-  // How the nghttp2 client fails the row: skipped, with this reason (run anyway with
-  // WEFT_H2_CLIENT_RUN_KNOWN_GAPS set). With gap_after_goaway, the row's GOAWAY and its code are
-  // checked, and the rest (the close, the request's failure) skipped.
-  const char* known_gap = nullptr;
-  bool gap_after_goaway = false;
   std::function<void(const http::HttpClientResponse&)> check_response = nullptr;  // accepted: (default: 200)
   std::function<void(const ScriptedH2Seen&)> check_seen = nullptr;  // more to assert on what the client sent
   std::function<std::string()> greeting = nullptr;                  // replaces the server's first SETTINGS
@@ -159,15 +151,6 @@ auto body_is(std::string expected) {
   };
 }
 
-// The gaps of the client on libnghttp2 (see the file's description).
-constexpr const char* kNoClose =
-    "it sends the GOAWAY, but neither closes the connection nor fails the request: nghttp2_session_mem_recv "
-    "queues the GOAWAY and returns the input's length, and ClientCodec::read_message closes only on a negative return";
-constexpr const char* kConnectionErrorInstead =
-    "nghttp2 makes it a connection error (GOAWAY(PROTOCOL_ERROR)), and then does not close the connection";
-constexpr const char* kClosedStreamIgnored =
-    "nghttp2 ignores frames on a stream it has closed (a client keeps no closed streams), after END_STREAM as after "
-    "RST_STREAM";
 
 std::vector<ClientCase> make_client_cases() {
   using O = Outcome;
@@ -197,9 +180,7 @@ std::vector<ClientCase> make_client_cases() {
   c.push_back({.name = "4.2 DATA over SETTINGS_MAX_FRAME_SIZE is FRAME_SIZE_ERROR",
                .answer = [](std::uint32_t id) { return ok_head(id, kEH) + body(id, std::string(16385, 'd'), kES); },
                .outcome = O::stream_or_connection_error,
-               .code = FRAME_SIZE,
-               .known_gap = kNoClose,
-               .gap_after_goaway = true});
+               .code = FRAME_SIZE});
   c.push_back(
       {.name = "4.2 HEADERS over SETTINGS_MAX_FRAME_SIZE is a connection error FRAME_SIZE_ERROR",
        .answer = [](std::uint32_t id) { return head(id, "\x88" + long_literal("x-big", std::string(16400, 'v'))); },
@@ -253,13 +234,11 @@ std::vector<ClientCase> make_client_cases() {
   c.push_back({.name = "5.1 HEADERS on a stream closed both ways is STREAM_CLOSED",
                .answer = [](std::uint32_t id) { return hello(id) + ok_head(id); },
                .outcome = O::closed_stream_error,
-               .code = STREAM_CLOSED,
-               .known_gap = kClosedStreamIgnored});
+               .code = STREAM_CLOSED});
   c.push_back({.name = "6.1 DATA on a closed stream is STREAM_CLOSED",
                .answer = [](std::uint32_t id) { return hello(id) + body(id, "more", kES); },
                .outcome = O::closed_stream_error,
-               .code = STREAM_CLOSED,
-               .known_gap = kClosedStreamIgnored});
+               .code = STREAM_CLOSED});
   // ---- §6.1 DATA, §6.2 HEADERS, §6.3 PRIORITY, §6.4 RST_STREAM
   c.push_back({.name = "6.1 DATA on stream 0 is a connection error PROTOCOL_ERROR",
                .answer = [](std::uint32_t id) { return ok_head(id, kEH) + body(0, "x") + body(id, "hello", kES); },
@@ -305,9 +284,7 @@ std::vector<ClientCase> make_client_cases() {
                      return ok_head(id, kEH) + frame(NGHTTP2_PRIORITY, 0, id, u32(0)) + body(id, "hello", kES);
                    },
                .outcome = O::stream_or_connection_error,
-               .code = FRAME_SIZE,
-               .known_gap = kNoClose,
-               .gap_after_goaway = true});
+               .code = FRAME_SIZE});
   c.push_back({.name = "6.4 RST_STREAM fails the request with its code",
                .answer = [](std::uint32_t id) { return ok_head(id, kEH) + rst_stream(id, NGHTTP2_INTERNAL_ERROR); },
                .outcome = O::reset_by_server,
@@ -384,8 +361,7 @@ std::vector<ClientCase> make_client_cases() {
                     one_setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 65536) + body(id, "hello", kES);
            },
        .outcome = O::connection_error,
-       .code = FLOW,
-       .known_gap = "nghttp2 resets each stream (RST_STREAM(FLOW_CONTROL_ERROR)) instead of the connection error"});
+       .code = FLOW});
   // ---- §6.6 PUSH_PROMISE, §6.7 PING
   c.push_back({.name = "6.6 PUSH_PROMISE although the client disabled push is a connection error PROTOCOL_ERROR",
                .answer =
@@ -419,11 +395,11 @@ std::vector<ClientCase> make_client_cases() {
                .outcome = O::connection_error,
                .code = PROTOCOL});
   // ---- §6.9 WINDOW_UPDATE
+  // (RFC 9113 5.4.1: an endpoint may treat a stream error as a connection error; the server does here too.)
   c.push_back({.name = "6.9 WINDOW_UPDATE of 0 on a stream is a stream error PROTOCOL_ERROR",
                .answer = [](std::uint32_t id) { return ok_head(id, kEH) + window(id, 0) + body(id, "hello", kES); },
-               .outcome = O::stream_error,
-               .code = PROTOCOL,
-               .known_gap = kConnectionErrorInstead});
+               .outcome = O::stream_or_connection_error,
+               .code = PROTOCOL});
   c.push_back({.name = "6.9 WINDOW_UPDATE of 0 on the connection is a connection error PROTOCOL_ERROR",
                .answer = [](std::uint32_t id) { return ok_head(id, kEH) + window(0, 0) + body(id, "hello", kES); },
                .outcome = O::connection_error,
@@ -501,8 +477,7 @@ std::vector<ClientCase> make_client_cases() {
   c.push_back({.name = "8.1 DATA before the head is malformed",
                .answer = [](std::uint32_t id) { return body(id, "early") + hello(id); },
                .outcome = O::stream_error,
-               .code = PROTOCOL,
-               .known_gap = kConnectionErrorInstead});
+               .code = PROTOCOL});
   c.push_back({.name = "8.1 trailers with a pseudo-header are malformed",
                .answer =
                    [](std::uint32_t id) {
@@ -608,13 +583,6 @@ std::vector<ClientCase> make_client_cases() {
                      EXPECT_EQ(r.header("x").value_or("(none)"), "a");
                      EXPECT_EQ(r.body_view(), "hello");
                    }});
-  // Every connection error: the nghttp2 client's GOAWAY is checked, the close and the request's failure skipped.
-  for (ClientCase& row : c) {
-    if (row.outcome == O::connection_error && row.known_gap == nullptr) {
-      row.known_gap = kNoClose;
-      row.gap_after_goaway = true;
-    }
-  }
   return c;
 }
 
@@ -623,7 +591,6 @@ const std::vector<ClientCase>& client_cases() {
   return cases;
 }
 
-bool run_known_gaps() { return std::getenv("WEFT_H2_CLIENT_RUN_KNOWN_GAPS") != nullptr; }
 
 // The error code of a ClientStreamError; nullopt for another failure.
 std::optional<std::uint32_t> stream_error_code(const std::exception_ptr& error) {
@@ -684,9 +651,6 @@ void expect_next_request_served(Client& client) {
 TEST_P(H2ClientConformanceTest, Rule) {
   const ClientCase& c = row();
   SCOPED_TRACE(std::string("RFC 9113 ") + c.name);
-  if (c.known_gap != nullptr && !c.gap_after_goaway && !run_known_gaps()) {
-    GTEST_SKIP() << "fails on the nghttp2 client: " << c.known_gap;
-  }
 
   EventLoopGroup group(transport(), transport().name() == "blocking" ? 6 : 1);
   auto log = std::make_shared<test::ScriptedH2Log>();
@@ -744,7 +708,6 @@ TEST_P(H2ClientConformanceTest, Rule) {
     const ScriptedH2Seen seen = log->snapshot();
     ASSERT_TRUE(goaway) << "no GOAWAY (RST_STREAMs: " << seen.resets.size() << ", closed: " << seen.closed << ")";
     EXPECT_EQ(seen.goaway.value_or(~0u), c.code) << "GOAWAY's code";
-    if (c.gap_after_goaway && !run_known_gaps()) GTEST_SKIP() << "fails on the nghttp2 client: " << c.known_gap;
     EXPECT_TRUE(log->wait_for(patience(), [](const ScriptedH2Seen& s) { return s.closed; }))
         << "the client did not close the connection after its GOAWAY";
     EXPECT_TRUE(request_ended()) << (client ? "the request neither ended nor failed"
@@ -893,7 +856,6 @@ class H2ClientStreamedConformanceTest : public ::testing::TestWithParam<std::tup
 TEST_P(H2ClientStreamedConformanceTest, StreamAndAcceptRowsOnAStreamedRequest) {
   for (const ClientCase& c : client_cases()) {
     if (c.outcome != Outcome::accepted && c.outcome != Outcome::stream_error) continue;
-    if (c.known_gap != nullptr && !run_known_gaps()) continue;
     SCOPED_TRACE(std::string("RFC 9113 ") + c.name + " (streamed)");
     EventLoopGroup group(transport(), transport().name() == "blocking" ? 6 : 1);
     auto log = std::make_shared<test::ScriptedH2Log>();
@@ -1115,9 +1077,6 @@ TEST_P(H2ClientObligationsTest, NoTeOtherThanTrailers) {
   for (const ClientFrame& f : log->snapshot().frames) bytes += frame(f.type, f.flags, f.stream, f.payload);
   const test::ServerFrames client_frames(bytes);
   const std::optional<std::string> te = client_frames.header(1, "te");
-  if (te && *te != "trailers" && !run_known_gaps()) {
-    GTEST_SKIP() << "fails on the nghttp2 client: it sends the request's TE: " << *te << " as it is";
-  }
   EXPECT_EQ(te.value_or("trailers"), "trailers");
 }
 

@@ -21,11 +21,22 @@ namespace weft::http2 {
 
 namespace {
 
-// Header fields HTTP/2 forbids (RFC 9113 8.2.2); Host becomes :authority.
-bool connection_specific(std::string_view lower_name) noexcept {
+// Header fields HTTP/2 forbids (RFC 9113 8.2.2), TE but "TE: trailers" among them; Host becomes :authority.
+bool connection_specific(std::string_view lower_name, std::string_view value) noexcept {
+  if (lower_name == "te") {
+    return value.size() != 8 || !std::equal(value.begin(), value.end(), "trailers", [](char a, char b) {
+      return (a >= 'A' && a <= 'Z' ? a + 32 : a) == b;
+    });
+  }
   return lower_name == "connection" || lower_name == "keep-alive" || lower_name == "transfer-encoding" ||
          lower_name == "upgrade" || lower_name == "proxy-connection" || lower_name == "host";
 }
+
+// A connection error's end: the GOAWAY leaves, then FIN, and what the server still sends is read
+// (and dropped) for a while: closing with unread input would reset the connection, and the server
+// could lose the GOAWAY that says why.
+constexpr Duration kErrorLinger = std::chrono::seconds(2);
+constexpr Duration kErrorFlushTimeout = std::chrono::seconds(10);
 
 nghttp2_nv field(const std::string& name, const std::string& value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
@@ -352,7 +363,7 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
     log(LogLevel::debug, "channel {}: HTTP/2 client: {}; closing", ctx.channel().id(), what);
     send_pending();
     fail_all(std::make_exception_ptr(Error("HTTP/2 connection error: " + what)));
-    ctx.channel().close_after_flush();
+    ctx.channel().close_gracefully(kErrorLinger, kErrorFlushTimeout);
   }
   if (outer) {
     pump();
@@ -407,7 +418,7 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     if (name == "host") authority = std::string(value);
-    if (connection_specific(name)) continue;
+    if (connection_specific(name, value)) continue;
     regular.emplace_back(std::move(name), std::string(value));
   }
   auto s = std::make_unique<Stream>();
@@ -466,6 +477,7 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
     if (has_uppercase(h.name)) {
       throw std::invalid_argument("http2::ClientCodec::open: header name '" + std::string(h.name) + "' is not lowercase");
     }
+    if (h.name != "host" && connection_specific(h.name, h.value)) continue;  // (dropped, as request() does)
     nva.push_back(ref_field(h.name, h.value));
   }
   auto s = std::make_unique<Stream>();
@@ -497,7 +509,7 @@ void ClientCodec::send_pending() {
     log(LogLevel::debug, "channel {}: HTTP/2 client: sending failed: {}; closing", ctx.channel().id(),
         nghttp2_strerror(rv));
     fail_all(std::make_exception_ptr(Error(std::string("HTTP/2 connection error: ") + nghttp2_strerror(rv))));
-    ctx.channel().close_after_flush();
+    ctx.channel().close_gracefully(kErrorLinger, kErrorFlushTimeout);
     return;
   }
   if (!wakes_.empty()) want_send();  // writers the window let go on resume from a pump
