@@ -151,7 +151,6 @@ auto body_is(std::string expected) {
   };
 }
 
-
 std::vector<ClientCase> make_client_cases() {
   using O = Outcome;
   std::vector<ClientCase> c;
@@ -352,16 +351,15 @@ std::vector<ClientCase> make_client_cases() {
        .outcome = O::accepted,
        .check_response = body_is("hello"),
        .check_seen = [](const ScriptedH2Seen& s) { EXPECT_EQ(s.settings_acks, 2u) << "the server's two SETTINGS"; }});
-  c.push_back(
-      {.name = "6.9.2 a SETTINGS_INITIAL_WINDOW_SIZE that overflows a stream window is a connection error "
-               "FLOW_CONTROL_ERROR",
-       .answer =
-           [](std::uint32_t id) {
-             return ok_head(id, kEH) + window(id, 0x7fffffffu - 65535) +
-                    one_setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 65536) + body(id, "hello", kES);
-           },
-       .outcome = O::connection_error,
-       .code = FLOW});
+  c.push_back({.name = "6.9.2 a SETTINGS_INITIAL_WINDOW_SIZE that overflows a stream window is a connection error "
+                       "FLOW_CONTROL_ERROR",
+               .answer =
+                   [](std::uint32_t id) {
+                     return ok_head(id, kEH) + window(id, 0x7fffffffu - 65535) +
+                            one_setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 65536) + body(id, "hello", kES);
+                   },
+               .outcome = O::connection_error,
+               .code = FLOW});
   // ---- §6.6 PUSH_PROMISE, §6.7 PING
   c.push_back({.name = "6.6 PUSH_PROMISE although the client disabled push is a connection error PROTOCOL_ERROR",
                .answer =
@@ -590,7 +588,6 @@ const std::vector<ClientCase>& client_cases() {
   static const std::vector<ClientCase> cases = make_client_cases();
   return cases;
 }
-
 
 // The error code of a ClientStreamError; nullopt for another failure.
 std::optional<std::uint32_t> stream_error_code(const std::exception_ptr& error) {

@@ -24,9 +24,8 @@ namespace {
 // Header fields HTTP/2 forbids (RFC 9113 8.2.2), TE but "TE: trailers" among them; Host becomes :authority.
 bool connection_specific(std::string_view lower_name, std::string_view value) noexcept {
   if (lower_name == "te") {
-    return value.size() != 8 || !std::equal(value.begin(), value.end(), "trailers", [](char a, char b) {
-      return (a >= 'A' && a <= 'Z' ? a + 32 : a) == b;
-    });
+    return value.size() != 8 || !std::equal(value.begin(), value.end(), "trailers",
+                                            [](char a, char b) { return (a >= 'A' && a <= 'Z' ? a + 32 : a) == b; });
   }
   return lower_name == "connection" || lower_name == "keep-alive" || lower_name == "transfer-encoding" ||
          lower_name == "upgrade" || lower_name == "proxy-connection" || lower_name == "host";

@@ -135,10 +135,11 @@ class ClientCodec final : public Handler {
   void request(http::HttpClientRequest request, Promise<http::HttpClientResponse> done);
   /// Loop thread only. Opens a streamed request (client_stream.h): `method`, `path`, and `headers`
   /// (names lowercase, no pseudo-headers; connection-specific fields, and TE but "TE: trailers", are
-  /// dropped as RFC 9113 8.2.2 asks; :scheme and :authority come from the settings). The HEADERS leave at once (or when the server's concurrency limit lets the
-  /// stream open); the body follows ClientStream::write(). Throws std::invalid_argument for a name
-  /// with an uppercase letter; a stream that cannot open is returned failed (its calls throw
-  /// ClientStreamError or ChannelClosedError).
+  /// dropped as RFC 9113 8.2.2 asks; :scheme and :authority come from the settings). The HEADERS
+  /// leave at once (or when the server's concurrency limit lets the stream open); the body follows
+  /// ClientStream::write(). Throws std::invalid_argument for a name with an uppercase letter; a
+  /// stream that cannot open is returned failed (its calls throw ClientStreamError or
+  /// ChannelClosedError).
   ClientStream open(std::string_view method, std::string_view path, std::span<const http::Header> headers);
   /// Loop thread only. Requests sent or queued whose response has not ended.
   std::size_t outstanding() const noexcept { return streams_.size(); }
