@@ -100,7 +100,22 @@ TEST(ClientCodecTest, BodyWithoutFramingEndsWithTheConnection) {
 
 TEST(ClientCodecTest, MalformedResponseFailsAndCloses) {
   Fixture f;
+  f.ch.write_outbound(HttpClientRequest("GET", "/").header("Host", "h"));
   f.ch.write_inbound(ByteBuf::copy_of("HTTP/1.1 2x0 OK\r\n\r\n"));
+  EXPECT_THROW(f.ch.check_exception(), HttpProtocolError);
+  EXPECT_FALSE(f.ch.is_open());
+}
+
+// Found by fuzz_http1_response: two 204s for one request both reached the application.
+TEST(ClientCodecTest, AResponseToNoRequestFailsAndCloses) {
+  Fixture f;
+  f.ch.write_outbound(HttpClientRequest("GET", "/").header("Host", "h"));
+  f.sent();
+  f.ch.write_inbound(ByteBuf::copy_of("HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"));
+  auto answer = f.ch.read_inbound<HttpClientResponse>();
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status(), 204);
+  EXPECT_FALSE(f.ch.read_inbound<HttpClientResponse>()) << "the second answers no request";
   EXPECT_THROW(f.ch.check_exception(), HttpProtocolError);
   EXPECT_FALSE(f.ch.is_open());
 }

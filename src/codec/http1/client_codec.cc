@@ -158,6 +158,12 @@ bool ClientCodec::decode_head(Context& ctx) {
     fail(ctx, r.status, r.reason);
     return false;
   }
+  if (pending_head_requests_.empty()) {
+    // More responses than requests: the server is out of step (or smuggling one in); nothing after
+    // this can be matched to a request.
+    fail(ctx, 502, "a response with no request outstanding");
+    return false;
+  }
   if (head.status >= 100 && head.status < 200 && head.status != 101) {
     in_.skip_bytes(r.consumed);  // interim response: the final one follows
     return true;

@@ -3,7 +3,8 @@
 /// The HTTP/1.1 client codec: encodes requests and decodes their responses, pipelined (responses
 /// are matched to requests in order, which is how a HEAD response is known to have no body).
 /// Outbound HttpClientRequest -> ByteBuf; inbound ByteBuf -> HttpClientResponse. A malformed or
-/// oversized response fires HttpProtocolError and closes the connection. Loop thread only.
+/// oversized response, or one that answers no request sent through this codec, fires
+/// HttpProtocolError and closes the connection. Loop thread only.
 
 #include <cstdint>
 #include <deque>
