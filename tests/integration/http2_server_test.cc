@@ -243,66 +243,7 @@ TEST_P(Http2ServerTest, ALoopShuttingDownSendsGoawayAndFinishesTheOpenStream) {
   ASSERT_TRUE(terminated.wait_for(30s));
 }
 
-class QueueProbe final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf> {
- public:
-  void channel_read(Context& ctx, ByteBuf&& bytes) override { ctx.fire_read(std::move(bytes)); }
-  void write(Context& ctx, ByteBuf&& bytes) override {
-    written += bytes.readable_bytes();
-    ctx.write(std::move(bytes));
-    max_pending = std::max<std::size_t>(max_pending, ctx.channel().pending_write_bytes());
-  }
-  void writability_changed(Context& ctx) override {
-    if (!ctx.channel().is_writable()) unwritable_seen = true;
-    ctx.fire_writability_changed();
-  }
-  std::atomic<std::size_t> written{0};
-  std::atomic<std::size_t> max_pending{0};
-  std::atomic<bool> unwritable_seen{false};
-};
-
-TEST_P(Http2ServerTest, AClientThatOpensItsWindowsAndNeverReadsCostsABoundedQueue) {
-  if (is_blocking()) GTEST_SKIP() << "a blocking send holds the writer instead of queueing past the mark";
-  auto router = std::make_shared<http::Router>();
-  router->get("/big", [](Context& ctx, HttpRequest&) { ctx.write(HttpResponse(200).body(patterned(1 << 20))); });
-  auto probe = std::make_shared<QueueProbe>();
-  auto probed = std::make_shared<std::atomic<bool>>(false);  // the first connection only
-  ChannelPtr server = ServerBootstrap()
-                          .group(loops_)
-                          .child_option(option::send_buffer_size, 64 * 1024)
-                          .child_handler([router, probe, probed](Channel& ch) {
-                            if (!probed->exchange(true)) ch.pipeline().add_last("probe", probe);
-                            ch.pipeline().add_last("detect", std::make_shared<CleartextDetector>());
-                            ch.pipeline().add_last("router", router);
-                          })
-                          .bind(SocketAddress::loopback(0))
-                          .get();
-  test::BlockingClient socket(server->local_address().port(), {.receive_buffer = 32 * 1024});
-  ASSERT_TRUE(socket.is_open());
-  // Windows as large as the protocol allows, 50 MiB of answers asked for, and nothing ever read.
-  test::H2Client client({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0x7fffffff}});
-  nghttp2_submit_window_update(client.session(), NGHTTP2_FLAG_NONE, 0, 0x7fffffff - 65535);
-  for (int i = 0; i < 50; ++i) client.request("GET", "/big");
-  ASSERT_TRUE(socket.send_all(client.take_output()));
-  ASSERT_TRUE(test::eventually([&] { return probe->unwritable_seen.load(); }, 20000ms))
-      << "the channel never turned unwritable; written " << probe->written.load();
-  // The server serves others meanwhile.
-  test::BlockingClient other(server->local_address().port());
-  test::H2Client second;
-  const auto id = second.request("GET", "/big");
-  ASSERT_TRUE(test::exchange_until_closed(other, second));
-  EXPECT_EQ(second.response(id).body.size(), std::size_t{1} << 20);
-  // Without backpressure the first serialisation would have queued all 50 MiB at once (the windows
-  // allow it); with it, the queue stops at the mark whenever it is looked at.
-  constexpr std::size_t kHigh = ChannelConfig{}.write_buffer_high_water_mark;
-  std::printf("h2c client that never reads: %zu bytes written by the codec, largest queue %zu bytes\n",
-              probe->written.load(), probe->max_pending.load());
-  // What the codec queues stops at the high water mark, plus what one serialisation step adds (the
-  // output buffer it spills past 64 KiB, a DATA frame's payload by reference).
-  EXPECT_LE(probe->max_pending.load(), kHigh + 128 * 1024 + 16 * 1024);
-  EXPECT_LT(probe->written.load(), std::size_t{16} << 20) << "of 50 MiB asked for";
-  socket.close();
-  server->close().wait();
-}
+// A client that never reads: h2_never_reading_test.cc (every transport, h2c and TLS).
 
 WEFT_ON_EVERY_TRANSPORT(Http2ServerTest);
 
