@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/resident_memory.h"
 #include "weft/buffer/leak_detector.h"
 
 namespace weft {
@@ -509,15 +510,6 @@ TEST(PooledByteBufAllocatorTest, ProcessWideAllocatorIsPooled) {
 
 // ---- memory comes back: 1 GiB in mixed sizes ------------------------------------------------------
 
-std::size_t resident_bytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) : 0;
-}
-
 TEST(PooledByteBufAllocatorTest, OneGibibyteAllocatedAndFreedReturnsRss) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan's shadow memory makes RSS meaningless";
@@ -537,7 +529,7 @@ TEST(PooledByteBufAllocatorTest, OneGibibyteAllocatedAndFreedReturnsRss) {
     PooledByteBufAllocator alloc;
     std::vector<ByteBuf> bufs;
     bufs.reserve(200000);
-    rss_start = resident_bytes();
+    rss_start = test::resident_bytes();
     std::size_t total = 0;
     for (std::size_t i = 0; total < kTotal; ++i) {
       // Mostly large bytes from big buffers, but every class in the mix.
@@ -547,10 +539,10 @@ TEST(PooledByteBufAllocatorTest, OneGibibyteAllocatedAndFreedReturnsRss) {
       total += b.capacity();
       bufs.push_back(std::move(b));
     }
-    rss_peak = resident_bytes();
+    rss_peak = test::resident_bytes();
     bufs.clear();
     alloc.trim();
-    rss_end = resident_bytes();
+    rss_end = test::resident_bytes();
     const auto m = alloc.metrics();
     EXPECT_EQ(m.used_bytes, 0u) << m.to_string();
     EXPECT_EQ(m.mapped_bytes, 0u) << m.to_string();

@@ -9,8 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -20,6 +18,7 @@
 #include "support/blocking_client.h"
 #include "support/h2_frames.h"
 #include "support/h2_matrix.h"
+#include "support/resident_memory.h"
 #include "weft/weft.h"
 
 using namespace std::chrono_literals;
@@ -51,15 +50,6 @@ class NeverReadQueueWatch final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf
   std::atomic<bool> unwritable_seen{false};
 };
 
-std::size_t never_read_resident_bytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)) : 0;
-}
-
 class Http2NeverReadingClientTest : public test::H2MatrixTest {};
 
 TEST_P(Http2NeverReadingClientTest, HundredStreamsOfAnswersNeverReadCostABoundedQueue) {
@@ -73,7 +63,7 @@ TEST_P(Http2NeverReadingClientTest, HundredStreamsOfAnswersNeverReadCostABounded
   serve(router, Settings{}, [watch, watched](Channel& ch) {
     if (!watched->exchange(true)) ch.pipeline().add_last("watch", watch);
   });
-  const std::size_t rss_before = never_read_resident_bytes();
+  const std::size_t rss_before = test::resident_bytes();
 
   test::RawH2Connection greedy(port(), tls(), 32 * 1024);
   ASSERT_TRUE(greedy.is_open());
@@ -101,7 +91,7 @@ TEST_P(Http2NeverReadingClientTest, HundredStreamsOfAnswersNeverReadCostABounded
   ASSERT_TRUE(other.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(1) || fr.goaway; }));
   EXPECT_EQ(f.status[1], 200);
 
-  const std::size_t rss_after = never_read_resident_bytes();
+  const std::size_t rss_after = test::resident_bytes();
   std::printf("client that never reads (%s, %s): %zu bytes written, largest queue %zu, RSS %+ld KiB\n",
               std::string(transport().name()).c_str(), tls() ? "tls" : "h2c", watch->written.load(),
               watch->max_pending.load(), (static_cast<long>(rss_after) - static_cast<long>(rss_before)) / 1024);
@@ -141,7 +131,7 @@ TEST_P(Http2NeverReadingClientTest, StreamChannelsThatNeverReadHoldAboutTheirWin
   }
   ASSERT_TRUE(conn.send(open));
   ASSERT_TRUE(test::eventually([&] { return children->load() == kStreams; }, 20000ms)) << children->load();
-  const std::size_t rss_before = never_read_resident_bytes();
+  const std::size_t rss_before = test::resident_bytes();
 
   const std::string payload(kFrame, 'd');
   ServerFrames f;
@@ -156,7 +146,7 @@ TEST_P(Http2NeverReadingClientTest, StreamChannelsThatNeverReadHoldAboutTheirWin
       ASSERT_FALSE(f.goaway.has_value()) << "GOAWAY " << *f.goaway << " " << f.goaway_debug;
     }
   }
-  const std::size_t rss_after = never_read_resident_bytes();
+  const std::size_t rss_after = test::resident_bytes();
   const long grown_kib = (static_cast<long>(rss_after) - static_cast<long>(rss_before)) / 1024;
   std::printf("%u stream channels that never read (%s, %s), %u bytes sent each: RSS %+ld KiB\n", kStreams,
               std::string(transport().name()).c_str(), tls() ? "tls" : "h2c", kFrames * kFrame, grown_kib);
