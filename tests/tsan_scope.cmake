@@ -13,22 +13,23 @@ set(WEFT_TSAN_SINGLE_THREADED_TESTS
   buffer/composite_byte_buf_test.cc
   codec/byte_to_message_decoder_test.cc
   codec/frame_decoders_test.cc
-  codec/grpc_compression_test.cc
-  codec/http1_body_decoder_test.cc
-  codec/http1_client_codec_test.cc
-  codec/http1_query_test.cc
-  codec/http1_request_parser_test.cc
-  codec/http1_router_test.cc
-  codec/http1_server_codec_test.cc
-  codec/http1_server_order_test.cc
-  codec/http2_hpack_test.cc
-  codec/http2_server_codec_test.cc
-  codec/http2_session_test.cc
-  codec/http2_stream_channel_test.cc
+  codec/http1/body_decoder_test.cc
+  codec/http1/client_codec_test.cc
+  codec/http1/query_test.cc
+  codec/http1/request_parser_test.cc
+  codec/http1/router_test.cc
+  codec/http1/server_codec_test.cc
+  codec/http1/server_order_test.cc
+  codec/http2/client_session_test.cc
+  codec/http2/hpack_test.cc
+  codec/http2/server_codec_test.cc
+  codec/http2/session_test.cc
+  codec/http2/stream_channel_test.cc
   codec/line_based_frame_decoder_test.cc
   codec/message_to_message_codec_test.cc
-  codec/tls_handler_test.cc
-  codec/tls_kernel_test.cc
+  codec/tls/handler_test.cc
+  codec/tls/kernel_test.cc
+  grpc/compression_test.cc
   handler/handlers_test.cc)
 
 # What starts a thread, an event loop or a process in a test.

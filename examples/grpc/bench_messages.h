@@ -15,8 +15,8 @@
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/buffer/byte_buf_allocator.h"
-#include "weft/codec/grpc/message_framing.h"
-#include "weft/codec/grpc/server_call.h"
+#include "weft/grpc/message_framing.h"
+#include "weft/grpc/server_call.h"
 
 namespace weft::grpc::bench {
 

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "bench_messages.h"
-#include "weft/codec/grpc/server_reactor.h"
-#include "weft/codec/grpc/service_registry.h"
+#include "weft/grpc/server_reactor.h"
+#include "weft/grpc/service_registry.h"
 #include "weft/core/awaitables.h"
 #include "weft/core/executor_group.h"
 

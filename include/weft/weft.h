@@ -7,7 +7,7 @@
 /// bytes), TLS (contexts, the handler, ALPN) and the common handlers.
 ///
 /// Left out, include them where you need them:
-/// - weft/codec/grpc/protobuf_adapter.h  typed gRPC methods on protobuf messages (needs libprotobuf)
+/// - weft/grpc/protobuf_adapter.h  typed gRPC methods on protobuf messages (needs libprotobuf)
 /// - weft/channel/embedded_channel.h     running a pipeline without sockets, for tests
 /// - weft/buffer/leak_detector.h, weft/buffer/pooled_byte_buf_allocator.h
 ///                                       tuning and debugging the allocator behind ByteBufAllocator
@@ -38,11 +38,11 @@
 #include "weft/codec/http1/http_message.h"
 #include "weft/codec/http1/query.h"
 #include "weft/codec/http1/router.h"
-#include "weft/codec/grpc/message_framing.h"
-#include "weft/codec/grpc/server_call.h"
-#include "weft/codec/grpc/service_registry.h"
-#include "weft/codec/grpc/status.h"
-#include "weft/codec/grpc/unary_responder.h"
+#include "weft/grpc/message_framing.h"
+#include "weft/grpc/server_call.h"
+#include "weft/grpc/service_registry.h"
+#include "weft/grpc/status.h"
+#include "weft/grpc/unary_responder.h"
 #include "weft/codec/http1/server_codec.h"
 #include "weft/codec/http2/cleartext_detector.h"
 #include "weft/codec/http2/client.h"

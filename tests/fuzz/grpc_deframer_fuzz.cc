@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "weft/buffer/byte_buf.h"
-#include "weft/codec/grpc/message_framing.h"
+#include "weft/grpc/message_framing.h"
 
 namespace {
 

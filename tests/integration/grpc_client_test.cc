@@ -1,4 +1,4 @@
-// weft's gRPC client (weft/codec/grpc/client.h) against weft's gRPC server, on every transport:
+// weft's gRPC client (weft/grpc/client.h) against weft's gRPC server, on every transport:
 // the four call shapes, metadata both ways and grpc-timeout, messages that span DATA frames, a
 // deadline that passes (DEADLINE_EXCEEDED, the server's handler sees the reset), a cancel in the
 // middle of a server stream, a message past the size limit (RESOURCE_EXHAUSTED) and one at it, an
@@ -17,9 +17,9 @@
 
 #include "support/h2c_server.h"
 #include "support/transports.h"
-#include "weft/codec/grpc/client.h"
-#include "weft/codec/grpc/metadata.h"
-#include "weft/codec/grpc/service_registry.h"
+#include "weft/grpc/client.h"
+#include "weft/grpc/metadata.h"
+#include "weft/grpc/service_registry.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/codec/http2/stream_channel.h"
 #include "weft/weft.h"

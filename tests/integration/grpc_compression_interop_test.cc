@@ -19,8 +19,8 @@
 #include "support/grpc_peer.h"
 #include "support/shell.h"
 #include "support/transports.h"
-#include "weft/codec/grpc/compression.h"
-#include "weft/codec/grpc/service_registry.h"
+#include "weft/grpc/compression.h"
+#include "weft/grpc/service_registry.h"
 #include "weft/weft.h"
 
 using ::testing::HasSubstr;

@@ -5,7 +5,7 @@
 // StreamingCall answer each request with a response of request.response_size bytes,
 // StreamingFromServer writes such responses until the client cancels.
 //
-// And the other way round: weft's gRPC client (weft/codec/grpc/client.h) against the grpc++
+// And the other way round: weft's gRPC client (weft/grpc/client.h) against the grpc++
 // reference server (started from the same build on a port below the ephemeral range): the three
 // methods, a deadline exceeded, a cancel mid-stream, a response at and past the message bound, and
 // an unknown method.
@@ -38,11 +38,11 @@
 #ifdef WEFT_HAVE_BENCH_PROTO
 #include "bench.pb.h"
 #endif
-#include "weft/codec/grpc/client.h"
-#include "weft/codec/grpc/client_reactor.h"
-#include "weft/codec/grpc/server_reactor.h"
-#include "weft/codec/grpc/protobuf_adapter.h"
-#include "weft/codec/grpc/service_registry.h"
+#include "weft/grpc/client.h"
+#include "weft/grpc/client_reactor.h"
+#include "weft/grpc/server_reactor.h"
+#include "weft/grpc/protobuf_adapter.h"
+#include "weft/grpc/service_registry.h"
 #include "weft/weft.h"
 
 using ::testing::HasSubstr;
@@ -108,7 +108,7 @@ ServiceRegistry benchmark_service() {
 }
 
 #ifdef WEFT_HAVE_BENCH_PROTO
-// The same service on the generated messages (weft/codec/grpc/protobuf_adapter.h).
+// The same service on the generated messages (weft/grpc/protobuf_adapter.h).
 ::grpc::testing::SimpleResponse typed_response(const ::grpc::testing::SimpleRequest& request) {
   ::grpc::testing::SimpleResponse response;
   if (request.response_size() > 0) {

@@ -21,10 +21,10 @@
 
 #include "support/h2c_server.h"
 #include "support/transports.h"
-#include "weft/codec/grpc/client.h"
-#include "weft/codec/grpc/client_reactor.h"
-#include "weft/codec/grpc/server_reactor.h"
-#include "weft/codec/grpc/service_registry.h"
+#include "weft/grpc/client.h"
+#include "weft/grpc/client_reactor.h"
+#include "weft/grpc/server_reactor.h"
+#include "weft/grpc/service_registry.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/weft.h"
 

@@ -12,8 +12,8 @@
 
 #include "support/shell.h"
 #include "weft/buffer/byte_buf.h"
-#include "weft/codec/grpc/server_call.h"
-#include "weft/codec/grpc/status.h"
+#include "weft/grpc/server_call.h"
+#include "weft/grpc/status.h"
 
 namespace weft::test {
 

@@ -11,7 +11,7 @@
 
 #include "grpc_load.h"
 #include "support/blocking_client.h"
-#include "weft/codec/grpc/service_registry.h"
+#include "weft/grpc/service_registry.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/weft.h"
 

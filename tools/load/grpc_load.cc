@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "weft/buffer/byte_buf.h"
-#include "weft/codec/grpc/client.h"
+#include "weft/grpc/client.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/core/spawn.h"
 #include "weft/transport/epoll.h"

@@ -24,7 +24,7 @@
 ///
 /// Streamed requests (ClientCodec::open, Client::open; client_stream.h) send their body in chunks
 /// with backpressure and give the response's head, its DATA as it comes and its trailers, for
-/// coroutines on the connection's loop; gRPC's client (weft/codec/grpc/client.h) is built on them.
+/// coroutines on the connection's loop; gRPC's client (weft/grpc/client.h) is built on them.
 
 #include <cstddef>
 #include <cstdint>

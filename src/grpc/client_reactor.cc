@@ -1,0 +1,254 @@
+// The callback form of a gRPC client call, driven by two coroutines on the connection's loop: the
+// main one starts the call, writes, half-closes and cancels; the reader reads. The reactor's
+// requests wake them (loop_signal.h).
+
+#include "weft/grpc/client_reactor.h"
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "client_call_state.h"
+#include "reactor_wakes.h"
+#include "next_turn.h"
+#include "weft/grpc/metadata.h"
+#include "weft/grpc/server_call.h"  // kWritesPerTurn: the same turn-taking on both sides
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+#include "weft/core/spawn.h"
+
+namespace weft::grpc {
+
+// ClientCall's state, for the end listener of the callback form.
+class ClientCallAccess {
+ public:
+  static void on_end(ClientCall& call, UniqueFunction<void()> listener) { call.state_->on_end = std::move(listener); }
+};
+
+struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_from_this<ClientStream::State> {
+  explicit State(std::shared_ptr<Client> c)
+      : client(std::move(c)), loop(client->loop()), wakes(loop) {}
+
+  // A reactor method; one that throws cancels the call (and is logged).
+  template <class F>
+  void invoke(F method) noexcept {
+    wakes.enter_method();
+    try {
+      method(*reactor);
+    } catch (const std::exception& e) {
+      log(LogLevel::warn, "grpc client reactor threw (the call is cancelled): {}", e.what());
+      request_cancel();
+    } catch (...) {
+      log(LogLevel::warn, "grpc client reactor threw (the call is cancelled)");
+      request_cancel();
+    }
+    wakes.leave_method();
+  }
+
+  // Cancels from a loop task (never inside a reactor method): the stream's reset wakes a write that
+  // waits for the window, and the end listener wakes the main coroutine.
+  void request_cancel() {
+    (void)loop.try_execute(UniqueFunction<void()>([self = shared_from_this()] {
+      if (self->done.load()) return;
+      self->cancel_wanted = true;  // for a call not started yet
+      self->call.cancel();
+      self->wakes.main.resume_now();  // a loop task: nothing of the call is on the stack
+    }));
+  }
+
+  // The connection closed: the call is over even if nothing reads or writes (finish() says how).
+  void connection_closed() noexcept override {
+    connection_gone = true;
+    wakes.main.notify();  // from the close future's listener
+  }
+
+  std::shared_ptr<Client> client;  // dropped after on_done
+  EventLoop& loop;
+  std::shared_ptr<ClientReactor> reactor;  // dropped after on_done
+  ClientCall call;
+  // Misuse checks, in the requester's thread.
+  std::atomic<bool> read_outstanding{false};
+  std::atomic<bool> write_outstanding{false};
+  std::atomic<bool> reads_ended{false};   // a read gave nullopt: another would too (a reactor looping on it spins)
+  std::atomic<bool> writes_ended{false};  // a write failed: the call has ended
+  std::atomic<bool> writes_done_called{false};
+  std::atomic<bool> done{false};  // on_done was called: requests do nothing
+  // Loop thread.
+  detail::ReactorWakes wakes;
+  bool read_wanted = false;
+  std::optional<ByteBuf> write_wanted;
+  bool writes_done_wanted = false;
+  bool writes_done_sent = false;
+  bool cancel_wanted = false;
+  bool ended = false;           // the call is over (its status is known)
+  bool connection_gone = false;  // the connection closed
+  bool over = false;            // the main coroutine is past the call: no more reads are started
+  bool reader_reading = false;  // the reader waits in ClientCall::read()
+  bool reader_exited = false;
+};
+
+namespace {
+
+using ClientState = ClientStream::State;
+
+Task<> read_responses(std::shared_ptr<ClientState> st) {
+  for (;;) {
+    while (!st->read_wanted && !st->over) co_await st->wakes.reader.wait();
+    if (st->over) break;  // a read wanted now is failed by the main coroutine
+    st->reader_reading = true;
+    std::optional<ByteBuf> message = co_await st->call.read();  // failures end the call: nullopt
+    st->reader_reading = false;
+    st->read_wanted = false;
+    st->read_outstanding.store(false);
+    if (!message) {
+      st->reads_ended.store(true);
+      st->ended = true;
+    }
+    // The call may have ended during the read (a cancel in its yield to the loop): main waits for
+    // the reader to be idle.
+    if (st->ended) st->wakes.wake_main();
+    st->invoke([&message](ClientReactor& r) { r.on_read_done(std::move(message)); });
+  }
+  st->reader_exited = true;
+  st->wakes.main.notify();  // main waits for this at the end (the reader's frame ends first)
+}
+
+// The call from its start to on_done.
+Task<> run_call(std::shared_ptr<ClientState> st, std::string method, CallOptions options) {
+  std::optional<Status> refused;
+  try {
+    st->call = st->client->call(method, options);
+  } catch (const InvalidMetadata& e) {
+    refused = Status(StatusCode::invalid_argument, e.what());
+  } catch (const std::exception& e) {
+    refused = Status(StatusCode::internal, e.what());
+  }
+  Status status;
+  if (refused) {
+    status = std::move(*refused);
+  } else {
+    std::weak_ptr<ClientState> weak = st;
+    ClientCallAccess::on_end(st->call, [weak] {
+      if (auto s = weak.lock()) {
+        s->ended = true;
+        s->wakes.main.notify();  // from inside the call's read or write, or its deadline
+      }
+    });
+    st->client->watch_close(std::weak_ptr<detail::ConnectionCloseWatcher>(st));
+    spawn_detached(st->loop, read_responses(st));
+    std::uint32_t writes_this_turn = 0;
+    for (;;) {
+      if (st->cancel_wanted) {
+        st->cancel_wanted = false;
+        st->call.cancel();  // the end listener marks it ended
+        continue;
+      }
+      if (st->write_wanted) {
+        ByteBuf message = std::move(*st->write_wanted);
+        st->write_wanted.reset();
+        // A write that raced writes_done() from another thread and lost: it fails, not the call.
+        bool ok = false;
+        if (!st->writes_done_sent) ok = co_await st->call.write(std::move(message));
+        st->write_outstanding.store(false);
+        if (!ok) st->writes_ended.store(true);
+        st->invoke([ok](ClientReactor& r) { r.on_write_done(ok); });
+        if (++writes_this_turn >= kWritesPerTurn) {  // a reactor writing from on_write_done lets the loop poll
+          writes_this_turn = 0;
+          detail::NextTurn turn{st->loop};
+          co_await turn;
+        }
+        continue;
+      }
+      if (st->writes_done_wanted && !st->writes_done_sent) {
+        st->writes_done_sent = true;
+        co_await st->call.writes_done();
+        continue;
+      }
+      if ((st->ended || st->connection_gone) && !st->reader_reading) break;
+      co_await st->wakes.main.wait();
+    }
+    st->over = true;
+    st->wakes.reader.resume_now();  // a parked reader sees `over` and ends
+    while (!st->reader_exited) co_await st->wakes.main.wait();
+    status = co_await st->call.finish();  // ended: at once; the connection gone: what the stream left
+  }
+  detail::fail_remaining(*st);
+  st->done.store(true);
+  try {
+    st->reactor->on_done(status);
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "grpc client reactor: on_done threw: {}", e.what());
+  } catch (...) {
+    log(LogLevel::warn, "grpc client reactor: on_done threw");
+  }
+  st->reactor.reset();
+  st->call = ClientCall();  // its stream is released here, on the loop
+  st->client.reset();
+}
+
+}  // namespace
+
+ClientStream Client::start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor) {
+  if (!reactor) throw std::invalid_argument("grpc::Client::start: a null reactor");
+  if (reactor->stream_) throw std::logic_error("grpc::Client::start: the reactor has a call already (one per call)");
+  auto st = std::make_shared<ClientState>(shared_from_this());
+  reactor->stream_.emplace(st);  // before anything can reach the reactor
+  st->reactor = std::move(reactor);
+  // Started from a loop task even on the loop: the reactor hears nothing before start() returned.
+  const bool posted = loop().try_execute(
+      UniqueFunction<void()>([st, method = std::move(method), options = std::move(options)]() mutable {
+        spawn_detached(st->loop, run_call(st, std::move(method), std::move(options)));
+      }));
+  if (!posted) {
+    st->reactor->stream_.reset();
+    st->reactor.reset();
+    throw RejectedExecutionError("grpc::Client::start: the connection's event loop has terminated");
+  }
+  return ClientStream(std::move(st));
+}
+
+void ClientStream::start_read() {
+  if (state_->done.load()) return;
+  if (state_->reads_ended.load()) throw std::logic_error("grpc::ClientStream::start_read after a read gave nullopt");
+  if (state_->read_outstanding.exchange(true)) throw std::logic_error("grpc::ClientStream::start_read: a read is outstanding");
+  detail::run_request(state_, [](ClientState& st) {
+    if (st.done.load()) return;
+    st.read_wanted = true;
+    st.wakes.wake_reader();
+    if (st.over) st.wakes.wake_main();
+  });
+}
+
+void ClientStream::start_write(ByteBuf message) {
+  if (state_->done.load()) return;
+  if (state_->writes_done_called.load()) throw std::logic_error("grpc::ClientStream::start_write after writes_done()");
+  if (state_->writes_ended.load()) throw std::logic_error("grpc::ClientStream::start_write after a write failed");
+  if (state_->write_outstanding.exchange(true)) {
+    throw std::logic_error("grpc::ClientStream::start_write: a write is outstanding");
+  }
+  detail::run_request(state_, [message = std::move(message)](ClientState& st) mutable {
+    if (st.done.load()) return;
+    st.write_wanted.emplace(std::move(message));
+    st.wakes.wake_main();
+  });
+}
+
+void ClientStream::writes_done() {
+  if (state_->writes_done_called.exchange(true)) return;
+  detail::run_request(state_, [](ClientState& st) {
+    if (st.done.load()) return;
+    st.writes_done_wanted = true;
+    st.wakes.wake_main();
+  });
+}
+
+void ClientStream::cancel() {
+  if (!state_->done.load()) state_->request_cancel();
+}
+
+const ClientCall& ClientStream::call() const noexcept { return state_->call; }
+
+EventLoop& ClientStream::loop() const noexcept { return state_->loop; }
+
+}  // namespace weft::grpc
