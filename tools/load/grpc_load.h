@@ -14,8 +14,8 @@
 #include <string>
 
 #include "histogram.h"
-#include "http_load.h"
 #include "report.h"
+#include "run.h"
 
 namespace weft::load {
 

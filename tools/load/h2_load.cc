@@ -5,11 +5,9 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <latch>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -23,18 +21,10 @@
 #include "weft/codec/tls/tls_error.h"
 #include "weft/codec/tls/tls_handler.h"
 #include "weft/core/error.h"
-#include "weft/core/event_loop_group.h"
-#include "weft/transport/epoll.h"
 
 namespace weft::load {
 
 namespace {
-
-using Nanos = std::int64_t;
-
-Nanos now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
 
 // h2load's default windows (-w 30, -W 30): flow control never holds a response back.
 constexpr std::int32_t kWindow = (1 << 30) - 1;
@@ -50,9 +40,9 @@ struct H2Config {
   nghttp2_session_callbacks* callbacks = nullptr;
 };
 
-// The connections' setup and the run's end, between the loops and the calling thread. Thread-safe.
-struct RunSync {
-  explicit RunSync(std::size_t workers) : ready_per_worker(workers, 0) {}
+// The connections' setup, between the loops and the calling thread. Thread-safe.
+struct SetupSync {
+  explicit SetupSync(std::size_t workers) : ready_per_worker(workers, 0) {}
 
   // A connection became HTTP/2 (ok) or could not; `worker` is its loop's index. Ignored once the
   // setup is over (the caller counts the stragglers as failures).
@@ -76,12 +66,6 @@ struct RunSync {
       cv.notify_all();
     }
   }
-  void worker_done() {
-    std::lock_guard lock(mutex);
-    ++workers_done;
-    cv.notify_all();
-  }
-
   std::mutex mutex;
   std::condition_variable cv;
   int reported = 0;
@@ -89,23 +73,19 @@ struct RunSync {
   std::vector<int> ready_per_worker;
   std::string first_failure;
   bool setup_over = false;
-  std::size_t workers_done = 0;
 };
 
 class H2Connection;
 
-// One event loop's share of the run. Loop thread only, except the progress atomics.
-class H2Worker {
+// One event loop's share of the run: the core's Worker plus a counted run's budget.
+class H2Worker final : public Worker {
  public:
-  H2Worker(EventLoop& loop, std::size_t index, const H2Config& config, RunSync& sync)
-      : loop_(loop), index_(index), config_(config), sync_(sync) {}
+  H2Worker(Run& run, EventLoop& loop, std::size_t index, const H2Config& config, SetupSync& sync)
+      : Worker(run, loop, config.timeout_ns), index_(index), config_(config), sync_(sync) {}
 
-  EventLoop& loop() const noexcept { return loop_; }
   std::size_t index() const noexcept { return index_; }
   const H2Config& config() const noexcept { return config_; }
-  RunSync& sync() const noexcept { return sync_; }
-  bool began() const noexcept { return began_; }
-  bool sending() const noexcept { return began_ && !stopping_; }
+  SetupSync& sync() const noexcept { return sync_; }
 
   // Takes one request to send; false when the run sends no more.
   bool take() noexcept {
@@ -116,55 +96,28 @@ class H2Worker {
     return true;
   }
   void sent() noexcept {
-    ++requests;
+    ++stats.requests;
     ++in_flight_;
   }
   void ended(std::size_t n) {
     in_flight_ -= n;
-    if (config_.counted && budget_ == 0 && in_flight_ == 0) done();
+    if (config_.counted && budget_ == 0 && in_flight_ == 0) finish();
   }
-  void attach(H2Connection* c) { connections_.push_back(c); }
+  void attach(H2Connection* c);
   void detach(H2Connection* c, std::size_t in_flight);
   void begin(std::uint64_t budget);
-  void stop();
-  void publish() noexcept {
-    progress_responses.store(responses, std::memory_order_relaxed);
-    progress_errors.store(errors.total(), std::memory_order_relaxed);
-  }
-
-  Histogram latency;
-  Errors errors;
-  std::uint64_t requests = 0;
-  std::uint64_t responses = 0;
-  std::uint64_t bytes_read = 0;
-  std::atomic<std::uint64_t> progress_responses{0};
-  std::atomic<std::uint64_t> progress_errors{0};
 
  private:
-  void check_timeouts();
-  void done() {
-    if (done_) return;
-    done_ = true;
-    publish();
-    sync_.worker_done();
-  }
-
-  EventLoop& loop_;
   std::size_t index_;
   const H2Config& config_;
-  RunSync& sync_;
-  std::vector<H2Connection*> connections_;  // HTTP/2 ready, open
-  bool began_ = false;
-  bool stopping_ = false;
-  bool done_ = false;
-  TimerId timeout_timer_ = 0;
+  SetupSync& sync_;
   std::uint64_t budget_ = 0;     // counted runs: requests still to send
   std::uint64_t in_flight_ = 0;  // over all connections
 };
 
 // One HTTP/2 connection: an nghttp2 client session fed from the channel; its output leaves in one
 // write per read batch. Loop thread only.
-class H2Connection final : public InboundHandler<ByteBuf> {
+class H2Connection final : public InboundHandler<ByteBuf>, public Session {
  public:
   H2Connection(H2Worker& worker, std::shared_ptr<TlsHandler> tls)
       : worker_(worker), tls_(std::move(tls)), slots_(worker.config().streams) {
@@ -194,7 +147,7 @@ class H2Connection final : public InboundHandler<ByteBuf> {
   void channel_read(Context& ctx, ByteBuf&& bytes) override {
     if (session_ == nullptr || closing_) return;
     const std::size_t n = bytes.readable_bytes();
-    if (worker_.sending()) worker_.bytes_read += n;
+    if (worker_.sending()) worker_.stats.bytes_read += n;
     if (!ready_ && first_bytes_.size() < 64) {
       first_bytes_.append(reinterpret_cast<const char*>(bytes.read_ptr()), std::min(n, 64 - first_bytes_.size()));
     }
@@ -205,7 +158,7 @@ class H2Connection final : public InboundHandler<ByteBuf> {
         fail(ctx, not_h2_reason(nghttp2_strerror(static_cast<int>(rv))));
         return;
       }
-      worker_.errors.parse += in_flight_;  // counted here, not again as read errors when it closes
+      worker_.stats.errors.parse += in_flight_;  // counted here, not again as read errors when it closes
       abandon();
       return;
     }
@@ -247,15 +200,15 @@ class H2Connection final : public InboundHandler<ByteBuf> {
       return;
     }
     if (worker_.sending() && in_flight_ > 0) {
-      (write_side ? worker_.errors.write : worker_.errors.read) += in_flight_;
+      (write_side ? worker_.stats.errors.write : worker_.stats.errors.read) += in_flight_;
       abandon();
       return;
     }
     ctx.close();
   }
 
-  std::size_t in_flight() const noexcept { return in_flight_; }
-  Nanos last_progress() const noexcept { return last_progress_; }
+  std::size_t in_flight() const noexcept override { return in_flight_; }
+  Nanos last_progress() const noexcept override { return last_progress_; }
 
   // Opens streams up to the limit (while the run sends) and writes what nghttp2 has to send.
   void start(Nanos now) {
@@ -264,12 +217,12 @@ class H2Connection final : public InboundHandler<ByteBuf> {
     if (ctx_ != nullptr) send(*ctx_);
   }
   // Gives up on the open streams (they are counted by the caller) and closes.
-  void abandon() {
+  void abandon() override {
     worker_.ended(in_flight_);
     in_flight_ = 0;
     close();
   }
-  void close() {
+  void close() override {
     closing_ = true;
     if (ctx_ != nullptr) ctx_->close();
   }
@@ -385,11 +338,11 @@ class H2Connection final : public InboundHandler<ByteBuf> {
     --in_flight_;
     last_progress_ = now_;
     if (error_code == NGHTTP2_NO_ERROR && slot.status >= 200) {
-      worker_.latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, now_ - slot.start)));
-      ++worker_.responses;
-      if (slot.status >= 300) ++worker_.errors.status;
+      worker_.stats.latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, now_ - slot.start)));
+      ++worker_.stats.responses;
+      if (slot.status >= 300) ++worker_.stats.errors.status;
     } else {
-      ++worker_.errors.read;  // reset by the server (or refused)
+      ++worker_.stats.errors.read;  // reset by the server (or refused)
     }
     worker_.ended(1);
   }
@@ -421,55 +374,23 @@ class H2Connection final : public InboundHandler<ByteBuf> {
   bool closing_ = false;
 };
 
+void H2Worker::attach(H2Connection* c) { add_session(c); }
 
 void H2Worker::detach(H2Connection* c, std::size_t in_flight) {
-  std::erase(connections_, c);
+  remove_session(c);
   if (!sending()) return;
-  errors.read += in_flight;  // the connection ended with streams open
+  stats.errors.read += in_flight;  // the connection ended with streams open
   ended(in_flight);
   publish();
-  if (connections_.empty()) done();  // nothing left to send on
+  if (sessions().empty()) finish();  // nothing left to send on
 }
 
 void H2Worker::begin(std::uint64_t budget) {
-  began_ = true;
   budget_ = budget;
-  timeout_timer_ = loop_.schedule_at_fixed_rate(std::chrono::milliseconds(100), std::chrono::milliseconds(100),
-                                                [this] { check_timeouts(); });
+  Worker::begin();
   const Nanos now = now_ns();
-  for (H2Connection* c : std::vector<H2Connection*>(connections_)) c->start(now);
-  if (connections_.empty() || (config_.counted && in_flight_ == 0)) done();
-}
-
-void H2Worker::stop() {
-  stopping_ = true;
-  if (timeout_timer_ != 0) loop_.cancel(timeout_timer_);
-  publish();
-  for (H2Connection* c : std::vector<H2Connection*>(connections_)) c->close();
-}
-
-void H2Worker::check_timeouts() {
-  if (!sending()) return;
-  const Nanos now = now_ns();
-  for (H2Connection* c : std::vector<H2Connection*>(connections_)) {
-    if (c->in_flight() > 0 && now - c->last_progress() > config_.timeout_ns) {
-      errors.timeout += c->in_flight();
-      c->abandon();
-    }
-  }
-  publish();
-}
-
-std::string connect_failure(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::system_error& e) {
-    return e.code().message();
-  } catch (const ConnectTimeoutError&) {
-    return "connect timed out";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  for (Session* c : std::vector<Session*>(sessions())) static_cast<H2Connection*>(c)->start(now);
+  if (sessions().empty() || (config_.counted && in_flight_ == 0)) finish();
 }
 
 // Header fields HTTP/2 forbids (RFC 9113 8.2.2); Host is :authority.
@@ -554,47 +475,28 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
     tls_options.handshake_timeout = timeout;
   }
 
-  EventLoopGroup loops(epoll(), static_cast<std::size_t>(options.threads), "weft-load");
-  RunSync sync(loops.size());
-  std::vector<std::unique_ptr<H2Worker>> workers;
-  for (std::size_t i = 0; i < loops.size(); ++i) {
-    workers.push_back(std::make_unique<H2Worker>(loops.at(i), i, config, sync));
-  }
-  auto worker_of = [&workers](EventLoop& loop) -> H2Worker& {
-    for (auto& w : workers) {
-      if (&w->loop() == &loop) return *w;
-    }
-    return *workers.front();  // not reached: every channel runs on one of the group's loops
-  };
+  Run run(options.threads);
+  SetupSync sync(run.loops().size());
+  std::size_t next_index = 0;
+  run.add_workers([&](EventLoop& loop) { return std::make_unique<H2Worker>(run, loop, next_index++, config, sync); });
 
   Bootstrap bootstrap;
-  bootstrap.group(loops)
+  bootstrap.group(run.loops())
       .option(option::tcp_nodelay, true)
       .option(option::connect_timeout, timeout)
-      .handler([&worker_of, &tls, &tls_options](Channel& ch) {
+      .handler([&run, &tls, &tls_options](Channel& ch) {
         std::shared_ptr<TlsHandler> handler;
         if (tls) {
           handler = std::make_shared<TlsHandler>(tls, tls_options);
           ch.pipeline().add_last("tls", handler);
         }
-        ch.pipeline().add_last("load", std::make_shared<H2Connection>(worker_of(ch.loop()), handler));
+        ch.pipeline().add_last("load", std::make_shared<H2Connection>(run.worker_of<H2Worker>(ch.loop()), handler));
       });
-
-  auto stop_all = [&] {
-    std::latch stopped(static_cast<std::ptrdiff_t>(workers.size()));
-    for (auto& w : workers) {
-      w->loop().execute([&w, &stopped] {
-        w->stop();
-        stopped.count_down();
-      });
-    }
-    stopped.wait();
-  };
 
   // Every connection HTTP/2 (the server's SETTINGS in) or failed before the clock starts.
   for (int i = 0; i < options.connections; ++i) {
     bootstrap.connect(target.address).add_listener([&sync](const Future<ChannelPtr>& f) {
-      if (auto error = f.error()) sync.connect_failed(connect_failure(error));
+      if (auto error = f.error()) sync.connect_failed(connect_failure_reason(error));
     });
   }
   std::vector<int> ready_per_worker;
@@ -611,21 +513,21 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
   int ready = 0;
   for (int n : ready_per_worker) ready += n;
   if (ready == 0) {
-    stop_all();
-    loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
+    run.stop();
+    run.shutdown();
     throw LoadError(fmt::format("{} {}: {}", none_connected ? "cannot connect to" : "no HTTP/2 connection to",
                                 target.address.to_string(), first_failure));
   }
 
   // A request count is shared by the ready connections: each loop gets its connections' part.
-  std::vector<std::uint64_t> budgets(workers.size(), 0);
+  std::vector<std::uint64_t> budgets(run.size(), 0);
   if (config.counted) {
     std::uint64_t given = 0;
-    for (std::size_t i = 0; i < workers.size(); ++i) {
+    for (std::size_t i = 0; i < run.size(); ++i) {
       budgets[i] = options.requests * static_cast<std::uint64_t>(ready_per_worker[i]) / static_cast<std::uint64_t>(ready);
       given += budgets[i];
     }
-    for (std::size_t i = 0; given < options.requests; i = (i + 1) % workers.size()) {
+    for (std::size_t i = 0; given < options.requests; i = (i + 1) % run.size()) {
       if (ready_per_worker[i] > 0) {
         ++budgets[i];
         ++given;
@@ -634,39 +536,16 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
   }
 
   const auto t0 = Clock::now();
-  for (std::size_t i = 0; i < workers.size(); ++i) {
-    workers[i]->loop().execute([w = workers[i].get(), budget = budgets[i]] { w->begin(budget); });
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    H2Worker& w = run.worker<H2Worker>(i);
+    w.loop().execute([&w, budget = budgets[i]] { w.begin(budget); });
   }
-  const auto end = options.duration_s > 0 ? t0 + std::chrono::nanoseconds(static_cast<Nanos>(options.duration_s * 1e9))
-                                          : Clock::time_point::max();
-  for (auto tick = t0 + std::chrono::seconds(1);; tick += std::chrono::seconds(1)) {
-    {
-      std::unique_lock lock(sync.mutex);
-      if (sync.cv.wait_until(lock, std::min(tick, end), [&] { return sync.workers_done == workers.size(); })) break;
-    }
-    if (Clock::now() >= end) break;
-    if (progress) {
-      std::uint64_t responses = 0, errors = 0;
-      for (auto& w : workers) {
-        responses += w->progress_responses.load(std::memory_order_relaxed);
-        errors += w->progress_errors.load(std::memory_order_relaxed);
-      }
-      progress(std::chrono::duration<double>(Clock::now() - t0).count(), responses, errors);
-    }
-  }
-  stop_all();
-  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
+  run.wait(t0, deadline_after(t0, options.duration_s), progress);
+  run.stop();
+  const double elapsed = seconds_since(t0);
+  run.shutdown();
 
-  HttpResult result;
-  result.duration_s = elapsed;
-  for (auto& w : workers) {
-    result.requests += w->requests;
-    result.responses += w->responses;
-    result.bytes_read += w->bytes_read;
-    result.latency.merge(w->latency);
-    result.errors.add(w->errors);
-  }
+  HttpResult result = http_result(run.merge(), elapsed);
   result.errors.connect += static_cast<std::uint64_t>(options.connections - ready);
   return result;
 }

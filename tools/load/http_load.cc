@@ -5,11 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <latch>
 #include <memory>
-#include <mutex>
 #include <system_error>
-#include <thread>
 
 #include "response_scanner.h"
 #include "weft/buffer/byte_buf.h"
@@ -20,18 +17,10 @@
 #include "weft/codec/tls/tls_error.h"
 #include "weft/codec/tls/tls_handler.h"
 #include "weft/core/error.h"
-#include "weft/core/event_loop_group.h"
-#include "weft/transport/epoll.h"
 
 namespace weft::load {
 
 namespace {
-
-using Nanos = std::int64_t;
-
-Nanos now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
 
 // What every connection of a run shares; read-only once the run starts.
 struct RunConfig {
@@ -44,52 +33,32 @@ struct RunConfig {
 
 class Connection;
 
-// One event loop's share of the run. Loop thread only, except the progress atomics.
-class Worker {
+// One event loop's share of the run: the core's Worker plus the open loop's schedule.
+class HttpWorker final : public Worker {
  public:
-  Worker(EventLoop& loop, const RunConfig& config, double rate) : loop_(loop), config_(config) {
+  HttpWorker(Run& run, EventLoop& loop, const RunConfig& config, double rate)
+      : Worker(run, loop, config.timeout_ns), config_(config) {
     interval_ns_ = rate > 0 ? 1e9 / rate : 0;
   }
 
-  EventLoop& loop() const noexcept { return loop_; }
   const RunConfig& config() const noexcept { return config_; }
-  bool sending() const noexcept { return began_ && !stopping_; }
-  bool stopping() const noexcept { return stopping_; }
 
   void attach(Connection* c);
   void detach(Connection* c, std::size_t in_flight);
   void begin();
-  void stop();
   // Open loop: hands the requests that are due by `now` to connections with room.
   void pump(Nanos now);
-  void publish() noexcept {
-    progress_responses.store(responses, std::memory_order_relaxed);
-    progress_errors.store(errors.total(), std::memory_order_relaxed);
-  }
 
   std::function<void()> reconnect;  // set by the runner
-
-  Histogram latency;
-  Errors errors;
-  std::uint64_t requests = 0;
-  std::uint64_t responses = 0;
-  std::uint64_t bytes_read = 0;
-  std::string handshake_failure;  // the first TLS handshake's failure, if any
-  std::atomic<std::uint64_t> progress_responses{0};
-  std::atomic<std::uint64_t> progress_errors{0};
+  std::string handshake_failure;    // the first TLS handshake's failure, if any
 
  private:
-  void check_timeouts();
   void schedule_pump(Nanos now);
+  Connection& connection(std::size_t index) const noexcept;
 
-  EventLoop& loop_;
   const RunConfig& config_;
-  std::vector<Connection*> connections_;
   std::vector<Connection*> touched_;
-  bool began_ = false;
-  bool stopping_ = false;
   bool pump_scheduled_ = false;
-  TimerId timeout_timer_ = 0;
   Nanos start_ = 0;
   double interval_ns_ = 0;
   std::uint64_t next_index_ = 0;  // the next request to schedule: intended at start_ + index * interval
@@ -97,9 +66,9 @@ class Worker {
 };
 
 // One HTTP connection: writes pre-encoded request batches, counts the responses.
-class Connection final : public InboundHandler<ByteBuf> {
+class Connection final : public InboundHandler<ByteBuf>, public Session {
  public:
-  explicit Connection(Worker& worker) : worker_(worker), intended_(worker.config().pipeline) {
+  explicit Connection(HttpWorker& worker) : worker_(worker), intended_(worker.config().pipeline) {
     const RunConfig& config = worker.config();
     std::string batch;
     batch.reserve(config.request.size() * config.pipeline);
@@ -116,26 +85,26 @@ class Connection final : public InboundHandler<ByteBuf> {
   void channel_read(Context& ctx, ByteBuf&& bytes) override {
     if (!worker_.sending()) return;
     const Nanos now = now_ns();
-    worker_.bytes_read += bytes.readable_bytes();
+    worker_.stats.bytes_read += bytes.readable_bytes();
     ResponseScanner::Counts counts = scanner_.scan(bytes.view());
     for (std::uint32_t i = 0; i < counts.responses; ++i) {
       if (in_flight_ == 0) {  // a response nobody asked for
         counts.error = true;
         break;
       }
-      worker_.latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, now - pop_intended())));
-      ++worker_.responses;
+      worker_.stats.latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, now - pop_intended())));
+      ++worker_.stats.responses;
     }
-    worker_.errors.status += counts.non_2xx;
+    worker_.stats.errors.status += counts.non_2xx;
     if (counts.responses > 0) last_progress_ = now;
     if (counts.error) {
-      ++worker_.errors.parse;
+      ++worker_.stats.errors.parse;
       in_flight_ = 0;  // counted as a parse error, not again as a read error when it closes
       ctx.close();
     } else if (!worker_.config().open_loop) {
       if (in_flight_ == 0) {
         if (worker_.config().reconnect) {
-          ctx.close();  // its replacement is connected when it has closed (Worker::detach)
+          ctx.close();  // its replacement is connected when it has closed (HttpWorker::detach)
         } else {
           send_batch(now);
         }
@@ -165,7 +134,9 @@ class Connection final : public InboundHandler<ByteBuf> {
         if (worker_.handshake_failure.empty()) worker_.handshake_failure = e.what();
       } catch (...) {
       }
-      ++(handshake ? worker_.errors.connect : write_side ? worker_.errors.write : worker_.errors.read);
+      ++(handshake    ? worker_.stats.errors.connect
+         : write_side ? worker_.stats.errors.write
+                      : worker_.stats.errors.read);
       in_flight_ = 0;
     }
     ctx.close();
@@ -173,8 +144,8 @@ class Connection final : public InboundHandler<ByteBuf> {
 
   std::size_t room() const noexcept { return intended_.size() - in_flight_ - unsent_; }
   std::size_t unsent() const noexcept { return unsent_; }
-  std::size_t in_flight() const noexcept { return in_flight_; }
-  Nanos last_progress() const noexcept { return last_progress_; }
+  std::size_t in_flight() const noexcept override { return in_flight_; }
+  Nanos last_progress() const noexcept override { return last_progress_; }
 
   // Closed loop: the whole pipeline at once, all intended now.
   void send_batch(Nanos now) {
@@ -193,17 +164,17 @@ class Connection final : public InboundHandler<ByteBuf> {
     const std::size_t n = unsent_;
     in_flight_ += n;
     unsent_ = 0;
-    worker_.requests += n;
+    worker_.stats.requests += n;
     ctx_->write(n == intended_.size() ? batch_.slice() : batch_.slice(0, n * worker_.config().request.size()));
     ctx_->flush();
   }
   // Gives up on the outstanding requests (timeout) and closes.
-  void abandon() {
+  void abandon() override {
     in_flight_ = 0;
     unsent_ = 0;
     if (ctx_ != nullptr) ctx_->close();
   }
-  void close_connection() {
+  void close() override {
     if (ctx_ != nullptr) ctx_->close();
   }
 
@@ -215,7 +186,7 @@ class Connection final : public InboundHandler<ByteBuf> {
     return t;
   }
 
-  Worker& worker_;
+  HttpWorker& worker_;
   Context* ctx_ = nullptr;
   ByteBuf batch_;
   ResponseScanner scanner_;
@@ -226,13 +197,17 @@ class Connection final : public InboundHandler<ByteBuf> {
   Nanos last_progress_ = 0;
 };
 
-void Worker::attach(Connection* c) {
-  if (stopping_) {
-    c->close_connection();
+Connection& HttpWorker::connection(std::size_t index) const noexcept {
+  return static_cast<Connection&>(*sessions()[index]);
+}
+
+void HttpWorker::attach(Connection* c) {
+  if (stopping()) {
+    c->close();
     return;
   }
-  connections_.push_back(c);
-  if (!began_) return;
+  add_session(c);
+  if (!began()) return;
   const Nanos now = now_ns();
   if (config_.open_loop) {
     pump(now);
@@ -241,50 +216,41 @@ void Worker::attach(Connection* c) {
   }
 }
 
-void Worker::detach(Connection* c, std::size_t in_flight) {
-  std::erase(connections_, c);
-  if (cursor_ >= connections_.size()) cursor_ = 0;
-  if (stopping_) return;
-  if (in_flight > 0) ++errors.read;  // the server closed with requests outstanding
+void HttpWorker::detach(Connection* c, std::size_t in_flight) {
+  remove_session(c);
+  if (cursor_ >= sessions().size()) cursor_ = 0;
+  if (stopping()) return;
+  if (in_flight > 0) ++stats.errors.read;  // the server closed with requests outstanding
   publish();
   if (reconnect) reconnect();
 }
 
-void Worker::begin() {
-  began_ = true;
+void HttpWorker::begin() {
   start_ = now_ns();
-  timeout_timer_ = loop_.schedule_at_fixed_rate(std::chrono::milliseconds(100), std::chrono::milliseconds(100),
-                                                [this] { check_timeouts(); });
+  Worker::begin();
   if (config_.open_loop) {
     pump(start_);
   } else {
-    for (Connection* c : std::vector<Connection*>(connections_)) c->send_batch(start_);
+    for (Session* c : std::vector<Session*>(sessions())) static_cast<Connection*>(c)->send_batch(start_);
   }
 }
 
-void Worker::stop() {
-  stopping_ = true;
-  if (timeout_timer_ != 0) loop_.cancel(timeout_timer_);
-  publish();
-  for (Connection* c : std::vector<Connection*>(connections_)) c->close_connection();
-}
-
-void Worker::pump(Nanos now) {
+void HttpWorker::pump(Nanos now) {
   if (!sending()) return;
   const auto due = static_cast<std::uint64_t>(static_cast<double>(now - start_) / interval_ns_) + 1;
   touched_.clear();
-  const std::size_t n = connections_.size();
+  const std::size_t n = sessions().size();
   std::size_t full_in_a_row = 0;
   while (next_index_ < due && n > 0 && full_in_a_row < n) {
-    Connection* c = connections_[cursor_];
+    Connection& c = connection(cursor_);
     cursor_ = (cursor_ + 1) % n;
-    if (c->room() == 0) {
+    if (c.room() == 0) {
       ++full_in_a_row;
       continue;
     }
     full_in_a_row = 0;
-    if (c->unsent() == 0) touched_.push_back(c);
-    c->queue(start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_));
+    if (c.unsent() == 0) touched_.push_back(&c);
+    c.queue(start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_));
     ++next_index_;
   }
   for (Connection* c : touched_) c->flush_queued(now);
@@ -293,38 +259,14 @@ void Worker::pump(Nanos now) {
   if (next_index_ >= due) schedule_pump(now);
 }
 
-void Worker::schedule_pump(Nanos now) {
+void HttpWorker::schedule_pump(Nanos now) {
   if (pump_scheduled_) return;
   pump_scheduled_ = true;
   const Nanos next = start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_);
-  loop_.schedule(std::chrono::nanoseconds(std::max<Nanos>(0, next - now)), [this] {
+  loop().schedule(std::chrono::nanoseconds(std::max<Nanos>(0, next - now)), [this] {
     pump_scheduled_ = false;
     pump(now_ns());
   });
-}
-
-void Worker::check_timeouts() {
-  if (!sending()) return;
-  const Nanos now = now_ns();
-  for (Connection* c : std::vector<Connection*>(connections_)) {
-    if (c->in_flight() > 0 && now - c->last_progress() > config_.timeout_ns) {
-      errors.timeout += c->in_flight();
-      c->abandon();
-    }
-  }
-  publish();
-}
-
-std::string connect_failure_reason(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::system_error& e) {
-    return e.code().message();
-  } catch (const ConnectTimeoutError&) {
-    return "connect timed out";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
 }
 
 }  // namespace
@@ -377,6 +319,17 @@ std::string encode_request(const HttpTarget& target, const std::vector<std::stri
   return request;
 }
 
+HttpResult http_result(Stats stats, double duration_s) {
+  HttpResult result;
+  result.requests = stats.requests;
+  result.responses = stats.responses;
+  result.bytes_read = stats.bytes_read;
+  result.duration_s = duration_s;
+  result.latency = std::move(stats.latency);
+  result.errors = stats.errors;
+  return result;
+}
+
 HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
   if (options.connections < 1 || options.threads < 1 || options.pipeline < 1 || options.duration_s <= 0 ||
       options.rate < 0 || options.timeout_s <= 0) {
@@ -408,103 +361,65 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
     tls_options.handshake_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000));
   }
 
-  EventLoopGroup loops(epoll(), static_cast<std::size_t>(options.threads), "weft-load");
-  std::vector<std::unique_ptr<Worker>> workers;
-  for (std::size_t i = 0; i < loops.size(); ++i) {
-    workers.push_back(std::make_unique<Worker>(loops.at(i), config, options.rate / static_cast<double>(loops.size())));
-  }
-  auto worker_of = [&workers](EventLoop& loop) -> Worker& {
-    for (auto& w : workers) {
-      if (&w->loop() == &loop) return *w;
-    }
-    return *workers.front();  // not reached: every channel runs on one of the group's loops
-  };
+  Run run(options.threads);
+  run.add_workers([&](EventLoop& loop) {
+    return std::make_unique<HttpWorker>(run, loop, config, options.rate / static_cast<double>(run.loops().size()));
+  });
 
   Bootstrap bootstrap;
-  bootstrap.group(loops)
+  bootstrap.group(run.loops())
       .option(option::tcp_nodelay, true)
       .option(option::connect_timeout, std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000)))
-      .handler([&worker_of, &tls, &tls_options](Channel& ch) {
+      .handler([&run, &tls, &tls_options](Channel& ch) {
         if (tls) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(tls, tls_options));
-        ch.pipeline().add_last("load", std::make_shared<Connection>(worker_of(ch.loop())));
+        ch.pipeline().add_last("load", std::make_shared<Connection>(run.worker_of<HttpWorker>(ch.loop())));
       });
 
   std::atomic<bool> stopping{false};
-  std::atomic<std::uint64_t> reconnect_failures{0};
   std::function<void()> reconnect = [&] {
     if (stopping.load()) return;
     bootstrap.connect(target.address).add_listener([&](const Future<ChannelPtr>& f) {
       if (f.is_success() || stopping.load()) return;
-      reconnect_failures.fetch_add(1, std::memory_order_relaxed);
-      loops.next().try_execute([&] {  // back off a little before the next attempt
+      run.connect_failures().add(connect_failure_reason(f.error()));
+      run.loops().next().try_execute([&] {  // back off a little before the next attempt
         if (!stopping.load()) EventLoop::current()->schedule(std::chrono::milliseconds(50), [&] { reconnect(); });
       });
     });
   };
-  for (auto& w : workers) w->reconnect = reconnect;
+  for (std::size_t i = 0; i < run.size(); ++i) run.worker<HttpWorker>(i).reconnect = reconnect;
 
-  auto shutdown = [&] {
+  auto stop = [&] {
     stopping.store(true);
-    std::latch stopped(static_cast<std::ptrdiff_t>(workers.size()));
-    for (auto& w : workers) {
-      w->loop().execute([&w, &stopped] {
-        w->stop();
-        stopped.count_down();
-      });
-    }
-    stopped.wait();
+    run.stop();
   };
 
   // Connect everything first; the clock starts when all are up.
   std::vector<Future<ChannelPtr>> connects;
   for (int i = 0; i < options.connections; ++i) connects.push_back(bootstrap.connect(target.address));
-  std::uint64_t initial_failures = 0;
-  std::string first_failure;
-  for (auto& f : connects) {
-    f.wait();
-    if (auto error = f.error()) {
-      ++initial_failures;
-      if (first_failure.empty()) first_failure = connect_failure_reason(error);
-    }
-  }
-  if (initial_failures == connects.size()) {
-    shutdown();
-    loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
-    throw LoadError(fmt::format("cannot connect to {}: {}", target.address.to_string(), first_failure));
+  if (await_connects(connects, run.connect_failures(), connect_failure_reason).empty()) {
+    stop();
+    run.shutdown();
+    throw LoadError(
+        fmt::format("cannot connect to {}: {}", target.address.to_string(), run.connect_failures().first_reason()));
   }
 
   const auto t0 = Clock::now();
-  for (auto& w : workers) w->loop().execute([&w] { w->begin(); });
-  const auto end = t0 + std::chrono::nanoseconds(static_cast<Nanos>(options.duration_s * 1e9));
-  for (auto tick = t0 + std::chrono::seconds(1); Clock::now() < end; tick += std::chrono::seconds(1)) {
-    std::this_thread::sleep_until(std::min(tick, end));
-    if (progress && Clock::now() < end) {
-      std::uint64_t responses = 0, errors = 0;
-      for (auto& w : workers) {
-        responses += w->progress_responses.load(std::memory_order_relaxed);
-        errors += w->progress_errors.load(std::memory_order_relaxed);
-      }
-      progress(std::chrono::duration<double>(Clock::now() - t0).count(), responses, errors);
-    }
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    HttpWorker& w = run.worker<HttpWorker>(i);
+    w.loop().execute([&w] { w.begin(); });
   }
-  shutdown();
-  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
+  run.wait(t0, deadline_after(t0, options.duration_s), progress);
+  stop();
+  const double elapsed = seconds_since(t0);
+  run.shutdown();
 
-  HttpResult result;
-  result.duration_s = elapsed;
-  for (auto& w : workers) {
-    result.requests += w->requests;
-    result.responses += w->responses;
-    result.bytes_read += w->bytes_read;
-    result.latency.merge(w->latency);
-    result.errors.add(w->errors);
-  }
-  result.errors.connect += initial_failures + reconnect_failures.load();
+  HttpResult result = http_result(run.merge(), elapsed);
+  result.errors.connect += run.connect_failures().count();
   if (result.responses == 0) {
-    for (auto& w : workers) {
-      if (!w->handshake_failure.empty()) {
-        throw LoadError(fmt::format("TLS handshake with {} failed: {}", target.address.to_string(), w->handshake_failure));
+    for (std::size_t i = 0; i < run.size(); ++i) {
+      const std::string& failure = run.worker<HttpWorker>(i).handshake_failure;
+      if (!failure.empty()) {
+        throw LoadError(fmt::format("TLS handshake with {} failed: {}", target.address.to_string(), failure));
       }
     }
   }

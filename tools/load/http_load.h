@@ -6,12 +6,12 @@
 // weft's TlsHandler (TLS 1.3 preferred, ALPN http/1.1, the server's certificate verified unless insecure).
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "histogram.h"
 #include "report.h"
+#include "run.h"
 #include "weft/channel/socket_address.h"
 
 namespace weft::load {
@@ -51,12 +51,13 @@ struct HttpResult {
   Errors errors;
 };
 
-// Called about once per second from the calling thread: seconds elapsed, responses so far, errors so far.
-using ProgressFn = std::function<void(double, std::uint64_t, std::uint64_t)>;
-
 // Thread-safe (each call runs its own event loops). Throws LoadError for bad options or when no
 // connection to the target could be made.
 HttpResult run_http(const HttpOptions& options, const ProgressFn& progress = {});
+
+// A run's merged stats as an HTTP result (without the errors counted outside the workers).
+// Thread-safe (pure).
+HttpResult http_result(Stats stats, double duration_s);
 
 // The request bytes sent for `target` with extra header lines (validated; throws LoadError).
 std::string encode_request(const HttpTarget& target, const std::vector<std::string>& headers);

@@ -20,6 +20,15 @@ namespace {
 
 using namespace weft::load;
 
+// "  3.0s      120345 req/s  0 errors" once a second on a terminal (http and h2); none otherwise.
+ProgressFn request_progress(bool tty) {
+  if (!tty) return {};
+  return [last = std::uint64_t{0}](double t, std::uint64_t responses, std::uint64_t errors) mutable {
+    print_progress(fmt::format("  {:5.1f}s  {:>10} req/s  {} errors", t, responses - last, errors));
+    last = responses;
+  };
+}
+
 std::string json_number(double v) { return fmt::format("{:.3f}", v); }
 
 void http_report(const HttpOptions& o, const HttpResult& r, const std::string& json_path) {
@@ -232,24 +241,10 @@ int main(int argc, char** argv) {
   const bool tty = progress_enabled();
   try {
     if (*http_cmd) {
-      ProgressFn progress;
-      if (tty) {
-        progress = [last = std::uint64_t{0}](double t, std::uint64_t responses, std::uint64_t errors) mutable {
-          print_progress(fmt::format("  {:5.1f}s  {:>10} req/s  {} errors", t, responses - last, errors));
-          last = responses;
-        };
-      }
-      http_report(http, run_http(http, progress), http_json);
+      http_report(http, run_http(http, request_progress(tty)), http_json);
     } else if (*h2_cmd) {
       if (h2.requests > 0 && h2_duration->count() == 0) h2.duration_s = 0;  // no time limit: the count ends it
-      ProgressFn progress;
-      if (tty) {
-        progress = [last = std::uint64_t{0}](double t, std::uint64_t responses, std::uint64_t errors) mutable {
-          print_progress(fmt::format("  {:5.1f}s  {:>10} req/s  {} errors", t, responses - last, errors));
-          last = responses;
-        };
-      }
-      h2_report(h2, run_h2(h2, progress), h2_json);
+      h2_report(h2, run_h2(h2, request_progress(tty)), h2_json);
     } else if (*echo_cmd) {
       ProgressFn progress;
       if (tty) {

@@ -1,0 +1,139 @@
+#include "run.h"
+
+#include <latch>
+#include <system_error>
+
+#include "weft/core/error.h"
+#include "weft/transport/epoll.h"
+
+namespace weft::load {
+
+void Stats::merge(const Stats& other) noexcept {
+  requests += other.requests;
+  responses += other.responses;
+  bytes_read += other.bytes_read;
+  latency.merge(other.latency);
+  errors.add(other.errors);
+}
+
+std::string connect_failure_reason(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::system_error& e) {
+    return e.code().message();
+  } catch (const ConnectTimeoutError&) {
+    return "connect timed out";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+void ConnectFailures::add(std::string_view reason) {
+  count_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(mutex_);
+  if (first_reason_.empty()) first_reason_ = reason;
+}
+
+std::string ConnectFailures::first_reason() const {
+  std::lock_guard lock(mutex_);
+  return first_reason_;
+}
+
+void Worker::begin() {
+  began_ = true;
+  if (timeout_ns_ > 0) {
+    timeout_timer_ = loop_.schedule_at_fixed_rate(std::chrono::milliseconds(100), std::chrono::milliseconds(100),
+                                                  [this] { check_timeouts(); });
+  }
+}
+
+void Worker::stop() {
+  stopping_ = true;
+  if (timeout_timer_ != 0) loop_.cancel(timeout_timer_);
+  publish();
+  for (Session* s : std::vector<Session*>(sessions_)) s->close();
+}
+
+void Worker::finish() {
+  if (finished_) return;
+  finished_ = true;
+  publish();
+  run_.worker_finished();
+}
+
+void Worker::check_timeouts() {
+  if (!sending()) return;
+  const Nanos now = now_ns();
+  // A copy: abandoning a session may remove it from sessions_.
+  for (Session* s : std::vector<Session*>(sessions_)) {
+    if (s->in_flight() > 0 && now - s->last_progress() > timeout_ns_) {
+      stats.errors.timeout += s->in_flight();
+      s->abandon();
+    }
+  }
+  publish();
+}
+
+Run::Run(int threads) : loops_(epoll(), static_cast<std::size_t>(threads), "weft-load") {}
+
+void Run::add_workers(const std::function<std::unique_ptr<Worker>(EventLoop&)>& make) {
+  for (std::size_t i = 0; i < loops_.size(); ++i) workers_.push_back(make(loops_.at(i)));
+}
+
+Worker& Run::worker_of_loop(EventLoop& loop) const noexcept {
+  for (const auto& w : workers_) {
+    if (&w->loop() == &loop) return *w;
+  }
+  return *workers_.front();  // not reached: every channel runs on one of the group's loops
+}
+
+void Run::wait(TimePoint start, TimePoint end, const ProgressFn& progress) {
+  for (auto tick = start + std::chrono::seconds(1);; tick += std::chrono::seconds(1)) {
+    {
+      std::unique_lock lock(mutex_);
+      if (finished_cv_.wait_until(lock, std::min(tick, end), [&] { return finished_ == workers_.size(); })) break;
+    }
+    if (Clock::now() >= end) break;
+    if (progress) {
+      std::uint64_t responses = 0, errors = 0;
+      for (const auto& w : workers_) {
+        responses += w->published_responses();
+        errors += w->published_errors();
+      }
+      progress(seconds_since(start), responses, errors);
+    }
+  }
+}
+
+void Run::stop() {
+  std::latch stopped(static_cast<std::ptrdiff_t>(workers_.size()));
+  for (auto& w : workers_) {
+    w->loop().execute([&w, &stopped] {
+      w->stop();
+      stopped.count_down();
+    });
+  }
+  stopped.wait();
+}
+
+void Run::shutdown() { loops_.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait(); }
+
+Stats Run::merge() const {
+  Stats all;
+  for (const auto& w : workers_) all.merge(w->stats);
+  return all;
+}
+
+void Run::worker_finished() {
+  std::lock_guard lock(mutex_);
+  ++finished_;
+  finished_cv_.notify_all();
+}
+
+TimePoint deadline_after(TimePoint start, double seconds) noexcept {
+  return seconds > 0 ? start + std::chrono::nanoseconds(static_cast<Nanos>(seconds * 1e9)) : TimePoint::max();
+}
+
+double seconds_since(TimePoint start) noexcept { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace weft::load

@@ -1,0 +1,212 @@
+#pragma once
+// The core every event-loop mode of weft-load runs on (h2load's shape: one worker and its stats per
+// loop, the protocols behind a session interface): the clock, the run's deadline and stop, connect
+// failures, timeouts, progress once a second, and the merge of the workers' counts into one.
+// A mode (http_load.cc, h2_load.cc, grpc_load.cc) subclasses Worker for its loop-side state and
+// makes its connections Sessions; the calling thread drives a Run.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "histogram.h"
+#include "report.h"
+#include "weft/core/clock.h"
+#include "weft/core/event_loop.h"
+#include "weft/core/event_loop_group.h"
+#include "weft/core/future.h"
+
+namespace weft::load {
+
+using Nanos = std::int64_t;
+
+// The run's clock (weft's Clock) in nanoseconds. Thread-safe.
+inline Nanos now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// Called about once per second from the calling thread: seconds elapsed, then two counts that
+// depend on the mode (for the event-loop modes: responses so far, errors so far).
+using ProgressFn = std::function<void(double, std::uint64_t, std::uint64_t)>;
+
+// What one worker counts; the run's result is every worker's, merged. Not thread-safe.
+struct Stats {
+  std::uint64_t requests = 0;   // sent (gRPC: calls)
+  std::uint64_t responses = 0;  // complete responses received (gRPC: messages)
+  std::uint64_t bytes_read = 0;
+  Histogram latency;  // nanoseconds
+  Errors errors;
+
+  void merge(const Stats& other) noexcept;
+};
+
+// "Connection refused", "connect timed out", or the exception's what(): why a connect failed.
+// Thread-safe (pure).
+std::string connect_failure_reason(const std::exception_ptr& error);
+
+// Connections that could not be made: their count (Errors::connect) and the first one's reason,
+// for the message of a run that made none. Thread-safe.
+class ConnectFailures {
+ public:
+  // Counts one failure. Thread-safe.
+  void add(std::string_view reason);
+  // Thread-safe.
+  std::uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
+  // The first failure's reason ("" when none). Thread-safe.
+  std::string first_reason() const;
+
+ private:
+  std::atomic<std::uint64_t> count_{0};
+  mutable std::mutex mutex_;
+  std::string first_reason_;
+};
+
+// Waits for every connect; counts each that failed in `failures` with reason(error), and returns
+// what the others gave, in order. Calling thread (blocks).
+template <typename T, typename Reason>
+std::vector<T> await_connects(std::vector<Future<T>>& connects, ConnectFailures& failures, Reason reason) {
+  std::vector<T> made;
+  for (auto& f : connects) {
+    f.wait();
+    if (auto error = f.error()) {
+      failures.add(reason(error));
+    } else {
+      made.push_back(f.get());
+    }
+  }
+  return made;
+}
+
+// One connection as the core sees it: requests outstanding since some point, and how to end it.
+// Loop thread only (its worker's).
+class Session {
+ public:
+  virtual std::size_t in_flight() const noexcept = 0;
+  // When the session last sent into an idle connection or received a response.
+  virtual Nanos last_progress() const noexcept = 0;
+  // Gives up on the outstanding requests (the caller counts them) and closes.
+  virtual void abandon() = 0;
+  virtual void close() = 0;
+
+ protected:
+  ~Session() = default;
+};
+
+class Run;
+
+// One event loop's share of a run: its stats, its open sessions, whether it sends, and the
+// timeout check. Loop thread only, except where a method says otherwise.
+class Worker {
+ public:
+  // timeout_ns: sessions with requests outstanding and no progress for this long are abandoned,
+  // checked every 100 ms; 0: never.
+  Worker(Run& run, EventLoop& loop, Nanos timeout_ns) : run_(run), loop_(loop), timeout_ns_(timeout_ns) {}
+  virtual ~Worker() = default;
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Thread-safe.
+  EventLoop& loop() const noexcept { return loop_; }
+  bool began() const noexcept { return began_; }
+  bool stopping() const noexcept { return stopping_; }
+  bool sending() const noexcept { return began_ && !stopping_; }
+
+  // Makes the counts so far visible to the progress report.
+  void publish() noexcept {
+    progress_responses_.store(stats.responses, std::memory_order_relaxed);
+    progress_errors_.store(stats.errors.total(), std::memory_order_relaxed);
+  }
+  // Progress counts as last published. Thread-safe.
+  std::uint64_t published_responses() const noexcept { return progress_responses_.load(std::memory_order_relaxed); }
+  std::uint64_t published_errors() const noexcept { return progress_errors_.load(std::memory_order_relaxed); }
+
+  // The run ends: no more sending, every session closed.
+  void stop();
+
+  Stats stats;
+
+ protected:
+  // The run begins on this loop: sending() from now on, and the timeout check starts.
+  void begin();
+  // This worker has nothing more to do; the run ends when every worker has said so (or at its
+  // deadline). Once; later calls do nothing.
+  void finish();
+  void add_session(Session* s) { sessions_.push_back(s); }
+  void remove_session(Session* s) { std::erase(sessions_, s); }
+  const std::vector<Session*>& sessions() const noexcept { return sessions_; }
+
+ private:
+  void check_timeouts();
+
+  Run& run_;
+  EventLoop& loop_;
+  Nanos timeout_ns_;
+  std::vector<Session*> sessions_;
+  bool began_ = false;
+  bool stopping_ = false;
+  bool finished_ = false;
+  TimerId timeout_timer_ = 0;
+  std::atomic<std::uint64_t> progress_responses_{0};
+  std::atomic<std::uint64_t> progress_errors_{0};
+};
+
+// The calling thread's side of a run: the loops and their workers, the wait until the deadline
+// with progress, the stop, and the merged stats. Calling thread only, except where a method says
+// otherwise.
+class Run {
+ public:
+  explicit Run(int threads);
+
+  EventLoopGroup& loops() noexcept { return loops_; }
+  // Makes each loop's worker: make(loop) for every loop in order.
+  void add_workers(const std::function<std::unique_ptr<Worker>(EventLoop&)>& make);
+  std::size_t size() const noexcept { return workers_.size(); }
+  template <typename W>
+  W& worker(std::size_t index) const noexcept {
+    return static_cast<W&>(*workers_[index]);
+  }
+  // The worker of the loop a channel runs on. Thread-safe once the workers are added.
+  template <typename W>
+  W& worker_of(EventLoop& loop) const noexcept {
+    return static_cast<W&>(worker_of_loop(loop));
+  }
+  ConnectFailures& connect_failures() noexcept { return connect_failures_; }
+
+  // Sleeps until `end` or until every worker has finished, calling progress (if set) about once a
+  // second after `start` with the workers' published counts.
+  void wait(TimePoint start, TimePoint end, const ProgressFn& progress);
+  // Stops every worker on its loop and returns once all have.
+  void stop();
+  // Lets the loops end (after stop). Blocks up to about 2 s.
+  void shutdown();
+  // Every worker's stats together (after shutdown).
+  Stats merge() const;
+
+  // A worker finished (Worker::finish). Thread-safe.
+  void worker_finished();
+
+ private:
+  Worker& worker_of_loop(EventLoop& loop) const noexcept;
+
+  EventLoopGroup loops_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  ConnectFailures connect_failures_;
+  std::mutex mutex_;
+  std::condition_variable finished_cv_;
+  std::size_t finished_ = 0;
+};
+
+// The end of a run that started at `start` and lasts `seconds` (0: no deadline). Thread-safe (pure).
+TimePoint deadline_after(TimePoint start, double seconds) noexcept;
+// Seconds from `start` to now. Thread-safe.
+double seconds_since(TimePoint start) noexcept;
+
+}  // namespace weft::load
