@@ -368,6 +368,37 @@ TEST(PooledByteBufAllocatorTest, MetricsDumpIsOneLine) {
   EXPECT_NE(line.find("misses=1"), std::string::npos) << line;
 }
 
+// The dump's exact text: logs and dashboards parse it, so its format is pinned field by field.
+TEST(PooledByteBufAllocatorTest, MetricsDumpFormatIsPinned) {
+  PooledAllocatorMetrics m;
+  m.arenas.push_back({.index = 0,
+                      .threads = 2,
+                      .chunks = 3,
+                      .empty_chunks = 1,
+                      .runs = 17,
+                      .mapped_bytes = 12582912,
+                      .used_bytes = 65536,
+                      .allocations = 5'000'000'000,
+                      .frees = 4'999'999'999});
+  m.arenas.push_back({.index = 1});
+  m.thread_caches.push_back(
+      {.arena = 1, .cached_buffers = 4, .cached_bytes = 4096, .hits = 6'000'000'000, .misses = 7});
+  m.thread_caches.push_back({.arena = 0, .cached_buffers = 1, .cached_bytes = 128, .hits = 1, .misses = 2});
+  m.large_buffers = 1;
+  m.large_bytes = 1048512;
+  m.mapped_bytes = 13631424;
+  m.used_bytes = 1114048;
+  EXPECT_EQ(m.to_string(),
+            "pooled used=1114048 mapped=13631424 large=1/1048512 arenas=2 caches=2 cached=4224 hits=6000000001 "
+            "misses=9"
+            " | arena0 threads=2 chunks=3 empty=1 runs=17 used=65536 allocs=5000000000 frees=4999999999"
+            " | arena1 threads=0 chunks=0 empty=0 runs=0 used=0 allocs=0 frees=0"
+            " | cache0 arena=1 buffers=4 bytes=4096 hits=6000000000 misses=7"
+            " | cache1 arena=0 buffers=1 bytes=128 hits=1 misses=2");
+  EXPECT_EQ(PooledAllocatorMetrics{}.to_string(),
+            "pooled used=0 mapped=0 large=0/0 arenas=0 caches=0 cached=0 hits=0 misses=0");
+}
+
 TEST(PooledByteBufAllocatorTest, ThreadCachesCanBeTurnedOff) {
   PooledAllocatorOptions opts;
   opts.thread_caches = false;

@@ -1,0 +1,69 @@
+#pragma once
+// The size classes of PooledByteBufAllocator (Netty's SizeClasses): 52 classes, 16..128 bytes in steps
+// of 16, then 4 per power of two up to 256 KiB; per class, the run a chunk carves for it and the size
+// of its thread cache bin. Everything here is computed at compile time.
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/buffer/pooled_byte_buf_allocator.h"
+
+namespace weft::pool {
+
+inline constexpr std::size_t kClasses = PooledByteBufAllocator::kSizeClassCount;
+inline constexpr std::size_t kPage = PooledByteBufAllocator::kPageSize;
+inline constexpr std::size_t kPagesPerChunk = PooledByteBufAllocator::kChunkSize / kPage;  // 512
+// Every pooled slot starts with its ByteBufStorage header; the data follows, 16-byte aligned.
+inline constexpr std::size_t kSlotHeader = (sizeof(ByteBufStorage) + 15) & ~std::size_t{15};
+
+constexpr std::size_t class_capacity(std::size_t i) noexcept {
+  if (i < 8) return (i + 1) * 16;
+  const std::size_t g = 7 + (i - 8) / 4;
+  const std::size_t k = (i - 8) % 4 + 1;
+  return (std::size_t{1} << g) + (k << (g - 2));
+}
+
+constexpr std::size_t class_index(std::size_t n) noexcept {
+  if (n <= 128) return n == 0 ? 0 : (n + 15) / 16 - 1;
+  const std::size_t g = static_cast<std::size_t>(std::bit_width(n - 1)) - 1;  // 2^g < n <= 2^(g+1)
+  const std::size_t k = (n - (std::size_t{1} << g) + (std::size_t{1} << (g - 2)) - 1) >> (g - 2);
+  return 8 + (g - 7) * 4 + k - 1;
+}
+
+static_assert(class_capacity(kClasses - 1) == PooledByteBufAllocator::kMaxPooledCapacity);
+static_assert(class_index(PooledByteBufAllocator::kMaxPooledCapacity) == kClasses - 1);
+// Classes up to kMaxCachedCapacity have thread cache bins; they are the first kCachedClasses.
+inline constexpr std::size_t kCachedClasses = class_index(PooledByteBufAllocator::kMaxCachedCapacity) + 1;
+static_assert(class_capacity(kCachedClasses - 1) == PooledByteBufAllocator::kMaxCachedCapacity);
+
+struct ClassInfo {
+  std::uint32_t capacity;
+  std::uint32_t stride;  // header + capacity
+  std::uint32_t run_pages;
+  std::uint32_t run_slots;
+  std::uint32_t cache_max;  // thread cache bin size (0 for uncached classes)
+};
+
+constexpr std::array<ClassInfo, kClasses> make_class_table() {
+  std::array<ClassInfo, kClasses> t{};
+  for (std::size_t i = 0; i < kClasses; ++i) {
+    const std::size_t cap = class_capacity(i);
+    const std::size_t stride = kSlotHeader + cap;
+    const std::size_t run_bytes = std::max<std::size_t>(64 * 1024, 4 * stride);
+    const std::size_t pages = (run_bytes + kPage - 1) / kPage;
+    t[i].capacity = static_cast<std::uint32_t>(cap);
+    t[i].stride = static_cast<std::uint32_t>(stride);
+    t[i].run_pages = static_cast<std::uint32_t>(pages);
+    t[i].run_slots = static_cast<std::uint32_t>(pages * kPage / stride);
+    t[i].cache_max =
+        i < kCachedClasses ? static_cast<std::uint32_t>(std::clamp<std::size_t>((128 * 1024) / cap, 8, 512)) : 0;
+  }
+  return t;
+}
+inline constexpr std::array<ClassInfo, kClasses> kClassInfo = make_class_table();
+
+}  // namespace weft::pool
