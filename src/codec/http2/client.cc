@@ -37,13 +37,13 @@ bool connection_specific(std::string_view lower_name, std::string_view value) no
 constexpr Duration kErrorLinger = std::chrono::seconds(2);
 constexpr Duration kErrorFlushTimeout = std::chrono::seconds(10);
 
-nghttp2_nv field(const std::string& name, const std::string& value) {
+detail::HeaderField field(const std::string& name, const std::string& value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
           NGHTTP2_NV_FLAG_NONE};
 }
 
-nghttp2_nv ref_field(std::string_view name, std::string_view value) {
+detail::HeaderField ref_field(std::string_view name, std::string_view value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
           NGHTTP2_NV_FLAG_NONE};
@@ -352,7 +352,7 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
   const bool outer = !pumping_;
   pumping_ = true;  // the streams' frames leave once, after the coroutines this resumes have run
   in_session_ = true;
-  const auto rv = session_->mem_recv(bytes.read_ptr(), bytes.readable_bytes());
+  const auto rv = session_->receive(bytes.read_ptr(), bytes.readable_bytes());
   in_session_ = false;
   if (rv < 0 || session_->terminated()) {
     // A connection error: the session's GOAWAY leaves, then the connection closes.
@@ -426,7 +426,7 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
   s->upload = std::move(request.owned_body());
   if (s->upload.is_readable()) regular.emplace_back("content-length", std::to_string(s->upload.readable_bytes()));
   const std::string method_name = ":method", scheme_name = ":scheme", authority_name = ":authority", path_name = ":path";
-  std::vector<nghttp2_nv> nva;
+  std::vector<detail::HeaderField> nva;
   nva.reserve(4 + regular.size());
   nva.push_back(field(method_name, request.method()));
   nva.push_back(field(scheme_name, settings_.scheme));
@@ -466,7 +466,7 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
         ClientStreamError("too many requests wait for the server's concurrency limit", NGHTTP2_REFUSED_STREAM, true)));
   }
   if (!nva_) nva_ = std::make_unique<FieldRefs>();
-  std::vector<nghttp2_nv>& nva = nva_->nv;
+  std::vector<detail::HeaderField>& nva = nva_->nv;
   nva.clear();
   nva.push_back(ref_field(":method", method));
   nva.push_back(ref_field(":scheme", settings_.scheme));

@@ -481,7 +481,7 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   last_activity_ = last_read_ = ctx.loop().now();
   in_session_ = true;
   receiving_ = &bytes;
-  const ssize_t rv = session_->mem_recv(bytes.read_ptr(), bytes.readable_bytes());
+  const ssize_t rv = session_->receive(bytes.read_ptr(), bytes.readable_bytes());
   receiving_ = nullptr;
   in_session_ = false;
   if (detach_after_session_) detach_later();
@@ -986,7 +986,7 @@ void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
 // ---- streams served as channels (Settings::stream_initializer; the child's side is in
 // stream_channel.cc). Nothing here runs a child's pipeline from inside the session: the callbacks only
 // queue what they received for the child (queue_child), and run_children() hands it over once
-// mem_recv or session_send has returned.
+// receive or session_send has returned.
 
 // HEADERS of a request: asks the application whether the stream is served as a channel.
 int ServerCodec::open_child(Stream& s, bool end_stream) {
