@@ -5,7 +5,7 @@
 /// an executor or a coroutine written for HTTP/1.1 serves HTTP/2 streams unchanged.
 ///
 /// The framing, HPACK, flow control and the stream state machine are weft's own (src/codec/http2/
-/// session.h, hpack.h; they replaced libnghttp2, and the client runs on them too).
+/// session.h, frame.h, hpack.h), shared with the client; libweft does not use libnghttp2.
 /// ByteBuf in and ByteBuf out: the codec sits right after the transport for h2c, and behind a TLS
 /// handler (ALPN "h2") unchanged.
 ///
