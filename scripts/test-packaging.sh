@@ -15,7 +15,7 @@
 #   5. .deb:      cpack -G DEB makes libweft-dev and weft-tools with their Debian dependencies;
 #                 dpkg -x into a scratch root; the consumer builds against it and runs; the tools run
 #   6. add_subdirectory: the consumer builds weft from source as a subproject, with tests, tools,
-#                 examples and benchmarks off, without GTest, CLI11 or Python, and runs
+#                 examples and benchmarks off, without GTest, CLI11, Python or libnghttp2, and runs
 # "Runs" means: each server starts on a free port below 32768 on 127.0.0.1 and answers a request
 # (an echo round trip, an HTTP GET), then is stopped. Waits are bounded polls, never fixed sleeps.
 set -euo pipefail
@@ -305,12 +305,13 @@ for option in WEFT_BUILD_TESTS WEFT_BUILD_EXAMPLES WEFT_BUILD_TOOLS WEFT_BUILD_B
 done
 if grep -q "^WEFT_CLI11_INCLUDE" "$cache"; then fail "add_subdirectory: the CLI11 lookup ran"; fi
 if grep -q "^GTest_DIR\|^benchmark_DIR" "$cache"; then fail "add_subdirectory: GTest or benchmark was looked for"; fi
+if grep -q "^WEFT_NGHTTP2" "$cache"; then fail "add_subdirectory: libnghttp2 was looked for"; fi
 if ninja -C "$tmp/sub" -t targets all | grep -qE "^(weft-load|weft-hello|weft_core_tests)[.:]"; then
   fail "add_subdirectory: tools, examples or tests were configured"
 fi
 leftovers=$(find "$tmp/sub" -name 'weft-bench*' -o -name 'install-links')
 [ -z "$leftovers" ] || fail "add_subdirectory: weft left files in the consumer's tree: $leftovers"
-ok "add_subdirectory: only the library, no GTest/CLI11/benchmark/Python, nothing dropped into the consumer's tree"
+ok "add_subdirectory: only the library, no GTest/CLI11/benchmark/Python/libnghttp2, nothing dropped into the consumer's tree"
 run_consumer "$tmp/sub" "add_subdirectory"
 
 echo "test-packaging: done in $((SECONDS - start_time)) s"
