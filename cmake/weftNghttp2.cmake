@@ -1,7 +1,6 @@
-# weft::nghttp2: libnghttp2 (the HTTP/2 codec's framing, HPACK and stream state) as an imported
-# target, found like weft::uring (weftUring.cmake): weft links it PRIVATE (no public header includes
-# nghttp2.h); a static libweft carries it as $<LINK_ONLY:weft::nghttp2>, so weft's build, a
-# subproject consumer and weftConfig.cmake (for an installed static libweft) all define it here.
+# weft::nghttp2: libnghttp2 as an imported target, found like weft::uring (weftUring.cmake). libweft
+# does not link it (its HTTP/2 engine is its own); the tests (tests/support, an nghttp2 peer) and
+# weft-load h2 do. Not installed: a consumer of weft never needs it.
 if(NOT TARGET weft::nghttp2)
   find_path(WEFT_NGHTTP2_INCLUDE nghttp2/nghttp2.h)
   find_library(WEFT_NGHTTP2_LIBRARY nghttp2)

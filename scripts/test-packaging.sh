@@ -7,14 +7,15 @@
 #   1. docs:      the API reference builds without one Doxygen warning (and a probe header with an
 #                 undocumented function does fail the same check)
 #   2. install:   cmake --install into a scratch prefix; the files and the CMake package are there and
-#                 name no path of the source or build tree
-#   3. find_package(weft CONFIG REQUIRED): examples/consumer builds against the prefix and runs;
-#                 a request for another minor version is refused
+#                 name no path of the source or build tree; nothing of it needs libnghttp2 (a test
+#                 peer and weft-load's, not the library's)
+#   3. find_package(weft CONFIG REQUIRED): examples/consumer builds against the prefix, without
+#                 libnghttp2, and runs; a request for another minor version is refused
 #   4. pkg-config --cflags --libs weft: the consumer's sources build with those flags alone and run
 #   5. .deb:      cpack -G DEB makes libweft-dev and weft-tools with their Debian dependencies;
 #                 dpkg -x into a scratch root; the consumer builds against it and runs; the tools run
 #   6. add_subdirectory: the consumer builds weft from source as a subproject, with tests, tools,
-#                 examples and benchmarks off, without GTest, CLI11 or Python, and runs
+#                 examples and benchmarks off, without GTest, CLI11, Python or libnghttp2, and runs
 # "Runs" means: each server starts on a free port below 32768 on 127.0.0.1 and answers a request
 # (an echo round trip, an HTTP GET), then is stopped. Waits are bounded polls, never fixed sleeps.
 set -euo pipefail
@@ -191,6 +192,14 @@ fi
 "$prefix/bin/weft-load" --help > /dev/null || fail "install: weft-load --help failed"
 "$prefix/bin/weft-grpc-bench-server" --help > /dev/null || fail "install: weft-grpc-bench-server --help failed"
 ok "install: library, headers, CMake package, weft.pc and tools in place, relocatable; the tools start"
+# libweft's HTTP/2 engine is its own: the library, its CMake package and weft.pc do not name libnghttp2.
+[ ! -e "$prefix/lib/cmake/weft/weftNghttp2.cmake" ] || fail "install: weftNghttp2.cmake is installed"
+if grep -rl "nghttp2" "$prefix/lib/cmake/weft" "$prefix/lib/pkgconfig/weft.pc"; then
+  fail "install: the CMake package or weft.pc names libnghttp2 (files above)"
+fi
+undefined=$( { nm -u "$prefix/$libdir"/libweft.a; nm -D -u "$prefix/$libdir"/libweft.so.*; } 2>/dev/null || true)
+if grep -q "nghttp2_" <<< "$undefined"; then fail "install: libweft uses libnghttp2's symbols"; fi
+ok "install: libweft, its CMake package and weft.pc need no libnghttp2"
 
 # ---- 3. find_package -------------------------------------------------------------------------
 step "find_package(weft CONFIG REQUIRED) against the prefix"
@@ -199,8 +208,7 @@ grep -q "weft $version from $prefix/lib/cmake/weft" "$tmp/find.configure.log" ||
 if grep -q -- "-I$src/include" "$tmp/find/build.ninja"; then fail "find_package: the consumer compiled against the source tree"; fi
 grep -q -- "-luring\|liburing" "$tmp/find/build.ninja" || [ -n "$(ls "$prefix/$libdir"/libweft.so.* 2>/dev/null)" ] ||
   fail "find_package: a static libweft's consumer does not link liburing"
-grep -q -- "-lnghttp2\|libnghttp2" "$tmp/find/build.ninja" || [ -n "$(ls "$prefix/$libdir"/libweft.so.* 2>/dev/null)" ] ||
-  fail "find_package: a static libweft's consumer does not link libnghttp2"
+if grep -q -- "-lnghttp2\|libnghttp2" "$tmp/find/build.ninja"; then fail "find_package: the consumer links libnghttp2"; fi
 run_consumer "$tmp/find" "find_package"
 mkdir -p "$tmp/wrong-version"
 cat > "$tmp/wrong-version/CMakeLists.txt" <<'EOF'
@@ -249,9 +257,10 @@ dev_depends=$(dpkg-deb -f "$dev_deb" Depends)
 tools_depends=$(dpkg-deb -f "$tools_deb" Depends)
 echo "   libweft-dev Depends: $dev_depends"
 echo "   weft-tools Depends:  $tools_depends"
-for dep in libfmt-dev liburing-dev libnghttp2-dev libssl-dev zlib1g-dev; do
+for dep in libfmt-dev liburing-dev libssl-dev zlib1g-dev; do
   [[ "$dev_depends" == *"$dep"* ]] || fail "deb: libweft-dev does not depend on $dep"
 done
+[[ "$dev_depends" != *nghttp2* ]] || fail "deb: libweft-dev depends on libnghttp2"
 for dep in liburing2 libnghttp2-14 libssl3 zlib1g libc6 libstdc++6 python3; do
   [[ "$tools_depends" == *"$dep"* ]] || fail "deb: weft-tools does not depend on $dep"
 done
@@ -296,12 +305,13 @@ for option in WEFT_BUILD_TESTS WEFT_BUILD_EXAMPLES WEFT_BUILD_TOOLS WEFT_BUILD_B
 done
 if grep -q "^WEFT_CLI11_INCLUDE" "$cache"; then fail "add_subdirectory: the CLI11 lookup ran"; fi
 if grep -q "^GTest_DIR\|^benchmark_DIR" "$cache"; then fail "add_subdirectory: GTest or benchmark was looked for"; fi
+if grep -q "^WEFT_NGHTTP2" "$cache"; then fail "add_subdirectory: libnghttp2 was looked for"; fi
 if ninja -C "$tmp/sub" -t targets all | grep -qE "^(weft-load|weft-hello|weft_core_tests)[.:]"; then
   fail "add_subdirectory: tools, examples or tests were configured"
 fi
 leftovers=$(find "$tmp/sub" -name 'weft-bench*' -o -name 'install-links')
 [ -z "$leftovers" ] || fail "add_subdirectory: weft left files in the consumer's tree: $leftovers"
-ok "add_subdirectory: only the library, no GTest/CLI11/benchmark/Python, nothing dropped into the consumer's tree"
+ok "add_subdirectory: only the library, no GTest/CLI11/benchmark/Python/libnghttp2, nothing dropped into the consumer's tree"
 run_consumer "$tmp/sub" "add_subdirectory"
 
 echo "test-packaging: done in $((SECONDS - start_time)) s"

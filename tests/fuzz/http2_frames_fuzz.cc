@@ -1,4 +1,4 @@
-// libFuzzer target: the HTTP/2 server codec (libnghttp2 under weft's callbacks) fed arbitrary
+// libFuzzer target: the HTTP/2 server codec (weft's own session under it) fed arbitrary
 // frames after the connection preface, split into two reads where the first byte says.
 // Invariants: no crash, no leak, no read or write outside a buffer (ASan), and every output starts
 // with the server's SETTINGS frame (a 9-byte header of type 4 on stream 0).

@@ -1,7 +1,5 @@
 #include "weft/codec/http2/client.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -37,16 +35,16 @@ bool connection_specific(std::string_view lower_name, std::string_view value) no
 constexpr Duration kErrorLinger = std::chrono::seconds(2);
 constexpr Duration kErrorFlushTimeout = std::chrono::seconds(10);
 
-nghttp2_nv field(const std::string& name, const std::string& value) {
+detail::HeaderField field(const std::string& name, const std::string& value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
+          detail::HeaderField::indexed};
 }
 
-nghttp2_nv ref_field(std::string_view name, std::string_view value) {
+detail::HeaderField ref_field(std::string_view name, std::string_view value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
+          detail::HeaderField::indexed};
 }
 
 bool has_uppercase(std::string_view name) noexcept {
@@ -68,7 +66,7 @@ struct ClientCodec::Stream {
   std::size_t header_list_size = 0;  // of the header block being received (RFC 9113 6.5.2)
   ByteBuf body;
   const char* failure = nullptr;                // a limit the response broke, or why it was malformed
-  std::uint32_t failure_code = NGHTTP2_CANCEL;  // the reset's code for `failure`
+  std::uint32_t failure_code = detail::ErrorCode::cancel;  // the reset's code for `failure`
   bool malformed = false;                 // `failure` is the session's: the server broke RFC 9113 (a stream error)
   std::shared_ptr<StreamState> streamed;  // a streamed request (ClientCodec::open): its shared state
 };
@@ -101,9 +99,9 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
     if (s->header_list_size > c.settings_.max_header_list_size) {
       // The session decodes the rest of the block for HPACK's state only (the stream is resetting).
       s->failure = "the response's header list is larger than ClientSettings::max_header_list_size";
-      s->failure_code = NGHTTP2_CANCEL;
+      s->failure_code = detail::ErrorCode::cancel;
       if (s->streamed) s->streamed->trailers = Fields();
-      c.session_->submit_rst_stream(frame.stream_id, NGHTTP2_CANCEL);
+      c.session_->submit_rst_stream(frame.stream_id, detail::ErrorCode::cancel);
       return 0;
     }
     if (frame.head == detail::HeadKind::trailers) {
@@ -125,8 +123,8 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
     }
     if (s->field_count == http::ResponseHead::kInlineHeaders) {
       s->failure = "the response has more header fields than a ResponseHead holds";
-      s->failure_code = NGHTTP2_INTERNAL_ERROR;
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
+      s->failure_code = detail::ErrorCode::internal_error;
+      return detail::Result::reset_stream;  // resets the stream
     }
     s->fields.append(n).push_back('\0');
     s->fields.append(v).push_back('\0');
@@ -156,8 +154,8 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
     if (s == nullptr || s->failure != nullptr) return 0;
     if (s->body.readable_bytes() + length > c.settings_.max_response_body) {
       s->failure = "the response body is larger than ClientSettings::max_response_body";
-      s->failure_code = NGHTTP2_CANCEL;
-      session.submit_rst_stream(id, NGHTTP2_CANCEL);
+      s->failure_code = detail::ErrorCode::cancel;
+      session.submit_rst_stream(id, detail::ErrorCode::cancel);
       return 0;
     }
     if (!s->body.has_storage()) s->body = c.ctx_->allocator().buffer(std::max<std::size_t>(length, 1024));
@@ -167,11 +165,11 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
   }
 
   int on_frame_recv(const detail::FrameInfo& frame) override {
-    if (frame.type == NGHTTP2_HEADERS || frame.type == NGHTTP2_DATA) {
+    if (frame.type == detail::FrameType::headers || frame.type == detail::FrameType::data) {
       Stream* s = stream(frame.stream_id);
       if (s != nullptr && s->streamed && s->failure == nullptr) {
         StreamState& st = *s->streamed;
-        const bool end = (frame.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+        const bool end = (frame.flags & detail::FrameFlag::end_stream) != 0;
         if (frame.head == detail::HeadKind::response && !st.head_done) {
           st.head = c.build_head(*s);
           st.head_done = true;
@@ -181,11 +179,11 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
         c.wake(s->streamed);
       }
     }
-    if (frame.type == NGHTTP2_SETTINGS && (frame.flags & NGHTTP2_FLAG_ACK) == 0) {
+    if (frame.type == detail::FrameType::settings && (frame.flags & detail::FrameFlag::ack) == 0) {
       c.ready_.set_value();  // the first time only
     }
-    if (frame.type == NGHTTP2_PING && (frame.flags & NGHTTP2_FLAG_ACK) != 0) c.keepalive_answered();
-    if (frame.type == NGHTTP2_GOAWAY) {
+    if (frame.type == detail::FrameType::ping && (frame.flags & detail::FrameFlag::ack) != 0) c.keepalive_answered();
+    if (frame.type == detail::FrameType::goaway) {
       c.goaway_ = true;
       c.goaway_last_stream_ = frame.last_stream_id;
     }
@@ -243,7 +241,7 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
         if (!s.upload.is_readable()) s.upload.release();
       }
     } catch (const std::exception&) {
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
+      return detail::Result::end_session;
     }
     wrote();
     return 0;
@@ -267,7 +265,7 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
     Stream& s = *static_cast<Stream*>(source);
     if (s.streamed) return read_streamed(s, max, flags);
     const std::size_t n = std::min(max, s.upload.readable_bytes());
-    if (n == s.upload.readable_bytes()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (n == s.upload.readable_bytes()) *flags |= detail::DataFlag::eof;
     return static_cast<ssize_t>(n);
   }
 
@@ -277,10 +275,10 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
     const std::size_t n = std::min(max, st.queued);
     if (n == st.queued) {
       if (st.end_requested) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        *flags |= detail::DataFlag::eof;
       } else if (n == 0) {
         st.data_deferred = true;
-        return NGHTTP2_ERR_DEFERRED;
+        return detail::Result::deferred;
       }
     }
     return static_cast<ssize_t>(n);
@@ -303,9 +301,9 @@ void ClientCodec::handler_added(Context& ctx) {
   // hands them out for streamed ones (the connection's at once for both).
   session_ = std::make_unique<detail::Session>(*hooks_, true, detail::Role::client);
   const detail::SettingEntry entries[] = {
-      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings_.initial_window_size},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings_.max_header_list_size},
+      {detail::SettingId::enable_push, 0},
+      {detail::SettingId::initial_window_size, settings_.initial_window_size},
+      {detail::SettingId::max_header_list_size, settings_.max_header_list_size},
   };
   if (!session_->submit_settings(entries, std::size(entries))) {
     throw std::invalid_argument("http2::ClientSettings::initial_window_size is above 2^31-1");
@@ -352,11 +350,11 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
   const bool outer = !pumping_;
   pumping_ = true;  // the streams' frames leave once, after the coroutines this resumes have run
   in_session_ = true;
-  const auto rv = session_->mem_recv(bytes.read_ptr(), bytes.readable_bytes());
+  const auto rv = session_->receive(bytes.read_ptr(), bytes.readable_bytes());
   in_session_ = false;
   if (rv < 0 || session_->terminated()) {
     // A connection error: the session's GOAWAY leaves, then the connection closes.
-    std::string what = rv < 0                   ? nghttp2_strerror(static_cast<int>(rv))
+    std::string what = rv < 0                   ? detail::describe(static_cast<int>(rv))
                        : last_error_ != nullptr ? last_error_
                                                 : "protocol error";
     log(LogLevel::debug, "channel {}: HTTP/2 client: {}; closing", ctx.channel().id(), what);
@@ -393,12 +391,14 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
     return;
   }
   if (goaway_) {
-    done.fail(ClientStreamError("the server sent GOAWAY: no new requests on this connection", NGHTTP2_REFUSED_STREAM, true));
+    done.fail(ClientStreamError("the server sent GOAWAY: no new requests on this connection",
+                                detail::ErrorCode::refused_stream, true));
     return;
   }
   const std::size_t limit = session_->peer_max_concurrent_streams();
   if (streams_.size() >= limit + settings_.max_queued_requests) {
-    done.fail(ClientStreamError("too many requests wait for the server's concurrency limit", NGHTTP2_REFUSED_STREAM, true));
+    done.fail(ClientStreamError("too many requests wait for the server's concurrency limit",
+                                detail::ErrorCode::refused_stream, true));
     return;
   }
   // The fields: pseudo-headers first, then the request's own, names lowercase.
@@ -426,7 +426,7 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
   s->upload = std::move(request.owned_body());
   if (s->upload.is_readable()) regular.emplace_back("content-length", std::to_string(s->upload.readable_bytes()));
   const std::string method_name = ":method", scheme_name = ":scheme", authority_name = ":authority", path_name = ":path";
-  std::vector<nghttp2_nv> nva;
+  std::vector<detail::HeaderField> nva;
   nva.reserve(4 + regular.size());
   nva.push_back(field(method_name, request.method()));
   nva.push_back(field(scheme_name, settings_.scheme));
@@ -437,8 +437,8 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
   const detail::DataSource source{s.get(), &Hooks::read_upload};
   const std::int32_t id = session_->submit_request(nva.data(), nva.size(), s->upload.is_readable() ? &source : nullptr);
   if (id < 0) {
-    s->done.fail(ClientStreamError(std::string("HTTP/2 request refused: ") + nghttp2_strerror(id),
-                                   NGHTTP2_REFUSED_STREAM, true));
+    s->done.fail(ClientStreamError(std::string("HTTP/2 request refused: ") + detail::describe(id),
+                                   detail::ErrorCode::refused_stream, true));
     return;
   }
   streams_.emplace(id, std::move(s));
@@ -457,16 +457,16 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
     return fail(std::make_exception_ptr(ChannelClosedError("the HTTP/2 connection is closed")));
   }
   if (goaway_) {
-    return fail(std::make_exception_ptr(
-        ClientStreamError("the server sent GOAWAY: no new requests on this connection", NGHTTP2_REFUSED_STREAM, true)));
+    return fail(std::make_exception_ptr(ClientStreamError("the server sent GOAWAY: no new requests on this connection",
+                                                          detail::ErrorCode::refused_stream, true)));
   }
   const std::size_t limit = session_->peer_max_concurrent_streams();
   if (streams_.size() >= limit + settings_.max_queued_requests) {
-    return fail(std::make_exception_ptr(
-        ClientStreamError("too many requests wait for the server's concurrency limit", NGHTTP2_REFUSED_STREAM, true)));
+    return fail(std::make_exception_ptr(ClientStreamError("too many requests wait for the server's concurrency limit",
+                                                          detail::ErrorCode::refused_stream, true)));
   }
   if (!nva_) nva_ = std::make_unique<FieldRefs>();
-  std::vector<nghttp2_nv>& nva = nva_->nv;
+  std::vector<detail::HeaderField>& nva = nva_->nv;
   nva.clear();
   nva.push_back(ref_field(":method", method));
   nva.push_back(ref_field(":scheme", settings_.scheme));
@@ -484,8 +484,8 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
   const detail::DataSource source{s.get(), &Hooks::read_upload};
   const std::int32_t id = session_->submit_request(nva.data(), nva.size(), &source);
   if (id < 0) {
-    return fail(std::make_exception_ptr(
-        ClientStreamError(std::string("HTTP/2 request refused: ") + nghttp2_strerror(id), NGHTTP2_REFUSED_STREAM, true)));
+    return fail(std::make_exception_ptr(ClientStreamError(
+        std::string("HTTP/2 request refused: ") + detail::describe(id), detail::ErrorCode::refused_stream, true)));
   }
   state->codec = this;
   state->id = id;
@@ -506,8 +506,8 @@ void ClientCodec::send_pending() {
   unflushed_ = false;
   if (rv != 0) {
     log(LogLevel::debug, "channel {}: HTTP/2 client: sending failed: {}; closing", ctx.channel().id(),
-        nghttp2_strerror(rv));
-    fail_all(std::make_exception_ptr(Error(std::string("HTTP/2 connection error: ") + nghttp2_strerror(rv))));
+        detail::describe(rv));
+    fail_all(std::make_exception_ptr(Error(std::string("HTTP/2 connection error: ") + detail::describe(rv))));
     ctx.channel().close_gracefully(kErrorLinger, kErrorFlushTimeout);
     return;
   }
@@ -535,7 +535,7 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
     if (s->failure != nullptr) {
       error = failure_error(*s, error_code);
     } else if (!st.ended) {
-      const bool refused = error_code == NGHTTP2_REFUSED_STREAM || (goaway_ && id > goaway_last_stream_);
+      const bool refused = error_code == detail::ErrorCode::refused_stream || (goaway_ && id > goaway_last_stream_);
       std::string what = refused ? "the server did not process the request" : "the server reset the stream";
       what += " (HTTP/2 error code " + std::to_string(error_code) + ")";
       error = std::make_exception_ptr(ClientStreamError(what, error_code, refused));
@@ -563,8 +563,8 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
     deliver(*s, failure_error(*s, error_code), nullptr);
     return;
   }
-  if (error_code != NGHTTP2_NO_ERROR || s->status == 0) {
-    const bool refused = error_code == NGHTTP2_REFUSED_STREAM || (goaway_ && id > goaway_last_stream_);
+  if (error_code != detail::ErrorCode::no_error || s->status == 0) {
+    const bool refused = error_code == detail::ErrorCode::refused_stream || (goaway_ && id > goaway_last_stream_);
     std::string what = refused ? "the server did not process the request" : "the server reset the stream";
     what += " (HTTP/2 error code " + std::to_string(error_code) + ")";
     deliver(*s, std::make_exception_ptr(ClientStreamError(what, error_code, refused)), nullptr);
@@ -578,7 +578,7 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
 // The failure of a stream the client reset: a limit its response broke, or a malformed response.
 std::exception_ptr ClientCodec::failure_error(const Stream& s, std::uint32_t error_code) {
   const std::uint32_t code = s.failure_code != 0 ? s.failure_code : error_code;
-  if (s.malformed && code == NGHTTP2_PROTOCOL_ERROR) {
+  if (s.malformed && code == detail::ErrorCode::protocol_error) {
     return std::make_exception_ptr(ClientStreamError(
         std::string("the server's response is malformed (RFC 9113 8.1.1): ") + s.failure, code, false));
   }

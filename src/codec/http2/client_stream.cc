@@ -2,13 +2,12 @@
 
 #include "weft/codec/http2/client_stream.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "client_stream_state.h"
+#include "frame.h"
 #include "session.h"
 #include "weft/core/event_loop.h"
 
@@ -26,7 +25,8 @@ struct Park {
 };
 
 std::exception_ptr closed_error() {
-  return std::make_exception_ptr(ClientStreamError("the HTTP/2 stream is closed", NGHTTP2_STREAM_CLOSED, false));
+  return std::make_exception_ptr(
+      ClientStreamError("the HTTP/2 stream is closed", detail::ErrorCode::stream_closed, false));
 }
 
 }  // namespace

@@ -53,15 +53,15 @@ struct ClientStream::State {
 
 }  // namespace weft::http2
 
-#include <nghttp2/nghttp2.h>
-
 #include <vector>
+
+#include "frame.h"
 
 namespace weft::http2 {
 
 // The fields of ClientCodec::open (the session copies those of a request that must wait).
 struct ClientCodec::FieldRefs {
-  std::vector<nghttp2_nv> nv;
+  std::vector<detail::HeaderField> nv;
 };
 
 }  // namespace weft::http2

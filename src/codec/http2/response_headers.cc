@@ -16,20 +16,20 @@ bool is_connection_specific(std::string_view name) noexcept {
 
 namespace {
 
-nghttp2_nv make_nv(std::string_view name, std::string_view value) noexcept {
-  nghttp2_nv nv;
+HeaderField make_nv(std::string_view name, std::string_view value) noexcept {
+  HeaderField nv;
   nv.name = reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data()));
   nv.namelen = name.size();
   nv.value = reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data()));
   nv.valuelen = value.size();
-  nv.flags = NGHTTP2_NV_FLAG_NONE;
+  nv.flags = HeaderField::indexed;
   return nv;
 }
 
 // Appends the fields of `lines` ("Name: value\r\n", validated when they were added to the
 // response) to `out`, their names lowercased into `lower` (room for lines.size() bytes), without
 // those HTTP/2 forbids or the codec adds. Returns the bytes of `lower` used.
-std::size_t parse_lines(std::string_view lines, char* lower, std::vector<nghttp2_nv>& out) {
+std::size_t parse_lines(std::string_view lines, char* lower, std::vector<HeaderField>& out) {
   std::size_t used = 0;
   while (!lines.empty()) {
     const std::size_t eol = lines.find("\r\n");

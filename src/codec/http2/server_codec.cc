@@ -1,6 +1,5 @@
 #include "weft/codec/http2/server_codec.h"
 
-#include <nghttp2/nghttp2.h>
 #include <sys/types.h>
 
 #include <algorithm>
@@ -65,7 +64,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     try {
       c.acquire_stream(stream_id);
     } catch (const std::bad_alloc&) {
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
+      return detail::Result::reset_stream;  // the stream is reset
     }
     return 0;
   }
@@ -86,7 +85,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
       s->error_status = 431;
       s->fields.release();
       c.glitch("header list too large");
-      return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+      return c.calm_requested_ ? detail::Result::end_session : 0;
     }
     if (n.size() == 14 && n == "content-length") {
       std::uint64_t length = 0;
@@ -95,7 +94,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     try {
       s->append_field(c.ctx_->allocator(), n, v);
     } catch (const std::exception&) {
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
+      return detail::Result::reset_stream;  // the stream is reset
     }
     return 0;
   }
@@ -135,7 +134,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
       s->body.write_bytes(data, len);
       c.body_bytes_ += s->body.capacity() - held_before;
     } catch (const std::exception&) {
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
+      return detail::Result::reset_stream;  // the stream is reset
     }
     if (c.body_bytes_ > budget) {
       s->error_status = 503;  // the connection holds too much body already (others' uploads)
@@ -146,22 +145,22 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
 
   int on_frame_recv(const detail::FrameInfo& frame) override {
     switch (frame.type) {
-      case NGHTTP2_HEADERS:
-      case NGHTTP2_DATA: {
-        if (frame.type == NGHTTP2_DATA && frame.length == 0 && !(frame.flags & NGHTTP2_FLAG_END_STREAM)) {
+      case detail::FrameType::headers:
+      case detail::FrameType::data: {
+        if (frame.type == detail::FrameType::data && frame.length == 0 &&
+            !(frame.flags & detail::FrameFlag::end_stream)) {
           c.glitch("empty DATA frame");
         }
         Stream* s = static_cast<Stream*>(frame.user_data);
         if (s == nullptr || s->complete) break;
         // A request is whole at END_STREAM; an error answer (431, 413) need not wait for it.
-        const bool whole = (frame.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+        const bool whole = (frame.flags & detail::FrameFlag::end_stream) != 0;
         if (s->child) {
           const int rv = c.child_frame(*s, frame.type, whole);
           if (rv != 0) return rv;
           break;
         }
-        if (c.streams_enabled_ && frame.type == NGHTTP2_HEADERS && frame.request &&
-            s->error_status == 0) {
+        if (c.streams_enabled_ && frame.type == detail::FrameType::headers && frame.request && s->error_status == 0) {
           const int rv = c.open_child(*s, whole);
           if (rv != 0) return rv;
           if (s->child) break;
@@ -171,16 +170,14 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
           try {
             c.ready_.push_back(frame.stream_id);
           } catch (const std::exception&) {
-            return NGHTTP2_ERR_CALLBACK_FAILURE;
+            return detail::Result::end_session;
           }
         }
         break;
       }
-      case NGHTTP2_RST_STREAM:
-        c.glitch("RST_STREAM received");
-        break;
-      case NGHTTP2_PING:
-        if (frame.flags & NGHTTP2_FLAG_ACK) {
+      case detail::FrameType::rst_stream: c.glitch("RST_STREAM received"); break;
+      case detail::FrameType::ping:
+        if (frame.flags & detail::FrameFlag::ack) {
           c.ping_outstanding_ = false;  // the keepalive's answer
         } else {
           c.glitch("PING");
@@ -188,15 +185,15 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
             log(LogLevel::info, "channel {}: HTTP/2 client pings too often; GOAWAY(ENHANCE_YOUR_CALM, too_many_pings)",
                 c.ctx_->channel().id());
             c.calm_requested_ = true;
-            c.session_->terminate_session(NGHTTP2_ENHANCE_YOUR_CALM, "too_many_pings");
+            c.session_->terminate_session(detail::ErrorCode::enhance_your_calm, "too_many_pings");
           }
         }
         break;
-      case NGHTTP2_SETTINGS:
+      case detail::FrameType::settings:
         c.preface_received_ = true;
-        if (!(frame.flags & NGHTTP2_FLAG_ACK)) c.glitch("SETTINGS");
+        if (!(frame.flags & detail::FrameFlag::ack)) c.glitch("SETTINGS");
         break;
-      case NGHTTP2_WINDOW_UPDATE: {
+      case detail::FrameType::window_update: {
         // Windows are returned as DATA is consumed: more updates than DATA sent is a flood.
         // (An increment of 0 is an invalid frame: counted there.)
         const auto increment = static_cast<std::uint32_t>(frame.window_increment);
@@ -212,17 +209,17 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
       default:
         break;
     }
-    return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+    return c.calm_requested_ ? detail::Result::end_session : 0;
   }
 
   int on_invalid_frame_recv(const detail::FrameInfo&, const char* what) override {
     log(LogLevel::debug, "channel {}: HTTP/2 invalid frame: {}", c.ctx_->channel().id(), what);
     c.glitch("invalid frame");
-    return c.calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+    return c.calm_requested_ ? detail::Result::end_session : 0;
   }
 
   void on_frame_send(const detail::FrameInfo& frame) override {
-    if (frame.type == NGHTTP2_RST_STREAM && frame.error_code != NGHTTP2_NO_ERROR) {
+    if (frame.type == detail::FrameType::rst_stream && frame.error_code != detail::ErrorCode::no_error) {
       // (A reset for a child's close is the application's choice, not something the client made.)
       const Stream* s = c.stream(frame.stream_id);
       if (s == nullptr || !s->cancelled) c.glitch("RST_STREAM sent");
@@ -256,7 +253,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
         write_data_frame(c, s, framehd, length, frame.padlen);
       }
     } catch (const std::exception&) {
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
+      return detail::Result::end_session;
     }
     return 0;
   }
@@ -328,19 +325,19 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     const std::size_t n = std::min(length, ch.out_bytes_ - ch.out_promised_);
     if (n == 0 && !ch.out_ended_) {
       ch.deferred_ = true;
-      return NGHTTP2_ERR_DEFERRED;
+      return detail::Result::deferred;
     }
     ch.out_promised_ += n;
-    if (n > 0) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (n > 0) *flags |= detail::DataFlag::no_copy;
     if (ch.out_ended_ && ch.out_promised_ == ch.out_bytes_) {
-      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      *flags |= detail::DataFlag::eof;
       if (ch.out_trailers_) {
-        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        *flags |= detail::DataFlag::no_end_stream;
         detail::ResponseHeaders& headers = response_headers();
         headers.build_fields(*ch.out_trailers_);  // (its values point into the fields: kept until submitted)
         const int rv = ch.codec_->session_->submit_trailer(stream_id, headers.data(), headers.size());
         ch.out_trailers_.reset();
-        if (rv != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
+        if (rv != 0) return detail::Result::end_session;
       }
     }
     return static_cast<ssize_t>(n);
@@ -351,8 +348,8 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     const std::size_t available = s.out_remaining() - s.out_promised;
     const std::size_t n = std::min(length, available);
     s.out_promised += n;
-    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-    if (s.out_promised == s.out_remaining()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    *flags |= detail::DataFlag::no_copy;
+    if (s.out_promised == s.out_remaining()) *flags |= detail::DataFlag::eof;
     return static_cast<ssize_t>(n);
   }
 
@@ -381,12 +378,12 @@ void ServerCodec::handler_added(Context& ctx) {
   hooks_ = std::make_unique<Callbacks>(*this);
   session_ = std::make_unique<detail::Session>(*hooks_, streams_enabled_);
   const detail::SettingEntry entries[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings_.max_concurrent_streams},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings_.initial_window_size},
-      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, settings_.max_frame_size},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings_.max_header_list_size},
-      {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, settings_.header_table_size},
-      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {detail::SettingId::max_concurrent_streams, settings_.max_concurrent_streams},
+      {detail::SettingId::initial_window_size, settings_.initial_window_size},
+      {detail::SettingId::max_frame_size, settings_.max_frame_size},
+      {detail::SettingId::max_header_list_size, settings_.max_header_list_size},
+      {detail::SettingId::header_table_size, settings_.header_table_size},
+      {detail::SettingId::enable_push, 0},
   };
   if (!session_->submit_settings(entries, std::size(entries))) {
     throw std::invalid_argument("http2::Settings: a value is out of range");
@@ -481,7 +478,7 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   last_activity_ = last_read_ = ctx.loop().now();
   in_session_ = true;
   receiving_ = &bytes;
-  const ssize_t rv = session_->mem_recv(bytes.read_ptr(), bytes.readable_bytes());
+  const ssize_t rv = session_->receive(bytes.read_ptr(), bytes.readable_bytes());
   receiving_ = nullptr;
   in_session_ = false;
   if (detach_after_session_) detach_later();
@@ -489,9 +486,9 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   if (rv < 0) {
     // The session's own flood bounds (CONTINUATION frames per header block, ACKs owed to a client
     // that does not read) are floods as the budget's are: answered alike.
-    const bool flood = rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || rv == NGHTTP2_ERR_FLOODED;
-    fail_session(ctx, nghttp2_strerror(static_cast<int>(rv)),
-                 calm_requested_ || flood ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+    const bool flood = rv == detail::Result::too_many_continuations || rv == detail::Result::flooded;
+    fail_session(ctx, detail::describe(static_cast<int>(rv)),
+                 calm_requested_ || flood ? detail::ErrorCode::enhance_your_calm : detail::ErrorCode::protocol_error);
     return;
   }
   dispatch_ready(ctx);
@@ -569,7 +566,7 @@ bool ServerCodec::upgrade(Context& ctx, std::string_view settings, const http::R
   const int rv = session_->upgrade(reinterpret_cast<const std::uint8_t*>(settings.data()), settings.size(),
                                    head.method == "HEAD");
   if (rv != 0) {
-    log(LogLevel::debug, "channel {}: HTTP/2 upgrade refused: {}", ctx.channel().id(), nghttp2_strerror(rv));
+    log(LogLevel::debug, "channel {}: HTTP/2 upgrade refused: {}", ctx.channel().id(), detail::describe(rv));
     return false;
   }
   // The request as if it had come in HEADERS on stream 1: pseudo-headers, then the fields that are
@@ -682,7 +679,7 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
   }
   if (rv != 0) {
     log(LogLevel::debug, "channel {}: HTTP/2 response on stream {} not submitted: {}", ctx.channel().id(), s.id,
-        nghttp2_strerror(rv));
+        detail::describe(rv));
     s.out_body.release();
     s.out_view = {};
     return;
@@ -706,7 +703,7 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
 void ServerCodec::submit_goaway() {
   if (goaway_submitted_ || session_ == nullptr) return;
   goaway_submitted_ = true;
-  session_->submit_goaway(session_->last_proc_stream_id(), NGHTTP2_NO_ERROR);
+  session_->submit_goaway(session_->last_proc_stream_id(), detail::ErrorCode::no_error);
 }
 
 void ServerCodec::shutdown_gracefully(Context& ctx) {
@@ -733,7 +730,7 @@ void ServerCodec::send_pending(Context& ctx) {
     }
   }
   if (rv != 0) {
-    log(LogLevel::debug, "channel {}: HTTP/2 send failed: {}; closing", ctx.channel().id(), nghttp2_strerror(rv));
+    log(LogLevel::debug, "channel {}: HTTP/2 send failed: {}; closing", ctx.channel().id(), detail::describe(rv));
     finished_ = true;
     stop_deadline(ctx);
     write_out(ctx);
@@ -800,7 +797,7 @@ void ServerCodec::glitch(const char* what) {
   log(LogLevel::info, "channel {}: HTTP/2 client exceeded its glitch budget ({} within {} s, last: {}); "
       "GOAWAY(ENHANCE_YOUR_CALM)", ctx_->channel().id(), glitches_,
       std::chrono::duration_cast<std::chrono::seconds>(settings_.glitch_window).count(), what);
-  session_->terminate_session(NGHTTP2_ENHANCE_YOUR_CALM);
+  session_->terminate_session(detail::ErrorCode::enhance_your_calm);
 }
 
 void ServerCodec::user_event(Context& ctx, const std::any& event) {
@@ -821,7 +818,7 @@ void ServerCodec::end_input(Context& ctx) {
   for (const auto& s : streams_) {
     // (A child's request that has not ended never will either.)
     if (s->live && (!s->dispatched || (s->child && !s->complete))) {
-      session_->submit_rst_stream(s->id, NGHTTP2_CANCEL);
+      session_->submit_rst_stream(s->id, detail::ErrorCode::cancel);
     }
   }
   input_ended_ = ctx.loop().now();
@@ -986,7 +983,7 @@ void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
 // ---- streams served as channels (Settings::stream_initializer; the child's side is in
 // stream_channel.cc). Nothing here runs a child's pipeline from inside the session: the callbacks only
 // queue what they received for the child (queue_child), and run_children() hands it over once
-// mem_recv or session_send has returned.
+// receive or session_send has returned.
 
 // HEADERS of a request: asks the application whether the stream is served as a channel.
 int ServerCodec::open_child(Stream& s, bool end_stream) {
@@ -998,7 +995,7 @@ int ServerCodec::open_child(Stream& s, bool end_stream) {
   } catch (const std::exception& e) {
     log(LogLevel::warn, "channel {}: HTTP/2 stream_initializer failed on stream {}: {}; stream reset",
         ctx_->channel().id(), s.id, e.what());
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM(INTERNAL_ERROR)
+    return detail::Result::reset_stream;  // RST_STREAM(INTERNAL_ERROR)
   }
   if (!init) return 0;  // served whole
   try {
@@ -1014,7 +1011,7 @@ int ServerCodec::open_child(Stream& s, bool end_stream) {
     queue_child(*child);
   } catch (const std::exception&) {
     s.child.reset();
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    return detail::Result::reset_stream;
   }
   return 0;
 }
@@ -1055,7 +1052,7 @@ int ServerCodec::child_data(Stream& s, const std::uint8_t* data, std::size_t len
     ch.in_bytes_ += len;
     queue_child(ch);
   } catch (const std::exception&) {
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
+    return detail::Result::reset_stream;  // the stream is reset
   }
   return 0;
 }
@@ -1064,7 +1061,7 @@ int ServerCodec::child_data(Stream& s, const std::uint8_t* data, std::size_t len
 // always end it).
 int ServerCodec::child_frame(Stream& s, std::uint8_t type, bool end_stream) {
   StreamChannel& ch = *s.child;
-  if (type == NGHTTP2_HEADERS) {
+  if (type == detail::FrameType::headers) {
     if (!ch.input_closed_) ch.in_trailers_.emplace(StreamTrailers{std::move(ch.in_trailer_fields_)});
     end_stream = true;
   } else if (!end_stream) {
@@ -1077,7 +1074,7 @@ int ServerCodec::child_frame(Stream& s, std::uint8_t type, bool end_stream) {
         ch.in_data_.push_back(StreamData{ByteBuf(), true});
       }
     } catch (const std::exception&) {
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
+      return detail::Result::end_session;
     }
     ch.in_copied_tail_ = false;
   }
@@ -1086,7 +1083,7 @@ int ServerCodec::child_frame(Stream& s, std::uint8_t type, bool end_stream) {
   try {
     queue_child(ch);
   } catch (const std::exception&) {
-    return NGHTTP2_ERR_CALLBACK_FAILURE;
+    return detail::Result::end_session;
   }
   return 0;
 }
@@ -1096,13 +1093,13 @@ int ServerCodec::child_trailer(Stream& s, std::string_view name, std::string_vie
   s.header_list_size += static_cast<std::uint32_t>(name.size() + value.size() + 32);
   if (s.header_list_size > settings_.max_header_list_size || ++s.header_count > settings_.max_headers) {
     glitch("trailers too large");
-    return calm_requested_ ? NGHTTP2_ERR_CALLBACK_FAILURE : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    return calm_requested_ ? detail::Result::end_session : detail::Result::reset_stream;
   }
   if (s.child->input_closed_) return 0;
   try {
     s.child->in_trailer_fields_.add_unchecked(name, value);
   } catch (const std::exception&) {
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    return detail::Result::reset_stream;
   }
   return 0;
 }
@@ -1112,7 +1109,7 @@ int ServerCodec::child_trailer(Stream& s, std::string_view name, std::string_vie
 void ServerCodec::child_stream_closed(Stream& s, std::uint32_t error_code) {
   StreamChannel& ch = *s.child;
   ch.stream_closed_ = true;
-  ch.reset_ = error_code != NGHTTP2_NO_ERROR || !ch.out_ended_;
+  ch.reset_ = error_code != detail::ErrorCode::no_error || !ch.out_ended_;
   ch.reset_code_ = error_code;
   ch.out_data_.clear();
   ch.out_bytes_ = ch.out_promised_ = 0;
@@ -1309,7 +1306,7 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
   }
   if (rv != 0) {
     log(LogLevel::debug, "channel {}: HTTP/2 response on stream {} not submitted: {}", ctx_->channel().id(), ch.id_,
-        nghttp2_strerror(rv));
+        detail::describe(rv));
   }
   if (response.closes_connection()) submit_goaway();
 }
@@ -1366,7 +1363,7 @@ void ServerCodec::child_closed(StreamChannel& ch) {
     if (!in_session_ && ctx_ != nullptr) send_pending(*ctx_);
     if (ch.stream_closed_ || session_ == nullptr || finished_) return;
     if (Stream* s = stream(ch.id_)) s->cancelled = true;
-    session_->submit_rst_stream(ch.id_, NGHTTP2_CANCEL);
+    session_->submit_rst_stream(ch.id_, detail::ErrorCode::cancel);
   } else {
     consume_stream(ch.id_, held);
     if (ch.deferred_) {  // its end was written but not flushed: closing flushes it

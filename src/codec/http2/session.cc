@@ -340,30 +340,30 @@ bool Session::submit_settings(const SettingEntry* entries, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t v = entries[i].value;
     switch (entries[i].id) {
-      case NGHTTP2_SETTINGS_ENABLE_PUSH:
+      case SettingId::enable_push:
         if (v > 1) return false;
         break;
-      case NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE:
+      case SettingId::initial_window_size:
         if (v > kMaxWindow) return false;
         break;
-      case NGHTTP2_SETTINGS_MAX_FRAME_SIZE:
+      case SettingId::max_frame_size:
         if (v < 16384 || v > 16777215) return false;
         break;
       default:
         break;
     }
   }
-  Item& item = queue(NGHTTP2_SETTINGS, 0, 0);
+  Item& item = queue(FrameType::settings, 0, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint8_t id[2] = {static_cast<std::uint8_t>(entries[i].id >> 8),
                                 static_cast<std::uint8_t>(entries[i].id)};
     store(id, 2);
     store_u32(entries[i].value);
     switch (entries[i].id) {
-      case NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE: pending_initial_window_ = entries[i].value; break;
-      case NGHTTP2_SETTINGS_MAX_FRAME_SIZE: local_max_frame_size_ = entries[i].value; break;
-      case NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS: local_max_concurrent_ = entries[i].value; break;
-      case NGHTTP2_SETTINGS_HEADER_TABLE_SIZE: local_header_table_size_ = entries[i].value; break;
+      case SettingId::initial_window_size: pending_initial_window_ = entries[i].value; break;
+      case SettingId::max_frame_size: local_max_frame_size_ = entries[i].value; break;
+      case SettingId::max_concurrent_streams: local_max_concurrent_ = entries[i].value; break;
+      case SettingId::header_table_size: local_header_table_size_ = entries[i].value; break;
       default: break;
     }
   }
@@ -389,24 +389,24 @@ void Session::store_u32(std::uint32_t v) {
   store_.write_u32(v);
 }
 
-int Session::queue_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n, std::uint8_t flags) {
-  Item& item = queue(NGHTTP2_HEADERS, flags, id);
+int Session::queue_headers(std::int32_t id, const HeaderField* nv, std::size_t n, std::uint8_t flags) {
+  Item& item = queue(FrameType::headers, flags, id);
   const std::size_t at = item.at;
   encoder_.begin_block(store_);
   for (std::size_t i = 0; i < n; ++i) {
     encoder_.encode(store_, std::string_view(reinterpret_cast<const char*>(nv[i].name), nv[i].namelen),
                     std::string_view(reinterpret_cast<const char*>(nv[i].value), nv[i].valuelen),
-                    (nv[i].flags & NGHTTP2_NV_FLAG_NO_INDEX) != 0);
+                    (nv[i].flags & HeaderField::no_index) != 0);
   }
   items_.back().length = static_cast<std::uint32_t>(store_.writer_index() - at);
   return 0;
 }
 
-int Session::submit_response(std::int32_t id, const nghttp2_nv* nv, std::size_t n, const DataSource* source) {
+int Session::submit_response(std::int32_t id, const HeaderField* nv, std::size_t n, const DataSource* source) {
   Stream* s = find(id);
-  if (s == nullptr || s->resetting || s->final_head) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  if (s == nullptr || s->resetting || s->final_head) return Result::invalid_argument;
   s->final_head = true;
-  const int rv = queue_headers(id, nv, n, source != nullptr ? 0 : NGHTTP2_FLAG_END_STREAM);
+  const int rv = queue_headers(id, nv, n, source != nullptr ? 0 : FrameFlag::end_stream);
   if (rv != 0) return rv;
   if (source != nullptr) {
     s->source = *source;
@@ -417,16 +417,16 @@ int Session::submit_response(std::int32_t id, const nghttp2_nv* nv, std::size_t 
   return 0;
 }
 
-int Session::submit_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n) {
+int Session::submit_headers(std::int32_t id, const HeaderField* nv, std::size_t n) {
   Stream* s = find(id);
-  if (s == nullptr || s->resetting || s->final_head) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  if (s == nullptr || s->resetting || s->final_head) return Result::invalid_argument;
   return queue_headers(id, nv, n, 0);
 }
 
-int Session::submit_trailer(std::int32_t id, const nghttp2_nv* nv, std::size_t n) {
+int Session::submit_trailer(std::int32_t id, const HeaderField* nv, std::size_t n) {
   Stream* s = find(id);
-  if (s == nullptr || s->resetting) return NGHTTP2_ERR_INVALID_ARGUMENT;
-  return queue_headers(id, nv, n, NGHTTP2_FLAG_END_STREAM);
+  if (s == nullptr || s->resetting) return Result::invalid_argument;
+  return queue_headers(id, nv, n, FrameFlag::end_stream);
 }
 
 int Session::submit_rst_stream(std::int32_t id, std::uint32_t error_code) {
@@ -444,7 +444,7 @@ int Session::submit_rst_stream(std::int32_t id, std::uint32_t error_code) {
       return 0;
     }
   }
-  Item& item = queue(NGHTTP2_RST_STREAM, 0, id);
+  Item& item = queue(FrameType::rst_stream, 0, id);
   item.opened = s != nullptr;
   item.ack = true;
   item.error_code = error_code;
@@ -456,7 +456,7 @@ int Session::submit_rst_stream(std::int32_t id, std::uint32_t error_code) {
 
 int Session::submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code, std::string_view debug) {
   if (term_sent_) return 0;
-  Item& item = queue(NGHTTP2_GOAWAY, 0, 0);
+  Item& item = queue(FrameType::goaway, 0, 0);
   item.error_code = error_code;
   item.length = static_cast<std::uint32_t>(8 + debug.size());
   store_u32(static_cast<std::uint32_t>(last_stream_id));
@@ -468,17 +468,17 @@ int Session::submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code
 }
 
 void Session::submit_ping(std::uint64_t opaque) {
-  Item& item = queue(NGHTTP2_PING, 0, 0);
+  Item& item = queue(FrameType::ping, 0, 0);
   item.length = 8;
   store(&opaque, 8);
 }
 
 // ---- the client's requests ------------------------------------------------------------------------
 
-std::int32_t Session::submit_request(const nghttp2_nv* nv, std::size_t n, const DataSource* body) {
-  if (!client_) return NGHTTP2_ERR_PROTO;
-  if (goaway_received_ || goaway_queued_ || terminating_) return NGHTTP2_ERR_START_STREAM_NOT_ALLOWED;
-  if (next_stream_id_ > kMaxWindow) return NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE;  // (2^31-1: the largest id)
+std::int32_t Session::submit_request(const HeaderField* nv, std::size_t n, const DataSource* body) {
+  if (!client_) return Result::wrong_role;
+  if (goaway_received_ || goaway_queued_ || terminating_) return Result::no_new_streams;
+  if (next_stream_id_ > kMaxWindow) return Result::stream_ids_exhausted;  // (2^31-1: the largest id)
   const auto id = static_cast<std::int32_t>(next_stream_id_);
   next_stream_id_ += 2;
   bool head = false;
@@ -513,12 +513,12 @@ std::int32_t Session::submit_request(const nghttp2_nv* nv, std::size_t n, const 
   return id;
 }
 
-void Session::open_request(std::int32_t id, const nghttp2_nv* nv, std::size_t n, const DataSource* body, bool head) {
+void Session::open_request(std::int32_t id, const HeaderField* nv, std::size_t n, const DataSource* body, bool head) {
   Stream* s = open(id);
   last_recv_stream_id_ = id;  // (idle(): ids above it the client has not opened)
   s->awaiting_head = true;
   s->head_request = head;
-  queue_headers(id, nv, n, body != nullptr ? 0 : NGHTTP2_FLAG_END_STREAM);
+  queue_headers(id, nv, n, body != nullptr ? 0 : FrameFlag::end_stream);
   if (body != nullptr) {
     s->source = *body;
     s->has_source = true;
@@ -534,7 +534,7 @@ void Session::open_waiting() {
     const auto* p = reinterpret_cast<const std::uint8_t*>(w.fields.data());
     const std::uint8_t* const end = p + w.fields.size();
     while (p < end) {
-      nghttp2_nv f{};
+      HeaderField f{};
       f.flags = *p++;
       f.namelen = load_u32(p);
       f.name = const_cast<std::uint8_t*>(p + 4);
@@ -553,7 +553,7 @@ void Session::set_local_window_size(std::int32_t size) {
   const std::int32_t delta = size - local_conn_window_;
   local_conn_window_ = size;
   conn_recv_window_ += delta;
-  Item& item = queue(NGHTTP2_WINDOW_UPDATE, 0, 0);
+  Item& item = queue(FrameType::window_update, 0, 0);
   item.length = 4;
   store_u32(static_cast<std::uint32_t>(delta));
 }
@@ -568,7 +568,7 @@ void Session::terminate_session(std::uint32_t error_code, std::string_view debug
 
 int Session::resume_data(std::int32_t id) {
   Stream* s = find(id);
-  if (s == nullptr || !s->has_source || s->resetting) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  if (s == nullptr || !s->has_source || s->resetting) return Result::invalid_argument;
   if (s->deferred) {
     s->deferred = false;
     link_data(*s);
@@ -580,7 +580,7 @@ void Session::returned(std::size_t& consumed, std::int32_t id, std::int32_t wind
   // A WINDOW_UPDATE once half the window is used (a window of 1 is returned byte by byte).
   const std::size_t threshold = std::max<std::size_t>(1, static_cast<std::size_t>(window) / 2);
   if (consumed < threshold) return;
-  Item& item = queue(NGHTTP2_WINDOW_UPDATE, 0, id);
+  Item& item = queue(FrameType::window_update, 0, id);
   item.length = 4;
   store_u32(static_cast<std::uint32_t>(consumed));
   if (id == 0) {
@@ -606,10 +606,10 @@ void Session::consume_stream(std::int32_t id, std::size_t n) {
 }
 
 int Session::upgrade(const std::uint8_t* settings, std::size_t n, bool) {
-  if (n % 6 != 0 || last_recv_stream_id_ != 0) return NGHTTP2_ERR_INVALID_ARGUMENT;
+  if (n % 6 != 0 || last_recv_stream_id_ != 0) return Result::invalid_argument;
   for (std::size_t i = 0; i < n; i += 6) {
     const auto id = static_cast<std::uint16_t>(settings[i] << 8 | settings[i + 1]);
-    if (apply_peer_setting(id, load_u32(settings + i + 2)) != 0) return NGHTTP2_ERR_INVALID_ARGUMENT;
+    if (apply_peer_setting(id, load_u32(settings + i + 2)) != 0) return Result::invalid_argument;
   }
   Stream* s = open(1);
   s->end_received = true;
@@ -631,10 +631,10 @@ bool Session::want_write() const noexcept {
 
 // ---- input --------------------------------------------------------------------------------------
 
-ssize_t Session::mem_recv(const std::uint8_t* data, std::size_t n) {
+ssize_t Session::receive(const std::uint8_t* data, std::size_t n) {
   const ssize_t rv = read_frames(data, n);
   if (rv < 0) return rv;
-  if (acks_queued_ > kMaxQueuedAcks) return NGHTTP2_ERR_FLOODED;
+  if (acks_queued_ > kMaxQueuedAcks) return Result::flooded;
   return static_cast<ssize_t>(n);
 }
 
@@ -647,7 +647,7 @@ ssize_t Session::read_frames(const std::uint8_t* p, std::size_t n) {
         return 0;
       case In::preface: {
         const std::size_t take = std::min(avail, kPreface.size() - preface_have_);
-        if (std::memcmp(p, kPreface.data() + preface_have_, take) != 0) return NGHTTP2_ERR_BAD_CLIENT_MAGIC;
+        if (std::memcmp(p, kPreface.data() + preface_have_, take) != 0) return Result::bad_preface;
         preface_have_ += take;
         p += take;
         if (preface_have_ == kPreface.size()) in_ = In::head;
@@ -693,7 +693,7 @@ ssize_t Session::read_frames(const std::uint8_t* p, std::size_t n) {
       case In::data_padlen: {
         const std::size_t pad = *p++;
         if (pad >= frame_.length) {
-          if (const int rv = connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA padding too long"); rv < 0) return rv;
+          if (const int rv = connection_error(ErrorCode::protocol_error, "DATA padding too long"); rv < 0) return rv;
           break;
         }
         payload_left_ = frame_.length - 1 - pad;
@@ -719,7 +719,7 @@ ssize_t Session::read_frames(const std::uint8_t* p, std::size_t n) {
             if (s->content_length >= 0 && s->data_received > static_cast<std::uint64_t>(s->content_length)) {
               data_target_ = 0;
               conn_consumed_ += take;
-              if (const int rv = stream_error(s->id, NGHTTP2_PROTOCOL_ERROR, "DATA past content-length"); rv < 0) {
+              if (const int rv = stream_error(s->id, ErrorCode::protocol_error, "DATA past content-length"); rv < 0) {
                 return rv;
               }
             } else {
@@ -729,9 +729,9 @@ ssize_t Session::read_frames(const std::uint8_t* p, std::size_t n) {
               }
               frame_.user_data = s->user_data;
               const int rv = hooks_.on_data_chunk(frame_, p, take);
-              if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
+              if (rv == Result::reset_stream) {
                 data_target_ = 0;
-                submit_rst_stream(s->id, NGHTTP2_INTERNAL_ERROR);
+                submit_rst_stream(s->id, ErrorCode::internal_error);
               } else if (rv != 0) {
                 return rv;
               }
@@ -773,48 +773,49 @@ int Session::begin_frame() {
   payload_left_ = frame_.length;
   padding_left_ = 0;
   const std::int32_t id = frame_.stream_id;
-  if (frame_.length > local_max_frame_size_) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "frame too large");
+  if (frame_.length > local_max_frame_size_) return connection_error(ErrorCode::frame_size_error, "frame too large");
   if (first_frame_) {
-    if (frame_.type != NGHTTP2_SETTINGS || (frame_.flags & NGHTTP2_FLAG_ACK) != 0) {
-      return connection_error(NGHTTP2_PROTOCOL_ERROR, "the preface's first frame is not SETTINGS");
+    if (frame_.type != FrameType::settings || (frame_.flags & FrameFlag::ack) != 0) {
+      return connection_error(ErrorCode::protocol_error, "the preface's first frame is not SETTINGS");
     }
     first_frame_ = false;
   }
-  if (continuing_ != 0 && frame_.type != NGHTTP2_CONTINUATION) {
-    return connection_error(NGHTTP2_PROTOCOL_ERROR, "a header block was interrupted");
+  if (continuing_ != 0 && frame_.type != FrameType::continuation) {
+    return connection_error(ErrorCode::protocol_error, "a header block was interrupted");
   }
   in_ = In::payload;
   switch (frame_.type) {
-    case NGHTTP2_DATA: {
-      if (id == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA on stream 0");
-      if (frame_.length > conn_recv_window_) return connection_error(NGHTTP2_FLOW_CONTROL_ERROR, "connection window");
+    case FrameType::data: {
+      if (id == 0) return connection_error(ErrorCode::protocol_error, "DATA on stream 0");
+      if (frame_.length > conn_recv_window_)
+        return connection_error(ErrorCode::flow_control_error, "connection window");
       conn_recv_window_ -= frame_.length;
       data_target_ = 0;
       Stream* s = find(id);
       if (s == nullptr) {
-        if (idle(id)) return connection_error(NGHTTP2_PROTOCOL_ERROR, "DATA on an idle stream");
+        if (idle(id)) return connection_error(ErrorCode::protocol_error, "DATA on an idle stream");
         // A closed stream: answered as it closed (RFC 9113 5.1), or ignored; its bytes are given
         // back to the connection.
         if (const int rv = on_closed_stream(id); rv != 0 || terminating_) return rv;
       } else if (s->end_received) {
         // A stream error by RFC 9113 5.1; ended as a connection error (5.4.1 allows it), as nghttp2
         // does: one of MadeYouReset's ways to make the server reset streams.
-        return connection_error(NGHTTP2_STREAM_CLOSED, "DATA after END_STREAM");
+        return connection_error(ErrorCode::stream_closed, "DATA after END_STREAM");
       } else if (frame_.length > s->recv_window) {
-        if (const int rv = stream_error(id, NGHTTP2_FLOW_CONTROL_ERROR, "stream window"); rv < 0) return rv;
+        if (const int rv = stream_error(id, ErrorCode::flow_control_error, "stream window"); rv < 0) return rv;
       } else if (s->awaiting_head) {
         // (Client: the server's streams never await a head.) RFC 9113 8.1: a response's DATA
         // follows its final head; before it the response is malformed.
         s->recv_window -= frame_.length;
-        if (const int rv = stream_error(id, NGHTTP2_PROTOCOL_ERROR, "DATA before the response's head"); rv < 0) {
+        if (const int rv = stream_error(id, ErrorCode::protocol_error, "DATA before the response's head"); rv < 0) {
           return rv;
         }
       } else {
         s->recv_window -= frame_.length;
         if (!s->resetting) data_target_ = id;
       }
-      if ((frame_.flags & NGHTTP2_FLAG_PADDED) != 0) {
-        if (frame_.length < 1) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "DATA padding");
+      if ((frame_.flags & FrameFlag::padded) != 0) {
+        if (frame_.length < 1) return connection_error(ErrorCode::frame_size_error, "DATA padding");
         in_ = In::data_padlen;
       } else {
         in_ = In::data;
@@ -825,50 +826,50 @@ int Session::begin_frame() {
       }
       return 0;
     }
-    case NGHTTP2_HEADERS:
-      if (id == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS on stream 0");
+    case FrameType::headers:
+      if (id == 0) return connection_error(ErrorCode::protocol_error, "HEADERS on stream 0");
       break;
-    case NGHTTP2_PRIORITY:
-      if (id == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "PRIORITY on stream 0");
+    case FrameType::priority:
+      if (id == 0) return connection_error(ErrorCode::protocol_error, "PRIORITY on stream 0");
       if (frame_.length != 5) {
         in_ = In::skip;
         // (No RST_STREAM on an idle stream (6.4): a connection error there, as 5.4.1 allows.)
-        if (find(id) == nullptr && idle(id)) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "PRIORITY size");
-        return stream_error(id, NGHTTP2_FRAME_SIZE_ERROR, "PRIORITY size");
+        if (find(id) == nullptr && idle(id)) return connection_error(ErrorCode::frame_size_error, "PRIORITY size");
+        return stream_error(id, ErrorCode::frame_size_error, "PRIORITY size");
       }
       break;
-    case NGHTTP2_RST_STREAM:
-      if (id == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "RST_STREAM on stream 0");
-      if (frame_.length != 4) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "RST_STREAM size");
+    case FrameType::rst_stream:
+      if (id == 0) return connection_error(ErrorCode::protocol_error, "RST_STREAM on stream 0");
+      if (frame_.length != 4) return connection_error(ErrorCode::frame_size_error, "RST_STREAM size");
       break;
-    case NGHTTP2_SETTINGS:
-      if (id != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "SETTINGS on a stream");
-      if ((frame_.flags & NGHTTP2_FLAG_ACK) != 0 ? frame_.length != 0 : frame_.length % 6 != 0) {
-        return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "SETTINGS size");
+    case FrameType::settings:
+      if (id != 0) return connection_error(ErrorCode::protocol_error, "SETTINGS on a stream");
+      if ((frame_.flags & FrameFlag::ack) != 0 ? frame_.length != 0 : frame_.length % 6 != 0) {
+        return connection_error(ErrorCode::frame_size_error, "SETTINGS size");
       }
       if (frame_.length / 6 > kMaxSettingsEntries) {
         hooks_.on_invalid_frame_recv(frame_, "too many SETTINGS entries");
-        terminate_session(NGHTTP2_ENHANCE_YOUR_CALM);
+        terminate_session(ErrorCode::enhance_your_calm);
         return 0;
       }
       break;
-    case NGHTTP2_PUSH_PROMISE:
+    case FrameType::push_promise:
       // (The client's SETTINGS_ENABLE_PUSH is 0: RFC 9113 8.4.)
-      return connection_error(NGHTTP2_PROTOCOL_ERROR,
+      return connection_error(ErrorCode::protocol_error,
                               client_ ? "PUSH_PROMISE with push disabled" : "PUSH_PROMISE from a client");
-    case NGHTTP2_PING:
-      if (id != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "PING on a stream");
-      if (frame_.length != 8) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "PING size");
+    case FrameType::ping:
+      if (id != 0) return connection_error(ErrorCode::protocol_error, "PING on a stream");
+      if (frame_.length != 8) return connection_error(ErrorCode::frame_size_error, "PING size");
       break;
-    case NGHTTP2_GOAWAY:
-      if (id != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "GOAWAY on a stream");
-      if (frame_.length < 8) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "GOAWAY size");
+    case FrameType::goaway:
+      if (id != 0) return connection_error(ErrorCode::protocol_error, "GOAWAY on a stream");
+      if (frame_.length < 8) return connection_error(ErrorCode::frame_size_error, "GOAWAY size");
       break;
-    case NGHTTP2_WINDOW_UPDATE:
-      if (frame_.length != 4) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "WINDOW_UPDATE size");
+    case FrameType::window_update:
+      if (frame_.length != 4) return connection_error(ErrorCode::frame_size_error, "WINDOW_UPDATE size");
       break;
-    case NGHTTP2_CONTINUATION:
-      if (continuing_ == 0 || id != continuing_) return connection_error(NGHTTP2_PROTOCOL_ERROR, "CONTINUATION");
+    case FrameType::continuation:
+      if (continuing_ == 0 || id != continuing_) return connection_error(ErrorCode::protocol_error, "CONTINUATION");
       break;
     default:
       in_ = In::skip;  // unknown frame types are ignored (RFC 9113 4.1)
@@ -884,21 +885,21 @@ int Session::begin_frame() {
 
 int Session::on_payload(const std::uint8_t* p, std::size_t n) {
   switch (frame_.type) {
-    case NGHTTP2_HEADERS: return on_headers(p, n);
-    case NGHTTP2_CONTINUATION: return on_continuation(p, n);
-    case NGHTTP2_PRIORITY:
+    case FrameType::headers: return on_headers(p, n);
+    case FrameType::continuation: return on_continuation(p, n);
+    case FrameType::priority:
       // Priorities are not used (RFC 9113 5.3.2 allows it), but a stream may not depend on itself (5.3.1).
       if (static_cast<std::int32_t>(load_u32(p) & 0x7fffffffu) != frame_.stream_id) return 0;
       // (On an idle stream, RST_STREAM may not be sent (6.4): a connection error, as 5.4.1 allows.)
       if (find(frame_.stream_id) == nullptr && idle(frame_.stream_id)) {
-        return connection_error(NGHTTP2_PROTOCOL_ERROR, "idle stream depends on itself");
+        return connection_error(ErrorCode::protocol_error, "idle stream depends on itself");
       }
-      return stream_error(frame_.stream_id, NGHTTP2_PROTOCOL_ERROR, "stream depends on itself");
-    case NGHTTP2_RST_STREAM: return on_rst_stream(p);
-    case NGHTTP2_SETTINGS: return on_settings(p, n);
-    case NGHTTP2_PING: return on_ping(p);
-    case NGHTTP2_GOAWAY: return on_goaway(p, n);
-    case NGHTTP2_WINDOW_UPDATE: return on_window_update(p);
+      return stream_error(frame_.stream_id, ErrorCode::protocol_error, "stream depends on itself");
+    case FrameType::rst_stream: return on_rst_stream(p);
+    case FrameType::settings: return on_settings(p, n);
+    case FrameType::ping: return on_ping(p);
+    case FrameType::goaway: return on_goaway(p, n);
+    case FrameType::window_update: return on_window_update(p);
     default: return 0;
   }
 }
@@ -908,11 +909,11 @@ int Session::end_data_frame() {
   Stream* s = data_target_ != 0 ? find(data_target_) : nullptr;
   data_target_ = 0;
   if (s != nullptr) {
-    const bool end_stream = (frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    const bool end_stream = (frame_.flags & FrameFlag::end_stream) != 0;
     if (end_stream) {
       s->end_received = true;
       if (s->content_length >= 0 && s->data_received != static_cast<std::uint64_t>(s->content_length)) {
-        return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "DATA shorter than content-length");
+        return stream_error(id, ErrorCode::protocol_error, "DATA shorter than content-length");
       }
     }
     frame_.user_data = s->user_data;
@@ -923,7 +924,8 @@ int Session::end_data_frame() {
       }
     }
     if (end_stream) {
-      if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR, StreamFate::ended);
+      if (Stream* again = find(id); again != nullptr && again->end_sent)
+        close(*again, ErrorCode::no_error, StreamFate::ended);
     }
   }
   returned(conn_consumed_, 0, local_conn_window_);
@@ -933,21 +935,21 @@ int Session::end_data_frame() {
 int Session::on_headers(const std::uint8_t* p, std::size_t n) {
   const std::int32_t id = frame_.stream_id;
   std::size_t pad = 0;
-  if ((frame_.flags & NGHTTP2_FLAG_PADDED) != 0) {
-    if (n < 1) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "HEADERS padding");
+  if ((frame_.flags & FrameFlag::padded) != 0) {
+    if (n < 1) return connection_error(ErrorCode::frame_size_error, "HEADERS padding");
     pad = *p++;
     --n;
   }
   bool self_dependent = false;
-  if ((frame_.flags & NGHTTP2_FLAG_PRIORITY) != 0) {
-    if (n < 5) return connection_error(NGHTTP2_FRAME_SIZE_ERROR, "HEADERS priority");
+  if ((frame_.flags & FrameFlag::priority) != 0) {
+    if (n < 5) return connection_error(ErrorCode::frame_size_error, "HEADERS priority");
     self_dependent = static_cast<std::int32_t>(load_u32(p) & 0x7fffffffu) == id;
     p += 5;
     n -= 5;
   }
-  if (pad > n) return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS padding too long");
+  if (pad > n) return connection_error(ErrorCode::protocol_error, "HEADERS padding too long");
   n -= pad;
-  if ((id & 1) == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS on an even stream");
+  if ((id & 1) == 0) return connection_error(ErrorCode::protocol_error, "HEADERS on an even stream");
   if (client_) return on_response_headers(id, p, n);
 
   decoding_id_ = 0;
@@ -961,10 +963,10 @@ int Session::on_headers(const std::uint8_t* p, std::size_t n) {
     if (s->resetting) {
     } else if (s->end_received) {
       decoding_id_ = id;
-      block_rst_ = NGHTTP2_STREAM_CLOSED;
+      block_rst_ = ErrorCode::stream_closed;
     } else {
       decoding_id_ = id;
-      if ((frame_.flags & NGHTTP2_FLAG_END_STREAM) == 0) block_rst_ = NGHTTP2_PROTOCOL_ERROR;
+      if ((frame_.flags & FrameFlag::end_stream) == 0) block_rst_ = ErrorCode::protocol_error;
     }
   } else if (id > last_recv_stream_id_) {
     last_recv_stream_id_ = id;
@@ -973,14 +975,14 @@ int Session::on_headers(const std::uint8_t* p, std::size_t n) {
     } else if (open_streams_ >= local_max_concurrent_ || self_dependent) {
       recent_.opened(id, StreamFate::reset_by_us);
       refused_id_ = id;
-      block_rst_ = self_dependent ? NGHTTP2_PROTOCOL_ERROR : NGHTTP2_REFUSED_STREAM;
+      block_rst_ = self_dependent ? ErrorCode::protocol_error : ErrorCode::refused_stream;
     } else {
       open(id);
       decoding_frame_.request = true;
       last_proc_stream_id_ = id;
       const int rv = hooks_.on_begin_headers(id);
-      if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
-        block_rst_ = NGHTTP2_INTERNAL_ERROR;
+      if (rv == Result::reset_stream) {
+        block_rst_ = ErrorCode::internal_error;
       } else if (rv != 0) {
         return rv;
       }
@@ -990,7 +992,7 @@ int Session::on_headers(const std::uint8_t* p, std::size_t n) {
     return rv;
   }
   // (A HEADERS frame on a stream closed already is decoded for HPACK's sake, then dropped.)
-  if ((frame_.flags & NGHTTP2_FLAG_END_HEADERS) == 0) {
+  if ((frame_.flags & FrameFlag::end_headers) == 0) {
     continuing_ = id;
     continuations_ = 0;
     block_.assign(p, p + n);
@@ -1012,26 +1014,26 @@ int Session::on_response_headers(std::int32_t id, const std::uint8_t* p, std::si
       // (Decoded for HPACK's state only.)
     } else if (s->end_received) {
       decoding_id_ = id;
-      block_rst_ = NGHTTP2_STREAM_CLOSED;
+      block_rst_ = ErrorCode::stream_closed;
     } else {
       decoding_id_ = id;
       if (!s->awaiting_head) {
         decoding_frame_.head = HeadKind::trailers;  // they must end the stream (RFC 9113 8.1)
-        if ((frame_.flags & NGHTTP2_FLAG_END_STREAM) == 0) block_rst_ = NGHTTP2_PROTOCOL_ERROR;
+        if ((frame_.flags & FrameFlag::end_stream) == 0) block_rst_ = ErrorCode::protocol_error;
       }
       const int rv = hooks_.on_begin_headers(id);
-      if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
-        block_rst_ = NGHTTP2_INTERNAL_ERROR;
+      if (rv == Result::reset_stream) {
+        block_rst_ = ErrorCode::internal_error;
       } else if (rv != 0) {
         return rv;
       }
     }
   } else if (idle(id)) {
-    return connection_error(NGHTTP2_PROTOCOL_ERROR, "HEADERS on a stream the client did not open");
+    return connection_error(ErrorCode::protocol_error, "HEADERS on a stream the client did not open");
   } else if (const int rv = on_closed_stream(id); rv != 0 || terminating_) {
     return rv;
   }
-  if ((frame_.flags & NGHTTP2_FLAG_END_HEADERS) == 0) {
+  if ((frame_.flags & FrameFlag::end_headers) == 0) {
     continuing_ = id;
     continuations_ = 0;
     block_.assign(p, p + n);
@@ -1042,10 +1044,10 @@ int Session::on_response_headers(std::int32_t id, const std::uint8_t* p, std::si
 
 int Session::on_continuation(const std::uint8_t* p, std::size_t n) {
   if (++continuations_ > kMaxContinuations || block_.size() + n > kMaxHeaderBlock) {
-    return NGHTTP2_ERR_TOO_MANY_CONTINUATIONS;
+    return Result::too_many_continuations;
   }
   block_.insert(block_.end(), p, p + n);
-  if ((frame_.flags & NGHTTP2_FLAG_END_HEADERS) == 0) return 0;
+  if ((frame_.flags & FrameFlag::end_headers) == 0) return 0;
   continuing_ = 0;
   const int rv = on_header_block(block_.data(), block_.size());
   block_.clear();
@@ -1062,49 +1064,53 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
   field_error_ = nullptr;
   const int rv = decoder_.decode(block, n, client_ ? &Session::response_field : &Session::header_field, this);
   decoding_ = nullptr;
-  if (rv == hpack::kCompressionError) return connection_error(NGHTTP2_COMPRESSION_ERROR, "HPACK");
+  if (rv == hpack::kCompressionError) return connection_error(ErrorCode::compression_error, "HPACK");
   if (rv != 0) return rv;
   const std::int32_t id = decoding_frame_.stream_id;
   if (block_rst_ != 0) {
     const std::uint32_t code = block_rst_;
     block_rst_ = 0;
-    if (code == NGHTTP2_REFUSED_STREAM || (code == NGHTTP2_PROTOCOL_ERROR && refused_id_ == id && find(id) == nullptr)) {
+    if (code == ErrorCode::refused_stream ||
+        (code == ErrorCode::protocol_error && refused_id_ == id && find(id) == nullptr)) {
       refused_id_ = 0;
       submit_rst_stream(id, code);
-      if (code == NGHTTP2_PROTOCOL_ERROR) return hooks_.on_invalid_frame_recv(decoding_frame_, "self-dependent stream");
+      if (code == ErrorCode::protocol_error)
+        return hooks_.on_invalid_frame_recv(decoding_frame_, "self-dependent stream");
       return 0;
     }
-    if (code == NGHTTP2_INTERNAL_ERROR) {
+    if (code == ErrorCode::internal_error) {
       submit_rst_stream(id, code);
       return 0;
     }
-    return stream_error(id, code, code == NGHTTP2_STREAM_CLOSED ? "HEADERS after END_STREAM" : "trailers without END_STREAM");
+    return stream_error(id, code,
+                        code == ErrorCode::stream_closed ? "HEADERS after END_STREAM" : "trailers without END_STREAM");
   }
   if (s == nullptr || find(id) != s) return 0;
-  if (field_error_ != nullptr) return stream_error(id, NGHTTP2_PROTOCOL_ERROR, field_error_);
+  if (field_error_ != nullptr) return stream_error(id, ErrorCode::protocol_error, field_error_);
   if (decoding_frame_.request) {
     const bool complete = connect_ ? (pseudo_seen_ & kAuthority) != 0 && (pseudo_seen_ & (kScheme | kPath)) == 0
                                    : (pseudo_seen_ & (kMethod | kScheme | kPath)) == (kMethod | kScheme | kPath);
-    if (!complete) return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "request pseudo-headers missing");
+    if (!complete) return stream_error(id, ErrorCode::protocol_error, "request pseudo-headers missing");
     if ((pseudo_seen_ & (kAsteriskPath | kOptions)) == kAsteriskPath) {
-      return stream_error(id, NGHTTP2_PROTOCOL_ERROR, ":path * without OPTIONS");
+      return stream_error(id, ErrorCode::protocol_error, ":path * without OPTIONS");
     }
   } else if (client_) {
     if (s->resetting) return 0;  // the codec reset it while its fields came (a limit)
     if (const int rv = end_response_block(*s); rv != 0) return rv < 0 ? rv : 0;
   }
-  const bool end_stream = (decoding_frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  const bool end_stream = (decoding_frame_.flags & FrameFlag::end_stream) != 0;
   if (end_stream) {
     s->end_received = true;
     // A request's body ends here: it must be as long as its content-length said (RFC 9113 8.1.1),
     // whether the end came with the head or with trailers.
     if (s->content_length >= 0 && s->data_received != static_cast<std::uint64_t>(s->content_length)) {
-      return stream_error(id, NGHTTP2_PROTOCOL_ERROR, "content-length not matched by DATA");
+      return stream_error(id, ErrorCode::protocol_error, "content-length not matched by DATA");
     }
   }
   if (const int r = hooks_.on_frame_recv(decoding_frame_); r != 0) return r;
   if (end_stream) {
-    if (Stream* again = find(id); again != nullptr && again->end_sent) close(*again, NGHTTP2_NO_ERROR, StreamFate::ended);
+    if (Stream* again = find(id); again != nullptr && again->end_sent)
+      close(*again, ErrorCode::no_error, StreamFate::ended);
   }
   return 0;
 }
@@ -1114,15 +1120,15 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
 // stream reset, or an interim head reported), else 0: the end of the stream is checked by the caller.
 int Session::end_response_block(Stream& s) {
   const std::int32_t id = s.id;
-  const bool end_stream = (decoding_frame_.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  const bool end_stream = (decoding_frame_.flags & FrameFlag::end_stream) != 0;
   switch (decoding_frame_.head) {
     case HeadKind::none: {
-      const int rv = stream_error(id, NGHTTP2_PROTOCOL_ERROR, "a response without :status");
+      const int rv = stream_error(id, ErrorCode::protocol_error, "a response without :status");
       return rv != 0 ? rv : 1;
     }
     case HeadKind::interim: {
       if (end_stream) {
-        const int rv = stream_error(id, NGHTTP2_PROTOCOL_ERROR, "an interim response with END_STREAM");
+        const int rv = stream_error(id, ErrorCode::protocol_error, "an interim response with END_STREAM");
         return rv != 0 ? rv : 1;
       }
       const int rv = hooks_.on_frame_recv(decoding_frame_);
@@ -1222,8 +1228,8 @@ int Session::response_field(void* context, std::string_view name, std::string_vi
   if (s == nullptr || self.field_error_ != nullptr) return 0;  // decoded for HPACK's state only
   if (self.check_response_field(*s, name, value) != 0) return 0;
   const int rv = self.hooks_.on_header(self.decoding_frame_, name, value);
-  if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
-    self.block_rst_ = NGHTTP2_INTERNAL_ERROR;
+  if (rv == Result::reset_stream) {
+    self.block_rst_ = ErrorCode::internal_error;
     self.decoding_ = nullptr;
     return 0;
   }
@@ -1236,8 +1242,8 @@ int Session::header_field(void* context, std::string_view name, std::string_view
   if (s == nullptr || self.field_error_ != nullptr) return 0;  // decoded for HPACK's state only
   if (const int rv = self.check_field(name, value); rv != 0) return 0;
   const int rv = self.hooks_.on_header(self.decoding_frame_, name, value);
-  if (rv == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
-    self.block_rst_ = NGHTTP2_INTERNAL_ERROR;
+  if (rv == Result::reset_stream) {
+    self.block_rst_ = ErrorCode::internal_error;
     self.decoding_ = nullptr;
     return 0;
   }
@@ -1322,7 +1328,7 @@ int Session::check_field(std::string_view name, std::string_view value) {
 }
 
 int Session::on_settings(const std::uint8_t* p, std::size_t n) {
-  if ((frame_.flags & NGHTTP2_FLAG_ACK) != 0) {
+  if ((frame_.flags & FrameFlag::ack) != 0) {
     if (unacked_settings_ > 0) {
       --unacked_settings_;
       // Our SETTINGS are in effect now: the streams' receive windows follow the new initial size.
@@ -1344,10 +1350,10 @@ int Session::on_settings(const std::uint8_t* p, std::size_t n) {
   for (std::size_t i = 0; i < n; i += 6) {
     const auto id = static_cast<std::uint16_t>(p[i] << 8 | p[i + 1]);
     const int rv = apply_peer_setting(id, load_u32(p + i + 2));
-    if (rv == NGHTTP2_FLOW_CONTROL_ERROR) return connection_error(NGHTTP2_FLOW_CONTROL_ERROR, "SETTINGS window");
-    if (rv != 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "SETTINGS value");
+    if (rv == ErrorCode::flow_control_error) return connection_error(ErrorCode::flow_control_error, "SETTINGS window");
+    if (rv != 0) return connection_error(ErrorCode::protocol_error, "SETTINGS value");
   }
-  Item& ack = queue(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0);
+  Item& ack = queue(FrameType::settings, FrameFlag::ack, 0);
   ack.ack = true;
   ++acks_queued_;
   return hooks_.on_frame_recv(frame_);
@@ -1355,30 +1361,27 @@ int Session::on_settings(const std::uint8_t* p, std::size_t n) {
 
 int Session::apply_peer_setting(std::uint16_t id, std::uint32_t value) {
   switch (id) {
-    case NGHTTP2_SETTINGS_HEADER_TABLE_SIZE:
-      encoder_.set_peer_max_table_size(value);
-      return 0;
-    case NGHTTP2_SETTINGS_ENABLE_PUSH:
+    case SettingId::header_table_size: encoder_.set_peer_max_table_size(value); return 0;
+    case SettingId::enable_push:
       // (A server may only say 0: RFC 9113 6.5.2.)
-      return value > 1 || (client_ && value != 0) ? NGHTTP2_PROTOCOL_ERROR : 0;
-    case NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL:
-      return value > 1 ? NGHTTP2_PROTOCOL_ERROR : 0;
-    case NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS:
+      return value > 1 || (client_ && value != 0) ? ErrorCode::protocol_error : 0;
+    case SettingId::enable_connect_protocol: return value > 1 ? ErrorCode::protocol_error : 0;
+    case SettingId::max_concurrent_streams:
       peer_max_concurrent_ = value;  // (the client opens no more; the server opens none)
       return 0;
-    case NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE: {
-      if (value > kMaxWindow) return NGHTTP2_FLOW_CONTROL_ERROR;
+    case SettingId::initial_window_size: {
+      if (value > kMaxWindow) return ErrorCode::flow_control_error;
       const std::int64_t delta = std::int64_t{value} - peer_initial_window_;
       for (const auto& s : pool_) {
         if (s->id == 0) continue;
-        if (s->send_window + delta > kMaxWindow) return NGHTTP2_FLOW_CONTROL_ERROR;
+        if (s->send_window + delta > kMaxWindow) return ErrorCode::flow_control_error;
         s->send_window += delta;
       }
       peer_initial_window_ = value;
       return 0;
     }
-    case NGHTTP2_SETTINGS_MAX_FRAME_SIZE:
-      if (value < 16384 || value > 16777215) return NGHTTP2_PROTOCOL_ERROR;
+    case SettingId::max_frame_size:
+      if (value < 16384 || value > 16777215) return ErrorCode::protocol_error;
       peer_max_frame_size_ = value;
       return 0;
     default: return 0;  // MAX_HEADER_LIST_SIZE (advisory, RFC 9113 6.5.2), unknown ones
@@ -1386,8 +1389,8 @@ int Session::apply_peer_setting(std::uint16_t id, std::uint32_t value) {
 }
 
 int Session::on_ping(const std::uint8_t* p) {
-  if ((frame_.flags & NGHTTP2_FLAG_ACK) == 0) {
-    Item& ack = queue(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0);
+  if ((frame_.flags & FrameFlag::ack) == 0) {
+    Item& ack = queue(FrameType::ping, FrameFlag::ack, 0);
     ack.ack = true;
     ack.length = 8;
     store(p, 8);
@@ -1401,7 +1404,7 @@ int Session::on_rst_stream(const std::uint8_t* p) {
   frame_.error_code = load_u32(p);
   Stream* s = find(id);
   if (s == nullptr && idle(id)) {
-    return connection_error(NGHTTP2_PROTOCOL_ERROR, "RST_STREAM on an idle stream");
+    return connection_error(ErrorCode::protocol_error, "RST_STREAM on an idle stream");
   }
   if (s != nullptr) frame_.user_data = s->user_data;
   if (const int rv = hooks_.on_frame_recv(frame_); rv != 0) return rv;
@@ -1414,21 +1417,21 @@ int Session::on_window_update(const std::uint8_t* p) {
   const std::int64_t increment = load_u32(p) & 0x7fffffffu;
   frame_.window_increment = static_cast<std::int32_t>(increment);
   if (id == 0) {
-    if (increment == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
+    if (increment == 0) return connection_error(ErrorCode::protocol_error, "WINDOW_UPDATE of 0");
     if (conn_send_window_ + increment > kMaxWindow) {
-      return connection_error(NGHTTP2_FLOW_CONTROL_ERROR, "connection window past 2^31-1");
+      return connection_error(ErrorCode::flow_control_error, "connection window past 2^31-1");
     }
     conn_send_window_ += increment;
     return hooks_.on_frame_recv(frame_);
   }
   Stream* s = find(id);
   if (s == nullptr) {
-    if (idle(id)) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+    if (idle(id)) return connection_error(ErrorCode::protocol_error, "WINDOW_UPDATE on an idle stream");
     return hooks_.on_frame_recv(frame_);  // a closed stream: ignored (and counted by the budget)
   }
   // (A stream error by RFC 9113 6.9; a connection error here, as for DATA after END_STREAM.)
-  if (increment == 0) return connection_error(NGHTTP2_PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
-  if (s->send_window + increment > kMaxWindow) return stream_error(id, NGHTTP2_FLOW_CONTROL_ERROR, "stream window");
+  if (increment == 0) return connection_error(ErrorCode::protocol_error, "WINDOW_UPDATE of 0");
+  if (s->send_window + increment > kMaxWindow) return stream_error(id, ErrorCode::flow_control_error, "stream window");
   s->send_window += increment;
   return hooks_.on_frame_recv(frame_);
 }
@@ -1451,12 +1454,12 @@ void Session::refuse_after_goaway(std::int32_t last_stream_id) {
   }
   std::sort(ids.begin(), ids.end());
   for (const std::int32_t id : ids) {
-    if (Stream* s = find(id)) close(*s, NGHTTP2_REFUSED_STREAM, StreamFate::reset_by_us);
+    if (Stream* s = find(id)) close(*s, ErrorCode::refused_stream, StreamFate::reset_by_us);
   }
   while (!waiting_.empty()) {
     const std::int32_t id = waiting_.front().id;
     waiting_.pop_front();
-    hooks_.on_stream_close(id, NGHTTP2_REFUSED_STREAM);
+    hooks_.on_stream_close(id, ErrorCode::refused_stream);
   }
 }
 
@@ -1466,11 +1469,10 @@ int Session::on_closed_stream(std::int32_t id) {
   switch (*fate) {
     case StreamFate::reset_by_peer:
       recent_.ended(id, StreamFate::reset_by_us);  // one STREAM_CLOSED per stream; the rest are ignored
-      return stream_error(id, NGHTTP2_STREAM_CLOSED, "a frame after the client's RST_STREAM");
-    case StreamFate::ended:
-      return connection_error(NGHTTP2_STREAM_CLOSED, "a frame on a stream closed both ways");
+      return stream_error(id, ErrorCode::stream_closed, "a frame after the client's RST_STREAM");
+    case StreamFate::ended: return connection_error(ErrorCode::stream_closed, "a frame on a stream closed both ways");
     case StreamFate::never_opened:
-      return connection_error(NGHTTP2_PROTOCOL_ERROR, "a stream id below one already used");
+      return connection_error(ErrorCode::protocol_error, "a stream id below one already used");
     case StreamFate::open:
     case StreamFate::reset_by_us:
       break;
@@ -1481,13 +1483,13 @@ int Session::on_closed_stream(std::int32_t id) {
 int Session::connection_error(std::uint32_t code, const char* what) {
   const int rv = hooks_.on_invalid_frame_recv(frame_, what);
   terminate_session(code);
-  return rv == NGHTTP2_ERR_CALLBACK_FAILURE ? rv : 0;
+  return rv == Result::end_session ? rv : 0;
 }
 
 int Session::stream_error(std::int32_t id, std::uint32_t code, const char* what) {
   submit_rst_stream(id, code);
   const int rv = hooks_.on_invalid_frame_recv(frame_, what);
-  return rv == NGHTTP2_ERR_CALLBACK_FAILURE ? rv : 0;
+  return rv == Result::end_session ? rv : 0;
 }
 
 // ---- output -------------------------------------------------------------------------------------
@@ -1570,28 +1572,28 @@ int Session::send_data_frame(Stream& s) {
   const std::size_t max = static_cast<std::size_t>(std::min<std::int64_t>(window, peer_max_frame_size_));
   std::uint32_t flags = 0;
   const ssize_t n = s.source.read(s.id, max, &flags, s.source.ptr);
-  if (n == NGHTTP2_ERR_DEFERRED || (n == 0 && (flags & NGHTTP2_DATA_FLAG_EOF) == 0)) {
+  if (n == Result::deferred || (n == 0 && (flags & DataFlag::eof) == 0)) {
     s.deferred = true;
     return 0;
   }
-  if (n == NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) {
+  if (n == Result::reset_stream) {
     s.has_source = false;
-    submit_rst_stream(s.id, NGHTTP2_INTERNAL_ERROR);
+    submit_rst_stream(s.id, ErrorCode::internal_error);
     return 0;
   }
   if (n < 0) return static_cast<int>(n);
-  const bool eof = (flags & NGHTTP2_DATA_FLAG_EOF) != 0;
-  const bool end_stream = eof && (flags & NGHTTP2_DATA_FLAG_NO_END_STREAM) == 0;
+  const bool eof = (flags & DataFlag::eof) != 0;
+  const bool end_stream = eof && (flags & DataFlag::no_end_stream) == 0;
   FrameInfo info;
-  info.type = NGHTTP2_DATA;
-  info.flags = end_stream ? NGHTTP2_FLAG_END_STREAM : 0;
+  info.type = FrameType::data;
+  info.flags = end_stream ? FrameFlag::end_stream : 0;
   info.stream_id = s.id;
   info.length = static_cast<std::uint32_t>(n);
   std::uint8_t header[9];
   header[0] = static_cast<std::uint8_t>(n >> 16);
   header[1] = static_cast<std::uint8_t>(n >> 8);
   header[2] = static_cast<std::uint8_t>(n);
-  header[3] = NGHTTP2_DATA;
+  header[3] = FrameType::data;
   header[4] = info.flags;
   const auto u = static_cast<std::uint32_t>(s.id);
   header[5] = static_cast<std::uint8_t>(u >> 24);
@@ -1612,9 +1614,9 @@ int Session::send_data_frame(Stream& s) {
 void Session::sent_end_stream(Stream& s) {
   s.end_sent = true;
   if (s.end_received) {
-    close(s, NGHTTP2_NO_ERROR, StreamFate::ended);
+    close(s, ErrorCode::no_error, StreamFate::ended);
   } else if (!client_) {
-    submit_rst_stream(s.id, NGHTTP2_NO_ERROR);
+    submit_rst_stream(s.id, ErrorCode::no_error);
   }
 }
 
@@ -1628,41 +1630,40 @@ int Session::send_item(const Item& item) {
   info.error_code = item.error_code;
   if (item.ack) --acks_queued_;
   switch (item.type) {
-    case NGHTTP2_HEADERS: {
+    case FrameType::headers: {
       // Header blocks larger than the client's frame size continue in CONTINUATION frames.
       std::size_t left = item.length;
-      std::uint8_t type = NGHTTP2_HEADERS;
+      std::uint8_t type = FrameType::headers;
       std::uint8_t flags = item.flags;
       do {
         const std::size_t piece = std::min<std::size_t>(left, peer_max_frame_size_);
         left -= piece;
         ByteBuf& out = hooks_.output(9 + piece);
         write_frame_header(out, static_cast<std::uint32_t>(piece), type,
-                           static_cast<std::uint8_t>(flags | (left == 0 ? NGHTTP2_FLAG_END_HEADERS : 0)),
-                           item.stream_id);
+                           static_cast<std::uint8_t>(flags | (left == 0 ? FrameFlag::end_headers : 0)), item.stream_id);
         out.write_bytes(payload, piece);
         payload += piece;
-        type = NGHTTP2_CONTINUATION;
+        type = FrameType::continuation;
         flags = 0;
       } while (left > 0);
       hooks_.wrote();
-      if ((item.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+      if ((item.flags & FrameFlag::end_stream) != 0) {
         if (Stream* s = find(item.stream_id)) sent_end_stream(*s);
       }
       return 0;
     }
-    case NGHTTP2_RST_STREAM: {
+    case FrameType::rst_stream: {
       Stream* s = find(item.stream_id);
       if (item.opened && s == nullptr) return 0;  // closed meanwhile (by the client's own reset)
       ByteBuf& out = hooks_.output(13);
-      write_frame_header(out, 4, NGHTTP2_RST_STREAM, 0, item.stream_id);
+      write_frame_header(out, 4, FrameType::rst_stream, 0, item.stream_id);
       out.write_bytes(payload, 4);
       hooks_.wrote();
       hooks_.on_frame_send(info);
       if (Stream* again = find(item.stream_id)) close(*again, item.error_code, StreamFate::reset_by_us);
       return 0;
     }
-    case NGHTTP2_GOAWAY:
+    case FrameType::goaway:
       goaway_sent_ = true;
       if (item.terminate) term_sent_ = true;
       [[fallthrough]];

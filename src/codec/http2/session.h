@@ -1,11 +1,11 @@
 #pragma once
 // weft's own HTTP/2 connection state (RFC 9113), for both sides (Role): the frame parser, the
 // stream state machine, flow control both ways, SETTINGS, PING, GOAWAY and RST_STREAM, and HPACK
-// (hpack.h). It replaced libnghttp2 in the server codec, which spent two thirds of the codec's
-// instructions per request, and then in the client codec, so that one engine with one set of
-// checks and limits serves both. Its interface keeps nghttp2's shape (mem_recv with callbacks,
-// submit_*, send, data providers) so that the codecs' logic stayed as it was. nghttp2's constants
-// are still used for frame types, flags, error codes and return values.
+// (hpack.h). It replaced libnghttp2, which spent two thirds of the server codec's instructions per
+// request; one engine with one set of checks and limits serves the server and the client codec. A codec feeds it bytes
+// (receive), is called back per frame and field (SessionHooks), queues heads, bodies and control frames (submit_*) and
+// lets it write them (send); bodies come from data sources the session asks as the windows allow. Its vocabulary (frame
+// types, flags, error codes, results, header fields, data sources) is frame.h's.
 //
 // What it checks (each violation answered as RFC 9113 says: a stream error resets the stream, a
 // connection error ends the session with GOAWAY): the client preface (server) or the server's
@@ -23,7 +23,6 @@
 // One per connection; loop thread only. Nothing is allocated per request in steady state: streams
 // and their map are reused, frames are written straight into the codec's output buffer.
 
-#include <nghttp2/nghttp2.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -34,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "frame.h"
 #include "hpack.h"
 #include "recent_streams.h"
 #include "weft/buffer/byte_buf.h"
@@ -67,18 +67,9 @@ struct FrameInfo {
   void* user_data = nullptr;        // received HEADERS and DATA: the stream's (set_stream_user_data)
 };
 
-// A body's source (a response's, or a client's request's) (nghttp2_data_provider's shape): read(stream_id, max, flags,
-// source) returns the bytes the next DATA frame may carry (0..max), NGHTTP2_ERR_DEFERRED to wait for resume_data, or
-// NGHTTP2_ERR_CALLBACK_FAILURE; it sets NGHTTP2_DATA_FLAG_EOF at the end (and NGHTTP2_DATA_FLAG_NO_END_STREAM when
-// trailers follow). The payload itself is written by SessionHooks::send_data.
-struct DataSource {
-  void* ptr = nullptr;
-  ssize_t (*read)(std::int32_t stream_id, std::size_t max, std::uint32_t* flags, void* ptr) = nullptr;
-};
-
-// What the session calls (the codec). Return values as nghttp2's callbacks: 0, or
-// NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE (the stream is reset with INTERNAL_ERROR), or
-// NGHTTP2_ERR_CALLBACK_FAILURE (mem_recv / send stop and return it).
+// What the session calls (the codec). The int-returning hooks return 0, or Result::reset_stream
+// (the stream is reset with INTERNAL_ERROR), or Result::end_session (receive / send stop and
+// return it).
 class SessionHooks {
  public:
   virtual ~SessionHooks() = default;
@@ -120,11 +111,11 @@ class Session {
   // Queues this side's SETTINGS (the connection preface; the client's goes after its 24-byte magic,
   // which send() writes first). Returns false for a value out of range.
   bool submit_settings(const SettingEntry* entries, std::size_t n);
-  // Reads bytes; returns n, or a negative NGHTTP2_ERR_* (the session is then to be ended:
-  // NGHTTP2_ERR_FLOODED / NGHTTP2_ERR_TOO_MANY_CONTINUATIONS for floods, NGHTTP2_ERR_CALLBACK_FAILURE).
-  ssize_t mem_recv(const std::uint8_t* data, std::size_t n);
+  // Reads bytes; returns n, or a negative Result (the session is then to be ended:
+  // Result::flooded / Result::too_many_continuations for floods, Result::end_session).
+  ssize_t receive(const std::uint8_t* data, std::size_t n);
   // Writes what is queued (control frames, header blocks, DATA as the windows allow) while the
-  // hooks say writable. 0, or NGHTTP2_ERR_CALLBACK_FAILURE.
+  // hooks say writable. 0, or Result::end_session.
   int send();
   bool want_read() const noexcept;
   bool want_write() const noexcept;
@@ -133,13 +124,13 @@ class Session {
   void set_stream_user_data(std::int32_t id, void* data) noexcept;
 
   // Client: opens a request on the next odd stream id (1, 3, 5...) and returns that id, or a
-  // negative NGHTTP2_ERR_* (NGHTTP2_ERR_START_STREAM_NOT_ALLOWED after a GOAWAY either way,
-  // NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE once the ids are used up). HEADERS carry END_STREAM when
+  // negative Result (Result::no_new_streams after a GOAWAY either way,
+  // Result::stream_ids_exhausted once the ids are used up). HEADERS carry END_STREAM when
   // `body` is null; else DATA follows from it. The id is assigned at once; while the server's
   // SETTINGS_MAX_CONCURRENT_STREAMS streams are open the request waits here (its fields copied) and
   // its HEADERS leave, in order, as streams close. A waiting request reset by submit_rst_stream or
   // dropped by a GOAWAY ends with on_stream_close without reaching the wire.
-  std::int32_t submit_request(const nghttp2_nv* nv, std::size_t n, const DataSource* body);
+  std::int32_t submit_request(const HeaderField* nv, std::size_t n, const DataSource* body);
   // Client: the server's SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS say).
   std::uint32_t peer_max_concurrent_streams() const noexcept { return peer_max_concurrent_; }
   // Client: requests that wait for the server's concurrency limit.
@@ -151,11 +142,11 @@ class Session {
   bool terminated() const noexcept { return terminating_; }
 
   // A final response's head; DATA follows from `source` unless it is null (then END_STREAM).
-  int submit_response(std::int32_t id, const nghttp2_nv* nv, std::size_t n, const DataSource* source);
+  int submit_response(std::int32_t id, const HeaderField* nv, std::size_t n, const DataSource* source);
   // An interim (1xx) head: HEADERS without END_STREAM.
-  int submit_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n);
-  // Trailers after the body (from a data source's read, which sets NGHTTP2_DATA_FLAG_NO_END_STREAM).
-  int submit_trailer(std::int32_t id, const nghttp2_nv* nv, std::size_t n);
+  int submit_headers(std::int32_t id, const HeaderField* nv, std::size_t n);
+  // Trailers after the body (from a data source's read, which sets DataFlag::no_end_stream).
+  int submit_trailer(std::int32_t id, const HeaderField* nv, std::size_t n);
   int submit_rst_stream(std::int32_t id, std::uint32_t error_code);
   int submit_goaway(std::int32_t last_stream_id, std::uint32_t error_code, std::string_view debug = {});
   // GOAWAY(error_code, debug data) after which nothing is read or written.
@@ -173,7 +164,7 @@ class Session {
     consume_stream(id, n);
   }
   // h2c upgrade (RFC 7540 3.2): the client's HTTP2-Settings payload; stream 1 opens half-closed
-  // (remote). 0, or NGHTTP2_ERR_INVALID_ARGUMENT.
+  // (remote). 0, or Result::invalid_argument.
   int upgrade(const std::uint8_t* settings, std::size_t n, bool head_request);
 
  private:
@@ -223,14 +214,14 @@ class Session {
   Item& queue(std::uint8_t type, std::uint8_t flags, std::int32_t id);
   void store(const void* p, std::size_t n);
   void store_u32(std::uint32_t v);
-  int encode_block(const nghttp2_nv* nv, std::size_t n);
-  int queue_headers(std::int32_t id, const nghttp2_nv* nv, std::size_t n, std::uint8_t flags);
+  int encode_block(const HeaderField* nv, std::size_t n);
+  int queue_headers(std::int32_t id, const HeaderField* nv, std::size_t n, std::uint8_t flags);
   template <bool kClient>
   int send_frames();
   int send_item(const Item& item);
   // Client: opens requests that waited while the server's concurrency limit allows.
   void open_waiting();
-  void open_request(std::int32_t id, const nghttp2_nv* nv, std::size_t n, const DataSource* body, bool head);
+  void open_request(std::int32_t id, const HeaderField* nv, std::size_t n, const DataSource* body, bool head);
   int send_data_frame(Stream& s);
   void write_frame_header(ByteBuf& out, std::uint32_t length, std::uint8_t type, std::uint8_t flags,
                           std::int32_t id);
@@ -315,7 +306,7 @@ class Session {
   // client: the next stream id, and requests waiting for the server's concurrency limit
   std::int64_t next_stream_id_ = 1;
   std::deque<Waiting> waiting_;
-  std::vector<nghttp2_nv> waiting_nv_;  // a waiting request's fields, rebuilt when it opens
+  std::vector<HeaderField> waiting_nv_;  // a waiting request's fields, rebuilt when it opens
 
   // output queue: frames in order; their payloads in store_
   std::vector<Item> items_;

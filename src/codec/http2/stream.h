@@ -39,7 +39,7 @@ struct ServerCodec::Stream {
   ByteBuf out_body;
   std::string_view out_view;
   std::size_t out_view_sent = 0;
-  std::size_t out_promised = 0;  // handed to nghttp2 by the data callback, not yet serialised
+  std::size_t out_promised = 0;  // handed to the session by the data source, not yet serialised
 
   // A stream served as a channel (Settings::stream_initializer): its child, which holds the
   // body's chunks both ways. Null for a stream served whole.

@@ -5,7 +5,7 @@
 /// an executor or a coroutine written for HTTP/1.1 serves HTTP/2 streams unchanged.
 ///
 /// The framing, HPACK, flow control and the stream state machine are weft's own (src/codec/http2/
-/// session.h, hpack.h; they replaced libnghttp2, and the client runs on them too).
+/// session.h, frame.h, hpack.h), shared with the client; libweft does not use libnghttp2.
 /// ByteBuf in and ByteBuf out: the codec sits right after the transport for h2c, and behind a TLS
 /// handler (ALPN "h2") unchanged.
 ///
@@ -181,7 +181,7 @@ class ServerCodec final : public Handler {
   Context* ctx_ = nullptr;            // while in a pipeline: the session's callbacks reach it here
   std::unique_ptr<Callbacks> hooks_;  // what the session calls (the codec)
   std::unique_ptr<detail::Session> session_;  // the HTTP/2 connection's state (session.h)
-  bool in_session_ = false;           // inside mem_recv or send: the session must not be re-entered
+  bool in_session_ = false;                   // inside receive or send: the session must not be re-entered
   bool detach_after_session_ = false;  // the channel went inactive inside the session (detach_later)
   bool calm_requested_ = false;       // the glitch budget ran out: GOAWAY(ENHANCE_YOUR_CALM) queued
   bool goaway_submitted_ = false;
