@@ -3,8 +3,9 @@
 /// Everything a weft application usually needs, in one include: buffers, channels and bootstraps,
 /// event loops, futures and coroutines, the transports, the frame and string codecs, HTTP/1.1
 /// (server and client codecs, router, query helpers), HTTP/2 (server codec, streams as channels,
-/// the detector that serves HTTP/1.1 and h2c on one port, the client), gRPC (the server core on
-/// bytes), TLS (contexts, the handler, ALPN) and the common handlers.
+/// the detector that serves HTTP/1.1 and h2c on one port, the client codec), the client layer
+/// (HTTP/2 connections), gRPC (the server core on bytes), TLS (contexts, the handler, ALPN) and the
+/// common handlers.
 ///
 /// Left out, include them where you need them:
 /// - weft/grpc/protobuf_adapter.h  typed gRPC methods on protobuf messages (needs libprotobuf)
@@ -30,6 +31,7 @@
 #include "weft/channel/handler.h"
 #include "weft/channel/pipeline.h"
 #include "weft/channel/socket_address.h"
+#include "weft/client/http2_connection.h"
 #include "weft/codec/byte_to_message_decoder.h"
 #include "weft/codec/codec_error.h"
 #include "weft/codec/delimiter_based_frame_decoder.h"
@@ -38,14 +40,9 @@
 #include "weft/codec/http1/http_message.h"
 #include "weft/codec/http1/query.h"
 #include "weft/codec/http1/router.h"
-#include "weft/grpc/message_framing.h"
-#include "weft/grpc/server_call.h"
-#include "weft/grpc/service_registry.h"
-#include "weft/grpc/status.h"
-#include "weft/grpc/unary_responder.h"
 #include "weft/codec/http1/server_codec.h"
 #include "weft/codec/http2/cleartext_detector.h"
-#include "weft/codec/http2/client.h"
+#include "weft/codec/http2/client_codec.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/codec/http2/settings.h"
 #include "weft/codec/http2/stream_channel.h"
@@ -69,6 +66,11 @@
 #include "weft/core/spawn.h"
 #include "weft/core/task.h"
 #include "weft/core/when.h"
+#include "weft/grpc/message_framing.h"
+#include "weft/grpc/server_call.h"
+#include "weft/grpc/service_registry.h"
+#include "weft/grpc/status.h"
+#include "weft/grpc/unary_responder.h"
 #include "weft/handler/connection_limit_handler.h"
 #include "weft/handler/flush_consolidation_handler.h"
 #include "weft/handler/idle_state_handler.h"

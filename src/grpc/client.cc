@@ -48,14 +48,16 @@ Status status_from_http(int http_status) {
 
 Future<std::shared_ptr<Client>> Client::connect(EventLoopGroup& group, const SocketAddress& address, Options options) {
   Promise<std::shared_ptr<Client>> ready;
-  Future<std::shared_ptr<http2::Client>> connected = http2::Client::connect(group, address, options.http2);
-  connected.add_listener([ready, options = std::move(options)](const Future<std::shared_ptr<http2::Client>>& f) mutable {
-    if (auto error = f.error()) {
-      ready.set_error(error);
-      return;
-    }
-    ready.set_value(std::make_shared<Client>(f.get(), std::move(options)));
-  });
+  Future<std::shared_ptr<client::Http2Connection>> connected =
+      client::Http2Connection::connect(group, address, options.http2);
+  connected.add_listener(
+      [ready, options = std::move(options)](const Future<std::shared_ptr<client::Http2Connection>>& f) mutable {
+        if (auto error = f.error()) {
+          ready.set_error(error);
+          return;
+        }
+        ready.set_value(std::make_shared<Client>(f.get(), std::move(options)));
+      });
   return ready.future();
 }
 

@@ -19,7 +19,7 @@ void start(weft::Channel& ch, std::shared_ptr<weft::http::Router> router) {
 }
 
 // docs/http2.md's client call: a Future of a move-only response is awaited.
-weft::Task<int> fetch(std::shared_ptr<weft::http2::Client> client) {
+weft::Task<int> fetch(std::shared_ptr<weft::client::Http2Connection> client) {
   weft::http::HttpClientResponse r = co_await client->request(weft::http::HttpClientRequest("GET", "/json"));
   co_return r.status();
 }

@@ -1,4 +1,4 @@
-// RFC 9113 (§§3-8) and RFC 7541 conformance of weft's HTTP/2 client (http2::Client), against a
+// RFC 9113 (§§3-8) and RFC 7541 conformance of weft's HTTP/2 client (client::Http2Connection), against a
 // scripted server (support/h2_scripted_server.h): one row per rule a client must enforce on a
 // server, or a thing it must accept, named by its section. Each row scripts the server's answer to
 // one request (GET /, stream 1) and says what the client must do:
@@ -16,7 +16,7 @@
 //                        RST_STREAM(code) or GOAWAY(code).
 //
 // WEFT_H2_CLIENT_PATIENCE_S shortens the waits (30 s) that only a hang reaches.
-// The accepted and stream_error rows run again on streamed requests (Client::open). Apart from the
+// The accepted and stream_error rows run again on streamed requests (Http2Connection::open). Apart from the
 // table: the client's own obligations (its preface, SETTINGS_ENABLE_PUSH 0, ACKs of the server's
 // SETTINGS, the server's concurrency limit and its flow-control windows). Everything runs on epoll,
 // io_uring and blocking, over h2c and over TLS (h2 by ALPN), a server and a connection per row.
@@ -44,6 +44,7 @@ using namespace std::chrono_literals;
 namespace weft::http2::client_conformance {
 namespace {
 
+using client::Http2Connection;
 using test::ClientFrame;
 using test::frame;
 using test::literal;
@@ -623,7 +624,7 @@ class H2ClientConformanceTest : public ::testing::TestWithParam<CaseParam> {
 
 // Closes the client and the server however a test ends.
 struct ConnectionsCloser {
-  std::shared_ptr<Client>& client;
+  std::shared_ptr<Http2Connection>& client;
   ChannelPtr& server;
   test::ScriptedH2Log& log;
   ~ConnectionsCloser() {
@@ -634,7 +635,7 @@ struct ConnectionsCloser {
 };
 
 // A next request on the connection is served.
-void expect_next_request_served(Client& client) {
+void expect_next_request_served(Http2Connection& client) {
   Future<http::HttpClientResponse> next = client.request(http::HttpClientRequest("GET", "/next"));
   ASSERT_TRUE(next.wait_for(patience())) << "the next request was not answered";
   if (auto error = next.error()) {
@@ -656,15 +657,15 @@ TEST_P(H2ClientConformanceTest, Rule) {
   script.answer = [answer = c.answer](std::uint32_t stream) { return stream == 1 ? answer(stream) : hello(stream); };
   script.react = c.react;
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
-  std::shared_ptr<Client> client;
+  std::shared_ptr<Http2Connection> client;
   ConnectionsCloser closer{client, server, *log};
 
   // Connect, and send the request once the connection is ready. A connection error's GOAWAY may come
   // before that (the server's first frame was wrong): waiting for the request is left to the outcomes.
   auto connected = std::make_shared<std::atomic<bool>>(false);
-  Future<std::shared_ptr<Client>> connecting =
-      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
-  connecting.add_listener([connected, log](const Future<std::shared_ptr<Client>>&) {
+  Future<std::shared_ptr<Http2Connection>> connecting =
+      Http2Connection::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  connecting.add_listener([connected, log](const Future<std::shared_ptr<Http2Connection>>&) {
     connected->store(true);
     log->update([](ScriptedH2Seen&) {});  // (wakes the wait below)
   });
@@ -815,7 +816,7 @@ INSTANTIATE_TEST_SUITE_P(On, H2ClientConformanceTest,
 
 // ---- the rows on streamed requests ----------------------------------------------------------------
 
-// What a streamed request (Client::open: GET /, ended at once) showed: its status and body, or its failure.
+// What a streamed request (Http2Connection::open: GET /, ended at once) showed: its status and body, or its failure.
 struct StreamedOutcome {
   int status = 0;
   std::string body;
@@ -824,7 +825,7 @@ struct StreamedOutcome {
   std::string error;
 };
 
-Task<StreamedOutcome> streamed_get(Client& client) {
+Task<StreamedOutcome> streamed_get(Http2Connection& client) {
   StreamedOutcome out;
   ClientStream s = client.open("GET", "/", {});
   s.end();
@@ -861,10 +862,10 @@ TEST_P(H2ClientStreamedConformanceTest, StreamAndAcceptRowsOnAStreamedRequest) {
     script.answer = [answer = c.answer](std::uint32_t stream) { return stream == 1 ? answer(stream) : hello(stream); };
     script.react = c.react;
     ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
-    std::shared_ptr<Client> client;
+    std::shared_ptr<Http2Connection> client;
     ConnectionsCloser closer{client, server, *log};
-    Future<std::shared_ptr<Client>> connecting =
-        Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+    Future<std::shared_ptr<Http2Connection>> connecting =
+        Http2Connection::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
     ASSERT_TRUE(connecting.wait_for(patience())) << "the connection was never ready";
     client = connecting.get();
     Future<StreamedOutcome> done = spawn(client->loop(), streamed_get(*client));
@@ -913,10 +914,10 @@ TEST_P(H2ClientObligationsTest, PrefaceSettingsAndAcks) {
   script.greeting = frame(NGHTTP2_SETTINGS, 0, 0, setting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100));
   script.answer = [](std::uint32_t id) { return one_setting(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 8192) + hello(id); };
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
-  std::shared_ptr<Client> client;
+  std::shared_ptr<Http2Connection> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting =
-      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Http2Connection>> connecting =
+      Http2Connection::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> done = client->request(http::HttpClientRequest("GET", "/"));
@@ -968,10 +969,10 @@ TEST_P(H2ClientObligationsTest, HonoursMaxConcurrentStreams) {
     return "";
   };
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
-  std::shared_ptr<Client> client;
+  std::shared_ptr<Http2Connection> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting =
-      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Http2Connection>> connecting =
+      Http2Connection::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   std::vector<Future<http::HttpClientResponse>> requests;
@@ -1003,10 +1004,10 @@ TEST_P(H2ClientObligationsTest, RequestHeadIsWellFormed) {
   test::ScriptedH2Script script;
   script.answer = hello;
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
-  std::shared_ptr<Client> client;
+  std::shared_ptr<Http2Connection> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting =
-      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Http2Connection>> connecting =
+      Http2Connection::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> done = client->request(http::HttpClientRequest("GET", "/x?y=1")
@@ -1061,10 +1062,10 @@ TEST_P(H2ClientObligationsTest, NoTeOtherThanTrailers) {
   test::ScriptedH2Script script;
   script.answer = hello;
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
-  std::shared_ptr<Client> client;
+  std::shared_ptr<Http2Connection> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting =
-      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Http2Connection>> connecting =
+      Http2Connection::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> done = client->request(http::HttpClientRequest("GET", "/").header("TE", "gzip"));
@@ -1087,10 +1088,10 @@ TEST_P(H2ClientObligationsTest, NoNewStreamAfterGoaway) {
     return frame(NGHTTP2_GOAWAY, 0, 0, u32(id) + u32(NGHTTP2_NO_ERROR)) + hello(id);
   };
   ChannelPtr server = test::serve_scripted_h2(group, tls(), std::move(script), log);
-  std::shared_ptr<Client> client;
+  std::shared_ptr<Http2Connection> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting =
-      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
+  Future<std::shared_ptr<Http2Connection>> connecting =
+      Http2Connection::connect(group, server->local_address(), test::scripted_h2_client_options(tls()));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> first = client->request(http::HttpClientRequest("GET", "/"));
@@ -1145,10 +1146,10 @@ void expect_windows_honoured(Transport& transport, bool tls, std::uint32_t strea
     return out;
   };
   ChannelPtr server = test::serve_scripted_h2(group, tls, std::move(script), log);
-  std::shared_ptr<Client> client;
+  std::shared_ptr<Http2Connection> client;
   ConnectionsCloser closer{client, server, *log};
-  Future<std::shared_ptr<Client>> connecting =
-      Client::connect(group, server->local_address(), test::scripted_h2_client_options(tls));
+  Future<std::shared_ptr<Http2Connection>> connecting =
+      Http2Connection::connect(group, server->local_address(), test::scripted_h2_client_options(tls));
   ASSERT_TRUE(connecting.wait_for(patience()));
   client = connecting.get();
   Future<http::HttpClientResponse> done =

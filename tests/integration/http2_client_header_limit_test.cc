@@ -16,7 +16,8 @@
 #include "support/h2_frames.h"
 #include "support/h2_scripted_server.h"
 #include "support/transports.h"
-#include "weft/codec/http2/client.h"
+#include "weft/client/http2_connection.h"
+#include "weft/codec/http2/client_codec.h"
 #include "weft/weft.h"
 
 using namespace std::chrono_literals;
@@ -24,6 +25,8 @@ using ::testing::HasSubstr;
 
 namespace weft::http2 {
 namespace {
+
+using client::Http2Connection;
 
 constexpr std::size_t kBombEntry = 4000;       // the dynamic-table entry every field refers to
 constexpr std::size_t kBombBlock = 8 * 16384;  // HEADERS + 7 CONTINUATIONs of the default frame size
@@ -61,8 +64,9 @@ class Http2ClientHeaderLimitTest : public test::TransportTest {
     script.answer = std::move(answer);
     return test::serve_scripted_h2(group_, tls, std::move(script), log_);
   }
-  std::shared_ptr<Client> connect(const ChannelPtr& server, bool tls, ClientSettings settings = {}) {
-    return Client::connect(group_, server->local_address(), test::scripted_h2_client_options(tls, std::move(settings)))
+  std::shared_ptr<Http2Connection> connect(const ChannelPtr& server, bool tls, ClientSettings settings = {}) {
+    return Http2Connection::connect(group_, server->local_address(),
+                                    test::scripted_h2_client_options(tls, std::move(settings)))
         .get();
   }
   void reset_log() { log_ = std::make_shared<test::ScriptedH2Log>(); }
@@ -86,7 +90,7 @@ TEST_P(Http2ClientHeaderLimitTest, AnHpackBombAsAResponseHeadFailsTheRequestAndT
     ChannelPtr server = hostile_server(tls, [](std::uint32_t stream) {
       return stream == 1 ? bomb_frames(stream, "\x88", /*end_stream=*/true) : plain_ok(stream);
     });
-    std::shared_ptr<Client> client = connect(server, tls);
+    std::shared_ptr<Http2Connection> client = connect(server, tls);
     Future<http::HttpClientResponse> bombed = client->request(http::HttpClientRequest("GET", "/bomb"));
     ASSERT_TRUE(bombed.wait_for(30s));
     // (The client's SETTINGS precede its request: the server had read them before it answered.)
@@ -110,7 +114,7 @@ TEST_P(Http2ClientHeaderLimitTest, AnHpackBombAsAResponseHeadFailsTheRequestAndT
 
 // A streamed request to the bomb: the response's head (a header list of `head`), its DATA "hello",
 // then the trailers as the bomb. Returns what the stream showed; `held` the trailer bytes it kept.
-Task<std::string> streamed_bomb(Client& client, std::size_t* held) {
+Task<std::string> streamed_bomb(Http2Connection& client, std::size_t* held) {
   ClientStream s = client.open("GET", "/bomb", {});
   s.end();
   std::string what;
@@ -134,7 +138,7 @@ TEST_P(Http2ClientHeaderLimitTest, AnHpackBombAsStreamedTrailersFailsTheStreamAn
       return test::frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, stream, "\x88") +
              test::frame(NGHTTP2_DATA, 0, stream, "hello") + bomb_frames(stream, "", /*end_stream=*/true);
     });
-    std::shared_ptr<Client> client = connect(server, tls);
+    std::shared_ptr<Http2Connection> client = connect(server, tls);
     std::size_t held = 0;
     Future<std::string> done = spawn(client->loop(), streamed_bomb(*client, &held));
     ASSERT_TRUE(done.wait_for(30s));
@@ -153,7 +157,7 @@ TEST_P(Http2ClientHeaderLimitTest, AnHpackBombAsStreamedTrailersFailsTheStreamAn
 
 // A head within the field count a ResponseHead holds but past a configured budget: three fields of
 // 4,000 bytes against 8 KiB, whole (stream 1) and streamed (stream 3).
-Task<std::string> streamed_head(Client& client) {
+Task<std::string> streamed_head(Http2Connection& client) {
   ClientStream s = client.open("GET", "/big-head", {});
   s.end();
   try {
@@ -174,7 +178,7 @@ TEST_P(Http2ClientHeaderLimitTest, AHeadPastTheConfiguredLimitFailsWholeAndStrea
   });
   ClientSettings settings;
   settings.max_header_list_size = 8192;
-  std::shared_ptr<Client> client = connect(server, false, settings);
+  std::shared_ptr<Http2Connection> client = connect(server, false, settings);
   Future<http::HttpClientResponse> whole = client->request(http::HttpClientRequest("GET", "/big-head"));
   ASSERT_TRUE(whole.wait_for(30s));
   EXPECT_EQ(advertised_header_list(), 8192u);  // (read before the request was answered)

@@ -11,7 +11,8 @@
 #include <string>
 
 #include "support/transports.h"
-#include "weft/codec/http2/client.h"
+#include "weft/client/http2_connection.h"
+#include "weft/codec/http2/client_codec.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/weft.h"
 
@@ -19,6 +20,8 @@ using namespace std::chrono_literals;
 
 namespace weft::http2 {
 namespace {
+
+using client::Http2Connection;
 
 // A server that speaks just enough HTTP/2: its SETTINGS on connect, then it reads the client's
 // frames, counts the PINGs, and ACKs them only while `answer` holds. It never answers a request.
@@ -81,8 +84,8 @@ class Http2ClientKeepaliveTest : public test::TransportTest {
         .bind(SocketAddress::loopback(0))
         .get();
   }
-  static Client::Options keepalive(Duration time, Duration timeout, bool without_calls) {
-    Client::Options options;
+  static Http2Connection::Options keepalive(Duration time, Duration timeout, bool without_calls) {
+    Http2Connection::Options options;
     options.settings.keepalive_time = time;
     options.settings.keepalive_timeout = timeout;
     options.settings.keepalive_without_calls = without_calls;
@@ -96,8 +99,8 @@ TEST_P(Http2ClientKeepaliveTest, AnsweredPingsKeepTheConnectionOpen) {
   auto seen = std::make_shared<PingCounter::Seen>();
   seen->wanted = 5;
   ChannelPtr server = raw_server(seen);
-  std::shared_ptr<Client> client =
-      Client::connect(loops_, server->local_address(), keepalive(5ms, 30s, /*without_calls=*/true)).get();
+  std::shared_ptr<Http2Connection> client =
+      Http2Connection::connect(loops_, server->local_address(), keepalive(5ms, 30s, /*without_calls=*/true)).get();
   ASSERT_TRUE(seen->enough.future().wait_for(60s)) << "the client sent " << seen->pings.load() << " PINGs";
   EXPECT_TRUE(client->channel().is_open()) << "every PING was answered";
   client->close().wait();
@@ -108,8 +111,8 @@ TEST_P(Http2ClientKeepaliveTest, APingNotAnsweredClosesTheConnectionAndFailsItsR
   auto seen = std::make_shared<PingCounter::Seen>();
   seen->answer = false;
   ChannelPtr server = raw_server(seen);
-  std::shared_ptr<Client> client =
-      Client::connect(loops_, server->local_address(), keepalive(5ms, 50ms, /*without_calls=*/false)).get();
+  std::shared_ptr<Http2Connection> client =
+      Http2Connection::connect(loops_, server->local_address(), keepalive(5ms, 50ms, /*without_calls=*/false)).get();
   // A request the server never answers: with it outstanding, PINGs leave.
   Future<http::HttpClientResponse> response = client->request(http::HttpClientRequest("GET", "/never"));
   ASSERT_TRUE(response.wait_for(60s)) << "the request did not fail";
@@ -122,8 +125,8 @@ TEST_P(Http2ClientKeepaliveTest, APingNotAnsweredClosesTheConnectionAndFailsItsR
 TEST_P(Http2ClientKeepaliveTest, WithoutCallsNoPingLeavesByDefault) {
   auto seen = std::make_shared<PingCounter::Seen>();
   ChannelPtr server = raw_server(seen);
-  std::shared_ptr<Client> client =
-      Client::connect(loops_, server->local_address(), keepalive(1ms, 30s, /*without_calls=*/false)).get();
+  std::shared_ptr<Http2Connection> client =
+      Http2Connection::connect(loops_, server->local_address(), keepalive(1ms, 30s, /*without_calls=*/false)).get();
   // Many keepalive periods pass on the client's loop (timers, not sleeps: the loop runs them all).
   Promise<void> waited;
   const int periods = 50;
@@ -163,8 +166,8 @@ TEST_P(Http2ClientKeepaliveTest, PingingAWeftServerTooOftenEndsWithGoawayTooMany
                           })
                           .bind(SocketAddress::loopback(0))
                           .get();
-  std::shared_ptr<Client> client =
-      Client::connect(loops_, server->local_address(), keepalive(2ms, 30s, /*without_calls=*/true)).get();
+  std::shared_ptr<Http2Connection> client =
+      Http2Connection::connect(loops_, server->local_address(), keepalive(2ms, 30s, /*without_calls=*/true)).get();
   ASSERT_TRUE(client->channel().close_future().wait_for(60s)) << "the server did not end the connection";
   Promise<bool> goaway;
   client->loop().execute([&] { goaway.set_value(client->codec().goaway_received()); });

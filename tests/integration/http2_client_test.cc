@@ -1,4 +1,4 @@
-// http2::Client against weft's HTTP/2 server on every transport: many requests multiplexed on one
+// client::Http2Connection against weft's HTTP/2 server on every transport: many requests multiplexed on one
 // connection past the server's concurrency limit (every body checked), h2 over TLS by ALPN, a
 // response past the size limit, the pipeline form (requests written, responses fired), GOAWAY;
 // streamed requests (ClientStream): a body written in chunks past the upload bound and the response
@@ -13,10 +13,11 @@
 
 #include "support/tls_certs.h"
 #include "support/transports.h"
+#include "weft/client/http2_connection.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
-#include "weft/codec/http2/client.h"
 #include "weft/codec/http2/cleartext_detector.h"
+#include "weft/codec/http2/client_codec.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/codec/tls/tls_handler.h"
 #include "weft/weft.h"
@@ -27,7 +28,7 @@ using ::testing::HasSubstr;
 namespace weft {
 namespace {
 
-using http2::Client;
+using client::Http2Connection;
 using http2::ClientStreamError;
 
 std::string body_for(int i) { return std::string(static_cast<std::size_t>(100 + i * 37), static_cast<char>('a' + i % 26)); }
@@ -66,7 +67,7 @@ TEST_P(Http2ClientTest, ManyRequestsPastTheServersConcurrencyLimitOnOneConnectio
   http2::Settings settings;
   settings.max_concurrent_streams = 10;  // the client must wait for streams to close, not be refused
   ChannelPtr server = serve(false, settings);
-  std::shared_ptr<Client> client = Client::connect(group_, server->local_address()).get();
+  std::shared_ptr<Http2Connection> client = Http2Connection::connect(group_, server->local_address()).get();
   std::vector<Future<http::HttpClientResponse>> answers;
   for (int i = 0; i < 200; ++i) {
     answers.push_back(client->request(http::HttpClientRequest("POST", "/echo").body(ByteBuf::copy_of(body_for(i)))));
@@ -86,10 +87,10 @@ TEST_P(Http2ClientTest, ManyRequestsPastTheServersConcurrencyLimitOnOneConnectio
 
 TEST_P(Http2ClientTest, H2OverTlsByAlpn) {
   ChannelPtr server = serve(true);
-  Client::Options options;
+  Http2Connection::Options options;
   options.tls = test::test_client_context({"h2"});
   options.server_name = "localhost";
-  std::shared_ptr<Client> client = Client::connect(group_, server->local_address(), options).get();
+  std::shared_ptr<Http2Connection> client = Http2Connection::connect(group_, server->local_address(), options).get();
   auto answer = client->request(http::HttpClientRequest("POST", "/echo").body(ByteBuf::copy_of("over TLS")));
   ASSERT_TRUE(answer.wait_for(20s));
   EXPECT_EQ(answer.get().body_view(), "over TLS");
@@ -110,10 +111,10 @@ TEST_P(Http2ClientTest, AServerThatDoesNotChooseH2IsRefused) {
                           })
                           .bind(SocketAddress::loopback(0))
                           .get();
-  Client::Options options;
+  Http2Connection::Options options;
   options.tls = test::test_client_context({"h2", "http/1.1"});
   options.server_name = "localhost";
-  auto connecting = Client::connect(group_, server->local_address(), options);
+  auto connecting = Http2Connection::connect(group_, server->local_address(), options);
   ASSERT_TRUE(connecting.wait_for(20s));
   ASSERT_NE(connecting.error(), nullptr);
   try {
@@ -126,9 +127,9 @@ TEST_P(Http2ClientTest, AServerThatDoesNotChooseH2IsRefused) {
 
 TEST_P(Http2ClientTest, AResponsePastTheBodyLimitFailsOnlyItsRequest) {
   ChannelPtr server = serve(false);
-  Client::Options options;
+  Http2Connection::Options options;
   options.settings.max_response_body = 100'000;
-  std::shared_ptr<Client> client = Client::connect(group_, server->local_address(), options).get();
+  std::shared_ptr<Http2Connection> client = Http2Connection::connect(group_, server->local_address(), options).get();
   auto big = client->request(http::HttpClientRequest("GET", "/big"));
   ASSERT_TRUE(big.wait_for(20s));
   ASSERT_NE(big.error(), nullptr);
@@ -147,7 +148,7 @@ TEST_P(Http2ClientTest, AResponsePastTheBodyLimitFailsOnlyItsRequest) {
 
 TEST_P(Http2ClientTest, AfterGoawayNewRequestsFailAsNotProcessed) {
   ChannelPtr server = serve(false);
-  std::shared_ptr<Client> client = Client::connect(group_, server->local_address()).get();
+  std::shared_ptr<Http2Connection> client = Http2Connection::connect(group_, server->local_address()).get();
   auto bye = client->request(http::HttpClientRequest("GET", "/bye"));  // answered, then GOAWAY
   ASSERT_TRUE(bye.wait_for(20s));
   EXPECT_EQ(bye.get().body_view(), "bye");
@@ -209,7 +210,7 @@ TEST_P(Http2ClientTest, RequestsWrittenDownThePipelineGetTheirResponsesFired) {
 
 // 1 MiB written in 1,000-byte chunks with a 4 KiB upload bound (write() waits for the windows
 // each time past it), echoed whole by the server, read back chunk by chunk.
-Task<std::string> streamed_echo(Client& client, std::size_t total) {
+Task<std::string> streamed_echo(Http2Connection& client, std::size_t total) {
   const http::Header fields[] = {{"content-type", "application/octet-stream"}};
   http2::ClientStream s = client.open("POST", "/echo", fields);
   std::string sent;
@@ -233,9 +234,9 @@ Task<std::string> streamed_echo(Client& client, std::size_t total) {
 
 TEST_P(Http2ClientTest, AStreamedRequestIsWrittenInChunksWithBackpressureAndItsResponseReadAsItComes) {
   ChannelPtr server = serve(false);
-  Client::Options options;
+  Http2Connection::Options options;
   options.settings.max_buffered_upload = 4096;
-  std::shared_ptr<Client> client = Client::connect(group_, server->local_address(), options).get();
+  std::shared_ptr<Http2Connection> client = Http2Connection::connect(group_, server->local_address(), options).get();
   Future<std::string> done = spawn(client->loop(), streamed_echo(*client, 1 << 20));
   ASSERT_TRUE(done.wait_for(30s));
   EXPECT_EQ(done.get(), "200 1048576 same in chunks");
@@ -243,7 +244,7 @@ TEST_P(Http2ClientTest, AStreamedRequestIsWrittenInChunksWithBackpressureAndItsR
   server->close().wait();
 }
 
-Task<std::string> reset_one(Client& client) {
+Task<std::string> reset_one(Http2Connection& client) {
   http2::ClientStream s = client.open("POST", "/echo", {});
   co_await s.write(ByteBuf::copy_of("part"));
   s.reset();
@@ -265,7 +266,7 @@ Task<std::string> reset_one(Client& client) {
 
 TEST_P(Http2ClientTest, AStreamedRequestResetByTheClientFailsAloneAndTheConnectionGoesOn) {
   ChannelPtr server = serve(false);
-  std::shared_ptr<Client> client = Client::connect(group_, server->local_address()).get();
+  std::shared_ptr<Http2Connection> client = Http2Connection::connect(group_, server->local_address()).get();
   Future<std::string> done = spawn(client->loop(), reset_one(*client));
   ASSERT_TRUE(done.wait_for(30s));
   EXPECT_EQ(done.get(), "write: 8; response: 8");  // CANCEL

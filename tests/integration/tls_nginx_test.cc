@@ -4,14 +4,13 @@
 // nginx's close_notify after a "Connection: close" answer.
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <fstream>
@@ -25,8 +24,8 @@
 
 #include "support/tls_certs.h"
 #include "support/transports.h"
+#include "weft/client/http2_connection.h"
 #include "weft/codec/http1/client_codec.h"
-#include "weft/codec/http2/client.h"
 #include "weft/codec/tls/tls_events.h"
 #include "weft/codec/tls/tls_handler.h"
 #include "weft/weft.h"
@@ -219,10 +218,10 @@ TEST_P(TlsNginxTest, WeftsHttp2ClientTalksH2ToNginx) {
   NginxTls nginx;
   ASSERT_TRUE(nginx.running()) << nginx.error();
   EventLoopGroup group(transport(), 1);
-  http2::Client::Options options;
+  client::Http2Connection::Options options;
   options.tls = test_client_context({"h2"});
   options.server_name = "localhost";
-  auto client = http2::Client::connect(group, SocketAddress::loopback(nginx.port()), options).get();
+  auto client = client::Http2Connection::connect(group, SocketAddress::loopback(nginx.port()), options).get();
   std::vector<Future<http::HttpClientResponse>> answers;
   for (int i = 0; i < 50; ++i) {
     answers.push_back(client->request(http::HttpClientRequest("GET", i % 2 == 0 ? "/json" : "/plaintext")));

@@ -1,5 +1,5 @@
 #pragma once
-// A scripted HTTP/2 server for tests of weft's HTTP/2 client (http2::Client): it speaks just enough
+// A scripted HTTP/2 server for tests of weft's HTTP/2 client (client::Http2Connection): it speaks just enough
 // HTTP/2 to play a script, hostile or not, and records what the client sent.
 //
 // ScriptedH2Server is an InboundHandler<ByteBuf> (after a TlsHandler for h2 over TLS). When the
@@ -239,9 +239,9 @@ inline ChannelPtr serve_scripted_h2(EventLoopGroup& group, bool tls, ScriptedH2S
       .get();
 }
 
-// The options of an http2::Client of that server: over TLS, ALPN h2 and the test PKI's localhost.
-inline http2::Client::Options scripted_h2_client_options(bool tls, http2::ClientSettings settings = {}) {
-  http2::Client::Options options;
+// The options of a client::Http2Connection to that server: over TLS, ALPN h2 and the test PKI's localhost.
+inline client::Http2Connection::Options scripted_h2_client_options(bool tls, http2::ClientSettings settings = {}) {
+  client::Http2Connection::Options options;
   options.settings = std::move(settings);
   if (tls) {
     options.tls = test_client_context({"h2"});

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The gRPC client: grpc::Client, a connection (HTTP/2, http2::Client underneath) that carries
+/// The gRPC client: grpc::Client, a connection (HTTP/2, client::Http2Connection underneath) that carries
 /// calls, and grpc::ClientCall, one call of any shape as coroutines on the connection's loop.
 /// Messages are bytes (ByteBuf); protobuf_adapter.h has typed glue.
 ///
@@ -51,14 +51,15 @@
 #include <vector>
 
 #include "weft/buffer/byte_buf.h"
-#include "weft/grpc/compression.h"
-#include "weft/grpc/message_framing.h"
-#include "weft/grpc/status.h"
-#include "weft/codec/http2/client.h"
+#include "weft/client/http2_connection.h"
+#include "weft/codec/http2/client_codec.h"
 #include "weft/core/clock.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/future.h"
 #include "weft/core/task.h"
+#include "weft/grpc/compression.h"
+#include "weft/grpc/message_framing.h"
+#include "weft/grpc/status.h"
 
 namespace weft::grpc {
 
@@ -84,7 +85,7 @@ Status status_from_http(int http_status);
 /// How a grpc::Client reaches its server. A value type.
 struct ClientOptions {
   /// The HTTP/2 connection's (TLS, settings: :authority, windows...).
-  http2::Client::Options http2;
+  client::Http2Connection::Options http2;
   /// The default bound on a response message (4 MiB, as grpc++).
   std::size_t max_receive_message_bytes = kDefaultMaxMessageBytes;
   /// user-agent sent with each call.
@@ -195,12 +196,12 @@ class Client : public std::enable_shared_from_this<Client> {
   /// The connection's event loop, where calls are made and used.
   EventLoop& loop() const noexcept { return http2_->loop(); }
   /// The HTTP/2 connection underneath.
-  http2::Client& http2() const noexcept { return *http2_; }
+  client::Http2Connection& http2() const noexcept { return *http2_; }
   /// Closes the connection: open calls end UNAVAILABLE.
   Future<void> close() { return http2_->close(); }
 
   /// For connect(); use connect().
-  Client(std::shared_ptr<http2::Client> http2, Options options) noexcept
+  Client(std::shared_ptr<client::Http2Connection> http2, Options options) noexcept
       : http2_(std::move(http2)), options_(std::move(options)) {}
 
   /// Loop thread only. For the callback form: `watcher` hears when the connection closes (at once,
@@ -208,7 +209,7 @@ class Client : public std::enable_shared_from_this<Client> {
   void watch_close(std::weak_ptr<detail::ConnectionCloseWatcher> watcher);
 
  private:
-  std::shared_ptr<http2::Client> http2_;
+  std::shared_ptr<client::Http2Connection> http2_;
   Options options_;
   Task<> unary_to(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done);
 

@@ -9,7 +9,7 @@
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/codec/http1/client_codec.h"
-#include "weft/codec/http2/client.h"
+#include "weft/codec/http2/client_codec.h"
 #include "weft/codec/http2/client_stream.h"
 #include "weft/codec/http2/stream_channel.h"
 #include "weft/core/inline_ring.h"

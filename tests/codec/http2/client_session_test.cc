@@ -13,7 +13,7 @@
 
 #include "support/h2_frames.h"
 #include "weft/channel/embedded_channel.h"
-#include "weft/codec/http2/client.h"
+#include "weft/codec/http2/client_codec.h"
 #include "weft/codec/http2/client_stream.h"
 #include "weft/core/spawn.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// http2::ClientStream: one request of the HTTP/2 client streamed both ways, for coroutines on the
-/// connection's loop (ClientCodec::open, Client::open).
+/// connection's loop (ClientCodec::open, client::Http2Connection::open).
 ///
 ///   http::Header fields[] = {{"content-type", "application/grpc"}, {"te", "trailers"}};
 ///   http2::ClientStream s = client->open("POST", "/pkg.Service/Method", fields);  // on the client's loop

@@ -1,15 +1,10 @@
 #pragma once
 /// @file
-/// The HTTP/2 client: a connection that multiplexes requests. It runs on weft's own HTTP/2 engine,
-/// the one the server runs on (the same frame checks, state machine, HPACK and limits).
+/// The HTTP/2 client codec. It runs on weft's own HTTP/2 engine, the one the server runs on (the
+/// same frame checks, state machine, HPACK and limits). Connections are opened by the client layer
+/// (weft/client/http2_connection.h), which puts a ClientCodec in their pipeline.
 ///
-///   auto client = co_await weft::http2::Client::connect(group, address);    // h2c, prior knowledge
-///   auto secure = co_await weft::http2::Client::connect(group, address,      // h2 by ALPN over TLS
-///                     {.tls = weft::TlsContext::client().application_protocols({"h2"}).build(),
-///                      .server_name = "example.com"});
-///   weft::http::HttpClientResponse r = co_await client->request(weft::http::HttpClientRequest("GET", "/json"));
-///
-/// Below Client is ClientCodec, a pipeline handler: http::HttpClientRequest out, bytes out; bytes
+/// ClientCodec is a pipeline handler: http::HttpClientRequest out, bytes out; bytes
 /// in, http::HttpClientResponse in. Each request is a stream of its own; answers come as streams
 /// end, in any order. The server's SETTINGS are honoured -- its concurrency limit too: a stream
 /// past it opens only when another has closed, and ClientSettings::max_queued_requests
@@ -22,9 +17,9 @@
 /// With ClientSettings::keepalive_time, a connection the server stopped answering is found and
 /// closed: a PING after that long without a frame, the close when its ACK does not come in time.
 ///
-/// Streamed requests (ClientCodec::open, Client::open; client_stream.h) send their body in chunks
-/// with backpressure and give the response's head, its DATA as it comes and its trailers, for
-/// coroutines on the connection's loop; gRPC's client (weft/grpc/client.h) is built on them.
+/// Streamed requests (ClientCodec::open, client::Http2Connection::open; client_stream.h) send their
+/// body in chunks with backpressure and give the response's head, its DATA as it comes and its
+/// trailers, for coroutines on the connection's loop; gRPC's client (weft/grpc/client.h) is built on them.
 
 #include <cstddef>
 #include <cstdint>
@@ -41,13 +36,11 @@
 #include "weft/channel/channel.h"
 #include "weft/channel/context.h"
 #include "weft/channel/handler.h"
-#include "weft/channel/socket_address.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/codec/http2/client_stream.h"
-#include "weft/codec/tls/tls_context.h"
 #include "weft/core/clock.h"
 #include "weft/core/error.h"
-#include "weft/core/event_loop_group.h"
+#include "weft/core/event_loop.h"
 #include "weft/core/future.h"
 
 namespace weft::http2 {
@@ -88,7 +81,7 @@ struct ClientSettings {
   std::size_t max_queued_requests = 10000;
   /// :authority of requests without a Host header; empty: the remote address.
   std::string authority;
-  /// :scheme; empty: "http" (Client::connect makes it "https" over TLS).
+  /// :scheme; empty: "http" (client::Http2Connection::connect makes it "https" over TLS).
   std::string scheme;
   /// A streamed request's body bytes queued beyond which ClientStream::write() waits.
   std::size_t max_buffered_upload = 64 * 1024;
@@ -152,7 +145,7 @@ class ClientCodec final : public Handler {
 
  private:
   struct Stream;
-  struct Hooks;  // the session's hooks (client.cc)
+  struct Hooks;  // the session's hooks (client_codec.cc)
   friend class ClientStream;
   using StreamState = ClientStream::State;
 
@@ -197,57 +190,13 @@ class ClientCodec final : public Handler {
   std::unique_ptr<FieldRefs> nva_;
   std::vector<std::shared_ptr<StreamState>> wakes_, waking_;  // streams whose coroutines resume
   bool running_wakes_ = false;
-  bool pumping_ = false;      // in read_message or a posted pump: frames leave at its end
-  bool pump_posted_ = false;  // a pump task is queued on the loop
+  bool pumping_ = false;                                    // in read_message or a posted pump: frames leave at its end
+  bool pump_posted_ = false;                                // a pump task is queued on the loop
   std::shared_ptr<char> alive_ = std::make_shared<char>();  // for tasks posted to the loop
-  TimePoint last_read_{};                // the server's last bytes (keepalive)
-  TimePoint ping_sent_at_{};             // the keepalive PING waiting for its ACK, when ping_outstanding_
+  TimePoint last_read_{};                                   // the server's last bytes (keepalive)
+  TimePoint ping_sent_at_{};  // the keepalive PING waiting for its ACK, when ping_outstanding_
   bool ping_outstanding_ = false;
   std::optional<TimerId> keepalive_timer_;
-};
-
-/// A connection to an HTTP/2 server that multiplexes requests (see the file's description).
-/// Thread-safe unless a method says otherwise.
-class Client {
- public:
-  /// How to reach the server.
-  struct Options {
-    /// TLS with ALPN "h2" (the context should offer it); null: cleartext with prior knowledge.
-    TlsContextPtr tls;
-    /// TLS: the name sent as SNI and checked against the certificate.
-    std::string server_name;
-    /// The connection's settings (see ClientSettings).
-    ClientSettings settings;
-  };
-
-  /// Connects to `address` on a loop of `group`; completes once the connection is ready: the
-  /// server's SETTINGS (its concurrency limit) have arrived, and over TLS the handshake chose h2
-  /// (another protocol fails it with Error).
-  static Future<std::shared_ptr<Client>> connect(EventLoopGroup& group, const SocketAddress& address,
-                                                 Options options = {});
-
-  /// Sends `request`; the future completes with its response (see ClientCodec::request).
-  Future<http::HttpClientResponse> request(http::HttpClientRequest request);
-  /// Loop thread only (channel().loop()). Opens a streamed request (see ClientCodec::open).
-  ClientStream open(std::string_view method, std::string_view path, std::span<const http::Header> headers) {
-    return codec_->open(method, path, headers);
-  }
-  /// Thread-safe. The connection's event loop (where open() and its streams are used).
-  EventLoop& loop() const noexcept { return channel_->loop(); }
-  /// Closes the connection; requests still waiting fail with ChannelClosedError.
-  Future<void> close() { return channel_->close(); }
-  /// The connection's channel.
-  Channel& channel() const noexcept { return *channel_; }
-  /// The connection's codec (loop thread only, as its methods say); it outlives the channel's pipeline.
-  ClientCodec& codec() const noexcept { return *codec_; }
-
-  /// For connect(); use connect().
-  Client(ChannelPtr channel, std::shared_ptr<ClientCodec> codec) noexcept
-      : channel_(std::move(channel)), codec_(std::move(codec)) {}
-
- private:
-  ChannelPtr channel_;
-  std::shared_ptr<ClientCodec> codec_;
 };
 
 }  // namespace weft::http2

@@ -1,4 +1,4 @@
-#include "weft/codec/http2/client.h"
+#include "weft/codec/http2/client_codec.h"
 
 #include <algorithm>
 #include <array>
@@ -11,8 +11,6 @@
 #include "client_stream_state.h"
 #include "session.h"
 #include "weft/buffer/byte_buf_allocator.h"
-#include "weft/channel/bootstrap.h"
-#include "weft/codec/tls/tls_handler.h"
 #include "weft/core/log.h"
 
 namespace weft::http2 {
@@ -58,10 +56,10 @@ bool has_uppercase(std::string_view name) noexcept {
 
 struct ClientCodec::Stream {
   Promise<http::HttpClientResponse> done;
-  bool fire = false;     // written down the pipeline: the response is fired, not given to `done`
-  ByteBuf upload;        // the request body still to send
+  bool fire = false;  // written down the pipeline: the response is fired, not given to `done`
+  ByteBuf upload;     // the request body still to send
   int status = 0;
-  std::string fields;    // name, '\0', value, '\0' for each field received
+  std::string fields;  // name, '\0', value, '\0' for each field received
   std::size_t field_count = 0;
   std::size_t header_list_size = 0;  // of the header block being received (RFC 9113 6.5.2)
   ByteBuf body;
@@ -474,7 +472,8 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
   nva.push_back(ref_field(":path", path));
   for (const http::Header& h : headers) {
     if (has_uppercase(h.name)) {
-      throw std::invalid_argument("http2::ClientCodec::open: header name '" + std::string(h.name) + "' is not lowercase");
+      throw std::invalid_argument("http2::ClientCodec::open: header name '" + std::string(h.name) +
+                                  "' is not lowercase");
     }
     if (h.name != "host" && connection_specific(h.name, h.value)) continue;  // (dropped, as request() does)
     nva.push_back(ref_field(h.name, h.value));
@@ -648,12 +647,12 @@ void ClientCodec::keepalive_at(TimePoint when) {
   if (ctx_ == nullptr) return;
   EventLoop& loop = ctx_->loop();
   const TimePoint now = loop.now();
-  keepalive_timer_ = loop.schedule(when > now ? when - now : Duration::zero(),
-                                   [this, alive = std::weak_ptr<char>(alive_)] {
-                                     if (alive.expired()) return;
-                                     keepalive_timer_.reset();
-                                     keepalive_due();
-                                   });
+  keepalive_timer_ =
+      loop.schedule(when > now ? when - now : Duration::zero(), [this, alive = std::weak_ptr<char>(alive_)] {
+        if (alive.expired()) return;
+        keepalive_timer_.reset();
+        keepalive_due();
+      });
 }
 
 void ClientCodec::keepalive_due() {
@@ -665,7 +664,8 @@ void ClientCodec::keepalive_due() {
       return;
     }
     log(LogLevel::debug, "channel {}: HTTP/2 client: keepalive PING not answered in {} ms; closing",
-        ctx_->channel().id(), std::chrono::duration_cast<std::chrono::milliseconds>(settings_.keepalive_timeout).count());
+        ctx_->channel().id(),
+        std::chrono::duration_cast<std::chrono::milliseconds>(settings_.keepalive_timeout).count());
     fail_all(std::make_exception_ptr(ChannelClosedError("the HTTP/2 server did not answer a keepalive PING")));
     ctx_->channel().close();
     return;
@@ -697,66 +697,6 @@ void ClientCodec::stop_keepalive() noexcept {
   if (!keepalive_timer_) return;
   if (ctx_ != nullptr) ctx_->loop().cancel(*keepalive_timer_);
   keepalive_timer_.reset();
-}
-
-// ---- Client -------------------------------------------------------------------------------------
-
-Future<std::shared_ptr<Client>> Client::connect(EventLoopGroup& group, const SocketAddress& address, Options options) {
-  if (options.tls && options.settings.scheme.empty()) options.settings.scheme = "https";
-  auto codec = std::make_shared<ClientCodec>(options.settings);
-  std::shared_ptr<TlsHandler> tls;
-  if (options.tls) tls = std::make_shared<TlsHandler>(options.tls, options.server_name);
-  Promise<std::shared_ptr<Client>> ready;
-  Future<ChannelPtr> connected = Bootstrap()
-                                     .group(group)
-                                     .option(option::tcp_nodelay, true)
-                                     .handler([codec, tls](Channel& ch) {
-                                       if (tls) ch.pipeline().add_last("tls", tls);
-                                       ch.pipeline().add_last("http2", codec);
-                                     })
-                                     .connect(address);
-  connected.add_listener([ready, codec, tls](const Future<ChannelPtr>& f) mutable {
-    if (auto error = f.error()) {
-      ready.set_error(error);
-      return;
-    }
-    ChannelPtr channel = f.get();
-    auto when_settled = [ready, codec, channel]() mutable {
-      codec->ready().add_listener([ready, codec, channel](const Future<void>& settings) mutable {
-        if (auto error = settings.error()) {
-          ready.set_error(error);
-        } else {
-          ready.set_value(std::make_shared<Client>(channel, codec));
-        }
-      });
-    };
-    if (!tls) {
-      when_settled();
-      return;
-    }
-    tls->handshake_future().add_listener([ready, tls, channel, when_settled](const Future<void>& h) mutable {
-      if (auto error = h.error()) {
-        ready.set_error(error);
-        return;
-      }
-      if (tls->application_protocol() != "h2") {
-        channel->close();
-        ready.fail(Error("the server did not choose h2 by ALPN (it chose '" + tls->application_protocol() + "')"));
-        return;
-      }
-      when_settled();
-    });
-  });
-  return ready.future();
-}
-
-Future<http::HttpClientResponse> Client::request(http::HttpClientRequest request) {
-  Promise<http::HttpClientResponse> done(&channel_->loop());
-  Future<http::HttpClientResponse> future = done.future();
-  const bool posted = channel_->loop().try_execute(
-      [codec = codec_, request = std::move(request), done]() mutable { codec->request(std::move(request), done); });
-  if (!posted) done.fail(ChannelClosedError("the HTTP/2 client's loop has terminated"));
-  return future;
 }
 
 }  // namespace weft::http2
