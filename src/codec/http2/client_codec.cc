@@ -63,7 +63,7 @@ struct ClientCodec::Stream {
   std::size_t field_count = 0;
   std::size_t header_list_size = 0;  // of the header block being received (RFC 9113 6.5.2)
   ByteBuf body;
-  const char* failure = nullptr;                // a limit the response broke, or why it was malformed
+  const char* failure = nullptr;                           // a limit the response broke, or why it was malformed
   std::uint32_t failure_code = detail::ErrorCode::cancel;  // the reset's code for `failure`
   bool malformed = false;                 // `failure` is the session's: the server broke RFC 9113 (a stream error)
   std::shared_ptr<StreamState> streamed;  // a streamed request (ClientCodec::open): its shared state
@@ -423,7 +423,8 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
   s->fire = fire;
   s->upload = std::move(request.owned_body());
   if (s->upload.is_readable()) regular.emplace_back("content-length", std::to_string(s->upload.readable_bytes()));
-  const std::string method_name = ":method", scheme_name = ":scheme", authority_name = ":authority", path_name = ":path";
+  const std::string method_name = ":method", scheme_name = ":scheme", authority_name = ":authority",
+                    path_name = ":path";
   std::vector<detail::HeaderField> nva;
   nva.reserve(4 + regular.size());
   nva.push_back(field(method_name, request.method()));
