@@ -97,7 +97,7 @@ Task<> take_turns(EventLoop& loop, std::vector<int>& order, int turns) {
   }
 }
 
-TEST(NextTurnTest, LetsWorkPostedMeanwhileGoFirst) {
+TEST(NextTurnTest, EachTurnComesAfterWhatThePreviousOnePosted) {
   EventLoop loop(std::make_unique<BasicDriver>(), manual_loop_options());
   std::vector<int> order;
   Future<void> f = spawn(loop, take_turns(loop, order, 2));
