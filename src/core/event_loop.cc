@@ -89,6 +89,11 @@ EventLoop::~EventLoop() {
   }
   // Left only by a producer that died between its push and its look at the state.
   for (RemoteTask* task : late_tasks_) delete task;
+  while (callbacks_.linked()) {  // a loop that never ran: its callbacks are left unscheduled
+    auto* callback = static_cast<LoopCallback*>(callbacks_.next);
+    callback->unlink();
+    callback->loop_ = nullptr;
+  }
   while (MpscNode* node = remote_tasks_.pop()) delete static_cast<RemoteTask*>(node);
 }
 
@@ -292,6 +297,7 @@ std::size_t EventLoop::run_tasks() {
     delete task;
     ++ran;
   }
+  ran += run_callbacks();
   if (!local_tasks_.empty()) {
     running_tasks_.swap(local_tasks_);
     for (auto& task : running_tasks_) run_guarded(task, options_.name);
@@ -301,8 +307,25 @@ std::size_t EventLoop::run_tasks() {
   return ran;
 }
 
+// The callbacks scheduled so far; those they schedule wait for the next turn.
+std::size_t EventLoop::run_callbacks() {
+  if (!callbacks_.linked()) return 0;
+  detail::LoopCallbackLink due;
+  due.link_before(callbacks_);
+  callbacks_.unlink();  // `due` is now the sentinel of what was scheduled
+  std::size_t ran = 0;
+  while (due.linked()) {
+    auto* callback = static_cast<LoopCallback*>(due.next);
+    callback->unlink();
+    callback->loop_ = nullptr;
+    ++ran;
+    run_guarded(callback->fn_, options_.name);  // may destroy `callback`
+  }
+  return ran;
+}
+
 Duration EventLoop::poll_timeout() const {
-  if (!local_tasks_.empty()) return Duration::zero();
+  if (!local_tasks_.empty() || callbacks_.linked()) return Duration::zero();
   Duration timeout{-1};
   if (!timer_heap_.empty()) {
     timeout = std::max(Duration::zero(), timer_heap_.front().deadline - now());
@@ -364,7 +387,7 @@ bool EventLoop::confirm_shutdown() {
     close_tracked_resources();
     return false;
   }
-  if (!local_tasks_.empty() || !remote_tasks_.empty()) return false;
+  if (!local_tasks_.empty() || !remote_tasks_.empty() || callbacks_.linked()) return false;
   return now_time - last_activity_ >= Duration(quiet_period_ns_.load(std::memory_order_relaxed));
 }
 
@@ -406,7 +429,7 @@ void EventLoop::terminate() {
     cancel_timers();
     if (run_tasks() > 0) continue;
     std::lock_guard lock(termination_mutex_);
-    if (local_tasks_.empty() && timers_.empty() && remote_tasks_.empty()) {
+    if (local_tasks_.empty() && timers_.empty() && remote_tasks_.empty() && !callbacks_.linked()) {
       final_drain_done_ = true;
       break;
     }

@@ -7,9 +7,9 @@
 #include "../codec/http2/client_stream_state.h"
 #include "client_call_state.h"
 #include "message_copy.h"
-#include "next_turn.h"
-#include "weft/grpc/metadata.h"
 #include "weft/core/error.h"
+#include "weft/core/loop_signal.h"
+#include "weft/grpc/metadata.h"
 
 namespace weft::grpc {
 
@@ -166,10 +166,10 @@ Task<std::optional<ByteBuf>> ClientCall::read() {
     if (st->status) co_return std::nullopt;
     if (std::optional<ByteBuf> message = st->deframer.next()) {
       // Thousands of buffered messages read back to back: the loop takes a turn every so often
-      // (next_turn.h).
+      // (loop_signal.h).
       if (++st->reads_this_turn >= kReadsPerTurn) {
         st->reads_this_turn = 0;
-        detail::NextTurn turn{*st->loop};
+        auto turn = next_turn(*st->loop);  // named: g++ 12 destroys a temporary twice when it throws
         co_await turn;
       }
       co_return message;

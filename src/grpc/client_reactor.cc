@@ -1,6 +1,6 @@
 // The callback form of a gRPC client call, driven by two coroutines on the connection's loop: the
 // main one starts the call, writes, half-closes and cancels; the reader reads. The reactor's
-// requests wake them (loop_signal.h).
+// requests wake them (reactor_wakes.h).
 
 #include "weft/grpc/client_reactor.h"
 
@@ -11,12 +11,12 @@
 
 #include "client_call_state.h"
 #include "reactor_wakes.h"
-#include "next_turn.h"
-#include "weft/grpc/metadata.h"
-#include "weft/grpc/server_call.h"  // kWritesPerTurn: the same turn-taking on both sides
 #include "weft/core/error.h"
 #include "weft/core/log.h"
+#include "weft/core/loop_signal.h"
 #include "weft/core/spawn.h"
+#include "weft/grpc/metadata.h"
+#include "weft/grpc/server_call.h"  // kWritesPerTurn: the same turn-taking on both sides
 
 namespace weft::grpc {
 
@@ -155,7 +155,7 @@ Task<> run_call(std::shared_ptr<ClientState> st, std::string method, CallOptions
         st->invoke([ok](ClientReactor& r) { r.on_write_done(ok); });
         if (++writes_this_turn >= kWritesPerTurn) {  // a reactor writing from on_write_done lets the loop poll
           writes_this_turn = 0;
-          detail::NextTurn turn{st->loop};
+          auto turn = next_turn(st->loop);  // named: g++ 12 destroys a temporary twice when it throws
           co_await turn;
         }
         continue;

@@ -10,7 +10,9 @@
 #include <optional>
 #include <utility>
 
-#include "loop_signal.h"
+#include "weft/core/event_loop.h"
+#include "weft/core/loop_signal.h"
+#include "weft/core/unique_function.h"
 
 namespace weft::grpc::detail {
 

@@ -5,9 +5,9 @@
 #include <stdexcept>
 
 #include "message_copy.h"
-#include "next_turn.h"
-#include "weft/grpc/timeout.h"
+#include "weft/core/loop_signal.h"
 #include "weft/core/unique_function.h"
+#include "weft/grpc/timeout.h"
 
 namespace weft::grpc {
 
@@ -160,8 +160,6 @@ Task<> ServerCall::start_response() {
   }
 }
 
-using detail::NextTurn;
-
 Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
   if (!is_one_framed_message(framed)) {
     throw std::invalid_argument("grpc::ServerCall::write_framed: not one uncompressed length-prefixed message");
@@ -182,7 +180,7 @@ Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
   if (++writes_this_turn_ >= kWritesPerTurn) {
     writes_this_turn_ = 0;
     connection_.flush();
-    NextTurn turn{loop()};
+    auto turn = next_turn(loop());  // named: g++ 12 destroys a temporary twice when it throws
     co_await turn;
     if (ended_) throw CallEnded(*ended_);
   } else if (!options.buffer_hint) {
@@ -194,7 +192,7 @@ Task<> ServerCall::after_message_written(const WriteOptions& options) {
   if (++writes_this_turn_ >= kWritesPerTurn) {
     writes_this_turn_ = 0;
     connection_.flush();
-    NextTurn turn{loop()};
+    auto turn = next_turn(loop());  // named: g++ 12 destroys a temporary twice when it throws
     co_await turn;
     if (ended_) throw CallEnded(*ended_);
     co_return;

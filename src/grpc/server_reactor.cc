@@ -1,5 +1,5 @@
 // The callback form of a gRPC method, driven by two coroutines on the call's loop: the main one
-// writes and finishes, the reader reads; the reactor's requests wake them (loop_signal.h).
+// writes and finishes, the reader reads; the reactor's requests wake them (reactor_wakes.h).
 
 #include "weft/grpc/server_reactor.h"
 

@@ -23,6 +23,7 @@
 #include "weft/core/clock.h"
 #include "weft/core/future.h"
 #include "weft/core/io_driver.h"
+#include "weft/core/loop_callback.h"
 #include "weft/core/mpsc_queue.h"
 #include "weft/core/unique_function.h"
 
@@ -186,6 +187,8 @@ class EventLoop {
   };
 
  private:
+  friend class LoopCallback;
+
   // Names a post from another thread uniquely among live threads (a node's address may be reused
   // once the loop has run and freed it).
   struct PostId {
@@ -216,6 +219,7 @@ class EventLoop {
   void add_timer(TimerId id, TimePoint deadline, Duration period, UniqueFunction<void()> fn);
   std::size_t run_due_timers();
   std::size_t run_tasks();
+  std::size_t run_callbacks();
   Duration poll_timeout() const;
   bool confirm_shutdown();
   void close_tracked_resources();
@@ -245,6 +249,7 @@ class EventLoop {
   std::vector<RemoteTask*> late_tasks_;      // termination_mutex_: popped after the final drain
   std::vector<UniqueFunction<void()>> local_tasks_;
   std::vector<UniqueFunction<void()>> running_tasks_;
+  detail::LoopCallbackLink callbacks_;  // scheduled LoopCallbacks, in order (the list's sentinel)
 
   std::vector<TimerEntry> timer_heap_;  // min-heap; cancelled entries are skipped lazily
   std::unordered_map<TimerId, TimerRecord> timers_;

@@ -633,21 +633,22 @@ void ServerCodec::update_read_suspension(Context& ctx) {
   }
 }
 
-// Decodes what was buffered while reading was suspended. Posted, not run here: the resume may come
-// from inside a flush or an answer, where handing the pipeline new requests would nest.
+// Decodes what was buffered while reading was suspended. From a loop callback, not here: the
+// resume may come from inside a flush or an answer, where handing the pipeline new requests would
+// nest. A terminated loop has closed the connection: what is buffered is not served.
 void ServerCodec::resume_decoding_later(Context& ctx) {
-  if (resume_posted_) return;
-  resume_posted_ = true;
-  if (!alive_) alive_ = std::make_shared<bool>(true);
-  // The token outlives the codec's place in the pipeline only if the codec is still there.
-  ctx.loop().execute([this, &ctx, alive = std::weak_ptr<bool>(alive_)] {
-    if (alive.expired()) return;
-    resume_posted_ = false;
-    if (state_ == State::closed || reading_.held() || !in_.is_readable()) return;
-    const std::uint64_t before = front_sequence_ + pending_.size();
-    decode(ctx);
-    if (front_sequence_ + pending_.size() != before) ctx.fire_read_complete();  // the batch's end: handlers flush
-  });
+  resume_ctx_ = &ctx;
+  if (!resume_decoding_.schedule(ctx.loop())) {
+    log(LogLevel::debug, "channel {}: the loop has terminated; buffered requests are not served", ctx.channel().id());
+  }
+}
+
+void ServerCodec::resume_decoding() {
+  Context& ctx = *resume_ctx_;
+  if (state_ == State::closed || reading_.held() || !in_.is_readable()) return;
+  const std::uint64_t before = front_sequence_ + pending_.size();
+  decode(ctx);
+  if (front_sequence_ + pending_.size() != before) ctx.fire_read_complete();  // the batch's end: handlers flush
 }
 
 void ServerCodec::want_deadline(Context& ctx, TimePoint at) {
@@ -727,7 +728,7 @@ void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
 
 void ServerCodec::handler_removed(Context& ctx) {
   stop_deadline(ctx);
-  alive_.reset();
+  resume_decoding_.cancel();
   reading_.release(ctx.channel());
   if (in_.is_readable() && !ctx.channel().is_open() && !lending_) in_.release();
 }

@@ -313,6 +313,7 @@ void ClientCodec::handler_added(Context& ctx) {
 
 void ClientCodec::handler_removed(Context&) {
   stop_keepalive();
+  pump_later_.cancel();
   fail_all(std::make_exception_ptr(ChannelClosedError("the HTTP/2 client codec was removed")));
   ctx_ = nullptr;
 }
@@ -648,12 +649,11 @@ void ClientCodec::keepalive_at(TimePoint when) {
   if (ctx_ == nullptr) return;
   EventLoop& loop = ctx_->loop();
   const TimePoint now = loop.now();
-  keepalive_timer_ =
-      loop.schedule(when > now ? when - now : Duration::zero(), [this, alive = std::weak_ptr<char>(alive_)] {
-        if (alive.expired()) return;
-        keepalive_timer_.reset();
-        keepalive_due();
-      });
+  // handler_removed cancels the timer (stop_keepalive) before the codec can go.
+  keepalive_timer_ = loop.schedule(when > now ? when - now : Duration::zero(), [this] {
+    keepalive_timer_.reset();
+    keepalive_due();
+  });
 }
 
 void ClientCodec::keepalive_due() {

@@ -10,6 +10,7 @@
 #include "frame.h"
 #include "session.h"
 #include "weft/core/event_loop.h"
+#include "weft/core/log.h"
 
 namespace weft::http2 {
 
@@ -42,17 +43,18 @@ void ClientCodec::stream_queued(StreamState& state) {
 }
 
 void ClientCodec::want_send() {
-  if (pumping_ || pump_posted_ || ctx_ == nullptr) return;  // a pump will run, or is running
-  // The frames of every stream written in this turn of the loop leave together, from one task.
-  pump_posted_ = true;
-  ctx_->loop().execute([this, alive = std::weak_ptr<char>(alive_)] {
-    if (alive.expired()) return;
-    pump_posted_ = false;
-    if (pumping_) return;
-    pumping_ = true;
-    pump();
-    pumping_ = false;
-  });
+  if (pumping_ || ctx_ == nullptr) return;  // a pump is running: the frames leave at its end
+  // The frames of every stream written in this turn of the loop leave together, from one callback.
+  if (!pump_later_.schedule(ctx_->loop())) {
+    log(LogLevel::debug, "channel {}: the loop has terminated; HTTP/2 frames are not sent", ctx_->channel().id());
+  }
+}
+
+void ClientCodec::pump_posted() {
+  if (pumping_) return;
+  pumping_ = true;
+  pump();
+  pumping_ = false;
 }
 
 void ClientCodec::pump() {

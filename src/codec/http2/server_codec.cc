@@ -374,7 +374,6 @@ void ServerCodec::handler_added(Context& ctx) {
 
   // The stream API returns windows by hand: a child's stream window as it reads.
   streams_enabled_ = static_cast<bool>(settings_.stream_initializer);
-  if (streams_enabled_) alive_ = std::make_shared<bool>(true);
   hooks_ = std::make_unique<Callbacks>(*this);
   session_ = std::make_unique<detail::Session>(*hooks_, streams_enabled_);
   const detail::SettingEntry entries[] = {
@@ -403,6 +402,8 @@ void ServerCodec::handler_removed(Context& ctx) {
   stop_deadline(ctx);
   reading_.release(ctx.channel());
   out_.release();
+  run_children_later_.cancel();
+  flush_later_.cancel();
   ctx_ = nullptr;
 }
 
@@ -1155,17 +1156,19 @@ void ServerCodec::run_children() {
   }
 }
 
-// run_children() from a loop task (see send_pending).
+// run_children() from a loop callback (see send_pending). A terminated loop has closed the
+// connection: the children's work is given up there.
 void ServerCodec::post_children() {
-  if (children_posted_ || ctx_ == nullptr || !alive_) return;
-  children_posted_ = true;
-  ctx_->loop().execute([this, alive = std::weak_ptr<bool>(alive_)] {
-    if (alive.expired()) return;
-    children_posted_ = false;
-    if (ctx_ == nullptr || session_ == nullptr) return;
-    run_children();
-    if (!finished_ && session_->want_write()) flush(*ctx_);  // what the children earned (WINDOW_UPDATE)
-  });
+  if (ctx_ == nullptr || !streams_enabled_) return;
+  if (!run_children_later_.schedule(ctx_->loop())) {
+    log(LogLevel::debug, "channel {}: the loop has terminated; HTTP/2 streams are not served", ctx_->channel().id());
+  }
+}
+
+void ServerCodec::run_children_posted() {
+  if (ctx_ == nullptr || session_ == nullptr) return;
+  run_children();
+  if (!finished_ && session_->want_write()) flush(*ctx_);  // what the children earned (WINDOW_UPDATE)
 }
 
 void ServerCodec::serve_child(StreamChannel& ch) {
@@ -1326,13 +1329,12 @@ void ServerCodec::flush_soon() {
 }
 
 void ServerCodec::post_flush() {
-  if (flush_posted_ || ctx_ == nullptr) return;
-  flush_posted_ = ctx_->loop().try_execute(UniqueFunction<void()>([this, alive = std::weak_ptr<bool>(alive_)] {
-    if (alive.expired()) return;
-    flush_posted_ = false;
-    if (ctx_ != nullptr && session_ != nullptr && !finished_) flush(*ctx_);
-  }));
-  if (!flush_posted_) flush(*ctx_);  // the loop is terminating: no later turn
+  if (ctx_ == nullptr) return;
+  if (!flush_later_.schedule(ctx_->loop())) flush(*ctx_);  // the loop has terminated: no later turn
+}
+
+void ServerCodec::flush_posted() {
+  if (ctx_ != nullptr && session_ != nullptr && !finished_) flush(*ctx_);
 }
 
 // The child flushed: its data provider goes back in the queue when it waited, and the frames leave

@@ -43,10 +43,11 @@
 #include "weft/channel/channel.h"
 #include "weft/channel/context.h"
 #include "weft/channel/handler.h"
+#include "weft/codec/http1/body_decoder.h"
 #include "weft/codec/http1/http_message.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/inline_ring.h"
-#include "weft/codec/http1/body_decoder.h"
+#include "weft/core/loop_callback.h"
 
 namespace weft::http {
 
@@ -101,6 +102,7 @@ class ServerCodec final : public Handler {
   void finish_if_done(Context& ctx);
   void update_read_suspension(Context& ctx);
   void resume_decoding_later(Context& ctx);
+  void resume_decoding();
   void want_deadline(Context& ctx, TimePoint at);
   void on_deadline(Context& ctx);
   void stop_deadline(Context& ctx);
@@ -116,7 +118,6 @@ class ServerCodec final : public Handler {
   bool in_read_batch_ = false;  // from a read to its read_complete or a flush: batch_* hold
   bool input_ended_ = false;    // the client sent FIN
   bool finished_ = false;       // the connection's end has been started
-  bool resume_posted_ = false;
   ReadSuspension reading_;      // held while the client is too far ahead of its answers
   ByteBuf in_;        // received bytes not yet decoded
   Limits limits_;
@@ -139,7 +140,8 @@ class ServerCodec final : public Handler {
   int error_status_ = 0;                  // an error answer that waits for the answers owed
   std::vector<EarlyAnswer> early_;
   std::size_t early_bytes_ = 0;
-  std::shared_ptr<bool> alive_;           // lets a posted resume find out the codec is gone
+  Context* resume_ctx_ = nullptr;  // the codec's context, for resume_decoding_
+  LoopCallback resume_decoding_{[this] { resume_decoding(); }};
   detail::BodyDecoder body_decoder_;
   HttpRequest request_;  // a request whose body is still arriving
 };

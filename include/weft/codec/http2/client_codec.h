@@ -42,6 +42,7 @@
 #include "weft/core/error.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/future.h"
+#include "weft/core/loop_callback.h"
 
 namespace weft::http2 {
 
@@ -165,6 +166,7 @@ class ClientCodec final : public Handler {
   void run_wakes();
   void want_send();  // send the streams' frames at the end of this turn (one write for all)
   void pump();       // run the wakes and send, until neither has more
+  void pump_posted();  // pump_later_: pump unless one is on the stack
   void fail_stream(const std::shared_ptr<StreamState>& state, std::exception_ptr error);
   // Keepalive (ClientSettings::keepalive_time).
   void keepalive_at(TimePoint when);  // (re)arms the keepalive timer
@@ -190,11 +192,10 @@ class ClientCodec final : public Handler {
   std::unique_ptr<FieldRefs> nva_;
   std::vector<std::shared_ptr<StreamState>> wakes_, waking_;  // streams whose coroutines resume
   bool running_wakes_ = false;
-  bool pumping_ = false;                                    // in read_message or a posted pump: frames leave at its end
-  bool pump_posted_ = false;                                // a pump task is queued on the loop
-  std::shared_ptr<char> alive_ = std::make_shared<char>();  // for tasks posted to the loop
-  TimePoint last_read_{};                                   // the server's last bytes (keepalive)
-  TimePoint ping_sent_at_{};  // the keepalive PING waiting for its ACK, when ping_outstanding_
+  bool pumping_ = false;      // in read_message or a posted pump: frames leave at its end
+  LoopCallback pump_later_{[this] { pump_posted(); }};  // want_send
+  TimePoint last_read_{};                // the server's last bytes (keepalive)
+  TimePoint ping_sent_at_{};             // the keepalive PING waiting for its ACK, when ping_outstanding_
   bool ping_outstanding_ = false;
   std::optional<TimerId> keepalive_timer_;
 };

@@ -58,6 +58,7 @@
 #include "weft/codec/http2/settings.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/inline_ring.h"
+#include "weft/core/loop_callback.h"
 
 namespace weft::http2 {
 
@@ -135,6 +136,7 @@ class ServerCodec final : public Handler {
   void queue_child(StreamChannel& child);
   void run_children();
   void post_children();
+  void run_children_posted();
   void serve_child(StreamChannel& child);
   void consume_stream(std::int32_t id, std::size_t n) noexcept;
   void detach_children() noexcept;
@@ -144,6 +146,7 @@ class ServerCodec final : public Handler {
   void child_submit_head(StreamChannel& child, http::HttpResponse& response, bool end_stream, bool whole);
   void flush_soon();
   void post_flush();
+  void flush_posted();
   void child_flush(StreamChannel& child);
   void child_closed(StreamChannel& child);
 
@@ -207,10 +210,9 @@ class ServerCodec final : public Handler {
   bool running_children_ = false;       // run_children() is on the stack
   bool in_read_ = false;                // read_message is on the stack: children's flushes wait for its end
   bool flush_wanted_ = false;           // ... and one asked for it
-  bool children_posted_ = false;        // a loop task runs run_children() (post_children)
-  bool flush_posted_ = false;           // a loop task flushes (post_flush)
   StreamChannel* child_calling_ = nullptr;  // the child whose write, flush or close is on the stack
-  std::shared_ptr<bool> alive_;         // the posted task's guard (made when streams are enabled)
+  LoopCallback run_children_later_{[this] { run_children_posted(); }};  // post_children
+  LoopCallback flush_later_{[this] { flush_posted(); }};                // post_flush
   const ByteBuf* receiving_ = nullptr;  // the bytes the session is reading (DATA payloads are sliced from it)
   std::vector<std::shared_ptr<StreamChannel>> child_work_;   // children with something to do
   std::vector<std::shared_ptr<StreamChannel>> child_batch_;  // the ones being served (swapped with it)
