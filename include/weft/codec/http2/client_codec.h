@@ -164,8 +164,8 @@ class ClientCodec final : public Handler {
   void stream_reset(const std::shared_ptr<StreamState>& state, std::uint32_t error_code);
   void wake(const std::shared_ptr<StreamState>& state);  // resume its waiting coroutines, soon
   void run_wakes();
-  void want_send();  // send the streams' frames at the end of this turn (one write for all)
-  void pump();       // run the wakes and send, until neither has more
+  void want_send();    // send the streams' frames at the end of this turn (one write for all)
+  void pump();         // run the wakes and send, until neither has more
   void pump_posted();  // pump_later_: pump unless one is on the stack
   void fail_stream(const std::shared_ptr<StreamState>& state, std::exception_ptr error);
   // Keepalive (ClientSettings::keepalive_time).
@@ -192,10 +192,10 @@ class ClientCodec final : public Handler {
   std::unique_ptr<FieldRefs> nva_;
   std::vector<std::shared_ptr<StreamState>> wakes_, waking_;  // streams whose coroutines resume
   bool running_wakes_ = false;
-  bool pumping_ = false;      // in read_message or a posted pump: frames leave at its end
+  bool pumping_ = false;                                // in read_message or a posted pump: frames leave at its end
   LoopCallback pump_later_{[this] { pump_posted(); }};  // want_send
-  TimePoint last_read_{};                // the server's last bytes (keepalive)
-  TimePoint ping_sent_at_{};             // the keepalive PING waiting for its ACK, when ping_outstanding_
+  TimePoint last_read_{};                               // the server's last bytes (keepalive)
+  TimePoint ping_sent_at_{};  // the keepalive PING waiting for its ACK, when ping_outstanding_
   bool ping_outstanding_ = false;
   std::optional<TimerId> keepalive_timer_;
 };
