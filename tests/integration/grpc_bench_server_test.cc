@@ -3,7 +3,7 @@
 // thread caches): grpc++'s reference client (tests/integration/grpc_peer, built once by
 // support/grpc_peer.h; the test is skipped, saying why, without grpc++) drives the three methods
 // of bench.proto's BenchmarkService -- StreamingFromServer until it cancels, UnaryCall, StreamingCall
-// ping-pong -- with 10 calls on one connection, empty and 1000-byte messages. Every call must
+// ping-pong -- with 10 calls on one connection, empty and 1000-byte messages, 300 in all each. Every call must
 // succeed, and the server must keep serving after each client went away and stop cleanly on SIGTERM.
 
 #include <gmock/gmock.h>
@@ -58,17 +58,20 @@ class GrpcBenchServerTest : public ::testing::TestWithParam<Config> {
     ASSERT_TRUE(server_->is_running()) << server_->error();
   }
 
-  // Runs the client: `mode` with 10 calls (threads) on one connection, `size`-byte messages, for a second.
+  // Runs the client: `mode` with 10 calls (threads) on one connection, `size`-byte messages, until
+  // kMessages messages or calls have completed (the same work however loaded the machine is).
   void expect_calls(const std::string& mode, int size) {
+    constexpr long kMessages = 300;
     int status = -1;
-    const std::string out = run("timeout 120 " + client_ + " 127.0.0.1:" + std::to_string(server_->port()) + " " +
-                                    mode + " 10 1 " + std::to_string(size) + " 1",
-                                status);
+    const std::string out =
+        run("timeout 120 " + client_ + " 127.0.0.1:" + std::to_string(server_->port()) + " " + mode +
+                " 10 messages:" + std::to_string(kMessages) + " " + std::to_string(size) + " 1",
+            status);
     EXPECT_EQ(status, 0) << out;
     EXPECT_THAT(out, HasSubstr("failures=0"));
     const auto at = out.find("messages=");
     ASSERT_NE(at, std::string::npos) << out;
-    EXPECT_GT(std::atol(out.c_str() + at + 9), 10) << out;
+    EXPECT_GE(std::atol(out.c_str() + at + 9), kMessages) << out;
   }
 
   void TearDown() override {

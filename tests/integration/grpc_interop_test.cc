@@ -172,8 +172,9 @@ class GrpcInteropTest : public test::TransportTest {
     if (server_) server_->close().wait();
   }
 
-  // Runs the grpc++ client in `mode` (for a second; WEFT_GRPC_SECONDS: longer) and checks that it
-  // made calls, none failed, and the server ended no connection with an error.
+  // Runs the grpc++ client in `mode` until 300 messages or calls have completed (WEFT_GRPC_SECONDS:
+  // for that many seconds instead) and checks that it made them, none failed, and the server ended
+  // no connection with an error.
   void expect_calls(const std::string& mode, int threads, int size) {
     if (peer().skip) GTEST_SKIP() << peer().error;
     ASSERT_FALSE(peer().client.empty()) << peer().error;
@@ -181,12 +182,12 @@ class GrpcInteropTest : public test::TransportTest {
     int status = -1;
     const std::string out =
         run("timeout 600 " + peer().client + " " + target_ + " " + mode + " " + std::to_string(threads) + " " +
-                (seconds != nullptr ? seconds : "1") + " " + std::to_string(size),
+                (seconds != nullptr ? seconds : "messages:300") + " " + std::to_string(size),
             status);
     ASSERT_EQ(status, 0) << out;
     std::fprintf(stderr, "%s", out.c_str());
     EXPECT_THAT(out, HasSubstr("failures=0"));
-    EXPECT_GT(messages(out), 10) << out;
+    EXPECT_GE(messages(out), seconds != nullptr ? 11 : 300) << out;
     EXPECT_EQ(goaway_errors_->load(), 0) << "the server ended a connection with an error";
   }
 
