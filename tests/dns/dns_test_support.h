@@ -1,7 +1,7 @@
 #pragma once
 // What the resolver's tests run against: a real DNS server (dnsmasq on 127.0.0.1 with the test's own
-// records), a server that never answers, one that answers every query with SERVFAIL; and helpers to
-// run code on a loop.
+// records), a server that never answers, one whose answers the test scripts (SERVFAIL, malformed);
+// and helpers to run code on a loop.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -204,10 +205,12 @@ class SilentServer {
   SocketAddress address_;
 };
 
-// A DNS server on 127.0.0.1 that answers every query with SERVFAIL (rcode 2), from a thread.
-class ServfailServer {
+// A DNS server on 127.0.0.1 that answers each query with what `respond` makes of it (an empty
+// string: no answer), from a thread of its own.
+class ScriptedDnsServer {
  public:
-  ServfailServer() {
+  using Respond = std::function<std::string(std::string query)>;
+  explicit ScriptedDnsServer(Respond respond) : respond_(std::move(respond)) {
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     SocketAddress any = SocketAddress::loopback(0);
     ::bind(fd_, any.raw(), any.length());
@@ -215,10 +218,10 @@ class ServfailServer {
     socklen_t len = sizeof bound;
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len);
     address_ = SocketAddress(reinterpret_cast<sockaddr*>(&bound), len);
-    ::pipe2(stop_, O_CLOEXEC);
+    if (::pipe2(stop_, O_CLOEXEC) != 0) ADD_FAILURE() << "pipe2 failed";
     thread_ = std::thread([this] { serve(); });
   }
-  ~ServfailServer() {
+  ~ScriptedDnsServer() {
     char c = 0;
     (void)!::write(stop_[1], &c, 1);
     thread_.join();
@@ -227,7 +230,24 @@ class ServfailServer {
     ::close(stop_[1]);
   }
   SocketAddress address() const { return address_; }
-  int answered() const { return answered_.load(); }
+  int queries() const { return queries_.load(); }
+
+  // The query, answered SERVFAIL (QR, RA, rcode 2).
+  static std::string servfail(std::string query) {
+    if (query.size() < 12) return {};
+    query[2] = static_cast<char>(query[2] | 0x80);
+    query[3] = static_cast<char>((query[3] & 0xf0) | 0x80 | 0x02);
+    return query;
+  }
+  // A response with the query's id that claims an answer and ends inside it.
+  static std::string malformed(std::string query) {
+    if (query.size() < 12) return {};
+    std::string answer = query.substr(0, 12);
+    answer[2] = static_cast<char>(answer[2] | 0x80);
+    answer[7] = 3;  // ANCOUNT 3, and then nothing
+    answer += std::string("\x03", 1) + "abc";
+    return answer;
+  }
 
  private:
   void serve() {
@@ -238,18 +258,18 @@ class ServfailServer {
       sockaddr_storage from{};
       socklen_t len = sizeof from;
       ssize_t n = ::recvfrom(fd_, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
-      if (n < 12) continue;
-      buf[2] = static_cast<char>(buf[2] | 0x80);                  // QR: a response
-      buf[3] = static_cast<char>((buf[3] & 0xf0) | 0x80 | 0x02);  // RA, rcode SERVFAIL
-      ::sendto(fd_, buf, static_cast<std::size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), len);
-      ++answered_;
+      if (n <= 0) continue;
+      ++queries_;
+      std::string answer = respond_(std::string(buf, static_cast<std::size_t>(n)));
+      if (!answer.empty()) ::sendto(fd_, answer.data(), answer.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
     }
   }
 
+  Respond respond_;
   int fd_;
-  int stop_[2];
+  int stop_[2] = {-1, -1};
   SocketAddress address_;
-  std::atomic<int> answered_{0};
+  std::atomic<int> queries_{0};
   std::thread thread_;
 };
 

@@ -145,11 +145,64 @@ TEST_P(ResolverTest, ServerThatNeverAnswersTimesOut) {
 }
 
 TEST_P(ResolverTest, ServfailIsServerFailure) {
-  test::ServfailServer servfail;
+  test::ScriptedDnsServer servfail(&test::ScriptedDnsServer::servfail);
   Resolver& r = make_resolver(group().next(), options_for(servfail.address()));
   DnsError e = dns_error_of(r.resolve("a.weft.test", 80));
   EXPECT_EQ(e.code(), DnsErrorCode::server_failure) << e.what();
-  EXPECT_GE(servfail.answered(), 1);
+  EXPECT_GE(servfail.queries(), 1);
+}
+
+TEST_P(ResolverTest, MalformedAnswerIsAnErrorNotAnAddress) {
+  test::ScriptedDnsServer garbage(&test::ScriptedDnsServer::malformed);
+  ResolverOptions o = options_for(garbage.address());
+  o.timeout = std::chrono::milliseconds(300);
+  Resolver& r = make_resolver(group().next(), o);
+  DnsError e = dns_error_of(r.resolve("a.weft.test", 80));
+  // c-ares drops an answer it cannot parse and waits for a good one: the timeout ends the wait.
+  EXPECT_TRUE(e.code() == DnsErrorCode::timeout || e.code() == DnsErrorCode::server_failure) << e.what();
+  EXPECT_GE(garbage.queries(), 1);
+}
+
+TEST_P(ResolverTest, TruncatedAnswerIsFetchedOverTcp) {
+  // 60 A records do not fit a 512-byte UDP answer: dnsmasq truncates it, c-ares asks again over TCP.
+  std::vector<std::string> records{"--local-ttl=300"};
+  for (int i = 1; i <= 60; ++i) records.push_back("--host-record=big.weft.test,192.0.2." + std::to_string(i));
+  ASSERT_TRUE(dns_.start(records));
+  ResolverOptions o = options_for(dns_.address());
+  o.family = AddressFamily::ipv4;
+  Resolver& r = make_resolver(group().next(), o);
+  Addresses all = r.resolve("big.weft.test", 80).get();
+  EXPECT_EQ(all.size(), 60u);
+}
+
+TEST_P(ResolverTest, CacheKeepsAtMostMaxEntries) {
+  start_server();
+  ResolverOptions o = options_for(dns_.address());
+  o.max_cache_entries = 2;
+  o.timeout = std::chrono::milliseconds(300);
+  Resolver& r = make_resolver(group().next(), o);
+  r.resolve("a.weft.test", 80).get();
+  r.resolve("six.weft.test", 80).get();
+  r.resolve("both.weft.test", 80).get();  // evicts a.weft.test, the oldest
+  dns_.stop();
+  EXPECT_EQ(r.resolve("both.weft.test", 80).get().size(), 2u);
+  EXPECT_EQ(r.resolve("six.weft.test", 80).get().size(), 1u);
+  EXPECT_NE(dns_error_of(r.resolve("a.weft.test", 80)).code(), DnsErrorCode::cancelled);  // asked again: no server
+  EXPECT_EQ(stats(r).queries, 4u);
+}
+
+TEST_P(ResolverTest, ChangedHostsFileIsReadAgain) {
+  test::SilentServer silent;
+  std::string path = "/tmp/weft-hosts-change-" + std::to_string(::getpid()) + "-" + std::string(transport().name());
+  { std::ofstream(path) << "192.0.2.1 web.weft.test\n"; }
+  ResolverOptions o = options_for(silent.address());
+  o.hosts_file = path;
+  o.hosts_file_check_interval = Duration::zero();
+  Resolver& r = make_resolver(group().next(), o);
+  EXPECT_EQ(hosts_of(r.resolve("web.weft.test", 80).get()), std::vector<std::string>{"192.0.2.1:80"});
+  { std::ofstream(path) << "192.0.2.2 web.weft.test\n# a longer file: its size differs\n"; }
+  EXPECT_EQ(hosts_of(r.resolve("web.weft.test", 80).get()), std::vector<std::string>{"192.0.2.2:80"});
+  std::remove(path.c_str());
 }
 
 TEST_P(ResolverTest, SecondResolveComesFromTheCache) {
