@@ -218,6 +218,13 @@ void Resolver::Impl::resolve(std::string_view host, std::uint16_t port, Promise<
   for (const SocketAddress& a : hosts_.lookup(name)) {
     if (options_.family == AddressFamily::any || a.family() == family_of(options_.family)) from_hosts.push_back(a);
   }
+  if (from_hosts.empty() && (name == "localhost" || name.ends_with(".localhost"))) {
+    // RFC 6761 section 6.3: loopback, never asked of a server, even when the hosts file lacks it.
+    for (const char* loopback : {"::1", "127.0.0.1"}) {
+      SocketAddress a = *dns_detail::numeric_address(loopback);
+      if (options_.family == AddressFamily::any || a.family() == family_of(options_.family)) from_hosts.push_back(a);
+    }
+  }
   if (!from_hosts.empty()) {
     ++stats_.hosts_hits;
     promise.set_value(answer(from_hosts, port, options_.preferred));

@@ -271,6 +271,14 @@ TEST_P(ResolverTest, NumericHostsNeverQuery) {
   EXPECT_EQ(s.queries, 0u);
 }
 
+TEST_P(ResolverTest, LocalhostIsLoopbackWithoutQuery) {
+  test::SilentServer silent;  // a query would time out
+  Resolver& r = make_resolver(group().next(), options_for(silent.address()));
+  EXPECT_EQ(hosts_of(r.resolve("localhost", 80).get()), (std::vector<std::string>{"[::1]:80", "127.0.0.1:80"}));
+  EXPECT_EQ(hosts_of(r.resolve("api.LOCALHOST.", 80).get()).size(), 2u);
+  EXPECT_EQ(stats(r).queries, 0u);
+}
+
 TEST_P(ResolverTest, BadNamesFailWithoutQuery) {
   test::SilentServer silent;
   Resolver& r = make_resolver(group().next(), options_for(silent.address()));

@@ -7,7 +7,8 @@
 ///   auto addresses = co_await resolver.resolve("example.com", 443);
 ///
 /// A resolve() answers, in this order: a numeric host ("192.0.2.1", "::1", "[::1]") as it is; the
-/// hosts file's addresses for the name; the cache; else one DNS query per name and family (callers
+/// hosts file's addresses for the name ("localhost" and "*.localhost" are loopback even when the
+/// file lacks them, RFC 6761); the cache; else one DNS query per name and family (callers
 /// asking for a name already in flight share its query). A and AAAA are asked at once (or one of
 /// them, ResolverOptions::family); the answer lists the preferred family first. Failures are
 /// DnsError, naming the host, with a code (NXDOMAIN, timeout, server failure...).
