@@ -139,4 +139,14 @@ Future<ChannelPtr> connect_happy_eyeballs(EventLoop& loop, const Bootstrap& boot
   return result;
 }
 
+Future<ChannelPtr> connect_to_host(Resolver& resolver, const Bootstrap& bootstrap, std::string_view host,
+                                   std::uint16_t port, ChannelInitializer init, HappyEyeballsOptions options) {
+  EventLoop& loop = resolver.loop();
+  return resolver.resolve(host, port)
+      .then([&loop, bootstrap, init = std::move(init),
+             options = std::move(options)](const std::vector<SocketAddress>& addresses) {
+        return connect_happy_eyeballs(loop, bootstrap, addresses, init, options);
+      });
+}
+
 }  // namespace weft

@@ -29,6 +29,7 @@
 
 #include "dns_cache.h"
 #include "host_name.h"
+#include "weft/core/log.h"
 #include "weft/dns/dns_error.h"
 #include "weft/dns/hosts_file.h"
 
@@ -272,6 +273,7 @@ void Resolver::Impl::on_answer(void* arg, int status, int /*timeouts*/, ares_add
     if (!query->finished) self.answered(*query, status, result);
   } catch (...) {
     // Only allocation can fail here: the waiters stay with the query and break when it goes.
+    log_write(LogLevel::error, "dns: could not record an answer (out of memory): its waiters fail");
   }
   if (result != nullptr) ::ares_freeaddrinfo(result);
   self.in_flight_.erase(query);

@@ -11,13 +11,18 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
+#include "dns/dns_test_support.h"
 #include "support/transports.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/core/io_driver.h"
+#include "weft/dns/dns_error.h"
+#include "weft/dns/resolver.h"
 
 namespace weft {
 namespace {
@@ -175,6 +180,23 @@ TEST_P(HappyEyeballsTest, AllRefusedFailsWithTheLastError) {
 TEST_P(HappyEyeballsTest, NoAddressIsInvalidArgument) {
   auto f = connect_happy_eyeballs(home(), bootstrap_, {}, {});
   EXPECT_THROW(f.get(), std::invalid_argument);
+}
+
+TEST_P(HappyEyeballsTest, ConnectsToAHostByName) {
+  TestListener v4("127.0.0.1", 16);
+  std::string hosts = "/tmp/weft-he-hosts-" + std::to_string(::getpid()) + "-" + std::string(transport().name());
+  { std::ofstream(hosts) << "127.0.0.1 web.weft.test\n"; }
+  ResolverOptions o;
+  o.hosts_file = hosts;
+  o.servers = {SocketAddress::loopback(9)};  // nothing answers there: only the hosts file can
+  auto resolver = std::make_unique<Resolver>(home(), o);
+  ChannelPtr channel = connect_to_host(*resolver, bootstrap_, "web.weft.test", v4.address().port(), {}).get();
+  EXPECT_EQ(channel->remote_address().to_string(), v4.address().to_string());
+  channel->close().get();
+  auto unknown = connect_to_host(*resolver, bootstrap_, "bad..name", 80, {});
+  EXPECT_THROW(unknown.get(), DnsError);
+  test::on_loop(home(), [&] { resolver.reset(); });
+  std::remove(hosts.c_str());
 }
 
 WEFT_ON_EVERY_TRANSPORT(HappyEyeballsTest);

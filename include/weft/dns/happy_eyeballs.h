@@ -6,7 +6,9 @@
 ///   auto addresses = co_await resolver.resolve("example.com", 443);
 ///   weft::ChannelPtr channel = co_await weft::connect_happy_eyeballs(loop, bootstrap, addresses, init);
 
+#include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "weft/channel/bootstrap.h"
@@ -14,6 +16,7 @@
 #include "weft/core/clock.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/future.h"
+#include "weft/dns/resolver.h"
 
 namespace weft {
 
@@ -39,6 +42,13 @@ struct HappyEyeballsOptions {
 Future<ChannelPtr> connect_happy_eyeballs(EventLoop& loop, const Bootstrap& bootstrap,
                                           std::vector<SocketAddress> addresses, ChannelInitializer init,
                                           HappyEyeballsOptions options = {});
+
+/// Thread-safe. Resolves `host` with `resolver`, then connect_happy_eyeballs() to its addresses with
+/// `port`, the delay timers on the resolver's loop (on the blocking transport, a loop that makes
+/// no attempt: see above). Fails with DnsError when the name does not resolve, else as
+/// connect_happy_eyeballs(). The future belongs to the resolver's loop.
+Future<ChannelPtr> connect_to_host(Resolver& resolver, const Bootstrap& bootstrap, std::string_view host,
+                                   std::uint16_t port, ChannelInitializer init, HappyEyeballsOptions options = {});
 
 /// `addresses` in RFC 8305's order (section 4): the family of the first one, then the other,
 /// alternating, each family keeping its own order. Thread-safe.
