@@ -34,11 +34,12 @@ install(FILES
     ${PROJECT_BINARY_DIR}/weftConfig.cmake
     ${PROJECT_BINARY_DIR}/weftConfigVersion.cmake
     ${PROJECT_SOURCE_DIR}/cmake/weftUring.cmake
+    ${PROJECT_SOURCE_DIR}/cmake/weftCares.cmake
   DESTINATION ${WEFT_CMAKE_INSTALL_DIR} COMPONENT dev)
 
 # ---- pkg-config: weft.pc ----------------------------------------------------------------------
-# A static libweft needs -luring, OpenSSL and zlib in every link (Requires: liburing libssl libcrypto
-# zlib); a shared one only in static links (Libs.private). fmt is used header-only: its
+# A static libweft needs -luring, OpenSSL, zlib and c-ares in every link (Requires: liburing libssl
+# libcrypto zlib libcares); a shared one only in static links (Libs.private). fmt is used header-only: its
 # flags, never -lfmt (Requires.private).
 file(RELATIVE_PATH WEFT_PC_RELATIVE_PREFIX
   /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
@@ -46,9 +47,9 @@ string(REGEX REPLACE "/$" "" WEFT_PC_RELATIVE_PREFIX "${WEFT_PC_RELATIVE_PREFIX}
 set(WEFT_PC_REQUIRES_PRIVATE "fmt")
 if(WEFT_BUILD_SHARED)
   set(WEFT_PC_REQUIRES "")
-  set(WEFT_PC_LIBS_PRIVATE "-luring -lssl -lcrypto -lz")
+  set(WEFT_PC_LIBS_PRIVATE "-luring -lssl -lcrypto -lz -lcares")
 else()
-  set(WEFT_PC_REQUIRES "liburing libssl libcrypto zlib")
+  set(WEFT_PC_REQUIRES "liburing libssl libcrypto zlib libcares")
   set(WEFT_PC_LIBS_PRIVATE "")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/weft.pc.in ${PROJECT_BINARY_DIR}/weft.pc @ONLY)

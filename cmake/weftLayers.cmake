@@ -9,6 +9,7 @@
 # Third-party libraries by layer (their headers and link lines; every layer gets fmt and Threads).
 set(WEFT_LAYER_DEPENDS_transport weft::uring)
 set(WEFT_LAYER_DEPENDS_codec/tls OpenSSL::SSL OpenSSL::Crypto)
+set(WEFT_LAYER_DEPENDS_dns weft::cares)
 set(WEFT_LAYER_DEPENDS_grpc ZLIB::ZLIB)
 
 function(weft_layer_targets out_var)

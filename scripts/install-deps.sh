@@ -5,7 +5,8 @@
 # curl: scripts/test-packaging.sh. libnghttp2-dev: the HTTP/2 tests' peer and weft-load h2; nghttp2-client (h2load, nghttp)
 # and python3-h2: the HTTP/2 interop and attack tests. libssl-dev: weft's TLS; openssl: the TLS
 # interop tests (openssl s_client) and weft-bench's tls suite; nginx-light: the TLS client test against nginx.
-# zlib1g-dev: gRPC message compression (gzip, deflate).
+# zlib1g-dev: gRPC message compression (gzip, deflate). libc-ares-dev: weft/dns's resolver;
+# dnsmasq-base: the DNS server the resolver's tests run.
 # clang-format: the test `format` (scripts/check-format.sh).
 # libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
 # (shared/peers/grpc) the gRPC interop test builds.
@@ -38,6 +39,8 @@ PACKAGES=(
   python3-h2
   libssl-dev
   zlib1g-dev
+  libc-ares-dev
+  dnsmasq-base
   openssl
   nginx-light
   doxygen

@@ -178,7 +178,7 @@ libdir=lib
 [ -d "$prefix/lib" ] || fail "install: no $prefix/lib"
 for f in include/weft/weft.h include/weft/version.h include/weft/channel/pipeline.h \
          lib/cmake/weft/weftConfig.cmake lib/cmake/weft/weftConfigVersion.cmake \
-         lib/cmake/weft/weft-core-targets.cmake lib/cmake/weft/weftUring.cmake lib/pkgconfig/weft.pc \
+         lib/cmake/weft/weft-core-targets.cmake lib/cmake/weft/weftUring.cmake lib/cmake/weft/weftCares.cmake lib/pkgconfig/weft.pc \
          bin/weft-load bin/weft-bench bin/weft-hello bin/weft-echo-server bin/weft-grpc-bench-server \
          share/weft/bench/weft_bench/cli.py; do
   [ -e "$prefix/$f" ] || fail "install: $f is missing"

@@ -29,6 +29,7 @@ set(WEFT_TSAN_SINGLE_THREADED_TESTS
   codec/message_to_message_codec_test.cc
   codec/tls/handler_test.cc
   codec/tls/kernel_test.cc
+  dns/hosts_file_test.cc
   grpc/compression_test.cc
   handler/handlers_test.cc)
 
