@@ -109,7 +109,9 @@ void LoopClient::begin(std::shared_ptr<Exchange> x) {
 }
 
 OriginPool& LoopClient::pool_for(const Url& url) {
-  std::string key = std::string(url.scheme_name()) + "://" + url.authority() + ":" + std::to_string(url.port());
+  // scheme://host:port, the port always written (authority() leaves the default one out).
+  std::string key = std::string(url.scheme_name()) + "://" +
+                    (url.host_is_ipv6() ? "[" + url.host() + "]" : url.host()) + ":" + std::to_string(url.port());
   auto it = pools_.find(key);
   if (it == pools_.end()) {
     it = pools_

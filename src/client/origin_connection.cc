@@ -65,7 +65,6 @@ OriginConnection::OriginConnection(std::weak_ptr<OriginPool> pool, EventLoop& po
 OriginConnection::~OriginConnection() = default;
 
 void OriginConnection::start(EventLoopGroup& group) {
-  opened_at = pool_loop().now();
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   if (options_.connect_timeout > Duration::zero()) {
     connect_timer_ = pool_loop().schedule(options_.connect_timeout, [self] {
@@ -130,6 +129,7 @@ void OriginConnection::became_ready(std::size_t capacity_now, bool is_http2, Cha
   if (connect_timer_) pool_loop().cancel(*connect_timer_);
   connect_timer_.reset();
   ready = true;
+  opened_at = pool_loop().now();  // the age counts from here (max_connection_age)
   http2 = is_http2;
   capacity = capacity_now == 0 ? 1 : capacity_now;
   idle_since = pool_loop().now();

@@ -10,6 +10,16 @@
 #include "weft/codec/http2/client_codec.h"
 
 namespace weft::client::detail {
+namespace {
+
+// After the codec: its exception events are the failures of the requests it fails (each request
+// learns its own), so they end here instead of in a warning from the pipeline's tail.
+class CodecFailures final : public Handler {
+ public:
+  void exception_caught(Context&, std::exception_ptr) override {}
+};
+
+}  // namespace
 
 void OriginConnection::install_http2(Channel& ch) {
   http2::ClientSettings settings;
@@ -20,6 +30,7 @@ void OriginConnection::install_http2(Channel& ch) {
   ChannelPtr channel = ch.shared_from_this();
   auto connection = std::make_shared<Http2Connection>(channel, codec);
   ch.pipeline().add_last("http2", codec);
+  ch.pipeline().add_last("failures", std::make_shared<CodecFailures>());
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   // Both listeners run on the channel's loop (the codec's promises are its loop's).
   codec->ready().add_listener([self, connection, channel](const Future<void>& settled) {

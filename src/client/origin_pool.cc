@@ -65,7 +65,10 @@ void OriginPool::withdraw(Exchange& x) {
 }
 
 bool OriginPool::expired(const PooledConnection& c, TimePoint now) const noexcept {
-  return options_.max_connection_age > Duration::zero() && now - c.opened_at >= options_.max_connection_age;
+  // Counted from when it became ready, and never before its first request: however slow the
+  // connect, and however short the age, a connection carries something.
+  return options_.max_connection_age > Duration::zero() && c.served > 0 &&
+         now - c.opened_at >= options_.max_connection_age;
 }
 
 PooledConnection* OriginPool::pick(bool fresh_only) {
@@ -257,7 +260,7 @@ void OriginPool::arm_sweep() {
   for (const auto& c : connections_) {
     if (!c->ready || c->dead) continue;
     if (!idle_off && c->in_flight == 0) next = std::min(next, c->idle_since + options_.idle_connection_timeout);
-    if (!age_off) next = std::min(next, c->opened_at + options_.max_connection_age);
+    if (!age_off && c->served > 0) next = std::min(next, c->opened_at + options_.max_connection_age);
   }
   if (next == TimePoint::max()) return;
   std::weak_ptr<OriginPool> weak = weak_from_this();

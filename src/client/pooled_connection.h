@@ -38,7 +38,7 @@ class PooledConnection : public std::enable_shared_from_this<PooledConnection> {
   std::size_t capacity = 1;  // requests at once: 1, or the server's concurrency limit
   std::size_t in_flight = 0;
   std::size_t served = 0;  // requests answered on it
-  TimePoint opened_at{};
+  TimePoint opened_at{};   // when it became ready (max_connection_age counts from it)
   TimePoint idle_since{};
 
  protected:
