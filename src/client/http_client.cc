@@ -9,7 +9,12 @@ namespace weft::client {
 HttpClient::HttpClient(EventLoopGroup& group, ClientOptions options)
     : core_(std::make_shared<detail::ClientCore>(group, std::move(options))) {}
 
-HttpClient::~HttpClient() { core_->close(); }
+HttpClient::~HttpClient() {
+  Future<void> closed = core_->close();
+  // Off the loops, wait: the pools' connections hold channels of the group's loops, which must not
+  // be closed after the group has gone. (On a loop, blocking it is worse; its own pools closed inline.)
+  if (EventLoop::current() == nullptr) closed.wait();
+}
 
 Future<http::HttpClientResponse> HttpClient::request(std::string_view method, std::string_view url, ByteBuf body) {
   try {

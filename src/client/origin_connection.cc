@@ -24,7 +24,7 @@ bool is_ip_literal(const std::string& host) {
 // handshake's error is kept (and its exception event taken, so that nothing reaches the tail).
 class AlpnSwitch final : public Handler {
  public:
-  explicit AlpnSwitch(std::shared_ptr<OriginConnection> connection) : connection_(std::move(connection)) {}
+  explicit AlpnSwitch(std::weak_ptr<OriginConnection> connection) : connection_(std::move(connection)) {}
   void user_event(Context& ctx, const std::any& event) override {
     const auto* done = std::any_cast<TlsHandshakeCompleted>(&event);
     if (done == nullptr) {
@@ -36,10 +36,12 @@ class AlpnSwitch final : public Handler {
       return;
     }
     Channel& ch = ctx.channel();
-    if (done->protocol == "h2") {
-      connection_->install_http2(ch);
-    } else {
-      connection_->install_http1(ch);
+    if (auto connection = connection_.lock()) {
+      if (done->protocol == "h2") {
+        connection->install_http2(ch);
+      } else {
+        connection->install_http1(ch);
+      }
     }
     ch.pipeline().remove(*this);
   }
@@ -47,12 +49,12 @@ class AlpnSwitch final : public Handler {
     if (!error_) error_ = error;
   }
   void channel_inactive(Context& ctx) override {
-    connection_->report_failure(error_);
+    if (auto connection = connection_.lock()) connection->report_failure(error_);
     ctx.fire_channel_inactive();
   }
 
  private:
-  std::shared_ptr<OriginConnection> connection_;
+  std::weak_ptr<OriginConnection> connection_;  // the connection holds the channel
   std::exception_ptr error_;
 };
 

@@ -20,7 +20,7 @@ class OriginPool;
 class PooledConnection : public std::enable_shared_from_this<PooledConnection> {
  public:
   explicit PooledConnection(std::weak_ptr<OriginPool> pool, EventLoop& pool_loop) noexcept
-      : pool_(std::move(pool)), pool_loop_(pool_loop) {}
+      : pool_(std::move(pool)), pool_loop_(pool_loop), keep_pool_loop_(pool_loop) {}
   virtual ~PooledConnection() = default;
   PooledConnection(const PooledConnection&) = delete;
   PooledConnection& operator=(const PooledConnection&) = delete;
@@ -58,6 +58,9 @@ class PooledConnection : public std::enable_shared_from_this<PooledConnection> {
  private:
   std::weak_ptr<OriginPool> pool_;
   EventLoop& pool_loop_;
+  // The channel's loop may outlive the pool's (a group's loops end one by one): a late report
+  // then finds the pool's loop terminated, not freed.
+  EventLoop::KeepAlive keep_pool_loop_;
 };
 
 }  // namespace weft::client::detail

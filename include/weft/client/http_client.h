@@ -45,7 +45,8 @@ class HttpClient {
  public:
   /// A client on `group`'s loops; the group must outlive it.
   explicit HttpClient(EventLoopGroup& group, ClientOptions options = {});
-  /// Closes the client (see close()) without waiting.
+  /// Closes the client (see close()); off the group's loops, waits until every loop has closed its
+  /// pools (so destroy the client before its group).
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
