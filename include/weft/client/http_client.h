@@ -18,7 +18,8 @@
 ///   caller's loop when the caller is on any loop.
 /// - Failures are typed: UrlError, TimeoutError (which timeout), PoolQueueFullError,
 ///   ResponseTooLargeError, TooManyRedirectsError, HostResolutionError (client_errors.h), IoError
-///   (a refused connect), ChannelClosedError (a connection lost under the request), TlsHandshakeError.
+///   (a refused connect), ChannelClosedError (a connection lost under the request), TlsHandshakeError,
+///   http::HttpProtocolError (a malformed HTTP/1.1 answer).
 ///
 /// Names: numeric hosts and "localhost" until the resolver (weft/dns/) is in.
 
