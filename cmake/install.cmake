@@ -1,7 +1,7 @@
 # Install rules (included from CMakeLists.txt when WEFT_INSTALL is on). Components:
 #   dev      headers, libweft.a (or the libweft.so link), the CMake package, weft.pc
 #   runtime  libweft.so.<SOVERSION> (shared builds only)
-#   tools    weft-load, weft-bench and the example servers and clients
+#   tools    weft-load, weft-fetch, weft-bench and the example servers and clients
 include(CMakePackageConfigHelpers)
 
 set(WEFT_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/weft)
@@ -59,7 +59,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} 
 # ---- tools ------------------------------------------------------------------------------------
 set(_weft_tool_targets ${WEFT_EXAMPLE_TARGETS})
 if(WEFT_BUILD_TOOLS)
-  list(APPEND _weft_tool_targets weft-load)
+  list(APPEND _weft_tool_targets weft-load weft-fetch)
   # weft-bench: the launcher and its package in share/weft/bench, linked from bin/.
   set(_weft_bench_dir ${CMAKE_INSTALL_DATADIR}/weft/bench)
   install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/bench/weft-bench DESTINATION ${_weft_bench_dir} COMPONENT tools)

@@ -4,8 +4,8 @@
 /// event loops, futures and coroutines, the transports, the frame and string codecs, HTTP/1.1
 /// (server and client codecs, router, query helpers), HTTP/2 (server codec, streams as channels,
 /// the detector that serves HTTP/1.1 and h2c on one port, the client codec), the client layer
-/// (HTTP/2 connections), gRPC (the server core on bytes), TLS (contexts, the handler, ALPN) and the
-/// common handlers.
+/// (the HTTP client with its pools, HTTP/2 connections), gRPC (the server core on bytes), TLS
+/// (contexts, the handler, ALPN) and the common handlers.
 ///
 /// Left out, include them where you need them:
 /// - weft/grpc/protobuf_adapter.h  typed gRPC methods on protobuf messages (needs libprotobuf)
@@ -32,6 +32,7 @@
 #include "weft/channel/pipeline.h"
 #include "weft/channel/socket_address.h"
 #include "weft/client/http2_connection.h"
+#include "weft/client/http_client.h"
 #include "weft/codec/byte_to_message_decoder.h"
 #include "weft/codec/codec_error.h"
 #include "weft/codec/delimiter_based_frame_decoder.h"

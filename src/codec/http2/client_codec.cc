@@ -311,6 +311,10 @@ void ClientCodec::handler_added(Context& ctx) {
   if (ctx.channel().is_active()) channel_active(ctx);
 }
 
+std::uint32_t ClientCodec::peer_max_concurrent_streams() const noexcept {
+  return session_ ? session_->peer_max_concurrent_streams() : 100;
+}
+
 void ClientCodec::handler_removed(Context&) {
   stop_keepalive();
   pump_later_.cancel();

@@ -141,6 +141,9 @@ class ClientCodec final : public Handler {
   /// opened under the protocol's defaults, and the server may refuse those past its limit); fails
   /// with ChannelClosedError if the connection ends first.
   Future<void> ready() const { return ready_.future(); }
+  /// Loop thread only. The server's SETTINGS_MAX_CONCURRENT_STREAMS as last received (100 until
+  /// its SETTINGS name one).
+  std::uint32_t peer_max_concurrent_streams() const noexcept;
   /// Loop thread only. Whether the server sent GOAWAY.
   bool goaway_received() const noexcept { return goaway_; }
 

@@ -1,0 +1,70 @@
+#pragma once
+/// @file
+/// The typed failures of client::HttpClient's requests (besides UrlError, url.h; TlsHandshakeError,
+/// weft/codec/tls/tls_error.h, whose cause() is `certificate` for an untrusted or misnamed
+/// certificate; ChannelClosedError for a connection lost under a request; IoError for a refused connect).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "weft/core/error.h"
+
+namespace weft::client {
+
+/// A request ran out of time; kind() names the timeout that fired.
+class TimeoutError : public Error {
+ public:
+  /// The timeouts of HttpClient::Options.
+  enum class Kind : std::uint8_t {
+    connect,  ///< Options::connect_timeout: the connection (TCP, TLS, HTTP/2 SETTINGS) was not ready
+    request,  ///< Options::request_timeout: the whole request, from the call to the response's end
+    idle,     ///< Options::idle_timeout: no byte of the response for this long while it was owed
+  };
+  /// `kind` fired for the request to `url`.
+  TimeoutError(Kind kind, std::string_view url);
+  /// The timeout that fired.
+  Kind kind() const noexcept { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+/// The origin's queue of requests waiting for a connection was full (Options::max_pending_requests).
+class PoolQueueFullError : public Error {
+ public:
+  /// For the origin `origin` ("http://host:port") whose queue holds `limit` requests.
+  PoolQueueFullError(std::string_view origin, std::size_t limit);
+};
+
+/// The response's body was larger than Options::max_response_body.
+class ResponseTooLargeError : public Error {
+ public:
+  /// For `url`, whose response was longer than `limit` bytes.
+  ResponseTooLargeError(std::string_view url, std::size_t limit);
+};
+
+/// A redirect chain longer than Options::max_redirects.
+class TooManyRedirectsError : public Error {
+ public:
+  /// `url`: the last URL reached; `limit`: the redirects allowed.
+  TooManyRedirectsError(std::string_view url, std::size_t limit);
+};
+
+/// A host the client cannot reach by name: until the resolver is in, only numeric addresses and
+/// "localhost" are connected to.
+class HostResolutionError : public Error {
+ public:
+  /// `host`: the name; `why`: what failed.
+  HostResolutionError(std::string_view host, std::string_view why);
+};
+
+/// The client was closed (HttpClient::close) before the request could be carried out.
+class ClientClosedError : public Error {
+ public:
+  /// The request could not be carried out: the client was closed.
+  ClientClosedError() : Error("the HTTP client is closed") {}
+};
+
+}  // namespace weft::client

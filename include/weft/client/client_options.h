@@ -1,0 +1,50 @@
+#pragma once
+/// @file
+/// client::ClientOptions: how an HttpClient pools its connections, how long it waits, and what it
+/// accepts (see http_client.h).
+
+#include <chrono>
+#include <cstddef>
+
+#include "weft/codec/tls/tls_context.h"
+#include "weft/core/clock.h"
+
+namespace weft::client {
+
+/// The settings of an HttpClient; every duration zero turns its timeout off.
+struct ClientOptions {
+  /// Connections open at once to one origin (scheme, host, port), per loop.
+  std::size_t max_connections_per_origin = 8;
+  /// Requests waiting for a connection, per origin and loop; past it a request fails with PoolQueueFullError.
+  std::size_t max_pending_requests = 1024;
+  /// A pooled connection with nothing to do is closed after this long.
+  Duration idle_connection_timeout = std::chrono::seconds(60);
+  /// A connection is not given new requests once it is this old (zero: no limit).
+  Duration max_connection_age = Duration::zero();
+
+  /// TCP, TLS and (HTTP/2) the server's SETTINGS within this: else TimeoutError::Kind::connect.
+  Duration connect_timeout = std::chrono::seconds(10);
+  /// The whole request, redirects and a retry included: else TimeoutError::Kind::request.
+  Duration request_timeout = std::chrono::seconds(60);
+  /// HTTP/1.1: no byte of an owed response for this long: TimeoutError::Kind::idle.
+  Duration idle_timeout = std::chrono::seconds(30);
+
+  /// A larger response body fails the request with ResponseTooLargeError.
+  std::size_t max_response_body = 64u << 20;
+  /// Follow 301, 302, 303, 307 and 308 (303, and 301/302 after POST, become GET without a body).
+  bool follow_redirects = false;
+  /// More redirects than this fail the request with TooManyRedirectsError.
+  std::size_t max_redirects = 10;
+
+  /// https: offer h2 by ALPN (and http/1.1); false: http/1.1 only.
+  bool http2 = true;
+  /// http: speak HTTP/2 without asking (h2c with prior knowledge).
+  bool http2_prior_knowledge = false;
+  /// https: accept any certificate (no chain or name check). For tests and tools only.
+  bool insecure = false;
+  /// https: the TLS context to use (its ALPN list and trust); null: the system's trust store, ALPN
+  /// from `http2`, verification unless `insecure`.
+  TlsContextPtr tls;
+};
+
+}  // namespace weft::client

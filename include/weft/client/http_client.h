@@ -1,0 +1,73 @@
+#pragma once
+/// @file
+/// client::HttpClient: HTTP/1.1 and HTTP/2 requests by URL, over pooled connections, on an
+/// EventLoopGroup it is given.
+///
+///   weft::client::HttpClient client(group);                       // ClientOptions{} : see client_options.h
+///   weft::http::HttpClientResponse r = co_await client.get("http://127.0.0.1:8080/json");
+///   client.get("https://example.com/").add_listener([](const auto& f) { ... });   // the callback form
+///
+/// - http speaks HTTP/1.1 (or h2c with ClientOptions::http2_prior_knowledge); https speaks h2 when
+///   the server chooses it by ALPN, else HTTP/1.1, with the system's trust store, SNI and the host
+///   name checked (an untrusted or misnamed certificate: TlsHandshakeError, cause() certificate).
+/// - Each loop keeps a pool per origin (scheme, host, port): see ClientOptions for its bounds and
+///   OriginPool (src/client/origin_pool.h) for its rules. A request that a keep-alive connection
+///   dropped unanswered is sent once more on a fresh connection when it is idempotent.
+/// - A request runs on the caller's loop when the caller is on one of the group's loops, else on
+///   the next loop; the returned future's listeners (and a co_await's resumption) run on the
+///   caller's loop when the caller is on any loop.
+/// - Failures are typed: UrlError, TimeoutError (which timeout), PoolQueueFullError,
+///   ResponseTooLargeError, TooManyRedirectsError, HostResolutionError (client_errors.h), IoError
+///   (a refused connect), ChannelClosedError (a connection lost under the request), TlsHandshakeError,
+///   http::HttpProtocolError (a malformed HTTP/1.1 answer).
+///
+/// Names: numeric hosts and "localhost" until the resolver (weft/dns/) is in.
+
+#include <memory>
+#include <string_view>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/client/client_errors.h"
+#include "weft/client/client_options.h"
+#include "weft/client/client_stats.h"
+#include "weft/client/url.h"
+#include "weft/codec/http1/client_codec.h"
+#include "weft/core/event_loop_group.h"
+#include "weft/core/future.h"
+
+namespace weft::client {
+
+namespace detail {
+class ClientCore;
+}
+
+/// An HTTP client (see the file's description). Every method is thread-safe.
+class HttpClient {
+ public:
+  /// A client on `group`'s loops; the group must outlive it.
+  explicit HttpClient(EventLoopGroup& group, ClientOptions options = {});
+  /// Closes the client (see close()); off the group's loops, waits until every loop has closed its
+  /// pools (so destroy the client before its group).
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  /// GET `url`.
+  Future<http::HttpClientResponse> get(std::string_view url) { return request("GET", url); }
+  /// `method` on `url`, with `body` (empty: none).
+  Future<http::HttpClientResponse> request(std::string_view method, std::string_view url, ByteBuf body = {});
+  /// `request`, whose target is an absolute URL ("https://host/path"); its headers and body are sent
+  /// (Host, when it has none, is the URL's authority).
+  Future<http::HttpClientResponse> request(http::HttpClientRequest request);
+
+  /// Closes every pooled connection; requests still waiting or under way fail with
+  /// ClientClosedError, later ones too. The future completes once every loop has closed its pools.
+  Future<void> close();
+  /// What the pools did so far.
+  ClientStats stats() const noexcept;
+
+ private:
+  std::shared_ptr<detail::ClientCore> core_;
+};
+
+}  // namespace weft::client

@@ -1,0 +1,191 @@
+#include "client_core.h"
+
+#include <utility>
+
+#include "weft/client/client_errors.h"
+#include "weft/codec/tls/tls_context.h"
+
+namespace weft::client::detail {
+namespace {
+
+TlsContextPtr make_tls(const ClientOptions& options) {
+  if (options.tls) return options.tls;
+  TlsContextBuilder builder = TlsContext::client();
+  builder.application_protocols(options.http2 ? std::vector<std::string>{"h2", "http/1.1"}
+                                              : std::vector<std::string>{"http/1.1"});
+  if (options.insecure) {
+    builder.verify(TlsVerify::none);
+  } else {
+    builder.trust_system_default();
+  }
+  return builder.build();
+}
+
+bool is_redirect(int status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+}  // namespace
+
+ClientCore::ClientCore(EventLoopGroup& group, ClientOptions options)
+    : group_(group), options_(std::make_shared<const ClientOptions>(std::move(options))), tls_(make_tls(*options_)) {
+  loops_.reserve(group.size());
+  for (std::size_t i = 0; i < group.size(); ++i) loops_.push_back(std::make_unique<LoopClient>(*this, group.at(i)));
+}
+
+Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, std::string header_block,
+                                                   ByteBuf body) {
+  EventLoop* caller = EventLoop::current();
+  Promise<http::HttpClientResponse> result(caller);
+  Future<http::HttpClientResponse> future = result.future();
+  LoopClient* home = nullptr;
+  for (auto& l : loops_) {
+    if (&l->loop() == caller) home = l.get();
+  }
+  if (home == nullptr) {
+    EventLoop& next = group_.next();
+    for (auto& l : loops_) {
+      if (&l->loop() == &next) home = l.get();
+    }
+  }
+  auto x = std::make_shared<Exchange>(std::move(url), std::move(method), std::move(result));
+  x->header_block = std::move(header_block);
+  x->body = std::move(body);
+  if (home->loop().in_loop()) {
+    home->begin(std::move(x));
+  } else if (!home->loop().try_execute([self = shared_from_this(), home, x]() mutable { home->begin(std::move(x)); })) {
+    x->result.fail(EventLoopTerminatedError("the HTTP client's loop has terminated"));
+  }
+  return future;
+}
+
+Future<void> ClientCore::close() {
+  std::vector<Future<void>> closed;
+  for (auto& l : loops_) {
+    Promise<void> done;
+    closed.push_back(done.future());
+    LoopClient* lc = l.get();
+    if (lc->loop().in_loop()) {
+      lc->close();
+      done.set_value();
+    } else if (!lc->loop().try_execute([self = shared_from_this(), lc, done]() mutable {
+                 lc->close();
+                 done.set_value();
+               })) {
+      lc->close();  // its thread has ended: nothing else runs there
+      done.set_value();
+    }
+  }
+  Promise<void> all;
+  auto left = std::make_shared<std::atomic<std::size_t>>(closed.size());
+  for (auto& f : closed) {
+    f.add_listener([all, left](const Future<void>&) mutable {
+      if (left->fetch_sub(1) == 1) all.set_value();
+    });
+  }
+  if (closed.empty()) all.set_value();
+  return all.future();
+}
+
+void LoopClient::begin(std::shared_ptr<Exchange> x) {
+  if (closed_) {
+    x->result.fail(ClientClosedError());
+    return;
+  }
+  StatsCounters::bump(core_.counters().requests);
+  const Duration timeout = core_.options().request_timeout;
+  if (timeout > Duration::zero()) {
+    std::weak_ptr<Exchange> weak = x;
+    std::weak_ptr<ClientCore> core = core_.weak_from_this();
+    x->request_timer = loop_.schedule(timeout, [this, weak, core] {
+      auto alive = core.lock();  // this LoopClient lives as long as its core
+      if (auto strong = weak.lock(); strong && alive) {
+        strong->request_timer.reset();
+        timed_out(strong);
+      }
+    });
+  }
+  route(std::move(x));
+}
+
+OriginPool& LoopClient::pool_for(const Url& url) {
+  // scheme://host:port, the port always written (authority() leaves the default one out).
+  std::string key = std::string(url.scheme_name()) + "://" +
+                    (url.host_is_ipv6() ? "[" + url.host() + "]" : url.host()) + ":" + std::to_string(url.port());
+  auto it = pools_.find(key);
+  if (it == pools_.end()) {
+    it = pools_
+             .emplace(std::move(key), std::make_shared<OriginPool>(loop_, core_.group(), url, core_.options(),
+                                                                   core_.tls(), *this, core_.counters()))
+             .first;
+  }
+  return *it->second;
+}
+
+void LoopClient::route(std::shared_ptr<Exchange> x) {
+  OriginPool& pool = pool_for(x->url);
+  pool.submit(std::move(x));
+}
+
+void LoopClient::timed_out(const std::shared_ptr<Exchange>& x) {
+  if (x->done) return;
+  finish(*x);
+  if (!closed_) pool_for(x->url).withdraw(*x);
+  x->result.fail(TimeoutError(TimeoutError::Kind::request, x->url.to_string()));
+}
+
+void LoopClient::finish(Exchange& x) {
+  x.done = true;
+  if (x.request_timer) loop_.cancel(*x.request_timer);
+  x.request_timer.reset();
+}
+
+void LoopClient::answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) {
+  if (x->done) return;
+  const ClientOptions& options = core_.options();
+  if (options.follow_redirects && is_redirect(response.status()) && !closed_) {
+    if (auto location = response.header("location")) {
+      if (x->redirects >= options.max_redirects) {
+        finish(*x);
+        x->result.fail(TooManyRedirectsError(x->url.to_string(), options.max_redirects));
+        return;
+      }
+      try {
+        x->url = x->url.resolve(*location);
+      } catch (...) {
+        finish(*x);
+        x->result.set_error(std::current_exception());
+        return;
+      }
+      ++x->redirects;
+      const int status = response.status();
+      if (status == 303 || ((status == 301 || status == 302) && x->method == "POST")) {
+        if (x->method != "HEAD") x->method = "GET";
+        x->body = ByteBuf();
+      }
+      x->retried = false;
+      x->fresh_only = false;
+      StatsCounters::bump(core_.counters().requests);
+      route(std::move(x));
+      return;
+    }
+  }
+  finish(*x);
+  x->result.set_value(std::move(response));
+}
+
+void LoopClient::failed(std::shared_ptr<Exchange> x, std::exception_ptr error) {
+  if (x->done) return;
+  finish(*x);
+  x->result.set_error(error);
+}
+
+void LoopClient::close() {
+  if (closed_) return;
+  closed_ = true;
+  auto pools = std::move(pools_);
+  pools_.clear();
+  for (auto& [key, pool] : pools) pool->close_all(std::make_exception_ptr(ClientClosedError()));
+}
+
+}  // namespace weft::client::detail

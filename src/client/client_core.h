@@ -1,0 +1,68 @@
+#pragma once
+// What an HttpClient shares with the tasks it posts: the options, one LoopClient per loop of the
+// group (its pools by origin, its requests' timers and redirects), the counters. A request runs on
+// one loop from start to end: the caller's when the caller is on one of the group's loops, else
+// the next one round-robin.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "exchange.h"
+#include "origin_pool.h"
+#include "stats_counters.h"
+#include "weft/client/client_options.h"
+#include "weft/client/client_stats.h"
+#include "weft/core/event_loop_group.h"
+
+namespace weft::client::detail {
+
+class ClientCore;
+
+// One loop's share of the client. Loop thread only.
+class LoopClient final : public ExchangeSink {
+ public:
+  LoopClient(ClientCore& core, EventLoop& loop) noexcept : core_(core), loop_(loop) {}
+  void begin(std::shared_ptr<Exchange> x);
+  void close();
+  void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) override;
+  void failed(std::shared_ptr<Exchange> x, std::exception_ptr error) override;
+  EventLoop& loop() const noexcept { return loop_; }
+
+ private:
+  void route(std::shared_ptr<Exchange> x);
+  void timed_out(const std::shared_ptr<Exchange>& x);
+  void finish(Exchange& x);  // marks it done, stops its timer
+  OriginPool& pool_for(const Url& url);
+
+  ClientCore& core_;
+  EventLoop& loop_;
+  std::unordered_map<std::string, std::shared_ptr<OriginPool>> pools_;  // by "scheme://host:port"
+  bool closed_ = false;
+};
+
+class ClientCore : public std::enable_shared_from_this<ClientCore> {
+ public:
+  ClientCore(EventLoopGroup& group, ClientOptions options);
+  // Thread-safe. Runs the request on a loop; the future's listeners run on the caller's loop.
+  Future<http::HttpClientResponse> start(Url url, std::string method, std::string header_block, ByteBuf body);
+  // Thread-safe. Closes every pool on its loop; the future completes when all have.
+  Future<void> close();
+  ClientStats stats() const noexcept { return counters_.snapshot(); }
+
+  EventLoopGroup& group() const noexcept { return group_; }
+  const ClientOptions& options() const noexcept { return *options_; }
+  const TlsContextPtr& tls() const noexcept { return tls_; }
+  StatsCounters& counters() noexcept { return counters_; }
+
+ private:
+  EventLoopGroup& group_;
+  std::shared_ptr<const ClientOptions> options_;
+  TlsContextPtr tls_;
+  StatsCounters counters_;
+  std::vector<std::unique_ptr<LoopClient>> loops_;
+};
+
+}  // namespace weft::client::detail

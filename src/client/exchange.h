@@ -1,0 +1,48 @@
+#pragma once
+// One request of HttpClient from the call to its answer: the URL it is on now (redirects move it),
+// what to send (sent again on a retry or a redirect), and the caller's promise. Pool loop only.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/client/url.h"
+#include "weft/codec/http1/client_codec.h"
+#include "weft/core/event_loop.h"
+#include "weft/core/future.h"
+
+namespace weft::client::detail {
+
+class PooledConnection;
+
+struct Exchange {
+  Url url;
+  std::string method;
+  std::string header_block;  // the caller's header lines ("Name: value\r\n" each)
+  ByteBuf body;              // kept whole: each attempt sends a slice of it
+  Promise<http::HttpClientResponse> result;
+  std::size_t redirects = 0;
+  bool retried = false;            // a retry was spent
+  bool fresh_only = false;         // the retry: only a connection that has served nothing takes it
+  bool done = false;               // result completed (a timeout may have come first)
+  bool queued = false;             // waiting in its pool's queue
+  PooledConnection* on = nullptr;  // the connection carrying it, while one does
+  std::optional<TimerId> request_timer;
+
+  Exchange(Url u, std::string m, Promise<http::HttpClientResponse> r)
+      : url(std::move(u)), method(std::move(m)), result(std::move(r)) {}
+
+  // GET, HEAD, PUT, DELETE, OPTIONS (RFC 9110 9.2.2): safe to send again when no answer came.
+  bool idempotent() const noexcept {
+    return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" || method == "OPTIONS";
+  }
+  // The request as it goes on the wire now: the target from the URL, the caller's headers, the body.
+  http::HttpClientRequest wire_request() const;
+  // Its client closed under it: fails it with ClientClosedError (unless it is done), stopping its
+  // timer on `loop` (the pool's).
+  void fail_closed(EventLoop& loop);
+};
+
+}  // namespace weft::client::detail

@@ -1,0 +1,125 @@
+#include "http1_side.h"
+
+#include <utility>
+
+#include "origin_connection.h"
+#include "weft/client/client_errors.h"
+
+namespace weft::client::detail {
+namespace {
+
+// Before the codec: every read is a sign of life of the answer owed.
+class ByteActivity final : public InboundHandler<ByteBuf> {
+ public:
+  explicit ByteActivity(std::shared_ptr<Http1Side> side) : side_(std::move(side)) {}
+  void channel_read(Context& ctx, ByteBuf&& bytes) override {
+    side_->bytes_arrived();
+    ctx.fire_read(std::move(bytes));
+  }
+
+ private:
+  std::shared_ptr<Http1Side> side_;
+};
+
+// After the codec: answers, errors (kept; none reaches the pipeline's tail), activity and the close.
+class Answers final : public InboundHandler<http::HttpClientResponse> {
+ public:
+  explicit Answers(std::shared_ptr<Http1Side> side) : side_(std::move(side)) {}
+  void channel_read(Context&, http::HttpClientResponse&& response) override { side_->answer(std::move(response)); }
+  void channel_active(Context& ctx) override {
+    side_->active();
+    ctx.fire_channel_active();
+  }
+  void exception_caught(Context&, std::exception_ptr error) override { side_->error(error); }
+  void channel_inactive(Context& ctx) override {
+    side_->closed();
+    ctx.fire_channel_inactive();
+  }
+
+ private:
+  std::shared_ptr<Http1Side> side_;
+};
+
+}  // namespace
+
+void Http1Side::install(Channel& ch, const http::Limits& limits, const std::string& authority) {
+  channel = ch.shared_from_this();
+  auto self = shared_from_this();
+  ch.pipeline().add_last("activity", std::make_shared<ByteActivity>(self));
+  ch.pipeline().add_last("http1", std::make_shared<http::ClientCodec>(limits, authority));
+  ch.pipeline().add_last("answers", std::make_shared<Answers>(self));
+  if (ch.is_active()) active();
+}
+
+void Http1Side::active() {
+  if (auto c = connection.lock()) c->http1_ready(channel);
+}
+
+void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string request_url) {
+  auto self = shared_from_this();
+  auto write = [self, ch, request = std::move(request), request_url = std::move(request_url)]() mutable {
+    if (self->closed_reported || !ch->is_active()) {
+      if (auto c = self->connection.lock()) c->http1_closed(nullptr, false, true);
+      return;
+    }
+    self->awaiting = true;
+    self->answer_started = false;
+    self->url = std::move(request_url);
+    self->last_read = ch->loop().now();
+    if (self->idle_timeout > Duration::zero()) self->arm_idle(self->idle_timeout);
+    ch->write_and_flush(std::move(request));
+  };
+  if (ch->loop().in_loop()) {
+    write();
+  } else if (!ch->loop().try_execute(std::move(write))) {
+    if (auto c = connection.lock()) c->http1_closed(nullptr, false, true);
+  }
+}
+
+void Http1Side::bytes_arrived() {
+  if (!awaiting) return;
+  answer_started = true;
+  last_read = channel->loop().now();
+}
+
+void Http1Side::answer(http::HttpClientResponse response) {
+  awaiting = false;
+  if (idle_timer) channel->loop().cancel(*idle_timer);
+  idle_timer.reset();
+  if (auto c = connection.lock()) c->http1_response(std::move(response));
+}
+
+void Http1Side::error(std::exception_ptr e) {
+  if (!first_error) first_error = e;
+}
+
+void Http1Side::closed() {
+  if (closed_reported) return;
+  closed_reported = true;
+  if (idle_timer && channel) channel->loop().cancel(*idle_timer);
+  idle_timer.reset();
+  ChannelPtr keep = std::move(channel);  // the cycle channel -> pipeline -> this ends here
+  if (auto c = connection.lock()) c->http1_closed(first_error, answer_started, false);
+}
+
+void Http1Side::arm_idle(Duration in) {
+  if (idle_timer) channel->loop().cancel(*idle_timer);
+  auto self = shared_from_this();
+  idle_timer = channel->loop().schedule(in, [self] {
+    self->idle_timer.reset();
+    self->idle_due();
+  });
+}
+
+void Http1Side::idle_due() {
+  if (!awaiting || !channel) return;
+  const Duration quiet = channel->loop().now() - last_read;
+  if (quiet < idle_timeout) {
+    arm_idle(idle_timeout - quiet);
+    return;
+  }
+  error(std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url)));
+  channel->close();
+}
+
+}  // namespace weft::client::detail

@@ -1,0 +1,41 @@
+#include "weft/client/http_client.h"
+
+#include <utility>
+
+#include "client_core.h"
+
+namespace weft::client {
+
+HttpClient::HttpClient(EventLoopGroup& group, ClientOptions options)
+    : core_(std::make_shared<detail::ClientCore>(group, std::move(options))) {}
+
+HttpClient::~HttpClient() {
+  Future<void> closed = core_->close();
+  // Off the loops, wait: the pools' connections hold channels of the group's loops, which must not
+  // be closed after the group has gone. (On a loop, blocking it is worse; its own pools closed inline.)
+  if (EventLoop::current() == nullptr) closed.wait();
+}
+
+Future<http::HttpClientResponse> HttpClient::request(std::string_view method, std::string_view url, ByteBuf body) {
+  try {
+    return core_->start(Url::parse(url), std::string(method), {}, std::move(body));
+  } catch (const UrlError&) {
+    return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
+  }
+}
+
+Future<http::HttpClientResponse> HttpClient::request(http::HttpClientRequest request) {
+  try {
+    Url url = Url::parse(request.target());
+    return core_->start(std::move(url), request.method(), std::string(request.header_block()),
+                        std::move(request.owned_body()));
+  } catch (const UrlError&) {
+    return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
+  }
+}
+
+Future<void> HttpClient::close() { return core_->close(); }
+
+ClientStats HttpClient::stats() const noexcept { return core_->stats(); }
+
+}  // namespace weft::client

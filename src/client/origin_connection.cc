@@ -1,0 +1,182 @@
+#include "origin_connection.h"
+
+#include <arpa/inet.h>
+
+#include <utility>
+
+#include "connect_origin.h"
+#include "exchange.h"
+#include "http1_side.h"
+#include "origin_pool.h"
+#include "weft/client/client_errors.h"
+#include "weft/codec/tls/tls_events.h"
+#include "weft/codec/tls/tls_handler.h"
+
+namespace weft::client::detail {
+namespace {
+
+bool is_ip_literal(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// After TLS: completes the pipeline from the protocol ALPN chose, then leaves it. A failed
+// handshake's error is kept (and its exception event taken, so that nothing reaches the tail).
+class AlpnSwitch final : public Handler {
+ public:
+  explicit AlpnSwitch(std::weak_ptr<OriginConnection> connection) : connection_(std::move(connection)) {}
+  void user_event(Context& ctx, const std::any& event) override {
+    const auto* done = std::any_cast<TlsHandshakeCompleted>(&event);
+    if (done == nullptr) {
+      ctx.fire_user_event(event);
+      return;
+    }
+    if (!done->success()) {
+      error_ = done->error;
+      return;
+    }
+    Channel& ch = ctx.channel();
+    if (auto connection = connection_.lock()) {
+      if (done->protocol == "h2") {
+        connection->install_http2(ch);
+      } else {
+        connection->install_http1(ch);
+      }
+    }
+    ch.pipeline().remove(*this);
+  }
+  void exception_caught(Context&, std::exception_ptr error) override {
+    if (!error_) error_ = error;
+  }
+  void channel_inactive(Context& ctx) override {
+    if (auto connection = connection_.lock()) connection->report_failure(error_);
+    ctx.fire_channel_inactive();
+  }
+
+ private:
+  std::weak_ptr<OriginConnection> connection_;  // the connection holds the channel
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+OriginConnection::OriginConnection(std::weak_ptr<OriginPool> pool, EventLoop& pool_loop, const Url& origin,
+                                   const ClientOptions& options, TlsContextPtr tls)
+    : PooledConnection(std::move(pool), pool_loop), origin_(origin), options_(options), tls_(std::move(tls)) {}
+
+OriginConnection::~OriginConnection() = default;
+
+void OriginConnection::start(EventLoopGroup& group) {
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  if (options_.connect_timeout > Duration::zero()) {
+    connect_timer_ = pool_loop().schedule(options_.connect_timeout, [self] {
+      self->connect_timer_.reset();
+      if (self->reported_) return;
+      self->failed_to_open(
+          std::make_exception_ptr(TimeoutError(TimeoutError::Kind::connect, self->origin_.to_string())));
+    });
+  }
+  const bool tls = origin_.scheme() == Scheme::https;
+  const bool prior_knowledge = !tls && options_.http2_prior_knowledge;
+  TlsContextPtr context = tls_;
+  std::string server_name = is_ip_literal(origin_.host()) ? std::string() : origin_.host();
+  const bool verify = !options_.insecure;
+  Future<ChannelPtr> connected =
+      connect_origin(group, origin_, options_.connect_timeout,
+                     [self, tls, prior_knowledge, context, server_name, verify](Channel& ch) {
+                       if (tls) {
+                         TlsHandlerOptions tls_options;
+                         tls_options.server_name = server_name;
+                         tls_options.verify_hostname = verify;
+                         ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context, tls_options));
+                         ch.pipeline().add_last("alpn", std::make_shared<AlpnSwitch>(self));
+                       } else if (prior_knowledge) {
+                         self->install_http2(ch);
+                       } else {
+                         self->install_http1(ch);
+                       }
+                     });
+  connected.add_listener([self](const Future<ChannelPtr>& f) {
+    if (auto error = f.error()) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const ConnectTimeoutError&) {
+        error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::connect, self->origin_.to_string()));
+      } catch (...) {
+      }
+      self->on_pool_loop([self, error] { self->failed_to_open(error); });
+      return;
+    }
+    ChannelPtr channel = f.get();
+    self->on_pool_loop([self, channel] {
+      if (!self->channel_) self->channel_ = channel;
+      if (self->reported_ && !self->ready) channel->close();  // it failed meanwhile (the connect timeout)
+    });
+  });
+}
+
+void OriginConnection::report_failure(std::exception_ptr error) {
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  if (!error) error = std::make_exception_ptr(ChannelClosedError("the connection closed before it was ready"));
+  on_pool_loop([self, error] { self->failed_to_open(error); });
+}
+
+void OriginConnection::became_ready(std::size_t capacity_now, bool is_http2, ChannelPtr channel) {
+  channel_ = std::move(channel);
+  if (reported_) {
+    channel_->close();  // timed out meanwhile
+    return;
+  }
+  reported_ = true;
+  if (connect_timer_) pool_loop().cancel(*connect_timer_);
+  connect_timer_.reset();
+  ready = true;
+  opened_at = pool_loop().now();  // the age counts from here (max_connection_age)
+  http2 = is_http2;
+  capacity = capacity_now == 0 ? 1 : capacity_now;
+  idle_since = pool_loop().now();
+  if (auto p = pool()) p->connection_ready(*this);
+}
+
+void OriginConnection::failed_to_open(std::exception_ptr error) {
+  if (reported_) return;
+  reported_ = true;
+  dead = true;
+  if (connect_timer_) pool_loop().cancel(*connect_timer_);
+  connect_timer_.reset();
+  if (channel_) channel_->close();
+  if (auto p = pool()) p->connection_failed(*this, error);
+}
+
+void OriginConnection::close() {
+  dead = true;
+  if (current_) {
+    // Closed by the pool (the client's close): its answer cannot come now. (A request that timed
+    // out is done already and stays so.)
+    in_flight = 0;
+    std::exchange(current_, nullptr)->fail_closed(pool_loop());
+  }
+  if (channel_) {
+    channel_->close();
+  } else if (!reported_) {
+    failed_to_open(std::make_exception_ptr(ChannelClosedError("the connection was closed while it opened")));
+  }
+}
+
+void OriginConnection::send(std::shared_ptr<Exchange> x) {
+  if (http2) {
+    send_http2(std::move(x));
+    return;
+  }
+  ++in_flight;
+  x->on = this;
+  current_ = x;
+  http1_->send_from_pool(channel_, x->wire_request(), x->url.to_string());
+}
+
+void OriginConnection::abandon(Exchange& x) {
+  x.on = nullptr;
+  if (!http2) close();  // an HTTP/1.1 answer cannot be skipped: the connection goes
+}
+
+}  // namespace weft::client::detail

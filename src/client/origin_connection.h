@@ -1,0 +1,61 @@
+#pragma once
+// The connection an OriginPool opens: TCP to the origin, TLS with ALPN for https, then HTTP/1.1 or
+// HTTP/2 (h2 by ALPN, or h2c by prior knowledge). Its channel's handlers run on the channel's loop
+// and report to the pool on the pool's loop. PooledConnection's methods: pool loop only.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pooled_connection.h"
+#include "weft/channel/channel.h"
+#include "weft/client/client_options.h"
+#include "weft/client/http2_connection.h"
+#include "weft/client/url.h"
+#include "weft/codec/tls/tls_context.h"
+#include "weft/core/event_loop_group.h"
+
+namespace weft::client::detail {
+
+struct Http1Side;
+
+class OriginConnection final : public PooledConnection {
+ public:
+  OriginConnection(std::weak_ptr<OriginPool> pool, EventLoop& pool_loop, const Url& origin,
+                   const ClientOptions& options, TlsContextPtr tls);
+  ~OriginConnection() override;
+
+  // Pool loop. Connects; the pool hears connection_ready or connection_failed.
+  void start(EventLoopGroup& group);
+  void send(std::shared_ptr<Exchange> x) override;
+  void abandon(Exchange& x) override;
+  void close() override;
+
+  // Channel loop: the pipeline's protocol is known (TLS's ALPN, or from the start).
+  void install_http1(Channel& ch);
+  void install_http2(Channel& ch);
+  // Channel loop: the connection ended before it was ready; `error` may be null.
+  void report_failure(std::exception_ptr error);
+
+  // Channel loop (from Http1Side's handlers).
+  void http1_ready(ChannelPtr channel);
+  void http1_response(http::HttpClientResponse response);
+  void http1_closed(std::exception_ptr error, bool answer_started, bool never_sent);
+
+ private:
+  void became_ready(std::size_t capacity, bool is_http2, ChannelPtr channel);  // pool loop
+  void failed_to_open(std::exception_ptr error);                               // pool loop
+  void send_http2(std::shared_ptr<Exchange> x);
+
+  Url origin_;
+  ClientOptions options_;  // a copy: the connection may outlive its client by a few tasks
+  TlsContextPtr tls_;
+  ChannelPtr channel_;                      // set on the pool loop once connected
+  std::shared_ptr<Http1Side> http1_;        // HTTP/1.1: the handlers' state (channel loop)
+  std::shared_ptr<Http2Connection> http2_;  // HTTP/2
+  std::shared_ptr<Exchange> current_;       // HTTP/1.1: the request on the wire
+  std::optional<TimerId> connect_timer_;    // pool loop
+  bool reported_ = false;                   // pool loop: ready or failed was told
+};
+
+}  // namespace weft::client::detail

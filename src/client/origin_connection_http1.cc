@@ -1,0 +1,88 @@
+// OriginConnection over HTTP/1.1: one request at a time; the answer or the close reaches the pool.
+
+#include <utility>
+
+#include "exchange.h"
+#include "http1_side.h"
+#include "origin_connection.h"
+#include "origin_pool.h"
+#include "weft/client/client_errors.h"
+
+namespace weft::client::detail {
+
+void OriginConnection::install_http1(Channel& ch) {
+  http::Limits limits;
+  limits.max_body = options_.max_response_body;
+  http1_ = std::make_shared<Http1Side>(std::static_pointer_cast<OriginConnection>(shared_from_this()),
+                                       options_.idle_timeout);
+  http1_->install(ch, limits, origin_.authority());
+}
+
+void OriginConnection::http1_ready(ChannelPtr channel) {
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  on_pool_loop([self, channel = std::move(channel)]() mutable { self->became_ready(1, false, std::move(channel)); });
+}
+
+void OriginConnection::http1_response(http::HttpClientResponse response) {
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  on_pool_loop([self, response = std::move(response)]() mutable {
+    std::shared_ptr<Exchange> x = std::move(self->current_);
+    self->in_flight = 0;
+    ++self->served;
+    self->idle_since = self->pool_loop().now();
+    if (!response.keep_alive()) {
+      self->dead = true;  // the server closes it: never handed out again
+      if (self->channel_) self->channel_->close();
+    }
+    auto p = self->pool();
+    if (!x) return;
+    if (!p) {
+      x->fail_closed(self->pool_loop());
+      return;
+    }
+    p->answered(*self, std::move(x), std::move(response));
+  });
+}
+
+void OriginConnection::http1_closed(std::exception_ptr error, bool answer_started, bool never_sent) {
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  on_pool_loop([self, error, answer_started, never_sent] {
+    if (!self->reported_) {
+      self->failed_to_open(
+          error ? error : std::make_exception_ptr(ChannelClosedError("the connection closed before it was ready")));
+      return;
+    }
+    self->dead = true;
+    std::shared_ptr<Exchange> x = std::move(self->current_);
+    self->in_flight = 0;
+    auto p = self->pool();
+    if (!p) {
+      if (x) x->fail_closed(self->pool_loop());
+      return;
+    }
+    p->connection_closed(*self);
+    if (!x) return;
+    std::exception_ptr failure = error;
+    if (failure) {
+      try {
+        std::rethrow_exception(failure);
+      } catch (const http::HttpProtocolError& e) {
+        if (e.status() == 413) {
+          failure =
+              std::make_exception_ptr(ResponseTooLargeError(x->url.to_string(), self->options_.max_response_body));
+        }
+      } catch (...) {
+      }
+    } else {
+      failure =
+          std::make_exception_ptr(ChannelClosedError(never_sent ? "the connection closed before the request was sent"
+                                                                : "the server closed the connection before answering"));
+    }
+    // Sent again: what was never sent, and an idempotent request whose keep-alive connection
+    // closed before a byte of its answer (the server's idle close racing with our request).
+    const bool retryable = !error && (never_sent || (!answer_started && self->served > 0 && x->idempotent()));
+    p->failed(*self, std::move(x), failure, retryable);
+  });
+}
+
+}  // namespace weft::client::detail

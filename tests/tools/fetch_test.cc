@@ -1,0 +1,100 @@
+// weft-fetch: every URL's line and the summary against weft's own servers (keep-alive, closing
+// after every answer, h2c), a failure's line and the exit status; the binary's command line.
+
+#include "fetch.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "client/origin_servers.h"
+#include "support/shell.h"
+
+namespace weft {
+namespace {
+
+// What run_fetch writes, and its result.
+std::pair<int, std::string> fetch_into_string(const fetch::FetchOptions& options) {
+  char* text = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = ::open_memstream(&text, &size);
+  const int result = fetch::run_fetch(options, out);
+  std::fclose(out);
+  std::string written(text, size);
+  std::free(text);
+  return {result, written};
+}
+
+// The lines of `text` whose URL field (the fourth) is `url`.
+int lines_for(const std::string& text, const std::string& status, const std::string& url) {
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string s, bytes, seconds, u;
+    fields >> s >> bytes >> seconds >> u;
+    n += (s == status && u == url) ? 1 : 0;
+  }
+  return n;
+}
+
+TEST(WeftFetchTest, FetchesEveryUrlAndSumsUp) {
+  EventLoopGroup servers(epoll(), 1);
+  auto accepted = std::make_shared<std::atomic<int>>(0);
+  ChannelPtr keep_alive = test::serve_origin(servers, test::OriginKind::http1, accepted);
+  ChannelPtr closing = test::serve_origin(servers, test::OriginKind::http1_closing, accepted);
+  fetch::FetchOptions options;
+  options.concurrency = 4;
+  const std::string a = test::url_of(keep_alive, "http", "/hello");
+  const std::string b = test::url_of(closing, "http", "/hello");
+  for (int i = 0; i < 20; ++i) options.urls.push_back(i % 2 ? a : b);
+  auto [result, out] = fetch_into_string(options);
+  EXPECT_EQ(result, 0) << out;
+  EXPECT_EQ(lines_for(out, "200", a), 10) << out;
+  EXPECT_EQ(lines_for(out, "200", b), 10) << out;
+  EXPECT_NE(out.find("fetched 20 URLs: 20 ok, 0 failed, 100 bytes in "), std::string::npos) << out;
+}
+
+TEST(WeftFetchTest, Http2AndFailuresSetTheExitStatus) {
+  EventLoopGroup servers(epoll(), 1);
+  auto accepted = std::make_shared<std::atomic<int>>(0);
+  ChannelPtr h2c = test::serve_origin(servers, test::OriginKind::h2c, accepted);
+  ChannelPtr gone = test::serve_origin(servers, test::OriginKind::http1, accepted);
+  const std::string refused = test::url_of(gone, "http", "/hello");
+  gone->close().get();
+  fetch::FetchOptions options;
+  options.http2 = true;
+  const std::string hello = test::url_of(h2c, "http", "/hello");
+  const std::string missing = test::url_of(h2c, "http", "/missing");
+  options.urls = {hello, missing, refused};
+  auto [result, out] = fetch_into_string(options);
+  EXPECT_EQ(result, 1) << out;
+  EXPECT_EQ(lines_for(out, "200", hello), 1) << out;
+  EXPECT_EQ(lines_for(out, "404", missing), 1) << out;
+  EXPECT_EQ(lines_for(out, "ERR", refused), 1) << out;
+  EXPECT_NE(out.find("fetched 3 URLs: 1 ok, 2 failed"), std::string::npos) << out;
+}
+
+TEST(WeftFetchTest, TheBinary) {
+  EventLoopGroup servers(epoll(), 1);
+  auto accepted = std::make_shared<std::atomic<int>>(0);
+  ChannelPtr server = test::serve_origin(servers, test::OriginKind::http1, accepted);
+  const std::string url = test::url_of(server, "http", "/hello");
+  int status = 0;
+  std::string out =
+      test::run_shell(std::string(WEFT_FETCH_BIN) + " --concurrency 2 --timeout 10 " + url + " " + url, status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_EQ(lines_for(out, "200", url), 2) << out;
+  out = test::run_shell(std::string(WEFT_FETCH_BIN) + " ftp://x/ 2>&1", status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << out;
+  EXPECT_NE(out.find("ERR 0 "), std::string::npos) << out;
+  EXPECT_NE(out.find("scheme"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,24 @@
+#pragma once
+// weft-fetch's work, as a library its tests call: fetch every URL with client::HttpClient, a few at
+// a time, print one line per URL and a summary. See docs/client.md.
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace weft::fetch {
+
+struct FetchOptions {
+  std::vector<std::string> urls;
+  int concurrency = 16;   // requests in flight at once
+  bool http2 = false;     // h2 by ALPN for https, h2c by prior knowledge for http; else HTTP/1.1 only
+  bool insecure = false;  // https: no certificate checks
+  double timeout_s = 30;  // each request's whole time (zero: none)
+};
+
+// Fetches `options.urls`; writes "STATUS BYTES SECONDS URL" per URL as each ends (a failure:
+// "ERR 0 SECONDS URL error"), then "fetched N URLs: K ok, F failed, B bytes in S s". A status of
+// 400 or more counts as a failure. Returns 0 when none failed, 1 otherwise.
+int run_fetch(const FetchOptions& options, std::FILE* out);
+
+}  // namespace weft::fetch
