@@ -5,6 +5,7 @@
 #include "weft/grpc/client_reactor.h"
 
 #include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -33,6 +34,7 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
   // A reactor method; one that throws cancels the call (and is logged).
   template <class F>
   void invoke(F method) noexcept {
+    if (done.load()) return;  // ended without the loop: a coroutine resumed after that only unwinds
     wakes.enter_method();
     try {
       method(*reactor);
@@ -47,14 +49,36 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
   }
 
   // Cancels from a loop task (never inside a reactor method): the stream's reset wakes a write that
-  // waits for the window, and the end listener wakes the main coroutine.
+  // waits for the window, and the end listener wakes the main coroutine. A loop that has
+  // terminated takes no task: the call ends without it (run_request).
   void request_cancel() {
-    (void)loop.try_execute(UniqueFunction<void()>([self = shared_from_this()] {
+    const bool posted = loop.try_execute(UniqueFunction<void()>([self = shared_from_this()] {
       if (self->done.load()) return;
       self->cancel_wanted = true;  // for a call not started yet
       self->call.cancel();
       self->wakes.main.resume_now();  // a loop task: nothing of the call is on the stack
     }));
+    if (!posted) detail::end_after_the_loop(shared_from_this());
+  }
+
+  // The loop has terminated with the call not over (see run_request): it ends here, UNAVAILABLE.
+  // From any thread once the loop's final drain is over, when nothing of the loop touches the call
+  // any more; the requests the reactor makes from these methods do nothing. The call's handle is
+  // left as it is (its release is the loop's).
+  void end_without_loop() noexcept {
+    const std::lock_guard lock(ending);
+    if (done.exchange(true)) return;
+    if (read_outstanding.exchange(false)) {
+      reads_ended.store(true);
+      detail::call_without_loop(*reactor, [](ClientReactor& r) { r.on_read_done(std::nullopt); });
+    }
+    if (write_outstanding.exchange(false)) {
+      writes_ended.store(true);
+      detail::call_without_loop(*reactor, [](ClientReactor& r) { r.on_write_done(false); });
+    }
+    const Status status(StatusCode::unavailable, "the connection's event loop has terminated");
+    detail::call_without_loop(*reactor, [&status](ClientReactor& r) { r.on_done(status); });
+    reactor.reset();
   }
 
   // The connection closed: the call is over even if nothing reads or writes (finish() says how).
@@ -74,6 +98,7 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
   std::atomic<bool> writes_ended{false};  // a write failed: the call has ended
   std::atomic<bool> writes_done_called{false};
   std::atomic<bool> done{false};  // on_done was called: requests do nothing
+  std::mutex ending;              // end_without_loop and the end on the loop, one at a time
   // Loop thread.
   detail::ReactorWakes wakes;
   bool read_wanted = false;
@@ -93,22 +118,27 @@ namespace {
 using ClientState = ClientStream::State;
 
 Task<> read_responses(std::shared_ptr<ClientState> st) {
-  for (;;) {
-    while (!st->read_wanted && !st->over) co_await st->wakes.reader.wait();
-    if (st->over) break;  // a read wanted now is failed by the main coroutine
-    st->reader_reading = true;
-    std::optional<ByteBuf> message = co_await st->call.read();  // failures end the call: nullopt
-    st->reader_reading = false;
-    st->read_wanted = false;
-    st->read_outstanding.store(false);
-    if (!message) {
-      st->reads_ended.store(true);
-      st->ended = true;
+  try {
+    for (;;) {
+      while (!st->read_wanted && !st->over) co_await st->wakes.reader.wait();
+      if (st->over) break;  // a read wanted now is failed by the main coroutine
+      st->reader_reading = true;
+      std::optional<ByteBuf> message = co_await st->call.read();  // failures end the call: nullopt
+      st->reader_reading = false;
+      if (st->done.load()) break;  // the call ended without the loop meanwhile
+      st->read_wanted = false;
+      st->read_outstanding.store(false);
+      if (!message) {
+        st->reads_ended.store(true);
+        st->ended = true;
+      }
+      // The call may have ended during the read (a cancel in its yield to the loop): main waits for
+      // the reader to be idle.
+      if (st->ended) st->wakes.wake_main();
+      st->invoke([&message](ClientReactor& r) { r.on_read_done(std::move(message)); });
     }
-    // The call may have ended during the read (a cancel in its yield to the loop): main waits for
-    // the reader to be idle.
-    if (st->ended) st->wakes.wake_main();
-    st->invoke([&message](ClientReactor& r) { r.on_read_done(std::move(message)); });
+  } catch (const EventLoopTerminatedError&) {
+    st->reader_reading = false;  // no turn of the loop is left to wake it: main ends the call
   }
   st->reader_exited = true;
   st->wakes.main.notify();  // main waits for this at the end (the reader's frame ends first)
@@ -138,51 +168,66 @@ Task<> run_call(std::shared_ptr<ClientState> st, std::string method, CallOptions
     st->client->watch_close(std::weak_ptr<detail::ConnectionCloseWatcher>(st));
     spawn_detached(st->loop, read_responses(st));
     std::uint32_t writes_this_turn = 0;
-    for (;;) {
-      if (st->cancel_wanted) {
-        st->cancel_wanted = false;
-        st->call.cancel();  // the end listener marks it ended
-        continue;
-      }
-      if (st->write_wanted) {
-        ByteBuf message = std::move(*st->write_wanted);
-        st->write_wanted.reset();
-        // A write that raced writes_done() from another thread and lost: it fails, not the call.
-        bool ok = false;
-        if (!st->writes_done_sent) ok = co_await st->call.write(std::move(message));
-        st->write_outstanding.store(false);
-        if (!ok) st->writes_ended.store(true);
-        st->invoke([ok](ClientReactor& r) { r.on_write_done(ok); });
-        if (++writes_this_turn >= kWritesPerTurn) {  // a reactor writing from on_write_done lets the loop poll
-          writes_this_turn = 0;
-          auto turn = next_turn(st->loop);  // named: g++ 12 destroys a temporary twice when it throws
-          co_await turn;
+    try {
+      for (;;) {
+        if (st->cancel_wanted) {
+          st->cancel_wanted = false;
+          st->call.cancel();  // the end listener marks it ended
+          continue;
         }
-        continue;
+        if (st->write_wanted) {
+          ByteBuf message = std::move(*st->write_wanted);
+          st->write_wanted.reset();
+          // A write that raced writes_done() from another thread and lost: it fails, not the call.
+          bool ok = false;
+          if (!st->writes_done_sent) ok = co_await st->call.write(std::move(message));
+          if (st->done.load()) break;  // the call ended without the loop meanwhile
+          st->write_outstanding.store(false);
+          if (!ok) st->writes_ended.store(true);
+          st->invoke([ok](ClientReactor& r) { r.on_write_done(ok); });
+          if (++writes_this_turn >= kWritesPerTurn) {  // a reactor writing from on_write_done lets the loop poll
+            writes_this_turn = 0;
+            auto turn = next_turn(st->loop);  // named: g++ 12 destroys a temporary twice when it throws
+            co_await turn;
+          }
+          continue;
+        }
+        if (st->writes_done_wanted && !st->writes_done_sent) {
+          st->writes_done_sent = true;
+          co_await st->call.writes_done();
+          continue;
+        }
+        if (((st->ended || st->connection_gone) && !st->reader_reading) || st->done.load()) break;
+        co_await st->wakes.main.wait();
       }
-      if (st->writes_done_wanted && !st->writes_done_sent) {
-        st->writes_done_sent = true;
-        co_await st->call.writes_done();
-        continue;
-      }
-      if ((st->ended || st->connection_gone) && !st->reader_reading) break;
-      co_await st->wakes.main.wait();
+      st->over = true;
+      st->wakes.reader.resume_now();  // a parked reader sees `over` and ends
+      while (!st->reader_exited) co_await st->wakes.main.wait();
+      // Ended: at once; the connection gone: what the stream left.
+      if (!st->done.load()) status = co_await st->call.finish();
+    } catch (const EventLoopTerminatedError&) {
+      // A wake-up found the loop terminated (a call the loop's shutdown left open): no turn is left
+      // for the end below. The call ends here.
+      st->over = true;
+      if (!st->reader_reading) st->wakes.reader.resume_now();  // a parked reader ends
+      st->end_without_loop();
+      co_return;
     }
-    st->over = true;
-    st->wakes.reader.resume_now();  // a parked reader sees `over` and ends
-    while (!st->reader_exited) co_await st->wakes.main.wait();
-    status = co_await st->call.finish();  // ended: at once; the connection gone: what the stream left
   }
+  if (st->done.load()) co_return;  // it ended without the loop
   detail::fail_remaining(*st);
-  st->done.store(true);
-  try {
-    st->reactor->on_done(status);
-  } catch (const std::exception& e) {
-    log(LogLevel::warn, "grpc client reactor: on_done threw: {}", e.what());
-  } catch (...) {
-    log(LogLevel::warn, "grpc client reactor: on_done threw");
+  {
+    const std::lock_guard lock(st->ending);
+    if (st->done.exchange(true)) co_return;
+    try {
+      st->reactor->on_done(status);
+    } catch (const std::exception& e) {
+      log(LogLevel::warn, "grpc client reactor: on_done threw: {}", e.what());
+    } catch (...) {
+      log(LogLevel::warn, "grpc client reactor: on_done threw");
+    }
+    st->reactor.reset();
   }
-  st->reactor.reset();
   st->call = ClientCall();  // its stream is released here, on the loop
   st->client.reset();
 }
@@ -235,7 +280,7 @@ void ClientStream::start_write(ByteBuf message) {
 }
 
 void ClientStream::writes_done() {
-  if (state_->writes_done_called.exchange(true)) return;
+  if (state_->done.load() || state_->writes_done_called.exchange(true)) return;
   detail::run_request(state_, [](ClientState& st) {
     if (st.done.load()) return;
     st.writes_done_wanted = true;

@@ -5,12 +5,15 @@
 // by a loop task (a request made off the loop) wakes it at once; one made on the loop by other
 // code (outside the reactor's methods) through the loop's task queue. So reactor methods never
 // nest, and a call whose reactor answers from its methods takes no loop task. Loop thread only.
+// A request that finds the loop terminated ends the call instead (run_request).
 
 #include <memory>
 #include <optional>
 #include <utility>
 
 #include "weft/core/event_loop.h"
+#include "weft/core/future.h"
+#include "weft/core/log.h"
 #include "weft/core/loop_signal.h"
 #include "weft/core/unique_function.h"
 
@@ -66,20 +69,50 @@ class ReactorWakes {
 };
 
 // What the server's and the client's call states share below: `loop`, `wakes`, `invoke(method)`,
-// and the requests wanted / outstanding / ended.
+// `end_without_loop()`, and the requests wanted / outstanding / ended.
 
-// Runs `request(state)` on the call's loop: now when called there, else from a loop task (dropped
-// once the loop has ended).
+// Whether the loop has run its last turn (its final drain is over): nothing of it will run the
+// call again. Cheap while the loop runs; on the loop's thread false during the final drain.
+inline bool loop_gone(EventLoop& loop) { return loop.is_terminated() && loop.termination_future().is_done(); }
+
+// The call's loop has terminated or is in its final drain: once the drain is over (it may still
+// end the call as usual), the call ends without the loop, State::end_without_loop(): on the
+// terminating thread, or here when the drain is over already.
+template <class State>
+void end_after_the_loop(const std::shared_ptr<State>& state) {
+  state->loop.termination_future().add_listener([state](const Future<void>&) { state->end_without_loop(); });
+}
+
+// Runs `request(state)` on the call's loop: now when called there, else from a loop task. A loop
+// that has terminated takes no request: the call ends without it (end_after_the_loop), and the
+// request fails with the call (on_read_done(nullopt), on_write_done(false)), never dropped.
 template <class State, class F>
 void run_request(const std::shared_ptr<State>& state, F request) {
-  if (state->loop.in_loop()) {
-    request(*state);
+  EventLoop& loop = state->loop;
+  if (loop.in_loop()) {
+    if (!loop_gone(loop)) {
+      request(*state);
+      return;
+    }
+  } else if (loop.try_execute(UniqueFunction<void()>([self = state, request = std::move(request)]() mutable {
+               State& st = *self;
+               st.wakes.from_task([&] { request(st); });
+             }))) {
     return;
   }
-  (void)state->loop.try_execute(UniqueFunction<void()>([self = state, request = std::move(request)]() mutable {
-    State& st = *self;
-    st.wakes.from_task([&] { request(st); });
-  }));
+  end_after_the_loop(state);
+}
+
+// Runs a reactor method where no loop is left to run it (end_without_loop): what it throws is logged.
+template <class Reactor, class F>
+void call_without_loop(Reactor& reactor, F method) noexcept {
+  try {
+    method(reactor);
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "grpc reactor threw after its loop terminated: {}", e.what());
+  } catch (...) {
+    log(LogLevel::warn, "grpc reactor threw after its loop terminated");
+  }
 }
 
 // Fails what the reactor asked for after the call was over, until nothing is outstanding (a

@@ -4,6 +4,7 @@
 #include "weft/grpc/server_reactor.h"
 
 #include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 
@@ -30,6 +31,7 @@ struct ServerStream::State {
   // A reactor method; what it throws ends the call (the first failure counts).
   template <class F>
   void invoke(F method) noexcept {
+    if (done.load()) return;  // ended without the loop: a coroutine resumed after that only unwinds
     wakes.enter_method();
     try {
       method(*reactor);
@@ -72,6 +74,29 @@ struct ServerStream::State {
   bool reader_reading = false;  // the reader waits in ServerCall::read()
   bool reader_exited = false;
   std::atomic<bool> done{false};  // on_done was called: requests do nothing
+  std::mutex ending;              // end_without_loop and the end on the loop, one at a time
+
+  // The loop has terminated with the call not over (see run_request): it ends here as one ended
+  // without the reactor. From any thread once the loop's final drain is over, when nothing of the
+  // loop touches the call any more; the requests the reactor makes from these methods do nothing.
+  void end_without_loop() noexcept {
+    const std::lock_guard lock(ending);
+    if (done.exchange(true)) return;
+    if (!cancel_told) {
+      cancel_told = true;
+      detail::call_without_loop(*reactor, [](ServerReactor& r) { r.on_cancel(); });
+    }
+    if (read_outstanding.exchange(false)) {
+      reads_ended.store(true);
+      detail::call_without_loop(*reactor, [](ServerReactor& r) { r.on_read_done(std::nullopt); });
+    }
+    if (write_outstanding.exchange(false)) {
+      writes_ended.store(true);
+      detail::call_without_loop(*reactor, [](ServerReactor& r) { r.on_write_done(false); });
+    }
+    detail::call_without_loop(*reactor, [](ServerReactor& r) { r.on_done(); });
+    reactor.reset();
+  }
 };
 
 namespace {
@@ -91,21 +116,26 @@ Status status_of(std::exception_ptr error) {
 }
 
 Task<> read_requests(std::shared_ptr<ServerState> st) {
-  for (;;) {
-    while (!st->read_wanted && !st->over) co_await st->wakes.reader.wait();
-    if (st->over) break;  // a read wanted now is failed by the main coroutine
-    std::optional<ByteBuf> message;
-    st->reader_reading = true;
-    try {
-      message = co_await st->call->read();
-    } catch (const CallEnded&) {
-    } catch (const ChannelClosedError&) {
+  try {
+    for (;;) {
+      while (!st->read_wanted && !st->over) co_await st->wakes.reader.wait();
+      if (st->over) break;  // a read wanted now is failed by the main coroutine
+      std::optional<ByteBuf> message;
+      st->reader_reading = true;
+      try {
+        message = co_await st->call->read();
+      } catch (const CallEnded&) {
+      } catch (const ChannelClosedError&) {
+      }
+      st->reader_reading = false;
+      if (st->done.load()) break;  // the call ended without the loop meanwhile
+      st->read_wanted = false;
+      st->read_outstanding.store(false);
+      if (!message) st->reads_ended.store(true);
+      st->invoke([&message](ServerReactor& r) { r.on_read_done(std::move(message)); });
     }
-    st->reader_reading = false;
-    st->read_wanted = false;
-    st->read_outstanding.store(false);
-    if (!message) st->reads_ended.store(true);
-    st->invoke([&message](ServerReactor& r) { r.on_read_done(std::move(message)); });
+  } catch (const EventLoopTerminatedError&) {
+    st->reader_reading = false;  // no turn of the loop is left to wake it: main ends the call
   }
   st->reader_exited = true;
   st->wakes.main.notify();  // main waits for this at the end (the reader's frame ends first)
@@ -123,57 +153,74 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
   });
   spawn_detached(call.loop(), read_requests(st));
 
-  for (;;) {
-    if (call.cancelled() && !st->cancel_told) {
-      st->cancel_told = true;
-      st->invoke([](ServerReactor& r) { r.on_cancel(); });
-      continue;
-    }
-    if (st->write_wanted) {
-      ServerState::Write write = std::move(*st->write_wanted);
-      st->write_wanted.reset();
-      bool ok = false;
-      if (!call.cancelled() && !call.finished()) {
-        try {
-          if (write.framed) {
-            co_await call.write_framed(std::move(write.message), write.options);
-          } else {
-            co_await call.write(std::move(write.message), write.options);
+  try {
+    for (;;) {
+      if (call.cancelled() && !st->cancel_told) {
+        st->cancel_told = true;
+        st->invoke([](ServerReactor& r) { r.on_cancel(); });
+        continue;
+      }
+      if (st->write_wanted) {
+        ServerState::Write write = std::move(*st->write_wanted);
+        st->write_wanted.reset();
+        bool ok = false;
+        if (!call.cancelled() && !call.finished()) {
+          try {
+            if (write.framed) {
+              co_await call.write_framed(std::move(write.message), write.options);
+            } else {
+              co_await call.write(std::move(write.message), write.options);
+            }
+            ok = true;
+          } catch (const CallEnded&) {
+          } catch (const EventLoopTerminatedError&) {
+            throw;
+          } catch (...) {
+            // Not the stream's end (e.g. a compression level zlib refuses): the call ends with it.
+            st->fail(status_of(std::current_exception()));
           }
-          ok = true;
-        } catch (const CallEnded&) {
-        } catch (...) {
-          // Not the stream's end (e.g. a compression level zlib refuses): the call ends with it.
-          st->fail(status_of(std::current_exception()));
         }
+        if (st->done.load()) break;  // the call ended without the loop meanwhile
+        st->write_outstanding.store(false);
+        if (!ok) st->writes_ended.store(true);
+        st->invoke([ok](ServerReactor& r) { r.on_write_done(ok); });
+        continue;
       }
-      st->write_outstanding.store(false);
-      if (!ok) st->writes_ended.store(true);
-      st->invoke([ok](ServerReactor& r) { r.on_write_done(ok); });
-      continue;
-    }
-    if (st->failure && !st->finish_wanted) st->finish_wanted = std::move(st->failure);
-    if (st->finish_wanted) {
-      Status status = std::move(*st->finish_wanted);
-      st->finish_wanted.reset();
-      try {
-        co_await call.finish(std::move(status));
-      } catch (...) {
-        // CallEnded: the stream went away meanwhile; nothing else leaves finish() but bad_alloc
+      if (st->failure && !st->finish_wanted) st->finish_wanted = std::move(st->failure);
+      if (st->finish_wanted) {
+        Status status = std::move(*st->finish_wanted);
+        st->finish_wanted.reset();
+        try {
+          co_await call.finish(std::move(status));
+        } catch (const EventLoopTerminatedError&) {
+          throw;
+        } catch (...) {
+          // CallEnded: the stream went away meanwhile; nothing else leaves finish() but bad_alloc
+        }
+        break;
       }
-      break;
+      if (call.cancelled() || st->done.load()) break;
+      co_await st->wakes.main.wait();
     }
-    if (call.cancelled()) break;
-    co_await st->wakes.main.wait();
-  }
 
-  ReactorDriver::stop_listening(call);
-  st->over = true;
-  if (st->reader_reading) ReactorDriver::close(call);
-  st->wakes.reader.resume_now();  // a parked reader sees `over` and ends
-  while (!st->reader_exited) co_await st->wakes.main.wait();
+    ReactorDriver::stop_listening(call);
+    st->over = true;
+    if (st->reader_reading) ReactorDriver::close(call);
+    st->wakes.reader.resume_now();  // a parked reader sees `over` and ends
+    while (!st->reader_exited) co_await st->wakes.main.wait();
+  } catch (const EventLoopTerminatedError&) {
+    // A wake-up found the loop terminated (a call the loop's shutdown left open, woken by its
+    // stream's end or its reader): no turn is left for the end below. The call ends here.
+    ReactorDriver::stop_listening(call);
+    st->over = true;
+    if (!st->reader_reading) st->wakes.reader.resume_now();  // a parked reader ends
+    st->end_without_loop();
+    co_return;
+  }
+  if (st->done.load()) co_return;  // it ended without the loop
   detail::fail_remaining(*st);
-  st->done.store(true);
+  const std::lock_guard lock(st->ending);
+  if (st->done.exchange(true)) co_return;
   try {
     st->reactor->on_done();
   } catch (const std::exception& e) {
@@ -220,7 +267,7 @@ void ServerStream::request_write(ByteBuf message, WriteOptions options, bool fra
 }
 
 void ServerStream::finish(Status status) {
-  if (state_->finish_called.exchange(true)) return;
+  if (state_->done.load() || state_->finish_called.exchange(true)) return;
   detail::run_request(state_, [status = std::move(status)](ServerState& st) mutable {
     if (st.done || st.finish_wanted) return;
     st.finish_wanted = std::move(status);

@@ -764,6 +764,87 @@ TEST_P(GrpcReactorTest, AReactorClientThatIsNotReadingHearsTheConnectionClose) {
   EXPECT_EQ(server_end(), "cancel+done");
 }
 
+// ---- a call whose loop group shuts down (server_reactor.h, client_reactor.h: the loop's end)
+
+// Records what a server reactor hears and on which thread; hands its stream to the test.
+class HeldServer final : public ServerReactor {
+ public:
+  HeldServer(ServerStream stream, std::shared_ptr<Promise<ServerStream>> handed, std::shared_ptr<std::string> heard,
+             std::shared_ptr<Promise<void>> done)
+      : stream_(std::move(stream)), heard_(std::move(heard)), done_(std::move(done)) {
+    handed->set_value(stream_);
+  }
+  void on_read_done(std::optional<ByteBuf> message) override { add(message ? "read" : "read end"); }
+  void on_write_done(bool ok) override { add(ok ? "write ok" : "write failed"); }
+  void on_cancel() override { add("cancel"); }
+  void on_done() override {
+    add("done");
+    done_->set_value();
+  }
+
+ private:
+  void add(const std::string& event) { *heard_ += event + (stream_.loop().in_loop() ? " " : "(off the loop) "); }
+  ServerStream stream_;
+  std::shared_ptr<std::string> heard_;  // written on the call's loop until on_done
+  std::shared_ptr<Promise<void>> done_;
+};
+
+Task<> open_call(Client& client, std::shared_ptr<ClientCall> call, std::string method) {
+  *call = client.call(method);
+  co_await call->write(bytes("x"));
+}
+
+// The server's loops shut down under an open call: the reactor hears the call's end on its loop
+// (the shutdown closed the connection first), and requests made afterwards from the user's thread
+// throw nothing and do nothing.
+TEST_P(GrpcReactorTest, AServerReactorWhoseLoopGroupShutsDownHearsTheEndAndLaterRequestsDoNothing) {
+  EventLoopGroup server_loops{transport(), loops(1, 2), "held-server"};
+  auto handed = std::make_shared<Promise<ServerStream>>();
+  auto heard = std::make_shared<std::string>();
+  auto done = std::make_shared<Promise<void>>();
+  ServiceRegistry services;
+  services.add_reactor("/test.R/Held", [handed, heard, done](ServerStream s) {
+    return std::make_shared<HeldServer>(std::move(s), handed, heard, done);
+  });
+  http2::Settings settings;
+  settings.stream_initializer = services.stream_chooser();
+  ChannelPtr server = test::serve_h2c(server_loops, settings);
+  std::shared_ptr<Client> client = Client::connect(loops_, server->local_address()).get();
+  auto call = std::make_shared<ClientCall>();
+  ASSERT_TRUE(spawn(client->loop(), open_call(*client, call, "/test.R/Held")).wait_for(60s));
+  Future<ServerStream> stream_handed = handed->future();
+  ASSERT_TRUE(stream_handed.wait_for(60s));
+  ServerStream stream = stream_handed.get();
+  ASSERT_TRUE(server_loops.shutdown_gracefully(0ms, 0ms).wait_for(60s));
+  ASSERT_TRUE(done->future().wait_for(60s)) << "the reactor never heard of the call's end";
+  EXPECT_EQ(*heard, "cancel done ");
+  EXPECT_NO_THROW(stream.start_read());
+  EXPECT_NO_THROW(stream.start_write(bytes("late")));
+  EXPECT_NO_THROW(stream.finish(Status(StatusCode::ok, "")));
+  EXPECT_EQ(*heard, "cancel done ");
+  client->loop().execute([call] { *call = ClientCall(); });
+  client->close().wait();
+}
+
+// The client's loops shut down under an open call: on_done comes, UNAVAILABLE, on the call's loop;
+// requests made afterwards from the user's thread throw nothing and do nothing.
+TEST_P(GrpcReactorTest, AClientReactorWhoseLoopGroupShutsDownHearsTheEndAndLaterRequestsDoNothing) {
+  EventLoopGroup client_loops{transport(), loops(1, 1), "held-client"};
+  std::shared_ptr<Client> client = Client::connect(client_loops, server_->local_address()).get();
+  auto r = std::make_shared<Recorder>();
+  r->handle = client->start("/test.R/Idle", {}, r);
+  r->handle->start_read();
+  ASSERT_TRUE(seen_->idle_started.future().wait_for(60s));
+  ASSERT_TRUE(client_loops.shutdown_gracefully(0ms, 0ms).wait_for(60s));
+  EXPECT_THAT(r->wait(), HasSubstr("UNAVAILABLE"));
+  EXPECT_NO_THROW(r->handle->start_write(bytes("late")));
+  EXPECT_NO_THROW(r->handle->writes_done());
+  EXPECT_NO_THROW(r->handle->cancel());
+  EXPECT_EQ(r->failed_writes, 0);
+  EXPECT_FALSE(r->off_loop);
+  EXPECT_EQ(server_end(), "cancel+done");
+}
+
 WEFT_ON_EVERY_TRANSPORT(GrpcReactorTest);
 
 }  // namespace

@@ -21,9 +21,10 @@
 ///
 /// One read and one write may be outstanding at a time (a second one throws std::logic_error);
 /// each ends in on_read_done / on_write_done. A read after one gave nullopt, and a write after one
-/// failed, throw std::logic_error too (they would fail again: a reactor that retried would spin). This is the backpressure: a response message is read
-/// when the reactor asks for it (a server that outpaces it stops at the stream's window), and a
-/// write completes once the stream took the message (it waits while the server's window is full).
+/// failed, throw std::logic_error too (they would fail again: a reactor that retried would spin). This is the
+/// backpressure: a response message is read when the reactor asks for it (a server that outpaces it stops at the
+/// stream's window), and a write completes once the stream took the message (it waits while the server's window is
+/// full).
 ///
 /// The call's end reaches the reactor through its reads: on_read_done(nullopt) once the call is
 /// over (the server's status came, the call was cancelled, its deadline passed, or the stream or
@@ -32,6 +33,14 @@
 /// deadline and the connection's close reach on_done without reads; the server's end and a reset
 /// of the stream are seen by the outstanding read or write, or else by the next one (the messages
 /// before the end are the reactor's). The call drops the reactor after on_done.
+///
+/// The connection's event loop terminating: a loop's shutdown closes its connections, so the call
+/// ends before (on_done UNAVAILABLE, on the loop). A call that outlives its loop's last turn ends
+/// with the first request made after the termination, from any thread: the outstanding operations
+/// fail (on_read_done(nullopt), on_write_done(false)), then on_done(UNAVAILABLE). No loop is left
+/// to run these: they run on that thread, one call at a time, and the reactor must not use call()
+/// in them. A request is never dropped unheard: it fails so, or it was made after on_done().
+/// Client::start on a terminated loop throws RejectedExecutionError.
 
 #include <atomic>
 #include <memory>

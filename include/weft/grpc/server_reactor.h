@@ -21,9 +21,9 @@
 ///
 /// One read and one write may be outstanding at a time (a second one throws std::logic_error);
 /// each ends in on_read_done / on_write_done. A read after one gave nullopt, and a write after one
-/// failed, throw std::logic_error too (they would fail again: a reactor that retried would spin). This is the backpressure: the next message is read
-/// when the reactor asks for it, and a write completes once the stream took it (it waits while the
-/// client's flow-control window is full). finish() sends the status after the outstanding write.
+/// failed, throw std::logic_error too (they would fail again: a reactor that retried would spin). This is the
+/// backpressure: the next message is read when the reactor asks for it, and a write completes once the stream took it
+/// (it waits while the client's flow-control window is full). finish() sends the status after the outstanding write.
 ///
 /// Every shape is this one reactor: unary and server streaming read one message, client streaming
 /// reads until nullopt; a server stream writes until it finishes.
@@ -33,6 +33,15 @@
 /// operations fail (on_read_done(nullopt), on_write_done(false)); finish() does nothing. Either
 /// way on_done() comes last, once no operation is outstanding; the call drops the reactor after it.
 /// A reactor method that throws ends the call UNKNOWN (StatusError: its status).
+///
+/// The call's event loop terminating: a loop's shutdown closes its connections, so the call ends
+/// before, as above, on the loop. A call that outlives its loop's last turn (a manual-clock loop,
+/// an EmbeddedChannel's, whose shutdown let the connection end itself) ends with the first request
+/// made after the termination, from any thread (the loop's own included), or with its stream's
+/// end: on_cancel(), the outstanding operations fail (on_read_done(nullopt), on_write_done(false)),
+/// then on_done(). No loop is left to run these: they run on that thread, one call at a time, and
+/// the reactor must not use call() in them. A request is never dropped unheard: it fails so, or it
+/// was made after on_done().
 
 #include <atomic>
 #include <functional>

@@ -635,7 +635,8 @@ void ServerCodec::update_read_suspension(Context& ctx) {
 
 // Decodes what was buffered while reading was suspended. From a loop callback, not here: the
 // resume may come from inside a flush or an answer, where handing the pipeline new requests would
-// nest. A terminated loop has closed the connection: what is buffered is not served.
+// nest. A terminated loop has no later turn: what is buffered is not served (a running loop closes
+// the connection before it terminates; one a handler kept open is its owner's to close).
 void ServerCodec::resume_decoding_later(Context& ctx) {
   resume_ctx_ = &ctx;
   if (!resume_decoding_.schedule(ctx.loop())) {

@@ -1156,8 +1156,9 @@ void ServerCodec::run_children() {
   }
 }
 
-// run_children() from a loop callback (see send_pending). A terminated loop has closed the
-// connection: the children's work is given up there.
+// run_children() from a loop callback (see send_pending). A terminated loop has no later turn: the
+// children's work is given up, not run nested in the caller. (A running loop closes the connection
+// before it terminates; one its shutdown left open closes the children when it closes.)
 void ServerCodec::post_children() {
   if (ctx_ == nullptr || !streams_enabled_) return;
   if (!run_children_later_.schedule(ctx_->loop())) {

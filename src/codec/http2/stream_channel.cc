@@ -123,17 +123,25 @@ void StreamChannel::do_begin_read() {
   }
 }
 
-// From a loop task: do_begin_read may run inside the child's own handler (a coroutine that took
-// messages from its full inbox resumes reading), which must not see new reads nested in its call.
+// From a loop callback: do_begin_read may run inside the child's own handler (a coroutine that
+// took messages from its full inbox resumes reading), which must not see new reads nested in its
+// call. A terminated loop has no later turn: what is held is not delivered (as the codec gives up
+// its children's work there, ServerCodec::post_children).
 void StreamChannel::post_delivery() {
-  if (delivery_posted_) return;
-  delivery_posted_ = true;
-  loop().execute([self = std::static_pointer_cast<StreamChannel>(shared_from_this())] {
-    self->delivery_posted_ = false;
-    if (self->codec_ == nullptr) return;
-    self->deliver();
-    if (self->codec_ != nullptr) self->codec_->child_flush(*self);  // the WINDOW_UPDATE it earned
-  });
+  if (delivery_later_.is_scheduled()) return;
+  if (!delivery_later_.schedule(loop())) {
+    log(LogLevel::debug, "channel {}: the loop has terminated; HTTP/2 stream {} is not delivered to", parent_->id(),
+        id_);
+    return;
+  }
+  delivery_hold_ = std::static_pointer_cast<StreamChannel>(shared_from_this());
+}
+
+void StreamChannel::delivery_posted() {
+  const std::shared_ptr<StreamChannel> self = std::move(delivery_hold_);
+  if (codec_ == nullptr) return;
+  deliver();
+  if (codec_ != nullptr) codec_->child_flush(*this);  // the WINDOW_UPDATE it earned
 }
 
 // The stream closed: a reset reaches the pipeline as StreamResetError; then the child closes.

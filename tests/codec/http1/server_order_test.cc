@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <any>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,45 @@ TEST(ServerCodecOrderTest, ReadingPausesWhileTooManyAnswersAreOwedAndResumesBelo
   for (std::size_t i = 12; i < 20; ++i) f.app->answer(i, "x");
   EXPECT_EQ(f.ch.read_suspensions(), 0u);
   EXPECT_EQ(Fixture::bodies(f.output()).size(), 20u);
+}
+
+// Takes the loop's shutdown request before the codec and ends the connection its own way (as a
+// handler may, Channel::end_for_shutdown_itself): the loop terminates with the connection open.
+class EndsItself final : public InboundHandler<ByteBuf> {
+ public:
+  void channel_read(Context& ctx, ByteBuf&& bytes) override { ctx.fire_read(std::move(bytes)); }
+  void user_event(Context& ctx, const std::any& event) override {
+    if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr) {
+      ctx.channel().end_for_shutdown_itself();
+      return;
+    }
+    ctx.fire_user_event(event);
+  }
+};
+
+// Decoding what was buffered while reading was paused waits for the loop's next turn
+// (resume_decoding_later). On a loop that has terminated there is none: the answers owed still
+// leave, what is buffered is not served -- neither later nor nested in the answer that released
+// it -- and the connection is its owner's to close.
+TEST(ServerCodecOrderTest, OnATerminatedLoopTheAnswersOwedLeaveAndWhatIsBufferedIsNotServed) {
+  Limits limits;
+  limits.max_pipelined = 4;
+  Fixture f(limits);
+  f.ch.pipeline().add_first("ends-itself", std::make_shared<EndsItself>());
+  f.ch.write_inbound(ByteBuf::copy_of(gets(10)));
+  ASSERT_EQ(f.app->requests.size(), 4u);
+  ASSERT_EQ(f.ch.read_suspensions(), 1u);
+  ASSERT_TRUE(f.ch.loop().shutdown_gracefully(0ms, 0ms).is_done());
+  ASSERT_TRUE(f.ch.is_open());
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NO_THROW(f.app->answer(i, std::to_string(i)));
+  EXPECT_EQ(f.ch.read_suspensions(), 0u) << "reading was released";
+  EXPECT_EQ(f.app->requests.size(), 4u) << "a buffered request was served";
+  EXPECT_EQ(f.ch.run_pending(), 0u);
+  EXPECT_EQ(f.app->requests.size(), 4u);
+  EXPECT_EQ(Fixture::bodies(f.output()), (std::vector<std::string>{"0", "1", "2", "3"}));
+  EXPECT_TRUE(f.ch.is_open());
+  f.ch.close();
+  EXPECT_FALSE(f.ch.is_open());
 }
 
 TEST(ServerCodecOrderTest, DecodingPausesWhileTooManyAnswerBytesWaitToBeSent) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <any>
 #include <functional>
 #include <memory>
 #include <string>
@@ -746,6 +747,87 @@ TEST(Http2StreamChannelTest, ChildrenThatDoNotReadPinAboutTheirWindowsNotAReadBu
   ch.close();
   ch.run_pending();
   idle.clear();
+}
+
+// ---- a loop that has terminated: no later turn comes (LoopCallback::schedule refuses)
+
+// A child that finishes its stream its own way when the loop shuts down (as a response still being
+// written may): Channel::end_for_shutdown_itself, so that the shutdown does not reset it.
+class EndsItselfAtShutdown final : public InboundHandler<StreamMessage> {
+ public:
+  void channel_read(Context& ctx, StreamMessage&& message) override { ctx.fire_read(std::move(message)); }
+  void user_event(Context& ctx, const std::any& event) override {
+    if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr) ctx.channel().end_for_shutdown_itself();
+    ctx.fire_user_event(event);
+  }
+};
+
+void ends_itself_at_shutdown(StreamChannel& ch) {
+  ch.pipeline().add_first("ends-itself", std::make_shared<EndsItselfAtShutdown>());
+}
+
+// The loop's shutdown on an open stream whose child ends itself: GOAWAY, and the connection stays
+// for the stream owed (a manual-clock loop terminates at once; a running one closes what is left at
+// its deadline first).
+void terminate_the_loop(Fixture& f, H2Client& client) {
+  ASSERT_TRUE(f.ch.loop().shutdown_gracefully(0ms, 0ms).is_done());
+  ASSERT_TRUE(f.ch.loop().is_terminated());
+  client.receive(f.output());
+  ASSERT_TRUE(client.goaway_error().has_value());
+  ASSERT_TRUE(f.ch.is_open()) << "the stream owed keeps the connection";
+}
+
+// What a child writes and flushes outside a read would leave from the loop's next turn
+// (ServerCodec::post_flush): with none left it leaves at once. The work the send makes for the
+// children (their framed bytes, the stream's end) cannot be handed to them nested in the writer's
+// call nor later (post_children): it is given up, and the connection, its last stream answered
+// after GOAWAY, closes and closes the children with it.
+TEST(Http2StreamChannelTest, OnATerminatedLoopAFlushLeavesAtOnceAndTheConnectionThenEnds) {
+  Fixture f([](StreamChannel& ch, Recorder&) { ends_itself_at_shutdown(ch); });
+  H2Client client;
+  const auto id = client.request("GET", "/stream/late");
+  f.pump(client);
+  ASSERT_EQ(f.children.size(), 1u);
+  terminate_the_loop(f, client);
+  StreamChannel& child = *f.children[0];
+  const std::vector<std::string> before = f.recorders[0]->events;
+  child.write(ResponseHeaders{HttpResponse(200), false});
+  child.write(StreamData{ByteBuf::copy_of("after the loop"), true});
+  EXPECT_NO_THROW(child.flush());
+  EXPECT_EQ(f.recorders[0]->events, before) << "nothing is handed to the child nested in its flush";
+  client.receive(f.output());
+  EXPECT_EQ(client.response(id).status, 200);
+  EXPECT_EQ(client.response(id).body, "after the loop");
+  EXPECT_TRUE(client.response(id).closed);
+  EXPECT_EQ(client.response(id).close_error, 0u);
+  EXPECT_FALSE(f.ch.is_open()) << "GOAWAY sent and nothing owed: the connection ends";
+  EXPECT_FALSE(child.is_open());
+  EXPECT_TRUE(f.recorders[0]->inactive);
+}
+
+// A child that asks to read outside the codec's loop over its children would be delivered to from
+// the loop's next turn (StreamChannel::post_delivery): with none left, what is held is not
+// delivered (nor nested in the read() call), and the channel's close still closes the child.
+TEST(Http2StreamChannelTest, OnATerminatedLoopAReadDeliversNothingAndTheCloseStillClosesTheChild) {
+  Fixture f([](StreamChannel& ch, Recorder&) {
+    ch.config().auto_read = false;
+    ends_itself_at_shutdown(ch);
+  });
+  H2Client client;
+  const auto id = client.request_streamed("POST", "/stream/upload");
+  client.send(id, "held for the child");
+  f.pump(client);
+  ASSERT_EQ(f.children.size(), 1u);
+  StreamChannel& child = *f.children[0];
+  ASSERT_GT(child.buffered_inbound_bytes(), 0u);
+  terminate_the_loop(f, client);
+  EXPECT_NO_THROW(child.read());
+  EXPECT_TRUE(f.recorders[0]->events.empty());
+  EXPECT_EQ(f.ch.run_pending(), 0u);
+  EXPECT_TRUE(f.recorders[0]->events.empty()) << "nothing runs after the loop's end";
+  f.ch.close();
+  EXPECT_FALSE(child.is_open());
+  EXPECT_TRUE(f.recorders[0]->inactive);
 }
 
 }  // namespace

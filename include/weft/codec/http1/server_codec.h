@@ -28,7 +28,10 @@
 /// The loop's graceful shutdown (ChannelShutdownRequestedEvent): an idle keep-alive connection closes
 /// at once; one with requests in flight reads no new request, answers those it has handed over -- the
 /// last answer with `Connection: close` -- and then closes (Channel::end_for_shutdown_itself: the
-/// loop waits for it up to its shutdown timeout). Requests pipelined behind are not answered.
+/// loop waits for it up to its shutdown timeout). Requests pipelined behind are not answered. On a
+/// loop that has terminated with the connection open (a handler before the codec ended it itself, on
+/// a manual-clock loop) answers still leave, and what was buffered while reading was paused is not
+/// decoded (that waits for a next turn of the loop).
 ///
 /// Inbound ByteBuf -> HttpRequest; outbound HttpResponse -> ByteBuf. Loop thread only; one codec per
 /// channel. Turns the channel's allow_half_closure on when added (the end of the client's input is

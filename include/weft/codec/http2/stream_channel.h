@@ -19,13 +19,12 @@
 /// the code), then the child closes.
 ///
 /// What the child writes: a ResponseHeaders (status and headers; a status below 200 is an interim
-/// answer), then StreamData (or PrefixedStreamData) chunks, then optionally StreamTrailers (which end the stream); or one
-/// http::HttpResponse, a whole answer (head, body, content-length). Written bytes leave at the next
-/// flush, as far as the client's windows allow. StreamData before the head, or anything after the
-/// end, fails the write with std::logic_error (an exception event in the child's pipeline).
-/// Closing the child before its response has ended resets the stream: RST_STREAM(CANCEL), after
-/// what it flushed; closing it after (a coroutine that returns once it wrote the end) lets the
-/// response finish leaving.
+/// answer), then StreamData (or PrefixedStreamData) chunks, then optionally StreamTrailers (which end the stream); or
+/// one http::HttpResponse, a whole answer (head, body, content-length). Written bytes leave at the next flush, as far
+/// as the client's windows allow. StreamData before the head, or anything after the end, fails the write with
+/// std::logic_error (an exception event in the child's pipeline). Closing the child before its response has ended
+/// resets the stream: RST_STREAM(CANCEL), after what it flushed; closing it after (a coroutine that returns once it
+/// wrote the end) lets the response finish leaving.
 ///
 /// Backpressure, both ways and bounded:
 /// - Out: the bytes written to the child and not yet framed count toward its writability (see
@@ -46,10 +45,16 @@
 /// does), never inside the session's callbacks and never nested in another child's call. Settings::
 /// max_body bounds whole requests only: a child's body is unbounded in length, and bounded in
 /// memory by its window.
+///
+/// A loop that has terminated (its final drain over) has no later turn for what would wait for one:
+/// a child's flush leaves at once, a read() delivers nothing more, and the children's events after
+/// a send are given up (logged); the connection's close still closes the children. (A running loop
+/// closes its connections before it terminates; a manual-clock one's shutdown may leave one open.)
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +68,7 @@
 #include "weft/codec/http2/settings.h"
 #include "weft/core/error.h"
 #include "weft/core/inline_ring.h"
+#include "weft/core/loop_callback.h"
 
 namespace weft::http2 {
 
@@ -217,7 +223,8 @@ class StreamChannel final : public Channel {
   // Called by the codec (loop thread).
   void start();                  // initializer, register, activate
   void deliver();                // hands what is held to the pipeline while reading
-  void post_delivery();          // deliver() from a loop task
+  void post_delivery();          // deliver() from a loop callback
+  void delivery_posted();        // ... which runs this
   void finish(bool reset, std::uint32_t code);  // the stream closed: exception (reset), then close
   void detach() noexcept;        // the codec is going: no more stream behind this channel
 
@@ -237,7 +244,6 @@ class StreamChannel final : public Channel {
   bool in_shutdown_fired_ = false;  // ChannelInputShutdownEvent delivered
   bool in_copied_tail_ = false;     // the last held chunk is a copy that may take more bytes
   bool reading_ = false;            // between do_begin_read and do_stop_read
-  bool delivery_posted_ = false;
   bool input_closed_ = false;       // the child is closed: what arrives is dropped
 
   // outbound: written, not yet framed
@@ -257,6 +263,10 @@ class StreamChannel final : public Channel {
   bool reset_ = false;            // ... by a reset
   std::uint32_t reset_code_ = 0;
   bool work_queued_ = false;      // in the codec's list of children with work
+  // post_delivery. The hold keeps the channel while it is scheduled: its last handle may be let go
+  // off the loop, where the callback could not be cancelled.
+  LoopCallback delivery_later_{[this] { delivery_posted(); }};
+  std::shared_ptr<StreamChannel> delivery_hold_;
 };
 
 }  // namespace weft::http2
