@@ -405,7 +405,8 @@ void Channel::settle_write_completions(std::vector<Promise<void>> done, std::exc
   auto settle = [done = std::move(done), error]() mutable {
     for (Promise<void>& promise : done) error ? promise.set_error(error) : promise.set_value();
   };
-  if (pipeline_.called_from_another_channel()) {
+  // Another channel's event is on the stack (its handler wrote here): completions wait for its end.
+  if (detail::events_on_this_thread > pipeline_.events_) {
     UniqueFunction<void()> task(std::move(settle));
     if (loop_.try_execute(std::move(task))) return;
     task();  // the loop has terminated: settled on this thread, never dropped

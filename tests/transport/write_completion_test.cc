@@ -253,6 +253,49 @@ TEST_P(WriteCompletionTest, AHandlersContextWritesThroughAnEncoderWithACompletio
   EXPECT_EQ(written.future().error(), nullptr);
 }
 
+// Writes what it reads to `target`, a channel on the same loop, and logs when its call returned.
+class ForwardingHandler final : public InboundHandler<ByteBuf> {
+ public:
+  ForwardingHandler(ChannelPtr target, std::vector<std::string>& log, std::promise<void>& completed)
+      : target_(std::move(target)), log_(log), completed_(completed) {}
+  void channel_read(Context&, ByteBuf&& bytes) override {
+    Promise<void> done;
+    done.future().add_listener([this](const Future<void>&) {
+      log_.push_back("completed");
+      completed_.set_value();
+    });
+    target_->write_and_flush(std::move(bytes), done);  // written at once: the completion is due now
+    log_.push_back("handler returned");
+  }
+
+ private:
+  ChannelPtr target_;
+  std::vector<std::string>& log_;
+  std::promise<void>& completed_;
+};
+
+TEST_P(WriteCompletionTest, ACompletionDueInsideAnotherChannelsHandlerRunsAfterIt) {
+  if (is_blocking()) GTEST_SKIP() << "a blocking loop serves one channel: no two channels share its thread";
+  EventLoopGroup group(transport(), 1);
+  ServerBootstrap sink_bootstrap;
+  sink_bootstrap.group(group).child_handler([](Channel&) {});
+  ChannelPtr sink = sink_bootstrap.bind(SocketAddress::loopback(0)).get();
+  ChannelPtr target = Bootstrap().group(group.at(0)).connect(sink->local_address()).get();
+  std::vector<std::string> log;  // used on the loop only until `completed`
+  std::promise<void> completed;
+  ServerBootstrap b;
+  b.group(group).child_handler([&](Channel& ch) {
+    ch.pipeline().add_last("forward", std::make_shared<ForwardingHandler>(target, log, completed));
+  });
+  ChannelPtr server = b.bind(SocketAddress::loopback(0)).get();
+  test::BlockingClient client(server->local_address().port());
+  ASSERT_TRUE(client.send_all("x"));
+  ASSERT_EQ(completed.get_future().wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(log, (std::vector<std::string>{"handler returned", "completed"}))
+      << "another channel's completion ran inside this channel's handler";
+  target->close().get();
+}
+
 WEFT_ON_EVERY_TRANSPORT(WriteCompletionTest);
 
 }  // namespace
