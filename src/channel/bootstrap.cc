@@ -142,6 +142,14 @@ Future<ChannelPtr> ServerBootstrap::bind(const SocketAddress& local) const {
 
 Bootstrap& Bootstrap::group(EventLoopGroup& group) {
   group_ = &group;
+  loop_ = nullptr;
+  return *this;
+}
+
+Bootstrap& Bootstrap::group(EventLoop& loop) {
+  transport_of(loop);  // throws now when the loop has no transport
+  loop_ = &loop;
+  group_ = nullptr;
   return *this;
 }
 
@@ -151,19 +159,20 @@ Bootstrap& Bootstrap::handler(ChannelInitializer init) {
 }
 
 Future<ChannelPtr> Bootstrap::connect(const SocketAddress& remote) const {
-  if (group_ == nullptr) throw std::invalid_argument("Bootstrap: call group() before connect()");
+  if (group_ == nullptr && loop_ == nullptr) throw std::invalid_argument("Bootstrap: call group() before connect()");
   config_.validate();
-  Transport& transport = transport_of(*group_);
-  EventLoop* chosen = nullptr;
+  Transport& transport = loop_ != nullptr ? transport_of(*loop_) : transport_of(*group_);
+  EventLoop* chosen = loop_;
+  ChannelPtr channel;
   try {
-    chosen = &transport.choose_loop(*group_);
+    if (chosen == nullptr) chosen = &transport.choose_loop(*group_);
+    channel = transport.new_socket_channel(*chosen, config_);
   } catch (const ChannelLimitError&) {
     Promise<ChannelPtr> full;
     full.set_error(std::current_exception());
     return full.future();
   }
   EventLoop& loop = *chosen;
-  ChannelPtr channel = transport.new_socket_channel(loop, config_);
   Promise<ChannelPtr> result(&loop);
   loop.execute([channel, init = init_, remote, result]() mutable {
     try {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "weft/channel/events.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
@@ -75,6 +77,18 @@ void Channel::flush() {
     pipeline_.flush();
   } else {
     loop_.execute([self = shared_from_this()] { self->pipeline_.flush(); });
+  }
+}
+
+void Channel::flush(Promise<void> done) {
+  auto work = [this, done = std::move(done)]() mutable {
+    pipeline_.flush();
+    add_write_completion(std::move(done), write_refusals_);
+  };
+  if (loop_.in_loop()) {
+    work();
+  } else {
+    loop_.execute([self = shared_from_this(), work = std::move(work)]() mutable { work(); });
   }
 }
 
@@ -273,8 +287,10 @@ void Channel::do_shutdown_output(Promise<void> promise) {
 
 void Channel::do_write_message(MessageRef message) {
   if (!message.is<ByteBuf>()) {
-    throw PipelineTypeError(fmt::format("channel {} writes ByteBuf to its socket but received {}; add an encoder",
-                                        id_, type_name(message.type())));
+    ++write_refusals_;
+    last_refusal_ = std::make_exception_ptr(PipelineTypeError(fmt::format(
+        "channel {} writes ByteBuf to its socket but received {}; add an encoder", id_, type_name(message.type()))));
+    std::rethrow_exception(last_refusal_);
   }
   if (outbound_.add(std::move(message.as<ByteBuf>()))) set_writable(false);
 }
@@ -297,6 +313,9 @@ void Channel::head_write(MessageRef message) {
 }
 
 void Channel::refuse_write() {
+  ++write_refusals_;
+  last_refusal_ = is_open() ? std::make_exception_ptr(ChannelOutputShutdownError())
+                            : std::make_exception_ptr(ChannelClosedError("write: the channel is closed"));
   if (is_open() && shutdown_output_called_) {
     pipeline_.fire_exception(std::make_exception_ptr(ChannelOutputShutdownError()));
     return;
@@ -344,15 +363,63 @@ void Channel::close_for_shutdown() {
 }
 
 void Channel::hold_write_bytes(std::size_t n) {
+  held_write_bytes_ += n;
   if (outbound_.add_held_bytes(n)) set_writable(false);
 }
 
 void Channel::release_held_write_bytes(std::size_t n) {
-  if (outbound_.remove_held_bytes(n)) set_writable(true);
+  held_write_bytes_ -= std::min(n, held_write_bytes_);
+  const bool now_writable = outbound_.remove_held_bytes(n);
+  if (held_write_bytes_ == 0 && tracks_write_completions_) {
+    write_completions_->on_held_bytes_released(outbound_.pending_bytes());  // all of it is queued now
+  }
+  if (now_writable) set_writable(true);
+}
+
+void Channel::add_write_completion(Promise<void> done, std::uint32_t refusals_before) {
+  if (write_refusals_ != refusals_before) {
+    done.set_error(last_refusal_);
+    return;
+  }
+  if (!is_open()) {
+    done.fail(ChannelClosedError("write: the channel is closed"));
+    return;
+  }
+  if (!tracks_write_completions_) {
+    write_completions_ = std::make_unique<WriteCompletions>();
+    tracks_write_completions_ = true;
+  }
+  const std::size_t queued = outbound_.pending_bytes() - std::min(held_write_bytes_, outbound_.pending_bytes());
+  write_completions_->add(std::move(done), queued, held_write_bytes_ > 0);
+  complete_written_writes(0);  // nothing left in the queue: written already
+}
+
+void Channel::complete_written_writes(std::size_t n) {
+  write_completions_->on_written(n);
+  std::vector<Promise<void>> written;
+  write_completions_->take_written(written);
+  if (!written.empty()) settle_write_completions(std::move(written), nullptr);
+}
+
+void Channel::settle_write_completions(std::vector<Promise<void>> done, std::exception_ptr error) {
+  auto settle = [done = std::move(done), error]() mutable {
+    for (Promise<void>& promise : done) error ? promise.set_error(error) : promise.set_value();
+  };
+  // Another channel's event is on the stack (its handler wrote here): completions wait for its end.
+  if (detail::events_on_this_thread > pipeline_.events_) {
+    UniqueFunction<void()> task(std::move(settle));
+    if (loop_.try_execute(std::move(task))) return;
+    task();  // the loop has terminated: settled on this thread, never dropped
+    return;
+  }
+  settle();
 }
 
 void Channel::on_bytes_written(std::size_t n) {
   if (outbound_.remove_bytes(n)) set_writable(true);
+  if (tracks_write_completions_) [[unlikely]] {
+    complete_written_writes(n);
+  }
   // The FIN first: a close waiting for the same bytes then closes a half-closed connection.
   if (fin_when_flushed_ && !outbound_.has_flushed() && is_open()) send_fin_requested();
   if (close_when_flushed_ && !outbound_.has_flushed() && is_open()) {
@@ -383,6 +450,15 @@ void Channel::close_now() {
     log(LogLevel::warn, "channel {}: closing the transport failed: {}", id_, e.what());
   }
   outbound_.clear();
+  if (tracks_write_completions_) {
+    std::vector<Promise<void>> pending;
+    write_completions_->take_all(pending);
+    if (!pending.empty()) {
+      settle_write_completions(
+          std::move(pending),
+          std::make_exception_ptr(ChannelClosedError("write: the channel closed before the bytes were written")));
+    }
+  }
   if (fin_promise_) {
     fin_when_flushed_ = false;
     Promise<void> fin = std::move(*fin_promise_);

@@ -40,6 +40,19 @@ void detail::ContextDeleter::operator()(Context* ctx) const noexcept {
 }
 
 Channel& Context::channel() const noexcept { return pipeline_.channel(); }
+
+std::uint32_t Context::write_refusals() const noexcept { return pipeline_.channel_write_refusals(); }
+
+void Context::add_write_completion(Promise<void> done, std::uint32_t refusals_before) {
+  pipeline_.add_write_completion(std::move(done), refusals_before);
+}
+
+void Context::offloaded_write_completion(Promise<void> done) {
+  // Posted after the write, so it runs once the write has reached the head on the loop.
+  to_loop([this, done = std::move(done)]() mutable {
+    pipeline_.add_write_completion(std::move(done), pipeline_.channel_write_refusals());
+  });
+}
 EventLoop& Context::loop() const noexcept { return pipeline_.channel().loop(); }
 ByteBufAllocator& Context::allocator() const noexcept { return pipeline_.channel().allocator(); }
 

@@ -418,4 +418,10 @@ void Pipeline::connect(const SocketAddress& remote, Promise<void> promise) {
   tail_.connect(remote, std::move(promise));
 }
 
+std::uint32_t Pipeline::channel_write_refusals() const noexcept { return channel_.write_refusals(); }
+
+void Pipeline::add_write_completion(Promise<void> done, std::uint32_t refusals_before) {
+  channel_.add_write_completion(std::move(done), refusals_before);
+}
+
 }  // namespace weft

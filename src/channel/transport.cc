@@ -31,4 +31,15 @@ Transport& transport_of(const EventLoopGroup& group) {
   return *transport;
 }
 
+Transport& transport_of(const EventLoop& loop) {
+  auto* transport = dynamic_cast<Transport*>(loop.driver_factory());
+  if (transport == nullptr) {
+    throw std::invalid_argument(
+        fmt::format("event loop '{}' has no channel transport; use a loop of an "
+                    "EventLoopGroup made with a transport such as weft::epoll()",
+                    loop.name()));
+  }
+  return *transport;
+}
+
 }  // namespace weft

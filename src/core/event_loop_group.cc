@@ -12,6 +12,7 @@ EventLoopGroup::EventLoopGroup(IoDriverFactory& factory, std::size_t loop_count,
   for (std::size_t i = 0; i < loop_count; ++i) {
     EventLoop::Options options;
     options.name = name + "-" + std::to_string(i);
+    options.driver_factory = &factory;
     loops_.push_back(std::make_unique<EventLoop>(factory.create_driver(), std::move(options)));
   }
   for (auto& loop : loops_) {

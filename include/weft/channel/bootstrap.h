@@ -71,8 +71,14 @@ class ServerBootstrap {
 /// configure it on one thread, then connect().
 class Bootstrap {
  public:
-  /// The loops the client channels run on.
+  /// The loops the client channels run on (round-robin). Replaces a loop set with group(EventLoop&).
   Bootstrap& group(EventLoopGroup& group);
+  /// Every channel connects on `loop`, a loop of a transport's EventLoopGroup (Netty's
+  /// `b.group(inbound.eventLoop())`): a proxy's outbound channel then shares its inbound channel's
+  /// thread, and the two call each other without posting. Replaces a group set with
+  /// group(EventLoopGroup&). On the blocking transport a loop serves one channel: connect() fails
+  /// with ChannelLimitError while `loop` serves another.
+  Bootstrap& group(EventLoop& loop);
   /// Sets an option (weft::option) of the channels.
   template <class T, class V>
   Bootstrap& option(const ChannelOption<T>& o, V value) {
@@ -83,11 +89,13 @@ class Bootstrap {
   Bootstrap& handler(ChannelInitializer init);
 
   /// Thread-safe. Connects; the future holds the active channel, or fails with IoError
-  /// (e.g. connection refused), ConnectTimeoutError or ChannelLimitError (a blocking group is full).
+  /// (e.g. connection refused), ConnectTimeoutError or ChannelLimitError (a blocking group is full,
+  /// or the blocking loop given to group(EventLoop&) serves another channel).
   Future<ChannelPtr> connect(const SocketAddress& remote) const;
 
  private:
   EventLoopGroup* group_ = nullptr;
+  EventLoop* loop_ = nullptr;
   ChannelConfig config_;
   ChannelInitializer init_;
 };

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <typeinfo>
+#include <vector>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/buffer/byte_buf_allocator.h"
@@ -30,6 +31,7 @@
 #include "weft/channel/pipeline.h"
 #include "weft/channel/socket_address.h"
 #include "weft/channel/write_checks.h"
+#include "weft/channel/write_completions.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/future.h"
 
@@ -99,8 +101,50 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
       });
     }
   }
+  /// Thread-safe. As write(), and completes `done` once the message's bytes -- and every byte
+  /// written to the channel before them -- have left the write queue for the socket (Netty's
+  /// write(msg, promise)). Fails it with ChannelOutputShutdownError or ChannelClosedError when the
+  /// write is refused (after shutdown_output(), on a closed channel), with the handler's error when
+  /// the pipeline rejects the message (PipelineTypeError), and with ChannelClosedError when the
+  /// channel closes while its bytes are still queued. Exactly once, on the channel's loop: inline
+  /// when the bytes leave (deferred to a loop task when another channel's call is on the stack).
+  /// A write that did not ask costs nothing more. A handler that holds writes back (TLS during its
+  /// handshake, see hold_write_bytes) delays the completion until it has passed them on.
+  template <class T>
+  void write(T&& message, Promise<void> done) {
+    static_assert(detail::WrittenMessageCheck<T>::ok);
+    static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
+    if (loop_.in_loop()) {
+      pipeline_.write(std::move(message), std::move(done));
+    } else {
+      std::decay_t<T> owned(std::move(message));
+      own_borrowed(owned);
+      loop_.execute([self = shared_from_this(), m = std::move(owned), done = std::move(done)]() mutable {
+        self->pipeline_.write(std::move(m), std::move(done));
+      });
+    }
+  }
+  /// Thread-safe. As write_and_flush(), completing `done` as write(message, done) does.
+  template <class T>
+  void write_and_flush(T&& message, Promise<void> done) {
+    static_assert(detail::WrittenMessageCheck<T>::ok);
+    static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
+    if (loop_.in_loop()) {
+      pipeline_.write_and_flush(std::move(message), std::move(done));
+    } else {
+      std::decay_t<T> owned(std::move(message));
+      own_borrowed(owned);
+      loop_.execute([self = shared_from_this(), m = std::move(owned), done = std::move(done)]() mutable {
+        self->pipeline_.write_and_flush(std::move(m), std::move(done));
+      });
+    }
+  }
   /// Thread-safe.
   void flush();
+  /// Thread-safe. Flushes, and completes `done` once every byte written to the channel so far has
+  /// left the write queue for the socket (fails it as write(message, done) does when the channel
+  /// closes first): "after all of this is written, do X" without a message of its own.
+  void flush(Promise<void> done);
   /// Thread-safe. Requests one read batch; with auto-read on, reading is continuous anyway.
   void read();
   /// Thread-safe. Idempotent: every call returns the close future. Queued writes are dropped.
@@ -226,6 +270,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
 
  private:
   friend class Pipeline;
+  friend class Context;
   friend class detail::PipelineHead;
   friend class detail::PipelineTail;
 
@@ -248,6 +293,16 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   void finish_close(bool was_active, const ChannelPtr& keep_alive);
   void register_on_loop();
   void set_writable(bool writable);
+  // ---- write completions (write(message, done)); cold unless a write asks for one
+  // Refusals so far: a write whose completion sees the count move was refused (or rejected).
+  std::uint32_t write_refusals() const noexcept { return write_refusals_; }
+  // After the write: `done` completes once what is queued now has been written (see write()).
+  void add_write_completion(Promise<void> done, std::uint32_t refusals_before);
+  // `n` bytes were written: completes the completions they finish.
+  void complete_written_writes(std::size_t n);
+  // Completes `done` (with `error`, or with success when null): inline, or from a loop task when
+  // another channel's call is on the stack (no re-entrancy across channels).
+  void settle_write_completions(std::vector<Promise<void>> done, std::exception_ptr error);
   // head of the pipeline
   void head_write(MessageRef message);
   void head_flush();
@@ -271,6 +326,7 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   bool lingering_ = false;              // close_gracefully: FIN sent or due; reading forced on
   bool output_closing_ = false;         // ChannelOutputClosingEvent fired (once per channel)
   bool ended_by_handler_ = false;       // a handler ends the connection for the loop's shutdown
+  bool tracks_write_completions_ = false;  // write_completions_ exists: count written bytes
   std::uint32_t read_suspensions_ = 0;
   ByteBufAllocator* allocator_;
   ChannelConfig config_;  // its per-read and per-write fields first
@@ -286,6 +342,10 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   std::optional<Promise<void>> fin_promise_;  // shutdown_output() waiting for the flushed bytes
   Duration linger_ = {};
   TimerId linger_timer_ = 0;
+  std::unique_ptr<WriteCompletions> write_completions_;  // made by the first write that asks
+  std::size_t held_write_bytes_ = 0;                     // hold_write_bytes' count
+  std::uint32_t write_refusals_ = 0;
+  std::exception_ptr last_refusal_;  // why the latest refused write was refused
 };
 
 /// One source's hold on a channel's reading (see Channel::suspend_reading): hold() and release() are

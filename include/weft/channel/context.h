@@ -105,6 +105,23 @@ class alignas(64) Context {
     if (offload_ != nullptr && offloaded_write(MessageRef::of(message))) [[unlikely]] return;
     prev_->invoke_write(MessageRef::of(message));
   }
+  /// As write(), and completes `done` once the message's bytes (with every byte queued before them)
+  /// have left the write queue for the socket, or fails it; see Channel::write(message, done). From
+  /// an offloaded handler's executor, `done` fails with BrokenPromiseError when the handler is
+  /// removed before the write reaches the loop.
+  template <class T>
+  void write(T&& message, Promise<void> done) {
+    static_assert(detail::WrittenMessageCheck<T>::ok);
+    static_assert(!std::is_lvalue_reference_v<T>, "write takes ownership: pass std::move(message)");
+    if (offload_ != nullptr && off_loop()) [[unlikely]] {
+      write(std::forward<T>(message));
+      offloaded_write_completion(std::move(done));
+      return;
+    }
+    const std::uint32_t refusals = write_refusals();
+    prev_->invoke_write(MessageRef::of(message));
+    add_write_completion(std::move(done), refusals);
+  }
   /// Flushes through the previous handler: sends what was written.
   void flush();
   /// write() then flush(). Takes ownership: pass an rvalue.
@@ -112,6 +129,12 @@ class alignas(64) Context {
   void write_and_flush(T&& message) {
     static_assert(detail::WrittenMessageCheck<T>::ok);
     write(std::forward<T>(message));
+    flush();
+  }
+  /// write(message, done) then flush().
+  template <class T>
+  void write_and_flush(T&& message, Promise<void> done) {
+    write(std::forward<T>(message), std::move(done));
     flush();
   }
   /// Requests one read batch (when auto-read is off).
@@ -152,6 +175,10 @@ class alignas(64) Context {
   void invoke_write(MessageRef message);
   void handle_inbound_exception(std::exception_ptr error) noexcept;
   void handle_outbound_exception(std::exception_ptr error) noexcept;
+  // Write completions (write(message, done)): see Channel.
+  std::uint32_t write_refusals() const noexcept;
+  void add_write_completion(Promise<void> done, std::uint32_t refusals_before);
+  void offloaded_write_completion(Promise<void> done);
 
   // ---- executor offload (slow path; only for contexts with offload_)
   // This context's handler runs on an executor: true when called off the loop (then posted to it).

@@ -166,6 +166,20 @@ class Pipeline {
     tail_.write(std::forward<T>(message));
     tail_.flush();
   }
+  /// As write(), completing `done` once the bytes have been written (see Channel::write(message, done)).
+  template <class T>
+  void write(T&& message, Promise<void> done) {
+    const std::uint32_t refusals = channel_write_refusals();
+    write(std::forward<T>(message));
+    add_write_completion(std::move(done), refusals);
+  }
+  /// As write_and_flush(), completing `done` as write(message, done) does.
+  template <class T>
+  void write_and_flush(T&& message, Promise<void> done) {
+    const std::uint32_t refusals = channel_write_refusals();
+    write_and_flush(std::forward<T>(message));
+    add_write_completion(std::move(done), refusals);
+  }
   /// Flushes starting at the last handler.
   void flush();
   /// Requests a read batch starting at the last handler.
@@ -231,6 +245,9 @@ class Pipeline {
   static void claim(Handler& handler, std::string_view name);
   static void release(Handler& handler) noexcept;
 
+  // The channel's write completions (Channel::write(message, done)), for the templates above and Context.
+  std::uint32_t channel_write_refusals() const noexcept;
+  void add_write_completion(Promise<void> done, std::uint32_t refusals_before);
   // Debug builds: aborts when a registered channel's pipeline is used off its loop.
   void check_thread(const char* operation) const noexcept;
   Context* find(std::string_view name) const noexcept;

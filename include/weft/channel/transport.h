@@ -57,5 +57,8 @@ class Transport : public IoDriverFactory {
 /// The transport that made `group`'s loops. Throws std::invalid_argument when the group was not made
 /// by a Transport (e.g. BasicDriver loops, which have no I/O).
 Transport& transport_of(const EventLoopGroup& group);
+/// The transport that made `loop`'s driver (a loop of a transport's EventLoopGroup). Throws
+/// std::invalid_argument otherwise.
+Transport& transport_of(const EventLoop& loop);
 
 }  // namespace weft

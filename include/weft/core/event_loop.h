@@ -62,6 +62,9 @@ class EventLoop {
     bool manual_clock = false;  ///< tests: time moves only by advance_time(); driven by run_pending()
     /// Tasks posted from other threads run at most this many per loop iteration.
     int max_remote_tasks_per_turn = 1024;
+    /// What made `driver` (an EventLoopGroup's transport sets it): lets a bootstrap open a channel on
+    /// this very loop. Null for a loop made on its own.
+    IoDriverFactory* driver_factory = nullptr;
   };
 
   /// A loop on `driver`; not running until start() or run().
@@ -153,6 +156,8 @@ class EventLoop {
   IoDriver& driver() noexcept { return *driver_; }
   /// Thread-safe.
   const std::string& name() const noexcept { return options_.name; }
+  /// Thread-safe. What made this loop's driver (see Options::driver_factory); null when unknown.
+  IoDriverFactory* driver_factory() const noexcept { return options_.driver_factory; }
 
   /// Keeps the loop's memory (not its thread) valid while held: ~EventLoop waits until every
   /// KeepAlive is gone. For work on other threads that may post to the loop after it terminated
