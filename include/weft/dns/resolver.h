@@ -41,6 +41,7 @@ struct ResolverOptions {
   /// The hosts(5) file consulted before DNS; empty: none. Re-read when it changes (checked at most
   /// every `hosts_file_check_interval`).
   std::string hosts_file = "/etc/hosts";
+  /// How often, at most, the hosts file's modification time is checked.
   Duration hosts_file_check_interval = std::chrono::seconds(5);
   /// Whether the search domains of /etc/resolv.conf apply to names with few dots.
   bool search_domains = true;
