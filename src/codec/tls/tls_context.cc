@@ -21,6 +21,9 @@ namespace weft {
 namespace {
 
 constexpr std::size_t kMaxClientSessions = 4096;
+// Servers give several tickets per handshake (OpenSSL: 2); keeping a few lets as many connections
+// to one peer resume at once.
+constexpr std::size_t kMaxSessionsPerPeer = 4;
 
 struct BioFree {
   void operator()(BIO* b) const noexcept { BIO_free(b); }
@@ -106,7 +109,9 @@ TlsContextBuilder TlsContext::server() { return TlsContextBuilder(true); }
 TlsContextBuilder TlsContext::client() { return TlsContextBuilder(false); }
 
 TlsContext::~TlsContext() {
-  for (auto& [key, session] : sessions_) SSL_SESSION_free(session);
+  for (auto& [key, sessions] : sessions_) {
+    for (SSL_SESSION* session : sessions) SSL_SESSION_free(session);
+  }
   SSL_CTX_free(ctx_);
 }
 
@@ -124,36 +129,46 @@ TlsContextPtr TlsContext::context_for_server_name(std::string_view host_name) co
 
 std::size_t TlsContext::cached_client_sessions() const {
   std::lock_guard lock(sessions_mutex_);
-  return sessions_.size();
+  return session_count_;
 }
 
 void TlsContext::store_session(const std::string& key, SSL_SESSION* session) const {
   std::lock_guard lock(sessions_mutex_);
-  auto [it, inserted] = sessions_.try_emplace(key, session);
-  if (!inserted) {
-    SSL_SESSION_free(it->second);
-    it->second = session;
-    return;
+  std::vector<SSL_SESSION*>& kept = sessions_[key];
+  if (kept.size() == kMaxSessionsPerPeer) {  // the oldest goes
+    SSL_SESSION_free(kept.front());
+    kept.erase(kept.begin());
+    --session_count_;
   }
-  if (sessions_.size() > kMaxClientSessions) {  // bounded: drop another one (any)
+  kept.push_back(session);
+  ++session_count_;
+  if (session_count_ > kMaxClientSessions) {  // bounded: drop another peer's sessions (any)
     auto victim = sessions_.begin();
-    if (victim == it) ++victim;
-    SSL_SESSION_free(victim->second);
+    if (victim->first == key) ++victim;
+    for (SSL_SESSION* dropped : victim->second) SSL_SESSION_free(dropped);
+    session_count_ -= victim->second.size();
     sessions_.erase(victim);
   }
 }
 
-SSL_SESSION* TlsContext::find_session(const std::string& key) const {
+SSL_SESSION* TlsContext::take_session(const std::string& key) const {
   std::lock_guard lock(sessions_mutex_);
   auto it = sessions_.find(key);
   if (it == sessions_.end()) return nullptr;
-  if (SSL_SESSION_is_resumable(it->second) != 1) {
-    SSL_SESSION_free(it->second);
-    sessions_.erase(it);
-    return nullptr;
+  SSL_SESSION* taken = nullptr;
+  std::vector<SSL_SESSION*>& kept = it->second;
+  while (taken == nullptr && !kept.empty()) {
+    SSL_SESSION* newest = kept.back();
+    kept.pop_back();
+    --session_count_;
+    if (SSL_SESSION_is_resumable(newest) == 1) {
+      taken = newest;
+    } else {
+      SSL_SESSION_free(newest);
+    }
   }
-  SSL_SESSION_up_ref(it->second);
-  return it->second;
+  if (kept.empty()) sessions_.erase(it);
+  return taken;
 }
 
 // ---- TlsContextBuilder ------------------------------------------------------------------------

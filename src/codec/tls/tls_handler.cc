@@ -77,8 +77,15 @@ struct TlsHandlerAccess {
   static TlsHandler* of(SSL* ssl) noexcept { return static_cast<TlsHandler*>(SSL_get_ex_data(ssl, handler_index())); }
   static void keep_sni_context(TlsHandler& h, TlsContextPtr context) noexcept { h.sni_context_ = std::move(context); }
   static const std::string& session_key(const TlsHandler& h) noexcept { return h.session_key_; }
-  static void store_session(const TlsHandler& h, SSL_SESSION* session) {
-    h.context_->store_session(h.session_key_, session);
+  // Keeps a copy of `session` for the handler's peer (see tls_on_new_session).
+  static void store_copy(const TlsHandler& h, const SSL_SESSION* session) noexcept {
+    SSL_SESSION* copy = SSL_SESSION_dup(session);
+    if (copy == nullptr) return;  // out of memory: the next connection makes a full handshake
+    try {
+      h.context_->store_session(h.session_key_, copy);
+    } catch (...) {
+      SSL_SESSION_free(copy);
+    }
   }
   static void key_log(TlsHandler& h, const char* line) noexcept {
     if (h.kernel_handoff_) h.kernel_handoff_->on_key_log(line, h.io_.out.readable_bytes());
@@ -87,15 +94,17 @@ struct TlsHandlerAccess {
 
 // ---- OpenSSL callbacks --------------------------------------------------------------------------
 
+// The cache keeps a copy, never the connection's own session: an SSL_SESSION shared by connections on
+// two loops is read by one (OpenSSL copies it when a ticket arrives) while the other may drop the last
+// reference, ordered only by OpenSSL's reference count, which the thread sanitizer cannot see. A copy
+// taken from the cache by one connection only (TlsContext::take_session) is shared by nobody; RFC 8446
+// (appendix C.4) asks clients not to use a ticket twice anyway.
 int detail::tls_on_new_session(SSL* ssl, SSL_SESSION* session) {
   TlsHandler* handler = TlsHandlerAccess::of(ssl);
-  if (handler == nullptr || TlsHandlerAccess::session_key(*handler).empty()) return 0;  // OpenSSL frees it
-  try {
-    TlsHandlerAccess::store_session(*handler, session);
-  } catch (...) {
-    return 0;
+  if (handler != nullptr && !TlsHandlerAccess::session_key(*handler).empty()) {
+    TlsHandlerAccess::store_copy(*handler, session);
   }
-  return 1;  // the cache owns the reference now
+  return 0;  // OpenSSL frees its own reference
 }
 
 int detail::tls_on_alpn_select(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* in,
@@ -271,7 +280,7 @@ void TlsHandler::configure_client(Context& ctx) {
   }
   if (context_->resumes_sessions()) {
     session_key_ = name + "|" + ctx.channel().remote_address().to_string();
-    if (SSL_SESSION* session = context_->find_session(session_key_)) {
+    if (SSL_SESSION* session = context_->take_session(session_key_)) {
       SSL_set_session(ssl_, session);  // takes its own reference
       SSL_SESSION_free(session);
     }
@@ -317,6 +326,10 @@ void TlsHandler::handshake_succeeded(Context& ctx) {
     if (sni != nullptr) server_name_ = sni;
   }
   resumed_ = SSL_session_reused(ssl_) == 1;
+  // A resumed TLS 1.2 session gets no new one (no callback): keep it for the next connection.
+  if (resumed_ && !session_key_.empty() && SSL_version(ssl_) < TLS1_3_VERSION) {
+    TlsHandlerAccess::store_copy(*this, SSL_get0_session(ssl_));
+  }
   small_records_left_ = kSmallRecordBytes;
   last_write_ = ctx.loop().now();
   if (kernel_ == Kernel::pending && !detail::KernelTlsHandoff::suits(ssl_)) {

@@ -476,6 +476,51 @@ TEST(TlsHandler, ClientResumesItsSession) {
   }
 }
 
+// A kept session goes to one connection only: two connections opened at once with one ticket kept
+// cannot both resume it. Sharing one SSL_SESSION between connections on two loops is a data race.
+TEST(TlsHandler, AKeptSessionResumesOneConnectionOnly) {
+  auto server_context = TlsContext::server()
+                            .certificate_chain_pem(test_pki().localhost.cert_pem)
+                            .private_key_pem(test_pki().localhost.key_pem)
+                            .build();
+  ASSERT_EQ(SSL_CTX_set_num_tickets(server_context->native_handle(), 1), 1);
+  auto client_context = test_client_context();
+  TlsPair first(server_context, client_context);
+  first.pump();
+  ASSERT_TRUE(first.client_tls->is_handshake_done());
+  ASSERT_EQ(client_context->cached_client_sessions(), 1u);
+  TlsPair second(server_context, client_context);
+  TlsPair third(server_context, client_context);
+  EXPECT_EQ(client_context->cached_client_sessions(), 0u);  // taken by the second
+  second.pump();
+  third.pump();
+  ASSERT_TRUE(second.client_tls->is_handshake_done());
+  ASSERT_TRUE(third.client_tls->is_handshake_done());
+  EXPECT_TRUE(second.client_tls->session_resumed());
+  EXPECT_FALSE(third.client_tls->session_resumed());
+  EXPECT_EQ(client_context->cached_client_sessions(), 2u);  // one new ticket from each
+  EXPECT_NE(SSL_get_session(second.client_tls->native_handle()), SSL_get_session(third.client_tls->native_handle()));
+}
+
+// TLS 1.2 gives no new session on resumption; the one resumed is kept again, so every later
+// connection resumes.
+TEST(TlsHandler, ATls12SessionResumesEveryLaterConnection) {
+  auto server_context = TlsContext::server()
+                            .certificate_chain_pem(test_pki().localhost.cert_pem)
+                            .private_key_pem(test_pki().localhost.key_pem)
+                            .max_version(TlsVersion::tls1_2)
+                            .build();
+  auto client_context = test_client_context();
+  for (int connection = 0; connection < 4; ++connection) {
+    SCOPED_TRACE(connection);
+    TlsPair pair(server_context, client_context);
+    pair.pump();
+    ASSERT_TRUE(pair.client_tls->is_handshake_done());
+    EXPECT_EQ(pair.client_tls->session_resumed(), connection > 0);
+    EXPECT_EQ(client_context->cached_client_sessions(), 1u);
+  }
+}
+
 TEST(TlsHandler, RenegotiationIsRefused) {
   auto server_context = TlsContext::server()
                             .certificate_chain_pem(test_pki().localhost.cert_pem)

@@ -101,11 +101,12 @@ class TlsContext {
   friend struct TlsHandlerAccess;
   explicit TlsContext(bool server) noexcept : server_(server) {}
 
-  // Client session cache, keyed by the peer (host name or address, and port). Owns one reference on
-  // each session. Thread-safe.
+  // Client session cache, keyed by the peer (host name or address, and port): a few sessions per
+  // peer, each handed to one connection only (take_session). Takes the reference it is given.
+  // Thread-safe.
   void store_session(const std::string& key, ssl_session_st* session) const;
-  // A new reference on the session kept for `key`, or null.
-  ssl_session_st* find_session(const std::string& key) const;
+  // The newest resumable session kept for `key`, removed from the cache (the caller owns it), or null.
+  ssl_session_st* take_session(const std::string& key) const;
 
   ssl_ctx_st* ctx_ = nullptr;
   bool server_;
@@ -116,7 +117,8 @@ class TlsContext {
   std::unordered_map<std::string, TlsContextPtr> server_names_;  // lower-case host -> context
   TlsServerNameResolver resolver_;
   mutable std::mutex sessions_mutex_;
-  mutable std::unordered_map<std::string, ssl_session_st*> sessions_;
+  mutable std::unordered_map<std::string, std::vector<ssl_session_st*>> sessions_;  // newest last
+  mutable std::size_t session_count_ = 0;
 };
 
 /// Builds a TlsContext (TlsContext::server() or TlsContext::client()). Methods marked "Server only"
