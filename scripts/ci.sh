@@ -9,14 +9,14 @@
 # Environment:
 #   WEFT_CI_PRESETS  the presets to run (default "release asan tsan"; packaging runs with release)
 #   LABEL            run only the tests of one layer label (core, buffer, channel, ...)
-#   FUZZ_SECONDS     seconds per libFuzzer target (default 15); WEFT_CI_FUZZ=0 skips the fuzz phases
+#   FUZZ_SECONDS     seconds per libFuzzer target (default 10); WEFT_CI_FUZZ=0 skips the fuzz phases
 # The parallelism of the tests is the test presets' (CMakePresets.json, execution.jobs).
 # The budget: a cold run (no build directory, no compiler cache) on a 2-core machine within 2,100 s.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 presets=${WEFT_CI_PRESETS:-release asan tsan}
-fuzz_seconds=${FUZZ_SECONDS:-15}
+fuzz_seconds=${FUZZ_SECONDS:-10}
 out=build/ci
 mkdir -p "$out"
 phases=$out/phases.tsv
