@@ -223,15 +223,13 @@ EchoResult run_echo(const EchoOptions& options, const ProgressFn& progress) {
 
   if (run.connect_failures().count() == threads) throw LoadError(run.connect_failures().first_reason());
   Stats all = run.merge();
-  EchoResult result;
-  result.total_ms =
-      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(shared.end_time() - start).count()) /
-      1e6;
-  result.round_trips = all.responses;
-  result.latency = std::move(all.latency);
-  result.errors = all.errors;
+  const auto total_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(shared.end_time() - start).count();
+  EchoResult result{.round_trips = all.responses,
+                    .total_ms = static_cast<double>(total_ns) / 1e6,
+                    .latency = std::move(all.latency),  // moved, not built empty and assigned: 280 KiB less to clear
+                    .errors = all.errors,
+                    .complete = !shared.guard_hit()};
   result.errors.connect += run.connect_failures().count();
-  result.complete = !shared.guard_hit();
   return result;
 }
 
