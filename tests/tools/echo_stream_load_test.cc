@@ -43,6 +43,19 @@ TEST(EchoLoadTest, MaxSecondsStopsARunThatCannotFinish) {
   EXPECT_GT(r.round_trips, 0u);
 }
 
+TEST(EchoLoadTest, UnreachableTargetIsOneLineReason) {
+  const auto port = weft::test::unused_loopback_port();
+  EchoOptions o;
+  o.target = "127.0.0.1:" + std::to_string(port);
+  o.threads = 3;
+  try {
+    run_echo(o);
+    ADD_FAILURE() << "no thread can connect, yet the run did not fail";
+  } catch (const LoadError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot connect to 127.0.0.1:" + std::to_string(port) + ": Connection refused");
+  }
+}
+
 TEST(EchoLoadTest, TargetsAreParsed) {
   EchoTarget t = parse_echo_target("127.0.0.1:9000+100");
   EXPECT_EQ(t.port, 9000);
@@ -74,8 +87,14 @@ TEST(StreamLoadTest, UnreachableTargetIsOneLineReason) {
   const auto port = weft::test::unused_loopback_port();
   StreamOptions o;
   o.target = "127.0.0.1:" + std::to_string(port);
+  o.connections = 3;
   o.duration_s = 1;
-  EXPECT_THROW(run_stream(o), LoadError);
+  try {
+    run_stream(o);
+    ADD_FAILURE() << "no connection can be made, yet the run did not fail";
+  } catch (const LoadError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot connect to 127.0.0.1:" + std::to_string(port) + ": Connection refused");
+  }
 }
 
 }  // namespace

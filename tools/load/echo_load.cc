@@ -23,16 +23,47 @@ namespace weft::load {
 
 namespace {
 
-constexpr std::size_t kLocalSamples = 256;  // per-thread samples kept before merging under the lock
+constexpr std::size_t kLocalSamples = 256;  // per-thread samples kept before adding them under the lock
 
-struct Shared {
-  std::mutex mutex;
-  Histogram latency;
-  Errors errors;
-  std::uint64_t round_trips = 0;
-  std::string first_connect_failure;
-  std::atomic<std::uint64_t> progress_round_trips{0};
-  std::atomic<bool> guard_hit{false};
+// What the client threads count: one Tally for them all (a histogram per thread would cost about
+// 280 KiB each, and a run has thousands of threads), filled in batches under a mutex; the last
+// thread to end finishes it.
+class Shared {
+ public:
+  Shared(Tally& tally, std::size_t threads) : tally_(tally), running_(threads) {}
+
+  // Adds n round trips of a thread, with their latencies.
+  void add(const std::uint64_t* latencies, std::size_t n) {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < n; ++i) tally_.stats.latency.record(latencies[i]);
+    tally_.stats.responses += n;
+    tally_.publish();
+  }
+  // A thread ends, with its errors; the last one to end takes the end time and finishes the tally.
+  void end(const Errors& errors) {
+    std::lock_guard lock(mutex_);
+    tally_.stats.errors.add(errors);
+    if (--running_ == 0) {
+      end_ = Clock::now();
+      tally_.finish();
+    }
+  }
+  // When the last thread ended (once every thread has).
+  TimePoint end_time() {
+    std::lock_guard lock(mutex_);
+    return end_;
+  }
+
+  // A thread stopped at the --max-seconds deadline. Thread-safe.
+  void hit_guard() noexcept { guard_hit_.store(true, std::memory_order_relaxed); }
+  bool guard_hit() const noexcept { return guard_hit_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> guard_hit_{false};
+  std::mutex mutex_;
+  Tally& tally_;
+  std::size_t running_;
+  TimePoint end_{};
 };
 
 // A blocking socket with a 200 ms receive/send timeout, so that threads can watch the deadline.
@@ -123,22 +154,20 @@ EchoResult run_echo(const EchoOptions& options, const ProgressFn& progress) {
   const EchoTarget target = parse_echo_target(options.target);
   const std::string host = target.host == "localhost" ? "127.0.0.1" : target.host;
 
-  Shared shared;
   const auto threads = static_cast<std::size_t>(options.threads);
+  Run run;
+  run.add_tallies(1);
+  Shared shared(run.tally(0), threads);
   std::latch ready(static_cast<std::ptrdiff_t>(threads) + 1);
   std::latch go(1);
-  std::atomic<std::int64_t> last_end_ns{0};
-  const TimePoint guard = Clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(options.max_seconds * 1e9));
+  const TimePoint guard = deadline_after(Clock::now(), options.max_seconds);
 
   auto body = [&](std::size_t index) {
     const auto port = static_cast<std::uint16_t>(target.port + static_cast<int>(index % static_cast<std::size_t>(target.ports)));
     Socket socket;
     if (int err = socket.connect(SocketAddress::from(host, port)); err != 0) {
-      std::lock_guard lock(shared.mutex);
-      ++shared.errors.connect;
-      if (shared.first_connect_failure.empty()) {
-        shared.first_connect_failure = fmt::format("cannot connect to {}:{}: {}", target.host, port, std::strerror(err));
-      }
+      run.connect_failures().add(fmt::format("cannot connect to {}:{}: {}", target.host, port, std::strerror(err)));
+      shared.end({});
       ready.count_down();
       return;
     }
@@ -150,29 +179,22 @@ EchoResult run_echo(const EchoOptions& options, const ProgressFn& progress) {
     std::uint64_t local[kLocalSamples];
     std::size_t local_count = 0;
     Errors errors;
-    std::uint64_t done = 0;
-    auto merge = [&] {
-      std::lock_guard lock(shared.mutex);
-      for (std::size_t i = 0; i < local_count; ++i) shared.latency.record(local[i]);
-      shared.round_trips += local_count;
-      local_count = 0;
-    };
     for (int round = 0; round < options.rounds; ++round) {
       const TimePoint t = Clock::now();
       if (t >= guard) {
-        shared.guard_hit.store(true);
+        shared.hit_guard();
         break;
       }
       int err = socket.send_all(out.data(), out.size(), guard);
       if (err != 0) {
         ++(err == ETIMEDOUT ? errors.timeout : errors.write);
-        if (err == ETIMEDOUT) shared.guard_hit.store(true);
+        if (err == ETIMEDOUT) shared.hit_guard();
         break;
       }
       err = socket.recv_all(in.data(), in.size(), guard);
       if (err != 0) {
         ++(err == ETIMEDOUT ? errors.timeout : errors.read);
-        if (err == ETIMEDOUT) shared.guard_hit.store(true);
+        if (err == ETIMEDOUT) shared.hit_guard();
         break;
       }
       const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
@@ -181,16 +203,13 @@ EchoResult run_echo(const EchoOptions& options, const ProgressFn& progress) {
         break;
       }
       local[local_count++] = static_cast<std::uint64_t>(elapsed);
-      if (local_count == kLocalSamples) merge();
-      if ((++done & 63) == 0) shared.progress_round_trips.fetch_add(64, std::memory_order_relaxed);
+      if (local_count == kLocalSamples) {
+        shared.add(local, local_count);
+        local_count = 0;
+      }
     }
-    merge();
-    const std::int64_t end = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-    std::int64_t prev = last_end_ns.load();
-    while (prev < end && !last_end_ns.compare_exchange_weak(prev, end)) {
-    }
-    std::lock_guard lock(shared.mutex);
-    shared.errors.add(errors);
+    shared.add(local, local_count);
+    shared.end(errors);
   };
 
   std::vector<std::thread> pool;
@@ -199,36 +218,18 @@ EchoResult run_echo(const EchoOptions& options, const ProgressFn& progress) {
   ready.arrive_and_wait();
   const TimePoint start = Clock::now();
   go.count_down();
+  run.wait(start, TimePoint::max(), progress);
+  for (auto& t : pool) t.join();
 
-  if (progress) {
-    // Poll for the end with short sleeps; report once a second.
-    std::atomic<bool> finished{false};
-    std::thread reporter([&] {
-      auto tick = start + std::chrono::seconds(1);
-      while (!finished.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        if (Clock::now() >= tick && !finished.load()) {
-          progress(std::chrono::duration<double>(Clock::now() - start).count(), shared.progress_round_trips.load(), 0);
-          tick += std::chrono::seconds(1);
-        }
-      }
-    });
-    for (auto& t : pool) t.join();
-    finished.store(true);
-    reporter.join();
-  } else {
-    for (auto& t : pool) t.join();
-  }
-
-  if (shared.errors.connect == threads) throw LoadError(shared.first_connect_failure);
-  EchoResult result;
-  const std::int64_t end = last_end_ns.load();
-  const auto start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
-  result.total_ms = static_cast<double>(end - start_ns) / 1e6;
-  result.round_trips = shared.round_trips;
-  result.latency.merge(shared.latency);
-  result.errors = shared.errors;
-  result.complete = !shared.guard_hit.load();
+  if (run.connect_failures().count() == threads) throw LoadError(run.connect_failures().first_reason());
+  Stats all = run.merge();
+  const auto total_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(shared.end_time() - start).count();
+  EchoResult result{.round_trips = all.responses,
+                    .total_ms = static_cast<double>(total_ns) / 1e6,
+                    .latency = std::move(all.latency),  // moved, not built empty and assigned: 280 KiB less to clear
+                    .errors = all.errors,
+                    .complete = !shared.guard_hit()};
+  result.errors.connect += run.connect_failures().count();
   return result;
 }
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "histogram.h"
-#include "http_load.h"
 #include "report.h"
+#include "run.h"
 
 namespace weft::load {
 

@@ -129,7 +129,7 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
   const std::string request =
       encode_simple_request(options.size, options.call == "stream" ? 0 : options.size);
 
-  Run run(options.threads);
+  LoopRun run(options.threads);
   run.add_workers([&run](EventLoop& loop) { return std::make_unique<GrpcWorker>(run, loop); });
 
   const auto t0 = Clock::now();

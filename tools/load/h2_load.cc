@@ -475,7 +475,7 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
     tls_options.handshake_timeout = timeout;
   }
 
-  Run run(options.threads);
+  LoopRun run(options.threads);
   SetupSync sync(run.loops().size());
   std::size_t next_index = 0;
   run.add_workers([&](EventLoop& loop) { return std::make_unique<H2Worker>(run, loop, next_index++, config, sync); });

@@ -361,7 +361,7 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
     tls_options.handshake_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000));
   }
 
-  Run run(options.threads);
+  LoopRun run(options.threads);
   run.add_workers([&](EventLoop& loop) {
     return std::make_unique<HttpWorker>(run, loop, config, options.rate / static_cast<double>(run.loops().size()));
   });

@@ -39,6 +39,13 @@ std::string ConnectFailures::first_reason() const {
   return first_reason_;
 }
 
+void Tally::finish() {
+  if (finished_) return;
+  finished_ = true;
+  publish();
+  run_.tally_finished();
+}
+
 void Worker::begin() {
   began_ = true;
   if (timeout_ns_ > 0) {
@@ -54,13 +61,6 @@ void Worker::stop() {
   for (Session* s : std::vector<Session*>(sessions_)) s->close();
 }
 
-void Worker::finish() {
-  if (finished_) return;
-  finished_ = true;
-  publish();
-  run_.worker_finished();
-}
-
 void Worker::check_timeouts() {
   if (!sending()) return;
   const Nanos now = now_ns();
@@ -74,41 +74,66 @@ void Worker::check_timeouts() {
   publish();
 }
 
-Run::Run(int threads) : loops_(epoll(), static_cast<std::size_t>(threads), "weft-load") {}
-
-void Run::add_workers(const std::function<std::unique_ptr<Worker>(EventLoop&)>& make) {
-  for (std::size_t i = 0; i < loops_.size(); ++i) workers_.push_back(make(loops_.at(i)));
+void Run::add_tallies(std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) add(std::make_unique<Tally>(*this));
 }
 
-Worker& Run::worker_of_loop(EventLoop& loop) const noexcept {
-  for (const auto& w : workers_) {
+void Run::wait(TimePoint start, TimePoint end, const ProgressFn& progress, ProgressCounts counts) {
+  for (auto tick = start + std::chrono::seconds(1);; tick += std::chrono::seconds(1)) {
+    {
+      std::unique_lock lock(mutex_);
+      if (finished_cv_.wait_until(lock, std::min(tick, end), [&] { return finished_ == tallies_.size(); })) break;
+    }
+    if (Clock::now() >= end) break;
+    if (progress) {
+      std::uint64_t first = 0, second = 0;
+      for (const auto& t : tallies_) {
+        if (counts == ProgressCounts::responses_errors) {
+          first += t->published_responses();
+          second += t->published_errors();
+        } else {
+          first += t->published_requests();
+          second += t->published_responses();
+        }
+      }
+      progress(seconds_since(start), first, second);
+    }
+  }
+}
+
+Stats Run::merge() const {
+  Stats all;
+  for (const auto& t : tallies_) all.merge(t->stats);
+  return all;
+}
+
+void Run::tally_finished() {
+  std::lock_guard lock(mutex_);
+  ++finished_;
+  finished_cv_.notify_all();
+}
+
+LoopRun::LoopRun(int threads) : loops_(epoll(), static_cast<std::size_t>(threads), "weft-load") {}
+
+void LoopRun::add_workers(const std::function<std::unique_ptr<Worker>(EventLoop&)>& make) {
+  for (std::size_t i = 0; i < loops_.size(); ++i) {
+    std::unique_ptr<Worker> w = make(loops_.at(i));
+    workers_.push_back(w.get());
+    add(std::move(w));
+  }
+}
+
+Worker& LoopRun::worker_of_loop(EventLoop& loop) const noexcept {
+  for (Worker* w : workers_) {
     if (&w->loop() == &loop) return *w;
   }
   return *workers_.front();  // not reached: every channel runs on one of the group's loops
 }
 
-void Run::wait(TimePoint start, TimePoint end, const ProgressFn& progress) {
-  for (auto tick = start + std::chrono::seconds(1);; tick += std::chrono::seconds(1)) {
-    {
-      std::unique_lock lock(mutex_);
-      if (finished_cv_.wait_until(lock, std::min(tick, end), [&] { return finished_ == workers_.size(); })) break;
-    }
-    if (Clock::now() >= end) break;
-    if (progress) {
-      std::uint64_t responses = 0, errors = 0;
-      for (const auto& w : workers_) {
-        responses += w->published_responses();
-        errors += w->published_errors();
-      }
-      progress(seconds_since(start), responses, errors);
-    }
-  }
-}
-
-void Run::stop() {
+void LoopRun::stop() {
   std::latch stopped(static_cast<std::ptrdiff_t>(workers_.size()));
-  for (auto& w : workers_) {
-    w->loop().execute([&w, &stopped] {
+  for (Worker* w : workers_) {
+    w->loop().execute([w, &stopped] {
       w->stop();
       stopped.count_down();
     });
@@ -116,19 +141,7 @@ void Run::stop() {
   stopped.wait();
 }
 
-void Run::shutdown() { loops_.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait(); }
-
-Stats Run::merge() const {
-  Stats all;
-  for (const auto& w : workers_) all.merge(w->stats);
-  return all;
-}
-
-void Run::worker_finished() {
-  std::lock_guard lock(mutex_);
-  ++finished_;
-  finished_cv_.notify_all();
-}
+void LoopRun::shutdown() { loops_.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait(); }
 
 TimePoint deadline_after(TimePoint start, double seconds) noexcept {
   return seconds > 0 ? start + std::chrono::nanoseconds(static_cast<Nanos>(seconds * 1e9)) : TimePoint::max();

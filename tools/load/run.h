@@ -1,9 +1,12 @@
 #pragma once
-// The core every event-loop mode of weft-load runs on (h2load's shape: one worker and its stats per
-// loop, the protocols behind a session interface): the clock, the run's deadline and stop, connect
-// failures, timeouts, progress once a second, and the merge of the workers' counts into one.
-// A mode (http_load.cc, h2_load.cc, grpc_load.cc) subclasses Worker for its loop-side state and
-// makes its connections Sessions; the calling thread drives a Run.
+// The core every mode of weft-load runs on (h2load's shape: one worker and its stats per loop, the
+// protocols behind a session interface): the clock, the run's deadline and stop, connect failures,
+// timeouts, progress once a second, and the merge of the threads' counts into one.
+// A Run holds one Tally per thread that counts, waits with progress until the deadline or until
+// every tally has finished, and merges them. A LoopRun is a Run on event loops, one Worker (a Tally
+// with its loop, sessions and timeouts) per loop: a mode (http_load.cc, h2_load.cc, grpc_load.cc,
+// stream_load.cc) subclasses Worker for its loop-side state and makes its connections Sessions.
+// echo_load.cc's blocking threads count in a Run of their own. The calling thread drives the run.
 
 #include <atomic>
 #include <chrono>
@@ -34,13 +37,17 @@ inline Nanos now_ns() noexcept {
 }
 
 // Called about once per second from the calling thread: seconds elapsed, then two counts that
-// depend on the mode (for the event-loop modes: responses so far, errors so far).
+// depend on the mode (ProgressCounts): responses and errors so far (http, h2, grpc; echo: round trips
+// and errors), or requests and responses so far (stream: messages sent and received).
 using ProgressFn = std::function<void(double, std::uint64_t, std::uint64_t)>;
 
-// What one worker counts; the run's result is every worker's, merged. Not thread-safe.
+// Which two counts a run's ProgressFn gets.
+enum class ProgressCounts { responses_errors, requests_responses };
+
+// What one tally counts; the run's result is every tally's, merged. Not thread-safe.
 struct Stats {
-  std::uint64_t requests = 0;   // sent (gRPC: calls)
-  std::uint64_t responses = 0;  // complete responses received (gRPC: messages)
+  std::uint64_t requests = 0;   // sent (gRPC: calls; stream: messages)
+  std::uint64_t responses = 0;  // complete responses received (gRPC, stream: messages; echo: round trips)
   std::uint64_t bytes_read = 0;
   Histogram latency;  // nanoseconds
   Errors errors;
@@ -102,16 +109,47 @@ class Session {
 
 class Run;
 
-// One event loop's share of a run: its stats, its open sessions, whether it sends, and the
-// timeout check. Loop thread only, except where a method says otherwise.
-class Worker {
+// What one thread of a run counts, and the counts it shows the progress report: its owner's only
+// (a worker's loop, or a mode's thread), except where a method says otherwise.
+class Tally {
+ public:
+  explicit Tally(Run& run) : run_(run) {}
+  virtual ~Tally() = default;
+  Tally(const Tally&) = delete;
+  Tally& operator=(const Tally&) = delete;
+
+  // Makes the counts so far visible to the progress report.
+  void publish() noexcept {
+    progress_requests_.store(stats.requests, std::memory_order_relaxed);
+    progress_responses_.store(stats.responses, std::memory_order_relaxed);
+    progress_errors_.store(stats.errors.total(), std::memory_order_relaxed);
+  }
+  // Progress counts as last published. Thread-safe.
+  std::uint64_t published_requests() const noexcept { return progress_requests_.load(std::memory_order_relaxed); }
+  std::uint64_t published_responses() const noexcept { return progress_responses_.load(std::memory_order_relaxed); }
+  std::uint64_t published_errors() const noexcept { return progress_errors_.load(std::memory_order_relaxed); }
+
+  // This tally has nothing more to count; the run ends when every tally has said so (or at its
+  // deadline). Publishes first. Once; later calls do nothing.
+  void finish();
+
+  Stats stats;
+
+ private:
+  Run& run_;
+  bool finished_ = false;
+  std::atomic<std::uint64_t> progress_requests_{0};
+  std::atomic<std::uint64_t> progress_responses_{0};
+  std::atomic<std::uint64_t> progress_errors_{0};
+};
+
+// One event loop's share of a LoopRun: a Tally with its loop, its open sessions, whether it sends,
+// and the timeout check. Loop thread only, except where a method says otherwise.
+class Worker : public Tally {
  public:
   // timeout_ns: sessions with requests outstanding and no progress for this long are abandoned,
   // checked every 100 ms; 0: never.
-  Worker(Run& run, EventLoop& loop, Nanos timeout_ns) : run_(run), loop_(loop), timeout_ns_(timeout_ns) {}
-  virtual ~Worker() = default;
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
+  Worker(Run& run, EventLoop& loop, Nanos timeout_ns) : Tally(run), loop_(loop), timeout_ns_(timeout_ns) {}
 
   // Thread-safe.
   EventLoop& loop() const noexcept { return loop_; }
@@ -119,26 +157,12 @@ class Worker {
   bool stopping() const noexcept { return stopping_; }
   bool sending() const noexcept { return began_ && !stopping_; }
 
-  // Makes the counts so far visible to the progress report.
-  void publish() noexcept {
-    progress_responses_.store(stats.responses, std::memory_order_relaxed);
-    progress_errors_.store(stats.errors.total(), std::memory_order_relaxed);
-  }
-  // Progress counts as last published. Thread-safe.
-  std::uint64_t published_responses() const noexcept { return progress_responses_.load(std::memory_order_relaxed); }
-  std::uint64_t published_errors() const noexcept { return progress_errors_.load(std::memory_order_relaxed); }
-
   // The run ends: no more sending, every session closed.
   void stop();
-
-  Stats stats;
 
  protected:
   // The run begins on this loop: sending() from now on, and the timeout check starts.
   void begin();
-  // This worker has nothing more to do; the run ends when every worker has said so (or at its
-  // deadline). Once; later calls do nothing.
-  void finish();
   void add_session(Session* s) { sessions_.push_back(s); }
   void remove_session(Session* s) { std::erase(sessions_, s); }
   const std::vector<Session*>& sessions() const noexcept { return sessions_; }
@@ -146,29 +170,61 @@ class Worker {
  private:
   void check_timeouts();
 
-  Run& run_;
   EventLoop& loop_;
   Nanos timeout_ns_;
   std::vector<Session*> sessions_;
   bool began_ = false;
   bool stopping_ = false;
-  bool finished_ = false;
   TimerId timeout_timer_ = 0;
-  std::atomic<std::uint64_t> progress_responses_{0};
-  std::atomic<std::uint64_t> progress_errors_{0};
 };
 
-// The calling thread's side of a run: the loops and their workers, the wait until the deadline
-// with progress, the stop, and the merged stats. Calling thread only, except where a method says
-// otherwise.
+// The calling thread's side of a run: the tallies, the wait until the deadline with progress, and
+// the merged stats. Calling thread only, except where a method says otherwise.
 class Run {
  public:
-  explicit Run(int threads);
+  Run() = default;
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  // Adds `count` plain tallies, for threads of the mode's own (before wait).
+  void add_tallies(std::size_t count);
+  std::size_t size() const noexcept { return tallies_.size(); }
+  Tally& tally(std::size_t index) const noexcept { return *tallies_[index]; }
+  ConnectFailures& connect_failures() noexcept { return connect_failures_; }
+
+  // Sleeps until `end` or until every tally has finished, calling progress (if set) about once a
+  // second after `start` with the tallies' published counts, the two that `counts` names.
+  void wait(TimePoint start, TimePoint end, const ProgressFn& progress,
+            ProgressCounts counts = ProgressCounts::responses_errors);
+  // Every tally's stats together (once no thread counts any more).
+  Stats merge() const;
+
+  // A tally finished (Tally::finish). Thread-safe.
+  void tally_finished();
+
+ protected:
+  void add(std::unique_ptr<Tally> tally) { tallies_.push_back(std::move(tally)); }
+  // Destroys the tallies (a LoopRun's workers go before its loops).
+  void clear() noexcept { tallies_.clear(); }
+
+ private:
+  std::vector<std::unique_ptr<Tally>> tallies_;
+  ConnectFailures connect_failures_;
+  std::mutex mutex_;
+  std::condition_variable finished_cv_;
+  std::size_t finished_ = 0;
+};
+
+// A Run on event loops, one Worker each: the loops, the stop, the shutdown. Calling thread only,
+// except where a method says otherwise.
+class LoopRun final : public Run {
+ public:
+  explicit LoopRun(int threads);
+  ~LoopRun() { clear(); }
 
   EventLoopGroup& loops() noexcept { return loops_; }
   // Makes each loop's worker: make(loop) for every loop in order.
   void add_workers(const std::function<std::unique_ptr<Worker>(EventLoop&)>& make);
-  std::size_t size() const noexcept { return workers_.size(); }
   template <typename W>
   W& worker(std::size_t index) const noexcept {
     return static_cast<W&>(*workers_[index]);
@@ -178,30 +234,17 @@ class Run {
   W& worker_of(EventLoop& loop) const noexcept {
     return static_cast<W&>(worker_of_loop(loop));
   }
-  ConnectFailures& connect_failures() noexcept { return connect_failures_; }
 
-  // Sleeps until `end` or until every worker has finished, calling progress (if set) about once a
-  // second after `start` with the workers' published counts.
-  void wait(TimePoint start, TimePoint end, const ProgressFn& progress);
   // Stops every worker on its loop and returns once all have.
   void stop();
   // Lets the loops end (after stop). Blocks up to about 2 s.
   void shutdown();
-  // Every worker's stats together (after shutdown).
-  Stats merge() const;
-
-  // A worker finished (Worker::finish). Thread-safe.
-  void worker_finished();
 
  private:
   Worker& worker_of_loop(EventLoop& loop) const noexcept;
 
   EventLoopGroup loops_;
-  std::vector<std::unique_ptr<Worker>> workers_;
-  ConnectFailures connect_failures_;
-  std::mutex mutex_;
-  std::condition_variable finished_cv_;
-  std::size_t finished_ = 0;
+  std::vector<Worker*> workers_;  // owned by the Run, in the loops' order
 };
 
 // The end of a run that started at `start` and lasts `seconds` (0: no deadline). Thread-safe (pure).

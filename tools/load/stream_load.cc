@@ -2,23 +2,18 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
-#include <chrono>
-#include <latch>
 #include <memory>
+#include <string>
 #include <system_error>
-#include <thread>
 #include <vector>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/channel/context.h"
 #include "weft/channel/handler.h"
+#include "weft/channel/socket_address.h"
 #include "weft/codec/codec_error.h"
 #include "weft/codec/length_field_based_frame_decoder.h"
-#include "weft/core/error.h"
-#include "weft/core/event_loop_group.h"
-#include "weft/transport/epoll.h"
 
 namespace weft::load {
 
@@ -27,20 +22,19 @@ namespace {
 constexpr std::size_t kBatchBytes = 64 * 1024;
 constexpr std::size_t kMaxSize = 16 << 20;
 
-// Per event loop; loop thread only except the progress atomic.
-struct Tally {
-  std::uint64_t sent = 0;
-  std::uint64_t received = 0;
-  Errors errors;
-  bool stopping = false;
-  std::vector<Channel*> channels;
-  std::atomic<std::uint64_t> progress_sent{0};
-  std::atomic<std::uint64_t> progress_received{0};
+// One event loop's share of the run: the core's Worker (messages sent are its requests, messages
+// received its responses), with the loop's connections as sessions.
+class StreamWorker final : public Worker {
+ public:
+  StreamWorker(Run& run, EventLoop& loop) : Worker(run, loop, 0) {}
+
+  void attach(Session* s) { add_session(s); }
+  void detach(Session* s) { remove_session(s); }
 };
 
-class Streamer final : public InboundHandler<ByteBuf> {
+class Streamer final : public InboundHandler<ByteBuf>, public Session {
  public:
-  Streamer(Tally& tally, std::size_t size) : tally_(tally) {
+  Streamer(StreamWorker& worker, std::size_t size) : worker_(worker) {
     per_batch_ = std::max<std::size_t>(1, kBatchBytes / (size + 4));
     batch_ = ByteBuf::copy_of(std::string(per_batch_ * (size + 4), 'x'));
     for (std::size_t i = 0; i < per_batch_; ++i) {
@@ -52,41 +46,50 @@ class Streamer final : public InboundHandler<ByteBuf> {
     }
   }
 
+  // Session. A stream has no request that waits for its answer (a counting server answers none):
+  // nothing is outstanding, so no timeout applies.
+  std::size_t in_flight() const noexcept override { return 0; }
+  Nanos last_progress() const noexcept override { return 0; }
+  void abandon() override { close(); }
+  void close() override {
+    if (ctx_ != nullptr) ctx_->channel().close();
+  }
+
   void channel_active(Context& ctx) override {
-    if (tally_.stopping) {
+    if (worker_.stopping()) {
       ctx.close();
       return;
     }
-    tally_.channels.push_back(&ctx.channel());
+    worker_.attach(this);
     ctx_ = &ctx;
     pump();
     ctx.fire_channel_active();
   }
   void channel_inactive(Context& ctx) override {
-    std::erase(tally_.channels, &ctx.channel());
-    if (!tally_.stopping && !closing_on_error_) ++tally_.errors.read;  // the server closed during the run
+    worker_.detach(this);
+    if (!worker_.stopping() && !closing_on_error_) ++worker_.stats.errors.read;  // the server closed during the run
     ctx_ = nullptr;
     ctx.fire_channel_inactive();
   }
   void channel_read(Context&, ByteBuf&&) override {
-    if (tally_.stopping) return;
-    ++tally_.received;
-    if ((tally_.received & 1023) == 0) tally_.progress_received.store(tally_.received, std::memory_order_relaxed);
+    if (worker_.stopping()) return;
+    if ((++worker_.stats.responses & 1023) == 0) worker_.publish();
   }
   void writability_changed(Context& ctx) override {
     if (ctx.channel().is_writable()) pump();
     ctx.fire_writability_changed();
   }
   void exception_caught(Context& ctx, std::exception_ptr error) override {
-    if (!tally_.stopping) {
+    if (!worker_.stopping()) {
+      Errors& errors = worker_.stats.errors;
       try {
         std::rethrow_exception(error);
       } catch (const DecoderError&) {
-        ++tally_.errors.parse;
+        ++errors.parse;
       } catch (const std::system_error& e) {
-        ++(e.code().value() == EPIPE ? tally_.errors.write : tally_.errors.read);
+        ++(e.code().value() == EPIPE ? errors.write : errors.read);
       } catch (...) {
-        ++tally_.errors.read;
+        ++errors.read;
       }
       closing_on_error_ = true;  // counted here; the close that follows is not a second error
     }
@@ -95,15 +98,15 @@ class Streamer final : public InboundHandler<ByteBuf> {
 
  private:
   void pump() {
-    if (ctx_ == nullptr || tally_.stopping) return;
+    if (ctx_ == nullptr || worker_.stopping()) return;
     Channel& ch = ctx_->channel();
     std::uint64_t sent = 0;
     while (ch.is_writable() && sent < 16 * per_batch_) {
       ctx_->write(batch_.slice());
       sent += per_batch_;
     }
-    tally_.sent += sent;
-    tally_.progress_sent.store(tally_.sent, std::memory_order_relaxed);
+    worker_.stats.requests += sent;
+    worker_.publish();
     ctx_->flush();
     // Still writable (the flush drained at once): yield to the loop's other channels, then go on.
     if (ch.is_writable()) {
@@ -113,7 +116,7 @@ class Streamer final : public InboundHandler<ByteBuf> {
     }
   }
 
-  Tally& tally_;
+  StreamWorker& worker_;
   Context* ctx_ = nullptr;
   ByteBuf batch_;
   std::size_t per_batch_ = 1;
@@ -135,90 +138,44 @@ StreamResult run_stream(const StreamOptions& options, const ProgressFn& progress
   }
   const auto size = static_cast<std::size_t>(options.size);
 
-  EventLoopGroup loops(epoll(), static_cast<std::size_t>(options.threads), "weft-load");
-  std::vector<std::unique_ptr<Tally>> tallies;
-  for (std::size_t i = 0; i < loops.size(); ++i) tallies.push_back(std::make_unique<Tally>());
-  auto tally_of = [&](EventLoop& loop) -> Tally& {
-    for (std::size_t i = 0; i < loops.size(); ++i) {
-      if (&loops.at(i) == &loop) return *tallies[i];
-    }
-    return *tallies.front();
-  };
+  LoopRun run(options.threads);
+  run.add_workers([&run](EventLoop& loop) { return std::make_unique<StreamWorker>(run, loop); });
 
   Bootstrap bootstrap;
-  bootstrap.group(loops)
+  bootstrap.group(run.loops())
       .option(option::tcp_nodelay, true)
       .option(option::read_buffer_max, 256 * 1024)
-      .handler([&tally_of, size](Channel& ch) {
+      .handler([&run, size](Channel& ch) {
         ch.pipeline()
             .add_last("frames", std::make_shared<LengthFieldBasedFrameDecoder>(LengthFieldBasedFrameDecoder::Options{
                                     .max_frame_length = kMaxSize + 4, .length_field_length = 4}))
-            .add_last("stream", std::make_shared<Streamer>(tally_of(ch.loop()), size));
+            .add_last("stream", std::make_shared<Streamer>(run.worker_of<StreamWorker>(ch.loop()), size));
       });
-
-  auto stop_all = [&] {
-    std::latch stopped(static_cast<std::ptrdiff_t>(loops.size()));
-    for (std::size_t i = 0; i < loops.size(); ++i) {
-      loops.at(i).execute([&, i] {
-        Tally& t = *tallies[i];
-        t.stopping = true;
-        for (Channel* ch : std::vector<Channel*>(t.channels)) ch->close();
-        stopped.count_down();
-      });
-    }
-    stopped.wait();
-  };
 
   const auto t0 = Clock::now();
-  std::vector<Future<ChannelPtr>> connects;
-  for (int i = 0; i < options.connections; ++i) connects.push_back(bootstrap.connect(address));
-  std::uint64_t failures = 0;
-  std::string first_failure;
-  for (auto& f : connects) {
-    f.wait();
-    if (auto error = f.error()) {
-      ++failures;
-      if (first_failure.empty()) {
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::system_error& e) {
-          first_failure = e.code().message();
-        } catch (const std::exception& e) {
-          first_failure = e.what();
-        }
-      }
+  {
+    std::vector<Future<ChannelPtr>> connects;
+    for (int i = 0; i < options.connections; ++i) connects.push_back(bootstrap.connect(address));
+    if (await_connects(connects, run.connect_failures(), connect_failure_reason).empty()) {
+      run.stop();
+      run.shutdown();
+      throw LoadError(
+          fmt::format("cannot connect to {}: {}", address.to_string(), run.connect_failures().first_reason()));
     }
   }
-  if (failures == connects.size()) {
-    stop_all();
-    loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
-    throw LoadError(fmt::format("cannot connect to {}: {}", address.to_string(), first_failure));
-  }
 
-  const auto end = t0 + std::chrono::nanoseconds(static_cast<std::int64_t>(options.duration_s * 1e9));
-  for (auto tick = t0 + std::chrono::seconds(1); Clock::now() < end; tick += std::chrono::seconds(1)) {
-    std::this_thread::sleep_until(std::min(tick, end));
-    if (progress && Clock::now() < end) {
-      std::uint64_t sent = 0, received = 0;
-      for (auto& t : tallies) {
-        sent += t->progress_sent.load(std::memory_order_relaxed);
-        received += t->progress_received.load(std::memory_order_relaxed);
-      }
-      progress(std::chrono::duration<double>(Clock::now() - t0).count(), sent, received);
-    }
-  }
-  stop_all();
-  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
+  run.wait(t0, deadline_after(t0, options.duration_s), progress, ProgressCounts::requests_responses);
+  run.stop();
+  const double elapsed = seconds_since(t0);
+  run.shutdown();
 
+  const Stats all = run.merge();
   StreamResult result;
   result.duration_s = elapsed;
-  for (auto& t : tallies) {
-    result.sent_messages += t->sent;
-    result.received_messages += t->received;
-    result.errors.add(t->errors);
-  }
-  result.errors.connect += failures;
+  result.sent_messages = all.requests;
+  result.received_messages = all.responses;
+  result.errors = all.errors;
+  result.errors.connect += run.connect_failures().count();
   result.sent_bytes = result.sent_messages * (size + 4);
   result.received_bytes = result.received_messages * (size + 4);
   return result;

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "http_load.h"
 #include "report.h"
+#include "run.h"
 
 namespace weft::load {
 
