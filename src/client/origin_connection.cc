@@ -1,12 +1,10 @@
 #include "origin_connection.h"
 
-#include <arpa/inet.h>
-
 #include <utility>
 
-#include "connect_origin.h"
 #include "exchange.h"
 #include "http1_side.h"
+#include "origin_connector.h"
 #include "origin_pool.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/tls/tls_events.h"
@@ -14,11 +12,6 @@
 
 namespace weft::client::detail {
 namespace {
-
-bool is_ip_literal(const std::string& host) {
-  unsigned char buf[sizeof(in6_addr)];
-  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
 
 // After TLS: completes the pipeline from the protocol ALPN chose, then leaves it. A failed
 // handshake's error is kept (and its exception event taken, so that nothing reaches the tail).
@@ -66,7 +59,7 @@ OriginConnection::OriginConnection(std::weak_ptr<OriginPool> pool, EventLoop& po
 
 OriginConnection::~OriginConnection() = default;
 
-void OriginConnection::start(EventLoopGroup& group) {
+void OriginConnection::start(OriginConnector& connector) {
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   if (options_.connect_timeout > Duration::zero()) {
     connect_timer_ = pool_loop().schedule(options_.connect_timeout, [self] {
@@ -82,26 +75,27 @@ void OriginConnection::start(EventLoopGroup& group) {
   std::string server_name = is_ip_literal(origin_.host()) ? std::string() : origin_.host();
   const bool verify = !options_.insecure;
   Future<ChannelPtr> connected =
-      connect_origin(group, origin_, options_.connect_timeout,
-                     [self, tls, prior_knowledge, context, server_name, verify](Channel& ch) {
-                       if (tls) {
-                         TlsHandlerOptions tls_options;
-                         tls_options.server_name = server_name;
-                         tls_options.verify_hostname = verify;
-                         ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context, tls_options));
-                         ch.pipeline().add_last("alpn", std::make_shared<AlpnSwitch>(self));
-                       } else if (prior_knowledge) {
-                         self->install_http2(ch);
-                       } else {
-                         self->install_http1(ch);
-                       }
-                     });
+      connector.connect(origin_, [self, tls, prior_knowledge, context, server_name, verify](Channel& ch) {
+        if (tls) {
+          TlsHandlerOptions tls_options;
+          tls_options.server_name = server_name;
+          tls_options.verify_hostname = verify;
+          ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context, tls_options));
+          ch.pipeline().add_last("alpn", std::make_shared<AlpnSwitch>(self));
+        } else if (prior_knowledge) {
+          self->install_http2(ch);
+        } else {
+          self->install_http1(ch);
+        }
+      });
   connected.add_listener([self](const Future<ChannelPtr>& f) {
     if (auto error = f.error()) {
       try {
         std::rethrow_exception(error);
       } catch (const ConnectTimeoutError&) {
         error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::connect, self->origin_.to_string()));
+      } catch (const DnsError& e) {
+        error = std::make_exception_ptr(HostResolutionError(e));
       } catch (...) {
       }
       self->on_pool_loop([self, error] { self->failed_to_open(error); });

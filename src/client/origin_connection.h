@@ -18,6 +18,7 @@
 namespace weft::client::detail {
 
 struct Http1Side;
+class OriginConnector;
 
 class OriginConnection final : public PooledConnection {
  public:
@@ -25,8 +26,9 @@ class OriginConnection final : public PooledConnection {
                    const ClientOptions& options, TlsContextPtr tls);
   ~OriginConnection() override;
 
-  // Pool loop. Connects; the pool hears connection_ready or connection_failed.
-  void start(EventLoopGroup& group);
+  // Pool loop. Connects with `connector` (the pool loop's); the pool hears connection_ready or
+  // connection_failed.
+  void start(OriginConnector& connector);
   void send(std::shared_ptr<Exchange> x) override;
   void abandon(Exchange& x) override;
   void close() override;
