@@ -42,7 +42,7 @@ class AlpnSwitch final : public Handler {
     if (!error_) error_ = error;
   }
   void channel_inactive(Context& ctx) override {
-    if (auto connection = connection_.lock()) connection->report_failure(error_);
+    if (auto connection = connection_.lock()) connection->report_failure(ctx.channel().shared_from_this(), error_);
     ctx.fire_channel_inactive();
   }
 
@@ -102,23 +102,66 @@ void OriginConnection::start(OriginConnector& connector) {
       return;
     }
     ChannelPtr channel = f.get();
-    self->on_pool_loop([self, channel] {
-      if (!self->channel_) self->channel_ = channel;
-      if (self->reported_ && !self->ready) channel->close();  // it failed meanwhile (the connect timeout)
-    });
+    self->on_pool_loop([self, channel] { self->connected(channel); });
   });
 }
 
-void OriginConnection::report_failure(std::exception_ptr error) {
-  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+void OriginConnection::connected(ChannelPtr channel) {
+  channel_ = channel;
+  std::vector<Early> early = std::move(early_);
+  early_.clear();
+  if (reported_) {
+    channel->close();  // it failed meanwhile (the connect timeout, close())
+    return;
+  }
+  for (Early& report : early) {
+    if (report.channel != channel) continue;
+    if (report.error) {
+      failed_to_open(report.error);
+    } else {
+      attempt_ready(std::move(report));
+    }
+    return;
+  }
+}
+
+void OriginConnection::attempt_ready(Early report) {
+  if (!channel_) {
+    if (!reported_) early_.push_back(std::move(report));
+    return;
+  }
+  if (report.channel != channel_) return;  // an attempt that lost
+  if (report.http1) http1_ = std::move(report.http1);
+  if (report.h2) http2_ = std::move(report.h2);
+  became_ready(report.capacity, report.http2, std::move(report.channel));
+}
+
+void OriginConnection::attempt_failed(ChannelPtr channel, std::exception_ptr error) {
   if (!error) error = std::make_exception_ptr(ChannelClosedError("the connection closed before it was ready"));
-  on_pool_loop([self, error] { self->failed_to_open(error); });
+  if (!channel_) {
+    // Kept when this attempt is the first to report; the connect future decides whether it counts.
+    bool seen = false;
+    for (const Early& e : early_) seen = seen || e.channel == channel;
+    if (reported_ || seen) return;
+    Early report;
+    report.channel = std::move(channel);
+    report.error = error;
+    early_.push_back(std::move(report));
+    return;
+  }
+  if (channel != channel_) return;  // an attempt that lost
+  failed_to_open(error);
+}
+
+void OriginConnection::report_failure(ChannelPtr channel, std::exception_ptr error) {
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  on_pool_loop(
+      [self, channel = std::move(channel), error]() mutable { self->attempt_failed(std::move(channel), error); });
 }
 
 void OriginConnection::became_ready(std::size_t capacity_now, bool is_http2, ChannelPtr channel) {
-  channel_ = std::move(channel);
   if (reported_) {
-    channel_->close();  // timed out meanwhile
+    channel->close();  // timed out meanwhile
     return;
   }
   reported_ = true;
@@ -138,6 +181,7 @@ void OriginConnection::failed_to_open(std::exception_ptr error) {
   dead = true;
   if (connect_timer_) pool_loop().cancel(*connect_timer_);
   connect_timer_.reset();
+  early_.clear();
   if (channel_) channel_->close();
   if (auto p = pool()) p->connection_failed(*this, error);
 }

@@ -130,6 +130,58 @@ TEST_P(NameResolutionTest, HappyEyeballsFallsBackFromABlackholedFamily) {
   EXPECT_EQ(client.stats().connect_failures, 0u);
 }
 
+TEST_P(NameResolutionTest, HappyEyeballsRaceBetweenListeningFamiliesHasOneWinner) {
+  if (!have_ipv6_loopback()) GTEST_SKIP() << "no IPv6 loopback (::1) on this machine";
+  // Both addresses of both.weft.test serve, and both attempts start at once: each attempt's
+  // pipeline is set up, the loser's is closed, and the connection is the winner's alone (neither
+  // its readiness nor its close reaches the pool).
+  ChannelPtr v4, v6;
+  for (int attempt = 0; attempt < 20 && !v6; ++attempt) {
+    v4 = test::serve_origin(servers_, OriginKind::http1, accepted_);
+    v6 = serve_http1_on(servers_, SocketAddress::from("::1", v4->local_address().port()));
+    if (!v6) v4->close().get();
+  }
+  ASSERT_TRUE(v6) << "no port free on both ::1 and 127.0.0.1";
+  for (bool h2c : {false, true}) {
+    ChannelPtr h2_v4, h2_v6;
+    if (h2c) {
+      for (int attempt = 0; attempt < 20 && !h2_v6; ++attempt) {
+        h2_v4 = test::serve_origin(servers_, OriginKind::h2c, accepted_);
+        auto router = test::origin_routes(false);
+        Future<ChannelPtr> bound = ServerBootstrap()
+                                       .group(servers_)
+                                       .child_handler([router](Channel& ch) {
+                                         ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>());
+                                         ch.pipeline().add_last("router", router);
+                                       })
+                                       .bind(SocketAddress::from("::1", h2_v4->local_address().port()));
+        bound.wait();
+        if (bound.error()) {
+          h2_v4->close().get();
+        } else {
+          h2_v6 = bound.get();
+        }
+      }
+      ASSERT_TRUE(h2_v6);
+    }
+    const std::uint16_t port = h2c ? h2_v4->local_address().port() : v4->local_address().port();
+    for (int i = 0; i < 10; ++i) {
+      ClientOptions o = options();
+      o.connection_attempt_delay = Duration::zero();
+      o.http2_prior_knowledge = h2c;
+      HttpClient client(clients_, o);
+      auto f = client.get(url("both.weft.test", port, "/hello"));
+      const http::HttpClientResponse& r = test::answer_of(f);
+      EXPECT_EQ(r.status(), 200);
+      EXPECT_EQ(r.body_view(), "hello");
+      const client::ClientStats stats = client.stats();
+      EXPECT_EQ(stats.connections_opened, 1u);
+      EXPECT_EQ(stats.connect_failures, 0u);
+      EXPECT_EQ(stats.retries, 0u);
+    }
+  }
+}
+
 TEST_P(NameResolutionTest, SilentDnsServerFailsWithTheConnectTimeout) {
   test::SilentServer silent;
   ClientOptions o = options();
