@@ -28,7 +28,10 @@ bool is_redirect(int status) {
 }  // namespace
 
 ClientCore::ClientCore(EventLoopGroup& group, ClientOptions options)
-    : group_(group), options_(std::make_shared<const ClientOptions>(std::move(options))), tls_(make_tls(*options_)) {
+    : group_(group),
+      options_(std::make_shared<const ClientOptions>(std::move(options))),
+      tls_(make_tls(*options_)),
+      shared_resolver_(*options_) {
   loops_.reserve(group.size());
   for (std::size_t i = 0; i < group.size(); ++i) loops_.push_back(std::make_unique<LoopClient>(*this, group.at(i)));
 }
@@ -76,16 +79,23 @@ Future<void> ClientCore::close() {
       done.set_value();
     }
   }
+  // Then the blocking transport's resolver, on its own loop, once no loop opens a connection.
   Promise<void> all;
+  auto resolver_closed = [self = shared_from_this(), all]() mutable {
+    self->shared_resolver_.close().add_listener([all](const Future<void>&) mutable { all.set_value(); });
+  };
   auto left = std::make_shared<std::atomic<std::size_t>>(closed.size());
   for (auto& f : closed) {
-    f.add_listener([all, left](const Future<void>&) mutable {
-      if (left->fetch_sub(1) == 1) all.set_value();
+    f.add_listener([resolver_closed, left](const Future<void>&) mutable {
+      if (left->fetch_sub(1) == 1) resolver_closed();
     });
   }
-  if (closed.empty()) all.set_value();
+  if (closed.empty()) resolver_closed();
   return all.future();
 }
+
+LoopClient::LoopClient(ClientCore& core, EventLoop& loop)
+    : core_(core), loop_(loop), connector_(loop, core.group(), core.options(), core.shared_resolver()) {}
 
 void LoopClient::begin(std::shared_ptr<Exchange> x) {
   if (closed_) {
@@ -115,8 +125,8 @@ OriginPool& LoopClient::pool_for(const Url& url) {
   auto it = pools_.find(key);
   if (it == pools_.end()) {
     it = pools_
-             .emplace(std::move(key), std::make_shared<OriginPool>(loop_, core_.group(), url, core_.options(),
-                                                                   core_.tls(), *this, core_.counters()))
+             .emplace(std::move(key), std::make_shared<OriginPool>(loop_, connector_, url, core_.options(), core_.tls(),
+                                                                   *this, core_.counters()))
              .first;
   }
   return *it->second;
@@ -186,6 +196,7 @@ void LoopClient::close() {
   auto pools = std::move(pools_);
   pools_.clear();
   for (auto& [key, pool] : pools) pool->close_all(std::make_exception_ptr(ClientClosedError()));
+  connector_.close();  // after the pools: their connections opening stopped waiting for it
 }
 
 }  // namespace weft::client::detail

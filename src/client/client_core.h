@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exchange.h"
+#include "origin_connector.h"
 #include "origin_pool.h"
 #include "stats_counters.h"
 #include "weft/client/client_options.h"
@@ -24,7 +25,7 @@ class ClientCore;
 // One loop's share of the client. Loop thread only.
 class LoopClient final : public ExchangeSink {
  public:
-  LoopClient(ClientCore& core, EventLoop& loop) noexcept : core_(core), loop_(loop) {}
+  LoopClient(ClientCore& core, EventLoop& loop);
   void begin(std::shared_ptr<Exchange> x);
   void close();
   void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) override;
@@ -39,6 +40,7 @@ class LoopClient final : public ExchangeSink {
 
   ClientCore& core_;
   EventLoop& loop_;
+  OriginConnector connector_;  // this loop's resolver (made on the first name), closed by close()
   std::unordered_map<std::string, std::shared_ptr<OriginPool>> pools_;  // by "scheme://host:port"
   bool closed_ = false;
 };
@@ -56,12 +58,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   const ClientOptions& options() const noexcept { return *options_; }
   const TlsContextPtr& tls() const noexcept { return tls_; }
   StatsCounters& counters() noexcept { return counters_; }
+  SharedResolver& shared_resolver() noexcept { return shared_resolver_; }
 
  private:
   EventLoopGroup& group_;
   std::shared_ptr<const ClientOptions> options_;
   TlsContextPtr tls_;
   StatsCounters counters_;
+  SharedResolver shared_resolver_;  // the blocking transport's (see origin_connector.h)
   std::vector<std::unique_ptr<LoopClient>> loops_;
 };
 

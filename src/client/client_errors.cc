@@ -29,7 +29,7 @@ ResponseTooLargeError::ResponseTooLargeError(std::string_view url, std::size_t l
 TooManyRedirectsError::TooManyRedirectsError(std::string_view url, std::size_t limit)
     : Error(fmt::format("more than {} redirects, the last to {}", limit, url)) {}
 
-HostResolutionError::HostResolutionError(std::string_view host, std::string_view why)
-    : Error(fmt::format("cannot resolve host '{}': {}", host, why)) {}
+HostResolutionError::HostResolutionError(const DnsError& cause)
+    : Error(cause.what()), host_(cause.host()), code_(cause.code()), cause_(std::make_exception_ptr(cause)) {}
 
 }  // namespace weft::client

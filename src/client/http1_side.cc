@@ -52,14 +52,14 @@ void Http1Side::install(Channel& ch, const http::Limits& limits, const std::stri
 }
 
 void Http1Side::active() {
-  if (auto c = connection.lock()) c->http1_ready(channel);
+  if (auto c = connection.lock()) c->http1_ready(shared_from_this(), channel);
 }
 
 void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string request_url) {
   auto self = shared_from_this();
   auto write = [self, ch, request = std::move(request), request_url = std::move(request_url)]() mutable {
     if (self->closed_reported || !ch->is_active()) {
-      if (auto c = self->connection.lock()) c->http1_closed(nullptr, false, true);
+      if (auto c = self->connection.lock()) c->http1_closed(ch, nullptr, false, true);
       return;
     }
     self->awaiting = true;
@@ -72,7 +72,7 @@ void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, s
   if (ch->loop().in_loop()) {
     write();
   } else if (!ch->loop().try_execute(std::move(write))) {
-    if (auto c = connection.lock()) c->http1_closed(nullptr, false, true);
+    if (auto c = connection.lock()) c->http1_closed(ch, nullptr, false, true);
   }
 }
 
@@ -99,7 +99,7 @@ void Http1Side::closed() {
   if (idle_timer && channel) channel->loop().cancel(*idle_timer);
   idle_timer.reset();
   ChannelPtr keep = std::move(channel);  // the cycle channel -> pipeline -> this ends here
-  if (auto c = connection.lock()) c->http1_closed(first_error, answer_started, false);
+  if (auto c = connection.lock()) c->http1_closed(keep, first_error, answer_started, false);
 }
 
 void Http1Side::arm_idle(Duration in) {

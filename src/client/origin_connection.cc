@@ -1,12 +1,10 @@
 #include "origin_connection.h"
 
-#include <arpa/inet.h>
-
 #include <utility>
 
-#include "connect_origin.h"
 #include "exchange.h"
 #include "http1_side.h"
+#include "origin_connector.h"
 #include "origin_pool.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/tls/tls_events.h"
@@ -14,11 +12,6 @@
 
 namespace weft::client::detail {
 namespace {
-
-bool is_ip_literal(const std::string& host) {
-  unsigned char buf[sizeof(in6_addr)];
-  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
 
 // After TLS: completes the pipeline from the protocol ALPN chose, then leaves it. A failed
 // handshake's error is kept (and its exception event taken, so that nothing reaches the tail).
@@ -49,7 +42,7 @@ class AlpnSwitch final : public Handler {
     if (!error_) error_ = error;
   }
   void channel_inactive(Context& ctx) override {
-    if (auto connection = connection_.lock()) connection->report_failure(error_);
+    if (auto connection = connection_.lock()) connection->report_failure(ctx.channel().shared_from_this(), error_);
     ctx.fire_channel_inactive();
   }
 
@@ -66,7 +59,7 @@ OriginConnection::OriginConnection(std::weak_ptr<OriginPool> pool, EventLoop& po
 
 OriginConnection::~OriginConnection() = default;
 
-void OriginConnection::start(EventLoopGroup& group) {
+void OriginConnection::start(OriginConnector& connector) {
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   if (options_.connect_timeout > Duration::zero()) {
     connect_timer_ = pool_loop().schedule(options_.connect_timeout, [self] {
@@ -82,49 +75,93 @@ void OriginConnection::start(EventLoopGroup& group) {
   std::string server_name = is_ip_literal(origin_.host()) ? std::string() : origin_.host();
   const bool verify = !options_.insecure;
   Future<ChannelPtr> connected =
-      connect_origin(group, origin_, options_.connect_timeout,
-                     [self, tls, prior_knowledge, context, server_name, verify](Channel& ch) {
-                       if (tls) {
-                         TlsHandlerOptions tls_options;
-                         tls_options.server_name = server_name;
-                         tls_options.verify_hostname = verify;
-                         ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context, tls_options));
-                         ch.pipeline().add_last("alpn", std::make_shared<AlpnSwitch>(self));
-                       } else if (prior_knowledge) {
-                         self->install_http2(ch);
-                       } else {
-                         self->install_http1(ch);
-                       }
-                     });
+      connector.connect(origin_, [self, tls, prior_knowledge, context, server_name, verify](Channel& ch) {
+        if (tls) {
+          TlsHandlerOptions tls_options;
+          tls_options.server_name = server_name;
+          tls_options.verify_hostname = verify;
+          ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context, tls_options));
+          ch.pipeline().add_last("alpn", std::make_shared<AlpnSwitch>(self));
+        } else if (prior_knowledge) {
+          self->install_http2(ch);
+        } else {
+          self->install_http1(ch);
+        }
+      });
   connected.add_listener([self](const Future<ChannelPtr>& f) {
     if (auto error = f.error()) {
       try {
         std::rethrow_exception(error);
       } catch (const ConnectTimeoutError&) {
         error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::connect, self->origin_.to_string()));
+      } catch (const DnsError& e) {
+        error = std::make_exception_ptr(HostResolutionError(e));
       } catch (...) {
       }
       self->on_pool_loop([self, error] { self->failed_to_open(error); });
       return;
     }
     ChannelPtr channel = f.get();
-    self->on_pool_loop([self, channel] {
-      if (!self->channel_) self->channel_ = channel;
-      if (self->reported_ && !self->ready) channel->close();  // it failed meanwhile (the connect timeout)
-    });
+    self->on_pool_loop([self, channel] { self->connected(channel); });
   });
 }
 
-void OriginConnection::report_failure(std::exception_ptr error) {
-  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+void OriginConnection::connected(ChannelPtr channel) {
+  channel_ = channel;
+  std::vector<Early> early = std::move(early_);
+  early_.clear();
+  if (reported_) {
+    channel->close();  // it failed meanwhile (the connect timeout, close())
+    return;
+  }
+  for (Early& report : early) {
+    if (report.channel != channel) continue;
+    if (report.error) {
+      failed_to_open(report.error);
+    } else {
+      attempt_ready(std::move(report));
+    }
+    return;
+  }
+}
+
+void OriginConnection::attempt_ready(Early report) {
+  if (!channel_) {
+    if (!reported_) early_.push_back(std::move(report));
+    return;
+  }
+  if (report.channel != channel_) return;  // an attempt that lost
+  if (report.http1) http1_ = std::move(report.http1);
+  if (report.h2) http2_ = std::move(report.h2);
+  became_ready(report.capacity, report.http2, std::move(report.channel));
+}
+
+void OriginConnection::attempt_failed(ChannelPtr channel, std::exception_ptr error) {
   if (!error) error = std::make_exception_ptr(ChannelClosedError("the connection closed before it was ready"));
-  on_pool_loop([self, error] { self->failed_to_open(error); });
+  if (!channel_) {
+    // Kept when this attempt is the first to report; the connect future decides whether it counts.
+    bool seen = false;
+    for (const Early& e : early_) seen = seen || e.channel == channel;
+    if (reported_ || seen) return;
+    Early report;
+    report.channel = std::move(channel);
+    report.error = error;
+    early_.push_back(std::move(report));
+    return;
+  }
+  if (channel != channel_) return;  // an attempt that lost
+  failed_to_open(error);
+}
+
+void OriginConnection::report_failure(ChannelPtr channel, std::exception_ptr error) {
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  on_pool_loop(
+      [self, channel = std::move(channel), error]() mutable { self->attempt_failed(std::move(channel), error); });
 }
 
 void OriginConnection::became_ready(std::size_t capacity_now, bool is_http2, ChannelPtr channel) {
-  channel_ = std::move(channel);
   if (reported_) {
-    channel_->close();  // timed out meanwhile
+    channel->close();  // timed out meanwhile
     return;
   }
   reported_ = true;
@@ -144,6 +181,7 @@ void OriginConnection::failed_to_open(std::exception_ptr error) {
   dead = true;
   if (connect_timer_) pool_loop().cancel(*connect_timer_);
   connect_timer_.reset();
+  early_.clear();
   if (channel_) channel_->close();
   if (auto p = pool()) p->connection_failed(*this, error);
 }

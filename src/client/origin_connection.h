@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pooled_connection.h"
 #include "weft/channel/channel.h"
@@ -18,6 +19,7 @@
 namespace weft::client::detail {
 
 struct Http1Side;
+class OriginConnector;
 
 class OriginConnection final : public PooledConnection {
  public:
@@ -25,8 +27,9 @@ class OriginConnection final : public PooledConnection {
                    const ClientOptions& options, TlsContextPtr tls);
   ~OriginConnection() override;
 
-  // Pool loop. Connects; the pool hears connection_ready or connection_failed.
-  void start(EventLoopGroup& group);
+  // Pool loop. Connects with `connector` (the pool loop's); the pool hears connection_ready or
+  // connection_failed.
+  void start(OriginConnector& connector);
   void send(std::shared_ptr<Exchange> x) override;
   void abandon(Exchange& x) override;
   void close() override;
@@ -34,15 +37,31 @@ class OriginConnection final : public PooledConnection {
   // Channel loop: the pipeline's protocol is known (TLS's ALPN, or from the start).
   void install_http1(Channel& ch);
   void install_http2(Channel& ch);
-  // Channel loop: the connection ended before it was ready; `error` may be null.
-  void report_failure(std::exception_ptr error);
+  // Channel loop: `channel` (an attempt's) ended before it was ready; `error` may be null.
+  void report_failure(ChannelPtr channel, std::exception_ptr error);
 
-  // Channel loop (from Http1Side's handlers).
-  void http1_ready(ChannelPtr channel);
+  // Channel loop (from Http1Side's handlers), `channel` being the reporting one.
+  void http1_ready(std::shared_ptr<Http1Side> side, ChannelPtr channel);
   void http1_response(http::HttpClientResponse response);
-  void http1_closed(std::exception_ptr error, bool answer_started, bool never_sent);
+  void http1_closed(ChannelPtr channel, std::exception_ptr error, bool answer_started, bool never_sent);
 
  private:
+  // What an attempt's channel reported before it was known to be the connection's: ready (with
+  // its protocol's state) or failed (`error` set).
+  struct Early {
+    ChannelPtr channel;
+    std::exception_ptr error;
+    std::size_t capacity = 1;
+    bool http2 = false;
+    std::shared_ptr<Http1Side> http1;
+    std::shared_ptr<Http2Connection> h2;
+  };
+  // Pool loop. Happy Eyeballs runs the pipeline's setup on each attempt's channel; only the one the
+  // connect future names (channel_) speaks for the connection. An attempt's first report waits
+  // in early_ until that is known; a losing attempt's reports are dropped (Happy Eyeballs closes it).
+  void attempt_ready(Early report);
+  void attempt_failed(ChannelPtr channel, std::exception_ptr error);
+  void connected(ChannelPtr channel);
   void became_ready(std::size_t capacity, bool is_http2, ChannelPtr channel);  // pool loop
   void failed_to_open(std::exception_ptr error);                               // pool loop
   void send_http2(std::shared_ptr<Exchange> x);
@@ -50,7 +69,8 @@ class OriginConnection final : public PooledConnection {
   Url origin_;
   ClientOptions options_;  // a copy: the connection may outlive its client by a few tasks
   TlsContextPtr tls_;
-  ChannelPtr channel_;                      // set on the pool loop once connected
+  ChannelPtr channel_;                      // set on the pool loop once connected (the winning attempt)
+  std::vector<Early> early_;                // pool loop: reports of attempts, until channel_ is known
   std::shared_ptr<Http1Side> http1_;        // HTTP/1.1: the handlers' state (channel loop)
   std::shared_ptr<Http2Connection> http2_;  // HTTP/2
   std::shared_ptr<Exchange> current_;       // HTTP/1.1: the request on the wire

@@ -13,14 +13,20 @@ namespace weft::client::detail {
 void OriginConnection::install_http1(Channel& ch) {
   http::Limits limits;
   limits.max_body = options_.max_response_body;
-  http1_ = std::make_shared<Http1Side>(std::static_pointer_cast<OriginConnection>(shared_from_this()),
-                                       options_.idle_timeout);
-  http1_->install(ch, limits, origin_.authority());
+  // This attempt's own: the connection takes it once its channel is known to be the one (attempt_ready).
+  auto side = std::make_shared<Http1Side>(std::static_pointer_cast<OriginConnection>(shared_from_this()),
+                                          options_.idle_timeout);
+  side->install(ch, limits, origin_.authority());
 }
 
-void OriginConnection::http1_ready(ChannelPtr channel) {
+void OriginConnection::http1_ready(std::shared_ptr<Http1Side> side, ChannelPtr channel) {
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
-  on_pool_loop([self, channel = std::move(channel)]() mutable { self->became_ready(1, false, std::move(channel)); });
+  on_pool_loop([self, side = std::move(side), channel = std::move(channel)]() mutable {
+    Early report;
+    report.channel = std::move(channel);
+    report.http1 = std::move(side);
+    self->attempt_ready(std::move(report));
+  });
 }
 
 void OriginConnection::http1_response(http::HttpClientResponse response) {
@@ -44,14 +50,15 @@ void OriginConnection::http1_response(http::HttpClientResponse response) {
   });
 }
 
-void OriginConnection::http1_closed(std::exception_ptr error, bool answer_started, bool never_sent) {
+void OriginConnection::http1_closed(ChannelPtr channel, std::exception_ptr error, bool answer_started,
+                                    bool never_sent) {
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
-  on_pool_loop([self, error, answer_started, never_sent] {
+  on_pool_loop([self, channel = std::move(channel), error, answer_started, never_sent]() mutable {
     if (!self->reported_) {
-      self->failed_to_open(
-          error ? error : std::make_exception_ptr(ChannelClosedError("the connection closed before it was ready")));
+      self->attempt_failed(std::move(channel), error);
       return;
     }
+    if (channel != self->channel_) return;  // an attempt that lost (Happy Eyeballs closed it)
     self->dead = true;
     std::shared_ptr<Exchange> x = std::move(self->current_);
     self->in_flight = 0;

@@ -35,18 +35,24 @@ void OriginConnection::install_http2(Channel& ch) {
   // Both listeners run on the channel's loop (the codec's promises are its loop's).
   codec->ready().add_listener([self, connection, channel](const Future<void>& settled) {
     if (auto error = settled.error()) {
-      self->report_failure(error);
+      self->report_failure(channel, error);
       return;
     }
     const std::size_t limit = connection->codec().peer_max_concurrent_streams();
     self->on_pool_loop([self, connection, channel, limit]() mutable {
-      self->http2_ = connection;
-      self->became_ready(limit, true, channel);
+      Early report;
+      report.channel = std::move(channel);
+      report.capacity = limit;
+      report.http2 = true;
+      report.h2 = std::move(connection);
+      self->attempt_ready(std::move(report));
     });
   });
-  channel->close_future().add_listener([self](const Future<void>&) {
-    self->on_pool_loop([self] {
-      if (!self->reported_) return;  // the ready listener reports the failure
+  const Channel* raw = &ch;  // compared only: capturing the channel in its own close future would keep it
+  channel->close_future().add_listener([self, raw](const Future<void>&) {
+    self->on_pool_loop([self, raw] {
+      if (!self->reported_) return;             // the ready listener reports the failure
+      if (self->channel_.get() != raw) return;  // an attempt that lost (Happy Eyeballs closed it)
       self->dead = true;
       if (auto p = self->pool()) p->connection_closed(*self);
     });

@@ -17,10 +17,10 @@ constexpr std::size_t kMaxStreamsPerConnection = 1000;
 
 }  // namespace
 
-OriginPool::OriginPool(EventLoop& loop, EventLoopGroup& group, const Url& origin, const ClientOptions& options,
+OriginPool::OriginPool(EventLoop& loop, OriginConnector& connector, const Url& origin, const ClientOptions& options,
                        TlsContextPtr tls, ExchangeSink& sink, StatsCounters& stats)
     : loop_(loop),
-      group_(group),
+      connector_(connector),
       origin_(origin),
       name_(std::string(origin.scheme_name()) + "://" + origin.authority()),
       options_(options),
@@ -157,7 +157,7 @@ void OriginPool::open() {
   StatsCounters::bump(stats_.connections_opened);
   StatsCounters::bump(stats_.open_connections);
   stats_.peak(connections_.size());
-  c->start(group_);
+  c->start(connector_);
 }
 
 void OriginPool::remove(PooledConnection& c) {

@@ -23,6 +23,8 @@
 
 namespace weft::client::detail {
 
+class OriginConnector;
+
 // Where a pool's requests end: their answer, or their failure (the client's redirects and timers).
 class ExchangeSink {
  public:
@@ -33,8 +35,8 @@ class ExchangeSink {
 
 class OriginPool : public std::enable_shared_from_this<OriginPool> {
  public:
-  OriginPool(EventLoop& loop, EventLoopGroup& group, const Url& origin, const ClientOptions& options, TlsContextPtr tls,
-             ExchangeSink& sink, StatsCounters& stats);
+  OriginPool(EventLoop& loop, OriginConnector& connector, const Url& origin, const ClientOptions& options,
+             TlsContextPtr tls, ExchangeSink& sink, StatsCounters& stats);
   ~OriginPool();
   OriginPool(const OriginPool&) = delete;
   OriginPool& operator=(const OriginPool&) = delete;
@@ -70,7 +72,7 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   bool expired(const PooledConnection& c, TimePoint now) const noexcept;
 
   EventLoop& loop_;
-  EventLoopGroup& group_;
+  OriginConnector& connector_;  // the loop's (LoopClient's): resolves and connects
   Url origin_;
   std::string name_;  // "http://host:port", for messages
   const ClientOptions& options_;

@@ -179,9 +179,7 @@ TEST_P(Http1ClientTest, RequestsFromManyForeignThreads) {
 TEST_P(Http1ClientTest, BadUrlsAndUnreachableHostsFailTyped) {
   HttpClient client(clients_);
   EXPECT_NE(test::failure_of<client::UrlError>(client.get("ftp://127.0.0.1/")).find("scheme"), std::string::npos);
-  EXPECT_NE(test::failure_of<client::HostResolutionError>(client.get("http://no-such-host.invalid/"))
-                .find("no-such-host.invalid"),
-            std::string::npos);
+  // (Names that do not resolve: name_resolution_test.cc.)
   // A port nothing listens on (the server's, closed).
   ChannelPtr server = test::serve_origin(servers_, OriginKind::http1, accepted_);
   const std::string url = test::url_of(server, "http", "/hello");

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <thread>
 
-#include "dns/dns_test_support.h"
+#include "support/dns_servers.h"
 #include "support/transports.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/core/event_loop_group.h"
@@ -27,48 +27,7 @@
 namespace weft {
 namespace {
 
-// A TCP socket bound to `host`:0; listening with `backlog` unless `backlog` is negative (bound, not
-// listening: a connect to it is refused).
-class TestListener {
- public:
-  TestListener(const char* host, int backlog) {
-    SocketAddress local = SocketAddress::from(host, 0);
-    fd_ = ::socket(local.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ok_ = fd_ >= 0 && ::bind(fd_, local.raw(), local.length()) == 0 && (backlog < 0 || ::listen(fd_, backlog) == 0);
-    sockaddr_storage bound{};
-    socklen_t len = sizeof bound;
-    if (ok_) ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len);
-    address_ = SocketAddress(reinterpret_cast<sockaddr*>(&bound), len);
-  }
-  ~TestListener() {
-    for (int fd : fillers_) ::close(fd);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool ok() const { return ok_; }
-  SocketAddress address() const { return address_; }
-
-  // Fills the accept queue of a listener made with backlog 0: one connection waits in it unaccepted,
-  // and the kernel then drops every new SYN. Returns once the queue is seen full (TCP_INFO of a
-  // listening socket: tcpi_unacked is the queue's length).
-  bool fill_accept_queue() {
-    int fd = ::socket(address_.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-    fillers_.push_back(fd);
-    if (::connect(fd, address_.raw(), address_.length()) != 0) return false;
-    for (;;) {
-      tcp_info info{};
-      socklen_t len = sizeof info;
-      if (::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
-      if (info.tcpi_unacked >= 1) return true;
-      std::this_thread::yield();
-    }
-  }
-
- private:
-  int fd_ = -1;
-  bool ok_ = false;
-  SocketAddress address_;
-  std::vector<int> fillers_;
-};
+using test::TestListener;
 
 bool ipv6_loopback_available() {
   TestListener probe("::1", 1);

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <memory>
 
-#include "dns/dns_test_support.h"
+#include "support/dns_servers.h"
 #include "support/transports.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/dns/dns_error.h"

@@ -1,5 +1,6 @@
 // weft-fetch: every URL's line and the summary against weft's own servers (keep-alive, closing
-// after every answer, h2c), a failure's line and the exit status; the binary's command line.
+// after every answer, h2c), a failure's line and the exit status; URLs by name through a DNS server
+// (dnsmasq) given with --dns-server; the binary's command line.
 
 #include "fetch.h"
 
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "client/origin_servers.h"
+#include "support/dns_servers.h"
 #include "support/shell.h"
 
 namespace weft {
@@ -94,6 +96,33 @@ TEST(WeftFetchTest, TheBinary) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << out;
   EXPECT_NE(out.find("ERR 0 "), std::string::npos) << out;
   EXPECT_NE(out.find("scheme"), std::string::npos) << out;
+}
+
+TEST(WeftFetchTest, FetchesByNameThroughTheGivenDnsServer) {
+  WEFT_REQUIRE_DNSMASQ();
+  test::Dnsmasq dns;
+  ASSERT_TRUE(dns.start({"--host-record=origin.weft.test,127.0.0.1"}));
+  EventLoopGroup servers(epoll(), 1);
+  auto accepted = std::make_shared<std::atomic<int>>(0);
+  ChannelPtr server = test::serve_origin(servers, test::OriginKind::http1, accepted);
+  const std::string port = std::to_string(server->local_address().port());
+  const std::string url = "http://origin.weft.test:" + port + "/hello";
+  const std::string unknown = "http://missing.weft.test:" + port + "/hello";
+  fetch::FetchOptions options;
+  options.dns_servers = {dns.address().to_string()};
+  options.urls = {url, unknown};
+  auto [result, out] = fetch_into_string(options);
+  EXPECT_EQ(result, 1) << out;
+  EXPECT_EQ(lines_for(out, "200", url), 1) << out;
+  EXPECT_EQ(lines_for(out, "ERR", unknown), 1) << out;
+  EXPECT_NE(out.find("cannot resolve 'missing.weft.test'"), std::string::npos) << out;
+  int status = 0;
+  out = test::run_shell(std::string(WEFT_FETCH_BIN) + " --dns-server " + dns.address().to_string() + " " + url, status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_EQ(lines_for(out, "200", url), 1) << out;
+  out = test::run_shell(std::string(WEFT_FETCH_BIN) + " --dns-server not-an-address " + url + " 2>&1", status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << out;
+  EXPECT_NE(out.find("--dns-server"), std::string::npos) << out;
 }
 
 }  // namespace

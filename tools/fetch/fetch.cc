@@ -39,6 +39,9 @@ int run_fetch(const FetchOptions& options, std::FILE* out) {
   client_options.max_pending_requests = client_options.max_connections_per_origin;
   client_options.request_timeout =
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.timeout_s));
+  for (const std::string& server : options.dns_servers) {
+    client_options.resolver.servers.push_back(SocketAddress::parse(server));
+  }
   EventLoopGroup group(epoll(), 1, "weft-fetch");
   int ok = 0;
   int failed = 0;

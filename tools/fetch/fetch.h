@@ -14,11 +14,15 @@ struct FetchOptions {
   bool http2 = false;     // h2 by ALPN for https, h2c by prior knowledge for http; else HTTP/1.1 only
   bool insecure = false;  // https: no certificate checks
   double timeout_s = 30;  // each request's whole time (zero: none)
+  // The DNS servers host names are resolved with, "ADDRESS:PORT" ("127.0.0.1:53", "[::1]:53");
+  // empty: those of /etc/resolv.conf. /etc/hosts is read first either way.
+  std::vector<std::string> dns_servers;
 };
 
 // Fetches `options.urls`; writes "STATUS BYTES SECONDS URL" per URL as each ends (a failure:
 // "ERR 0 SECONDS URL error"), then "fetched N URLs: K ok, F failed, B bytes in S s". A status of
-// 400 or more counts as a failure. Returns 0 when none failed, 1 otherwise.
+// 400 or more counts as a failure. Returns 0 when none failed, 1 otherwise. Throws
+// std::invalid_argument for a DNS server that is not ADDRESS:PORT.
 int run_fetch(const FetchOptions& options, std::FILE* out);
 
 }  // namespace weft::fetch

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <stdexcept>
 
 #include "fetch.h"
 
@@ -14,7 +15,14 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure,-k", options.insecure, "https: accept any certificate");
   app.add_option("--timeout", options.timeout_s, "seconds each request may take (0: no limit)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--dns-server", options.dns_servers,
+                 "a DNS server to resolve names with, ADDRESS:PORT (repeatable; default: /etc/resolv.conf's)");
   app.add_option("urls", options.urls, "the URLs")->required();
   CLI11_PARSE(app, argc, argv);
-  return weft::fetch::run_fetch(options, stdout);
+  try {
+    return weft::fetch::run_fetch(options, stdout);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "weft-fetch: --dns-server: %s\n", e.what());
+    return 2;
+  }
 }

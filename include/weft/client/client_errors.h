@@ -6,10 +6,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
 
 #include "weft/core/error.h"
+#include "weft/dns/dns_error.h"
 
 namespace weft::client {
 
@@ -52,12 +54,23 @@ class TooManyRedirectsError : public Error {
   TooManyRedirectsError(std::string_view url, std::size_t limit);
 };
 
-/// A host the client cannot reach by name: until the resolver is in, only numeric addresses and
-/// "localhost" are connected to.
+/// A host name that did not resolve (ClientOptions::resolver): what() is the resolver's message,
+/// which names the host and the reason; code() and cause() keep the resolver's DnsError.
 class HostResolutionError : public Error {
  public:
-  /// `host`: the name; `why`: what failed.
-  HostResolutionError(std::string_view host, std::string_view why);
+  /// From the resolver's failure `cause`.
+  explicit HostResolutionError(const DnsError& cause);
+  /// Thread-safe. The name that did not resolve.
+  const std::string& host() const noexcept { return host_; }
+  /// Thread-safe. Why: NXDOMAIN, no address, timeout, server failure...
+  DnsErrorCode code() const noexcept { return code_; }
+  /// Thread-safe. The resolver's DnsError (rethrow it to inspect it).
+  std::exception_ptr cause() const noexcept { return cause_; }
+
+ private:
+  std::string host_;
+  DnsErrorCode code_;
+  std::exception_ptr cause_;
 };
 
 /// The client was closed (HttpClient::close) before the request could be carried out.

@@ -8,6 +8,7 @@
 
 #include "weft/codec/tls/tls_context.h"
 #include "weft/core/clock.h"
+#include "weft/dns/resolver.h"
 
 namespace weft::client {
 
@@ -22,7 +23,16 @@ struct ClientOptions {
   /// A connection is not given new requests once it is this old (zero: no limit).
   Duration max_connection_age = Duration::zero();
 
-  /// TCP, TLS and (HTTP/2) the server's SETTINGS within this: else TimeoutError::Kind::connect.
+  /// How host names are resolved: DNS servers (empty: /etc/resolv.conf's), the hosts file, cache
+  /// TTLs, the resolution's own timeout. Each loop of the group that connects to a name makes a
+  /// weft::Resolver with these (on the blocking transport, one for the client); numeric hosts are
+  /// never looked up.
+  ResolverOptions resolver;
+  /// Happy Eyeballs (RFC 8305): how long a connection attempt to one of a name's addresses runs
+  /// alone before the next address (of the other family first) is tried as well.
+  Duration connection_attempt_delay = std::chrono::milliseconds(250);
+
+  /// Resolution, TCP, TLS and (HTTP/2) the server's SETTINGS within this: else TimeoutError::Kind::connect.
   Duration connect_timeout = std::chrono::seconds(10);
   /// The whole request, redirects and a retry included: else TimeoutError::Kind::request.
   Duration request_timeout = std::chrono::seconds(60);

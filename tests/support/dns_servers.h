@@ -1,11 +1,13 @@
 #pragma once
-// What the resolver's tests run against: a real DNS server (dnsmasq on 127.0.0.1 with the test's own
-// records), a server that never answers, one whose answers the test scripts (SERVFAIL, malformed);
-// and helpers to run code on a loop.
+// What the resolver's and the HTTP client's tests run against: a real DNS server (dnsmasq on
+// 127.0.0.1 with the test's own records), a server that never answers, one whose answers the test
+// scripts (SERVFAIL, malformed); TCP listeners that refuse or drop connections (Happy Eyeballs); and
+// helpers to run code on a loop.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -271,6 +273,50 @@ class ScriptedDnsServer {
   SocketAddress address_;
   std::atomic<int> queries_{0};
   std::thread thread_;
+};
+
+// A TCP socket bound to `host`:`port` (0: the kernel chooses); listening with `backlog` unless `backlog` is negative
+// (bound, not listening: a connect to it is refused).
+class TestListener {
+ public:
+  TestListener(const char* host, int backlog, std::uint16_t port = 0) {
+    SocketAddress local = SocketAddress::from(host, port);
+    fd_ = ::socket(local.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ok_ = fd_ >= 0 && ::bind(fd_, local.raw(), local.length()) == 0 && (backlog < 0 || ::listen(fd_, backlog) == 0);
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    if (ok_) ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len);
+    address_ = SocketAddress(reinterpret_cast<sockaddr*>(&bound), len);
+  }
+  ~TestListener() {
+    for (int fd : fillers_) ::close(fd);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return ok_; }
+  std::uint16_t port() const { return address_.port(); }
+  SocketAddress address() const { return address_; }
+
+  // Fills the accept queue of a listener made with backlog 0: one connection waits in it unaccepted,
+  // and the kernel then drops every new SYN. Returns once the queue is seen full (TCP_INFO of a
+  // listening socket: tcpi_unacked is the queue's length).
+  bool fill_accept_queue() {
+    int fd = ::socket(address_.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fillers_.push_back(fd);
+    if (::connect(fd, address_.raw(), address_.length()) != 0) return false;
+    for (;;) {
+      tcp_info info{};
+      socklen_t len = sizeof info;
+      if (::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+      if (info.tcpi_unacked >= 1) return true;
+      std::this_thread::yield();
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+  SocketAddress address_;
+  std::vector<int> fillers_;
 };
 
 }  // namespace weft::test
