@@ -187,18 +187,22 @@ class Dnsmasq {
   std::string log_;
 };
 
+// A UDP socket bound to a port of 127.0.0.1 the kernel chose; its address in `address`.
+inline int bound_udp_socket(SocketAddress& address) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  SocketAddress any = SocketAddress::loopback(0);
+  ::bind(fd, any.raw(), any.length());
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  address = SocketAddress(reinterpret_cast<sockaddr*>(&bound), len);
+  return fd;
+}
+
 // A UDP socket on 127.0.0.1 that never reads: a DNS server that does not answer.
 class SilentServer {
  public:
-  SilentServer() {
-    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    SocketAddress any = SocketAddress::loopback(0);
-    ::bind(fd_, any.raw(), any.length());
-    sockaddr_storage bound{};
-    socklen_t len = sizeof bound;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len);
-    address_ = SocketAddress(reinterpret_cast<sockaddr*>(&bound), len);
-  }
+  SilentServer() { fd_ = bound_udp_socket(address_); }
   ~SilentServer() { ::close(fd_); }
   SocketAddress address() const { return address_; }
 
@@ -213,13 +217,7 @@ class ScriptedDnsServer {
  public:
   using Respond = std::function<std::string(std::string query)>;
   explicit ScriptedDnsServer(Respond respond) : respond_(std::move(respond)) {
-    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    SocketAddress any = SocketAddress::loopback(0);
-    ::bind(fd_, any.raw(), any.length());
-    sockaddr_storage bound{};
-    socklen_t len = sizeof bound;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len);
-    address_ = SocketAddress(reinterpret_cast<sockaddr*>(&bound), len);
+    fd_ = bound_udp_socket(address_);
     if (::pipe2(stop_, O_CLOEXEC) != 0) ADD_FAILURE() << "pipe2 failed";
     thread_ = std::thread([this] { serve(); });
   }
