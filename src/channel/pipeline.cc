@@ -17,6 +17,23 @@ namespace weft {
 namespace detail {
 
 constinit thread_local int events_on_this_thread = 0;
+constinit thread_local int pipeline_calls_on_this_thread = 0;
+constinit thread_local bool frees_wait_on_this_thread = false;
+
+namespace {
+// The pipelines that wait (frees_wait_on_this_thread); one destroyed meanwhile leaves the list.
+thread_local std::vector<Pipeline*> waiting_frees;
+}  // namespace
+
+void free_what_waits_on_this_thread() noexcept {
+  frees_wait_on_this_thread = false;
+  // One at a time: freeing a pipeline's handlers may free other pipelines of the list.
+  while (!waiting_frees.empty()) {
+    Pipeline* pipeline = waiting_frees.back();
+    waiting_frees.pop_back();
+    pipeline->free_removed();
+  }
+}
 
 void PipelineHead::write_message(Context&, MessageRef message) { channel_.head_write(message); }
 void PipelineHead::flush(Context&) { channel_.head_flush(); }
@@ -49,6 +66,7 @@ Pipeline::Pipeline(Channel& channel)
 }
 
 Pipeline::~Pipeline() {
+  if (free_when_unwound_) std::erase(detail::waiting_frees, this);
   // Contexts in inline slots give them back to this pipeline: free them while it is whole.
   removed_.clear();
   for (auto& ctx : contexts_) release(*ctx->handler_);
@@ -90,7 +108,31 @@ void Pipeline::schedule_free() {
     free_scheduled_ = false;
     removed_.clear();
   });
-  // Not posted (the loop has terminated): the destructor frees them.
+  if (free_scheduled_) return;
+  // Not posted: the loop's final drain is over, and no turn will come to free them. Left to the
+  // destructor they would never be freed when a removed handler holds its channel (a Connection<>
+  // does: channel -> pipeline -> handler -> channel). Nothing runs on the loop any more, so the
+  // thread calling on the channel now stands for it (as a completion that reaches a terminated loop
+  // runs on the caller's thread): the contexts are freed on it once no pipeline call is left on its
+  // stack -- of any channel: a handler is also called from other channels' calls (an HTTP/2 codec
+  // from its streams') -- or now when there is none.
+  if (detail::pipeline_calls_on_this_thread == 0) {
+    free_removed();
+    return;
+  }
+  if (!free_when_unwound_) detail::waiting_frees.push_back(this);
+  free_when_unwound_ = true;
+  detail::frees_wait_on_this_thread = true;
+}
+
+void Pipeline::free_removed() noexcept {
+  free_when_unwound_ = false;
+  // A removed handler may hold the last reference to the channel, and so to this pipeline: keep it
+  // while the contexts go (one in an inline slot gives the slot back), and touch nothing after.
+  const std::shared_ptr<Channel> keep = channel_.weak_from_this().lock();
+  std::vector<ContextPtr> freed = std::move(removed_);
+  removed_.clear();
+  freed.clear();
 }
 
 void Pipeline::claim(Handler& handler, std::string_view name) {

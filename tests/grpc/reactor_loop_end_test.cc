@@ -8,10 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#endif
-
 #include <any>
 #include <memory>
 #include <mutex>
@@ -92,17 +88,6 @@ class EndsItselfAtShutdown final : public InboundHandler<http2::StreamMessage> {
   }
 };
 
-// The channel layer leaks a stream whose loop terminated before it closed, whatever serves it (a
-// coroutine method too): Pipeline::schedule_free cannot post, and leaves the removed contexts to
-// the pipeline's destructor, while the Connection handler among them holds its channel (a cycle).
-// Not the reactor's: LeakSanitizer looks away from what these tests allocate on their thread.
-struct LeaksOfTheStreamIgnored {
-#if defined(__SANITIZE_ADDRESS__)
-  LeaksOfTheStreamIgnored() { __lsan_disable(); }
-  ~LeaksOfTheStreamIgnored() { __lsan_enable(); }
-#endif
-};
-
 struct LoopEndFixture {
   LoopEndFixture() {
     ServiceRegistry services;
@@ -151,7 +136,6 @@ struct LoopEndFixture {
     ASSERT_TRUE(heard->take().empty()) << "the call ended before the loop did";
   }
 
-  LeaksOfTheStreamIgnored leaks_ignored;  // first: alive while the others are made and destroyed
   std::shared_ptr<HeardByReactor> heard = std::make_shared<HeardByReactor>();
   EmbeddedChannel ch;
   test::H2Client client;

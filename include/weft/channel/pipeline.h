@@ -22,7 +22,12 @@
 ///   once, as Netty does. fire_read is the transport's, from I/O only.
 /// - Removal is delayed destruction. A removed context and its handler are freed from a loop task,
 ///   once every invocation on the stack has returned, whatever entered it: I/O, a timer, a future
-///   listener, a resumed coroutine (none needs a guard of its own).
+///   listener, a resumed coroutine (none needs a guard of its own). Once the loop has terminated
+///   (its final drain over) no task runs any more, and the thread that calls on the channel stands
+///   for the loop: what is removed then is freed when no call on any pipeline is left on that
+///   thread's stack -- at once when there is none. A handler that removes itself there from
+///   outside any pipeline call (a coroutine resumed by a completion) must not use its context
+///   after the removal.
 
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +46,13 @@ class ExecutorGroup;
 namespace detail {
 // Pipeline events (of any channel) being handled on this thread's stack.
 extern constinit thread_local int events_on_this_thread;
+// Calls on pipelines (of any channel) on this thread's stack.
+extern constinit thread_local int pipeline_calls_on_this_thread;
+// Pipelines whose loop has terminated wait for this thread's outermost pipeline call to return to
+// free what was removed from them (Pipeline::schedule_free).
+extern constinit thread_local bool frees_wait_on_this_thread;
+// Frees what waits: no pipeline call is left on this thread's stack.
+void free_what_waits_on_this_thread() noexcept;
 
 // The transport end of the pipeline: outbound operations reach the channel here.
 class PipelineHead final : public Handler {
@@ -198,6 +210,7 @@ class Pipeline {
   friend class Context;
   friend struct detail::ContextDeleter;
   friend class Channel;
+  friend void detail::free_what_waits_on_this_thread() noexcept;
 
   // Counts the calls on this pipeline that are on the stack (see the rules above).
   struct Depth {
@@ -206,8 +219,16 @@ class Pipeline {
       pipeline.check_thread("a pipeline operation");
 #endif
       ++pipeline.depth_;
+      ++detail::pipeline_calls_on_this_thread;
     }
-    ~Depth() { --pipeline.depth_; }
+    ~Depth() {
+      --pipeline.depth_;
+      // The thread's outermost pipeline call returns: what was removed meanwhile from pipelines
+      // whose loop has terminated is freed now (this pipeline may go with it: nothing after).
+      if (--detail::pipeline_calls_on_this_thread == 0 && detail::frees_wait_on_this_thread) [[unlikely]] {
+        detail::free_what_waits_on_this_thread();
+      }
+    }
     Pipeline& pipeline;
   };
   // A call that is one of the pipeline's own inbound events.
@@ -239,8 +260,11 @@ class Pipeline {
   // ChannelOutputClosingEvent from the head, then `then`, as one event (so that what the handlers
   // write on the event is queued before `then` looks at the write queue).
   void deliver_output_closing(std::function<void()> then);
-  // Frees the removed contexts from a loop task (once the channel is registered: it has a loop).
+  // Frees the removed contexts from a loop task (once the channel is registered: it has a loop);
+  // on a terminated loop, once no pipeline call is on the thread's stack (see the rules above).
   void schedule_free();
+  // Frees the removed contexts now. It may free the channel, and this pipeline: nothing after.
+  void free_removed() noexcept;
   // A handler that is not sharable is in one pipeline at a time (Handler::is_sharable).
   static void claim(Handler& handler, std::string_view name);
   static void release(Handler& handler) noexcept;
@@ -275,6 +299,7 @@ class Pipeline {
   std::uint16_t events_ = 0;  // ... of which are its own inbound events
   std::uint8_t used_slots_ = 0;  // bit i: slots_[i] holds a context
   bool free_scheduled_ = false;  // a task to free removed_ is posted
+  bool free_when_unwound_ = false;  // waits for the thread's outermost pipeline call to return
   Context head_;
   Context tail_;
   ContextSlot slots_[kInlineContexts];

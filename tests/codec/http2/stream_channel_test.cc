@@ -830,5 +830,37 @@ TEST(Http2StreamChannelTest, OnATerminatedLoopAReadDeliversNothingAndTheCloseSti
   EXPECT_TRUE(f.recorders[0]->inactive);
 }
 
+// A coroutine on a stream (Connection<StreamMessage>, which holds its channel) whose loop ended
+// before the stream did: the connection's close ends the stream, resumes the coroutine with
+// ChannelClosedError, and frees the stream's channel, its handlers and the coroutine's state.
+TEST(Http2StreamChannelTest, OnATerminatedLoopAStreamServedByACoroutineIsFreedWhenTheConnectionCloses) {
+  std::vector<std::weak_ptr<Connection<StreamMessage>>> served;
+  auto ended = std::make_shared<bool>(false);
+  Fixture f(
+      [&served, ended](StreamChannel& ch, Recorder&) {
+        ends_itself_at_shutdown(ch);
+        served.push_back(serve<StreamMessage>(ch, [ended](Connection<StreamMessage>& c) -> Task<> {
+          try {
+            for (;;) co_await c.read();
+          } catch (const ChannelClosedError&) {
+            *ended = true;
+          }
+        }));
+      },
+      {}, /*with_recorder=*/false);
+  H2Client client;
+  client.request_streamed("POST", "/stream/coroutine");
+  f.pump(client);
+  ASSERT_EQ(f.children.size(), 1u);
+  terminate_the_loop(f, client);
+  const std::weak_ptr<StreamChannel> child = f.children[0];
+  f.children.clear();
+  ASSERT_FALSE(child.expired()) << "the open stream keeps its channel";
+  f.ch.close();
+  EXPECT_TRUE(*ended);
+  EXPECT_TRUE(served[0].expired()) << "the coroutine's connection is freed";
+  EXPECT_TRUE(child.expired()) << "the stream's channel is freed";
+}
+
 }  // namespace
 }  // namespace weft::http2
