@@ -9,7 +9,7 @@
 ///   weft::EventLoopGroup loops(tuned, 4);
 ///
 /// Each loop owns one ring. A listening channel keeps one multishot accept armed; a connection keeps
-/// one multishot receive armed that fills buffers the loop provides from a ring of pooled buffers
+/// one receive armed while reading, into a buffer the loop provides from a ring of pooled buffers
 /// (weft's pooled allocator, a fresh one per completion, handed up the pipeline without a copy); each
 /// flush queues one gathered sendmsg. Nothing is submitted at once: the loop submits what every channel
 /// queued and waits for completions in one io_uring_enter per turn, and the reads of one turn end with

@@ -49,17 +49,18 @@ void IoUringSocketChannel::do_begin_read() {
 }
 
 void IoUringSocketChannel::do_stop_read() {
+  // The armed receive stays: it takes at most one buffer, parked until reading resumes. (Not a
+  // multishot receive with a cancel: that one kept filling the loop's buffers until the cancel
+  // landed, or on and on when the cancel missed it, megabytes per channel that nobody had asked for.)
   want_read_ = false;
-  if (receive_armed_ && !receive_cancelled_) {
-    driver_->cancel(receive_op_);
-    receive_cancelled_ = true;
-  }
 }
 
 void IoUringSocketChannel::arm_receive() {
   if (receive_armed_ || fd_ < 0 || !reading() || connecting_) return;
+  // One buffer per receive, re-armed while reading: what a channel takes from the socket after its
+  // reading stops is bounded by one buffer, as epoll's is by its read batch.
   io_uring_sqe* sqe = driver_->prepare(receive_op_);
-  io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
+  io_uring_prep_recv(sqe, fd_, nullptr, static_cast<unsigned>(driver_->options().buffer_size), 0);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = IoUringDriver::kBufferGroup;
   in_flight_.started(*this);
@@ -87,7 +88,7 @@ void IoUringSocketChannel::on_receive(int result, unsigned flags) {
     if (is_open()) fail_and_close(std::make_exception_ptr(IoError(-result, "read")));
     return;
   }
-  // Re-armed when the kernel ended it (out of provided buffers, a cancel that crossed a resumed read).
+  // The next receive, while reading (also after running out of provided buffers).
   if (is_last(flags) && reading()) arm_receive();
 }
 

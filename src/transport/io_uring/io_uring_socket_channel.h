@@ -1,6 +1,6 @@
 #pragma once
-// A TCP connection on the io_uring transport: one multishot receive armed while reading, at most one
-// gathered send in flight, a connect for client channels.
+// A TCP connection on the io_uring transport: one receive (a provided buffer) armed while reading,
+// at most one gathered send in flight, a connect for client channels.
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -57,12 +57,12 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   // reading
   bool want_read_ = false;
   bool receive_armed_ = false;
-  bool receive_cancelled_ = false;
+  bool receive_cancelled_ = false;  // by close
   bool input_shutdown_ = false;
   bool batch_pending_ = false;  // registered for on_batch_end
   bool eof_in_batch_ = false;
   int batch_reads_ = 0;  // messages fired since the last on_batch_end
-  std::vector<ByteBuf> parked_;  // received while not reading (after a stop, before its cancel landed)
+  std::vector<ByteBuf> parked_;  // received while not reading (by the receive armed when it stopped)
   bool eof_parked_ = false;
 
   // writing: the kernel reads iov_ and the buffers it points into until the send's last completion

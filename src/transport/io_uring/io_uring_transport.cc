@@ -26,7 +26,7 @@ struct Probe {
   std::string reason;
 };
 
-// What the transport needs: a ring, buffer rings, multishot accept and receive (Linux 6.0, probed by
+// What the transport needs: a ring, buffer rings, multishot accept (Linux 6.0, probed by
 // IORING_OP_SEND_ZC which arrived with them), and waits with a timeout argument (IORING_FEAT_EXT_ARG).
 // WEFT_IO_URING=off in the environment refuses it like a kernel that cannot (for comparisons and tests).
 Probe probe_kernel() {
