@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "support/live_count.h"
+#include "support/sanitizers.h"
 #include "weft/core/awaitables.h"
 #include "weft/core/error.h"
 #include "weft/core/event_loop_group.h"
@@ -77,7 +78,7 @@ TEST_F(LoopFixture, ExceptionsReachTheAwaiterAndTheFuture) {
 // finishing tasks grows the stack (either would overflow an 8 MiB stack without it). The transfer is a
 // tail call only in optimised builds without sanitizer instrumentation (ASan's stack redzones and
 // TSan's function exit hooks prevent it), so those builds check the behaviour with short chains.
-#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__OPTIMIZE__) && !defined(WEFT_TEST_SANITIZED)
 constexpr int kChain = 200000;
 constexpr int kLoop = 1000000;
 #else

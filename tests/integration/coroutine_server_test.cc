@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/blocking_client.h"
+#include "support/sanitizers.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/channel/connection.h"
 #include "weft/codec/codec_error.h"
@@ -235,7 +236,7 @@ TEST_P(CoroutineServerTest, InboundMessagesQueueWhileTheCoroutineIsBusyAndArrive
 // side runs in a child process so that each process needs only 10,000 descriptors. Under a sanitizer,
 // which looks for races and lifetimes rather than scale, 2,000 (10,000 took 19 s of TSan's time).
 TEST_P(CoroutineServerTest, TenThousandConcurrentCoroutineConnections) {
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
   constexpr int kConnections = 10000;
 #else
   constexpr int kConnections = 2000;

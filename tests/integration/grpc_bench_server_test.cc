@@ -17,6 +17,7 @@
 
 #include "support/grpc_peer.h"
 #include "support/hello_process.h"
+#include "support/sanitizers.h"
 #include "support/shell.h"
 
 #ifndef WEFT_GRPC_BENCH_SERVER_BIN
@@ -61,7 +62,7 @@ class GrpcBenchServerTest : public ::testing::TestWithParam<Config> {
   // Runs the client: `mode` with 10 calls (threads) on one connection, `size`-byte messages, until
   // kMessages messages or calls have completed (the same work however loaded the machine is).
   void expect_calls(const std::string& mode, int size) {
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
     constexpr long kMessages = 300;
 #else
     constexpr long kMessages = 100;  // a sanitizer looks for races and lifetimes, not rates

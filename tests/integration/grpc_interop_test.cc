@@ -11,28 +11,28 @@
 // an unknown method.
 
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <chrono>
-#include <random>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
+#include <thread>
 
 #include "../../examples/grpc/bench_service.h"
 #include "support/grpc_peer.h"
+#include "support/sanitizers.h"
 #include "support/shell.h"
 #include "support/transports.h"
 #ifdef WEFT_HAVE_BENCH_PROTO
@@ -423,7 +423,7 @@ Task<std::string> peer_server_stream(Client& client, int count, std::size_t size
 // grpc++ streams until the client cancels: 2,000 responses of 20,000 bytes (each past a DATA frame),
 // then CANCEL. A tenth of that under a sanitizer (still 200 windows of 64 KiB): the whole took 43 s
 // of TSan's time.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
 constexpr int kStreamedResponses = 2000;
 #else
 constexpr int kStreamedResponses = 200;

@@ -37,6 +37,7 @@
 #include "support/h2_frames.h"
 #include "support/h2_matrix.h"
 #include "support/h2_scripted_server.h"
+#include "support/sanitizers.h"
 #include "weft/weft.h"
 
 using namespace std::chrono_literals;
@@ -811,7 +812,7 @@ std::string case_param_name(const ::testing::TestParamInfo<CaseParam>& info) {
 // Every row on every transport, in the clear and over TLS. The rows check the engine's answers, which
 // the transport does not change; under a sanitizer, which looks for races and lifetimes, the rows run
 // in the clear on every transport and over TLS on epoll (a third of the 420 rows' time).
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
 INSTANTIATE_TEST_SUITE_P(On, H2ClientConformanceTest,
                          ::testing::Combine(::testing::Values(&::weft::epoll(), &::weft::io_uring(),
                                                               &::weft::blocking()),

@@ -19,6 +19,7 @@
 #include "support/h2_frames.h"
 #include "support/h2_matrix.h"
 #include "support/resident_memory.h"
+#include "support/sanitizers.h"
 #include "weft/weft.h"
 
 using namespace std::chrono_literals;
@@ -101,7 +102,7 @@ TEST_P(Http2NeverReadingClientTest, HundredStreamsOfAnswersNeverReadCostABounded
   EXPECT_LE(watch->max_pending.load(), kHigh + 256 * 1024);
   // What left is what the kernel's buffers took: far less than the 100 MiB the windows allow.
   EXPECT_LT(watch->written.load(), std::size_t{16} << 20) << "of 100 MiB asked for";
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
   EXPECT_LE(rss_after, rss_before + (std::size_t{16} << 20)) << "the server's memory must stay bounded";
 #endif
 }
@@ -151,7 +152,7 @@ TEST_P(Http2NeverReadingClientTest, StreamChannelsThatNeverReadHoldAboutTheirWin
   std::printf("%u stream channels that never read (%s, %s), %u bytes sent each: RSS %+ld KiB\n", kStreams,
               std::string(transport().name()).c_str(), tls() ? "tls" : "h2c", kFrames * kFrame, grown_kib);
   EXPECT_TRUE(f.resets.empty()) << "within their windows, no stream is reset";
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
   // Their windows (65,535 bytes each) and as much again for the read buffers and the allocator's
   // rounding: 12.4 MiB.
   EXPECT_LE(rss_after, rss_before + kStreams * (Settings{}.initial_window_size + 64 * 1024))

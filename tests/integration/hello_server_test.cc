@@ -17,6 +17,7 @@
 #include "support/blocking_client.h"
 #include "support/h2_socket.h"
 #include "support/hello_process.h"
+#include "support/sanitizers.h"
 
 #ifndef WEFT_HELLO_BIN
 #define WEFT_HELLO_BIN ""  // examples not built: the suite is skipped
@@ -259,7 +260,7 @@ TEST_P(HelloServerTest, APipelinerThatNeverReadsCostsBoundedMemory) {
     // one that does not would take all it is sent, so sending also ends after kSending. Under a
     // sanitizer, where RSS is not checked (below), one second at most: the scenario runs, the server
     // must stay healthy.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
   constexpr auto kSending = 5s;
 #else
   constexpr auto kSending = 1s;
@@ -282,7 +283,7 @@ TEST_P(HelloServerTest, APipelinerThatNeverReadsCostsBoundedMemory) {
   const std::size_t after = server_->rss_kib();
   std::printf("weft-hello %s %s: RSS %zu -> %zu KiB after %zu bytes of pipelined requests never read\n",
               GetParam().transport, GetParam().mode, before, after, sent);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
   // (Under a sanitizer, freed memory waits in a quarantine and shadow memory grows with it: RSS says
   // nothing about the server's own bound there. The scenario still runs, and the server must stay healthy.)
   EXPECT_LE(after, before + 16 * 1024) << "RSS " << before << " -> " << after << " KiB after " << sent

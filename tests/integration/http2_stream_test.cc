@@ -13,6 +13,7 @@
 
 #include "support/blocking_client.h"
 #include "support/h2_socket.h"
+#include "support/sanitizers.h"
 #include "support/transports.h"
 #include "weft/weft.h"
 
@@ -23,7 +24,7 @@ namespace {
 
 // 100 MiB: bounds that hold for 1,600 windows. Under a sanitizer (ten times slower under TSan: 16 MiB
 // took 60 s of its time) 4 MiB: still 64 windows of the stream.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
 constexpr std::uint64_t kTransfer = 100ull << 20;
 #else
 constexpr std::uint64_t kTransfer = 4ull << 20;

@@ -19,11 +19,12 @@
 #include <vector>
 
 #include "support/hello_process.h"
+#include "support/sanitizers.h"
 
 namespace weft {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(WEFT_TEST_SANITIZED)
 constexpr std::size_t kRequestBytes = std::size_t{16} << 20;
 #else
 constexpr std::size_t kRequestBytes = std::size_t{100} << 20;
@@ -215,7 +216,7 @@ class ProxyRelayTest : public ::testing::TestWithParam<const char*> {
     expect_relayed(r, kRequestBytes, kReplyBytes);
     std::printf("weft-proxy %s: RSS %zu KiB, at most %zu KiB while relaying %zu MiB to a slow reader\n", GetParam(),
                 before, peak, kRequestBytes >> 20);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(WEFT_TEST_SANITIZED)
     // (Under a sanitizer freed memory waits in a quarantine: RSS says nothing about the proxy's bound.)
     // On io_uring too: its multishot receive kept filling buffers after reading stopped (12-54 MiB).
     EXPECT_LE(peak, before + 16 * 1024) << "the proxy buffered what the slow reader had not taken";

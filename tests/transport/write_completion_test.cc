@@ -13,6 +13,7 @@
 
 #include "support/blocking_client.h"
 #include "support/channel_probe.h"
+#include "support/sanitizers.h"
 #include "support/transports.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/core/error.h"
@@ -26,7 +27,7 @@ class WriteCompletionTest : public test::TransportTest {
  protected:
   // Far more than the socket buffers hold (the server's send buffer is 64 KiB, the client's receive
   // buffer 64 KiB, loopback's may grow to a few MiB); less under a sanitizer.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(WEFT_TEST_SANITIZED)
   static constexpr std::size_t kQueuedBytes = std::size_t{4} << 20;
 #else
   static constexpr std::size_t kQueuedBytes = std::size_t{16} << 20;

@@ -220,9 +220,9 @@ class H2Connection final : public InboundHandler<ByteBuf>, public Session {
   void abandon() override {
     worker_.ended(in_flight_);
     in_flight_ = 0;
-    close();
+    close_connection();
   }
-  void close() override {
+  void close_connection() override {
     closing_ = true;
     if (ctx_ != nullptr) ctx_->close();
   }
@@ -278,7 +278,7 @@ class H2Connection final : public InboundHandler<ByteBuf>, public Session {
     }
     ready_ = true;
     if (worker_.began()) {  // later than the run's start: counted as a failed connection
-      close();
+      close_connection();
       return;
     }
     attached_ = true;

@@ -174,7 +174,7 @@ class Connection final : public InboundHandler<ByteBuf>, public Session {
     unsent_ = 0;
     if (ctx_ != nullptr) ctx_->close();
   }
-  void close() override {
+  void close_connection() override {
     if (ctx_ != nullptr) ctx_->close();
   }
 
@@ -203,7 +203,7 @@ Connection& HttpWorker::connection(std::size_t index) const noexcept {
 
 void HttpWorker::attach(Connection* c) {
   if (stopping()) {
-    c->close();
+    c->close_connection();
     return;
   }
   add_session(c);

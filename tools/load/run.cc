@@ -58,7 +58,7 @@ void Worker::stop() {
   stopping_ = true;
   if (timeout_timer_ != 0) loop_.cancel(timeout_timer_);
   publish();
-  for (Session* s : std::vector<Session*>(sessions_)) s->close();
+  for (Session* s : std::vector<Session*>(sessions_)) s->close_connection();
 }
 
 void Worker::check_timeouts() {

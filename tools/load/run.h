@@ -101,7 +101,7 @@ class Session {
   virtual Nanos last_progress() const noexcept = 0;
   // Gives up on the outstanding requests (the caller counts them) and closes.
   virtual void abandon() = 0;
-  virtual void close() = 0;
+  virtual void close_connection() = 0;
 
  protected:
   ~Session() = default;

@@ -50,8 +50,8 @@ class Streamer final : public InboundHandler<ByteBuf>, public Session {
   // nothing is outstanding, so no timeout applies.
   std::size_t in_flight() const noexcept override { return 0; }
   Nanos last_progress() const noexcept override { return 0; }
-  void abandon() override { close(); }
-  void close() override {
+  void abandon() override { close_connection(); }
+  void close_connection() override {
     if (ctx_ != nullptr) ctx_->channel().close();
   }
 

@@ -1,14 +1,11 @@
-#include "weft/transport/epoll.h"
-
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,9 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "support/sanitizers.h"
+#include "support/transports.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/core/error.h"
-#include "support/transports.h"
+#include "weft/transport/epoll.h"
 
 using namespace std::chrono_literals;
 
@@ -245,7 +244,7 @@ TEST_P(SocketTransportTest, ConnectTimeoutFailsTheConnectFuture) {
 class DescriptorLimitTest : public ::testing::TestWithParam<Transport*> {};
 
 TEST_P(DescriptorLimitTest, RunningOutOfDescriptorsShedsConnectionsAndRecovers) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(WEFT_TEST_ASAN)
   // The ASan runtime opens descriptors of its own (to symbolize the paranoid leak detector's
   // backtraces), taking the one the server frees to shed a connection: the condition this test
   // sets up cannot be held still there. It runs in the release and tsan presets.

@@ -94,8 +94,9 @@ TEST(IoUringTransportTest, ChannelsRunOnTheRingWhenTheKernelOffersIt) {
   SKIP_WITHOUT_IO_URING();
   EventLoopGroup group(io_uring(), 1);
   ChannelPtr server = start_uring_echo(group);
-  EXPECT_NE(std::string(typeid(*server).name()).find("IoUringServerChannel"), std::string::npos)
-      << typeid(*server).name();
+  const Channel& server_channel = *server;
+  EXPECT_NE(std::string(typeid(server_channel).name()).find("IoUringServerChannel"), std::string::npos)
+      << typeid(server_channel).name();
   BlockingClient client(server->local_address().port());
   EXPECT_TRUE(client.round_trip("hello ring"));
 }
@@ -111,7 +112,8 @@ TEST(IoUringTransportDeathTest, WhenTheKernelRefusesTheTransportRunsOnEpoll) {
         if (IoUringTransport::available(&reason) || reason.find("WEFT_IO_URING") == std::string::npos) std::_Exit(2);
         EventLoopGroup group(io_uring(), 1);
         ChannelPtr server = start_uring_echo(group);
-        if (std::string(typeid(*server).name()).find("Epoll") == std::string::npos) std::_Exit(3);
+        const Channel& server_channel = *server;
+        if (std::string(typeid(server_channel).name()).find("Epoll") == std::string::npos) std::_Exit(3);
         BlockingClient client(server->local_address().port());
         std::_Exit(client.round_trip("over epoll") ? 0 : 4);
       },
