@@ -10,7 +10,8 @@ set -euo pipefail
 
 seconds="${1:-20}"
 cd "$(dirname "$0")/.."
-build="${WEFT_FUZZ_BUILD_DIR:-build/fuzz}"
+build="$(realpath -m "${WEFT_FUZZ_BUILD_DIR:-build/fuzz}")"
+root=$PWD
 
 # Only the library and the fuzz targets are built (the option turns the tests, tools, examples and
 # benchmarks off); a unity build compiles the library in a few large translation units.
@@ -23,12 +24,12 @@ ninja -C "$build" -j"$(nproc)" $(cd tests/fuzz && ls *_fuzz.cc | sed 's/_fuzz\.c
 
 # fuzz_one NAME: runs one target for $seconds; its output goes to $build/NAME.log.
 fuzz_one() {
-  local name=$1 seeds="tests/fuzz/corpus/$1/" target="$build/bin/fuzz_$1" work="$build/corpus/$1" dict=()
+  local name=$1 seeds="$root/tests/fuzz/corpus/$1/" target="$build/bin/fuzz_$1" work="$build/corpus/$1" dict=()
   [ -x "$target" ] || { echo "run-fuzz: no target for corpus $name" > "$build/$name.log"; return 1; }
   mkdir -p "$work"
-  [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="../../tests/fuzz/$name.dict")
-  (cd "$build" && "../../$target" "${dict[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-     -print_final_stats=1 "../../$work" "../../$seeds") > "$build/$name.log" 2>&1
+  [ -f "$root/tests/fuzz/$name.dict" ] && dict=(-dict="$root/tests/fuzz/$name.dict")
+  (cd "$build" && "$target" "${dict[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+     -print_final_stats=1 "$work" "$seeds") > "$build/$name.log" 2>&1
 }
 
 names=()
