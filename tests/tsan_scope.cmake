@@ -11,6 +11,7 @@
 set(WEFT_TSAN_SINGLE_THREADED_TESTS
   buffer/byte_buf_test.cc
   buffer/composite_byte_buf_test.cc
+  channel/no_allocation_test.cc
   codec/byte_to_message_decoder_test.cc
   codec/frame_decoders_test.cc
   codec/http1/body_decoder_test.cc

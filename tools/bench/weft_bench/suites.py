@@ -261,9 +261,9 @@ def grpc_peer_dir():
 
 def build_grpc_peer(build=True):
     """(directory of weft-peer-grpc-server and -client, note): built by the peer's build.sh into
-    $TMPDIR/weft-peer-grpc (where shared/peers/serve-peer.sh grpc and grpc-load.sh put them); note is
-    None when they are there, else why not."""
-    out = os.path.join(os.environ.get("TMPDIR", "/tmp"), "weft-peer-grpc")
+    $WEFT_GRPC_PEER_OUT, else $TMPDIR/weft-peer-grpc (where shared/peers/serve-peer.sh grpc and
+    grpc-load.sh put them); note is None when they are there, else why not."""
+    out = os.environ.get("WEFT_GRPC_PEER_OUT") or os.path.join(os.environ.get("TMPDIR", "/tmp"), "weft-peer-grpc")
     src = grpc_peer_dir()
     if build and src is not None:
         done = subprocess.run(["bash", os.path.join(src, "build.sh"), out], capture_output=True, text=True)
