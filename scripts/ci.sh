@@ -10,7 +10,9 @@
 #   WEFT_CI_PRESETS  the presets to run (default "release asan tsan"; packaging runs with release)
 #   LABEL            run only the tests of one layer label (core, buffer, channel, ...)
 #   FUZZ_SECONDS     seconds per libFuzzer target (default 10); WEFT_CI_FUZZ=0 skips the fuzz phases
-# The parallelism of the tests is the test presets' (CMakePresets.json, execution.jobs).
+# The parallelism of the tests is the test presets' (CMakePresets.json, execution.jobs). Every preset runs
+# its tests as gtest shards here (WEFT_TEST_SHARDS; the release preset's default is a ctest test per gtest
+# test): `ctest -R` then picks shards, and a failing test is named in its shard's output.
 # The budget: a cold run (no build directory, no compiler cache) on a 2-core machine within 2,100 s.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -59,7 +61,7 @@ run_tests() {
 
 phase deps bash scripts/install-deps.sh
 for preset in $presets; do
-  phase "$preset: configure" cmake --preset "$preset" -DWEFT_WERROR=ON
+  phase "$preset: configure" cmake --preset "$preset" -DWEFT_WERROR=ON -DWEFT_TEST_SHARDS=ON
   phase "$preset: build" cmake --build --preset "$preset"
   phase "$preset: test" run_tests "$preset"
   if [ "$preset" = release ]; then
