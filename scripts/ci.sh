@@ -46,7 +46,7 @@ phase() {
   fi
 }
 
-# TSan in gcc 12 cannot map its shadow memory when the kernel uses more than 28 bits of mmap
+# TSan (clang 14's, and gcc 12's) cannot map its shadow memory when the kernel uses more than 28 bits of mmap
 # randomness: run the tsan tests without ASLR there.
 tsan_wrap=()
 if [ "$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28)" -gt 28 ] && command -v setarch >/dev/null; then
