@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "support/holds_its_channel.h"
 #include "weft/channel/connection.h"
 #include "weft/channel/embedded_channel.h"
 #include "weft/channel/events.h"
@@ -21,36 +22,9 @@ using namespace std::chrono_literals;
 namespace weft {
 namespace {
 
-// Asks the handler that holds its channel to remove itself, or to close the channel.
-struct RemoveYourself {};
-struct CloseTheChannel {};
-
-// Holds its channel while it lives, as a Connection<> does, and says when it is freed. Ends the
-// channel itself at the loop's shutdown, so that the channel outlives the loop.
-class HoldsItsChannel final : public Handler {
- public:
-  explicit HoldsItsChannel(std::shared_ptr<std::vector<std::string>> log) : log_(std::move(log)) {}
-  ~HoldsItsChannel() override { log_->push_back("freed"); }
-
-  void handler_added(Context& ctx) override { channel_ = ctx.channel().shared_from_this(); }
-  void handler_removed(Context&) override { log_->push_back("removed"); }
-  void user_event(Context& ctx, const std::any& event) override {
-    if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr) ctx.channel().end_for_shutdown_itself();
-    if (std::any_cast<RemoveYourself>(&event) != nullptr) {
-      ctx.pipeline().remove(*this);
-      log_->push_back("still in the call");
-    }
-    if (std::any_cast<CloseTheChannel>(&event) != nullptr) {
-      ctx.close(Promise<void>(&ctx.loop()));
-      log_->push_back("still in the call");
-    }
-    ctx.fire_user_event(event);  // the context still forwards: the call has not returned
-  }
-
- private:
-  std::shared_ptr<std::vector<std::string>> log_;
-  ChannelPtr channel_;
-};
+using test::CloseTheChannel;
+using test::HoldsItsChannel;
+using test::RemoveYourself;
 
 // Records the user events that reach it (after the holder).
 class EventsAfter final : public Handler {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/blocking_client.h"
+#include "support/holds_its_channel.h"
 #include "support/transports.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/events.h"
@@ -29,22 +30,7 @@ namespace {
 class SocketLoopEndTest : public test::TransportTest {};
 WEFT_ON_EVERY_TRANSPORT(SocketLoopEndTest);
 
-// Holds its channel while it lives, ends it itself at the loop's shutdown, says when it is freed.
-class HoldsItsChannel final : public Handler {
- public:
-  explicit HoldsItsChannel(std::shared_ptr<std::vector<std::string>> log) : log_(std::move(log)) {}
-  ~HoldsItsChannel() override { log_->push_back("freed"); }
-  void handler_added(Context& ctx) override { channel_ = ctx.channel().shared_from_this(); }
-  void handler_removed(Context&) override { log_->push_back("removed"); }
-  void user_event(Context& ctx, const std::any& event) override {
-    if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr) ctx.channel().end_for_shutdown_itself();
-    ctx.fire_user_event(event);
-  }
-
- private:
-  std::shared_ptr<std::vector<std::string>> log_;
-  ChannelPtr channel_;
-};
+using test::HoldsItsChannel;
 
 // A connected descriptor, as a server channel would accept it (from a listener of the test's own).
 AcceptedSocket accept_one(test::BlockingClient& client) {
