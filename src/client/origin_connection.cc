@@ -209,7 +209,7 @@ void OriginConnection::send(std::shared_ptr<Exchange> x) {
   ++in_flight;
   x->on = this;
   current_ = x;
-  http1_->send_from_pool(channel_, x->wire_request(), x->url.to_string());
+  http1_->send_from_pool(channel_, x->wire_request(), x->url.to_string(), !x->idempotent());
 }
 
 void OriginConnection::abandon(Exchange& x) {

@@ -9,6 +9,20 @@
 #include "weft/client/client_errors.h"
 
 namespace weft::client::detail {
+namespace {
+
+bool is_timeout(const std::exception_ptr& error) {
+  if (!error) return false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const TimeoutError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
 
 void OriginConnection::install_http1(Channel& ch) {
   http::Limits limits;
@@ -85,9 +99,11 @@ void OriginConnection::http1_closed(ChannelPtr channel, std::exception_ptr error
           std::make_exception_ptr(ChannelClosedError(never_sent ? "the connection closed before the request was sent"
                                                                 : "the server closed the connection before answering"));
     }
-    // Sent again: what was never sent, and an idempotent request whose keep-alive connection
-    // closed before a byte of its answer (the server's idle close racing with our request).
-    const bool retryable = !error && (never_sent || (!answer_started && self->served > 0 && x->idempotent()));
+    // Sent again: what never reached the socket (whatever the connection's error, unless its own
+    // idle timeout), and an idempotent request whose keep-alive connection closed before a byte of
+    // its answer (the server's idle close racing with our request).
+    const bool retryable =
+        never_sent ? !is_timeout(error) : !error && !answer_started && self->served > 0 && x->idempotent();
     p->failed(*self, std::move(x), failure, retryable);
   });
 }

@@ -12,7 +12,9 @@
 ///   name checked (an untrusted or misnamed certificate: TlsHandshakeError, cause() certificate).
 /// - Each loop keeps a pool per origin (scheme, host, port): see ClientOptions for its bounds and
 ///   OriginPool (src/client/origin_pool.h) for its rules. A request that a keep-alive connection
-///   dropped unanswered is sent once more on a fresh connection when it is idempotent.
+///   dropped unanswered is sent once more on a fresh connection when it is idempotent, or when
+///   none of its bytes had been written to the socket (a write completion on its first byte tells;
+///   one that was even partly written is never sent twice).
 /// - A request runs on the caller's loop when the caller is on one of the group's loops, else on
 ///   the next loop; the returned future's listeners (and a co_await's resumption) run on the
 ///   caller's loop when the caller is on any loop.
