@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "body_stream.h"
 #include "origin_connection.h"
 #include "weft/client/client_errors.h"
 
@@ -67,9 +68,11 @@ void Http1Side::active() {
   if (auto c = connection.lock()) c->http1_ready(shared_from_this(), channel);
 }
 
-void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string request_url, bool probe) {
+void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string request_url, bool probe,
+                               std::shared_ptr<Http1Body> body) {
   auto self = shared_from_this();
-  auto write = [self, ch, request = std::move(request), request_url = std::move(request_url), probe]() mutable {
+  auto write = [self, ch, request = std::move(request), request_url = std::move(request_url), probe,
+                body = std::move(body)]() mutable {
     if (self->closed_reported || !ch->is_active()) {
       if (auto c = self->connection.lock()) c->http1_closed(ch, nullptr, false, true);
       return;
@@ -79,6 +82,7 @@ void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, s
     self->url = std::move(request_url);
     self->last_read = ch->loop().now();
     if (self->idle_timeout > Duration::zero()) self->arm_idle(self->idle_timeout);
+    self->streamed_body = std::move(body);
     self->probe = probe ? Probe::pending : Probe::none;
     self->probe_armed = probe;
     ch->write_and_flush(std::move(request));
@@ -101,6 +105,7 @@ void Http1Side::answer(http::HttpClientResponse response) {
   awaiting = false;
   if (idle_timer) channel->loop().cancel(*idle_timer);
   idle_timer.reset();
+  if (auto body = std::move(streamed_body)) body->start();  // its own idle timer from here
   if (auto c = connection.lock()) c->http1_response(std::move(response));
 }
 

@@ -22,6 +22,7 @@
 
 namespace weft::client::detail {
 
+class Http1Body;
 class OriginConnection;
 
 struct Http1Side : std::enable_shared_from_this<Http1Side> {
@@ -31,7 +32,9 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   void install(Channel& ch, const http::Limits& limits, const std::string& authority);
   // Thread-safe. Writes `request` on `ch`'s loop; a channel already closed reports never_sent.
   // `probe`: learn whether any of its bytes were written (see the file's description).
-  void send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string url, bool probe);
+  // `body`: a streamed request's, started when its head comes.
+  void send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string url, bool probe,
+                      std::shared_ptr<Http1Body> body);
 
   void active();
   void bytes_arrived();
@@ -59,6 +62,7 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   std::string url;  // of the request on the wire, for the timeout's message
   std::optional<TimerId> idle_timer;
   std::exception_ptr first_error;
+  std::shared_ptr<Http1Body> streamed_body;  // the request on the wire streams its answer's body
 
  private:
   void arm_idle(Duration in);

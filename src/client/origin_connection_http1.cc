@@ -47,6 +47,16 @@ void OriginConnection::http1_response(http::HttpClientResponse response) {
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   on_pool_loop([self, response = std::move(response)]() mutable {
     std::shared_ptr<Exchange> x = std::move(self->current_);
+    if (x && x->streamed) {
+      // The head: the connection stays the body's until it ends (http1_body_done) or closes.
+      if (!response.keep_alive()) self->dead = true;
+      if (auto p = self->pool()) {
+        p->answered(*self, std::move(x), std::move(response));
+      } else {
+        x->fail_closed(self->pool_loop());
+      }
+      return;
+    }
     self->in_flight = 0;
     ++self->served;
     self->idle_since = self->pool_loop().now();
@@ -61,6 +71,18 @@ void OriginConnection::http1_response(http::HttpClientResponse response) {
       return;
     }
     p->answered(*self, std::move(x), std::move(response));
+  });
+}
+
+void OriginConnection::http1_body_done() {
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  on_pool_loop([self] {
+    if (self->in_flight == 0) return;  // closed meanwhile
+    self->in_flight = 0;
+    ++self->served;
+    self->idle_since = self->pool_loop().now();
+    if (self->dead && self->channel_) self->channel_->close();
+    if (auto p = self->pool()) p->released(*self);
   });
 }
 

@@ -32,6 +32,7 @@
 #include "weft/client/client_errors.h"
 #include "weft/client/client_options.h"
 #include "weft/client/client_stats.h"
+#include "weft/client/response_body.h"
 #include "weft/client/url.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/core/event_loop_group.h"
@@ -61,6 +62,13 @@ class HttpClient {
   /// `request`, whose target is an absolute URL ("https://host/path"); its headers and body are sent
   /// (Host, when it has none, is the URL's authority).
   Future<http::HttpClientResponse> request(http::HttpClientRequest request);
+  /// As request(method, url, body), but the future completes with the response's head, and its body
+  /// is read as it comes, with backpressure (ResponseBody, response_body.h): no bound on its size,
+  /// memory bounded whatever the reader's pace. request_timeout covers the request until the head;
+  /// idle_timeout, each wait for body bytes. A redirect is not followed (it is the answer).
+  Future<StreamedResponse> stream(std::string_view method, std::string_view url, ByteBuf body = {});
+  /// As stream(method, url, body) for `request` (see request(http::HttpClientRequest)).
+  Future<StreamedResponse> stream(http::HttpClientRequest request);
 
   /// Closes every pooled connection; requests still waiting or under way fail with
   /// ClientClosedError, later ones too. The future completes once every loop has closed its pools.
