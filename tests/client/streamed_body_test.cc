@@ -76,8 +76,9 @@ struct Bodies {
 };
 
 // HTTP/1.1, by the request line's path: /large and /small (Content-Length), /chunked (64 KiB chunks
-// and a trailer), /close (no framing: the close ends it), /stall (1 MiB declared, 1,000 bytes sent,
-// then nothing), /partial (1 MiB declared, 64 KiB sent, then the connection closes); else "ok".
+// and a trailer), /bytewise (a chunked body a byte at a time), /close (no framing: the close ends it), /stall (1 MiB
+// declared, 1,000 bytes sent, then nothing), /partial (1 MiB declared, 64 KiB sent, then the connection closes); else
+// "ok".
 class Http1Bodies final : public InboundHandler<ByteBuf> {
  public:
   explicit Http1Bodies(std::shared_ptr<Bodies> bodies) : bodies_(std::move(bodies)) {}
@@ -112,6 +113,13 @@ class Http1Bodies final : public InboundHandler<ByteBuf> {
         ctx.write(ByteBuf::copy_of("\r\n"));
       });
       ctx.write_and_flush(ByteBuf::copy_of("0\r\nX-Total: 1048576\r\n\r\n"));
+    } else if (path == "/bytewise") {
+      // Chunked, a byte at a time: chunk lines, data, CRLFs and trailers each split everywhere.
+      std::string all = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+      for (std::size_t at = 0; at < 300; at += 100)
+        all += "64;ext=1\r\n" + std::string(reference().substr(at % kPeriod, 100)) + "\r\n";
+      all += "0\r\nX-Total: 300\r\n\r\n";
+      for (char c : all) ctx.write_and_flush(ByteBuf::copy_of(std::string_view(&c, 1)));
     } else if (path == "/close") {
       head("Connection: close\r\n");
       bodies_->pieces(kSmall, write);
@@ -295,6 +303,8 @@ TEST_P(StreamedBodyTest, EveryFramingAndTrailers) {
     // The keep-alive connection served every body but the last, which closed it.
     EXPECT_EQ(client.stats().connections_opened, 1u);
     EXPECT_EQ(client.stats().connections_reused, 2u);
+    StreamedResponse r = stream_from(clients_.at(0), client, url_for(server, Protocol::http1, "/bytewise"));
+    EXPECT_EQ(read_checked(r.body), 300u);
     server->close().wait();
   }
   for (Protocol protocol : {Protocol::h2c, Protocol::h2_tls}) {
