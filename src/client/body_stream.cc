@@ -171,8 +171,19 @@ void Http1Body::resume() {
   if (ChannelPtr ch = channel_.lock()) ch->resume_reading();
 }
 
-void Http1Body::body_end() {
-  resume();  // the connection reads its next answers
+void Http1Body::body_end(std::string_view trailer_block) {
+  resume();                         // the connection reads its next answers
+  while (!trailer_block.empty()) {  // checked by the codec: "Name: value\r\n" lines
+    const std::size_t end = trailer_block.find("\r\n");
+    const std::string_view line = trailer_block.substr(0, end);
+    trailer_block.remove_prefix(end == std::string_view::npos ? trailer_block.size() : end + 2);
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    trailers_.add_unchecked(line.substr(0, colon), value);
+  }
   finish();
   if (on_end) std::exchange(on_end, nullptr)();
 }

@@ -98,7 +98,7 @@ class Http1Body final : public BodyStream, public http::ResponseBodySink {
   std::function<void()> on_end;
 
   void body_data(ByteBuf bytes) override;
-  void body_end() override;
+  void body_end(std::string_view trailer_block) override;
   void body_failed(std::exception_ptr error) override;
 
  private:

@@ -299,12 +299,14 @@ TEST_P(StreamedBodyTest, EveryFramingAndTrailers) {
       SCOPED_TRACE(path);
       StreamedResponse r = stream_from(clients_.at(0), client, url_for(server, Protocol::http1, path));
       EXPECT_EQ(read_checked(r.body), kSmall);
+      EXPECT_EQ(r.body.trailers().get("x-total").value_or(""), std::string(path) == "/chunked" ? "1048576" : "");
     }
     // The keep-alive connection served every body but the last, which closed it.
     EXPECT_EQ(client.stats().connections_opened, 1u);
     EXPECT_EQ(client.stats().connections_reused, 2u);
     StreamedResponse r = stream_from(clients_.at(0), client, url_for(server, Protocol::http1, "/bytewise"));
     EXPECT_EQ(read_checked(r.body), 300u);
+    EXPECT_EQ(r.body.trailers().get("x-total").value_or(""), "300");
     server->close().wait();
   }
   for (Protocol protocol : {Protocol::h2c, Protocol::h2_tls}) {

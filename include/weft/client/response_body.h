@@ -13,9 +13,9 @@
 /// reads holds at most the stream's window (1 MiB). A slow reader keeps the client's memory bounded
 /// whatever the body's size (ClientOptions::max_response_body does not apply).
 ///
-/// The end: next() gives nullopt; trailers() are then known (HTTP/2's trailing HEADERS; chunked
-/// HTTP/1.1's trailer section is checked and dropped). A body that cannot end fails next() with a
-/// typed error: ChannelClosedError (the server closed or reset the connection mid-body),
+/// The end: next() gives nullopt; trailers() are then known (HTTP/2's trailing HEADERS, chunked
+/// HTTP/1.1's trailer section). A body that cannot end fails next() with a typed error:
+/// ChannelClosedError (the server closed or reset the connection mid-body),
 /// http2::ClientStreamError (the stream was reset), http::HttpProtocolError (a malformed body),
 /// TimeoutError with kind() idle (no byte for ClientOptions::idle_timeout while the body was owed
 /// and the reader waiting or room left for it). Never a truncated success.
@@ -42,7 +42,8 @@ class BodyStream;
 /// HTTP/1.1: bytes waiting for the reader past which the socket is no longer read.
 inline constexpr std::size_t kBodyBufferBound = 256u << 10;
 
-/// A streamed response's body (see the file's description). A move-only handle.
+/// A streamed response's body (see the file's description). A move-only handle; let go of it
+/// before the client's EventLoopGroup is destroyed (it lives on one of its loops).
 class ResponseBody {
  public:
   /// An empty handle (valid() is false).

@@ -104,7 +104,10 @@ void BodyDecoder::start_fixed(std::uint64_t length) noexcept {
   remaining_ = length;
 }
 
-void BodyDecoder::start_chunked() noexcept { state_ = State::chunk_size; }
+void BodyDecoder::start_chunked() noexcept {
+  state_ = State::chunk_size;
+  trailer_block_.clear();
+}
 
 void BodyDecoder::start_until_close() noexcept { state_ = State::until_close; }
 
@@ -132,14 +135,15 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
       }
       default: {
         Result stopped{Status::need_more, 0, {}};
-        if (!framing_step(in, limits, limits.max_body - body.readable_bytes(), stopped)) return stopped;
+        if (!framing_step(in, limits, limits.max_body - body.readable_bytes(), stopped, nullptr)) return stopped;
         break;
       }
     }
   }
 }
 
-bool BodyDecoder::framing_step(ByteBuf& in, const Limits& limits, std::uint64_t room, Result& stopped) {
+bool BodyDecoder::framing_step(ByteBuf& in, const Limits& limits, std::uint64_t room, Result& stopped,
+                               std::string* keep_trailers) {
   switch (state_) {
     case State::chunk_size: {
       const std::string_view avail = in.view().substr(0, limits.max_chunk_line + 2);
@@ -184,6 +188,7 @@ bool BodyDecoder::framing_step(ByteBuf& in, const Limits& limits, std::uint64_t 
         stopped = {Status::error, r.status, r.reason};
         return false;
       }
+      if (keep_trailers != nullptr) keep_trailers->assign(in.view().substr(0, r.consumed - 2));  // less the empty line
       in.skip_bytes(r.consumed);
       state_ = State::done;
       return true;
@@ -217,7 +222,9 @@ BodyDecoder::Result BodyDecoder::decode_piece(ByteBuf& in, ByteBuf& piece, const
         return {Status::piece, 0, {}};
       default: {
         Result stopped{Status::need_more, 0, {}};
-        if (!framing_step(in, limits, std::numeric_limits<std::uint64_t>::max(), stopped)) return stopped;
+        if (!framing_step(in, limits, std::numeric_limits<std::uint64_t>::max(), stopped, &trailer_block_)) {
+          return stopped;
+        }
         break;
       }
     }

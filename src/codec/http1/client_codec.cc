@@ -176,6 +176,7 @@ bool ClientCodec::decode_head(Context& ctx) {
   const bool streamed = pending_head_requests_.front().sink != nullptr;
   if (head_request || head.status == 204 || head.status == 304 || head.status == 101) {
     if (streamed) {
+      head_chunked_ = false;
       emit_streamed_head(ctx);
       end_streamed();
     } else {
@@ -184,6 +185,7 @@ bool ClientCodec::decode_head(Context& ctx) {
     return true;
   }
   if (streamed) {
+    head_chunked_ = head.chunked;
     if (head.chunked) {
       body_decoder_.start_chunked();
     } else if (head.content_length) {
@@ -258,7 +260,7 @@ void ClientCodec::emit_streamed_head(Context& ctx) {
 void ClientCodec::end_streamed() {
   state_ = State::head;
   std::shared_ptr<ResponseBodySink> sink = std::move(streaming_);
-  sink->body_end();
+  sink->body_end(head_chunked_ ? std::string_view(body_decoder_.trailer_block()) : std::string_view());
 }
 
 void ClientCodec::emit(Context& ctx) {

@@ -48,8 +48,9 @@ class ResponseBodySink {
   /// Body bytes as they came: a slice of what was read, no copy. May suspend the channel's reading;
   /// must not close it from here (post the close).
   virtual void body_data(ByteBuf bytes) = 0;
-  /// The body ended (a close ends a body without framing).
-  virtual void body_end() = 0;
+  /// The body ended (a close ends a body without framing). `trailer_block`: a chunked body's trailer
+  /// lines ("Name: value\r\n" each, checked), empty when none came.
+  virtual void body_end(std::string_view trailer_block) = 0;
   /// The body cannot end: a malformed body (HttpProtocolError) or the connection closed under it
   /// (ChannelClosedError).
   virtual void body_failed(std::exception_ptr error) = 0;
@@ -206,6 +207,7 @@ class ClientCodec final : public Handler {
   };
   std::deque<Outstanding> pending_head_requests_;  // per request sent and not answered
   std::shared_ptr<ResponseBodySink> streaming_;    // State::streamed: the body's receiver
+  bool head_chunked_ = false;                      // State::streamed: the body is chunked (it may have trailers)
 };
 
 }  // namespace weft::http
