@@ -29,13 +29,12 @@ void BodyStream::cancel() {
 
 void BodyStream::let_go(std::shared_ptr<BodyStream> stream) {
   EventLoop& loop = stream->loop_;
-  // Moved into the task: the loop's reference is the last one.
-  if (!loop.try_execute([stream = std::move(stream)]() mutable {
-        stream->cancel_on_loop();
-        stream.reset();
-      })) {
-    // The loop has terminated: its connection is gone, nothing runs there any more.
-  }
+  // Moved into the task, so that the loop's reference is the last one. A terminated loop drops the
+  // task here: its connection is gone, and nothing runs there any more.
+  loop.try_execute([stream = std::move(stream)]() mutable {
+    stream->cancel_on_loop();
+    stream.reset();
+  });
 }
 
 void BodyStream::next_on_loop(Promise<std::optional<ByteBuf>> promise) {
