@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "body_stream.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/tls/tls_context.h"
 
@@ -38,9 +39,39 @@ ClientCore::ClientCore(EventLoopGroup& group, ClientOptions options)
 
 Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, std::string header_block,
                                                    ByteBuf body) {
-  EventLoop* caller = EventLoop::current();
-  Promise<http::HttpClientResponse> result(caller);
+  Promise<http::HttpClientResponse> result(EventLoop::current());
   Future<http::HttpClientResponse> future = result.future();
+  auto x = std::make_shared<Exchange>(std::move(url), std::move(method), std::move(result));
+  x->header_block = std::move(header_block);
+  x->body = std::move(body);
+  launch(std::move(x));
+  return future;
+}
+
+Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::string header_block, ByteBuf body) {
+  Promise<StreamedResponse> result(EventLoop::current());
+  Future<StreamedResponse> future = result.future();
+  Promise<http::HttpClientResponse> head;  // no loop: its listener runs where the head is given, the pool's loop
+  auto x = std::make_shared<Exchange>(std::move(url), std::move(method), head);
+  x->header_block = std::move(header_block);
+  x->body = std::move(body);
+  x->streamed = true;
+  std::weak_ptr<Exchange> weak = x;  // the pool holds it while it answers
+  head.future().add_listener([weak, result](const Future<http::HttpClientResponse>& f) mutable {
+    if (auto error = f.error()) {
+      result.set_error(error);
+      return;
+    }
+    std::shared_ptr<BodyStream> body;
+    if (auto strong = weak.lock()) body = std::move(strong->body_stream);
+    result.set_value(StreamedResponse{f.take(), ResponseBody(std::move(body))});
+  });
+  launch(std::move(x));
+  return future;
+}
+
+void ClientCore::launch(std::shared_ptr<Exchange> x) {
+  EventLoop* caller = EventLoop::current();
   LoopClient* home = nullptr;
   for (auto& l : loops_) {
     if (&l->loop() == caller) home = l.get();
@@ -51,15 +82,11 @@ Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, 
       if (&l->loop() == &next) home = l.get();
     }
   }
-  auto x = std::make_shared<Exchange>(std::move(url), std::move(method), std::move(result));
-  x->header_block = std::move(header_block);
-  x->body = std::move(body);
   if (home->loop().in_loop()) {
     home->begin(std::move(x));
   } else if (!home->loop().try_execute([self = shared_from_this(), home, x]() mutable { home->begin(std::move(x)); })) {
     x->result.fail(EventLoopTerminatedError("the HTTP client's loop has terminated"));
   }
-  return future;
 }
 
 Future<void> ClientCore::close() {
@@ -153,7 +180,8 @@ void LoopClient::finish(Exchange& x) {
 void LoopClient::answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) {
   if (x->done) return;
   const ClientOptions& options = core_.options();
-  if (options.follow_redirects && is_redirect(response.status()) && !closed_) {
+  // A streamed request's answer is its head, whatever it is: its body is the caller's to read.
+  if (options.follow_redirects && !x->streamed && is_redirect(response.status()) && !closed_) {
     if (auto location = response.header("location")) {
       if (x->redirects >= options.max_redirects) {
         finish(*x);

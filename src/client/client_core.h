@@ -16,6 +16,7 @@
 #include "stats_counters.h"
 #include "weft/client/client_options.h"
 #include "weft/client/client_stats.h"
+#include "weft/client/response_body.h"
 #include "weft/core/event_loop_group.h"
 
 namespace weft::client::detail {
@@ -50,6 +51,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   ClientCore(EventLoopGroup& group, ClientOptions options);
   // Thread-safe. Runs the request on a loop; the future's listeners run on the caller's loop.
   Future<http::HttpClientResponse> start(Url url, std::string method, std::string header_block, ByteBuf body);
+  // Thread-safe. As start(), the answer being the head and a body read as it comes.
+  Future<StreamedResponse> stream(Url url, std::string method, std::string header_block, ByteBuf body);
   // Thread-safe. Closes every pool on its loop; the future completes when all have.
   Future<void> close();
   ClientStats stats() const noexcept { return counters_.snapshot(); }
@@ -61,6 +64,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   SharedResolver& shared_resolver() noexcept { return shared_resolver_; }
 
  private:
+  void launch(std::shared_ptr<Exchange> x);  // on the caller's loop of the group, else the next one
+
   EventLoopGroup& group_;
   std::shared_ptr<const ClientOptions> options_;
   TlsContextPtr tls_;

@@ -15,6 +15,7 @@
 
 namespace weft::client::detail {
 
+class BodyStream;
 class PooledConnection;
 
 struct Exchange {
@@ -28,6 +29,8 @@ struct Exchange {
   bool fresh_only = false;         // the retry: only a connection that has served nothing takes it
   bool done = false;               // result completed (a timeout may have come first)
   bool queued = false;             // waiting in its pool's queue
+  bool streamed = false;           // the answer is its head; the body is read from body_stream
+  std::shared_ptr<BodyStream> body_stream;  // streamed: the body of the answer, once it came
   PooledConnection* on = nullptr;  // the connection carrying it, while one does
   std::optional<TimerId> request_timer;
 

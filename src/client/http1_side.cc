@@ -2,19 +2,32 @@
 
 #include <utility>
 
+#include "body_stream.h"
 #include "origin_connection.h"
 #include "weft/client/client_errors.h"
 
 namespace weft::client::detail {
 namespace {
 
-// Before the codec: every read is a sign of life of the answer owed.
-class ByteActivity final : public InboundHandler<ByteBuf> {
+// Before the codec: every read is a sign of life of the answer owed; a probed request's first
+// byte is written on its own, with a completion that tells whether it reached the socket.
+class ByteActivity final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteBuf> {
  public:
   explicit ByteActivity(std::shared_ptr<Http1Side> side) : side_(std::move(side)) {}
   void channel_read(Context& ctx, ByteBuf&& bytes) override {
     side_->bytes_arrived();
     ctx.fire_read(std::move(bytes));
+  }
+  void write(Context& ctx, ByteBuf&& bytes) override {
+    if (!side_->take_probe_arming() || !bytes.is_readable()) {
+      ctx.write(std::move(bytes));
+      return;
+    }
+    Promise<void> first_byte(&ctx.channel().loop());
+    first_byte.future().add_listener(
+        [side = side_](const Future<void>& written) { side->probe_settled(written.is_success()); });
+    ctx.write(bytes.read_slice(1), std::move(first_byte));
+    if (bytes.is_readable()) ctx.write(std::move(bytes));
   }
 
  private:
@@ -55,9 +68,11 @@ void Http1Side::active() {
   if (auto c = connection.lock()) c->http1_ready(shared_from_this(), channel);
 }
 
-void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string request_url) {
+void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string request_url, bool probe,
+                               std::shared_ptr<Http1Body> body) {
   auto self = shared_from_this();
-  auto write = [self, ch, request = std::move(request), request_url = std::move(request_url)]() mutable {
+  auto write = [self, ch, request = std::move(request), request_url = std::move(request_url), probe,
+                body = std::move(body)]() mutable {
     if (self->closed_reported || !ch->is_active()) {
       if (auto c = self->connection.lock()) c->http1_closed(ch, nullptr, false, true);
       return;
@@ -67,7 +82,11 @@ void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, s
     self->url = std::move(request_url);
     self->last_read = ch->loop().now();
     if (self->idle_timeout > Duration::zero()) self->arm_idle(self->idle_timeout);
+    self->streamed_body = std::move(body);
+    self->probe = probe ? Probe::pending : Probe::none;
+    self->probe_armed = probe;
     ch->write_and_flush(std::move(request));
+    self->probe_armed = false;  // no bytes came of it (the codec refused it): nothing to learn
   };
   if (ch->loop().in_loop()) {
     write();
@@ -86,6 +105,7 @@ void Http1Side::answer(http::HttpClientResponse response) {
   awaiting = false;
   if (idle_timer) channel->loop().cancel(*idle_timer);
   idle_timer.reset();
+  if (auto body = std::move(streamed_body)) body->start();  // its own idle timer from here
   if (auto c = connection.lock()) c->http1_response(std::move(response));
 }
 
@@ -98,8 +118,24 @@ void Http1Side::closed() {
   closed_reported = true;
   if (idle_timer && channel) channel->loop().cancel(*idle_timer);
   idle_timer.reset();
+  // A first byte whose completion is still to settle (settling may be posted) decides the report.
+  if (probe == Probe::pending) {
+    close_awaits_probe = true;
+    return;
+  }
+  report_closed();
+}
+
+void Http1Side::probe_settled(bool written) {
+  if (probe != Probe::pending) return;
+  probe = written ? Probe::written : Probe::unwritten;
+  if (std::exchange(close_awaits_probe, false)) report_closed();
+}
+
+void Http1Side::report_closed() {
   ChannelPtr keep = std::move(channel);  // the cycle channel -> pipeline -> this ends here
-  if (auto c = connection.lock()) c->http1_closed(keep, first_error, answer_started, false);
+  const bool never_sent = awaiting && probe == Probe::unwritten;
+  if (auto c = connection.lock()) c->http1_closed(keep, first_error, answer_started, never_sent);
 }
 
 void Http1Side::arm_idle(Duration in) {

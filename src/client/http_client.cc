@@ -34,6 +34,24 @@ Future<http::HttpClientResponse> HttpClient::request(http::HttpClientRequest req
   }
 }
 
+Future<StreamedResponse> HttpClient::stream(std::string_view method, std::string_view url, ByteBuf body) {
+  try {
+    return core_->stream(Url::parse(url), std::string(method), {}, std::move(body));
+  } catch (const UrlError&) {
+    return make_failed_future<StreamedResponse>(std::current_exception(), EventLoop::current());
+  }
+}
+
+Future<StreamedResponse> HttpClient::stream(http::HttpClientRequest request) {
+  try {
+    Url url = Url::parse(request.target());
+    return core_->stream(std::move(url), request.method(), std::string(request.header_block()),
+                         std::move(request.owned_body()));
+  } catch (const UrlError&) {
+    return make_failed_future<StreamedResponse>(std::current_exception(), EventLoop::current());
+  }
+}
+
 Future<void> HttpClient::close() { return core_->close(); }
 
 ClientStats HttpClient::stats() const noexcept { return core_->stats(); }

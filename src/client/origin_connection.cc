@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "body_stream.h"
 #include "exchange.h"
 #include "http1_side.h"
 #include "origin_connector.h"
@@ -209,7 +210,18 @@ void OriginConnection::send(std::shared_ptr<Exchange> x) {
   ++in_flight;
   x->on = this;
   current_ = x;
-  http1_->send_from_pool(channel_, x->wire_request(), x->url.to_string());
+  http::HttpClientRequest request = x->wire_request();
+  std::shared_ptr<Http1Body> body;
+  if (x->streamed) {
+    body = std::make_shared<Http1Body>(channel_, options_.idle_timeout, x->url.to_string());
+    std::weak_ptr<OriginConnection> weak = std::static_pointer_cast<OriginConnection>(shared_from_this());
+    body->on_end = [weak] {
+      if (auto c = weak.lock()) c->http1_body_done();
+    };
+    request.stream_body_to(body);
+    x->body_stream = body;
+  }
+  http1_->send_from_pool(channel_, std::move(request), x->url.to_string(), !x->idempotent(), std::move(body));
 }
 
 void OriginConnection::abandon(Exchange& x) {

@@ -9,6 +9,20 @@
 #include "weft/client/client_errors.h"
 
 namespace weft::client::detail {
+namespace {
+
+bool is_timeout(const std::exception_ptr& error) {
+  if (!error) return false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const TimeoutError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
 
 void OriginConnection::install_http1(Channel& ch) {
   http::Limits limits;
@@ -33,6 +47,16 @@ void OriginConnection::http1_response(http::HttpClientResponse response) {
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   on_pool_loop([self, response = std::move(response)]() mutable {
     std::shared_ptr<Exchange> x = std::move(self->current_);
+    if (x && x->streamed) {
+      // The head: the connection stays the body's until it ends (http1_body_done) or closes.
+      if (!response.keep_alive()) self->dead = true;
+      if (auto p = self->pool()) {
+        p->answered(*self, std::move(x), std::move(response));
+      } else {
+        x->fail_closed(self->pool_loop());
+      }
+      return;
+    }
     self->in_flight = 0;
     ++self->served;
     self->idle_since = self->pool_loop().now();
@@ -47,6 +71,18 @@ void OriginConnection::http1_response(http::HttpClientResponse response) {
       return;
     }
     p->answered(*self, std::move(x), std::move(response));
+  });
+}
+
+void OriginConnection::http1_body_done() {
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  on_pool_loop([self] {
+    if (self->in_flight == 0) return;  // closed meanwhile
+    self->in_flight = 0;
+    ++self->served;
+    self->idle_since = self->pool_loop().now();
+    if (self->dead && self->channel_) self->channel_->close();
+    if (auto p = self->pool()) p->released(*self);
   });
 }
 
@@ -85,9 +121,11 @@ void OriginConnection::http1_closed(ChannelPtr channel, std::exception_ptr error
           std::make_exception_ptr(ChannelClosedError(never_sent ? "the connection closed before the request was sent"
                                                                 : "the server closed the connection before answering"));
     }
-    // Sent again: what was never sent, and an idempotent request whose keep-alive connection
-    // closed before a byte of its answer (the server's idle close racing with our request).
-    const bool retryable = !error && (never_sent || (!answer_started && self->served > 0 && x->idempotent()));
+    // Sent again: what never reached the socket (whatever the connection's error, unless its own
+    // idle timeout), and an idempotent request whose keep-alive connection closed before a byte of
+    // its answer (the server's idle close racing with our request).
+    const bool retryable =
+        never_sent ? !is_timeout(error) : !error && !answer_started && self->served > 0 && x->idempotent();
     p->failed(*self, std::move(x), failure, retryable);
   });
 }

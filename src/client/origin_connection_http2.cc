@@ -1,13 +1,19 @@
 // OriginConnection over HTTP/2 (h2 by ALPN, h2c by prior knowledge): requests are streams, up to
 // the server's SETTINGS_MAX_CONCURRENT_STREAMS at once.
 
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "body_stream.h"
 #include "exchange.h"
 #include "origin_connection.h"
 #include "origin_pool.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/http2/client_codec.h"
+#include "weft/core/spawn.h"
+#include "weft/core/task.h"
 
 namespace weft::client::detail {
 namespace {
@@ -60,6 +66,10 @@ void OriginConnection::install_http2(Channel& ch) {
 }
 
 void OriginConnection::send_http2(std::shared_ptr<Exchange> x) {
+  if (x->streamed) {
+    stream_http2(std::move(x));
+    return;
+  }
   ++in_flight;
   x->on = this;
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
@@ -81,26 +91,111 @@ void OriginConnection::send_http2(std::shared_ptr<Exchange> x) {
         p->answered(*self, x, std::move(*response));
         return;
       }
-      bool retryable = false;
-      std::exception_ptr failure = error;
-      try {
-        std::rethrow_exception(error);
-      } catch (const http2::ClientStreamError& e) {
-        if (e.refused()) {
-          retryable = true;   // the server did not process it (REFUSED_STREAM, GOAWAY)
-          self->dead = true;  // after GOAWAY: no new streams here
-        } else if (std::string_view(e.what()).find("max_response_body") != std::string_view::npos) {
-          failure =
-              std::make_exception_ptr(ResponseTooLargeError(x->url.to_string(), self->options_.max_response_body));
-        }
-      } catch (const ChannelClosedError&) {
-        retryable = reused && x->idempotent();
-        self->dead = true;
-      } catch (...) {
-      }
-      p->failed(*self, x, failure, retryable);
+      self->http2_failed(x, error, reused);
     });
   });
+}
+
+void OriginConnection::http2_failed(const std::shared_ptr<Exchange>& x, std::exception_ptr error, bool reused) {
+  auto p = pool();
+  if (!p) {
+    x->fail_closed(pool_loop());
+    return;
+  }
+  bool retryable = false;
+  std::exception_ptr failure = error;
+  try {
+    std::rethrow_exception(error);
+  } catch (const http2::ClientStreamError& e) {
+    if (e.refused()) {
+      retryable = true;  // the server did not process it (REFUSED_STREAM, GOAWAY)
+      dead = true;       // after GOAWAY: no new streams here
+    } else if (std::string_view(e.what()).find("max_response_body") != std::string_view::npos) {
+      failure = std::make_exception_ptr(ResponseTooLargeError(x->url.to_string(), options_.max_response_body));
+    }
+  } catch (const ChannelClosedError&) {
+    retryable = reused && x->idempotent();
+    dead = true;
+  } catch (...) {
+  }
+  p->failed(*this, x, failure, retryable);
+}
+
+namespace {
+
+// What a streamed HTTP/2 request sends, copied off the pool loop's Exchange.
+struct StreamedCall {
+  std::string method;
+  std::string target;
+  std::string header_block;
+  ByteBuf body;
+  std::string url;
+  Duration idle;
+};
+
+struct StreamedHead {
+  http::HttpClientResponse head;
+  std::shared_ptr<BodyStream> body;
+};
+
+// On the connection's loop: opens the stream, sends the request, waits for the response's head.
+Task<StreamedHead> open_streamed(std::shared_ptr<Http2Connection> h2, StreamedCall call) {
+  std::vector<http::Header> headers;
+  std::string_view lines = call.header_block;
+  while (!lines.empty()) {
+    const std::size_t end = lines.find("\r\n");
+    const std::string_view line = lines.substr(0, end);
+    lines.remove_prefix(end == std::string_view::npos ? lines.size() : end + 2);
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    headers.push_back({line.substr(0, colon), value});
+  }
+  http2::ClientStream stream = h2->open(call.method, call.target, headers);
+  if (call.body.is_readable()) co_await stream.write(std::move(call.body));
+  stream.end();
+  co_await stream.response();
+  StreamedHead out;
+  out.head = stream.take_head();
+  out.body = std::make_shared<Http2Body>(h2->loop(), std::move(stream), call.idle, std::move(call.url));
+  co_return out;
+}
+
+}  // namespace
+
+void OriginConnection::stream_http2(std::shared_ptr<Exchange> x) {
+  ++in_flight;
+  x->on = this;
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  const bool reused = served > 0;
+  StreamedCall call{x->method,       x->url.target(),    x->header_block,
+                    x->body.slice(), x->url.to_string(), options_.idle_timeout};
+  spawn(http2_->loop(), open_streamed(http2_, std::move(call)))
+      .add_listener([self, x, reused](const Future<StreamedHead>& f) {
+        std::exception_ptr error = f.error();
+        std::optional<StreamedHead> head;
+        if (!error) head.emplace(f.take());
+        self->on_pool_loop([self, x, reused, error, head = std::move(head)]() mutable {
+          // The stream's slot is given back at its head: the codec itself holds streams past the
+          // server's limit until others close, so a long body never stalls the pool.
+          --self->in_flight;
+          self->idle_since = self->pool_loop().now();
+          if (error) {
+            self->http2_failed(x, error, reused);
+            return;
+          }
+          auto p = self->pool();
+          if (!p) {
+            BodyStream::let_go(std::move(head->body));
+            x->fail_closed(self->pool_loop());
+            return;
+          }
+          ++self->served;
+          x->body_stream = std::move(head->body);
+          p->answered(*self, x, std::move(head->head));
+        });
+      });
 }
 
 }  // namespace weft::client::detail

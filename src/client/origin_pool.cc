@@ -215,6 +215,16 @@ void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http
   sink_.answered(std::move(x), std::move(response));  // last: the caller may run now, and submit again
 }
 
+void OriginPool::released(PooledConnection& c) {
+  if (c.dead && c.in_flight == 0) {
+    auto keep = c.shared_from_this();
+    remove(c);
+    c.close();
+  }
+  dispatch();
+  arm_sweep();
+}
+
 void OriginPool::failed(PooledConnection&, std::shared_ptr<Exchange> x, std::exception_ptr error, bool retryable) {
   x->on = nullptr;
   if (x->done) return;

@@ -53,6 +53,8 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   void connection_failed(PooledConnection& c, std::exception_ptr error);  // never became ready
   void connection_closed(PooledConnection& c);
   void answered(PooledConnection& c, std::shared_ptr<Exchange> x, http::HttpClientResponse response);
+  // `c` finished carrying a streamed body (answered earlier with its head): it may serve again.
+  void released(PooledConnection& c);
   // `retryable`: no byte of the answer came, and the request is idempotent or was never sent.
   void failed(PooledConnection& c, std::shared_ptr<Exchange> x, std::exception_ptr error, bool retryable);
 

@@ -12,7 +12,9 @@
 ///   name checked (an untrusted or misnamed certificate: TlsHandshakeError, cause() certificate).
 /// - Each loop keeps a pool per origin (scheme, host, port): see ClientOptions for its bounds and
 ///   OriginPool (src/client/origin_pool.h) for its rules. A request that a keep-alive connection
-///   dropped unanswered is sent once more on a fresh connection when it is idempotent.
+///   dropped unanswered is sent once more on a fresh connection when it is idempotent, or when
+///   none of its bytes had been written to the socket (a write completion on its first byte tells;
+///   one that was even partly written is never sent twice).
 /// - A request runs on the caller's loop when the caller is on one of the group's loops, else on
 ///   the next loop; the returned future's listeners (and a co_await's resumption) run on the
 ///   caller's loop when the caller is on any loop.
@@ -30,6 +32,7 @@
 #include "weft/client/client_errors.h"
 #include "weft/client/client_options.h"
 #include "weft/client/client_stats.h"
+#include "weft/client/response_body.h"
 #include "weft/client/url.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/core/event_loop_group.h"
@@ -59,6 +62,13 @@ class HttpClient {
   /// `request`, whose target is an absolute URL ("https://host/path"); its headers and body are sent
   /// (Host, when it has none, is the URL's authority).
   Future<http::HttpClientResponse> request(http::HttpClientRequest request);
+  /// As request(method, url, body), but the future completes with the response's head, and its body
+  /// is read as it comes, with backpressure (ResponseBody, response_body.h): no bound on its size,
+  /// memory bounded whatever the reader's pace. request_timeout covers the request until the head;
+  /// idle_timeout, each wait for body bytes. A redirect is not followed (it is the answer).
+  Future<StreamedResponse> stream(std::string_view method, std::string_view url, ByteBuf body = {});
+  /// As stream(method, url, body) for `request` (see request(http::HttpClientRequest)).
+  Future<StreamedResponse> stream(http::HttpClientRequest request);
 
   /// Closes every pooled connection; requests still waiting or under way fail with
   /// ClientClosedError, later ones too. The future completes once every loop has closed its pools.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "field_section.h"
 
@@ -103,7 +104,10 @@ void BodyDecoder::start_fixed(std::uint64_t length) noexcept {
   remaining_ = length;
 }
 
-void BodyDecoder::start_chunked() noexcept { state_ = State::chunk_size; }
+void BodyDecoder::start_chunked() noexcept {
+  state_ = State::chunk_size;
+  trailer_block_.clear();
+}
 
 void BodyDecoder::start_until_close() noexcept { state_ = State::until_close; }
 
@@ -123,47 +127,104 @@ BodyDecoder::Result BodyDecoder::decode(ByteBuf& in, ByteBuf& body, ByteBufAlloc
         move_bytes(in, body, in.readable_bytes(), allocator, limits.max_body);
         return {Status::need_more, 0, {}};
       }
-      case State::chunk_size: {
-        const std::string_view avail = in.view().substr(0, limits.max_chunk_line + 2);
-        const ChunkSizeLine line = parse_chunk_size_line(avail);
-        if (line.kind == ChunkSizeLine::Kind::malformed) return {Status::error, 400, "malformed chunk-size line"};
-        if (line.kind == ChunkSizeLine::Kind::incomplete) {
-          if (avail.size() == limits.max_chunk_line + 2) return {Status::error, 400, "chunk-size line too long"};
-          return {Status::need_more, 0, {}};
-        }
-        const std::uint64_t size = line.size;
-        in.skip_bytes(line.length);
-        if (size == 0) {
-          state_ = State::trailers;
-          break;
-        }
-        if (size > limits.max_body - body.readable_bytes()) return {Status::error, 413, "chunked body too large"};
-        remaining_ = size;
-        state_ = State::chunk_data;
-        break;
-      }
       case State::chunk_data: {
         remaining_ -= move_bytes(in, body, remaining_, allocator, limits.max_body);
         if (remaining_ > 0) return {Status::need_more, 0, {}};
         state_ = State::chunk_crlf;
         break;
       }
-      case State::chunk_crlf: {
-        if (in.readable_bytes() < 2) return {Status::need_more, 0, {}};
-        if (in.get_u8(in.reader_index()) != '\r' || in.get_u8(in.reader_index() + 1) != '\n') {
-          return {Status::error, 400, "chunk data not followed by CRLF"};
-        }
-        in.skip_bytes(2);
-        state_ = State::chunk_size;
+      default: {
+        Result stopped{Status::need_more, 0, {}};
+        if (!framing_step(in, limits, limits.max_body - body.readable_bytes(), stopped, nullptr)) return stopped;
         break;
       }
-      case State::trailers: {
-        TrailerSection trailers;
-        const ParseResult r = parse_field_section_inline(in.view(), 0, trailers, limits);
-        if (r.kind == ParseResult::Kind::incomplete) return {Status::need_more, 0, {}};
-        if (r.kind == ParseResult::Kind::error) return {Status::error, r.status, r.reason};
-        in.skip_bytes(r.consumed);
-        state_ = State::done;
+    }
+  }
+}
+
+bool BodyDecoder::framing_step(ByteBuf& in, const Limits& limits, std::uint64_t room, Result& stopped,
+                               std::string* keep_trailers) {
+  switch (state_) {
+    case State::chunk_size: {
+      const std::string_view avail = in.view().substr(0, limits.max_chunk_line + 2);
+      const ChunkSizeLine line = parse_chunk_size_line(avail);
+      if (line.kind == ChunkSizeLine::Kind::malformed) {
+        stopped = {Status::error, 400, "malformed chunk-size line"};
+        return false;
+      }
+      if (line.kind == ChunkSizeLine::Kind::incomplete) {
+        if (avail.size() == limits.max_chunk_line + 2) stopped = {Status::error, 400, "chunk-size line too long"};
+        return false;
+      }
+      const std::uint64_t size = line.size;
+      in.skip_bytes(line.length);
+      if (size == 0) {
+        state_ = State::trailers;
+        return true;
+      }
+      if (size > room) {
+        stopped = {Status::error, 413, "chunked body too large"};
+        return false;
+      }
+      remaining_ = size;
+      state_ = State::chunk_data;
+      return true;
+    }
+    case State::chunk_crlf: {
+      if (in.readable_bytes() < 2) return false;
+      if (in.get_u8(in.reader_index()) != '\r' || in.get_u8(in.reader_index() + 1) != '\n') {
+        stopped = {Status::error, 400, "chunk data not followed by CRLF"};
+        return false;
+      }
+      in.skip_bytes(2);
+      state_ = State::chunk_size;
+      return true;
+    }
+    case State::trailers: {
+      TrailerSection trailers;
+      const ParseResult r = parse_field_section_inline(in.view(), 0, trailers, limits);
+      if (r.kind == ParseResult::Kind::incomplete) return false;
+      if (r.kind == ParseResult::Kind::error) {
+        stopped = {Status::error, r.status, r.reason};
+        return false;
+      }
+      if (keep_trailers != nullptr) keep_trailers->assign(in.view().substr(0, r.consumed - 2));  // less the empty line
+      in.skip_bytes(r.consumed);
+      state_ = State::done;
+      return true;
+    }
+    default: stopped = {Status::done, 0, {}}; return false;
+  }
+}
+
+BodyDecoder::Result BodyDecoder::decode_piece(ByteBuf& in, ByteBuf& piece, const Limits& limits) {
+  auto take = [&](std::uint64_t most) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(most, in.readable_bytes()));
+    piece = in.read_slice(n);
+    return n;
+  };
+  for (;;) {
+    switch (state_) {
+      case State::done: return {Status::done, 0, {}};
+      case State::fixed:
+        if (!in.is_readable()) return {Status::need_more, 0, {}};
+        remaining_ -= take(remaining_);
+        if (remaining_ == 0) state_ = State::done;
+        return {Status::piece, 0, {}};
+      case State::chunk_data:
+        if (!in.is_readable()) return {Status::need_more, 0, {}};
+        remaining_ -= take(remaining_);
+        if (remaining_ == 0) state_ = State::chunk_crlf;
+        return {Status::piece, 0, {}};
+      case State::until_close:
+        if (!in.is_readable()) return {Status::need_more, 0, {}};
+        take(in.readable_bytes());
+        return {Status::piece, 0, {}};
+      default: {
+        Result stopped{Status::need_more, 0, {}};
+        if (!framing_step(in, limits, std::numeric_limits<std::uint64_t>::max(), stopped, &trailer_block_)) {
+          return stopped;
+        }
         break;
       }
     }

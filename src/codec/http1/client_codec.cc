@@ -119,7 +119,7 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
   }
   out.write_bytes("\r\n");
   if (body_size > 0) out.write_bytes(body);
-  pending_head_requests_.push_back(request.method() == "HEAD");
+  pending_head_requests_.push_back({request.method() == "HEAD", request.body_sink()});
   ctx.write(std::move(out));
 }
 
@@ -144,7 +144,9 @@ void ClientCodec::read_message(Context& ctx, MessageRef message) {
 void ClientCodec::decode(Context& ctx) {
   bool progressed = true;
   while (progressed && state_ != State::failed && in_.is_readable()) {
-    progressed = state_ == State::head ? decode_head(ctx) : decode_body(ctx);
+    progressed = state_ == State::head   ? decode_head(ctx)
+                 : state_ == State::body ? decode_body(ctx)
+                                         : decode_streamed(ctx);
   }
   if (state_ == State::failed) in_.release();
   detail::keep_undecoded(in_);
@@ -170,9 +172,29 @@ bool ClientCodec::decode_head(Context& ctx) {
   }
   response_.head_bytes_ = in_.read_slice(r.consumed);
   response_.body_ = ByteBuf();
-  const bool head_request = !pending_head_requests_.empty() && pending_head_requests_.front();
+  const bool head_request = pending_head_requests_.front().head;
+  const bool streamed = pending_head_requests_.front().sink != nullptr;
   if (head_request || head.status == 204 || head.status == 304 || head.status == 101) {
-    emit(ctx);
+    if (streamed) {
+      head_chunked_ = false;
+      emit_streamed_head(ctx);
+      end_streamed();
+    } else {
+      emit(ctx);
+    }
+    return true;
+  }
+  if (streamed) {
+    head_chunked_ = head.chunked;
+    if (head.chunked) {
+      body_decoder_.start_chunked();
+    } else if (head.content_length) {
+      body_decoder_.start_fixed(*head.content_length);
+    } else {
+      body_decoder_.start_until_close();
+    }
+    emit_streamed_head(ctx);
+    if (body_decoder_.finished()) end_streamed();  // Content-Length: 0
     return true;
   }
   if (head.chunked) {
@@ -209,6 +231,38 @@ bool ClientCodec::decode_body(Context& ctx) {
   return in_.readable_bytes() != before;
 }
 
+bool ClientCodec::decode_streamed(Context& ctx) {
+  ByteBuf piece;
+  auto r = body_decoder_.decode_piece(in_, piece, limits_);
+  switch (r.status) {
+    case detail::BodyDecoder::Status::piece: {
+      std::shared_ptr<ResponseBodySink> sink = streaming_;  // kept: the sink may let go of the channel
+      sink->body_data(std::move(piece));
+      if (state_ == State::streamed && body_decoder_.finished()) end_streamed();
+      return true;
+    }
+    case detail::BodyDecoder::Status::done: end_streamed(); return true;
+    case detail::BodyDecoder::Status::error: fail(ctx, r.http_status, r.reason); return false;
+    case detail::BodyDecoder::Status::need_more: break;
+  }
+  return false;
+}
+
+void ClientCodec::emit_streamed_head(Context& ctx) {
+  streaming_ = std::move(pending_head_requests_.front().sink);
+  pending_head_requests_.pop_front();
+  state_ = State::streamed;
+  ctx.fire_read(std::move(response_));
+  response_.head_bytes_.release();
+  response_.body_.release();
+}
+
+void ClientCodec::end_streamed() {
+  state_ = State::head;
+  std::shared_ptr<ResponseBodySink> sink = std::move(streaming_);
+  sink->body_end(head_chunked_ ? std::string_view(body_decoder_.trailer_block()) : std::string_view());
+}
+
 void ClientCodec::emit(Context& ctx) {
   if (!pending_head_requests_.empty()) pending_head_requests_.pop_front();
   state_ = State::head;
@@ -219,12 +273,24 @@ void ClientCodec::emit(Context& ctx) {
 
 void ClientCodec::fail(Context& ctx, int status, std::string_view reason) {
   state_ = State::failed;
-  ctx.fire_exception(std::make_exception_ptr(HttpProtocolError(status, reason)));
+  auto error = std::make_exception_ptr(HttpProtocolError(status, reason));
+  if (std::shared_ptr<ResponseBodySink> sink = std::move(streaming_)) sink->body_failed(error);
+  ctx.fire_exception(error);
   ctx.close();
 }
 
 void ClientCodec::channel_inactive(Context& ctx) {
   if (state_ == State::body && body_decoder_.until_close()) emit(ctx);  // the close ends the body
+  if (state_ == State::streamed) {
+    if (body_decoder_.until_close()) {
+      end_streamed();
+    } else {
+      state_ = State::failed;
+      std::shared_ptr<ResponseBodySink> sink = std::move(streaming_);
+      sink->body_failed(
+          std::make_exception_ptr(ChannelClosedError("the connection closed in the middle of the response body")));
+    }
+  }
   in_.release();
   ctx.fire_channel_inactive();
 }

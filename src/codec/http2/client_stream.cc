@@ -177,6 +177,8 @@ Task<int> ClientStream::response() {
 
 const http::HttpClientResponse& ClientStream::head() const noexcept { return state_->head; }
 
+http::HttpClientResponse ClientStream::take_head() noexcept { return std::move(state_->head); }
+
 bool ClientStream::head_ended() const noexcept { return state_->head_ended; }
 
 Task<std::optional<ByteBuf>> ClientStream::read() {

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -36,6 +38,24 @@ class HttpProtocolError : public Error {
   int status_;
 };
 
+/// Where a streamed response's body goes as it is decoded (HttpClientRequest::stream_body_to): the
+/// codec emits the response's head (an HttpClientResponse with an empty body), then hands the body
+/// here a piece at a time, without a bound (Limits::max_body does not apply: the receiver bounds
+/// what it keeps, e.g. by suspending the channel's reading). Loop thread only (the codec's).
+class ResponseBodySink {
+ public:
+  virtual ~ResponseBodySink() = default;
+  /// Body bytes as they came: a slice of what was read, no copy. May suspend the channel's reading;
+  /// must not close it from here (post the close).
+  virtual void body_data(ByteBuf bytes) = 0;
+  /// The body ended (a close ends a body without framing). `trailer_block`: a chunked body's trailer
+  /// lines ("Name: value\r\n" each, checked), empty when none came.
+  virtual void body_end(std::string_view trailer_block) = 0;
+  /// The body cannot end: a malformed body (HttpProtocolError) or the connection closed under it
+  /// (ChannelClosedError).
+  virtual void body_failed(std::exception_ptr error) = 0;
+};
+
 /// A request to send. Header rules as HttpResponse (no CR/LF in values). The encoder adds
 /// Content-Length when there is a body, and Host when the request has none (see ClientCodec).
 class HttpClientRequest {
@@ -54,6 +74,13 @@ class HttpClientRequest {
   }
   /// As the `&` overload, for an rvalue (returned as one).
   HttpClientRequest&& body(ByteBuf bytes) && noexcept { return std::move(body(std::move(bytes))); }
+  /// Streams the response's body to `sink` instead of aggregating it (see ResponseBodySink).
+  HttpClientRequest& stream_body_to(std::shared_ptr<ResponseBodySink> sink) & noexcept {
+    sink_ = std::move(sink);
+    return *this;
+  }
+  /// For the encoder: where the response's body goes (null: aggregated into the response).
+  const std::shared_ptr<ResponseBodySink>& body_sink() const noexcept { return sink_; }
 
   /// The method.
   const std::string& method() const noexcept { return method_; }
@@ -71,6 +98,7 @@ class HttpClientRequest {
   std::string target_;
   std::string headers_;
   ByteBuf body_;
+  std::shared_ptr<ResponseBodySink> sink_;
   bool has_host_ = false;
 };
 
@@ -159,18 +187,27 @@ class ClientCodec final : public Handler {
   void decode(Context& ctx);
   bool decode_head(Context& ctx);
   bool decode_body(Context& ctx);
+  bool decode_streamed(Context& ctx);
   void emit(Context& ctx);
+  void emit_streamed_head(Context& ctx);
+  void end_streamed();
   void fail(Context& ctx, int status, std::string_view reason);
   std::string_view host_for(Context& ctx, std::string_view target);
 
   Limits limits_;
   std::string authority_;          // configured
   std::string connect_authority_;  // the remote address, formatted on first use
-  enum class State : std::uint8_t { head, body, failed } state_ = State::head;
+  enum class State : std::uint8_t { head, body, streamed, failed } state_ = State::head;
   ByteBuf in_;
   HttpClientResponse response_;
   detail::BodyDecoder body_decoder_;
-  std::deque<bool> pending_head_requests_;  // per outstanding request: was it a HEAD?
+  struct Outstanding {
+    bool head = false;                       // a HEAD: the response has no body
+    std::shared_ptr<ResponseBodySink> sink;  // streamed: where its body goes
+  };
+  std::deque<Outstanding> pending_head_requests_;  // per request sent and not answered
+  std::shared_ptr<ResponseBodySink> streaming_;    // State::streamed: the body's receiver
+  bool head_chunked_ = false;                      // State::streamed: the body is chunked (it may have trailers)
 };
 
 }  // namespace weft::http

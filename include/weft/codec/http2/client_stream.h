@@ -84,6 +84,8 @@ class ClientStream {
   Task<int> response();
   /// Loop thread only. The response's head (status, header fields, lowercase), once response() returned.
   const http::HttpClientResponse& head() const noexcept;
+  /// Loop thread only. Moves the response's head out, once response() returned (head() is then empty).
+  http::HttpClientResponse take_head() noexcept;
   /// Loop thread only. Whether the head came with END_STREAM (no body, no trailers; gRPC's Trailers-Only).
   bool head_ended() const noexcept;
   /// Loop thread only. The next chunk of the response body as it came (one DATA frame's payload or
