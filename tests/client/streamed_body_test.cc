@@ -13,6 +13,7 @@
 #include "client/origin_servers.h"
 #include "support/blocking_client.h"
 #include "support/resident_memory.h"
+#include "support/sanitizers.h"
 #include "weft/codec/http2/stream_channel.h"
 #include "weft/core/spawn.h"
 #include "weft/core/task.h"
@@ -25,7 +26,7 @@ using client::HttpClient;
 using client::ResponseBody;
 using client::StreamedResponse;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(WEFT_TEST_SANITIZED)
 constexpr std::size_t kLarge = std::size_t{4} << 20;
 constexpr bool kMeasureRss = false;  // the sanitizers' own allocations make RSS meaningless
 #else
