@@ -28,13 +28,20 @@ bool parse(int argc, char** argv, Options& o) {
     const std::string_view a = argv[i];
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
-    if (a == "--root") o.root = v;
-    else if (a == "--port") o.port = static_cast<std::uint16_t>(std::atoi(v));
-    else if (a == "--loops") o.loops = static_cast<std::size_t>(std::atoi(v));
-    else if (a == "--transport") o.transport = v;
-    else if (a == "--tls-cert") o.tls_cert = v;
-    else if (a == "--tls-key") o.tls_key = v;
-    else return false;
+    if (a == "--root")
+      o.root = v;
+    else if (a == "--port")
+      o.port = static_cast<std::uint16_t>(std::atoi(v));
+    else if (a == "--loops")
+      o.loops = static_cast<std::size_t>(std::atoi(v));
+    else if (a == "--transport")
+      o.transport = v;
+    else if (a == "--tls-cert")
+      o.tls_cert = v;
+    else if (a == "--tls-key")
+      o.tls_key = v;
+    else
+      return false;
   }
   return !o.root.empty() && o.loops > 0 && o.tls_cert.empty() == o.tls_key.empty();
 }
@@ -45,15 +52,16 @@ void add_http(weft::Context& ctx, bool encrypted) {
     ctx.pipeline().add_after(ctx.name(), "detect", std::make_shared<weft::http2::CleartextDetector>());
     return;
   }
-  ctx.pipeline().add_after(ctx.name(), "alpn",
-                           std::make_shared<weft::ApplicationProtocolNegotiationHandler>(
-                               "http/1.1", [](weft::Context& c, std::string_view protocol) {
-                                 if (protocol == "h2") {
-                                   c.pipeline().add_after(c.name(), "http2", std::make_shared<weft::http2::ServerCodec>());
-                                 } else {
-                                   c.pipeline().add_after(c.name(), "http1", std::make_shared<weft::http::ServerCodec>());
-                                 }
-                               }));
+  ctx.pipeline().add_after(
+      ctx.name(), "alpn",
+      std::make_shared<weft::ApplicationProtocolNegotiationHandler>(
+          "http/1.1", [](weft::Context& c, std::string_view protocol) {
+            if (protocol == "h2") {
+              c.pipeline().add_after(c.name(), "http2", std::make_shared<weft::http2::ServerCodec>());
+            } else {
+              c.pipeline().add_after(c.name(), "http1", std::make_shared<weft::http::ServerCodec>());
+            }
+          }));
 }
 
 }  // namespace
@@ -61,9 +69,10 @@ void add_http(weft::Context& ctx, bool encrypted) {
 int main(int argc, char** argv) {
   Options options;
   if (!parse(argc, argv, options)) {
-    std::fprintf(stderr,
-                 "usage: weft-static-server --root DIR [--port 8080] [--loops N] [--transport epoll|io_uring|blocking]\n"
-                 "                          [--tls-cert FILE --tls-key FILE]\n");
+    std::fprintf(
+        stderr,
+        "usage: weft-static-server --root DIR [--port 8080] [--loops N] [--transport epoll|io_uring|blocking]\n"
+        "                          [--tls-cert FILE --tls-key FILE]\n");
     return 2;
   }
   try {
@@ -79,20 +88,21 @@ int main(int argc, char** argv) {
                 .application_protocols({"h2", "http/1.1"})
                 .build();
     }
-    weft::ChannelPtr server = weft::ServerBootstrap()
-                                  .group(loops)
-                                  .option(weft::option::backlog, 8192)
-                                  .child_option(weft::option::tcp_nodelay, true)
-                                  .child_handler([router, tls](weft::Channel& ch) {
-                                    if (tls) {
-                                      ch.pipeline().add_last("tls-or-not", std::make_shared<weft::OptionalTlsHandler>(tls, add_http));
-                                    } else {
-                                      ch.pipeline().add_last("detect", std::make_shared<weft::http2::CleartextDetector>());
-                                    }
-                                    ch.pipeline().add_last("router", router);
-                                  })
-                                  .bind(weft::SocketAddress::from("127.0.0.1", options.port))
-                                  .get();
+    weft::ChannelPtr server =
+        weft::ServerBootstrap()
+            .group(loops)
+            .option(weft::option::backlog, 8192)
+            .child_option(weft::option::tcp_nodelay, true)
+            .child_handler([router, tls](weft::Channel& ch) {
+              if (tls) {
+                ch.pipeline().add_last("tls-or-not", std::make_shared<weft::OptionalTlsHandler>(tls, add_http));
+              } else {
+                ch.pipeline().add_last("detect", std::make_shared<weft::http2::CleartextDetector>());
+              }
+              ch.pipeline().add_last("router", router);
+            })
+            .bind(weft::SocketAddress::from("127.0.0.1", options.port))
+            .get();
     std::printf("weft-static-server serving %s on %s (%s, %zu loop(s)%s)\n", options.root.c_str(),
                 server->local_address().to_string().c_str(), options.transport.c_str(), options.loops,
                 tls ? ", TLS and cleartext on one port" : "");
