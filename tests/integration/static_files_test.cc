@@ -49,7 +49,7 @@ constexpr std::size_t kLargeFile = std::size_t{4} << 20;
 #else
 constexpr std::size_t kLargeFile = std::size_t{64} << 20;
 #endif
-constexpr std::size_t kDataFile = 300 * 1024 + 7;  // several chunks, not a multiple of one
+constexpr std::size_t kDataFile = 300 * 1024 + 7;          // several chunks, not a multiple of one
 constexpr std::size_t kShrinking = std::size_t{32} << 20;  // sparse: cheap to make
 
 std::string random_bytes(std::size_t n, unsigned seed) {
@@ -455,11 +455,13 @@ TEST_P(StaticFilesTest, AFileThatShrinksEndsTheConnectionOverEveryProtocol) {
   const struct {
     const char* scheme;
     const char* version;
-  } cases[] = {{"http", "--http1.1"}, {"http", "--http2-prior-knowledge"}, {"https", "--http1.1"}, {"https", "--http2"}};
+  } cases[] = {
+      {"http", "--http1.1"}, {"http", "--http2-prior-knowledge"}, {"https", "--http1.1"}, {"https", "--http2"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.scheme) + " " + c.version);
     int status = -1;
-    const std::string out = curl(std::string(c.version) + " -o /dev/null -w '%{size_download}'", url(c.scheme, "/shrinking"), status);
+    const std::string out =
+        curl(std::string(c.version) + " -o /dev/null -w '%{size_download}'", url(c.scheme, "/shrinking"), status);
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_NE(WEXITSTATUS(status), 0) << out;
     EXPECT_NE(WEXITSTATUS(status), 28) << "curl timed out: the server hung";
