@@ -68,6 +68,14 @@ void HttpResponse::append(std::string_view a, std::string_view b, std::string_vi
 HttpResponse& HttpResponse::body(ByteBuf bytes) & noexcept {
   body_ = std::move(bytes);
   body_view_ = {};
+  file_ = FileRegion();
+  return *this;
+}
+
+HttpResponse& HttpResponse::body(FileRegion file) & noexcept {
+  body_.release();
+  body_view_ = {};
+  file_ = std::move(file);
   return *this;
 }
 
@@ -79,7 +87,8 @@ HttpResponse::HttpResponse(HttpResponse&& other) noexcept
       inline_size_(other.inline_size_),
       overflow_(std::move(other.overflow_)),
       body_(std::move(other.body_)),
-      body_view_(other.body_view_) {
+      body_view_(other.body_view_),
+      file_(std::move(other.file_)) {
   std::memcpy(inline_.data(), other.inline_.data(), inline_size_);
 }
 
@@ -94,6 +103,7 @@ HttpResponse& HttpResponse::operator=(HttpResponse&& other) noexcept {
   overflow_ = std::move(other.overflow_);
   body_ = std::move(other.body_);
   body_view_ = other.body_view_;
+  file_ = std::move(other.file_);
   return *this;
 }
 

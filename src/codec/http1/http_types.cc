@@ -25,6 +25,7 @@ std::string_view reason_phrase(int status) noexcept {
     case 411: return "Length Required";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
+    case 416: return "Range Not Satisfiable";
     case 417: return "Expectation Failed";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";

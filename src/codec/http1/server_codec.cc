@@ -4,14 +4,17 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <memory>
 
 #include "date_cache.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/channel.h"
+#include "weft/channel/events.h"
+#include "weft/channel/file_region_writer.h"
+#include "weft/channel/pipeline.h"
+#include "weft/codec/byte_to_message_decoder.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
-#include "weft/codec/byte_to_message_decoder.h"
-#include "weft/channel/events.h"
 
 namespace weft::http {
 namespace {
@@ -93,6 +96,7 @@ CachedHead& cached_head_slot(const HeadKey& key) noexcept {
 struct HeadParts {
   int status;
   std::string_view date_line, shared, headers, body;
+  std::size_t body_size;  // Content-Length: body's, or a file body's
   std::size_t body_copy;  // bytes of `body` to copy after the head
   std::string_view connection_line;
 };
@@ -107,7 +111,7 @@ struct HeadParts {
   std::size_t length_size = 0;
   const bool interim = parts.status >= 100 && parts.status < 200;
   if (!interim && parts.status != 204 && parts.status != 304) {
-    length_size = format_content_length(length_line, parts.body.size());
+    length_size = format_content_length(length_line, parts.body_size);
   }
   const std::size_t head_size = status_size + parts.date_line.size() + parts.shared.size() + parts.headers.size() +
                                 length_size + parts.connection_line.size() + 2;
@@ -292,7 +296,7 @@ void ServerCodec::write_interim_continue(Context& ctx) {
   const std::uint64_t sequence = front_sequence_ + pending_.size();
   constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
   if (!pending_.empty()) {
-    early_.push_back({sequence, ByteBuf::copy_of(kContinue), ByteBuf(), false, false});
+    early_.push_back({sequence, ByteBuf::copy_of(kContinue), ByteBuf(), false, false, FileRegion()});
     early_bytes_ += kContinue.size();
     return;
   }
@@ -314,6 +318,15 @@ void ServerCodec::write_message(Context& ctx, MessageRef message) {
   throw_type_mismatch(ctx, "outbound", typeid(HttpResponse), message.type());
 }
 
+// A file body goes through a FileRegionWriter, added before the codec the first time one is sent.
+[[gnu::noinline]] void ServerCodec::write_file(Context& ctx, FileRegion file) {
+  Pipeline& pipeline = ctx.pipeline();
+  if (pipeline.context(FileRegionWriter::kName) == nullptr) {
+    pipeline.add_before(ctx.name(), FileRegionWriter::kName, std::make_shared<FileRegionWriter>());
+  }
+  ctx.write(std::move(file));
+}
+
 std::uint64_t ServerCodec::answered_sequence(const HttpResponse& response) const noexcept {
   if (response.request_sequence() != 0) return response.request_sequence();
   const std::size_t n = pending_.size();
@@ -330,7 +343,8 @@ std::uint64_t ServerCodec::answered_sequence(const HttpResponse& response) const
 // Encodes `response` for a request with `flags` into `out`; a large owned body goes to *body_out
 // when given, else straight after `out` into the channel.
 [[gnu::always_inline]] inline void ServerCodec::encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out,
-                                                           HttpResponse& response, std::uint8_t flags) {
+                                                            HttpResponse& response, std::uint8_t flags,
+                                                            FileRegion* file_out) {
   const int status = response.status();
   const bool last = response.closes_connection() || !(flags & kKeepAlive);
   std::string_view shared = response.shared_header_block();
@@ -343,7 +357,8 @@ std::uint64_t ServerCodec::answered_sequence(const HttpResponse& response) const
   const ConnectionLine connection = last ? ConnectionLine::close
                                          : (flags & kHttp10) ? ConnectionLine::keep_alive : ConnectionLine::none;
   const DateLine date = in_read_batch_ ? DateLine{batch_date_line_, batch_date_second_} : current_date_line();
-  const HeadKey key{status, response.shared_header_block_id(), date.second, body.size(), connection};
+  const std::size_t body_size = response.body_size();
+  const HeadKey key{status, response.shared_header_block_id(), date.second, body_size, connection};
   CachedHead& cache = cached_head_slot(key);
   const bool cacheable = headers.empty();  // per-response headers are not worth remembering
   if (cacheable && cache.size != 0 && cache.key == key) {
@@ -355,8 +370,19 @@ std::uint64_t ServerCodec::answered_sequence(const HttpResponse& response) const
     out.advance_writer(cache.size + body_copy);
   } else {
     write_new_head(out, ctx, out_size_hint_,
-                   {status, date.line, shared, headers, body, body_copy, connection_line_text(connection)},
+                   {status, date.line, shared, headers, body, body_size, body_copy, connection_line_text(connection)},
                    cacheable ? &cache : nullptr, key);
+  }
+  if (response.file_body()) [[unlikely]] {
+    FileRegion file = std::move(response.file_body());
+    if (omit_body) return;
+    if (file_out != nullptr) {
+      *file_out = std::move(file);
+    } else {
+      ctx.write(std::move(out));
+      write_file(ctx, std::move(file));
+    }
+    return;
   }
   if (body_by_reference) {
     if (body_out != nullptr) {
@@ -441,8 +467,9 @@ void ServerCodec::encode_out_of_turn(Context& ctx, HttpResponse& response) {
 
 void ServerCodec::hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags) {
   // Encoded now: what the response borrows (a body view) may not outlive this call.
-  EarlyAnswer early{sequence, ByteBuf(), ByteBuf(), true, response.closes_connection() || !(flags & kKeepAlive)};
-  encode_into(ctx, early.bytes, &early.body, response, flags);
+  EarlyAnswer early{sequence,    ByteBuf(), ByteBuf(), true, response.closes_connection() || !(flags & kKeepAlive),
+                    FileRegion()};
+  encode_into(ctx, early.bytes, &early.body, response, flags, &early.file);
   early_bytes_ += early.bytes.readable_bytes() + early.body.readable_bytes();
   early_.push_back(std::move(early));
   update_read_suspension(ctx);
@@ -460,6 +487,7 @@ void ServerCodec::send_early_answers(Context& ctx) {
     if (out_.is_readable()) ctx.write(std::move(out_));
     ctx.write(std::move(early.bytes));
     if (early.body.is_readable()) ctx.write(std::move(early.body));
+    if (early.file) write_file(ctx, std::move(early.file));
     if (!early.final) continue;  // 100 Continue: the final answer follows
     pending_.drop_front();
     ++front_sequence_;
@@ -520,7 +548,15 @@ void ServerCodec::flush(Context& ctx) {
     close_after_flush_ = false;
     finished_ = true;
     stop_deadline(ctx);
-    ctx.channel().close_gracefully(limits_.linger_timeout, limits_.send_timeout);
+    // A file still being sent goes first: the graceful close starts once the writer has passed it on.
+    Context* writer = ctx.pipeline().context(FileRegionWriter::kName);
+    if (writer != nullptr) {
+      static_cast<FileRegionWriter&>(writer->handler())
+          .when_drained([channel = ctx.channel().shared_from_this(), linger = limits_.linger_timeout,
+                         timeout = limits_.send_timeout] { channel->close_gracefully(linger, timeout); });
+    } else {
+      ctx.channel().close_gracefully(limits_.linger_timeout, limits_.send_timeout);
+    }
   }
 }
 

@@ -1,10 +1,13 @@
 #include "weft/codec/http2/server_codec.h"
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <iterator>
+#include <stdexcept>
 
 #include "response_headers.h"
 #include "session.h"
@@ -264,7 +267,9 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     c.reserve_out(9 + (padding > 0 ? 1 : 0) + (length < kCopyBodyBelow ? length : 0));
     c.out_.write_bytes(framehd, 9);
     if (padding > 0) c.out_.write_u8(static_cast<std::uint8_t>(padding - 1));
-    if (s.out_body.has_storage()) {
+    if (s.out_file) {
+      read_file_payload(c, s, length);
+    } else if (s.out_body.has_storage()) {
       if (length >= kCopyBodyBelow) {
         c.ctx_->write(std::move(c.out_));
         c.ctx_->write(s.out_body.read_slice(length));
@@ -283,6 +288,26 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     s.out_promised -= length;
     if (length > 0) c.earn_window_updates(kCreditPerDataFrame, length + padding);
     c.spill_if_large();
+  }
+
+  // A file body's next `length` bytes, read straight into the frame. A file that ends early (it
+  // was truncated while served) ends the connection: the frame's length is written already.
+  static void read_file_payload(ServerCodec& c, Stream& s, std::size_t length) {
+    c.reserve_out(length);
+    std::size_t done = 0;
+    while (done < length) {
+      const ssize_t got = ::pread(s.out_file.fd(), c.out_.write_ptr() + done, length - done,
+                                  static_cast<off_t>(s.out_file.offset() + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        log(LogLevel::warn, "channel {}: HTTP/2 stream {}: the file ended before its region; closing",
+            c.ctx_->channel().id(), s.id);
+        throw std::runtime_error("file body ended early");
+      }
+      done += static_cast<std::size_t>(got);
+    }
+    c.out_.advance_writer(length);
+    s.out_file.advance(length);
   }
 
   // A child's DATA frame: the payload from its queued chunks (large pieces by reference).
@@ -662,11 +687,14 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
   s.answered = true;
   const bool bodiless_status = status == 204 || status == 304;
   const std::string_view body = response.body_bytes();
-  const bool has_data = !bodiless_status && !s.head_request && !body.empty();
-  headers.build(response, bodiless_status ? std::nullopt : std::optional<std::size_t>(body.size()));
+  const std::size_t body_size = response.body_size();
+  const bool has_data = !bodiless_status && !s.head_request && body_size != 0;
+  headers.build(response, bodiless_status ? std::nullopt : std::optional<std::size_t>(body_size));
   int rv;
   if (has_data) {
-    if (response.owned_body().has_storage()) {
+    if (response.file_body()) {
+      s.out_file = std::move(response.file_body());
+    } else if (response.owned_body().has_storage()) {
       s.out_body = std::move(response.owned_body());
     } else {
       s.out_view = body;  // borrowed: valid until this call returns (see below)
@@ -683,6 +711,7 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
         detail::describe(rv));
     s.out_body.release();
     s.out_view = {};
+    s.out_file = FileRegion();
     return;
   }
   if (response.closes_connection()) submit_goaway();

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "weft/buffer/byte_buf.h"
+#include "weft/channel/file_region.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/codec/http2/stream_channel.h"
 
@@ -40,6 +41,7 @@ struct ServerCodec::Stream {
   std::string_view out_view;
   std::size_t out_view_sent = 0;
   std::size_t out_promised = 0;  // handed to the session by the data source, not yet serialised
+  FileRegion out_file;           // a file body: read into each DATA frame as it is serialised
 
   // A stream served as a channel (Settings::stream_initializer): its child, which holds the
   // body's chunks both ways. Null for a stream served whole.
@@ -47,6 +49,7 @@ struct ServerCodec::Stream {
   bool cancelled = false;  // reset by the server for its child's close (not a glitch)
 
   std::size_t out_remaining() const noexcept {
+    if (out_file) return static_cast<std::size_t>(out_file.length());
     return out_body.has_storage() ? out_body.readable_bytes() : out_view.size() - out_view_sent;
   }
 
@@ -101,6 +104,7 @@ struct ServerCodec::Stream {
     out_body.release();
     out_view = {};
     out_view_sent = out_promised = 0;
+    out_file = FileRegion();
     if (child) child.reset();
     cancelled = false;
   }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "weft/buffer/byte_buf.h"
+#include "weft/channel/file_region.h"
 #include "weft/codec/http1/request_parser.h"
 
 namespace weft::http2::detail {
@@ -183,6 +184,13 @@ class HttpResponse {
   HttpResponse& body(const char* bytes) & { return body(std::string_view(bytes)); }
   /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& body(const char* bytes) && { return std::move(body(std::string_view(bytes))); }
+  /// The body is the bytes of `file` (see FileRegion), sent without reading the file into memory:
+  /// in bounded chunks as the channel is writable (HTTP/1.1) or as the stream's window allows
+  /// (HTTP/2). Content-Length is the region's length. Replaces any other body. See file_response.h
+  /// for responses built from a path, with ranges and validators.
+  HttpResponse& body(FileRegion file) & noexcept;
+  /// As the `&` overload, for an rvalue (returned as one).
+  HttpResponse&& body(FileRegion file) && noexcept { return std::move(body(std::move(file))); }
   /// Names the request this response answers (see the class comment).
   HttpResponse& for_request(const HttpRequest& request) & noexcept {
     request_sequence_ = request.sequence();
@@ -209,6 +217,7 @@ class HttpResponse {
   /// inside ctx.write() when the codec runs on the same loop (the common case). For static data.
   HttpResponse& body_view(std::string_view bytes) & noexcept {
     if (body_.has_storage()) body_.release();
+    if (file_) file_ = FileRegion();
     body_view_ = bytes;
     return *this;
   }
@@ -236,6 +245,12 @@ class HttpResponse {
   std::string_view body_bytes() const noexcept { return body_.has_storage() ? body_.view() : body_view_; }
   /// For the encoder: the owned body (empty when the body is borrowed).
   ByteBuf& owned_body() noexcept { return body_; }
+  /// For the encoder: the file body (empty unless body(FileRegion) set one).
+  FileRegion& file_body() noexcept { return file_; }
+  /// For the encoder: the body's length, a file body's included.
+  std::size_t body_size() const noexcept {
+    return file_ ? static_cast<std::size_t>(file_.length()) : body_bytes().size();
+  }
   /// Whether close_connection() was asked for.
   bool closes_connection() const noexcept { return close_; }
 
@@ -251,6 +266,7 @@ class HttpResponse {
   std::string overflow_;  // used once the headers outgrow the inline space
   ByteBuf body_;
   std::string_view body_view_;
+  FileRegion file_;
 };
 
 }  // namespace weft::http

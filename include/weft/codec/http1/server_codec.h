@@ -87,6 +87,7 @@ class ServerCodec final : public Handler {
     ByteBuf body;       ///< a large owned body, sent without copying
     bool final;         ///< false: an interim answer (100 Continue) before the final one
     bool last;          ///< the connection ends after it
+    FileRegion file;    ///< a file body, sent after `bytes`
   };
 
   void decode(Context& ctx);
@@ -97,7 +98,9 @@ class ServerCodec final : public Handler {
   void encode(Context& ctx, HttpResponse& response);
   void encode_out_of_turn(Context& ctx, HttpResponse& response);
   std::uint64_t answered_sequence(const HttpResponse& response) const noexcept;
-  void encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response, std::uint8_t flags);
+  void encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response, std::uint8_t flags,
+                   FileRegion* file_out = nullptr);
+  void write_file(Context& ctx, FileRegion file);
   void hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags);
   void send_early_answers(Context& ctx);
   void answer_sent(Context& ctx, bool last);
