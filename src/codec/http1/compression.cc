@@ -12,7 +12,7 @@
 namespace weft::http {
 namespace {
 
-std::string_view trim(std::string_view s) noexcept {
+std::string_view coding_trim(std::string_view s) noexcept {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
@@ -26,7 +26,7 @@ bool starts_with_nocase(std::string_view text, std::string_view prefix) noexcept
 double q_value(std::string_view params) noexcept {
   while (!params.empty()) {
     const std::size_t semicolon = params.find(';');
-    const std::string_view param = trim(params.substr(0, semicolon));
+    const std::string_view param = coding_trim(params.substr(0, semicolon));
     params.remove_prefix(semicolon == std::string_view::npos ? params.size() : semicolon + 1);
     if (param.size() < 2 || (param[0] != 'q' && param[0] != 'Q') || param[1] != '=') continue;
     const std::string_view number = param.substr(2);
@@ -51,7 +51,7 @@ bool Compression::accepts_gzip(std::string_view accept_encoding) noexcept {
     const std::string_view element = accept_encoding.substr(0, comma);
     accept_encoding.remove_prefix(comma == std::string_view::npos ? accept_encoding.size() : comma + 1);
     const std::size_t semicolon = element.find(';');
-    const std::string_view coding = trim(element.substr(0, semicolon));
+    const std::string_view coding = coding_trim(element.substr(0, semicolon));
     const double q = semicolon == std::string_view::npos ? 1 : q_value(element.substr(semicolon + 1));
     if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) {
       gzip = std::max(gzip.value_or(0), q);

@@ -17,7 +17,7 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string_view trim(std::string_view s) noexcept {
+std::string_view cors_trim(std::string_view s) noexcept {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
@@ -48,7 +48,7 @@ bool Cors::headers_allowed(std::string_view requested) const noexcept {
   if (options_.allowed_headers.empty()) return true;
   while (!requested.empty()) {
     const std::size_t comma = requested.find(',');
-    const std::string_view name = trim(requested.substr(0, comma));
+    const std::string_view name = cors_trim(requested.substr(0, comma));
     requested.remove_prefix(comma == std::string_view::npos ? requested.size() : comma + 1);
     if (name.empty()) continue;
     if (std::none_of(options_.allowed_headers.begin(), options_.allowed_headers.end(),

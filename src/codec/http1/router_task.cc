@@ -92,7 +92,7 @@ void Router::start_task(Context& ctx, HttpRequest&& request, const AsyncFn& fn, 
   RouteTask task =
       run_task(*this, weak_from_this().lock(), std::move(channel), std::move(request), params, pattern, fn);
   if (!loop.in_loop()) {  // the router runs on an executor: the task runs on the channel's loop
-    if (!detail::start_on(loop, task.handle))
+    if (!weft::detail::start_on(loop, task.handle))
       log(LogLevel::debug, "router: a route's task was refused, the loop has ended");
     return;
   }

@@ -97,6 +97,7 @@ class ServerCodec final : public Handler {
   void encode(Context& ctx, HttpResponse& response);
   void encode_out_of_turn(Context& ctx, HttpResponse& response);
   std::uint64_t answered_sequence(const HttpResponse& response) const noexcept;
+  void put_error_body(Context& ctx, int status);
   void encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response, std::uint8_t flags);
   void hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags);
   void send_early_answers(Context& ctx);
