@@ -96,18 +96,20 @@ TEST_P(RouterH2ConcurrencyTest, AStreamResetWhileItsRouteIsSuspendedLeavesNothin
   test::RawH2Connection conn(port(), tls());
   ASSERT_TRUE(conn.is_open());
   ServerFrames f;
-  ASSERT_TRUE(conn.send(preface() + get(1, "/slow")));
-  // The reset follows the request; the fast stream after it shows the server has read both.
-  ASSERT_TRUE(conn.send(frame(NGHTTP2_RST_STREAM, 0, 1, test::u32(NGHTTP2_CANCEL)) + get(3, "/fast")));
+  // Stream 3 is handed on after stream 1: once it is answered, stream 1's route has started.
+  ASSERT_TRUE(conn.send(preface() + get(1, "/slow") + get(3, "/fast")));
   ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(3) || fr.goaway; }));
   ASSERT_EQ(shared_->started.load(), 1);
+  // The reset, then a stream whose answer shows the server has read it.
+  ASSERT_TRUE(conn.send(frame(NGHTTP2_RST_STREAM, 0, 1, test::u32(NGHTTP2_CANCEL)) + get(5, "/fast")));
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(5) || fr.goaway; }));
   EXPECT_EQ(shared_->finished.load(), 0);
   shared_->release.set_value();  // the route ends; its answer has no stream to go to
   for (int i = 0; i < 100 && shared_->finished.load() == 0; ++i) drain(*shared_->loop.load());
   EXPECT_EQ(shared_->finished.load(), 1);
-  ASSERT_TRUE(conn.send(get(5, "/fast")));
-  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(5) || fr.goaway; }));
-  EXPECT_EQ(f.data[5], "fast");
+  ASSERT_TRUE(conn.send(get(7, "/fast")));
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(7) || fr.goaway; }));
+  EXPECT_EQ(f.data[7], "fast");
   EXPECT_FALSE(f.ended.count(1)) << "nothing is sent on the reset stream";
   EXPECT_FALSE(f.goaway);
 }

@@ -27,6 +27,7 @@ namespace weft::http {
 /// so they must be thread-safe (keep per-request state in the Request).
 class Middleware {
  public:
+  /// Destroyed with the last router that uses it.
   virtual ~Middleware() = default;
   /// Before the route: nullopt to go on, or the response that answers the request at once.
   /// Throwing answers 500 (the router's error page).

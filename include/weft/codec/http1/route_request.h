@@ -25,7 +25,9 @@ class Request {
   /// What the router makes for each routed request; `pattern` is empty when no route matched.
   Request(Channel& channel, HttpRequest& message, const RouteParams& params, std::string_view pattern) noexcept
       : channel_(&channel), message_(&message), params_(&params), pattern_(pattern) {}
+  /// Not copyable: it points into the request the router keeps.
   Request(const Request&) = delete;
+  /// Not copyable.
   Request& operator=(const Request&) = delete;
 
   /// The decoded request (head and body).
