@@ -10,6 +10,7 @@
 set(WEFT_LAYER_DEPENDS_transport weft::uring)
 set(WEFT_LAYER_DEPENDS_codec/tls OpenSSL::SSL OpenSSL::Crypto)
 set(WEFT_LAYER_DEPENDS_dns weft::cares)
+set(WEFT_LAYER_DEPENDS_codec/http1 ZLIB::ZLIB)  # Compression (gzip)
 set(WEFT_LAYER_DEPENDS_grpc ZLIB::ZLIB)
 
 function(weft_layer_targets out_var)

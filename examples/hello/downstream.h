@@ -8,7 +8,8 @@
 //                    executors, one per channel (channel id mod T, so pipelined answers stay in order);
 //                    the channel stops reading until its answer is written, so what a connection can
 //                    queue is bounded by one read batch
-//   coroutine(-async) suspends the connection's coroutine on a loop timer: no thread waits
+//   coroutine(-async) suspends the request's task on a loop timer: no thread waits, and the
+//                    connection's other requests (HTTP/2 streams) go on meanwhile
 // A request whose client has gone by the time its turn comes is dropped without waiting, so a queue
 // of abandoned requests does not consume the pool after clients time out.
 
@@ -95,16 +96,12 @@ inline void add_downstream_route(weft::http::Router& router, std::string mode, w
   });
 }
 
-// The coroutine modes: suspends on a loop timer, then writes the answer.
-inline weft::Task<> serve_downstream(weft::Connection<weft::http::HttpRequest>& c, weft::http::HttpRequest& request,
-                                     std::string_view mode) {
+// The coroutine modes: suspends the request's task on a loop timer, then answers.
+inline weft::Task<weft::http::HttpResponse> serve_downstream(weft::http::Request& request, std::string mode) {
   std::optional<long> ms = downstream_ms(request.query());
-  if (!ms) {
-    co_await c.write(downstream_bad_request());
-    co_return;
-  }
+  if (!ms) co_return downstream_bad_request();
   co_await weft::sleep(std::chrono::milliseconds(*ms));
-  co_await c.write(downstream_response(mode, *ms));
+  co_return downstream_response(mode, *ms);
 }
 
 }  // namespace hello

@@ -18,7 +18,8 @@
 //   loop             the router runs on the event loop; -async routes block the loop on the future
 //   loop-async       the same server: the name of the column that measures the -async routes
 //   offload          the router runs on an executor group (--offload-threads), in order per channel
-//   coroutine        one coroutine per connection on the loop; -async routes block on the future
+//   coroutine        every route a coroutine, one task per request on the loop (HTTP/2 streams run
+//                    concurrently); -async routes block on the future
 //   coroutine-async  as coroutine, but -async routes co_await offload(...) and the loop runs on
 
 #include <rapidjson/stringbuffer.h>
@@ -46,6 +47,7 @@ namespace {
 
 using weft::http::HttpRequest;
 using weft::http::HttpResponse;
+using weft::http::Request;
 
 constexpr std::string_view kPlain = "Hello, World!";
 constexpr std::array<std::string_view, 5> kModes = {"loop", "loop-async", "offload", "coroutine", "coroutine-async"};
@@ -184,50 +186,47 @@ std::string blocking_async_body(weft::EventLoopGroup& executors, bool json) {
   return body.future().get();
 }
 
+// The routes of the loop, loop-async and offload modes: callbacks that return their response.
 std::shared_ptr<weft::http::Router> make_router(weft::EventLoopGroup& executors) {
   auto router = std::make_shared<weft::http::Router>();
-  router->get("/plaintext", [](weft::Context& ctx, HttpRequest&) { ctx.write(response(kTextHeaders, kPlain)); });
-  router->get("/json", [](weft::Context& ctx, HttpRequest&) { ctx.write(response(kJsonHeaders, json_body())); });
+  router->get("/plaintext", [](Request&) { return response(kTextHeaders, kPlain); });
+  router->get("/json", [](Request&) { return response(kJsonHeaders, json_body()); });
   // The body is a string made per request: the response owns a copy (a view of it would dangle
   // where the response is encoded later, on another thread).
-  router->get("/plaintext-async", [&executors](weft::Context& ctx, HttpRequest&) {
-    ctx.write(HttpResponse(200).headers(kTextHeaders).body(blocking_async_body(executors, false)));
+  router->get("/plaintext-async", [&executors](Request&) {
+    return std::move(HttpResponse(200).headers(kTextHeaders).body(blocking_async_body(executors, false)));
   });
-  router->get("/json-async", [&executors](weft::Context& ctx, HttpRequest&) {
-    ctx.write(HttpResponse(200).headers(kJsonHeaders).body(blocking_async_body(executors, true)));
+  router->get("/json-async", [&executors](Request&) {
+    return std::move(HttpResponse(200).headers(kJsonHeaders).body(blocking_async_body(executors, true)));
   });
   return router;
 }
 
-// One coroutine per connection. The JSON buffer lives in the frame, so a response waiting for
-// writability keeps its body.
-weft::Task<> serve_connection(weft::Connection<HttpRequest>& c, weft::EventLoopGroup& executors, bool async_awaits) {
-  JsonOut json;
-  std::string async_body;
-  for (;;) {
-    HttpRequest request = co_await c.read();
-    std::string_view path = request.path();
-    if (request.method() != "GET" && request.method() != "HEAD") {
-      co_await c.write(std::move(HttpResponse(405).header("Allow", "GET")));
-    } else if (path == "/plaintext") {
-      co_await c.write(response(kTextHeaders, kPlain));
-    } else if (path == "/json") {
-      co_await c.write(response(kJsonHeaders, json_body(json)));
-    } else if (path == "/plaintext-async" || path == "/json-async") {
-      const bool is_json = path == "/json-async";
-      if (async_awaits) {
-        async_body = co_await weft::offload(executors, [is_json] { return std::string(is_json ? json_body() : kPlain); });
-      } else {
-        async_body = blocking_async_body(executors, is_json);
-      }
-      co_await c.write(response(is_json ? kJsonHeaders : kTextHeaders, async_body));
-    } else if (path == "/downstream") {
-      co_await hello::serve_downstream(c, request, async_awaits ? "coroutine-async" : "coroutine");
-    } else {
-      co_await c.write(std::move(HttpResponse(404).content_type("text/plain").body_view("Not Found")));
-    }
-    c.flush();
+// The coroutine modes: every route a coroutine, each request a task of its own on the loop, so the
+// streams of one HTTP/2 connection are served concurrently. /plaintext and /json finish without
+// suspending: their answer is encoded before the loop runs anything else, so /json may borrow the
+// thread's JSON buffer. The -async routes await an executor (coroutine-async) or block on it.
+std::shared_ptr<weft::http::Router> make_coroutine_router(weft::EventLoopGroup& executors, bool async_awaits) {
+  auto router = std::make_shared<weft::http::Router>();
+  router->get("/plaintext", [](Request&) -> weft::Task<HttpResponse> { co_return response(kTextHeaders, kPlain); });
+  router->get("/json", [](Request&) -> weft::Task<HttpResponse> { co_return response(kJsonHeaders, json_body()); });
+  for (const bool is_json : {false, true}) {
+    router->get(is_json ? "/json-async" : "/plaintext-async",
+                [&executors, async_awaits, is_json](Request&) -> weft::Task<HttpResponse> {
+                  std::string body;
+                  if (async_awaits) {
+                    body = co_await weft::offload(executors,
+                                                  [is_json] { return std::string(is_json ? json_body() : kPlain); });
+                  } else {
+                    body = blocking_async_body(executors, is_json);
+                  }
+                  co_return std::move(HttpResponse(200).headers(is_json ? kJsonHeaders : kTextHeaders).body(body));
+                });
   }
+  router->get("/downstream", [mode = std::string(async_awaits ? "coroutine-async" : "coroutine")](Request& request) {
+    return hello::serve_downstream(request, mode);
+  });
+  return router;
 }
 
 }  // namespace
@@ -253,10 +252,15 @@ int main(int argc, char** argv) {
   std::optional<weft::EventLoopGroup> downstream_pool;
   if (options.mode == "loop-async") downstream_pool.emplace(weft::executor_driver_factory(), options.offload_threads, "hello-down");
 
-  auto router = make_router(executors);
-  hello::add_downstream_route(*router, options.mode, downstream_pool ? &*downstream_pool : nullptr);
   const bool coroutine = options.mode.starts_with("coroutine");
   const bool async_awaits = options.mode == "coroutine-async";
+  std::shared_ptr<weft::http::Router> router;
+  if (coroutine) {
+    router = make_coroutine_router(executors, async_awaits);
+  } else {
+    router = make_router(executors);
+    hello::add_downstream_route(*router, options.mode, downstream_pool ? &*downstream_pool : nullptr);
+  }
   weft::ExecutorGroup* offload = offload_group ? &*offload_group : nullptr;
   weft::TlsContextPtr tls;
   if (!options.tls_cert.empty()) {
@@ -279,7 +283,7 @@ int main(int argc, char** argv) {
                  .group(acceptor ? *acceptor : loops, loops)
                  .option(weft::option::backlog, 8192)
                  .child_option(weft::option::tcp_nodelay, true)
-                 .child_handler([router, offload, coroutine, async_awaits, tls, &executors, http2 = options.http2](weft::Channel& ch) {
+                 .child_handler([router, offload, tls, http2 = options.http2](weft::Channel& ch) {
                    if (tls) {
                      // ALPN chooses the codec: h2, or HTTP/1.1 (where `Upgrade: h2c` is not honoured).
                      ch.pipeline().add_last("tls", std::make_shared<weft::TlsHandler>(tls));
@@ -298,11 +302,7 @@ int main(int argc, char** argv) {
                    } else {
                      ch.pipeline().add_last("http", std::make_shared<weft::http::ServerCodec>());
                    }
-                   if (coroutine) {
-                     weft::serve<HttpRequest>(ch, [&executors, async_awaits](weft::Connection<HttpRequest>& c) {
-                       return serve_connection(c, executors, async_awaits);
-                     });
-                   } else if (offload != nullptr) {
+                   if (offload != nullptr) {
                      ch.pipeline().add_last(*offload, "router", router);
                    } else {
                      ch.pipeline().add_last("router", router);

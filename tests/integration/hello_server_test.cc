@@ -332,6 +332,31 @@ TEST_P(HelloServerTest, EveryRouteIsServedOverH2cOnTheSamePort) {
   expect_answers(http1, {get_exchange("/json", 200, kJsonBody)});
 }
 
+TEST_P(HelloServerTest, CoroutineModesAnswerAFastH2StreamWhileASlowOneWaits) {
+  // Each request is a task of its own: /plaintext is answered within the read batch that brought
+  // both requests, while /downstream waits on its timer (the order is the point, not the time).
+  const std::string mode = GetParam().mode;
+  if (mode != "coroutine" && mode != "coroutine-async")
+    GTEST_SKIP() << "this mode serves a connection's streams in turn";
+  BlockingClient socket(port());
+  ASSERT_TRUE(socket.is_open());
+  H2Client client;
+  const std::int32_t slow = client.request("GET", "/downstream?ms=300");
+  const std::int32_t fast = client.request("GET", "/plaintext");
+  ASSERT_TRUE(socket.send_all(client.take_output()));
+  while (!client.response(fast).closed) {
+    const std::string out = client.take_output();
+    if (!out.empty()) ASSERT_TRUE(socket.send_all(out));
+    const std::string in = socket.recv_some(64 * 1024, 20000ms);
+    ASSERT_FALSE(in.empty()) << "the connection ended or stalled";
+    ASSERT_TRUE(client.receive(in)) << "error " << client.error();
+  }
+  EXPECT_EQ(client.response(fast).body, kPlainBody);
+  EXPECT_FALSE(client.response(slow).closed) << "the slow stream was answered first";
+  ASSERT_TRUE(exchange_until_closed(socket, client)) << "error " << client.error();
+  EXPECT_EQ(client.response(slow).body, downstream(300));
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, HelloServerTest,
                          ::testing::Values(Config{"epoll", "loop"}, Config{"epoll", "loop-async"},
                                            Config{"epoll", "offload"}, Config{"epoll", "coroutine"},

@@ -127,4 +127,26 @@ void HttpResponse::own_borrowed() {
   }
 }
 
+namespace {
+// The value of the line named `name` in "Name: value\r\n" lines.
+std::optional<std::string_view> find_line(std::string_view lines, std::string_view name) noexcept {
+  while (!lines.empty()) {
+    const std::size_t end = lines.find("\r\n");
+    const std::string_view line = lines.substr(0, end);
+    lines.remove_prefix(end == std::string_view::npos ? lines.size() : end + 2);
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos || !iequals(line.substr(0, colon), name)) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    return value;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<std::string_view> HttpResponse::find_header(std::string_view name) const noexcept {
+  if (auto v = find_line(shared_header_block(), name)) return v;
+  return find_line(header_block(), name);
+}
+
 }  // namespace weft::http

@@ -1,11 +1,14 @@
 #include "weft/codec/http1/router.h"
 
 #include <algorithm>
+#include <chrono>
+#include <exception>
 #include <limits>
 #include <stdexcept>
 #include <vector>
 
 #include "field_section.h"
+#include "weft/core/log.h"
 
 namespace weft::http {
 namespace {
@@ -51,23 +54,50 @@ std::optional<std::string_view> RouteParams::get(std::string_view name) const no
   return std::nullopt;
 }
 
-Router& Router::route(std::string method, std::string path, RouteFn fn) {
+// A Target with its `member` set to `fn`.
+template <class Member, class Fn>
+Router::Target Router::target_of(Member member, Fn fn) {
+  Target target;
+  target.*member = std::move(fn);
+  return target;
+}
+
+Router& Router::add(std::string method, std::string path, Target target) {
   if (path.find_first_of("{}") == std::string::npos) {
-    routes_.push_back(Route{std::move(method), std::move(path), std::move(fn)});
+    if (target.param_write) {
+      target.write = [fn = std::move(target.param_write)](Context& ctx, HttpRequest& request) {
+        fn(ctx, request, kNoParams);
+      };
+      target.param_write = nullptr;
+    }
+    routes_.push_back(Route{std::move(method), std::move(path), std::move(target)});
     return *this;
   }
-  return route(std::move(method), std::move(path),
-               ParamRouteFn([fn = std::move(fn)](Context& ctx, HttpRequest& request, const RouteParams&) { fn(ctx, request); }));
+  std::vector<Segment> segments = parse_pattern(path);
+  if (target.write) {
+    target.param_write = [fn = std::move(target.write)](Context& ctx, HttpRequest& request, const RouteParams&) {
+      fn(ctx, request);
+    };
+    target.write = nullptr;
+  }
+  patterns_.push_back(PatternRoute{std::move(method), std::move(path), std::move(segments), std::move(target)});
+  return *this;
+}
+
+Router& Router::route(std::string method, std::string path, RouteFn fn) {
+  return add(std::move(method), std::move(path), target_of(&Target::write, std::move(fn)));
 }
 
 Router& Router::route(std::string method, std::string path, ParamRouteFn fn) {
-  if (path.find_first_of("{}") == std::string::npos) {
-    return route(std::move(method), std::move(path),
-                 RouteFn([fn = std::move(fn)](Context& ctx, HttpRequest& request) { fn(ctx, request, kNoParams); }));
-  }
-  std::vector<Segment> segments = parse_pattern(path);
-  patterns_.push_back(PatternRoute{std::move(method), std::move(path), std::move(segments), std::move(fn)});
-  return *this;
+  return add(std::move(method), std::move(path), target_of(&Target::param_write, std::move(fn)));
+}
+
+Router& Router::route(std::string method, std::string path, ResponseFn fn) {
+  return add(std::move(method), std::move(path), target_of(&Target::respond, std::move(fn)));
+}
+
+Router& Router::route(std::string method, std::string path, AsyncFn fn) {
+  return add(std::move(method), std::move(path), target_of(&Target::async, std::move(fn)));
 }
 
 std::vector<Router::Segment> Router::parse_pattern(const std::string& pattern) {
@@ -100,7 +130,28 @@ std::vector<Router::Segment> Router::parse_pattern(const std::string& pattern) {
 }
 
 Router& Router::fallback(RouteFn fn) {
-  fallback_ = std::move(fn);
+  fallback_ = target_of(&Target::write, std::move(fn));
+  return *this;
+}
+
+Router& Router::fallback(ResponseFn fn) {
+  fallback_ = target_of(&Target::respond, std::move(fn));
+  return *this;
+}
+
+Router& Router::fallback(AsyncFn fn) {
+  fallback_ = target_of(&Target::async, std::move(fn));
+  return *this;
+}
+
+Router& Router::use(std::shared_ptr<Middleware> middleware) {
+  if (middleware == nullptr) throw std::invalid_argument("Router::use: no middleware");
+  middleware_.push_back(std::move(middleware));
+  return *this;
+}
+
+Router& Router::error_page(ErrorPageFn fn) {
+  error_page_ = std::move(fn);
   return *this;
 }
 
@@ -147,14 +198,14 @@ RouteMatch Router::match(std::string_view method, std::string_view path) const n
   for (const Route& r : routes_) {
     if (same(r.path, path) && serves(r.method, method)) {
       m.outcome_ = RouteMatch::Outcome::route;
-      m.exact_fn_ = &r.fn;
+      m.target_ = &r.target;
       m.pattern_ = r.path;
       return m;
     }
   }
   if (const PatternRoute* r = find_pattern(method, path, m.params_)) {
     m.outcome_ = RouteMatch::Outcome::route;
-    m.pattern_fn_ = &r->fn;
+    m.target_ = &r->target;
     m.pattern_ = r->pattern;
     return m;
   }
@@ -163,65 +214,171 @@ RouteMatch Router::match(std::string_view method, std::string_view path) const n
 }
 
 void RouteMatch::run(Context& ctx, HttpRequest& request) const {
-  if (exact_fn_ != nullptr) {
-    (*exact_fn_)(ctx, request);
-  } else if (pattern_fn_ != nullptr) {
-    (*pattern_fn_)(ctx, request, params_);
-  } else if (router_ != nullptr) {
-    router_->reply_unrouted(ctx, request);
+  if (router_ != nullptr) {
+    router_->run(ctx, request, static_cast<const Router::Target*>(target_), params_, pattern_);
   }
 }
 
 void Router::channel_read(Context& ctx, HttpRequest&& request) {
   const std::string_view path = request.path(), method = request.method();
-  for (Route& r : routes_) {
+  for (const Route& r : routes_) {
     if (same(r.path, path) && serves(r.method, method)) {
-      r.fn(ctx, request);
+      run(ctx, request, &r.target, kNoParams, r.path);
       return;
     }
   }
   route_after_exact_miss(ctx, request);
 }
 
+// A callback's response, or the 500 when it throws.
+[[gnu::always_inline]] inline HttpResponse Router::respond(const ResponseFn& fn, Request& request) const {
+  try {
+    return fn(request);
+  } catch (...) {
+    return failed(request, std::current_exception());
+  }
+}
+
+// The fast cases inline: a callback without middleware, and the low-level forms; the rest out of line.
+[[gnu::always_inline]] inline void Router::run(Context& ctx, HttpRequest& request, const Target* target,
+                                               const RouteParams& params, std::string_view pattern) const {
+  if (target != nullptr) {
+    if (target->respond && middleware_.empty()) {
+      Request r(ctx.channel(), request, params, pattern);
+      ctx.write(respond(target->respond, r));
+      return;
+    }
+    if (target->write) {
+      target->write(ctx, request);
+      return;
+    } else if (target->param_write) {
+      target->param_write(ctx, request, params);
+      return;
+    }
+  } else if (fallback_.write && allowed_methods(request.path()).empty()) {
+    fallback_.write(ctx, request);
+    return;
+  }
+  run_wrapped(ctx, request, target, params, pattern);
+}
+
 void Router::route_after_exact_miss(Context& ctx, HttpRequest& request) const {
   RouteParams params;
   if (const PatternRoute* r = find_pattern(request.method(), request.path(), params)) {
-    r->fn(ctx, request, params);
+    run(ctx, request, &r->target, params, r->pattern);
     return;
   }
-  reply_unrouted(ctx, request);
+  run(ctx, request, nullptr, kNoParams, {});
 }
 
-// 405 with Allow when the path has routes for other methods; otherwise the fallback, or 404. Out of
-// line: its strings and response would otherwise cost every routed request a larger frame.
-void Router::reply_unrouted(Context& ctx, HttpRequest& request) const {
+std::string Router::allowed_methods(std::string_view path) const {
   std::vector<std::string_view> methods;
-  auto add = [&methods](std::string_view m) {
+  auto add_method = [&methods](std::string_view m) {
     if (std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
   };
-  auto add_route_method = [&add](std::string_view m) {
-    add(m);
-    if (m == "GET") add("HEAD");  // GET routes answer HEAD too
+  auto add_route_method = [&add_method](std::string_view m) {
+    add_method(m);
+    if (m == "GET") add_method("HEAD");  // GET routes answer HEAD too
   };
   for (const Route& r : routes_) {
-    if (r.path == request.path()) add_route_method(r.method);
+    if (r.path == path) add_route_method(r.method);
   }
   RouteParams ignored;
   for (const PatternRoute& r : patterns_) {
-    if (matches(r, request.path(), ignored)) add_route_method(r.method);
+    if (matches(r, path, ignored)) add_route_method(r.method);
   }
   std::string allow;
   for (std::string_view m : methods) {
     if (!allow.empty()) allow += ", ";
     allow += m;
   }
-  if (!allow.empty()) {
-    ctx.write(HttpResponse(405).header("Allow", allow));
-  } else if (fallback_) {
-    fallback_(ctx, request);
-  } else {
-    ctx.write(HttpResponse(404).content_type("text/plain").body_view("Not Found"));
+  return allow;
+}
+
+HttpResponse Router::unrouted_response(Request& request) const {
+  std::string allow = allowed_methods(request.path());
+  if (allow.empty()) return error_response(404, request);
+  HttpResponse response = error_response(405, request);
+  response.header("Allow", allow);
+  return response;
+}
+
+// The router's own answers; a custom page that throws falls back to the plain one.
+HttpResponse Router::error_response(int status, Request& request) const noexcept {
+  if (error_page_) {
+    try {
+      return error_page_(status, request);
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "channel {}: the router's error page for {} threw: {}", request.channel().id(), status,
+          e.what());
+    } catch (...) {
+      log(LogLevel::error, "channel {}: the router's error page for {} threw", request.channel().id(), status);
+    }
   }
+  switch (status) {
+    case 404: return std::move(HttpResponse(404).content_type("text/plain").body_view("Not Found"));
+    case 500: return std::move(HttpResponse(500).content_type("text/plain").body_view("Internal Server Error"));
+    default: return HttpResponse(status);
+  }
+}
+
+HttpResponse Router::failed(Request& request, std::exception_ptr error) const noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    log(LogLevel::error, "channel {}: {} {}: the route threw: {}", request.channel().id(), request.method(),
+        request.path(), e.what());
+  } catch (...) {
+    log(LogLevel::error, "channel {}: {} {}: the route threw", request.channel().id(), request.method(),
+        request.path());
+  }
+  return error_response(500, request);
+}
+
+std::optional<HttpResponse> Router::run_before(Request& request, std::size_t& passed) const {
+  passed = 0;
+  for (const auto& m : middleware_) {
+    std::optional<HttpResponse> answer = m->before(request);
+    if (answer) return answer;
+    ++passed;
+  }
+  return std::nullopt;
+}
+
+void Router::run_after(Request& request, HttpResponse& response, std::size_t passed) const noexcept {
+  for (std::size_t i = passed; i-- > 0;) {
+    try {
+      middleware_[i]->after(request, response);
+    } catch (...) {
+      response = failed(request, std::current_exception());
+    }
+  }
+}
+
+void Router::run_wrapped(Context& ctx, HttpRequest& request, const Target* target, const RouteParams& params,
+                         std::string_view pattern) const {
+  const Target* answering = target;
+  if (answering == nullptr && (fallback_.respond || fallback_.async) && allowed_methods(request.path()).empty()) {
+    answering = &fallback_;
+  }
+  if (answering != nullptr && answering->async) {
+    start_task(ctx, std::move(request), answering->async, params, pattern);
+    return;
+  }
+  Request r(ctx.channel(), request, params, pattern);
+  if (!middleware_.empty()) r.set_received(std::chrono::system_clock::now());
+  std::size_t passed = 0;
+  std::optional<HttpResponse> response;
+  try {
+    response = run_before(r, passed);
+    if (!response) {
+      response.emplace(answering != nullptr ? answering->respond(r) : unrouted_response(r));
+    }
+  } catch (...) {
+    response.emplace(failed(r, std::current_exception()));
+  }
+  run_after(r, *response, passed);
+  ctx.write(std::move(*response));
 }
 
 void Router::channel_read_complete(Context& ctx) {

@@ -527,12 +527,35 @@ void ServerCodec::finish_if_done(Context& ctx) {
     if (!out_.has_storage()) out_ = ctx.allocator().buffer(256);
     put_status_line(out_, error_status_);
     put(out_, date_header_line());
-    put(out_, "Content-Length: 0\r\nConnection: close\r\n\r\n");
+    put_error_body(ctx, error_status_);
     error_status_ = 0;
   }
   close_after_flush_ = true;
   reading_.release(ctx.channel());
   flush(ctx);
+}
+
+// The rest of an error answer's head, and its body (Limits::error_body).
+void ServerCodec::put_error_body(Context& ctx, int status) {
+  ErrorBody made;
+  if (limits_.error_body) {
+    try {
+      made = limits_.error_body(status);
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "channel {}: the error body for {} failed: {}", ctx.channel().id(), status, e.what());
+      made = {};
+    }
+  }
+  if (!made.content_type.empty() &&
+      made.content_type.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos) {
+    put(out_, "Content-Type: ");
+    put(out_, made.content_type);
+    put(out_, "\r\n");
+  }
+  put(out_, "Content-Length: ");
+  put(out_, std::to_string(made.body.size()));
+  put(out_, "\r\nConnection: close\r\n\r\n");
+  put(out_, made.body);
 }
 
 void ServerCodec::flush(Context& ctx) {

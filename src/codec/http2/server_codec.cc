@@ -633,6 +633,15 @@ void ServerCodec::compact_unanswered() {
 void ServerCodec::answer_error(Context& ctx, Stream& s, int status) {
   s.dispatched = true;
   http::HttpResponse response(status);
+  if (settings_.error_body) {
+    try {
+      http::ErrorBody made = settings_.error_body(status);
+      if (!made.content_type.empty()) response.content_type(made.content_type);
+      response.body(made.body);
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "channel {}: the error body for {} failed: {}", ctx.channel().id(), status, e.what());
+    }
+  }
   submit(ctx, s, response);
 }
 

@@ -253,6 +253,9 @@ class HttpResponse {
   }
   /// Whether close_connection() was asked for.
   bool closes_connection() const noexcept { return close_; }
+  /// The value of the first header named `name` (case-insensitive), among the attached HeaderBlock's
+  /// lines and those added with header(); nullopt when there is none. For middleware: it scans.
+  std::optional<std::string_view> find_header(std::string_view name) const noexcept;
 
  private:
   void append(std::string_view a, std::string_view b, std::string_view c, std::string_view d);

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -53,6 +55,19 @@ class InlineHeaders {
   alignas(Header) unsigned char storage_[N * sizeof(Header)];
 };
 
+/// The body of one of the codecs' own error answers (400, 408, 413, 431, ...): see ErrorBodyFn.
+struct ErrorBody {
+  /// The Content-Type to send; empty: none. A value with CR, LF or NUL is not sent.
+  std::string content_type;
+  /// The body.
+  std::string body;
+};
+
+/// Makes the body of a codec's own error answer for `status` (Limits::error_body for HTTP/1.1,
+/// http2::Settings::error_body for HTTP/2). Called on the connection's loop, so it must be
+/// thread-safe when the limits are shared by loops; a throw is logged and the answer goes without a body.
+using ErrorBodyFn = std::function<ErrorBody(int status)>;
+
 /// Limits of the request decoder (Netty's defaults for the line and the header section).
 struct Limits {
   std::size_t max_request_line = 4096;     ///< longer: 414
@@ -77,6 +92,9 @@ struct Limits {
   /// ...or while more than this many bytes of answers wait to be sent (encoded or queued on the
   /// channel); it resumes below half of both, once the channel is writable again.
   std::size_t max_unsent_bytes = 1024 * 1024;
+  /// The bodies of the codec's error answers (400, 408, 413, 414, 431, 501, 505, 417); empty (the
+  /// default): they have none. The Router's own answers (404, 405, 500) are Router::error_page's.
+  ErrorBodyFn error_body;
 };
 
 /// Reason phrase of a status code ("OK", "Not Found"...); "Unknown" for codes weft does not name.

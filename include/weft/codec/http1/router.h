@@ -1,13 +1,24 @@
 #pragma once
 /// @file
-/// Router: dispatches whole requests to route functions by path and method. Not a web framework:
-/// exact paths and simple patterns, no middleware.
+/// Router: dispatches whole requests to routes by path and method, through an ordered chain of
+/// middleware (middleware.h). Exact paths and simple patterns.
 ///
-///   router->get("/plaintext", [](Context& ctx, HttpRequest&) { ... });             // exact path
-///   router->get("/users/{id}", [](Context& ctx, HttpRequest&, const RouteParams& p) {
-///     std::string_view id = *p.get("id");                                           // pattern
+///   router->get("/plaintext", [](Request&) { return HttpResponse(200).body_view("hi"); });   // a callback
+///   router->get("/users/{id}", [](Request& r) -> Task<HttpResponse> {                    // a coroutine
+///     co_await weft::sleep(10ms);
+///     co_return HttpResponse(200).body(std::string(*r.param("id")));
 ///   });
-///   router->fallback([](Context& ctx, HttpRequest&) { ... });                       // instead of 404
+///   router->use(std::make_shared<RequestId>());                                        // middleware
+///   router->fallback([](Request& r) { ... });                                          // instead of 404
+///
+/// Routes: a callback `HttpResponse(Request&)`, a coroutine `Task<HttpResponse>(Request&)`, or the
+/// low-level form that writes its answer itself, `void(Context&, HttpRequest&[, const RouteParams&])`
+/// (not wrapped by the middleware). A coroutine route's request runs as a task of its own on the
+/// channel's loop: the requests of one HTTP/2 connection run concurrently (as many as the codec's
+/// stream limit lets in), those pipelined on an HTTP/1.1 connection too (up to Limits::max_pipelined),
+/// and their answers still leave HTTP/1.1 in request order (a slow first request holds back the
+/// second's answer, not its work). A route or middleware that throws gets a 500 (error_page()); the
+/// connection goes on serving.
 ///
 /// Order: exact paths first (the fast path: compared a word at a time, no allocation), then patterns
 /// in the order they were added; the first that matches path and method runs. A path some route
@@ -21,12 +32,15 @@
 ///
 /// One router may serve many channels at once: routes run on each channel's loop, concurrently
 /// across loops, so route functions must be thread-safe. The router flushes once per read batch.
-/// A coroutine server uses the same table through match() (see RouteMatch).
+/// A coroutine route's lambda keeps its captures in the router (which its tasks keep alive).
+/// A coroutine server (serve<HttpRequest>) uses the same table through match() (see RouteMatch);
+/// it serves one request of a connection at a time, HTTP/2 streams included.
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,42 +49,12 @@
 #include "weft/channel/context.h"
 #include "weft/channel/handler.h"
 #include "weft/codec/http1/http_message.h"
+#include "weft/codec/http1/middleware.h"
+#include "weft/codec/http1/route_request.h"
+#include "weft/codec/http1/router_params.h"
+#include "weft/core/task.h"
 
 namespace weft::http {
-
-/// The parameters a pattern captured: "/users/{id}" matching "/users/42" gives id -> "42". Names
-/// view the router's pattern, values the request's path: valid while both live. Values are the bytes
-/// as sent, still percent-encoded: decode them with percent_decode (weft/codec/http1/query.h).
-/// Fixed-size, no allocation. Thread-safe to read.
-class RouteParams {
- public:
-  static constexpr std::size_t kMax = 8;  ///< parameters one pattern may have
-  /// One captured parameter.
-  struct Param {
-    /// The parameter's name in the pattern.
-    std::string_view name;
-    /// The path segment it matched, still percent-encoded.
-    std::string_view value;
-  };
-
-  /// The value of the parameter `name`, if the pattern has one.
-  std::optional<std::string_view> get(std::string_view name) const noexcept;
-  /// The number of parameters captured.
-  std::size_t size() const noexcept { return size_; }
-  /// size() == 0.
-  bool empty() const noexcept { return size_ == 0; }
-  /// The i-th parameter, in pattern order; requires i < size().
-  const Param& operator[](std::size_t i) const noexcept { return params_[i]; }
-  /// The first parameter, for range-for.
-  const Param* begin() const noexcept { return params_.data(); }
-  /// Past the last parameter.
-  const Param* end() const noexcept { return params_.data() + size_; }
-
- private:
-  friend class Router;
-  std::array<Param, kMax> params_{};
-  std::size_t size_ = 0;
-};
 
 class Router;
 
@@ -93,46 +77,79 @@ class RouteMatch {
   std::string_view pattern() const noexcept { return pattern_; }
   /// The parameters the matched pattern captured (empty for an exact path or no match).
   const RouteParams& params() const noexcept { return params_; }
-  /// Does what the router does with the request: runs the route's function, or answers 405, or
-  /// calls the fallback / answers 404. Loop thread of ctx's channel. Does not flush. A coroutine
-  /// passes the context of its Connection's handler: *c.channel().pipeline().context("connection").
+  /// Does what the router does with the request: runs the route (through the middleware), or
+  /// answers 405, or calls the fallback / answers 404. A coroutine route's task is started and
+  /// answers when it ends. Loop thread of ctx's channel. Does not flush. A coroutine passes the
+  /// context of its Connection's handler: *c.channel().pipeline().context("connection").
   void run(Context& ctx, HttpRequest& request) const;
 
  private:
   friend class Router;
   const Router* router_ = nullptr;
-  const std::function<void(Context&, HttpRequest&)>* exact_fn_ = nullptr;
-  const std::function<void(Context&, HttpRequest&, const RouteParams&)>* pattern_fn_ = nullptr;
+  const void* target_ = nullptr;  // the route's Router::Target (private to the router)
   std::string_view pattern_;
   RouteParams params_;
   Outcome outcome_ = Outcome::not_found;
 };
 
-/// Dispatches whole requests to route functions by path and method (see the file's description).
+/// Dispatches whole requests to routes by path and method (see the file's description).
 /// Sharable; set up before it serves channels.
-class Router final : public InboundHandler<HttpRequest, HttpRequest> {
+class Router final : public InboundHandler<HttpRequest, HttpRequest>, public std::enable_shared_from_this<Router> {
  public:
-  /// Writes the response with ctx.write(HttpResponse(...)); runs on the channel's loop.
+  /// The low-level form: writes the response with ctx.write(HttpResponse(...)), on the channel's
+  /// loop. Not wrapped by the middleware.
   using RouteFn = std::function<void(Context& ctx, HttpRequest& request)>;
   /// The same, with the parameters a pattern captured (empty for an exact path).
   using ParamRouteFn = std::function<void(Context& ctx, HttpRequest& request, const RouteParams& params)>;
+  /// A callback route: returns the response (wrapped by the middleware).
+  using ResponseFn = std::function<HttpResponse(Request& request)>;
+  /// A coroutine route: a task of its own per request, on the channel's loop (wrapped by the middleware).
+  using AsyncFn = std::function<Task<HttpResponse>(Request& request)>;
+  /// Builds the answer the router gives itself: 404 (no route, no fallback), 405 (the router adds
+  /// Allow), 500 (a route or middleware threw). `request.pattern()` is empty for 404 and 405.
+  using ErrorPageFn = std::function<HttpResponse(int status, Request& request)>;
 
-  /// Not thread-safe: set up routes before the router serves channels. A path with '{' or '}' is a pattern;
-  /// a malformed one (not starting with '/', a brace that is not a whole "{name}" segment, an empty
-  /// or repeated name, more than RouteParams::kMax parameters) throws std::invalid_argument.
+  /// Not thread-safe: set up routes before the router serves channels. A path with '{' or '}' is a
+  /// pattern; a malformed one (not starting with '/', a brace that is not a whole "{name}" segment,
+  /// an empty or repeated name, more than RouteParams::kMax parameters) throws std::invalid_argument.
   Router& route(std::string method, std::string path, RouteFn fn);
   /// As route(std::string, std::string, RouteFn), for a function that takes the captured parameters.
   Router& route(std::string method, std::string path, ParamRouteFn fn);
-  /// route("GET", path, fn) (also answers HEAD). Not thread-safe (setup).
-  Router& get(std::string path, RouteFn fn) { return route("GET", std::move(path), std::move(fn)); }
-  /// route("GET", path, fn) (also answers HEAD). Not thread-safe (setup).
-  Router& get(std::string path, ParamRouteFn fn) { return route("GET", std::move(path), std::move(fn)); }
+  /// As route(std::string, std::string, RouteFn), for a callback that returns its response.
+  Router& route(std::string method, std::string path, ResponseFn fn);
+  /// As route(std::string, std::string, RouteFn), for a coroutine.
+  Router& route(std::string method, std::string path, AsyncFn fn);
+  /// route("GET", path, fn) (also answers HEAD), for any of the four forms. Not thread-safe (setup).
+  template <class Fn>
+  Router& get(std::string path, Fn&& fn) {
+    return route("GET", std::move(path), std::forward<Fn>(fn));
+  }
   /// route("POST", path, fn). Not thread-safe (setup).
-  Router& post(std::string path, RouteFn fn) { return route("POST", std::move(path), std::move(fn)); }
-  /// route("POST", path, fn). Not thread-safe (setup).
-  Router& post(std::string path, ParamRouteFn fn) { return route("POST", std::move(path), std::move(fn)); }
+  template <class Fn>
+  Router& post(std::string path, Fn&& fn) {
+    return route("POST", std::move(path), std::forward<Fn>(fn));
+  }
+  /// route("PUT", path, fn). Not thread-safe (setup).
+  template <class Fn>
+  Router& put(std::string path, Fn&& fn) {
+    return route("PUT", std::move(path), std::forward<Fn>(fn));
+  }
+  /// route("DELETE", path, fn). Not thread-safe (setup).
+  template <class Fn>
+  Router& del(std::string path, Fn&& fn) {
+    return route("DELETE", std::move(path), std::forward<Fn>(fn));
+  }
   /// Not thread-safe (setup). Answers the requests no route's path matches, instead of the 404.
   Router& fallback(RouteFn fn);
+  /// As fallback(RouteFn), with a callback that returns its response (through the middleware).
+  Router& fallback(ResponseFn fn);
+  /// As fallback(RouteFn), with a coroutine (through the middleware).
+  Router& fallback(AsyncFn fn);
+  /// Not thread-safe (setup). Appends `middleware` to the chain (see middleware.h): the first
+  /// added runs first before the route and last after it.
+  Router& use(std::shared_ptr<Middleware> middleware);
+  /// Not thread-safe (setup). Replaces the router's own 404, 405 and 500 answers (see ErrorPageFn).
+  Router& error_page(ErrorPageFn fn);
 
   /// Thread-safe once set up (reads only). The route for `method` and `path`, as channel_read would
   /// choose it. Allocates nothing.
@@ -146,10 +163,17 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest> {
 
  private:
   friend class RouteMatch;
+  // What a route runs: exactly one of the four is set.
+  struct Target {
+    RouteFn write;
+    ParamRouteFn param_write;
+    ResponseFn respond;
+    AsyncFn async;
+  };
   struct Route {
     std::string method;
     std::string path;
-    RouteFn fn;
+    Target target;
   };
   // A segment of a pattern: offsets into its text (a short string moves its bytes with it).
   struct Segment {
@@ -161,21 +185,46 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest> {
     std::string method;
     std::string pattern;
     std::vector<Segment> segments;
-    ParamRouteFn fn;
+    Target target;
   };
 
+  template <class Member, class Fn>
+  static Target target_of(Member member, Fn fn);
+  Router& add(std::string method, std::string path, Target target);
   // The segments of a pattern; throws std::invalid_argument when it is malformed.
   static std::vector<Segment> parse_pattern(const std::string& pattern);
   static bool matches(const PatternRoute& route, std::string_view path, RouteParams& params) noexcept;
   const PatternRoute* find_pattern(std::string_view method, std::string_view path, RouteParams& params) const noexcept;
   bool has_route_for_path(std::string_view path) const noexcept;
+  // Runs `target` (nullptr: the request is unrouted) for `request`.
+  void run(Context& ctx, HttpRequest& request, const Target* target, const RouteParams& params,
+           std::string_view pattern) const;
   // Patterns, then 405 / fallback / 404: only after the exact paths missed.
   [[gnu::noinline]] void route_after_exact_miss(Context& ctx, HttpRequest& request) const;
-  [[gnu::noinline, gnu::cold]] void reply_unrouted(Context& ctx, HttpRequest& request) const;
+  // Every route but a callback without middleware: the chain, coroutines, errors, the unrouted.
+  [[gnu::noinline]] void run_wrapped(Context& ctx, HttpRequest& request, const Target* target,
+                                     const RouteParams& params, std::string_view pattern) const;
+  struct RouteTask;  // router_task.cc
+  static RouteTask run_task(const Router& router, std::shared_ptr<const Router> keep, ChannelPtr channel,
+                            HttpRequest message, RouteParams params, std::string_view pattern, const AsyncFn& fn);
+  void start_task(Context& ctx, HttpRequest&& request, const AsyncFn& fn, const RouteParams& params,
+                  std::string_view pattern) const;
+  // The Allow list of a path with routes for other methods ("GET, HEAD"); empty when it has none.
+  std::string allowed_methods(std::string_view path) const;
+  // 404 or 405 (with Allow) for a request no route answers and no fallback takes.
+  HttpResponse unrouted_response(Request& request) const;
+  HttpResponse error_response(int status, Request& request) const noexcept;
+  HttpResponse respond(const ResponseFn& fn, Request& request) const;
+  HttpResponse failed(Request& request, std::exception_ptr error) const noexcept;
+  // before() of each middleware until one answers; `passed` counts those that went on.
+  std::optional<HttpResponse> run_before(Request& request, std::size_t& passed) const;
+  void run_after(Request& request, HttpResponse& response, std::size_t passed) const noexcept;
 
   std::vector<Route> routes_;
   std::vector<PatternRoute> patterns_;
-  RouteFn fallback_;
+  Target fallback_;
+  std::vector<std::shared_ptr<Middleware>> middleware_;
+  ErrorPageFn error_page_;
 };
 
 }  // namespace weft::http

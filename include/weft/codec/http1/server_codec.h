@@ -98,6 +98,7 @@ class ServerCodec final : public Handler {
   void encode(Context& ctx, HttpResponse& response);
   void encode_out_of_turn(Context& ctx, HttpResponse& response);
   std::uint64_t answered_sequence(const HttpResponse& response) const noexcept;
+  void put_error_body(Context& ctx, int status);
   void encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response, std::uint8_t flags,
                    FileRegion* file_out = nullptr);
   void write_file(Context& ctx, FileRegion file);

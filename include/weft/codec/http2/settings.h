@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "weft/codec/http1/http_types.h"
 #include "weft/core/clock.h"
 
 namespace weft::http {
@@ -44,6 +45,8 @@ struct Settings {
   std::size_t max_headers = 64;
   /// The largest request body (aggregated in memory); larger: 413.
   std::size_t max_body = 1024 * 1024;
+  /// The bodies of the codec's own error answers (413, 431, 408, 503...); empty (the default): none.
+  http::ErrorBodyFn error_body;
   /// The memory the request bodies of one connection hold while they arrive (streams served whole;
   /// their buffers' capacity): a stream whose DATA would take the connection past it is answered
   /// 503 and its upload stopped, so that the codec holds about this much, not
