@@ -346,7 +346,9 @@ TEST_P(HelloServerTest, CoroutineModesAnswerAFastH2StreamWhileASlowOneWaits) {
   ASSERT_TRUE(socket.send_all(client.take_output()));
   while (!client.response(fast).closed) {
     const std::string out = client.take_output();
-    if (!out.empty()) ASSERT_TRUE(socket.send_all(out));
+    if (!out.empty()) {
+      ASSERT_TRUE(socket.send_all(out));
+    }
     const std::string in = socket.recv_some(64 * 1024, 20000ms);
     ASSERT_FALSE(in.empty()) << "the connection ended or stalled";
     ASSERT_TRUE(client.receive(in)) << "error " << client.error();
