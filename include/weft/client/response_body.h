@@ -50,6 +50,7 @@ class ResponseBody {
   ResponseBody() noexcept = default;
   /// For the client: the body's stream.
   explicit ResponseBody(std::shared_ptr<detail::BodyStream> stream) noexcept : stream_(std::move(stream)) {}
+  /// Takes over another handle's body (the other is left empty).
   ResponseBody(ResponseBody&&) noexcept = default;
   /// Lets go of the body this handle held first (as the destructor does).
   ResponseBody& operator=(ResponseBody&& other) noexcept;

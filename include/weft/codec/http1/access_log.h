@@ -8,7 +8,7 @@
 ///
 /// Fields: the client's address, "-" for identity and user, the time the router took the request
 /// (UTC), the request line (the target as sent; HTTP/2 says "HTTP/2.0"; '"', '\' and bytes outside
-/// printable ASCII escaped as \xHH), the status, and the body's size as sent ("-" for none, and for
+/// printable ASCII escaped as \\xHH), the status, and the body's size as sent ("-" for none, and for
 /// HEAD). Add it first so that it sees the response the others made (compressed, say).
 
 #include <functional>
