@@ -100,6 +100,10 @@ class StaticFilesTest : public test::TransportTest {
  protected:
   void SetUp() override {
     files_ = std::make_shared<StaticFiles>(tree().root.string());
+    // Named before the server starts: its routes read it on the loops (a test writes the file only).
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '-');
+    large_path_ = (tree().base / name).string();
     auto router = std::make_shared<Router>();
     router->get("/one", [](Context& ctx, HttpRequest& request) {
       ctx.write(FileResponse::make(request, (tree().root / "hello.txt").string(),
@@ -160,11 +164,12 @@ class StaticFilesTest : public test::TransportTest {
                status);
   }
 
-  EventLoopGroup loops_{transport(), loops(1, 6)};
-  std::shared_ptr<StaticFiles> files_;
+  std::shared_ptr<StaticFiles> files_;  // the fallback route holds it by reference
   ChannelPtr server_;
   std::uint16_t port_ = 0;
-  std::string large_path_;
+  std::string large_path_;  // a file of the test's own (the /large and /shrinking routes serve it)
+  // Last, so destroyed first: the loops stop before what their routes read is freed.
+  EventLoopGroup loops_{transport(), loops(1, 6)};
 };
 
 // http:// and https:// to the same port, HTTP/1.1 and h2: the file arrives byte-exact.
@@ -337,7 +342,6 @@ TEST_P(StaticFilesTest, RawSocketPipelinesBehindAFile) {
 // A large file to a reader slower than the server: the server's memory stays bounded (a chunk and
 // the write queue's water mark, not the file), and every byte arrives in order. Cleartext and TLS.
 TEST_P(StaticFilesTest, LargeFileToASlowReaderHoldsBoundedMemory) {
-  large_path_ = (tree().base / ("large-" + std::string(transport().name()))).string();
   {
     // A sparse file reads as zeros but for a marker every MiB: cheap to make, checkable on arrival.
     const int fd = ::open(large_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -415,7 +419,6 @@ TEST_P(StaticFilesTest, LargeFileToASlowReaderHoldsBoundedMemory) {
 
 // A file truncated while it is served: the connection closes (short body), nothing hangs.
 TEST_P(StaticFilesTest, AFileThatShrinksWhileServedClosesTheConnection) {
-  large_path_ = (tree().base / ("shrink-" + std::string(transport().name()))).string();
   constexpr std::size_t kSize = std::size_t{32} << 20;  // more than the socket buffers hold (sparse: cheap)
   {
     const int fd = ::open(large_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -444,7 +447,6 @@ TEST_P(StaticFilesTest, AFileThatShrinksWhileServedClosesTheConnection) {
 // answer was made, so its Content-Length promises more than the file has. curl sees the connection
 // end early (an error, not its timeout) and never the promised length.
 TEST_P(StaticFilesTest, AFileThatShrinksEndsTheConnectionOverEveryProtocol) {
-  large_path_ = (tree().base / ("shrinking-" + std::string(transport().name()))).string();
   const struct {
     const char* scheme;
     const char* version;
