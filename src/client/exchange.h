@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/client/url.h"
@@ -14,6 +15,22 @@
 #include "weft/core/future.h"
 
 namespace weft::client::detail {
+
+/// Calls add(name, value) for each "Name: value\r\n" line of a caller's header block (an exchange's
+/// header_block), the value's leading spaces dropped; a line without ':' is skipped.
+template <typename Add>
+void for_each_header_line(std::string_view lines, Add&& add) {
+  while (!lines.empty()) {
+    const std::size_t end = lines.find("\r\n");
+    const std::string_view line = lines.substr(0, end);
+    lines.remove_prefix(end == std::string_view::npos ? lines.size() : end + 2);
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    add(line.substr(0, colon), value);
+  }
+}
 
 class BodyStream;
 class PooledConnection;

@@ -141,17 +141,9 @@ struct StreamedHead {
 // On the connection's loop: opens the stream, sends the request, waits for the response's head.
 Task<StreamedHead> open_streamed(std::shared_ptr<Http2Connection> h2, StreamedCall call) {
   std::vector<http::Header> headers;
-  std::string_view lines = call.header_block;
-  while (!lines.empty()) {
-    const std::size_t end = lines.find("\r\n");
-    const std::string_view line = lines.substr(0, end);
-    lines.remove_prefix(end == std::string_view::npos ? lines.size() : end + 2);
-    const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-    headers.push_back({line.substr(0, colon), value});
-  }
+  for_each_header_line(call.header_block, [&headers](std::string_view name, std::string_view value) {
+    headers.push_back({name, value});
+  });
   http2::ClientStream stream = h2->open(call.method, call.target, headers);
   if (call.body.is_readable()) co_await stream.write(std::move(call.body));
   stream.end();
