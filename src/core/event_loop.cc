@@ -159,6 +159,9 @@ bool EventLoop::post_remote(UniqueFunction<void()>& task) {
   // Refused once terminating: accepting every post until the final drain ends would let posters
   // that keep posting hold the drain open for ever.
   if (state_.load(std::memory_order_acquire) == kTerminated) [[unlikely]] return false;
+  // Once pushed, the task may run and let its owner destroy this loop while we still wake it:
+  // ~EventLoop waits for this hold, released after our last touch of the loop.
+  KeepAlive posting(*this);
   auto* node = new RemoteTask(std::move(task));
   const PostId id = node->id;  // `node` may be run and freed as soon as it is pushed
   remote_tasks_.push(node);
