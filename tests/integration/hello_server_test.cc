@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,16 +103,28 @@ Exchange head(const std::string& target, int status, std::string body) {
 
 class HelloServerTest : public ::testing::TestWithParam<Config> {
  protected:
+  // One weft-hello per mode serves every test of the suite (starting a sanitized server cost more
+  // than most tests): each test ends with the server answering (or it fails), and every server
+  // must exit cleanly when the suite ends.
   void SetUp() override {
     if (std::string(WEFT_HELLO_BIN).empty()) GTEST_SKIP() << "weft-hello is not built (WEFT_BUILD_EXAMPLES=OFF)";
-    server_.emplace(WEFT_HELLO_BIN, GetParam().transport, GetParam().mode);
+    std::unique_ptr<HelloProcess>& server = servers()[std::string(GetParam().transport) + "/" + GetParam().mode];
+    if (!server) server = std::make_unique<HelloProcess>(WEFT_HELLO_BIN, GetParam().transport, GetParam().mode);
+    server_ = server.get();
     ASSERT_TRUE(server_->is_running()) << server_->error();
   }
-  void TearDown() override {
-    if (!server_) return;
-    const int status = server_->stop();
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "weft-hello did not exit cleanly (status " << status << "):\n" << server_->output();
+  static void TearDownTestSuite() {
+    for (auto& [mode, server] : servers()) {
+      const int status = server->stop();
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "weft-hello " << mode << " did not exit cleanly (status " << status << "):\n"
+          << server->output();
+    }
+    servers().clear();
+  }
+  static std::map<std::string, std::unique_ptr<HelloProcess>>& servers() {
+    static std::map<std::string, std::unique_ptr<HelloProcess>> by_mode;
+    return by_mode;
   }
   std::uint16_t port() const { return server_->port(); }
   std::string downstream(int ms) const {
@@ -138,7 +152,7 @@ class HelloServerTest : public ::testing::TestWithParam<Config> {
     }
   }
 
-  std::optional<HelloProcess> server_;
+  HelloProcess* server_ = nullptr;
 };
 
 TEST_P(HelloServerTest, AThousandMixedPipelinedRequestsInOneWriteAreAnsweredInOrder) {
