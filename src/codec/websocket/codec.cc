@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "weft/channel/events.h"
 #include "weft/codec/byte_to_message_decoder.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
@@ -198,6 +199,7 @@ void Codec::end(Context& ctx, std::uint16_t code, std::string_view reason) {
   assembled_.release();
   wrote_ = false;
   ctx.flush();
+  graceful_ = true;
   ctx.channel().close_gracefully(options_.close_timeout, options_.close_timeout);
   if (!ended_) {
     ended_ = true;
@@ -302,6 +304,28 @@ void Codec::update_read_suspension(Context& ctx) {
   } else {
     reading_.hold(ctx.channel());
   }
+}
+
+void Codec::user_event(Context& ctx, const std::any& event) {
+  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr && state_ != State::closed) {
+    log(LogLevel::debug, "channel {}: websocket: the peer ended its input without a close", ctx.channel().id());
+    end(ctx, close_code::abnormal, {});
+  }
+  ctx.fire_user_event(event);
+}
+
+void Codec::close(Context& ctx, Promise<void> promise) {
+  if (state_ == State::open && ctx.channel().is_active()) {
+    send_close(ctx, close_code::normal, {});
+    end(ctx, close_code::normal, {});
+  }
+  // Our close is out: the peer's close (or close_timeout) ends the connection, not this.
+  const bool ending = graceful_ || state_ == State::closing;
+  if (!ending || !ctx.channel().is_open()) {
+    ctx.close(std::move(promise));
+    return;
+  }
+  ctx.channel().close_future().add_listener([promise](const Future<void>&) mutable { promise.set_value(); });
 }
 
 void Codec::exception_caught(Context& ctx, std::exception_ptr error) {

@@ -66,6 +66,12 @@ class Codec final : public Handler {
   void channel_read_complete(Context& ctx) override;
   void channel_inactive(Context& ctx) override;
   void writability_changed(Context& ctx) override;
+  /// The peer's FIN without a close (ChannelInputShutdownEvent) ends the WebSocket with 1006.
+  void user_event(Context& ctx, const std::any& event) override;
+  /// A close from the application (a coroutine that returned, Channel::close_after_flush) while
+  /// the WebSocket is open sends a close (1000) first; once a close was sent, a close waits for the
+  /// handshake's end (at most close_timeout, twice) instead of cutting it short.
+  void close(Context& ctx, Promise<void> promise) override;
   /// I/O errors (a peer that resets) end the connection quietly; others travel on.
   void exception_caught(Context& ctx, std::exception_ptr error) override;
 
@@ -102,6 +108,7 @@ class Codec final : public Handler {
   bool frame_is_data_ = false;     // the frame being received is text, binary or a continuation
   bool wrote_ = false;             // frames written since the last flush (pongs, a close)
   bool ended_ = false;             // the close message has gone to the next handler
+  bool graceful_ = false;          // the connection's graceful end has started (end())
   std::size_t fragments_ = 0;      // frames of the message being received
   std::size_t message_bytes_ = 0;  // its payload so far, counting the frame being received
   ByteBuf in_;                     // received bytes not yet decoded (a frame still arriving)
