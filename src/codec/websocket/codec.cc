@@ -219,7 +219,7 @@ void Codec::send_close(Context& ctx, std::uint16_t code, std::string_view reason
   payload[0] = static_cast<char>(code >> 8);
   payload[1] = static_cast<char>(code & 0xFF);
   const std::size_t n = std::min<std::size_t>(reason.size(), 123);
-  std::memcpy(payload + 2, reason.data(), n);
+  if (n != 0) std::memcpy(payload + 2, reason.data(), n);
   send_control(ctx, Opcode::close, std::string_view(payload, 2 + n));
 }
 

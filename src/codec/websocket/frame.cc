@@ -139,7 +139,7 @@ void FrameEncoder::encode(ByteBuf& out, Opcode opcode, bool fin, std::string_vie
   out.write_bytes(key, 4);
   out.ensure_writable(payload.size());
   std::uint8_t* at = out.write_ptr();
-  std::memcpy(at, payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(at, payload.data(), payload.size());
   apply_mask(at, payload.size(), key, 0);
   out.advance_writer(payload.size());
 }
