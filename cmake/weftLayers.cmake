@@ -12,6 +12,7 @@ set(WEFT_LAYER_DEPENDS_codec/tls OpenSSL::SSL OpenSSL::Crypto)
 set(WEFT_LAYER_DEPENDS_dns weft::cares)
 set(WEFT_LAYER_DEPENDS_codec/http1 ZLIB::ZLIB)  # Compression (gzip)
 set(WEFT_LAYER_DEPENDS_grpc ZLIB::ZLIB)
+set(WEFT_LAYER_DEPENDS_codec/websocket OpenSSL::Crypto)  # SHA-1 of the handshake
 
 function(weft_layer_targets out_var)
   set(layers_file ${PROJECT_SOURCE_DIR}/tests/layering/layers.txt)

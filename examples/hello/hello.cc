@@ -5,6 +5,8 @@
 //   /json-async       as /json, likewise
 //   /downstream?ms=N  waits N ms (default 250) like a slow downstream call; see downstream.h for how
 //                     each mode waits (loop-async hands the wait to --offload-threads executors)
+//   /ws               WebSocket (HTTP/1.1 upgrade): echoes each text and binary message; callbacks in
+//                     the loop modes, a coroutine per connection in the coroutine modes
 //
 //   weft-hello --port 8080 --loops 1 --transport epoll --mode coroutine
 //   weft-hello --port 8443 --tls-cert cert.pem --tls-key key.pem     (HTTPS: ALPN h2 or http/1.1)
@@ -37,11 +39,12 @@
 #include <thread>
 #include <vector>
 
+#include "downstream.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
+#include "weft/codec/websocket/upgrade.h"
 #include "weft/core/executor_group.h"
 #include "weft/weft.h"
-#include "downstream.h"
 
 namespace {
 
@@ -229,6 +232,25 @@ std::shared_ptr<weft::http::Router> make_coroutine_router(weft::EventLoopGroup& 
   return router;
 }
 
+// /ws: an echo of every text and binary message, in the form the mode's routes take.
+void add_websocket_echo(weft::http::Router& router, bool coroutine) {
+  if (coroutine) {
+    weft::ws::websocket(router, "/ws", [](weft::Connection<weft::ws::Message>& c) -> weft::Task<> {
+      for (;;) {
+        weft::ws::Message message = co_await c.read();
+        if (message.is_close()) co_return;
+        co_await c.write(std::move(message));
+        c.flush();
+      }
+    });
+    return;
+  }
+  weft::ws::websocket(router, "/ws",
+                      weft::ws::Callbacks{.on_message = [](weft::Context& ctx, weft::ws::Message& message) {
+                        ctx.write_and_flush(std::move(message));
+                      }});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -261,6 +283,7 @@ int main(int argc, char** argv) {
     router = make_router(executors);
     hello::add_downstream_route(*router, options.mode, downstream_pool ? &*downstream_pool : nullptr);
   }
+  add_websocket_echo(*router, coroutine);
   weft::ExecutorGroup* offload = offload_group ? &*offload_group : nullptr;
   weft::TlsContextPtr tls;
   if (!options.tls_cert.empty()) {

@@ -425,6 +425,9 @@ void Channel::on_bytes_written(std::size_t n) {
   if (close_when_flushed_ && !outbound_.has_flushed() && is_open()) {
     close_when_flushed_ = false;
     pipeline_.close(Promise<void>(&loop_));
+    // A handler that holds the close back for a graceful end of its own (ws::Codec) leaves the
+    // channel open: that graceful end waited for the same bytes, and goes on.
+    if (shutdown_when_flushed_ && is_open()) start_linger();
   } else if (shutdown_when_flushed_ && !outbound_.has_flushed() && is_open()) {
     start_linger();
   }

@@ -173,6 +173,11 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
   if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
   ByteBuf& bytes = message.as<ByteBuf>();
   if (state_ == State::closed) return;  // the connection is ending: what still arrives is dropped
+  if (state_ == State::switched) [[unlikely]] {
+    // Another protocol's bytes: kept for the codec that takes over (take_switched_input).
+    weft::detail::cumulate(ctx.allocator(), in_, std::move(bytes));
+    return;
+  }
   if (!in_read_batch_) {
     const DateLine date = current_date_line();
     batch_date_line_ = date.line;
@@ -188,12 +193,12 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
 void ServerCodec::decode(Context& ctx) {
   bool progressed = true;
   // Suspended reading also stops decoding what is buffered: the client is too far ahead.
-  while (progressed && state_ != State::closed && in_.is_readable() && !reading_.held()) {
+  while (progressed && (state_ == State::head || state_ == State::body) && in_.is_readable() && !reading_.held()) {
     progressed = state_ == State::head ? decode_head(ctx) : decode_body(ctx);
   }
   if (state_ == State::closed) in_.release();
   detail::keep_undecoded(in_);
-  if (state_ == State::closed) return;
+  if (state_ == State::closed || state_ == State::switched) return;
   if (state_ == State::head && !in_.is_readable()) {
     request_started_ = {};
   } else if (request_started_ == TimePoint{}) {
@@ -421,6 +426,10 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
 
 void ServerCodec::encode_out_of_turn(Context& ctx, HttpResponse& response) {
   const int status = response.status();
+  if (status == 101) {
+    switch_protocols(ctx, response);
+    return;
+  }
   if (status >= 100 && status < 200) {
     // An interim answer goes with the request it precedes: the oldest one without an answer.
     std::uint64_t sequence = answered_sequence(response);
@@ -463,6 +472,32 @@ void ServerCodec::encode_out_of_turn(Context& ctx, HttpResponse& response) {
   encode_into(ctx, out_, nullptr, response, flags);
   answer_sent(ctx, response.closes_connection() || !(flags & kKeepAlive));
   if (!early_.empty()) send_early_answers(ctx);
+}
+
+// 101 Switching Protocols: the final answer to the oldest request, which must be the only one owed
+// (a request pipelined behind an upgrade would be read by the wrong protocol). Nothing more is
+// decoded; what arrives is kept for take_switched_input().
+void ServerCodec::switch_protocols(Context& ctx, HttpResponse& response) {
+  const std::uint64_t sequence = answered_sequence(response);
+  if (finished_ || pending_.size() != 1 || (sequence != 0 && sequence != front_sequence_) || state_ != State::head) {
+    log(LogLevel::warn, "channel {}: 101 without a single request owed that it answers; closing", ctx.channel().id());
+    finished_ = true;
+    ctx.close();
+    return;
+  }
+  pending_.drop_front();
+  ++front_sequence_;
+  encode_into(ctx, out_, nullptr, response, kKeepAlive);
+  state_ = State::switched;
+  request_started_ = {};
+  unwritable_since_ = {};
+  stop_deadline(ctx);
+  reading_.release(ctx.channel());
+}
+
+ByteBuf ServerCodec::take_switched_input() noexcept {
+  if (state_ != State::switched) return {};
+  return std::move(in_);
 }
 
 void ServerCodec::hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags) {
@@ -589,6 +624,10 @@ void ServerCodec::channel_read_complete(Context& ctx) {
 }
 
 void ServerCodec::user_event(Context& ctx, const std::any& event) {
+  if (state_ == State::switched) {
+    ctx.fire_user_event(event);
+    return;
+  }
   if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) {
     end_input(ctx);
   } else if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr) {
@@ -664,6 +703,10 @@ void ServerCodec::end_input(Context& ctx) {
 }
 
 void ServerCodec::writability_changed(Context& ctx) {
+  if (state_ == State::switched) {
+    ctx.fire_writability_changed();
+    return;
+  }
   if (!ctx.channel().is_writable()) {
     unwritable_since_ = ctx.loop().now();
     want_deadline(ctx, unwritable_since_ + limits_.send_timeout);
@@ -677,7 +720,7 @@ void ServerCodec::writability_changed(Context& ctx) {
 // Reading (and decoding what is buffered) pauses while the client is too far ahead of its answers;
 // it resumes below half of each bound, once the channel is writable again.
 void ServerCodec::update_read_suspension(Context& ctx) {
-  if (finished_) return;
+  if (finished_ || state_ == State::switched) return;
   Channel& channel = ctx.channel();
   const std::size_t unsent = out_.readable_bytes() + early_bytes_ + channel.pending_write_bytes();
   if (!reading_.held()) {
@@ -727,7 +770,7 @@ void ServerCodec::want_deadline(Context& ctx, TimePoint at) {
 // One timer per connection, armed at the earliest deadline that applies; when it fires it checks
 // them all against the clock and re-arms for the next.
 void ServerCodec::on_deadline(Context& ctx) {
-  if (finished_) return;
+  if (finished_ || state_ == State::switched) return;
   const TimePoint now = ctx.loop().now();
   if (unwritable_since_ != TimePoint{} && now - unwritable_since_ >= limits_.send_timeout) {
     log(LogLevel::debug, "channel {}: answers not taken for {} s; closing", ctx.channel().id(),

@@ -33,6 +33,9 @@
 /// a manual-clock loop) answers still leave, and what was buffered while reading was paused is not
 /// decoded (that waits for a next turn of the loop).
 ///
+/// A 101 Switching Protocols answer to the only request owed ends HTTP on the connection: nothing
+/// more is decoded, and what arrives is kept for take_switched_input() (the WebSocket upgrade).
+///
 /// Inbound ByteBuf -> HttpRequest; outbound HttpResponse -> ByteBuf. Loop thread only; one codec per
 /// channel. Turns the channel's allow_half_closure on when added (the end of the client's input is
 /// an event it answers).
@@ -78,8 +81,13 @@ class ServerCodec final : public Handler {
   void exception_caught(Context& ctx, std::exception_ptr error) override;
   void handler_removed(Context& ctx) override;
 
+  /// Loop thread only. After a 101 Switching Protocols answer (which ends the codec's HTTP: nothing
+  /// more is decoded) the bytes that arrived after the upgrade request, for the protocol that takes
+  /// over; the codec is then removed. Empty before a 101, or when nothing followed the request.
+  ByteBuf take_switched_input() noexcept;
+
  private:
-  enum class State : std::uint8_t { head, body, closed };
+  enum class State : std::uint8_t { head, body, closed, switched };
   // An answer encoded before its turn: it leaves once every answer before it has.
   struct EarlyAnswer {
     std::uint64_t sequence;
@@ -97,6 +105,7 @@ class ServerCodec final : public Handler {
   void fail(Context& ctx, int status, std::string_view reason);
   void encode(Context& ctx, HttpResponse& response);
   void encode_out_of_turn(Context& ctx, HttpResponse& response);
+  void switch_protocols(Context& ctx, HttpResponse& response);
   std::uint64_t answered_sequence(const HttpResponse& response) const noexcept;
   void put_error_body(Context& ctx, int status);
   void encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response, std::uint8_t flags,

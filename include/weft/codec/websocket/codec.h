@@ -1,0 +1,123 @@
+#pragma once
+/// @file
+/// ws::Codec: the WebSocket connection (RFC 6455), server side, as a pipeline handler. Bytes in,
+/// whole messages out (ws::Message); messages in, frames out.
+///
+/// Inbound: frames are decoded as they arrive (frame.h); text and binary messages are assembled
+/// and handed on whole, a single-frame message without a copy (a fragmented one is gathered into
+/// one buffer). Pings are answered with a pong carrying the same payload; pongs are dropped. Text is
+/// validated as UTF-8 as its bytes arrive, so invalid text fails the connection (1007) at the first
+/// bad byte, even in the middle of a fragment. A frame RFC 6455 forbids fails it with 1002.
+///
+/// Limits (Options), each checked before the bytes it would hold are buffered: a message's size
+/// (max_message_size, 1 MiB; across its fragments, also while it is unfinished) -> 1009; fragments
+/// per message (max_fragments) -> 1009. A frame is buffered until whole, so what one connection
+/// holds is bounded by max_message_size.
+///
+/// Close: a peer's close is checked (a code in the valid set, a UTF-8 reason; 1002 or 1007 otherwise),
+/// echoed, and the connection ends (the server closes TCP, gracefully: FIN, then unread input is
+/// drained for close_timeout). Writing Message::close() sends a close and waits close_timeout for the
+/// peer's; data written after it is dropped. A failure sends its close code and ends the connection.
+/// The next handler gets one close message, last, whatever the way (see Message).
+///
+/// Backpressure: while the channel is not writable the codec stops reading (a peer that sends and
+/// never reads is not read either, so the pongs it asks for are bounded); the application waits on
+/// writability too (Connection::write does). A close or a pong is never dropped.
+///
+/// Loop thread only; one per channel.
+
+#include <cstdint>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/channel/channel.h"
+#include "weft/channel/context.h"
+#include "weft/channel/handler.h"
+#include "weft/codec/websocket/frame.h"
+#include "weft/codec/websocket/message.h"
+#include "weft/codec/websocket/utf8.h"
+#include "weft/core/clock.h"
+#include "weft/core/event_loop.h"
+
+namespace weft::ws {
+
+/// The limits and timeouts of a WebSocket connection (see codec.h's description).
+struct Options {
+  std::size_t max_message_size = 1 << 20;            ///< a message's payload, all fragments together (1009 over it)
+  std::size_t max_fragments = 1024;                  ///< frames per message (1009 over it)
+  Duration close_timeout = std::chrono::seconds(5);  ///< waiting for the peer's close, or its FIN after ours
+};
+
+/// The WebSocket connection as a pipeline handler (see the file's description): ByteBuf in, Message
+/// out; Message in, ByteBuf out. Loop thread only; one per channel.
+class Codec final : public Handler {
+ public:
+  /// A server's codec with `options`; `received` holds bytes that arrived before it was added
+  /// (after the upgrade request), decoded once feed() is called.
+  explicit Codec(Options options = {}, ByteBuf received = {}) noexcept;
+  ~Codec() override;
+
+  MessageTypes message_types() const noexcept override {
+    return {&typeid(ByteBuf), &typeid(Message), &typeid(Message), &typeid(ByteBuf)};
+  }
+  void handler_added(Context& ctx) override;
+  void handler_removed(Context& ctx) override;
+  void read_message(Context& ctx, MessageRef message) override;
+  void write_message(Context& ctx, MessageRef message) override;
+  void channel_read_complete(Context& ctx) override;
+  void channel_inactive(Context& ctx) override;
+  void writability_changed(Context& ctx) override;
+  /// The peer's FIN without a close (ChannelInputShutdownEvent) ends the WebSocket with 1006.
+  void user_event(Context& ctx, const std::any& event) override;
+  /// A close from the application (a coroutine that returned, Channel::close_after_flush) while
+  /// the WebSocket is open sends a close (1000) first; once a close was sent, a close waits for the
+  /// handshake's end (at most close_timeout, twice) instead of cutting it short.
+  void close(Context& ctx, Promise<void> promise) override;
+  /// I/O errors (a peer that resets) end the connection quietly; others travel on.
+  void exception_caught(Context& ctx, std::exception_ptr error) override;
+
+  /// Loop thread only. Decodes the bytes given to the constructor (once the handlers after the
+  /// codec are in place, so that what they hold reaches them).
+  void feed(Context& ctx);
+
+ private:
+  enum class State : std::uint8_t {
+    open,     ///< messages flow both ways
+    closing,  ///< our close was sent; waiting for the peer's (or close_timeout)
+    closed,   ///< the WebSocket has ended; what arrives is dropped
+  };
+
+  void decode(Context& ctx);
+  bool on_header(Context& ctx);
+  bool on_fresh(Context& ctx);
+  bool on_frame(Context& ctx, ByteBuf payload);
+  bool on_data(Context& ctx, ByteBuf payload);
+  bool on_peer_close(Context& ctx, const ByteBuf& payload);
+  void fail(Context& ctx, std::uint16_t code, std::string_view reason);
+  void send_control(Context& ctx, Opcode opcode, std::string_view payload);
+  void send_close(Context& ctx, std::uint16_t code, std::string_view reason);
+  void end(Context& ctx, std::uint16_t code, std::string_view reason);
+  void encode(Context& ctx, Message& message);
+  void start_close_timer(Context& ctx);
+  void stop_close_timer(Context& ctx);
+  void update_read_suspension(Context& ctx);
+
+  Options options_;
+  State state_ = State::open;
+  bool in_message_ = false;        // a fragmented message has begun and not ended
+  bool message_text_ = false;      // the message being received is text
+  bool frame_is_data_ = false;     // the frame being received is text, binary or a continuation
+  bool wrote_ = false;             // frames written since the last flush (pongs, a close)
+  bool ended_ = false;             // the close message has gone to the next handler
+  bool graceful_ = false;          // the connection's graceful end has started (end())
+  std::size_t fragments_ = 0;      // frames of the message being received
+  std::size_t message_bytes_ = 0;  // its payload so far, counting the frame being received
+  ByteBuf in_;                     // received bytes not yet decoded (a frame still arriving)
+  ByteBuf assembled_;              // the fragments of an unfinished message, gathered
+  FrameDecoder decoder_;
+  FrameEncoder encoder_{false};
+  Utf8Validator utf8_;
+  ReadSuspension reading_;  // held while the channel is not writable
+  TimerId close_timer_ = 0;
+};
+
+}  // namespace weft::ws

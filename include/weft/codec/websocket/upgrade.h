@@ -1,0 +1,80 @@
+#pragma once
+/// @file
+/// The WebSocket server's upgrade from HTTP/1.1 (RFC 6455 section 4.2), as a Router route.
+///
+///   ws::websocket(*router, "/echo", ws::Callbacks{                       // callbacks
+///       .on_message = [](Context& ctx, ws::Message& m) { ctx.write_and_flush(std::move(m)); }});
+///   ws::websocket(*router, "/chat", [](Connection<ws::Message>& c) -> Task<> {   // a coroutine
+///     for (;;) {
+///       ws::Message m = co_await c.read();       // the next whole message; a close comes last
+///       if (m.is_close()) co_return;
+///       co_await c.write(std::move(m));          // waits while the channel is not writable
+///       c.flush();
+///     }
+///   });
+///
+/// The route checks the handshake: a GET over HTTP/1.1 with `Upgrade: websocket`, `Connection:
+/// upgrade`, `Sec-WebSocket-Version: 13` and a `Sec-WebSocket-Key` of 16 bytes in base64. It answers
+/// 426 (with `Upgrade: websocket` or `Sec-WebSocket-Version: 13`) where another protocol or version
+/// was asked for, 400 for any other flaw, each with a body that says what was wrong; else 101 with
+/// `Sec-WebSocket-Accept` and the subprotocol chosen (the first of UpgradeOptions::subprotocols that
+/// the client offers; none if it offers none of them). Then the connection leaves HTTP: the HTTP/1.1
+/// codec and the router give way to a ws::Codec (codec.h) and the application's handler.
+///
+/// It is a function rather than a member of Router because the router's layer (codec/http1) comes
+/// below this one. Over HTTP/2 (RFC 8441's extended CONNECT) the route answers 400: not yet.
+///
+/// Callbacks and coroutines run on the channel's loop, one connection's one at a time; the route's
+/// functions are shared by every connection, on every loop, so they must be thread-safe.
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/channel/connection.h"
+#include "weft/channel/context.h"
+#include "weft/codec/http1/router.h"
+#include "weft/codec/websocket/codec.h"
+#include "weft/codec/websocket/message.h"
+#include "weft/core/task.h"
+
+namespace weft::ws {
+
+/// The callback form of a WebSocket handler. Both run on the channel's loop; reply with
+/// ctx.write(Message) and ctx.flush() (or ctx.write_and_flush), close with
+/// ctx.write_and_flush(Message::close(code, reason)). Shared by every connection of the route: thread-safe.
+struct Callbacks {
+  /// A whole text or binary message (take it with std::move to keep or echo it).
+  std::function<void(Context& ctx, Message& message)> on_message = {};
+  /// The connection's end, once: the close code and reason (Message::close_code(), reason()).
+  std::function<void(Context& ctx, const Message& close)> on_close = {};
+};
+
+/// The coroutine form: one task per connection, reading Messages from a Connection (the last one a
+/// close) and writing them (see weft::Connection, whose read() and write() it uses).
+using CoroutineFn = std::function<Task<>(Connection<Message>& connection)>;
+
+/// The settings of a WebSocket route.
+struct UpgradeOptions {
+  Options connection;                     ///< limits and timeouts of each connection
+  std::vector<std::string> subprotocols;  ///< the server's subprotocols, preferred first
+};
+
+/// The Sec-WebSocket-Accept value for a Sec-WebSocket-Key: base64(SHA-1(key + RFC 6455's GUID)).
+/// Thread-safe.
+std::string accept_key(std::string_view key);
+
+/// A low-level route (Router::RouteFn) that upgrades to WebSocket and runs `callbacks` (see the
+/// file's description). Thread-safe to call; the route runs on each channel's loop.
+http::Router::RouteFn upgrade(Callbacks callbacks, UpgradeOptions options = {});
+/// As upgrade(Callbacks, UpgradeOptions), with a coroutine per connection.
+http::Router::RouteFn upgrade(CoroutineFn fn, UpgradeOptions options = {});
+
+/// router.get(path, upgrade(handler, options)). Not thread-safe (the router's setup).
+template <class Handler>
+http::Router& websocket(http::Router& router, std::string path, Handler&& handler, UpgradeOptions options = {}) {
+  return router.get(std::move(path), upgrade(std::forward<Handler>(handler), std::move(options)));
+}
+
+}  // namespace weft::ws

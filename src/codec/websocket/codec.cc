@@ -1,0 +1,342 @@
+#include "weft/codec/websocket/codec.h"
+
+#include <cstring>
+
+#include "weft/channel/events.h"
+#include "weft/codec/byte_to_message_decoder.h"
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft::ws {
+
+namespace {
+
+// Below this, a data message's payload is copied behind its header (one buffer, one write); above
+// it, the payload goes to the channel by reference.
+constexpr std::size_t kCopyPayloadBelow = 1024;
+
+// After a decode pass: drops a consumed buffer, moves a frame still arriving to the front.
+void keep_undecoded(ByteBuf& in) {
+  if (!in.is_readable()) {
+    in.release();
+  } else if (in.reader_index() > 0) {
+    if (in.ref_count() == 1) {
+      in.discard_read_bytes();
+    } else {
+      in = in.copy();  // earlier frames' slices share it: copy out the frame still arriving
+    }
+  }
+}
+
+}  // namespace
+
+Codec::Codec(Options options, ByteBuf received) noexcept
+    : options_(options), in_(std::move(received)), decoder_(FrameDecoder::Role::server, options.max_message_size) {}
+
+Codec::~Codec() = default;
+
+void Codec::handler_added(Context& ctx) { update_read_suspension(ctx); }
+
+void Codec::handler_removed(Context& ctx) {
+  stop_close_timer(ctx);
+  reading_.release(ctx.channel());
+}
+
+void Codec::feed(Context& ctx) {
+  if (in_.is_readable()) decode(ctx);
+  if (wrote_) channel_read_complete(ctx);
+}
+
+void Codec::read_message(Context& ctx, MessageRef message) {
+  if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
+  ByteBuf& bytes = message.as<ByteBuf>();
+  if (state_ == State::closed) return;  // the WebSocket has ended: what still arrives is dropped
+  weft::detail::cumulate(ctx.allocator(), in_, std::move(bytes));
+  if (in_.is_read_only()) in_ = in_.copy();  // unmasking writes in place
+  decode(ctx);
+}
+
+void Codec::decode(Context& ctx) {
+  ByteBuf payload;
+  bool go_on = true;
+  while (go_on && state_ != State::closed) {
+    switch (decoder_.next(in_, payload)) {
+      case FrameDecoder::Status::need_more: go_on = false; break;
+      case FrameDecoder::Status::error:
+        fail(ctx, decoder_.error_code(), decoder_.error_reason());
+        go_on = false;
+        break;
+      case FrameDecoder::Status::header: go_on = on_header(ctx); break;
+      case FrameDecoder::Status::partial: go_on = on_fresh(ctx); break;
+      case FrameDecoder::Status::payload: go_on = on_fresh(ctx) && on_frame(ctx, std::move(payload)); break;
+    }
+  }
+  if (state_ == State::closed) {
+    in_.release();
+    return;
+  }
+  keep_undecoded(in_);
+}
+
+// What spans frames, checked from the header, before the payload is buffered.
+bool Codec::on_header(Context& ctx) {
+  const FrameHeader& h = decoder_.header();
+  frame_is_data_ = !is_control(h.opcode);
+  if (!frame_is_data_) return true;
+  if (h.opcode == Opcode::continuation) {
+    if (!in_message_) {
+      fail(ctx, close_code::protocol_error, "continuation frame without a message");
+      return false;
+    }
+  } else {
+    if (in_message_) {
+      fail(ctx, close_code::protocol_error, "new message inside a fragmented one");
+      return false;
+    }
+    in_message_ = true;
+    message_text_ = h.opcode == Opcode::text;
+    fragments_ = 0;
+    message_bytes_ = 0;
+    utf8_.reset();
+  }
+  if (++fragments_ > options_.max_fragments) {
+    fail(ctx, close_code::too_big, "too many fragments in one message");
+    return false;
+  }
+  if (h.length > options_.max_message_size - message_bytes_) {
+    fail(ctx, close_code::too_big, "message over max_message_size");
+    return false;
+  }
+  message_bytes_ += static_cast<std::size_t>(h.length);
+  return true;
+}
+
+// Payload bytes as they arrive: text is validated at once, so it fails at the first bad byte.
+bool Codec::on_fresh(Context& ctx) {
+  if (!frame_is_data_ || !message_text_ || decoder_.fresh().empty()) return true;
+  if (utf8_.feed(decoder_.fresh())) return true;
+  fail(ctx, close_code::invalid_payload, "text is not UTF-8");
+  return false;
+}
+
+bool Codec::on_frame(Context& ctx, ByteBuf payload) {
+  switch (decoder_.header().opcode) {
+    case Opcode::ping:
+      if (state_ == State::open) send_control(ctx, Opcode::pong, payload.view());
+      return true;
+    case Opcode::pong: return true;
+    case Opcode::close: return on_peer_close(ctx, payload);
+    default: return on_data(ctx, std::move(payload));
+  }
+}
+
+bool Codec::on_data(Context& ctx, ByteBuf payload) {
+  const bool fin = decoder_.header().fin;
+  if (!fin || assembled_.has_storage()) {
+    // A fragmented message: gathered into one buffer (its size is bounded by on_header's checks).
+    if (!assembled_.has_storage())
+      assembled_ = ctx.allocator().buffer(std::max<std::size_t>(payload.readable_bytes(), 256));
+    assembled_.write_bytes(payload);
+    payload.release();
+    if (!fin) return true;
+    payload = std::move(assembled_);
+  }
+  in_message_ = false;
+  if (message_text_ && !utf8_.complete()) {
+    fail(ctx, close_code::invalid_payload, "text ends inside a UTF-8 character");
+    return false;
+  }
+  if (state_ != State::open) return true;  // closing: data is no longer delivered
+  ctx.fire_read(message_text_ ? Message::text(std::move(payload)) : Message::binary(std::move(payload)));
+  return state_ != State::closed;
+}
+
+bool Codec::on_peer_close(Context& ctx, const ByteBuf& payload) {
+  std::uint16_t code = close_code::no_status;
+  std::string_view reason;
+  if (payload.readable_bytes() == 1) {
+    fail(ctx, close_code::protocol_error, "close frame with a 1-byte payload");
+    return false;
+  }
+  if (payload.readable_bytes() >= 2) {
+    code = payload.get_u16(payload.reader_index());
+    reason = payload.view().substr(2);
+    if (!is_valid_close_code(code)) {
+      fail(ctx, close_code::protocol_error, "invalid close code");
+      return false;
+    }
+    if (!is_valid_utf8(reason)) {
+      fail(ctx, close_code::invalid_payload, "close reason is not UTF-8");
+      return false;
+    }
+  }
+  if (state_ == State::open) {
+    // Echo the peer's code (RFC 6455 5.5.1), none if it sent none.
+    if (code == close_code::no_status) {
+      send_control(ctx, Opcode::close, {});
+    } else {
+      send_close(ctx, code, {});
+    }
+  }
+  end(ctx, code, reason);
+  return false;
+}
+
+void Codec::fail(Context& ctx, std::uint16_t code, std::string_view reason) {
+  log(LogLevel::debug, "channel {}: websocket: {}; closing with {}", ctx.channel().id(), reason, code);
+  if (state_ == State::open) send_close(ctx, code, {});
+  end(ctx, code, reason);
+}
+
+// The WebSocket is over: the next handler learns how, and the connection ends gracefully once what
+// was written has left (the server closes the TCP connection first, RFC 6455 7.1.1).
+void Codec::end(Context& ctx, std::uint16_t code, std::string_view reason) {
+  if (state_ == State::closed) return;
+  state_ = State::closed;
+  stop_close_timer(ctx);
+  reading_.release(ctx.channel());
+  in_message_ = false;
+  assembled_.release();
+  wrote_ = false;
+  ctx.flush();
+  graceful_ = true;
+  ctx.channel().close_gracefully(options_.close_timeout, options_.close_timeout);
+  if (!ended_) {
+    ended_ = true;
+    ctx.fire_read(Message::close(code, reason));
+  }
+}
+
+void Codec::send_control(Context& ctx, Opcode opcode, std::string_view payload) {
+  ByteBuf out = ctx.allocator().buffer(2 + payload.size());
+  encoder_.encode(out, opcode, true, payload);
+  ctx.write(std::move(out));
+  wrote_ = true;
+}
+
+void Codec::send_close(Context& ctx, std::uint16_t code, std::string_view reason) {
+  char payload[125];
+  payload[0] = static_cast<char>(code >> 8);
+  payload[1] = static_cast<char>(code & 0xFF);
+  const std::size_t n = std::min<std::size_t>(reason.size(), 123);
+  if (n != 0) std::memcpy(payload + 2, reason.data(), n);
+  send_control(ctx, Opcode::close, std::string_view(payload, 2 + n));
+}
+
+void Codec::write_message(Context& ctx, MessageRef message) {
+  if (!message.is<Message>()) throw_type_mismatch(ctx, "outbound", typeid(Message), message.type());
+  encode(ctx, message.as<Message>());
+}
+
+void Codec::encode(Context& ctx, Message& message) {
+  if (state_ != State::open) {
+    log(LogLevel::debug, "channel {}: websocket: a message written after the close; dropped", ctx.channel().id());
+    return;
+  }
+  if (message.is_close()) {
+    const std::uint16_t code = message.close_code();
+    if (!is_valid_close_code(code)) throw std::invalid_argument("ws::Message::close: not a close code one may send");
+    if (message.reason().size() > 123) throw std::invalid_argument("ws::Message::close: reason over 123 bytes");
+    send_close(ctx, code, message.reason());
+    state_ = State::closing;
+    start_close_timer(ctx);
+    return;
+  }
+  const Opcode opcode = message.is_text() ? Opcode::text : Opcode::binary;
+  ByteBuf& payload = message.data();
+  const std::size_t n = payload.readable_bytes();
+  if (n < kCopyPayloadBelow) {
+    ByteBuf out = ctx.allocator().buffer(4 + n);
+    encoder_.encode(out, opcode, true, payload.view());
+    ctx.write(std::move(out));
+    return;
+  }
+  ByteBuf header = ctx.allocator().buffer(10);
+  encoder_.encode_header(header, opcode, true, n);
+  ctx.write(std::move(header));
+  ctx.write(std::move(payload));
+}
+
+void Codec::start_close_timer(Context& ctx) {
+  close_timer_ = ctx.loop().schedule(options_.close_timeout, [this, &ctx] {
+    close_timer_ = 0;
+    log(LogLevel::debug, "channel {}: websocket: no close from the peer in time; closing", ctx.channel().id());
+    state_ = State::closed;
+    ctx.close();
+  });
+}
+
+void Codec::stop_close_timer(Context& ctx) {
+  if (close_timer_ == 0) return;
+  ctx.loop().cancel(close_timer_);
+  close_timer_ = 0;
+}
+
+void Codec::channel_read_complete(Context& ctx) {
+  if (wrote_) {
+    wrote_ = false;
+    ctx.flush();
+  }
+  ctx.fire_read_complete();
+}
+
+void Codec::channel_inactive(Context& ctx) {
+  stop_close_timer(ctx);
+  in_.release();
+  assembled_.release();
+  if (!ended_) {
+    ended_ = true;
+    ctx.fire_read(Message::close(close_code::abnormal, {}));
+  }
+  state_ = State::closed;
+  ctx.fire_channel_inactive();
+}
+
+void Codec::writability_changed(Context& ctx) {
+  update_read_suspension(ctx);
+  ctx.fire_writability_changed();
+}
+
+void Codec::update_read_suspension(Context& ctx) {
+  if (state_ == State::closed) return;
+  if (ctx.channel().is_writable()) {
+    reading_.release(ctx.channel());
+  } else {
+    reading_.hold(ctx.channel());
+  }
+}
+
+void Codec::user_event(Context& ctx, const std::any& event) {
+  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr && state_ != State::closed) {
+    log(LogLevel::debug, "channel {}: websocket: the peer ended its input without a close", ctx.channel().id());
+    end(ctx, close_code::abnormal, {});
+  }
+  ctx.fire_user_event(event);
+}
+
+void Codec::close(Context& ctx, Promise<void> promise) {
+  if (state_ == State::open && ctx.channel().is_active()) {
+    send_close(ctx, close_code::normal, {});
+    end(ctx, close_code::normal, {});
+  }
+  // Our close is out: the peer's close (or close_timeout) ends the connection, not this.
+  const bool ending = graceful_ || state_ == State::closing;
+  if (!ending || !ctx.channel().is_open()) {
+    ctx.close(std::move(promise));
+    return;
+  }
+  ctx.channel().close_future().add_listener([promise](const Future<void>&) mutable { promise.set_value(); });
+}
+
+void Codec::exception_caught(Context& ctx, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const IoError& e) {
+    log(LogLevel::debug, "channel {}: {}", ctx.channel().id(), e.what());
+    ctx.close();
+  } catch (...) {
+    ctx.fire_exception(std::current_exception());
+  }
+}
+
+}  // namespace weft::ws

@@ -1,0 +1,147 @@
+#include "weft/codec/websocket/frame.h"
+
+#include <openssl/rand.h>
+
+#include <cstring>
+#include <stdexcept>
+
+namespace weft::ws {
+
+bool is_valid_close_code(std::uint16_t code) noexcept {
+  if (code >= 1000 && code <= 1003) return true;
+  if (code >= 1007 && code <= 1011) return true;
+  return code >= 3000 && code <= 4999;
+}
+
+void apply_mask(std::uint8_t* data, std::size_t n, const std::uint8_t key[4], std::uint64_t offset) noexcept {
+  std::size_t i = 0;
+  // To a word boundary of the key's cycle, then eight bytes at a time.
+  for (; i < n && ((offset + i) & 3) != 0; ++i) data[i] ^= key[(offset + i) & 3];
+  if (n - i >= 8) {
+    std::uint8_t k8[8];
+    for (int j = 0; j < 8; ++j) k8[j] = key[j & 3];
+    std::uint64_t word_key;
+    std::memcpy(&word_key, k8, 8);
+    for (; n - i >= 8; i += 8) {
+      std::uint64_t word;
+      std::memcpy(&word, data + i, 8);
+      word ^= word_key;
+      std::memcpy(data + i, &word, 8);
+    }
+  }
+  for (; i < n; ++i) data[i] ^= key[(offset + i) & 3];
+}
+
+FrameDecoder::Status FrameDecoder::fail(std::uint16_t code, std::string_view reason) noexcept {
+  error_code_ = code;
+  error_reason_ = reason;
+  return Status::error;
+}
+
+FrameDecoder::Status FrameDecoder::next(ByteBuf& in, ByteBuf& out) {
+  if (error_code_ != 0) return Status::error;
+  if (in_payload_) {
+    const std::size_t available = in.readable_bytes();
+    const auto whole = static_cast<std::size_t>(remaining_);
+    const std::size_t upto = std::min(available, whole);
+    fresh_ = {};
+    if (upto > unmasked_) {
+      std::uint8_t* at = in.data() + in.reader_index() + unmasked_;
+      if (header_.masked) apply_mask(at, upto - unmasked_, header_.mask_key, unmasked_);
+      fresh_ = std::string_view(reinterpret_cast<const char*>(at), upto - unmasked_);
+      unmasked_ = upto;
+    }
+    if (available < whole) return fresh_.empty() ? Status::need_more : Status::partial;
+    out = whole == 0 ? ByteBuf() : in.read_slice(whole);
+    in_payload_ = false;
+    return Status::payload;
+  }
+  const std::size_t available = in.readable_bytes();
+  if (available < 2) return Status::need_more;
+  const std::uint8_t* p = in.read_ptr();
+  const std::uint8_t b0 = p[0];
+  const std::uint8_t b1 = p[1];
+  // Checked from the first two bytes, before the rest of the header has arrived: fail fast.
+  if ((b0 & 0x70) != 0) return fail(close_code::protocol_error, "reserved bits set");
+  const std::uint8_t op = b0 & 0x0F;
+  if ((op > 0x2 && op < 0x8) || op > 0xA) return fail(close_code::protocol_error, "reserved opcode");
+  const auto opcode = static_cast<Opcode>(op);
+  const bool fin = (b0 & 0x80) != 0;
+  const bool masked = (b1 & 0x80) != 0;
+  if (is_control(opcode) && !fin) return fail(close_code::protocol_error, "fragmented control frame");
+  const std::uint8_t len7 = b1 & 0x7F;
+  if (is_control(opcode) && len7 > 125) return fail(close_code::protocol_error, "control frame over 125 bytes");
+  if (role_ == Role::server && !masked) return fail(close_code::protocol_error, "unmasked client frame");
+  if (role_ == Role::client && masked) return fail(close_code::protocol_error, "masked server frame");
+  const std::size_t length_bytes = len7 == 126 ? 2 : len7 == 127 ? 8 : 0;
+  const std::size_t header_size = 2 + length_bytes + (masked ? 4 : 0);
+  if (available < header_size) return Status::need_more;
+  std::uint64_t length = len7;
+  if (length_bytes == 2) {
+    length = (std::uint64_t{p[2]} << 8) | p[3];
+    if (length < 126) return fail(close_code::protocol_error, "length not in its shortest form");
+  } else if (length_bytes == 8) {
+    length = 0;
+    for (int i = 0; i < 8; ++i) length = (length << 8) | p[2 + i];
+    if (length >> 63) return fail(close_code::protocol_error, "64-bit length with its top bit set");
+    if (length <= 0xFFFF) return fail(close_code::protocol_error, "length not in its shortest form");
+  }
+  if (length > max_frame_length_) return fail(close_code::too_big, "frame over the message size limit");
+  header_.opcode = opcode;
+  header_.fin = fin;
+  header_.masked = masked;
+  if (masked) std::memcpy(header_.mask_key, p + 2 + length_bytes, 4);
+  header_.length = length;
+  remaining_ = length;
+  unmasked_ = 0;
+  in_payload_ = true;
+  in.skip_bytes(header_size);
+  return Status::header;
+}
+
+FrameEncoder::FrameEncoder(bool masked) noexcept : masked_(masked) {}
+
+void FrameEncoder::next_key(std::uint8_t key[4]) {
+  if (std::size_t{used_} + 4 > sizeof(keys_)) {
+    if (RAND_bytes(keys_, sizeof(keys_)) != 1) throw std::runtime_error("websocket: RAND_bytes failed");
+    used_ = 0;
+  }
+  std::memcpy(key, keys_ + used_, 4);
+  used_ = static_cast<std::uint8_t>(used_ + 4);
+}
+
+void FrameEncoder::encode_header(ByteBuf& out, Opcode opcode, bool fin, std::uint64_t length) {
+  std::uint8_t header[14];
+  std::size_t n = 0;
+  header[n++] = static_cast<std::uint8_t>((fin ? 0x80 : 0) | static_cast<std::uint8_t>(opcode));
+  const std::uint8_t mask_bit = masked_ ? 0x80 : 0;
+  if (length < 126) {
+    header[n++] = static_cast<std::uint8_t>(mask_bit | length);
+  } else if (length <= 0xFFFF) {
+    header[n++] = static_cast<std::uint8_t>(mask_bit | 126);
+    header[n++] = static_cast<std::uint8_t>(length >> 8);
+    header[n++] = static_cast<std::uint8_t>(length);
+  } else {
+    header[n++] = static_cast<std::uint8_t>(mask_bit | 127);
+    for (int shift = 56; shift >= 0; shift -= 8) header[n++] = static_cast<std::uint8_t>(length >> shift);
+  }
+  out.write_bytes(header, n);
+}
+
+void FrameEncoder::encode(ByteBuf& out, Opcode opcode, bool fin, std::string_view payload) {
+  encode_header(out, opcode, fin, payload.size());
+  if (!masked_) {
+    out.write_bytes(payload);
+    return;
+  }
+  std::uint8_t key[4];
+  next_key(key);
+  out.write_bytes(key, 4);
+  out.ensure_writable(payload.size());
+  std::uint8_t* at = out.write_ptr();
+  if (!payload.empty()) std::memcpy(at, payload.data(), payload.size());
+  apply_mask(at, payload.size(), key, 0);
+  out.advance_writer(payload.size());
+}
+
+}  // namespace weft::ws

@@ -1,0 +1,194 @@
+#include "weft/codec/websocket/upgrade.h"
+
+#include <openssl/evp.h>
+
+#include <memory>
+
+#include "weft/channel/pipeline.h"
+#include "weft/codec/http1/server_codec.h"
+#include "weft/core/log.h"
+
+namespace weft::ws {
+
+namespace {
+
+using http::HttpRequest;
+using http::HttpResponse;
+
+constexpr std::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Calls fn(token) for each element of a comma-separated header value; stops when fn returns true.
+template <class Fn>
+bool any_token(std::string_view list, Fn fn) {
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    if (fn(trim(list.substr(0, comma)))) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+bool has_token(const HttpRequest& request, std::string_view header, std::string_view token) {
+  const auto value = request.header(header);
+  return value && any_token(*value, [&](std::string_view t) { return iequals(t, token); });
+}
+
+// A key is 16 bytes in base64: 22 characters of the alphabet and "==".
+bool is_valid_key(std::string_view key) noexcept {
+  if (key.size() != 24 || key.substr(22) != "==") return false;
+  for (char c : key.substr(0, 22)) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+HttpResponse refuse(int status, std::string_view why) {
+  return std::move(HttpResponse(status).content_type("text/plain; charset=utf-8").body(std::string(why) + "\n"));
+}
+
+// The handshake's answer: 101, or the refusal (see upgrade.h).
+HttpResponse answer(const HttpRequest& request, const UpgradeOptions& options) {
+  if (request.version() != http::Version::http11) {
+    return refuse(400, "WebSocket needs HTTP/1.1 (over HTTP/2, RFC 8441 is not supported yet)");
+  }
+  if (request.method() != "GET") return refuse(400, "a WebSocket handshake is a GET");
+  if (!has_token(request, "Upgrade", "websocket")) {
+    return std::move(
+        refuse(426, "this is a WebSocket endpoint: send Upgrade: websocket").header("Upgrade", "websocket"));
+  }
+  if (!has_token(request, "Connection", "upgrade")) return refuse(400, "Connection: upgrade is missing");
+  const auto version = request.header("Sec-WebSocket-Version");
+  if (!version || trim(*version) != "13") {
+    return std::move(refuse(426, "only Sec-WebSocket-Version 13 is supported").header("Sec-WebSocket-Version", "13"));
+  }
+  const auto key = request.header("Sec-WebSocket-Key");
+  if (!key || !is_valid_key(trim(*key))) return refuse(400, "Sec-WebSocket-Key must be 16 bytes in base64");
+  HttpResponse response(101);
+  response.header("Upgrade", "websocket").header("Connection", "Upgrade");
+  response.header("Sec-WebSocket-Accept", accept_key(trim(*key)));
+  if (const auto offered = request.header("Sec-WebSocket-Protocol")) {
+    for (const std::string& mine : options.subprotocols) {
+      if (any_token(*offered, [&](std::string_view t) { return t == mine; })) {
+        response.header("Sec-WebSocket-Protocol", mine);
+        break;
+      }
+    }
+  }
+  return response;
+}
+
+// The handler after the codec for the callback form.
+class CallbackTail final : public InboundHandler<Message> {
+ public:
+  explicit CallbackTail(std::shared_ptr<const Callbacks> callbacks) noexcept : callbacks_(std::move(callbacks)) {}
+  void channel_read(Context& ctx, Message&& message) override {
+    if (message.is_close()) {
+      if (callbacks_->on_close) callbacks_->on_close(ctx, message);
+    } else if (callbacks_->on_message) {
+      callbacks_->on_message(ctx, message);
+    }
+  }
+
+ private:
+  std::shared_ptr<const Callbacks> callbacks_;
+};
+
+// Puts the WebSocket in HTTP's place: the codec after the transport (and TLS), then the handler.
+// `add_handler(channel)` adds the handler at the pipeline's end.
+template <class AddHandler>
+void take_over(Channel& channel, const Handler& router, const Options& options, AddHandler add_handler) {
+  Pipeline& pipeline = channel.pipeline();
+  try {
+    http::ServerCodec* http = nullptr;
+    std::string http_name;
+    for (const std::string& name : pipeline.names()) {
+      if (auto* codec = pipeline.get_as<http::ServerCodec>(name)) {
+        http = codec;
+        http_name = name;
+        break;
+      }
+    }
+    if (http == nullptr) throw std::logic_error("no HTTP/1.1 codec in the pipeline");
+    auto codec = std::make_shared<Codec>(options, http->take_switched_input());
+    pipeline.remove(router);
+    pipeline.replace(http_name, "websocket", codec);
+    add_handler(channel);
+    if (Context* ctx = pipeline.context("websocket")) codec->feed(*ctx);
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "channel {}: websocket upgrade failed: {}", channel.id(), e.what());
+    channel.close();
+  }
+}
+
+template <class AddHandler>
+http::Router::RouteFn make_route(UpgradeOptions options, AddHandler add_handler) {
+  return [options = std::make_shared<const UpgradeOptions>(std::move(options)), add_handler](Context& ctx,
+                                                                                             HttpRequest& request) {
+    HttpResponse response = answer(request, *options);
+    const bool switching = response.status() == 101;
+    ctx.write(std::move(response.for_request(request)));
+    ctx.flush();
+    if (!switching) return;
+    const Handler& router = ctx.handler();
+    auto swap = [channel = ctx.channel().shared_from_this(), &router, options, add_handler] {
+      take_over(*channel, router, options->connection, add_handler);
+    };
+    // On the loop the swap happens at once (nothing else can read the connection meanwhile); a
+    // router on an executor (offload) posts it after the 101 it wrote.
+    if (ctx.loop().in_loop()) {
+      swap();
+    } else {
+      ctx.loop().execute(std::move(swap));
+    }
+  };
+}
+
+}  // namespace
+
+std::string accept_key(std::string_view key) {
+  std::string input(key);
+  input += kGuid;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_size = 0;
+  if (EVP_Digest(input.data(), input.size(), digest, &digest_size, EVP_sha1(), nullptr) != 1) {
+    throw std::runtime_error("websocket: SHA-1 failed");
+  }
+  unsigned char encoded[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+  const int n = EVP_EncodeBlock(encoded, digest, static_cast<int>(digest_size));
+  return std::string(reinterpret_cast<const char*>(encoded), static_cast<std::size_t>(n));
+}
+
+http::Router::RouteFn upgrade(Callbacks callbacks, UpgradeOptions options) {
+  auto shared = std::make_shared<const Callbacks>(std::move(callbacks));
+  return make_route(std::move(options), [shared](Channel& channel) {
+    channel.pipeline().add_last("websocket-handler", std::make_shared<CallbackTail>(shared));
+  });
+}
+
+http::Router::RouteFn upgrade(CoroutineFn fn, UpgradeOptions options) {
+  auto shared = std::make_shared<const CoroutineFn>(std::move(fn));
+  return make_route(std::move(options), [shared](Channel& channel) {
+    serve<Message>(channel, [shared](Connection<Message>& c) { return (*shared)(c); });
+  });
+}
+
+}  // namespace weft::ws

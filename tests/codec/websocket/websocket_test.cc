@@ -1,0 +1,573 @@
+// The WebSocket server (codec/websocket) over real sockets, on every transport: a raw client writes
+// exact frames -- whole, and one byte at a time -- and checks the exact frames and close codes that
+// come back. The cases are named after Autobahn|Testsuite's groups (1 framing, 2 ping/pong, 3 reserved
+// bits, 4 opcodes, 5 fragmentation, 6 UTF-8, 7 close, 9 limits). Then the handshake's refusals,
+// backpressure, and interop with python3-websockets as the client.
+
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/blocking_client.h"
+#include "support/channel_probe.h"
+#include "support/shell.h"
+#include "support/transports.h"
+#include "weft/channel/bootstrap.h"
+#include "weft/codec/http1/router.h"
+#include "weft/codec/http1/server_codec.h"
+#include "weft/codec/websocket/frame.h"
+#include "weft/codec/websocket/upgrade.h"
+#include "weft/codec/websocket/utf8.h"
+
+using namespace std::chrono_literals;
+
+// The case table leaves its rarely used fields to their defaults.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+// A namespace of its own: the unity build puts this file beside others with a Frame, a Case...
+namespace weft::websocket_test {
+namespace {
+
+using test::BlockingClient;
+
+// RFC 6455 section 1.3's example.
+constexpr std::string_view kKey = "dGhlIHNhbXBsZSBub25jZQ==";
+constexpr std::string_view kAccept = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
+
+// ---- frames as a client writes them
+
+struct Frame {
+  std::uint8_t opcode = 1;
+  std::string payload;
+  bool fin = true;
+  std::uint8_t rsv = 0;  // the three reserved bits, as 0..7
+  bool masked = true;
+  std::optional<std::uint64_t> declared;  // a length other than the payload's (sent truncated)
+};
+
+std::string bytes(const Frame& f) {
+  std::string out;
+  out += static_cast<char>((f.fin ? 0x80 : 0) | (f.rsv << 4) | f.opcode);
+  const std::uint64_t n = f.declared.value_or(f.payload.size());
+  const char mask_bit = f.masked ? static_cast<char>(0x80) : 0;
+  if (n < 126) {
+    out += static_cast<char>(mask_bit | static_cast<char>(n));
+  } else if (n <= 0xFFFF) {
+    out += static_cast<char>(mask_bit | 126);
+    out += static_cast<char>(n >> 8);
+    out += static_cast<char>(n & 0xFF);
+  } else {
+    out += static_cast<char>(mask_bit | 127);
+    for (int shift = 56; shift >= 0; shift -= 8) out += static_cast<char>((n >> shift) & 0xFF);
+  }
+  const char key[4] = {0x37, static_cast<char>(0xfa), 0x21, 0x3d};
+  if (f.masked) out.append(key, 4);
+  for (std::size_t i = 0; i < f.payload.size(); ++i)
+    out += f.masked ? static_cast<char>(f.payload[i] ^ key[i % 4]) : f.payload[i];
+  return out;
+}
+
+Frame text(std::string s, bool fin = true) { return {1, std::move(s), fin}; }
+Frame binary(std::string s, bool fin = true) { return {2, std::move(s), fin}; }
+Frame cont(std::string s, bool fin = true) { return {0, std::move(s), fin}; }
+Frame ping(std::string s) { return {9, std::move(s)}; }
+Frame pong(std::string s) { return {10, std::move(s)}; }
+std::string code_bytes(std::uint16_t code) { return {static_cast<char>(code >> 8), static_cast<char>(code & 0xFF)}; }
+Frame close_frame(std::uint16_t code, std::string reason = {}) { return {8, code_bytes(code) + reason}; }
+
+// ---- frames as the server writes them
+
+struct Reply {
+  std::uint8_t opcode;
+  std::string payload;
+  bool operator==(const Reply&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const Reply& r) {
+  return os << "{op " << int(r.opcode) << ", " << r.payload.size() << " bytes: " << r.payload.substr(0, 32) << "}";
+}
+
+// The next whole frame from the server (which must not mask, and sends no fragments here).
+std::optional<Reply> read_reply(BlockingClient& c) {
+  auto head = c.recv_exact(2, 10000ms);
+  if (!head) return std::nullopt;
+  const auto b0 = static_cast<std::uint8_t>((*head)[0]);
+  const auto b1 = static_cast<std::uint8_t>((*head)[1]);
+  EXPECT_EQ(b0 & 0xF0, 0x80) << "FIN set, reserved bits clear";
+  EXPECT_EQ(b1 & 0x80, 0) << "a server's frames are not masked";
+  std::uint64_t n = b1 & 0x7F;
+  if (n >= 126) {
+    auto ext = c.recv_exact(n == 126 ? 2 : 8, 10000ms);
+    if (!ext) return std::nullopt;
+    n = 0;
+    for (char ch : *ext) n = (n << 8) | static_cast<std::uint8_t>(ch);
+  }
+  auto payload = n == 0 ? std::optional<std::string>("") : c.recv_exact(static_cast<std::size_t>(n), 10000ms);
+  if (!payload) return std::nullopt;
+  return Reply{static_cast<std::uint8_t>(b0 & 0x0F), std::move(*payload)};
+}
+
+Reply close_reply(std::uint16_t code) { return {8, code_bytes(code)}; }
+
+// ---- the server: an echo with callbacks (/echo), one with a coroutine (/co), and small limits (/small)
+
+ws::UpgradeOptions small_limits() {
+  ws::UpgradeOptions options;
+  options.connection.max_message_size = 64;
+  options.connection.max_fragments = 4;
+  return options;
+}
+
+class WebSocketTest : public test::TransportTest {
+ protected:
+  void SetUp() override {
+    group_.emplace(transport(), loops(1, 8));
+    // The backpressure test's server has the probe and the meter from its first connection on.
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    start(name.find("NeverReads") != std::string::npos);
+  }
+  // The server; with `small_buffers`, 64 KiB socket buffers and write queue mark, and a probe and a
+  // write-queue meter before the codec (the backpressure test).
+  void start(bool small_buffers) {
+    auto router = std::make_shared<http::Router>();
+    const ws::Callbacks echo{.on_message = [](Context& ctx, ws::Message& m) { ctx.write_and_flush(std::move(m)); },
+                             .on_close =
+                                 [this](Context&, const ws::Message& m) {
+                                   last_close_code_.store(m.close_code());
+                                   closes_.fetch_add(1);
+                                 }};
+    ws::UpgradeOptions chat;
+    chat.subprotocols = {"superchat", "chat"};
+    ws::websocket(*router, "/echo", echo, chat);
+    ws::websocket(*router, "/small", echo, small_limits());
+    // A close_timeout far longer than the test's waits: each end of a connection is the handshake's.
+    ws::UpgradeOptions patient;
+    patient.connection.close_timeout = 60s;
+    ws::websocket(
+        *router, "/co",
+        [](Connection<ws::Message>& c) -> Task<> {
+          for (;;) {
+            ws::Message m = co_await c.read();
+            if (m.is_close()) co_return;
+            co_await c.write(std::move(m));
+            c.flush();
+          }
+        },
+        patient);
+    router->get("/plain", [](http::Request&) { return http::HttpResponse(200).body_view("plain"); });
+    ServerBootstrap bootstrap;
+    bootstrap.group(*group_).child_handler([this, router, small_buffers](Channel& ch) {
+      if (small_buffers) {
+        ch.pipeline().add_last("probe", std::make_shared<test::ChannelProbe>(probes_.add()));
+        ch.pipeline().add_last("meter", meter_);
+      }
+      ch.pipeline().add_last("http", std::make_shared<http::ServerCodec>());
+      ch.pipeline().add_last("router", router);
+    });
+    if (small_buffers) {
+      bootstrap.child_option(option::receive_buffer_size, 64 * 1024)
+          .child_option(option::send_buffer_size, 64 * 1024)
+          .child_option(option::write_buffer_high_water_mark, kHighWaterMark)
+          .child_option(option::write_buffer_low_water_mark, kHighWaterMark / 2);
+    }
+    server_ = bootstrap.bind(SocketAddress::loopback(0)).get();
+    port_ = server_->local_address().port();
+  }
+  void TearDown() override {
+    server_->close().wait();
+    group_->shutdown_gracefully(0ms, 5s).wait();
+  }
+
+  std::string request(std::string_view path, std::string_view extra = {}) const {
+    return std::string("GET ") + std::string(path) + " HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n" +
+           "Connection: keep-alive, Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + std::string(kKey) +
+           "\r\n" + std::string(extra) + "\r\n";
+  }
+  // Connects and upgrades; the 101's head in *head.
+  BlockingClient open(std::string_view path, std::string* head = nullptr, std::string_view extra = {}) {
+    BlockingClient c(port_);
+    EXPECT_TRUE(c.send_all(request(path, extra)));
+    std::string got;
+    while (got.find("\r\n\r\n") == std::string::npos) {
+      auto byte = c.recv_exact(1, 10000ms);
+      if (!byte) break;
+      got += *byte;
+    }
+    EXPECT_EQ(got.rfind("HTTP/1.1 101 ", 0), 0u) << got;
+    EXPECT_NE(got.find("Sec-WebSocket-Accept: " + std::string(kAccept) + "\r\n"), std::string::npos) << got;
+    if (head != nullptr) *head = got;
+    return c;
+  }
+  static bool send(BlockingClient& c, const std::string& data, bool bytewise) {
+    if (!bytewise) return c.send_all(data);
+    for (char ch : data) {
+      if (!c.send_all(std::string_view(&ch, 1))) return false;
+    }
+    return true;
+  }
+
+  static constexpr std::size_t kHighWaterMark = 64 * 1024;
+  test::ProbeRegistry probes_;  // declared before the group: the server's channels refer to it
+  std::shared_ptr<test::PendingMeter> meter_ = std::make_shared<test::PendingMeter>();
+  std::optional<EventLoopGroup> group_;
+  ChannelPtr server_;
+  std::uint16_t port_ = 0;
+  std::atomic<int> closes_{0};
+  std::atomic<int> last_close_code_{0};
+};
+
+// A case: frames the client sends, the frames it gets back, then (close != 0) the server's close
+// with that code and the end of the connection; close == 0: the connection is still open (the
+// client closes with 1000 and gets 1000 back).
+struct Case {
+  const char* name;
+  const char* path;
+  std::vector<Frame> send;
+  std::vector<Reply> expect;
+  std::uint16_t close = 0;
+  bool bytewise = true;  // also sent one byte at a time
+};
+
+std::string utf8_sample() { return "\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5"; }  // κόσμε
+
+std::vector<Case> cases() {
+  const std::string k125(125, 'x'), k126(126, 'y'), k64k(65536, 'z');
+  Frame unmasked = text("hi");
+  unmasked.masked = false;
+  Frame rsv1 = text("hi");
+  rsv1.rsv = 1;
+  Frame rsv7ping = ping("");
+  rsv7ping.rsv = 7;
+  Frame op3{3, "x"}, op11{11, "x"};
+  Frame ping126 = ping(k126);
+  Frame frag_ping = ping("p");
+  frag_ping.fin = false;
+  Frame top_bit = binary("");
+  top_bit.declared = std::uint64_t{1} << 63;
+  // Fail fast: a text frame that declares 100 bytes and has sent only its first 8, invalid at the 5th.
+  Frame cut_invalid = text(
+      "abcd\xff"
+      "efg");
+  cut_invalid.declared = 100;
+  Frame over_limit = binary("");
+  over_limit.declared = 65;  // /small's limit is 64: refused from the header, no payload sent
+  const std::string sample = utf8_sample();
+  return {
+      {"1_1_1_EmptyText", "/echo", {text("")}, {{1, ""}}},
+      {"1_1_2_Text125", "/echo", {text(k125)}, {{1, k125}}},
+      {"1_1_3_Text126_16BitLength", "/echo", {text(k126)}, {{1, k126}}},
+      {"1_1_6_Text64KiB_64BitLength", "/echo", {text(k64k)}, {{1, k64k}}, 0, false},
+      {"1_2_1_EmptyBinary", "/echo", {binary("")}, {{2, ""}}},
+      {"1_2_3_Binary126", "/echo", {binary(k126)}, {{2, k126}}},
+      {"1_2_6_Binary64KiB", "/co", {binary(k64k)}, {{2, k64k}}, 0, false},
+      {"1_UnmaskedClientFrame", "/echo", {unmasked}, {}, 1002},
+      {"1_64BitLengthTopBit", "/echo", {top_bit}, {}, 1002},
+      {"2_1_EmptyPing", "/echo", {ping("")}, {{10, ""}}},
+      {"2_2_PingWithPayload", "/echo", {ping("hello")}, {{10, "hello"}}},
+      {"2_4_Ping125", "/echo", {ping(k125)}, {{10, k125}}},
+      {"2_5_Ping126", "/echo", {ping126}, {}, 1002},
+      {"2_7_UnsolicitedPongIgnored", "/echo", {pong("x"), text("after")}, {{1, "after"}}},
+      {"2_10_PingsEachAnswered", "/co", {ping("1"), ping("2"), ping("3")}, {{10, "1"}, {10, "2"}, {10, "3"}}},
+      {"3_1_Rsv1", "/echo", {rsv1}, {}, 1002},
+      {"3_7_Rsv7OnPing", "/echo", {rsv7ping}, {}, 1002},
+      {"3_2_Rsv1AfterAnEcho", "/echo", {text("ok"), rsv1}, {{1, "ok"}}, 1002},
+      {"4_1_1_ReservedDataOpcode3", "/echo", {op3}, {}, 1002},
+      {"4_2_1_ReservedControlOpcode11", "/echo", {op11}, {}, 1002},
+      {"5_1_FragmentedPing", "/echo", {frag_ping}, {}, 1002},
+      {"5_3_TextInTwoFragments", "/echo", {text("frag", false), cont("ment")}, {{1, "fragment"}}},
+      {"5_6_PingBetweenFragments",
+       "/co",
+       {text("a", false), ping("p"), cont("b", false), cont("c")},
+       {{10, "p"}, {1, "abc"}}},
+      {"5_9_ContinuationWithoutMessage", "/echo", {cont("x")}, {}, 1002},
+      {"5_18_NewMessageInsideFragmented", "/echo", {text("a", false), text("b")}, {}, 1002},
+      {"5_EmptyFragments", "/echo", {binary("", false), cont("", false), cont("z")}, {{2, "z"}}},
+      {"6_2_MultiByteSplitAcrossFragments",
+       "/echo",
+       {text(sample.substr(0, 3), false), cont(sample.substr(3))},
+       {{1, sample}}},
+      {"6_3_1_InvalidInOneFrame", "/echo", {text("a\xc0\xaf")}, {}, 1007},
+      {"6_4_1_FailFastInFirstFragment", "/echo", {text("ok\xed\xa0\x80", false)}, {}, 1007},
+      {"6_4_3_FailFastInsideAFrame", "/echo", {cut_invalid}, {}, 1007},
+      {"6_TruncatedAtMessageEnd", "/echo", {text("ab\xe2\x82")}, {}, 1007},
+      {"6_AboveU10FFFF", "/echo", {text("\xf4\x90\x80\x80")}, {}, 1007},
+      {"6_InvalidInContinuation", "/co", {text("ok", false), cont("\xff")}, {}, 1007},
+      {"7_1_1_CloseNormal", "/echo", {close_frame(1000)}, {close_reply(1000)}},
+      {"7_1_3_DataAfterCloseIgnored", "/echo", {close_frame(1000), text("late")}, {close_reply(1000)}},
+      {"7_3_1_EmptyClose", "/echo", {{8, ""}}, {{8, ""}}},
+      {"7_3_2_OneByteClose", "/echo", {{8, "x"}}, {}, 1002},
+      {"7_3_4_CloseWithReason", "/echo", {close_frame(1001, "bye")}, {close_reply(1001)}},
+      {"7_5_1_ReasonNotUtf8", "/echo", {close_frame(1000, "\xce")}, {}, 1007},
+      {"7_7_Code3000", "/co", {close_frame(3000)}, {close_reply(3000)}},
+      {"7_7_Code4999", "/echo", {close_frame(4999)}, {close_reply(4999)}},
+      {"7_9_Code1005", "/echo", {close_frame(1005)}, {}, 1002},
+      {"7_9_Code999", "/echo", {close_frame(999)}, {}, 1002},
+      {"7_9_Code1004", "/echo", {close_frame(1004)}, {}, 1002},
+      {"7_9_Code5000", "/echo", {close_frame(5000)}, {}, 1002},
+      {"9_MessageOverLimitFromTheHeader", "/small", {over_limit}, {}, 1009},
+      {"9_FragmentsOverTheMessageLimit",
+       "/small",
+       {binary(std::string(40, 'a'), false), cont(std::string(40, 'b'))},
+       {},
+       1009},
+      {"9_TooManyFragments",
+       "/small",
+       {binary("1", false), cont("2", false), cont("3", false), cont("4", false), cont("5")},
+       {},
+       1009},
+      {"9_AtTheLimits",
+       "/small",
+       {binary(std::string(16, 'a'), false), cont(std::string(16, 'b'), false), cont(std::string(16, 'c'), false),
+        cont(std::string(16, 'd'))},
+       {{2, std::string(16, 'a') + std::string(16, 'b') + std::string(16, 'c') + std::string(16, 'd')}}},
+  };
+}
+
+TEST_P(WebSocketTest, AutobahnGroupsFrameByFrame) {
+  for (const Case& c : cases()) {
+    for (const bool bytewise : {false, true}) {
+      if (bytewise && !c.bytewise) continue;
+      SCOPED_TRACE(std::string(c.name) + (bytewise ? " (one byte at a time)" : " (whole)"));
+      BlockingClient client = open(c.path);
+      std::string out;
+      for (const Frame& f : c.send) out += bytes(f);
+      // A frame sent truncated (its declared length longer) stays unfinished: the server must act
+      // on what it has.
+      ASSERT_TRUE(send(client, out, bytewise));
+      for (const Reply& want : c.expect) {
+        auto got = read_reply(client);
+        ASSERT_TRUE(got.has_value());
+        EXPECT_EQ(*got, want);
+      }
+      const bool peer_closed = !c.expect.empty() && c.expect.back().opcode == 8;
+      if (c.close != 0) {
+        auto got = read_reply(client);
+        ASSERT_TRUE(got.has_value());
+        EXPECT_EQ(*got, close_reply(c.close));
+      } else if (!peer_closed) {
+        // Still open: a normal close, echoed.
+        ASSERT_TRUE(client.send_all(bytes(close_frame(1000))));
+        auto got = read_reply(client);
+        ASSERT_TRUE(got.has_value());
+        EXPECT_EQ(*got, close_reply(1000));
+      }
+      std::string rest;
+      EXPECT_EQ(client.recv_until_end(&rest, 10000ms), test::StreamEnd::eof);
+      EXPECT_EQ(rest, "") << "nothing after the close";
+    }
+  }
+}
+
+TEST_P(WebSocketTest, HandshakeAnswersAcceptAndChoosesTheSubprotocol) {
+  std::string head;
+  BlockingClient c = open("/echo", &head, "Sec-WebSocket-Protocol: chat, superchat\r\n");
+  EXPECT_NE(head.find("Sec-WebSocket-Protocol: superchat\r\n"), std::string::npos) << head;
+  EXPECT_NE(head.find("Upgrade: websocket\r\n"), std::string::npos) << head;
+  // Frames sent in the same write as the request (before the 101 was read) are not lost.
+  BlockingClient eager(port_);
+  ASSERT_TRUE(eager.send_all(request("/co") + bytes(text("eager"))));
+  std::string got;
+  while (got.find("\r\n\r\n") == std::string::npos) {
+    auto byte = eager.recv_exact(1, 10000ms);
+    ASSERT_TRUE(byte.has_value());
+    got += *byte;
+  }
+  EXPECT_EQ(got.rfind("HTTP/1.1 101 ", 0), 0u) << got;
+  EXPECT_EQ(got.find("Sec-WebSocket-Protocol"), std::string::npos) << "none offered, none chosen";
+  auto reply = read_reply(eager);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(*reply, (Reply{1, "eager"}));
+}
+
+TEST_P(WebSocketTest, HandshakeRefusalsSayWhy) {
+  struct Refusal {
+    std::string request;
+    std::string status_line;
+    std::string body_part;
+  };
+  const std::string base = "GET /echo HTTP/1.1\r\nHost: t\r\n";
+  const std::string key = std::string("Sec-WebSocket-Key: ") + std::string(kKey) + "\r\n";
+  const std::vector<Refusal> refusals = {
+      {base + "\r\n", "HTTP/1.1 426 ", "Upgrade: websocket"},
+      {base + "Upgrade: websocket\r\nConnection: keep-alive\r\nSec-WebSocket-Version: 13\r\n" + key + "\r\n",
+       "HTTP/1.1 400 ", "Connection: upgrade"},
+      {base + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 8\r\n" + key + "\r\n",
+       "HTTP/1.1 426 ", "Version 13"},
+      {base + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n", "HTTP/1.1 400 ",
+       "Sec-WebSocket-Key"},
+      {base +
+           "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: short\r\n\r\n",
+       "HTTP/1.1 400 ", "16 bytes"},
+  };
+  for (const Refusal& r : refusals) {
+    SCOPED_TRACE(r.request);
+    BlockingClient c(port_);
+    ASSERT_TRUE(c.send_all(r.request + "GET /plain HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+    std::string answer;
+    EXPECT_EQ(c.recv_until_end(&answer, 10000ms), test::StreamEnd::eof);
+    EXPECT_EQ(answer.rfind(r.status_line, 0), 0u) << answer;
+    EXPECT_NE(answer.find(r.body_part), std::string::npos) << answer;
+    // The connection stays HTTP: the next request is answered.
+    EXPECT_NE(answer.find("\r\n\r\nplain"), std::string::npos) << answer;
+  }
+}
+
+TEST_P(WebSocketTest, ThePeerThatNeverReadsIsNotReadEitherAndGetsEveryPong) {
+  if (is_blocking()) {
+    GTEST_SKIP() << "a blocking send holds the writer instead of queueing past the mark: the channel never turns "
+                    "unwritable (the thread waits in send, and reading stops with it)";
+  }
+  BlockingClient c(port_, {.receive_buffer = 64 * 1024, .send_buffer = 64 * 1024});
+  ASSERT_TRUE(c.send_all(request("/echo")));
+  std::string head;
+  while (head.find("\r\n\r\n") == std::string::npos) {
+    auto byte = c.recv_exact(1, 10000ms);
+    ASSERT_TRUE(byte.has_value()) << head << " errno " << c.error();
+    head += *byte;
+  }
+  auto probe = probes_.wait(0, 20s);
+  ASSERT_NE(probe, nullptr);
+  // Pings, read by nobody's pongs, until the server's channel turns unwritable; then more, until the
+  // server stops taking them (a server that read on would take them all, its queue growing).
+  const std::string one = bytes(ping(std::string(125, 'p')));
+  std::string batch;
+  for (int i = 0; i < 512; ++i) batch += one;
+  std::size_t sent = 0;
+  constexpr std::size_t kLimit = std::size_t{16} << 20;
+  const auto give_up = std::chrono::steady_clock::now() + 60s;
+  while (sent < kLimit && std::chrono::steady_clock::now() < give_up && probe->index_of("unwritable") < 0) {
+    const std::size_t n = c.send_some(std::string_view(batch).substr(sent % batch.size()));
+    sent += n;
+    if (n == 0) std::this_thread::sleep_for(1ms);  // full: the server is busy, or has stopped reading
+  }
+  ASSERT_GE(probe->index_of("unwritable"), 0) << "writability_changed never reported unwritable";
+  while (sent < kLimit) {
+    const std::size_t n = c.send_some(std::string_view(batch).substr(sent % batch.size()));
+    sent += n;
+    pollfd p{c.fd(), POLLOUT, 0};
+    if (n == 0 && ::poll(&p, 1, 200) == 0) break;  // a stall: the server has stopped reading
+  }
+  ASSERT_LT(sent, kLimit) << "the server kept reading from a peer that does not read";
+  // One read batch may finish the buffer it is in when the mark is crossed: its pongs at most.
+  EXPECT_LE(meter_->max_pending.load(), kHighWaterMark + 2 * ChannelConfig{}.read_buffer_max);
+  // Every ping is answered: none dropped, although the server could not send them when they came.
+  const std::size_t whole = sent / one.size();
+  const std::size_t part = sent % one.size();
+  for (std::size_t i = 0; i < whole; ++i) {
+    auto got = read_reply(c);
+    ASSERT_TRUE(got.has_value()) << i << " of " << whole;
+    ASSERT_EQ(got->opcode, 10);
+  }
+  if (part != 0) {
+    ASSERT_TRUE(c.send_all(std::string_view(one).substr(part), 10000ms));
+    auto got = read_reply(c);
+    ASSERT_TRUE(got.has_value());
+    ASSERT_EQ(got->opcode, 10);
+  }
+  ASSERT_TRUE(c.send_all(bytes(close_frame(1000))));
+  auto got = read_reply(c);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, close_reply(1000));
+}
+
+TEST_P(WebSocketTest, TheApplicationSeesHowEachConnectionEnded) {
+  {
+    BlockingClient c = open("/echo");
+    ASSERT_TRUE(c.send_all(bytes(close_frame(4001))));
+    ASSERT_TRUE(read_reply(c).has_value());
+    EXPECT_EQ(c.recv_until_end(nullptr, 10000ms), test::StreamEnd::eof);
+  }
+  EXPECT_TRUE(test::eventually([&] { return closes_.load() == 1; }, 10000ms));
+  EXPECT_EQ(last_close_code_.load(), 4001);
+  {
+    BlockingClient c = open("/echo");
+    c.close();  // no close frame
+  }
+  EXPECT_TRUE(test::eventually([&] { return closes_.load() == 2; }, 10000ms));
+  EXPECT_EQ(last_close_code_.load(), 1006);
+}
+
+TEST_P(WebSocketTest, PythonWebsocketsEchoesTextAndBinary) {
+  // python3-websockets is a Debian package: the system's python3, which another on PATH may hide.
+  std::string python;
+  int status = -1;
+  for (const char* candidate : {"/usr/bin/python3", "python3"}) {
+    test::run_shell(std::string(candidate) + " -c 'import websockets' 2>/dev/null", status);
+    if (status == 0) {
+      python = candidate;
+      break;
+    }
+  }
+  if (python.empty()) GTEST_SKIP() << "python3-websockets is not installed (scripts/install-deps.sh)";
+  const std::string script = R"PY(
+import asyncio, sys, websockets
+async def main(port):
+    for path in ("/echo", "/co"):
+        async with websockets.connect(f"ws://127.0.0.1:{port}{path}", subprotocols=["chat"], max_size=2**20) as ws:
+            await ws.send("h\u00e9llo \u263a")
+            assert await ws.recv() == "h\u00e9llo \u263a"
+            blob = bytes(range(256)) * 300
+            await ws.send(blob)
+            assert await ws.recv() == blob
+            await ws.send(["frag", "mented"])
+            assert await ws.recv() == "fragmented"
+            await (await ws.ping(b"x"))
+            print(path, ws.subprotocol)
+        print(ws.close_code)
+asyncio.run(asyncio.wait_for(main(int(sys.argv[1])), 20))
+)PY";
+  const std::string out = test::run_shell(python + " -c '" + script + "' " + std::to_string(port_) + " 2>&1", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "/echo chat\n1000\n/co None\n1000\n");
+}
+
+WEFT_ON_EVERY_TRANSPORT(WebSocketTest);
+
+// ---- the parts on their own
+
+TEST(WebSocketHandshake, AcceptKeyOfRfc6455sExample) { EXPECT_EQ(ws::accept_key(kKey), kAccept); }
+
+TEST(WebSocketUtf8, StreamingValidationFailsAtTheFirstBadByte) {
+  ws::Utf8Validator v;
+  EXPECT_TRUE(v.feed("\xce"));
+  EXPECT_FALSE(v.complete());
+  EXPECT_TRUE(v.feed("\xba"));
+  EXPECT_TRUE(v.complete());
+  EXPECT_FALSE(v.feed("\xed\xa0"));  // a surrogate fails at its second byte
+  EXPECT_FALSE(v.feed("a"));         // and stays failed
+  for (std::string_view bad : {"\xc0\xaf", "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xf4\x90\x80\x80", "\xff", "\x80"}) {
+    EXPECT_FALSE(ws::is_valid_utf8(bad)) << bad;
+  }
+  for (std::string_view good : {"", "plain ascii over eight bytes", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf", "\xc2\x80"}) {
+    EXPECT_TRUE(ws::is_valid_utf8(good)) << good;
+  }
+}
+
+TEST(WebSocketFrameEncoder, ClientFramesAreMaskedAndRoundTripThroughAClientDecoder) {
+  ws::FrameEncoder client(true);
+  ByteBuf wire = default_allocator().buffer(512);
+  const std::string payload(300, 'q');
+  client.encode(wire, ws::Opcode::binary, true, payload);
+  ASSERT_GE(wire.readable_bytes(), 8u);
+  EXPECT_EQ(wire.get_u8(wire.reader_index() + 1), 0x80 | 126) << "masked, 16-bit length";
+  EXPECT_EQ(wire.view().find(payload.substr(0, 8)), std::string_view::npos) << "the payload is masked";
+  ws::FrameDecoder server(ws::FrameDecoder::Role::server, 1 << 20);
+  ByteBuf out;
+  EXPECT_EQ(server.next(wire, out), ws::FrameDecoder::Status::header);
+  EXPECT_EQ(server.next(wire, out), ws::FrameDecoder::Status::payload);
+  EXPECT_EQ(out.view(), payload);
+  ws::FrameDecoder client_side(ws::FrameDecoder::Role::client, 1 << 20);
+  ByteBuf masked = default_allocator().buffer(16);
+  client.encode(masked, ws::Opcode::text, true, "x");
+  EXPECT_EQ(client_side.next(masked, out), ws::FrameDecoder::Status::error);
+  EXPECT_EQ(client_side.error_code(), 1002) << "a client refuses masked frames";
+}
+
+}  // namespace
+}  // namespace weft::websocket_test
