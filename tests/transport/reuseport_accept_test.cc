@@ -84,8 +84,8 @@ class ReuseportAcceptTest : public test::TransportTest {
 // (all on one would have probability 2^-199), and each connection runs on its listener's loop.
 TEST_P(ReuseportAcceptTest, EachLoopServesWhatItsListenerAccepts) {
   constexpr int kConnections = 200;
+  PerLoop counts;  // outlives the group: a late channel_active may still count
   EventLoopGroup group(transport(), kLoops);
-  PerLoop counts;
   ChannelPtr server = counting(group, counts).bind(SocketAddress::loopback(0)).get();
   const std::uint16_t port = server->local_address().port();
   ASSERT_NE(port, 0);  // port 0: the kernel's port, shared by both listeners
@@ -109,8 +109,8 @@ TEST_P(ReuseportAcceptTest, EachLoopServesWhatItsListenerAccepts) {
 // One close stops every listener: once its future completes, a connect is refused (a listener
 // left open would take every connection, as the only one left on the port).
 TEST_P(ReuseportAcceptTest, ClosingTheServerClosesEveryListener) {
+  PerLoop counts;  // outlives the group: a late channel_active may still count
   EventLoopGroup group(transport(), kLoops);
-  PerLoop counts;
   ChannelPtr server = counting(group, counts).bind(SocketAddress::loopback(0)).get();
   const std::uint16_t port = server->local_address().port();
   test::BlockingClient before(port);
@@ -126,8 +126,8 @@ TEST_P(ReuseportAcceptTest, ClosingTheServerClosesEveryListener) {
 
 // The address is taken by a socket without SO_REUSEPORT: the bind fails with IoError.
 TEST_P(ReuseportAcceptTest, AnAddressTakenFailsTheBind) {
+  PerLoop counts;  // outlives the group: a late channel_active may still count
   EventLoopGroup group(transport(), kLoops);
-  PerLoop counts;
   ChannelPtr taken =
       ServerBootstrap().group(group).child_handler([](Channel&) {}).bind(SocketAddress::loopback(0)).get();
   Future<ChannelPtr> bound = counting(group, counts).bind(taken->local_address());
