@@ -64,6 +64,7 @@ struct Options {
   std::size_t max_connections = 1024;
   std::string transport = "epoll";
   std::string mode = "loop";
+  std::string accept = "acceptor";  // acceptor | reuseport
   bool http2 = true;
   std::string tls_cert;  // with tls_key: every route over HTTPS
   std::string tls_key;
@@ -72,13 +73,17 @@ struct Options {
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
-               "                  [--async-threads T] [--offload-threads T] [--max-connections N] [--http1-only]\n"
+               "                  [--accept acceptor|reuseport] [--async-threads T] [--offload-threads T] "
+               "[--max-connections N] [--http1-only]\n"
                "                  [--tls-cert FILE --tls-key FILE]\n"
                "  --loops N            event loops (default: one per core; epoll)\n"
                "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
                "                       the handler runs on the connection's own thread)\n"
                "  --max-connections N  blocking: connections served at once, i.e. threads (default 1024)\n"
                "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
+               "  --accept MODE        acceptor: one listener hands connections to the loops round-robin\n"
+               "                       (default); reuseport: a SO_REUSEPORT listener per loop, each keeping\n"
+               "                       what it accepts (epoll, io_uring)\n"
                "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
                "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
                "                       /downstream waits in loop-async mode (default 4)\n"
@@ -119,6 +124,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--transport") o.transport = value();
     else if (a == "--max-connections") o.max_connections = static_cast<std::size_t>(number(1, 100000));
     else if (a == "--mode") o.mode = value();
+    else if (a == "--accept")
+      o.accept = value();
     else if (a == "--http1-only") o.http2 = false;
     else if (a == "--tls-cert") o.tls_cert = value();
     else if (a == "--tls-key") o.tls_key = value();
@@ -131,6 +138,15 @@ Options parse(int argc, char** argv) {
     (void)weft::transport_named(o.transport);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "weft-hello: %s\n", e.what());
+    std::exit(2);
+  }
+  if (o.accept != "acceptor" && o.accept != "reuseport") {
+    std::fprintf(stderr, "weft-hello: unknown accept mode '%s'; available: acceptor, reuseport\n", o.accept.c_str());
+    std::exit(2);
+  }
+  if (o.accept == "reuseport" && o.transport == "blocking") {
+    std::fprintf(stderr,
+                 "weft-hello: --accept reuseport needs a loop that serves many connections (epoll, io_uring)\n");
     std::exit(2);
   }
   if (o.tls_cert.empty() != o.tls_key.empty()) {
@@ -304,6 +320,7 @@ int main(int argc, char** argv) {
   try {
     server = weft::ServerBootstrap()
                  .group(acceptor ? *acceptor : loops, loops)
+                 .accept_mode(options.accept == "reuseport" ? weft::AcceptMode::reuseport : weft::AcceptMode::acceptor)
                  .option(weft::option::backlog, 8192)
                  .child_option(weft::option::tcp_nodelay, true)
                  .child_handler([router, offload, tls, http2 = options.http2](weft::Channel& ch) {
@@ -337,11 +354,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "weft-hello: cannot listen on %s:%u: %s\n", options.host.c_str(), options.port, e.what());
     return 1;
   }
-  std::printf("weft-hello listening on %s with %zu loop(s), transport %s, mode %s, %s\n",
+  std::printf("weft-hello listening on %s with %zu loop(s), transport %s, mode %s, accept %s, %s\n",
               server->local_address().to_string().c_str(), loops.size(), options.transport.c_str(),
-              options.mode.c_str(),
-              tls ? (options.http2 ? "HTTPS (h2 and HTTP/1.1 by ALPN)" : "HTTPS (HTTP/1.1)")
-                  : options.http2 ? "HTTP/1.1 and h2c" : "HTTP/1.1");
+              options.mode.c_str(), options.accept.c_str(),
+              tls             ? (options.http2 ? "HTTPS (h2 and HTTP/1.1 by ALPN)" : "HTTPS (HTTP/1.1)")
+              : options.http2 ? "HTTP/1.1 and h2c"
+                              : "HTTP/1.1");
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);

@@ -1,89 +1,26 @@
 #include "weft/channel/bootstrap.h"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
+#include "acceptor.h"
+#include "listener_per_loop.h"
 #include "weft/core/error.h"
-#include "weft/core/log.h"
 
 namespace weft {
-namespace {
 
-// What every accepted connection of one server is set up with; shared by the acceptor's tasks.
-struct ChildSetup {
-  Transport& transport;
-  EventLoopGroup& group;
-  ChannelConfig config;
-  ChannelInitializer init;
-};
-
-// The server channel's handler: turns accepted sockets into registered channels on the child loops.
-class Acceptor final : public InboundHandler<AcceptedSocket> {
- public:
-  explicit Acceptor(std::shared_ptr<const ChildSetup> setup) : setup_(std::move(setup)) {}
-
-  void channel_read(Context& ctx, AcceptedSocket&& socket) override {
-    ChannelPtr child;
-    EventLoop* loop = nullptr;
-    try {
-      loop = &setup_->transport.choose_loop(setup_->group);
-      child = setup_->transport.new_accepted_channel(*loop, setup_->config, std::move(socket));
-    } catch (const ChannelLimitError& e) {
-      refuse(ctx, std::move(socket), e);
-      return;
-    } catch (const std::exception& e) {
-      log(LogLevel::warn, "could not create a channel for an accepted connection: {}", e.what());
-      return;
-    }
-    loop->try_execute([setup = setup_, child] {
-      try {
-        if (setup->init) setup->init(*child);
-        child->register_channel();
-      } catch (const std::exception& e) {
-        log(LogLevel::warn, "setting up accepted channel {} failed: {}", child->id(), e.what());
-        child->close();
-      }
-    });
-  }
-
-  void exception_caught(Context& ctx, std::exception_ptr error) override {
-    // accept() failures are reported and the server keeps running.
-    try {
-      std::rethrow_exception(error);
-    } catch (const ChannelLimitError&) {
-      // logged, rate-limited, by refuse()
-    } catch (const std::exception& e) {
-      log(LogLevel::warn, "server {}: {}", ctx.channel().local_address().to_string(), e.what());
-    } catch (...) {
-    }
-  }
-
- private:
-  // The transport is full: close the connection at once, log at most once a second, and tell the
-  // server pipeline's handlers (from its head, so that handlers before this one see it too).
-  void refuse(Context& ctx, AcceptedSocket socket, const ChannelLimitError& error) {
-    const SocketAddress remote = socket.remote_address();
-    socket = AcceptedSocket();  // closes the descriptor
-    ++refused_since_log_;
-    const TimePoint now = ctx.channel().loop().now();
-    if (now - last_refusal_log_ >= std::chrono::seconds(1)) {
-      log(LogLevel::warn, "server {}: refused {} connection(s) (latest from {}): {}",
-          ctx.channel().local_address().to_string(), refused_since_log_, remote.to_string(), error.what());
-      last_refusal_log_ = now;
-      refused_since_log_ = 0;
-    }
-    ctx.channel().pipeline().fire_exception(std::make_exception_ptr(error));
-  }
-
-  std::shared_ptr<const ChildSetup> setup_;
-  TimePoint last_refusal_log_{};
-  std::uint64_t refused_since_log_ = 0;
-};
-
-}  // namespace
+using detail::Acceptor;
+using detail::ChildSetup;
 
 ServerBootstrap& ServerBootstrap::group(EventLoopGroup& parent, EventLoopGroup& child) {
   parent_ = &parent;
   child_ = &child;
+  return *this;
+}
+
+ServerBootstrap& ServerBootstrap::accept_mode(AcceptMode mode) {
+  accept_mode_ = mode;
   return *this;
 }
 
@@ -105,6 +42,17 @@ Future<ChannelPtr> ServerBootstrap::bind(const SocketAddress& local) const {
   if (&transport_of(*child_) != &transport) {
     throw std::invalid_argument("ServerBootstrap: parent and child groups use different transports");
   }
+  if (accept_mode_ == AcceptMode::reuseport) {
+    if (!transport.loops_serve_many_channels()) {
+      throw std::invalid_argument(fmt::format(
+          "ServerBootstrap: AcceptMode::reuseport needs a loop that serves many channels (epoll, io_uring); on "
+          "the {} transport a loop serves one channel, so its listener could not keep what it accepts",
+          transport.name()));
+    }
+    return detail::bind_listener_per_loop(
+        local, server_config_, server_init_,
+        std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_, true}));
+  }
   EventLoop* chosen = nullptr;
   try {
     chosen = &transport.choose_loop(*parent_);
@@ -115,7 +63,7 @@ Future<ChannelPtr> ServerBootstrap::bind(const SocketAddress& local) const {
   }
   EventLoop& loop = *chosen;
   ChannelPtr server = transport.new_server_channel(loop, server_config_);
-  auto setup = std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_});
+  auto setup = std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_, false});
   Promise<ChannelPtr> result(&loop);
   loop.execute([server, setup, init = server_init_, local, result]() mutable {
     try {

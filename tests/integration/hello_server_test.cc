@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -383,6 +384,31 @@ INSTANTIATE_TEST_SUITE_P(Modes, HelloServerTest,
                                            Config{"blocking", "offload"}, Config{"blocking", "coroutine"},
                                            Config{"blocking", "coroutine-async"}),
                          config_name);
+
+// --accept reuseport: a listener per loop on one port; connections spread over the two loops by the
+// kernel's hash are all answered, and the server stops cleanly. The blocking transport refuses it.
+TEST(HelloAcceptTest, ReuseportServesEveryConnection) {
+  if (std::string(WEFT_HELLO_BIN).empty()) GTEST_SKIP() << "weft-hello is not built (WEFT_BUILD_EXAMPLES=OFF)";
+  HelloProcess server(WEFT_HELLO_BIN, "epoll", "loop", {"--accept", "reuseport", "--loops", "2"});
+  ASSERT_TRUE(server.is_running()) << server.error();
+  EXPECT_NE(server.output().find("accept reuseport"), std::string::npos) << server.output();
+  for (int i = 0; i < 20; ++i) {
+    BlockingClient c(server.port());
+    ASSERT_TRUE(c.is_open()) << "connection " << i << ": errno " << c.error();
+    ASSERT_TRUE(c.send_all(get("/plaintext", 200, kPlainBody).request));
+    std::string buffered;
+    auto r = read_response(c, buffered, false);
+    ASSERT_TRUE(r.has_value()) << "no answer on connection " << i;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, kPlainBody);
+  }
+  const int status = server.stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << server.output();
+
+  const int refused =
+      std::system((std::string(WEFT_HELLO_BIN) + " --transport blocking --accept reuseport 2>/dev/null").c_str());
+  EXPECT_TRUE(WIFEXITED(refused) && WEXITSTATUS(refused) == 2) << refused;
+}
 
 }  // namespace
 }  // namespace weft::test

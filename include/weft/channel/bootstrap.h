@@ -26,6 +26,19 @@ namespace weft {
 /// Sets up a new channel's pipeline; runs on the channel's loop (see the file's description).
 using ChannelInitializer = std::function<void(Channel&)>;
 
+/// How a server accepts connections (ServerBootstrap::accept_mode; docs/accept.md compares them).
+enum class AcceptMode {
+  /// One listening channel, on a loop of the parent group, hands each connection it accepts to a
+  /// loop of the child group (round-robin; a free loop on the blocking transport). The default.
+  acceptor,
+  /// Each loop of the child group owns a listening channel, all bound with SO_REUSEPORT to the same
+  /// address; the kernel spreads connections over them by a hash of each connection's addresses, and
+  /// a connection stays on the loop of the listener that accepted it (no hand-off between threads).
+  /// The parent group is not used. epoll and io_uring only: a loop of the blocking transport serves
+  /// one channel, so bind() refuses it with std::invalid_argument.
+  reuseport,
+};
+
 /// Starts a server: a listening channel whose accepted channels get child_handler()'s pipeline.
 /// The setters return *this; configure it on one thread, then bind().
 class ServerBootstrap {
@@ -46,7 +59,10 @@ class ServerBootstrap {
     child_config_.*(o.field) = static_cast<T>(value);
     return *this;
   }
-  /// Sets up the listening channel's own pipeline (optional).
+  /// How connections are accepted (default AcceptMode::acceptor).
+  ServerBootstrap& accept_mode(AcceptMode mode);
+  /// Sets up the listening channel's own pipeline (optional); with AcceptMode::reuseport, each
+  /// listener's, on its loop.
   ServerBootstrap& handler(ChannelInitializer init);
   /// Sets up each accepted channel's pipeline.
   ServerBootstrap& child_handler(ChannelInitializer init);
@@ -54,6 +70,12 @@ class ServerBootstrap {
   /// Thread-safe (not from a loop of the group: use the future's listeners there). Binds and
   /// listens; the future holds the server channel. Fails with IoError (e.g. address in use),
   /// ChannelLimitError (a blocking group with no free loop) or std::invalid_argument (bad options, no group).
+  ///
+  /// AcceptMode::reuseport binds the listeners one loop after the other, the first to `local` and
+  /// the others to the first's address (port 0: all on the port the kernel chose for the first). The
+  /// future holds the first listener, and closing it closes them all: its close future completes
+  /// once no listener of the server is open. If one fails to bind, those already bound are closed
+  /// before the future fails. Throws std::invalid_argument on the blocking transport.
   Future<ChannelPtr> bind(const SocketAddress& local) const;
   /// As bind(const SocketAddress&), on 0.0.0.0:`port`.
   Future<ChannelPtr> bind(std::uint16_t port) const { return bind(SocketAddress::any(port)); }
@@ -61,6 +83,7 @@ class ServerBootstrap {
  private:
   EventLoopGroup* parent_ = nullptr;
   EventLoopGroup* child_ = nullptr;
+  AcceptMode accept_mode_ = AcceptMode::acceptor;
   ChannelConfig server_config_;
   ChannelConfig child_config_;
   ChannelInitializer server_init_;

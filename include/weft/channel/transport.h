@@ -52,6 +52,9 @@ class Transport : public IoDriverFactory {
   /// Thread-safe. The loop of `group` for the next new channel (the bootstraps ask). Default:
   /// round-robin. A transport that bounds its channels reserves a free loop or throws ChannelLimitError.
   virtual EventLoop& choose_loop(EventLoopGroup& group) { return group.next(); }
+  /// Thread-safe. Whether one loop serves many channels at once (false on the blocking transport,
+  /// whose loop serves one): AcceptMode::reuseport needs it.
+  virtual bool loops_serve_many_channels() const noexcept { return true; }
 };
 
 /// The transport that made `group`'s loops. Throws std::invalid_argument when the group was not made

@@ -47,6 +47,8 @@ class BlockingTransport final : public Transport {
   std::unique_ptr<IoDriver> create_driver() override { return std::make_unique<BlockingDriver>(); }
   std::string_view name() const noexcept override { return "blocking"; }
 
+  bool loops_serve_many_channels() const noexcept override { return false; }
+
   EventLoop& choose_loop(EventLoopGroup& group) override {
     const std::size_t n = group.size();
     const std::size_t start = next_.fetch_add(1, std::memory_order_relaxed);

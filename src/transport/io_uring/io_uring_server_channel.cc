@@ -173,6 +173,9 @@ void IoUringServerChannel::do_close() {
   }
   parked_.clear();
   if (fd_ >= 0) {
+    // The armed accept holds the socket until its cancellation completes, a loop turn or more from
+    // now: without shutdown() it would go on listening (and accepting) after the close future.
+    ::shutdown(fd_, SHUT_RDWR);
     ::close(fd_);
     fd_ = -1;
   }

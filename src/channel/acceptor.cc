@@ -1,0 +1,61 @@
+#include "acceptor.h"
+
+#include "weft/core/error.h"
+#include "weft/core/log.h"
+
+namespace weft::detail {
+
+void Acceptor::channel_read(Context& ctx, AcceptedSocket&& socket) {
+  ChannelPtr child;
+  EventLoop* loop = nullptr;
+  try {
+    loop = setup_->stay_on_listener_loop ? &ctx.channel().loop() : &setup_->transport.choose_loop(setup_->group);
+    child = setup_->transport.new_accepted_channel(*loop, setup_->config, std::move(socket));
+  } catch (const ChannelLimitError& e) {
+    refuse(ctx, std::move(socket), e);
+    return;
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "could not create a channel for an accepted connection: {}", e.what());
+    return;
+  }
+  // A task even on the listener's own loop: the child's events never run inside the listener's call.
+  loop->try_execute([setup = setup_, child] {
+    try {
+      if (setup->init) setup->init(*child);
+      child->register_channel();
+    } catch (const std::exception& e) {
+      log(LogLevel::warn, "setting up accepted channel {} failed: {}", child->id(), e.what());
+      child->close();
+    }
+  });
+}
+
+void Acceptor::exception_caught(Context& ctx, std::exception_ptr error) {
+  // accept() failures are reported and the server keeps running.
+  try {
+    std::rethrow_exception(error);
+  } catch (const ChannelLimitError&) {
+    // logged, rate-limited, by refuse()
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "server {}: {}", ctx.channel().local_address().to_string(), e.what());
+  } catch (...) {
+  }
+}
+
+// The transport is full: close the connection at once, log at most once a second, and tell the
+// server pipeline's handlers (from its head, so that handlers before this one see it too).
+void Acceptor::refuse(Context& ctx, AcceptedSocket socket, const ChannelLimitError& error) {
+  const SocketAddress remote = socket.remote_address();
+  socket = AcceptedSocket();  // closes the descriptor
+  ++refused_since_log_;
+  const TimePoint now = ctx.channel().loop().now();
+  if (now - last_refusal_log_ >= std::chrono::seconds(1)) {
+    log(LogLevel::warn, "server {}: refused {} connection(s) (latest from {}): {}",
+        ctx.channel().local_address().to_string(), refused_since_log_, remote.to_string(), error.what());
+    last_refusal_log_ = now;
+    refused_since_log_ = 0;
+  }
+  ctx.channel().pipeline().fire_exception(std::make_exception_ptr(error));
+}
+
+}  // namespace weft::detail
