@@ -1,6 +1,5 @@
 #include "blocking_socket_channel.h"
 
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -187,9 +186,8 @@ void BlockingSocketChannel::write_out() {
 }
 
 ssize_t BlockingSocketChannel::send_file(const FileRegion& file) noexcept {
-  off_t offset = static_cast<off_t>(file.offset());
-  return ::sendfile(fd_, file.fd(), &offset,
-                    static_cast<std::size_t>(std::min<std::uint64_t>(file.length(), kMaxBytesPerWrite)));
+  return socket_ops::send_file(fd_, file.fd(), file.offset(),
+                               static_cast<std::size_t>(std::min<std::uint64_t>(file.length(), kMaxBytesPerWrite)));
 }
 
 void BlockingSocketChannel::do_connect(const SocketAddress& remote, Promise<void> promise) {

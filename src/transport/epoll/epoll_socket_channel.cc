@@ -1,6 +1,5 @@
 #include "epoll_socket_channel.h"
 
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -232,8 +231,7 @@ void EpollSocketChannel::write_out() {
 bool EpollSocketChannel::send_file_front() {
   FileRegion& file = *outbound().flushed_file();
   const std::size_t requested = static_cast<std::size_t>(std::min<std::uint64_t>(file.length(), kMaxBytesPerWrite));
-  off_t offset = static_cast<off_t>(file.offset());
-  const ssize_t n = ::sendfile(fd_, file.fd(), &offset, requested);
+  const ssize_t n = socket_ops::send_file(fd_, file.fd(), file.offset(), requested);
   if (n > 0) {
     on_file_bytes_written(static_cast<std::size_t>(n));
     if (!is_open()) return false;
