@@ -153,7 +153,8 @@ void BlockingSocketChannel::write_out() {
     }
     if (n >= 0) {
       stalled_since_ = TimePoint{};
-      file == nullptr ? on_bytes_written(static_cast<std::size_t>(n)) : on_file_bytes_written(static_cast<std::size_t>(n));
+      file == nullptr ? on_bytes_written(static_cast<std::size_t>(n))
+                      : on_file_bytes_written(static_cast<std::size_t>(n));
       continue;
     }
     if (err == EINTR) continue;

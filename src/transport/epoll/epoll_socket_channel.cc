@@ -4,7 +4,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 
 #include <fmt/format.h>
@@ -230,7 +229,8 @@ void EpollSocketChannel::write_out() {
 // writing (false: waiting for EPOLLOUT, or closed).
 bool EpollSocketChannel::send_file_front() {
   FileRegion& file = *outbound().flushed_file();
-  const std::size_t requested = static_cast<std::size_t>(std::min<std::uint64_t>(file.length(), kMaxBytesPerWrite));
+  const std::size_t requested =
+      file.length() < kMaxBytesPerWrite ? static_cast<std::size_t>(file.length()) : kMaxBytesPerWrite;
   const ssize_t n = socket_ops::send_file(fd_, file.fd(), file.offset(), requested);
   if (n > 0) {
     on_file_bytes_written(static_cast<std::size_t>(n));
