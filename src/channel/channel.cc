@@ -286,7 +286,11 @@ void Channel::do_shutdown_output(Promise<void> promise) {
 }
 
 void Channel::do_write_message(MessageRef message) {
-  if (!message.is<ByteBuf>()) {
+  if (!message.is<ByteBuf>()) [[unlikely]] {
+    if (message.is<FileRegion>() && sends_files()) {
+      if (outbound_.add_file(std::move(message.as<FileRegion>()))) set_writable(false);
+      return;
+    }
     ++write_refusals_;
     last_refusal_ = std::make_exception_ptr(PipelineTypeError(fmt::format(
         "channel {} writes ByteBuf to its socket but received {}; add an encoder", id_, type_name(message.type()))));
@@ -417,6 +421,15 @@ void Channel::settle_write_completions(std::vector<Promise<void>> done, std::exc
 
 void Channel::on_bytes_written(std::size_t n) {
   if (outbound_.remove_bytes(n)) set_writable(true);
+  after_bytes_written(n);
+}
+
+void Channel::on_file_bytes_written(std::size_t n) {
+  if (outbound_.remove_file_bytes(n)) set_writable(true);
+  after_bytes_written(n);
+}
+
+inline void Channel::after_bytes_written(std::size_t n) {
   if (tracks_write_completions_) [[unlikely]] {
     complete_written_writes(n);
   }

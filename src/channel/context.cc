@@ -41,6 +41,8 @@ void detail::ContextDeleter::operator()(Context* ctx) const noexcept {
 
 Channel& Context::channel() const noexcept { return pipeline_.channel(); }
 
+bool Context::writes_to_channel() const noexcept { return prev_ == &pipeline_.head_ && offload_ == nullptr; }
+
 std::uint32_t Context::write_refusals() const noexcept { return pipeline_.channel_write_refusals(); }
 
 void Context::add_write_completion(Promise<void> done, std::uint32_t refusals_before) {

@@ -74,6 +74,14 @@ bool FileRegionWriter::pump(Context& ctx) {
       continue;
     }
     FileRegion& region = std::get<FileRegion>(queue_.front());
+    if (channel.sends_files() && ctx.writes_to_channel()) {
+      // The transport sends it from the file (sendfile); the write queue counts its bytes.
+      FileRegion whole = std::move(region);
+      queue_.pop_front();
+      ctx.write(std::move(whole));
+      wrote = true;
+      continue;
+    }
     if (!channel.is_writable()) break;
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(region.length(), kChunkSize));
     ByteBuf chunk = ctx.allocator().buffer(want);

@@ -1,5 +1,6 @@
 #include "weft/channel/outbound_buffer.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -114,6 +115,66 @@ TEST(OutboundBufferTest, ClearDropsEverything) {
   EXPECT_TRUE(ob.empty());
   EXPECT_TRUE(ob.is_writable());
   EXPECT_EQ(ob.pending_bytes(), 0u);
+}
+
+// A region of a file the test does not read (the queue only keeps it and hands it to the transport).
+FileRegion region(std::uint64_t offset, std::uint64_t length) {
+  return FileRegion(std::make_shared<const FileHandle>(::open("/dev/null", O_RDONLY | O_CLOEXEC)), offset, length);
+}
+
+// A file takes its turn between buffers: the bytes before it are collected up to it, the file is
+// the front once they are sent, and the bytes after it follow once all of it is.
+TEST(OutboundBufferTest, AFileKeepsItsPlaceAmongBuffers) {
+  OutboundBuffer ob(8, 1 << 20);
+  ob.add(ByteBuf::copy_of("ab"));
+  ob.add(ByteBuf::copy_of("cd"));
+  EXPECT_FALSE(ob.add_file(region(10, 100)));
+  ob.add(ByteBuf::copy_of("ef"));
+  ob.add_flush();
+  EXPECT_EQ(ob.pending_bytes(), 106u);
+  EXPECT_EQ(ob.flushed_bytes(), 106u);
+  EXPECT_EQ(ob.flushed_file(), nullptr) << "bytes are in front of it";
+  iovec iov[8];
+  ASSERT_EQ(ob.collect_iovecs(iov, 8, 1 << 20), 2) << "stops at the file";
+  ob.remove_bytes(4);
+  EXPECT_EQ(ob.collect_iovecs(iov, 8, 1 << 20), 0) << "the file is next";
+  FileRegion* file = ob.flushed_file();
+  ASSERT_NE(file, nullptr);
+  EXPECT_EQ(file->offset(), 10u);
+  ob.remove_file_bytes(60);
+  ASSERT_EQ(ob.flushed_file(), file);
+  EXPECT_EQ(file->offset(), 70u);
+  EXPECT_EQ(file->length(), 40u);
+  EXPECT_EQ(ob.pending_bytes(), 42u);
+  ob.remove_file_bytes(40);
+  EXPECT_EQ(ob.flushed_file(), nullptr);
+  ASSERT_EQ(ob.collect_iovecs(iov, 8, 1 << 20), 1);
+  EXPECT_EQ(std::string(static_cast<char*>(iov[0].iov_base), iov[0].iov_len), "ef");
+  ob.remove_bytes(2);
+  EXPECT_TRUE(ob.empty());
+  EXPECT_EQ(ob.pending_bytes(), 0u);
+}
+
+// A file's remaining bytes count toward the water marks; the queue lets go of it once it is sent,
+// and on clear().
+TEST(OutboundBufferTest, AFileCountsTowardWritabilityAndIsReleased) {
+  OutboundBuffer ob(100, 1000);
+  FileRegion sent = region(0, 5000);
+  std::weak_ptr<const FileHandle> sent_handle = sent.file();
+  EXPECT_TRUE(ob.add_file(std::move(sent))) << "5000 bytes cross the high water mark";
+  EXPECT_FALSE(ob.is_writable());
+  FileRegion dropped = region(0, 10);
+  std::weak_ptr<const FileHandle> dropped_handle = dropped.file();
+  ob.add_file(std::move(dropped));
+  EXPECT_FALSE(ob.add_file(region(0, 0))) << "an empty region queues nothing";
+  ob.add_flush();
+  EXPECT_FALSE(ob.remove_file_bytes(4850)) << "160 bytes left: not below the low water mark";
+  EXPECT_TRUE(ob.remove_file_bytes(150)) << "10 left";
+  EXPECT_TRUE(sent_handle.expired()) << "sent: the descriptor is let go";
+  EXPECT_FALSE(dropped_handle.expired());
+  ob.clear();
+  EXPECT_TRUE(dropped_handle.expired()) << "dropped on close: the descriptor is let go";
+  EXPECT_TRUE(ob.empty());
 }
 
 }  // namespace

@@ -339,6 +339,46 @@ TEST_P(StaticFilesTest, RawSocketPipelinesBehindAFile) {
   EXPECT_EQ(std::count(rest.begin(), rest.end(), 'H') >= 3, true);
 }
 
+// HEAD, a Range and a whole GET of one file pipelined on a keep-alive connection: each answer in
+// its turn, the HEAD without a body, the range's bytes only, the whole file byte-exact.
+TEST_P(StaticFilesTest, PipelinedHeadRangeAndGetOfAFileOnKeepAlive) {
+  test::BlockingClient client(port_);
+  ASSERT_TRUE(client.is_open());
+  ASSERT_TRUE(
+      client.send_all("HEAD /data.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+                      "GET /data.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=100-70099\r\n\r\n"
+                      "GET /data.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+                      "GET /data.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=-5\r\nConnection: close\r\n\r\n"));
+  std::string all;
+  EXPECT_EQ(client.recv_until_end(&all, 10000ms), test::StreamEnd::eof);
+  std::string_view rest(all);
+  // The next answer's head, and its body of `length` bytes.
+  auto next = [&rest](std::size_t length, std::string& head, std::string& body) {
+    const std::size_t end = rest.find("\r\n\r\n");
+    if (end == std::string_view::npos || rest.size() < end + 4 + length) return false;
+    head = std::string(rest.substr(0, end));
+    body = std::string(rest.substr(end + 4, length));
+    rest.remove_prefix(end + 4 + length);
+    return true;
+  };
+  const std::string& data = tree().data;
+  std::string head, body;
+  ASSERT_TRUE(next(0, head, body)) << all.substr(0, 300);
+  EXPECT_THAT(head, HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_THAT(head, HasSubstr("Content-Length: " + std::to_string(kDataFile)));
+  ASSERT_TRUE(next(70000, head, body));
+  EXPECT_THAT(head, HasSubstr("HTTP/1.1 206 Partial Content"));
+  EXPECT_THAT(head, HasSubstr("Content-Range: bytes 100-70099/" + std::to_string(kDataFile)));
+  EXPECT_TRUE(body == data.substr(100, 70000));
+  ASSERT_TRUE(next(kDataFile, head, body));
+  EXPECT_THAT(head, HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_TRUE(body == data);
+  ASSERT_TRUE(next(5, head, body));
+  EXPECT_THAT(head, HasSubstr("HTTP/1.1 206 Partial Content"));
+  EXPECT_EQ(body, data.substr(kDataFile - 5));
+  EXPECT_TRUE(rest.empty()) << rest.size() << " bytes after the last answer";
+}
+
 // A large file to a reader slower than the server: the server's memory stays bounded (a chunk and
 // the write queue's water mark, not the file), and every byte arrives in order. Cleartext and TLS.
 TEST_P(StaticFilesTest, LargeFileToASlowReaderHoldsBoundedMemory) {

@@ -200,6 +200,10 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   /// -1 when there is none (EmbeddedChannel, a client before it connects, a closed channel). Do not
   /// read, write or close it: the transport owns it.
   virtual int native_fd() const noexcept { return -1; }
+  /// Thread-safe. Whether the transport sends a FileRegion written to the channel itself, from the
+  /// file to the socket without copying it through buffers (sendfile: epoll and blocking). Else a
+  /// FileRegion reaching the channel is refused, and FileRegionWriter reads it into buffers.
+  virtual bool sends_files() const noexcept { return false; }
 
   /// Thread-safe. Registers the channel with its loop (done by the bootstraps); completes on the loop.
   Future<void> register_channel();
@@ -250,6 +254,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   void activate(const SocketAddress& local, const SocketAddress& remote);
   /// Bytes left the write queue: updates writability (and closes if close_after_flush asked for it).
   void on_bytes_written(std::size_t n);
+  /// `n` bytes of outbound().flushed_file() were sent: as on_bytes_written(), for the file.
+  void on_file_bytes_written(std::size_t n);
   /// Reports an I/O error as an exception event, then closes.
   void fail_and_close(std::exception_ptr error);
   /// The full close sequence: do_close, drop queued writes, then channel_inactive and the close
@@ -292,6 +298,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   // channel_inactive and what follows it: the close future, the pipeline's teardown.
   void finish_close(bool was_active, const ChannelPtr& keep_alive);
   void register_on_loop();
+  // What follows bytes leaving the queue, ByteBufs' or a file's: completions, FIN, close.
+  void after_bytes_written(std::size_t n);
   void set_writable(bool writable);
   // ---- write completions (write(message, done)); cold unless a write asks for one
   // Refusals so far: a write whose completion sees the count move was refused (or rejected).

@@ -73,6 +73,9 @@ class alignas(64) Context {
   const std::string& name() const noexcept { return cold_->name; }
   /// Whether the handler has been removed from the pipeline. Loop thread only.
   bool is_removed() const noexcept { return removed_; }
+  /// Whether what this handler writes goes straight into the channel's write queue: no handler
+  /// between it and the socket (a TLS handler, say) sees or transforms it. Loop thread only.
+  bool writes_to_channel() const noexcept;
 
   // ---- inbound: to the next handler
   /// Passes channel_active to the next handler.

@@ -7,14 +7,22 @@
 /// Layout: a ring of ByteBufs; [0, flushed_) are flushed, [flushed_, size) unflushed. The first
 /// two slots are inline (a server usually has one buffer queued at a time, and a heap ring would be
 /// one more cache line per write on a cold connection).
+///
+/// A FileRegion (for a transport that sends files itself, with sendfile) takes a slot of the ring
+/// as an empty ByteBuf, its marker -- a queued ByteBuf is never empty -- and sits in a ring of its
+/// own, allocated with the first file: the ByteBuf path keeps its layout and its cost.
+/// collect_iovecs() stops at a marker; the transport then sends flushed_file() and reports it with
+/// remove_file_bytes(). A file's remaining bytes count toward the water marks.
 /// Loop thread only.
 
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "weft/buffer/byte_buf.h"
+#include "weft/channel/file_region.h"
 #include "weft/core/inline_ring.h"
 
 namespace weft {
@@ -28,15 +36,19 @@ class OutboundBuffer {
 
   /// Queues `buf`. Returns true when this made the channel cross the high water mark.
   bool add(ByteBuf buf);
+  /// Queues `file` (a transport that sends files asks for it). Returns true when this made the
+  /// channel cross the high water mark. An empty region queues nothing.
+  bool add_file(FileRegion file);
   /// Marks everything queued so far as flushed.
   void add_flush() noexcept { flushed_ = ring_.size(); }
-  /// Fills up to `max_iov` entries with flushed bytes (at most `max_bytes`). Returns the count.
+  /// Fills up to `max_iov` entries with flushed bytes (at most `max_bytes`), stopping at a file.
+  /// Returns the count: 0 while has_flushed() means the front is a file (flushed_file()).
   int collect_iovecs(iovec* iov, int max_iov, std::size_t max_bytes) const noexcept;
   /// Appends a reference (duplicate()) to each of the first `count` flushed buffers to `out`: for a
   /// transport whose kernel reads them after collect_iovecs' caller returned (io_uring).
   void retain_flushed(std::size_t count, std::vector<ByteBuf>& out) const;
-  /// Removes `n` sent bytes from the front of the flushed part. Returns true when this made the
-  /// channel fall below the low water mark.
+  /// Removes `n` sent bytes from the front of the flushed part (at most what collect_iovecs() gave:
+  /// it does not cross a file). Returns true when this made the channel fall below the low water mark.
   bool remove_bytes(std::size_t n) noexcept;
   /// Counts `n` bytes held elsewhere for this channel (a handler's, not queued here) toward the
   /// water marks. Returns true when this made the channel cross the high water mark.
@@ -44,7 +56,15 @@ class OutboundBuffer {
   /// Takes `n` held bytes back out of the count. Returns true when this made the channel fall
   /// below the low water mark.
   bool remove_held_bytes(std::size_t n) noexcept;
-  /// Drops every queued buffer (on close).
+  /// The file at the front of the flushed part, or null when the front is bytes (or nothing).
+  FileRegion* flushed_file() noexcept {
+    return flushed_ > 0 && ring_[0].readable_bytes() == 0 ? &(*files_)[0] : nullptr;
+  }
+  /// Removes `n` sent bytes of flushed_file() (n <= its length); the file leaves the queue, and
+  /// lets go of its descriptor, once all of it is sent. Returns true when this made the channel
+  /// fall below the low water mark.
+  bool remove_file_bytes(std::size_t n) noexcept;
+  /// Drops every queued buffer and file (on close).
   void clear() noexcept;
 
   /// Whether any queued buffer is flushed.
@@ -74,6 +94,7 @@ class OutboundBuffer {
   std::size_t low_, high_;
   bool writable_ = true;
   InlineRing<ByteBuf, 2> ring_;
+  std::unique_ptr<InlineRing<FileRegion, 2>> files_;  // made with the first file; one per marker, in order
 };
 
 }  // namespace weft

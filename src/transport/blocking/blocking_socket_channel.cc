@@ -131,11 +131,13 @@ void BlockingSocketChannel::write_out() {
   iovec iov[kMaxIovecs];
   while (is_open() && outbound().has_flushed()) {
     int count = outbound().collect_iovecs(iov, kMaxIovecs, kMaxBytesPerWrite);
+    FileRegion* file = count == 0 ? outbound().flushed_file() : nullptr;  // a file is next
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<std::size_t>(count);
     driver_.begin_blocking_call(fd_, owner(), /*send=*/true);
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);  // blocks until the kernel took every byte, or a slice
+    // Each blocks until the kernel took every byte, or a slice (kSendSlice) passed.
+    ssize_t n = file == nullptr ? ::sendmsg(fd_, &msg, MSG_NOSIGNAL) : send_file(*file);
     const int err = errno;
     const bool interrupted = driver_.end_blocking_call();
     if (interrupted) {
@@ -144,9 +146,15 @@ void BlockingSocketChannel::write_out() {
       close_now();
       return;
     }
+    if (file != nullptr && n == 0) {
+      writing_ = false;
+      fail_and_close(std::make_exception_ptr(IoError(ENODATA, "sendfile: the file ended before its region")));
+      return;
+    }
     if (n >= 0) {
       stalled_since_ = TimePoint{};
-      on_bytes_written(static_cast<std::size_t>(n));
+      file == nullptr ? on_bytes_written(static_cast<std::size_t>(n))
+                      : on_file_bytes_written(static_cast<std::size_t>(n));
       continue;
     }
     if (err == EINTR) continue;
@@ -176,6 +184,11 @@ void BlockingSocketChannel::write_out() {
     return;
   }
   writing_ = false;
+}
+
+ssize_t BlockingSocketChannel::send_file(const FileRegion& file) noexcept {
+  return socket_ops::send_file(fd_, file.fd(), file.offset(),
+                               static_cast<std::size_t>(std::min<std::uint64_t>(file.length(), kMaxBytesPerWrite)));
 }
 
 void BlockingSocketChannel::do_connect(const SocketAddress& remote, Promise<void> promise) {

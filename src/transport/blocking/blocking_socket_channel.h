@@ -15,6 +15,7 @@ class BlockingSocketChannel final : public Channel, private BlockingHandle {
   ~BlockingSocketChannel() override;
 
   int native_fd() const noexcept override { return fd_; }
+  bool sends_files() const noexcept override { return true; }
 
  protected:
   void do_register() override;
@@ -29,6 +30,7 @@ class BlockingSocketChannel final : public Channel, private BlockingHandle {
   void on_ready(short revents) override;
   void read_batch();
   void write_out();
+  ssize_t send_file(const FileRegion& file) noexcept;  // sendfile(2) of what the call may take
   void on_input_shutdown();
   void update_watch() noexcept;
   const void* owner() const noexcept { return static_cast<const Channel*>(this); }

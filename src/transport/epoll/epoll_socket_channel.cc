@@ -188,6 +188,10 @@ void EpollSocketChannel::write_out() {
       return;
     }
     int count = outbound().collect_iovecs(iov, kMaxIovecs, kMaxBytesPerWrite);
+    if (count == 0) [[unlikely]] {  // a file is next
+      if (send_file_front()) continue;
+      return;
+    }
     std::size_t requested = 0;
     for (int i = 0; i < count; ++i) requested += iov[i].iov_len;
     ssize_t n;
@@ -219,6 +223,32 @@ void EpollSocketChannel::write_out() {
     fail_and_close(std::make_exception_ptr(IoError(errno, "write")));
     return;
   }
+}
+
+// Sends what the socket takes of the file at the front of the queue. Returns whether to go on
+// writing (false: waiting for EPOLLOUT, or closed).
+bool EpollSocketChannel::send_file_front() {
+  FileRegion& file = *outbound().flushed_file();
+  const std::size_t requested =
+      file.length() < kMaxBytesPerWrite ? static_cast<std::size_t>(file.length()) : kMaxBytesPerWrite;
+  const ssize_t n = socket_ops::send_file(fd_, file.fd(), file.offset(), requested);
+  if (n > 0) {
+    on_file_bytes_written(static_cast<std::size_t>(n));
+    if (!is_open()) return false;
+    if (static_cast<std::size_t>(n) == requested) return true;
+    waiting_writable_ = true;  // the socket buffer is full (or the file ends early: the next call says so)
+    update_interest();
+    return false;
+  }
+  if (n < 0 && errno == EINTR) return true;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    waiting_writable_ = true;
+    update_interest();
+    return false;
+  }
+  fail_and_close(std::make_exception_ptr(n == 0 ? IoError(ENODATA, "sendfile: the file ended before its region")
+                                                : IoError(errno, "sendfile")));
+  return false;
 }
 
 void EpollSocketChannel::do_connect(const SocketAddress& remote, Promise<void> promise) {

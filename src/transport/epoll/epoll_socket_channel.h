@@ -38,6 +38,7 @@ class EpollSocketChannel final : private EpollHandle, private detail::EpollSocke
   ~EpollSocketChannel() override;
 
   int native_fd() const noexcept override { return fd_; }
+  bool sends_files() const noexcept override { return true; }
 
  protected:
   void do_register() override;
@@ -52,6 +53,7 @@ class EpollSocketChannel final : private EpollHandle, private detail::EpollSocke
   void on_epoll_events(std::uint32_t events) override;
   void read_batch();
   void write_out();
+  bool send_file_front();
   void finish_connect();
   void on_input_shutdown();
   void update_interest();

@@ -1,8 +1,11 @@
 #pragma once
 // Small wrappers over socket system calls shared by the transports' channels.
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 #include "weft/channel/channel_config.h"
 #include "weft/channel/socket_address.h"
@@ -34,5 +37,10 @@ SocketAddress local_address(int fd) noexcept;
 SocketAddress peer_address(int fd) noexcept;
 // The pending error of a socket (SO_ERROR), 0 if none.
 int pending_error(int fd) noexcept;
+// sendfile(2) of `count` bytes of `file` from `offset` (not advanced) to `socket`, without the
+// SIGPIPE a peer that has gone raises (sendfile has no MSG_NOSIGNAL): the calling thread blocks
+// SIGPIPE the first time (a loop thread, which only writes with MSG_NOSIGNAL anyway), and an EPIPE
+// takes the pending signal back. Returns what sendfile returns; errno as it leaves it.
+ssize_t send_file(int socket, int file, std::uint64_t offset, std::size_t count) noexcept;
 
 }  // namespace weft::socket_ops
