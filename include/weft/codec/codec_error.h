@@ -5,6 +5,7 @@
 /// an exception event from the head of the pipeline.
 
 #include <cstddef>
+#include <exception>
 #include <string>
 
 #include "weft/core/error.h"
@@ -60,5 +61,12 @@ class TruncatedFrameError : public DecoderError {
  private:
   std::size_t discarded_;
 };
+
+class Context;
+
+/// What a protocol codec (HTTP/1.1, HTTP/2, WebSocket) does with an exception event: an IoError (the
+/// peer reset, a write failed) closes the connection, logged at debug; anything else goes on to the
+/// next handler. Loop thread only.
+void close_on_io_error(Context& ctx, std::exception_ptr error);
 
 }  // namespace weft

@@ -8,6 +8,7 @@
 
 #include "date_cache.h"
 #include "weft/buffer/byte_buf_allocator.h"
+#include "weft/codec/codec_error.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/events.h"
 #include "weft/channel/file_region_writer.h"
@@ -818,16 +819,7 @@ void ServerCodec::channel_inactive(Context& ctx) {
   ctx.fire_channel_inactive();
 }
 
-void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const IoError& e) {
-    log(LogLevel::debug, "channel {}: {}", ctx.channel().id(), e.what());
-    ctx.close();
-  } catch (...) {
-    ctx.fire_exception(std::current_exception());
-  }
-}
+void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) { close_on_io_error(ctx, std::move(error)); }
 
 void ServerCodec::handler_removed(Context& ctx) {
   stop_deadline(ctx);

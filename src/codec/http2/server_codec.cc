@@ -14,6 +14,7 @@
 #include "stream.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/events.h"
+#include "weft/codec/codec_error.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
 
@@ -1008,16 +1009,7 @@ void ServerCodec::channel_inactive(Context& ctx) {
   ctx.fire_channel_inactive();
 }
 
-void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const IoError& e) {
-    log(LogLevel::debug, "channel {}: {}", ctx.channel().id(), e.what());
-    ctx.close();
-  } catch (...) {
-    ctx.fire_exception(std::current_exception());
-  }
-}
+void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) { close_on_io_error(ctx, std::move(error)); }
 
 // ---- streams served as channels (Settings::stream_initializer; the child's side is in
 // stream_channel.cc). Nothing here runs a child's pipeline from inside the session: the callbacks only

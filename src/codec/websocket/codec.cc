@@ -4,6 +4,8 @@
 
 #include "weft/channel/events.h"
 #include "weft/codec/byte_to_message_decoder.h"
+#include "weft/codec/codec_error.h"
+#include "weft/codec/http1/body_decoder.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
 
@@ -14,19 +16,6 @@ namespace {
 // Below this, a data message's payload is copied behind its header (one buffer, one write); above
 // it, the payload goes to the channel by reference.
 constexpr std::size_t kCopyPayloadBelow = 1024;
-
-// After a decode pass: drops a consumed buffer, moves a frame still arriving to the front.
-void keep_undecoded(ByteBuf& in) {
-  if (!in.is_readable()) {
-    in.release();
-  } else if (in.reader_index() > 0) {
-    if (in.ref_count() == 1) {
-      in.discard_read_bytes();
-    } else {
-      in = in.copy();  // earlier frames' slices share it: copy out the frame still arriving
-    }
-  }
-}
 
 }  // namespace
 
@@ -75,7 +64,7 @@ void Codec::decode(Context& ctx) {
     in_.release();
     return;
   }
-  keep_undecoded(in_);
+  http::detail::keep_undecoded(in_);  // earlier frames' slices may share it
 }
 
 // What spans frames, checked from the header, before the payload is buffered.
@@ -328,15 +317,6 @@ void Codec::close(Context& ctx, Promise<void> promise) {
   ctx.channel().close_future().add_listener([promise](const Future<void>&) mutable { promise.set_value(); });
 }
 
-void Codec::exception_caught(Context& ctx, std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const IoError& e) {
-    log(LogLevel::debug, "channel {}: {}", ctx.channel().id(), e.what());
-    ctx.close();
-  } catch (...) {
-    ctx.fire_exception(std::current_exception());
-  }
-}
+void Codec::exception_caught(Context& ctx, std::exception_ptr error) { close_on_io_error(ctx, std::move(error)); }
 
 }  // namespace weft::ws
