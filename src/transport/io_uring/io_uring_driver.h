@@ -134,6 +134,7 @@ class InFlightGuard {
     if (count_++ == 0) keep_ = channel.shared_from_this();
   }
   [[nodiscard]] ChannelPtr finished() noexcept { return --count_ == 0 ? std::move(keep_) : ChannelPtr(); }
+  bool idle() const noexcept { return count_ == 0; }
 
  private:
   std::size_t count_ = 0;

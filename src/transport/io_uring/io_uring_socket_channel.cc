@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -27,6 +28,13 @@ IoUringSocketChannel::IoUringSocketChannel(EventLoop& loop, const ChannelConfig&
 
 IoUringSocketChannel::~IoUringSocketChannel() {
   if (fd_ >= 0) ::close(fd_);
+  if (closing_fd_ >= 0) ::close(closing_fd_);
+}
+
+ChannelPtr IoUringSocketChannel::op_finished() noexcept {
+  ChannelPtr last = in_flight_.finished();
+  if (in_flight_.idle() && closing_fd_ >= 0) ::close(std::exchange(closing_fd_, -1));
+  return last;
 }
 
 void IoUringSocketChannel::do_register() {
@@ -69,7 +77,7 @@ void IoUringSocketChannel::arm_receive() {
 }
 
 void IoUringSocketChannel::on_receive(int result, unsigned flags) {
-  ChannelPtr keep = is_last(flags) ? in_flight_.finished() : ChannelPtr();
+  ChannelPtr keep = is_last(flags) ? op_finished() : ChannelPtr();
   if (is_last(flags)) receive_armed_ = false;
   if (flags & IORING_CQE_F_BUFFER) {
     ByteBuf data = driver_->take_buffer(flags >> IORING_CQE_BUFFER_SHIFT, result > 0 ? result : 0);
@@ -142,7 +150,7 @@ void IoUringSocketChannel::request_batch_end() {
 }
 
 void IoUringSocketChannel::on_batch_end() {
-  ChannelPtr keep = in_flight_.finished();
+  ChannelPtr keep = op_finished();
   batch_pending_ = false;
   const bool any = std::exchange(batch_reads_, 0) > 0;
   if (!is_open()) return;
@@ -201,7 +209,7 @@ void IoUringSocketChannel::hold_send_buffers() {
 }
 
 void IoUringSocketChannel::on_send(int result, unsigned flags) {
-  ChannelPtr keep = is_last(flags) ? in_flight_.finished() : ChannelPtr();
+  ChannelPtr keep = is_last(flags) ? op_finished() : ChannelPtr();
   if ((flags & IORING_CQE_F_NOTIF) == 0 && !send_detached_ && is_open()) {
     if (result >= 0) {
       on_bytes_written(static_cast<std::size_t>(result));
@@ -251,7 +259,7 @@ void IoUringSocketChannel::do_connect(const SocketAddress& remote, Promise<void>
 }
 
 void IoUringSocketChannel::on_connect(int result, unsigned /*flags*/) {
-  ChannelPtr keep = in_flight_.finished();
+  ChannelPtr keep = op_finished();
   if (!connecting_) return;  // timed out or closed meanwhile
   connecting_ = false;
   if (connect_timer_ != 0) {
@@ -306,8 +314,11 @@ void IoUringSocketChannel::do_close() {
   }
   parked_.clear();
   if (fd_ >= 0) {
-    // In-flight operations hold their own reference to the socket; it is released when they end.
-    ::close(fd_);
+    if (in_flight_.idle()) {
+      ::close(fd_);
+    } else {
+      closing_fd_ = fd_;  // see op_finished
+    }
     fd_ = -1;
   }
 }

@@ -47,6 +47,10 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   void on_input_shutdown();
 
   int fd_;
+  // Closed by do_close while operations were queued or in flight: closed when the last one ends,
+  // so that the descriptor's number is not reused while a submission entry still names it.
+  int closing_fd_ = -1;
+  ChannelPtr op_finished() noexcept;
   IoUringDriver* driver_ = nullptr;
   SocketAddress remote_;
   InFlightGuard in_flight_;
