@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/channel/channel.h"
 #include "weft/channel/context.h"
 #include "weft/core/log.h"
 

@@ -8,12 +8,12 @@
 
 #include "date_cache.h"
 #include "weft/buffer/byte_buf_allocator.h"
-#include "weft/codec/codec_error.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/events.h"
 #include "weft/channel/file_region_writer.h"
 #include "weft/channel/pipeline.h"
 #include "weft/codec/byte_to_message_decoder.h"
+#include "weft/codec/codec_error.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
 

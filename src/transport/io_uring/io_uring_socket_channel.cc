@@ -1,12 +1,11 @@
 #include "io_uring_socket_channel.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "../socket/socket_ops.h"
 #include "weft/buffer/pooled_byte_buf_allocator.h"
