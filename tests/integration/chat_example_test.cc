@@ -41,8 +41,9 @@ TEST_P(ChatExampleTest, ServerStaysResponsiveAfterThirtyClientsChatterAndReset) 
   constexpr int kClients = 30;
   constexpr int kLinesEach = 20;
   // One loop on epoll and io_uring, so that every channel's calls meet on the same thread.
-  EventLoopGroup group(transport(), loops(1, kClients + 4));
+  // Before the group: the loops close the channels (which leave the room) when the group ends.
   weft_chat::Room room;
+  EventLoopGroup group(transport(), loops(1, kClients + 4));
   ChannelPtr server = ServerBootstrap()
                           .group(group)
                           .child_handler([&room](Channel& ch) { weft_chat::init_chat_channel(ch, room, 300s); })
