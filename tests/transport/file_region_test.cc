@@ -133,10 +133,14 @@ TEST_P(FileRegionTest, APeerThatStopsReadingTurnsTheChannelUnwritableUntilItRead
     EXPECT_LE(pending, c.ch->config().write_buffer_high_water_mark + FileRegionWriter::kChunkSize)
         << "a bounded part of it is read";
   }
-  // The peer reads nothing: the socket buffers fill and the channel stays unwritable.
+  // The peer reads nothing: the socket buffers fill and the channel turns unwritable.
   EXPECT_TRUE(test::eventually([&] { return !c.ch->is_writable(); }, 10s));
   EXPECT_EQ(c.client.recv_exact(1024, 10s).value_or(""), content.substr(0, 1024));
-  EXPECT_FALSE(c.ch->is_writable()) << "a little read does not bring the queue below its low water mark";
+  if (c.ch->sends_files()) {
+    // The whole file sits in the queue from the start, so the queue only shrinks. (The reading
+    // writer flips writability while the sockets fill: unwritable there may be a passing moment.)
+    EXPECT_FALSE(c.ch->is_writable()) << "a little read does not bring the queue below its low water mark";
+  }
   const std::string rest = c.client.recv_exact(content.size() - 1024, 60s).value_or("");
   EXPECT_TRUE(rest == content.substr(1024)) << "got " << rest.size() << " of the last " << content.size() - 1024;
   EXPECT_TRUE(test::eventually([&] { return c.ch->is_writable(); }, 10s)) << "writable again once it has read";
