@@ -1,11 +1,11 @@
 #include "io_uring_server_channel.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-
-#include <fmt/format.h>
+#include <utility>
 
 #include "../socket/descriptor_reserve.h"
 #include "../socket/socket_ops.h"
@@ -25,6 +25,13 @@ IoUringServerChannel::IoUringServerChannel(EventLoop& loop, const ChannelConfig&
 
 IoUringServerChannel::~IoUringServerChannel() {
   if (fd_ >= 0) ::close(fd_);
+  if (closing_fd_ >= 0) ::close(closing_fd_);
+}
+
+ChannelPtr IoUringServerChannel::op_finished() noexcept {
+  ChannelPtr last = in_flight_.finished();
+  if (in_flight_.idle() && closing_fd_ >= 0) ::close(std::exchange(closing_fd_, -1));
+  return last;
 }
 
 void IoUringServerChannel::do_register() {
@@ -82,7 +89,7 @@ void IoUringServerChannel::arm_accept() {
 
 void IoUringServerChannel::on_accept(int result, unsigned flags) {
   const bool last = (flags & IORING_CQE_F_MORE) == 0;
-  ChannelPtr keep = last ? in_flight_.finished() : ChannelPtr();
+  ChannelPtr keep = last ? op_finished() : ChannelPtr();
   if (last) accept_armed_ = false;
   if (result >= 0) {
     deliver(AcceptedSocket(result, socket_ops::peer_address(result)));
@@ -145,7 +152,7 @@ void IoUringServerChannel::request_batch_end() {
 }
 
 void IoUringServerChannel::on_batch_end() {
-  ChannelPtr keep = in_flight_.finished();
+  ChannelPtr keep = op_finished();
   batch_pending_ = false;
   if (!is_open()) return;
   read_batch_done();
@@ -176,7 +183,11 @@ void IoUringServerChannel::do_close() {
     // The armed accept holds the socket until its cancellation completes, a loop turn or more from
     // now: without shutdown() it would go on listening (and accepting) after the close future.
     ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
+    if (in_flight_.idle()) {
+      ::close(fd_);
+    } else {
+      closing_fd_ = fd_;  // see op_finished
+    }
     fd_ = -1;
   }
   reserve_.release();

@@ -38,6 +38,10 @@ class IoUringServerChannel final : public Channel, private IoUringBatchEnd {
   void pause_accepting();
 
   int fd_ = -1;
+  // Closed once no operation is in flight (an accept prepared but not yet submitted names the
+  // number, which must not go to another socket before then; see IoUringSocketChannel).
+  int closing_fd_ = -1;
+  ChannelPtr op_finished() noexcept;
   DescriptorReserve reserve_;
   IoUringDriver* driver_ = nullptr;
   InFlightGuard in_flight_;

@@ -2,9 +2,8 @@
 // exhaustion, zero-copy sends, and cancellation of what is in flight when channels close. The shared
 // channel behaviour runs on it through WEFT_ON_EVERY_TRANSPORT.
 
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -356,6 +356,141 @@ TEST(IoUringTransportTest, AConnectTimeoutCancelsTheConnectInFlightAndFreesTheCh
     std::lock_guard lock(mutex);
     return watched.expired();
   }, 20s));
+}
+
+// The descriptor number of the IPv4 socket bound to `local` and connected to `remote` (a port of 0:
+// not connected, a listener), or -1.
+int descriptor_of(const SocketAddress& local, std::uint16_t remote_port) {
+  for (int fd = 0; fd < 4096; ++fd) {
+    sockaddr_storage a{}, b{};
+    socklen_t al = sizeof(a), bl = sizeof(b);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &al) != 0 || a.ss_family != AF_INET) continue;
+    if (ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port) != local.port()) continue;
+    const bool connected = ::getpeername(fd, reinterpret_cast<sockaddr*>(&b), &bl) == 0;
+    if (!connected && remote_port == 0) return fd;
+    if (connected && ntohs(reinterpret_cast<const sockaddr_in&>(b).sin_port) == remote_port) return fd;
+  }
+  return -1;
+}
+
+// Runs three timers on `loop`: timers run after a poll, so by the third anything queued in an
+// earlier turn has been submitted and answered.
+void let_the_ring_turn(EventLoop& loop) {
+  for (int i = 0; i < 3; ++i) {
+    Promise<void> turn;
+    loop.execute([&] { loop.schedule(std::chrono::milliseconds(1), [&] { turn.set_value(); }); });
+    ASSERT_TRUE(turn.future().wait_for(10s));
+  }
+}
+
+// A receive is prepared in a loop turn and submitted at the end of it; the channel closing in that
+// same turn must keep its descriptor number until the receive is done with it, or a socket opened in
+// between takes the number and the stale receive reads that socket's bytes (an h2c request was lost
+// this way: a new connection's first bytes went to a closed channel).
+TEST(IoUringTransportTest, ADescriptorClosedWithAReceiveNotYetSubmittedIsNotReusedUnderIt) {
+  SKIP_WITHOUT_IO_URING();
+  EventLoopGroup group(io_uring(), 1);
+  test::ProbeRegistry probes;
+  ServerBootstrap b;
+  b.group(group).child_handler([&](Channel& ch) {
+    ch.set_auto_read(false);
+    ch.pipeline().add_last("probe", std::make_shared<test::ChannelProbe>(probes.add()));
+  });
+  ChannelPtr server = b.bind(SocketAddress::loopback(0)).get();
+  BlockingClient client(server->local_address().port());
+  ASSERT_TRUE(client.is_open());
+  auto probe = probes.wait(0);
+  ASSERT_NE(probe, nullptr);
+  ASSERT_TRUE(probe->active.future().wait_for(5s));
+  ChannelPtr ch = probe->channel();
+  ASSERT_NE(ch, nullptr);
+  const int number = descriptor_of(ch->local_address(), ch->remote_address().port());
+  ASSERT_GE(number, 0);
+
+  // In one task: arm a receive, close, then open sockets until one has the closed number (the
+  // kernel hands out the lowest free one) and put bytes where that socket reads.
+  std::vector<int> opened;
+  int reused = -1;
+  Promise<void> done;
+  ch->loop().execute([&] {
+    ch->read();
+    ch->close();
+    for (int i = 0; i < 256 && reused < 0; ++i) {
+      int pair[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) break;
+      opened.insert(opened.end(), {pair[0], pair[1]});
+      if (pair[0] == number || pair[1] == number) {
+        reused = number;
+        const int writer = pair[0] == number ? pair[1] : pair[0];
+        EXPECT_EQ(::write(writer, "mine", 4), 4);
+      }
+      if (pair[0] > number && pair[1] > number) break;  // the number is still held
+    }
+    done.set_value();
+  });
+  ASSERT_TRUE(done.future().wait_for(10s));
+  ASSERT_TRUE(ch->close_future().wait_for(10s));
+  let_the_ring_turn(ch->loop());
+  if (reused >= 0) {
+    char bytes[8] = {};
+    EXPECT_EQ(::recv(reused, bytes, sizeof(bytes), MSG_DONTWAIT), 4) << "the closed channel's receive took them";
+  }
+  for (int fd : opened) ::close(fd);
+  server->close().get();
+}
+
+// As above for a listener: an accept armed and closed in one turn must not accept from a listener
+// that took the closed number.
+TEST(IoUringTransportTest, AListenerClosedWithAnAcceptNotYetSubmittedIsNotReusedUnderIt) {
+  SKIP_WITHOUT_IO_URING();
+  EventLoopGroup group(io_uring(), 1);
+  ServerBootstrap b;
+  b.group(group).child_handler([](Channel&) {});
+  ChannelPtr server = b.bind(SocketAddress::loopback(0)).get();
+  EventLoop& loop = server->loop();
+  loop.execute([&] { server->set_auto_read(false); });  // its accept is cancelled
+  let_the_ring_turn(loop);
+  const int number = descriptor_of(server->local_address(), 0);
+  ASSERT_GE(number, 0);
+
+  std::vector<int> opened;
+  int reused = -1;
+  std::uint16_t reused_port = 0;
+  Promise<void> done;
+  loop.execute([&] {
+    server->read();  // an accept prepared in this turn
+    server->close();
+    for (int i = 0; i < 256 && reused < 0; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (fd < 0) break;
+      opened.push_back(fd);
+      if (fd == number) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t al = sizeof(a);
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 && ::listen(fd, 8) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &al) == 0) {
+          reused = fd;
+          reused_port = ntohs(a.sin_port);
+        }
+        break;
+      }
+      if (fd > number) break;  // the number is still held
+    }
+    done.set_value();
+  });
+  ASSERT_TRUE(done.future().wait_for(10s));
+  std::optional<BlockingClient> client;
+  if (reused >= 0) client.emplace(reused_port);  // waits in the new listener's queue
+  let_the_ring_turn(loop);
+  if (reused >= 0) {
+    ASSERT_TRUE(client->is_open());
+    const int accepted = ::accept4(reused, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    EXPECT_GE(accepted, 0) << "the closed listener's accept took the connection: errno " << errno;
+    if (accepted >= 0) ::close(accepted);
+  }
+  for (int fd : opened) ::close(fd);
 }
 
 TEST(IoUringTransportTest, AFailedReArmOfTheWakeUpReadIsRetriedSoPostsStillWakeTheLoop) {
