@@ -99,7 +99,6 @@ std::string lower(std::string text) {
 class StaticFilesTest : public test::TransportTest {
  protected:
   void SetUp() override {
-    files_ = std::make_shared<StaticFiles>(tree().root.string());
     // Named before the server starts: its routes read it on the loops (a test writes the file only).
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::replace(name.begin(), name.end(), '/', '-');
@@ -120,7 +119,8 @@ class StaticFilesTest : public test::TransportTest {
       ::close(fd);
       ctx.write(std::move(response));
     });
-    router->fallback(files_->handler("/"));
+    // The StaticFiles is gone once the handler is made: the handler keeps the directory open.
+    router->fallback(StaticFiles(tree().root.string()).handler("/"));
     auto tls = test::test_server_context(test::test_pki().localhost, {"h2", "http/1.1"});
     server_ =
         ServerBootstrap()
@@ -164,7 +164,6 @@ class StaticFilesTest : public test::TransportTest {
                status);
   }
 
-  std::shared_ptr<StaticFiles> files_;  // the fallback route holds it by reference
   ChannelPtr server_;
   std::uint16_t port_ = 0;
   std::string large_path_;  // a file of the test's own (the /large and /shrinking routes serve it)

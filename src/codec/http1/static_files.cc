@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <system_error>
+#include <utility>
 
 #include "weft/codec/http1/query.h"
 
@@ -43,41 +44,55 @@ std::optional<std::string> confined_relative_path(std::string_view path) {
 
 }  // namespace
 
-StaticFiles::StaticFiles(const std::string& root, FileResponseOptions options) : options_(std::move(options)) {
-  root_fd_ = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd_ < 0) throw std::system_error(errno, std::generic_category(), "StaticFiles: open " + root);
+struct StaticFiles::Root {
+  Root(int fd, std::string resolved, FileResponseOptions options)
+      : fd(fd), resolved(std::move(resolved)), options(std::move(options)) {}
+  Root(const Root&) = delete;
+  Root& operator=(const Root&) = delete;
+  ~Root() { ::close(fd); }
+
+  int open_beneath(const std::string& relative) const;
+  HttpResponse respond(const HttpRequest& request, std::string_view path) const;
+
+  const int fd;
+  const std::string resolved;  // for the fallback check
+  const FileResponseOptions options;
+};
+
+StaticFiles::StaticFiles(const std::string& root, FileResponseOptions options) {
+  const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "StaticFiles: open " + root);
   char resolved[PATH_MAX];
   if (::realpath(root.c_str(), resolved) == nullptr) {
     const int error = errno;
-    ::close(root_fd_);
+    ::close(fd);
     throw std::system_error(error, std::generic_category(), "StaticFiles: realpath " + root);
   }
-  root_ = resolved;
+  root_ = std::make_shared<const Root>(fd, resolved, std::move(options));
 }
 
-StaticFiles::~StaticFiles() { ::close(root_fd_); }
-
 // Opens `relative` beneath the root; -1 when it is absent or leads out of the root.
-int StaticFiles::open_beneath(const std::string& relative) const {
+int StaticFiles::Root::open_beneath(const std::string& relative) const {
   const char* name = relative.empty() ? "." : relative.c_str();
   open_how how{};
   how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  const long fd = ::syscall(SYS_openat2, root_fd_, name, &how, sizeof how);
-  if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
+  const long opened_beneath = ::syscall(SYS_openat2, fd, name, &how, sizeof how);
+  if (opened_beneath >= 0 || errno != ENOSYS) return static_cast<int>(opened_beneath);
   // A kernel before 5.6: resolve, then check that the file is under the root.
-  const int opened = ::openat(root_fd_, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  const int opened = ::openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (opened < 0) return -1;
   char link[64];
-  char resolved[PATH_MAX];
+  char path_of[PATH_MAX];
   std::snprintf(link, sizeof link, "/proc/self/fd/%d", opened);
-  const ssize_t n = ::readlink(link, resolved, sizeof resolved - 1);
+  const ssize_t n = ::readlink(link, path_of, sizeof path_of - 1);
   if (n <= 0) {
     ::close(opened);
     return -1;
   }
-  const std::string_view path(resolved, static_cast<std::size_t>(n));
-  const bool inside = path == root_ || (path.starts_with(root_) && (root_ == "/" || path[root_.size()] == '/'));
+  const std::string_view path(path_of, static_cast<std::size_t>(n));
+  const bool inside =
+      path == resolved || (path.starts_with(resolved) && (resolved == "/" || path[resolved.size()] == '/'));
   if (!inside) {
     ::close(opened);
     return -1;
@@ -85,29 +100,33 @@ int StaticFiles::open_beneath(const std::string& relative) const {
   return opened;
 }
 
-HttpResponse StaticFiles::respond(const HttpRequest& request, std::string_view path) const {
+HttpResponse StaticFiles::Root::respond(const HttpRequest& request, std::string_view path) const {
   const auto relative = confined_relative_path(path);
   if (!relative) return not_found(request);
-  int fd = open_beneath(*relative);
-  if (fd < 0) return not_found(request);
+  int file = open_beneath(*relative);
+  if (file < 0) return not_found(request);
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    fd = open_beneath(relative->empty() ? std::string("index.html") : *relative + "/index.html");
-    if (fd < 0) return not_found(request);
-    return FileResponse::from_descriptor(request, fd, "index.html", options_);
+  if (::fstat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(file);
+    file = open_beneath(relative->empty() ? std::string("index.html") : *relative + "/index.html");
+    if (file < 0) return not_found(request);
+    return FileResponse::from_descriptor(request, file, "index.html", options);
   }
-  return FileResponse::from_descriptor(request, fd, *relative, options_);
+  return FileResponse::from_descriptor(request, file, *relative, options);
+}
+
+HttpResponse StaticFiles::respond(const HttpRequest& request, std::string_view path) const {
+  return root_->respond(request, path);
 }
 
 std::function<void(Context&, HttpRequest&)> StaticFiles::handler(std::string prefix) const {
-  return [this, prefix = std::move(prefix)](Context& ctx, HttpRequest& request) {
+  return [root = root_, prefix = std::move(prefix)](Context& ctx, HttpRequest& request) {
     const std::string_view path = request.path();
     if (!path.starts_with(prefix)) {
       ctx.write(not_found(request));
       return;
     }
-    ctx.write(respond(request, path.substr(prefix.size())));
+    ctx.write(root->respond(request, path.substr(prefix.size())));
   };
 }
 

@@ -15,9 +15,11 @@
 ///   // or, from a coroutine or a route of its own:
 ///   ctx.write(files.respond(request, "/css/site.css"));
 ///
-/// Thread-safe once made (it keeps the root's descriptor and reads only).
+/// Thread-safe once made (it keeps the root's descriptor and reads only). Copies share the root's
+/// descriptor; it closes when the last copy and the last handler() made from one are gone.
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -32,24 +34,18 @@ class StaticFiles {
  public:
   /// Serves the files under `root`. Throws std::system_error when it is not a readable directory.
   explicit StaticFiles(const std::string& root, FileResponseOptions options = {});
-  StaticFiles(const StaticFiles&) = delete;
-  StaticFiles& operator=(const StaticFiles&) = delete;
-  /// Closes the root's descriptor.
-  ~StaticFiles();
 
   /// The answer to `request` for `path` (a request path, still percent-encoded, relative to the
   /// root whether or not it starts with '/'). Thread-safe.
   HttpResponse respond(const HttpRequest& request, std::string_view path) const;
   /// A route function that answers with respond(request, the request's path less `prefix`); a path
-  /// that does not start with `prefix` answers 404. The StaticFiles must outlive it. Thread-safe.
+  /// that does not start with `prefix` answers 404. It keeps the directory open, so it may outlive
+  /// this StaticFiles. Thread-safe.
   std::function<void(Context&, HttpRequest&)> handler(std::string prefix) const;
 
  private:
-  int open_beneath(const std::string& relative) const;
-
-  int root_fd_;
-  std::string root_;  // resolved, for the fallback check
-  FileResponseOptions options_;
+  struct Root;  // the directory's descriptor, resolved path and options, shared with the handlers
+  std::shared_ptr<const Root> root_;
 };
 
 }  // namespace weft::http
