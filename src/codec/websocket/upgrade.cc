@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <memory>
+#include <utility>
 
 #include "weft/channel/pipeline.h"
 #include "weft/codec/http1/server_codec.h"
@@ -65,6 +66,16 @@ HttpResponse refuse(int status, std::string_view why) {
   return std::move(HttpResponse(status).content_type("text/plain; charset=utf-8").body(std::string(why) + "\n"));
 }
 
+// The first of the server's subprotocols that the client offers; empty: none.
+std::string_view subprotocol_for(const HttpRequest& request, const UpgradeOptions& options) {
+  const auto offered = request.header("Sec-WebSocket-Protocol");
+  if (!offered) return {};
+  for (const std::string& mine : options.subprotocols) {
+    if (any_token(*offered, [&](std::string_view t) { return t == mine; })) return mine;
+  }
+  return {};
+}
+
 // The handshake's answer: 101, or the refusal (see upgrade.h).
 HttpResponse answer(const HttpRequest& request, const UpgradeOptions& options) {
   if (request.version() != http::Version::http11) {
@@ -85,21 +96,29 @@ HttpResponse answer(const HttpRequest& request, const UpgradeOptions& options) {
   HttpResponse response(101);
   response.header("Upgrade", "websocket").header("Connection", "Upgrade");
   response.header("Sec-WebSocket-Accept", accept_key(trim(*key)));
-  if (const auto offered = request.header("Sec-WebSocket-Protocol")) {
-    for (const std::string& mine : options.subprotocols) {
-      if (any_token(*offered, [&](std::string_view t) { return t == mine; })) {
-        response.header("Sec-WebSocket-Protocol", mine);
-        break;
-      }
-    }
-  }
+  const std::string_view chosen = subprotocol_for(request, options);
+  if (!chosen.empty()) response.header("Sec-WebSocket-Protocol", chosen);
   return response;
+}
+
+Handshake handshake_of(const HttpRequest& request, const UpgradeOptions& options) {
+  Handshake h;
+  h.target = request.target();
+  h.subprotocol = subprotocol_for(request, options);
+  const http::RequestHead& head = request.head();
+  h.headers.reserve(head.header_count);
+  for (const http::Header& field : head) h.headers.emplace_back(field.name, field.value);
+  return h;
 }
 
 // The handler after the codec for the callback form.
 class CallbackTail final : public InboundHandler<Message> {
  public:
-  explicit CallbackTail(std::shared_ptr<const Callbacks> callbacks) noexcept : callbacks_(std::move(callbacks)) {}
+  CallbackTail(std::shared_ptr<const Callbacks> callbacks, Handshake handshake) noexcept
+      : callbacks_(std::move(callbacks)), handshake_(std::move(handshake)) {}
+  void handler_added(Context& ctx) override {
+    if (callbacks_->on_open) callbacks_->on_open(ctx, handshake_);
+  }
   void channel_read(Context& ctx, Message&& message) override {
     if (message.is_close()) {
       if (callbacks_->on_close) callbacks_->on_close(ctx, message);
@@ -110,12 +129,20 @@ class CallbackTail final : public InboundHandler<Message> {
 
  private:
   std::shared_ptr<const Callbacks> callbacks_;
+  const Handshake handshake_;
 };
 
+// The coroutine that takes the handshake, with both kept in its frame for its whole run.
+Task<> run_with_handshake(std::shared_ptr<const HandshakeCoroutineFn> fn, std::shared_ptr<const Handshake> handshake,
+                          Connection<Message>& connection) {
+  co_await (*fn)(connection, *handshake);
+}
+
 // Puts the WebSocket in HTTP's place: the codec after the transport (and TLS), then the handler.
-// `add_handler(channel)` adds the handler at the pipeline's end.
+// `add_handler(channel, handshake)` adds the handler at the pipeline's end.
 template <class AddHandler>
-void take_over(Channel& channel, const Handler& router, const Options& options, AddHandler add_handler) {
+void take_over(Channel& channel, const Handler& router, const Options& options, Handshake handshake,
+               AddHandler add_handler) {
   Pipeline& pipeline = channel.pipeline();
   try {
     http::ServerCodec* http = nullptr;
@@ -131,7 +158,7 @@ void take_over(Channel& channel, const Handler& router, const Options& options, 
     auto codec = std::make_shared<Codec>(options, http->take_switched_input());
     pipeline.remove(router);
     pipeline.replace(http_name, "websocket", codec);
-    add_handler(channel);
+    add_handler(channel, std::move(handshake));
     if (Context* ctx = pipeline.context("websocket")) codec->feed(*ctx);
   } catch (const std::exception& e) {
     log(LogLevel::warn, "channel {}: websocket upgrade failed: {}", channel.id(), e.what());
@@ -149,8 +176,9 @@ http::Router::RouteFn make_route(UpgradeOptions options, AddHandler add_handler)
     ctx.flush();
     if (!switching) return;
     const Handler& router = ctx.handler();
-    auto swap = [channel = ctx.channel().shared_from_this(), &router, options, add_handler] {
-      take_over(*channel, router, options->connection, add_handler);
+    auto swap = [channel = ctx.channel().shared_from_this(), &router, options, add_handler,
+                 handshake = handshake_of(request, *options)]() mutable {
+      take_over(*channel, router, options->connection, std::move(handshake), add_handler);
     };
     // On the loop the swap happens at once (nothing else can read the connection meanwhile); a
     // router on an executor (offload) posts it after the 101 it wrote.
@@ -179,16 +207,31 @@ std::string accept_key(std::string_view key) {
 
 http::Router::RouteFn upgrade(Callbacks callbacks, UpgradeOptions options) {
   auto shared = std::make_shared<const Callbacks>(std::move(callbacks));
-  return make_route(std::move(options), [shared](Channel& channel) {
-    channel.pipeline().add_last("websocket-handler", std::make_shared<CallbackTail>(shared));
+  return make_route(std::move(options), [shared](Channel& channel, Handshake handshake) {
+    channel.pipeline().add_last("websocket-handler", std::make_shared<CallbackTail>(shared, std::move(handshake)));
   });
 }
 
 http::Router::RouteFn upgrade(CoroutineFn fn, UpgradeOptions options) {
   auto shared = std::make_shared<const CoroutineFn>(std::move(fn));
-  return make_route(std::move(options), [shared](Channel& channel) {
+  return make_route(std::move(options), [shared](Channel& channel, Handshake) {
     serve<Message>(channel, [shared](Connection<Message>& c) { return (*shared)(c); });
   });
+}
+
+http::Router::RouteFn upgrade(HandshakeCoroutineFn fn, UpgradeOptions options) {
+  auto shared = std::make_shared<const HandshakeCoroutineFn>(std::move(fn));
+  return make_route(std::move(options), [shared](Channel& channel, Handshake handshake) {
+    serve<Message>(channel, [shared, kept = std::make_shared<const Handshake>(std::move(handshake))](
+                                Connection<Message>& c) { return run_with_handshake(shared, kept, c); });
+  });
+}
+
+std::optional<std::string_view> Handshake::header(std::string_view name) const noexcept {
+  for (const auto& [field, value] : headers) {
+    if (iequals(field, name)) return std::string_view(value);
+  }
+  return std::nullopt;
 }
 
 }  // namespace weft::ws

@@ -160,6 +160,29 @@ class WebSocketTest : public test::TransportTest {
           }
         },
         patient);
+    // Both forms answer first with what the handshake settled, then echo.
+    auto settled = [](const ws::Handshake& h) {
+      return ws::Message::text(h.target + "|" + h.subprotocol + "|" + std::string(h.header("x-user").value_or("-")) +
+                               "|" + std::to_string(h.headers.size()));
+    };
+    ws::websocket(
+        *router, "/hello",
+        ws::Callbacks{.on_open = [settled](Context& ctx, const ws::Handshake& h) { ctx.write_and_flush(settled(h)); },
+                      .on_message = echo.on_message},
+        chat);
+    ws::websocket(
+        *router, "/co-hello",
+        [settled](Connection<ws::Message>& c, const ws::Handshake& h) -> Task<> {
+          co_await c.write(settled(h));
+          c.flush();
+          for (;;) {
+            ws::Message m = co_await c.read();
+            if (m.is_close()) co_return;
+            co_await c.write(ws::Message::text(std::string(h.target) + ":" + std::string(m.view())));
+            c.flush();
+          }
+        },
+        chat);
     router->get("/plain", [](http::Request&) { return http::HttpResponse(200).body_view("plain"); });
     ServerBootstrap bootstrap;
     bootstrap.group(*group_).child_handler([this, router, small_buffers](Channel& ch) {
@@ -383,6 +406,29 @@ TEST_P(WebSocketTest, HandshakeAnswersAcceptAndChoosesTheSubprotocol) {
   auto reply = read_reply(eager);
   ASSERT_TRUE(reply.has_value());
   EXPECT_EQ(*reply, (Reply{1, "eager"}));
+}
+
+// The handler hears the target, the chosen subprotocol and the request's headers, before any
+// message, in both forms (the coroutine's handshake outlives the first message).
+TEST_P(WebSocketTest, TheHandlerHearsWhatTheHandshakeSettled) {
+  for (const char* path : {"/hello?room=7", "/co-hello?room=7"}) {
+    SCOPED_TRACE(path);
+    std::string head;
+    BlockingClient c = open(path, &head, "Sec-WebSocket-Protocol: chat, other\r\nX-User: ann\r\n");
+    EXPECT_NE(head.find("Sec-WebSocket-Protocol: chat\r\n"), std::string::npos) << head;
+    auto opened = read_reply(c);
+    ASSERT_TRUE(opened.has_value());
+    // Host, Upgrade, Connection, Sec-WebSocket-Version, Sec-WebSocket-Key, the two extra: 7 fields.
+    EXPECT_EQ(*opened, (Reply{1, std::string(path) + "|chat|ann|7"}));
+    ASSERT_TRUE(c.send_all(bytes(text("hi"))));
+    auto echoed = read_reply(c);
+    ASSERT_TRUE(echoed.has_value());
+    EXPECT_EQ(echoed->payload, std::string(path).starts_with("/co") ? std::string(path) + ":hi" : "hi");
+  }
+  BlockingClient none = open("/hello");
+  auto opened = read_reply(none);
+  ASSERT_TRUE(opened.has_value());
+  EXPECT_EQ(*opened, (Reply{1, "/hello||-|5"})) << "no subprotocol offered, none chosen";
 }
 
 TEST_P(WebSocketTest, HandshakeRefusalsSayWhy) {

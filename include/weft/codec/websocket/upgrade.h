@@ -24,12 +24,18 @@
 /// It is a function rather than a member of Router because the router's layer (codec/http1) comes
 /// below this one. Over HTTP/2 (RFC 8441's extended CONNECT) the route answers 400: not yet.
 ///
+/// What the handshake asked and settled (the target, the subprotocol, the request's headers) reaches
+/// the application as a ws::Handshake: Callbacks::on_open, or a coroutine that takes it as its
+/// second parameter.
+///
 /// Callbacks and coroutines run on the channel's loop, one connection's one at a time; the route's
 /// functions are shared by every connection, on every loop, so they must be thread-safe.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "weft/channel/connection.h"
@@ -41,10 +47,24 @@
 
 namespace weft::ws {
 
-/// The callback form of a WebSocket handler. Both run on the channel's loop; reply with
+/// What a connection's handshake asked for and settled, kept for the connection's life. Read-only:
+/// safe from any thread.
+struct Handshake {
+  std::string target;       ///< the request target as sent: path and query ("/chat?room=7")
+  std::string subprotocol;  ///< the subprotocol chosen (UpgradeOptions::subprotocols); empty: none
+  std::vector<std::pair<std::string, std::string>> headers;  ///< the request's header fields, in order
+
+  /// The first header field named `name` (case-insensitive), if any.
+  std::optional<std::string_view> header(std::string_view name) const noexcept;
+};
+
+/// The callback form of a WebSocket handler. All run on the channel's loop; reply with
 /// ctx.write(Message) and ctx.flush() (or ctx.write_and_flush), close with
 /// ctx.write_and_flush(Message::close(code, reason)). Shared by every connection of the route: thread-safe.
 struct Callbacks {
+  /// Once, when the connection has switched, before any message: what the handshake settled (it
+  /// lives as long as the connection: keep a pointer to it, or copy what you need).
+  std::function<void(Context& ctx, const Handshake& handshake)> on_open = {};
   /// A whole text or binary message (take it with std::move to keep or echo it).
   std::function<void(Context& ctx, Message& message)> on_message = {};
   /// The connection's end, once: the close code and reason (Message::close_code(), reason()).
@@ -54,6 +74,8 @@ struct Callbacks {
 /// The coroutine form: one task per connection, reading Messages from a Connection (the last one a
 /// close) and writing them (see weft::Connection, whose read() and write() it uses).
 using CoroutineFn = std::function<Task<>(Connection<Message>& connection)>;
+/// The coroutine form that also takes what the handshake settled (alive until the task ends).
+using HandshakeCoroutineFn = std::function<Task<>(Connection<Message>& connection, const Handshake& handshake)>;
 
 /// The settings of a WebSocket route.
 struct UpgradeOptions {
@@ -70,6 +92,8 @@ std::string accept_key(std::string_view key);
 http::Router::RouteFn upgrade(Callbacks callbacks, UpgradeOptions options = {});
 /// As upgrade(Callbacks, UpgradeOptions), with a coroutine per connection.
 http::Router::RouteFn upgrade(CoroutineFn fn, UpgradeOptions options = {});
+/// As upgrade(CoroutineFn, UpgradeOptions), with a coroutine that takes the handshake.
+http::Router::RouteFn upgrade(HandshakeCoroutineFn fn, UpgradeOptions options = {});
 
 /// router.get(path, upgrade(handler, options)). Not thread-safe (the router's setup).
 template <class Handler>
