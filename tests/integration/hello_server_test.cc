@@ -309,6 +309,44 @@ TEST_P(HelloServerTest, APipelinerThatNeverReadsCostsBoundedMemory) {
   expect_answers(other, {get("/json", 200, kJsonBody)});
 }
 
+// A client WebSocket frame: FIN, `opcode`, masked with a fixed key (payloads under 126 bytes).
+std::string masked_frame(std::uint8_t opcode, std::string_view payload) {
+  const char key[4] = {0x12, 0x34, 0x56, 0x78};
+  std::string f{static_cast<char>(0x80 | opcode), static_cast<char>(0x80 | payload.size())};
+  f.append(key, 4);
+  for (std::size_t i = 0; i < payload.size(); ++i) f.push_back(static_cast<char>(payload[i] ^ key[i % 4]));
+  return f;
+}
+
+// /ws echoes text and binary, answers a ping, and echoes the close, in every mode's form (callbacks
+// on the loop, a coroutine in the coroutine modes). Sent in one write with the handshake.
+TEST_P(HelloServerTest, WebSocketEchoesAnswersPingsAndClosesCleanly) {
+  BlockingClient c(port());
+  ASSERT_TRUE(c.is_open());
+  const std::string close_payload{'\x03', '\xe8'};  // 1000
+  ASSERT_TRUE(
+      c.send_all("GET /ws HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n" +
+                 masked_frame(0x1, "hello, κόσμε") + masked_frame(0x9, "are you there") +
+                 masked_frame(0x2, std::string("\0\1\2", 3)) + masked_frame(0x8, close_payload)));
+  std::string got;
+  EXPECT_EQ(c.recv_until_end(&got, 20000ms), test::StreamEnd::eof) << "the server closes after the close handshake";
+  const std::size_t end = got.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << got;
+  EXPECT_EQ(got.rfind("HTTP/1.1 101 ", 0), 0u) << got;
+  EXPECT_NE(got.find("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"), std::string::npos) << got;
+  auto frame = [](std::uint8_t opcode, std::string_view payload) {
+    return std::string{static_cast<char>(0x80 | opcode), static_cast<char>(payload.size())} + std::string(payload);
+  };
+  // The pong may come before the text's echo or after it (a control frame is answered as it is
+  // read, the echo as the handler writes), but the messages keep their order.
+  const std::string text = frame(0x1, "hello, κόσμε"), pong = frame(0xA, "are you there");
+  const std::string rest = got.substr(end + 4);
+  EXPECT_TRUE(rest == text + pong + frame(0x2, std::string("\0\1\2", 3)) + frame(0x8, close_payload) ||
+              rest == pong + text + frame(0x2, std::string("\0\1\2", 3)) + frame(0x8, close_payload))
+      << rest.size() << " bytes after the 101";
+}
+
 TEST_P(HelloServerTest, EveryRouteIsServedOverH2cOnTheSamePort) {
   // Prior knowledge: the connection starts with the HTTP/2 preface. Many streams at once, a slow
   // one among them (whose answer is overtaken where the mode allows it).

@@ -40,6 +40,7 @@ struct FieldSection {
   std::uint8_t host_count = 0;  // saturates at 2: more than one is all that matters
   bool connection_close = false;
   bool connection_keep_alive = false;
+  bool connection_upgrade = false;
   bool expect_continue = false;
 };
 
@@ -214,6 +215,7 @@ template <class Section>
             for_each_token(value, [&](std::string_view t) {
               if (iequals(t, "close")) out.connection_close = true;
               if (iequals(t, "keep-alive")) out.connection_keep_alive = true;
+              if (iequals(t, "upgrade")) out.connection_upgrade = true;
             });
           }
           break;

@@ -239,6 +239,7 @@ ParseResult parse_request_head(std::string_view data, RequestHead& out, const Li
   out.chunked = fields.chunked;
   out.expect_continue = fields.expect_continue;
   out.keep_alive = fields.keeps_alive(out.version);
+  out.upgrade = fields.connection_upgrade && out.version == Version::http11;
   return r;
 }
 

@@ -199,7 +199,7 @@ void ServerCodec::decode(Context& ctx) {
   }
   if (state_ == State::closed) in_.release();
   detail::keep_undecoded(in_);
-  if (state_ == State::closed || state_ == State::switched) return;
+  if (state_ == State::closed || state_ == State::switched || state_ == State::awaiting_switch) return;
   if (state_ == State::head && !in_.is_readable()) {
     request_started_ = {};
   } else if (request_started_ == TimePoint{}) {
@@ -275,6 +275,11 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   request.sequence_ = sequence;
   request_started_ = {};  // the next request's time starts with its first byte
   state_ = head.keep_alive ? State::head : State::closed;
+  if (head.upgrade && head.keep_alive) [[unlikely]] {
+    // Whatever follows may be another protocol's: held, undecoded, until this request's answer.
+    state_ = State::awaiting_switch;
+    reading_.hold(ctx.channel());
+  }
   // Unwritability comes as an event, and the channel's queue is looked at when it is flushed: here
   // only what grows with each request.
   if (pending_.size() >= limits_.max_pipelined || out_.readable_bytes() + early_bytes_ >= limits_.max_unsent_bytes)
@@ -480,7 +485,8 @@ void ServerCodec::encode_out_of_turn(Context& ctx, HttpResponse& response) {
 // decoded; what arrives is kept for take_switched_input().
 void ServerCodec::switch_protocols(Context& ctx, HttpResponse& response) {
   const std::uint64_t sequence = answered_sequence(response);
-  if (finished_ || pending_.size() != 1 || (sequence != 0 && sequence != front_sequence_) || state_ != State::head) {
+  if (finished_ || pending_.size() != 1 || (sequence != 0 && sequence != front_sequence_) ||
+      (state_ != State::head && state_ != State::awaiting_switch)) {
     log(LogLevel::warn, "channel {}: 101 without a single request owed that it answers; closing", ctx.channel().id());
     finished_ = true;
     ctx.close();
@@ -547,6 +553,8 @@ void ServerCodec::answer_sent(Context& ctx, bool last) {
   }
   if (pending_.empty()) {
     last_activity_ = in_read_batch_ ? batch_now_ : ctx.loop().now();
+    // The request that asked to upgrade got another answer: what followed it is HTTP again.
+    if (state_ == State::awaiting_switch) state_ = State::head;
     finish_if_done(ctx);
   }
   update_read_suspension(ctx);
@@ -721,7 +729,7 @@ void ServerCodec::writability_changed(Context& ctx) {
 // Reading (and decoding what is buffered) pauses while the client is too far ahead of its answers;
 // it resumes below half of each bound, once the channel is writable again.
 void ServerCodec::update_read_suspension(Context& ctx) {
-  if (finished_ || state_ == State::switched) return;
+  if (finished_ || state_ == State::switched || state_ == State::awaiting_switch) return;
   Channel& channel = ctx.channel();
   const std::size_t unsent = out_.readable_bytes() + early_bytes_ + channel.pending_write_bytes();
   if (!reading_.held()) {

@@ -339,5 +339,39 @@ TEST(ServerCodecOrderTest, MessagesCountTheBytesTheyHold) {
   EXPECT_GE(MessageRef::of(empty).size(), sizeof(HttpRequest));
 }
 
+// A request that asks to upgrade (Connection: upgrade) and is answered later -- from an executor,
+// a coroutine -- holds what follows it undecoded: after a 101 those bytes are the next protocol's
+// (a WebSocket client's first frames), after any other answer they are HTTP again.
+constexpr std::string_view kUpgrade =
+    "GET /ws HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n";
+
+TEST(ServerCodecOrderTest, BytesBehindAnUpgradeRequestWaitForItsAnswerAndGoToTheNextProtocolAfter101) {
+  Fixture f;
+  auto* codec = f.ch.pipeline().get_as<ServerCodec>("http");
+  ASSERT_NE(codec, nullptr);
+  const std::string frames = "\x81\x85not-HTTP-at-all";
+  f.ch.write_inbound(ByteBuf::copy_of(std::string(kUpgrade) + frames));
+  ASSERT_EQ(f.app->requests.size(), 1u) << "nothing after the upgrade request is decoded";
+  EXPECT_EQ(f.ch.read_suspensions(), 1u) << "reading waits for the answer";
+  f.app->ctx->write(HttpResponse(101).header("Upgrade", "websocket").for_request(f.app->requests[0]));
+  f.app->ctx->flush();
+  EXPECT_THAT(f.output(), StartsWith("HTTP/1.1 101 "));
+  EXPECT_EQ(codec->take_switched_input().to_string(), frames);
+  EXPECT_TRUE(f.ch.is_active());
+}
+
+TEST(ServerCodecOrderTest, BytesBehindAnUpgradeRequestAreHttpAgainWhenItIsNotSwitched) {
+  Fixture f;
+  f.ch.write_inbound(ByteBuf::copy_of(std::string(kUpgrade) + gets(2)));
+  ASSERT_EQ(f.app->requests.size(), 1u);
+  f.app->answer(0, "not switched");
+  f.ch.run_pending();
+  ASSERT_EQ(f.app->requests.size(), 3u) << "the pipelined requests are decoded once it is answered";
+  EXPECT_EQ(f.ch.read_suspensions(), 0u);
+  f.app->answer(1, "b");
+  f.app->answer(2, "c");
+  EXPECT_EQ(Fixture::bodies(f.output()), (std::vector<std::string>{"not switched", "b", "c"}));
+}
+
 }  // namespace
 }  // namespace weft::http

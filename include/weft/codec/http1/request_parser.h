@@ -34,6 +34,9 @@ struct RequestHead {
   bool chunked = false;          ///< Transfer-Encoding: chunked
   bool keep_alive = true;        ///< the connection stays open after the answer (version and Connection)
   bool expect_continue = false;  ///< Expect: 100-continue
+  /// `Connection: upgrade` in HTTP/1.1: the client asks to switch protocols (the Upgrade header
+  /// says to which) and may send the new protocol's bytes right behind the request.
+  bool upgrade = false;
 
   InlineHeaders<kInlineHeaders> inline_headers;  ///< last: only its first lines are used
 
@@ -55,6 +58,7 @@ struct RequestHead {
     chunked = other.chunked;
     keep_alive = other.keep_alive;
     expect_continue = other.expect_continue;
+    upgrade = other.upgrade;
     return *this;
   }
 

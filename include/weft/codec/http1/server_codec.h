@@ -87,7 +87,9 @@ class ServerCodec final : public Handler {
   ByteBuf take_switched_input() noexcept;
 
  private:
-  enum class State : std::uint8_t { head, body, closed, switched };
+  // awaiting_switch: a request asked to upgrade and waits for its answer; what follows it is not
+  // decoded meanwhile (after a 101 it is the next protocol's).
+  enum class State : std::uint8_t { head, body, closed, switched, awaiting_switch };
   // An answer encoded before its turn: it leaves once every answer before it has.
   struct EarlyAnswer {
     std::uint64_t sequence;
