@@ -133,8 +133,8 @@ std::shared_ptr<http::Router> front_routes(Mode mode, RouteDeps deps) {
         ChannelPtr channel = ctx.channel().shared_from_this();
         deps.executors->at(channel->id() % deps.executors->size())
             .execute([deps, channel, url = origin_url(request.path()), sequence = request.sequence()] {
-              HttpResponse r = channel->loop().in_loop() ? wrong_thread("on the loop")
-                                                         : answer_after_waiting(deps.client->get(url));
+              HttpResponse r =
+                  channel->loop().in_loop() ? wrong_thread("on the loop") : answer_after_waiting(deps.client->get(url));
               r.for_request(sequence);
               channel->write_and_flush(std::move(r));
             });
@@ -272,10 +272,10 @@ class ClientThreadingModesTest : public ::testing::TestWithParam<Config> {
   void TearDown() override {
     driver_.reset();
     if (client_) client_->close().wait();
-    executors_.shutdown_gracefully(Duration::zero(), std::chrono::seconds(1)).wait();
-    if (offload_) offload_->shutdown_gracefully(Duration::zero(), std::chrono::seconds(1)).wait();
+    executors_.shutdown_gracefully(Duration::zero(), std::chrono::milliseconds(100)).wait();
+    if (offload_) offload_->shutdown_gracefully(Duration::zero(), std::chrono::milliseconds(100)).wait();
     client_.reset();
-    front_.shutdown_gracefully(Duration::zero(), std::chrono::seconds(1)).wait();
+    front_.shutdown_gracefully(Duration::zero(), std::chrono::milliseconds(100)).wait();
   }
 };
 
@@ -324,18 +324,19 @@ TEST_P(ClientThreadingModesTest, ServerShutDownWithFetchesInFlight) {
   // Fetches sure to reach the origin: the loop modes send kRouteConnections at once; the executor
   // modes as many as their threads block on (offload's channels may share one thread).
   const int wire = mode() == Mode::loop || mode() == Mode::coroutine ? kRouteConnections
-                   : mode() == Mode::offload                          ? 1
-                                                                      : static_cast<int>(executors_.size());
+                   : mode() == Mode::offload                         ? 1
+                                                                     : static_cast<int>(executors_.size());
   Promise<void> on_the_wire;
   ChannelPtr silent = test::serve_raw(origins_, [seen, on_the_wire, wire](Context&, int) mutable {
     if (seen->fetch_add(1) + 1 == wire) on_the_wire.set_value();
   });
   std::vector<ResponseFuture> answers;
-  for (int i = 0; i < kConcurrency; ++i) answers.push_back(front_get("/fetch/" + port_of(silent) + "/" + std::to_string(i)));
+  for (int i = 0; i < kConcurrency; ++i)
+    answers.push_back(front_get("/fetch/" + port_of(silent) + "/" + std::to_string(i)));
   ASSERT_TRUE(on_the_wire.future().wait_for(std::chrono::seconds(60)));
 
   front_server_->close().wait();
-  front_.shutdown_gracefully(Duration::zero(), std::chrono::seconds(1)).wait();
+  front_.shutdown_gracefully(Duration::zero(), std::chrono::milliseconds(100)).wait();
   client_->close().wait();  // fails what the front's loops did not close, and every later fetch
   for (ResponseFuture& f : answers) {
     ASSERT_TRUE(f.wait_for(std::chrono::seconds(60)));
