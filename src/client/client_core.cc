@@ -5,6 +5,7 @@
 #include "body_stream.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/tls/tls_context.h"
+#include "weft/core/io_driver.h"
 
 namespace weft::client::detail {
 namespace {
@@ -20,6 +21,20 @@ TlsContextPtr make_tls(const ClientOptions& options) {
     builder.trust_system_default();
   }
   return builder.build();
+}
+
+// The loop that owns a request's future: the caller's, which runs its listeners and resumes its
+// co_await -- unless the caller is an executor thread (a loop without I/O: ExecutorGroup,
+// executor_driver_factory(), basic_driver_factory()), whose work is to block: there the future has
+// no loop, so that get() blocks until the answer (a future owned by the executor's loop would
+// throw BlockingOperationError, though the request runs on another loop), and its listeners run
+// on the request's loop.
+EventLoop* answer_loop() {
+  EventLoop* caller = EventLoop::current();
+  if (caller == nullptr) return nullptr;
+  const IoDriverFactory* made_by = caller->driver_factory();
+  if (made_by == &executor_driver_factory() || made_by == &basic_driver_factory()) return nullptr;
+  return caller;
 }
 
 bool is_redirect(int status) {
@@ -39,7 +54,7 @@ ClientCore::ClientCore(EventLoopGroup& group, ClientOptions options)
 
 Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, std::string header_block,
                                                    ByteBuf body) {
-  Promise<http::HttpClientResponse> result(EventLoop::current());
+  Promise<http::HttpClientResponse> result(answer_loop());
   Future<http::HttpClientResponse> future = result.future();
   auto x = std::make_shared<Exchange>(std::move(url), std::move(method), std::move(result));
   x->header_block = std::move(header_block);
@@ -49,7 +64,7 @@ Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, 
 }
 
 Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::string header_block, ByteBuf body) {
-  Promise<StreamedResponse> result(EventLoop::current());
+  Promise<StreamedResponse> result(answer_loop());
   Future<StreamedResponse> future = result.future();
   Promise<http::HttpClientResponse> head;  // no loop: its listener runs where the head is given, the pool's loop
   auto x = std::make_shared<Exchange>(std::move(url), std::move(method), head);

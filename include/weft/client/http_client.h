@@ -17,7 +17,9 @@
 ///   one that was even partly written is never sent twice).
 /// - A request runs on the caller's loop when the caller is on one of the group's loops, else on
 ///   the next loop; the returned future's listeners (and a co_await's resumption) run on the
-///   caller's loop when the caller is on any loop.
+///   caller's loop when the caller is on any loop -- except an executor thread (ExecutorGroup, a
+///   loop without I/O), where get() blocks until the answer and listeners run on the request's
+///   loop. On an I/O loop get() throws BlockingOperationError (docs/client.md, "Which thread").
 /// - Failures are typed: UrlError, TimeoutError (which timeout), PoolQueueFullError,
 ///   ResponseTooLargeError, TooManyRedirectsError, HostResolutionError (client_errors.h), IoError
 ///   (a refused connect), ChannelClosedError (a connection lost under the request), TlsHandshakeError,
