@@ -31,10 +31,15 @@ bool is_redirect(int status) {
 ClientCore::ClientCore(EventLoopGroup& group, ClientOptions options)
     : group_(group),
       options_(std::make_shared<const ClientOptions>(std::move(options))),
-      tls_(make_tls(*options_)),
       shared_resolver_(*options_) {
   loops_.reserve(group.size());
   for (std::size_t i = 0; i < group.size(); ++i) loops_.push_back(std::make_unique<LoopClient>(*this, group.at(i)));
+}
+
+TlsContextPtr ClientCore::tls() {
+  std::lock_guard lock(tls_mutex_);
+  if (!tls_) tls_ = make_tls(*options_);
+  return tls_;
 }
 
 Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, std::string header_block,
@@ -152,16 +157,24 @@ OriginPool& LoopClient::pool_for(const Url& url) {
   auto it = pools_.find(key);
   if (it == pools_.end()) {
     it = pools_
-             .emplace(std::move(key), std::make_shared<OriginPool>(loop_, connector_, url, core_.options(), core_.tls(),
-                                                                   *this, core_.counters()))
+             .emplace(std::move(key),
+                      std::make_shared<OriginPool>(loop_, connector_, url, core_.options(),
+                                                   url.scheme() == Scheme::https ? core_.tls() : TlsContextPtr(), *this,
+                                                   core_.counters()))
              .first;
   }
   return *it->second;
 }
 
 void LoopClient::route(std::shared_ptr<Exchange> x) {
-  OriginPool& pool = pool_for(x->url);
-  pool.submit(std::move(x));
+  OriginPool* pool = nullptr;
+  try {
+    pool = &pool_for(x->url);
+  } catch (...) {  // the https context could not be built
+    failed(std::move(x), std::current_exception());
+    return;
+  }
+  pool->submit(std::move(x));
 }
 
 void LoopClient::timed_out(const std::shared_ptr<Exchange>& x) {

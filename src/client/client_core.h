@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -59,7 +60,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   EventLoopGroup& group() const noexcept { return group_; }
   const ClientOptions& options() const noexcept { return *options_; }
-  const TlsContextPtr& tls() const noexcept { return tls_; }
+  // Thread-safe. The https context: options().tls, else built on the first call (the system's trust
+  // store costs milliseconds, which a client that never speaks https does not pay). Throws what
+  // building it throws (and builds again on the next call).
+  TlsContextPtr tls();
   StatsCounters& counters() noexcept { return counters_; }
   SharedResolver& shared_resolver() noexcept { return shared_resolver_; }
 
@@ -68,7 +72,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   EventLoopGroup& group_;
   std::shared_ptr<const ClientOptions> options_;
-  TlsContextPtr tls_;
+  std::mutex tls_mutex_;
+  TlsContextPtr tls_;  // under tls_mutex_
   StatsCounters counters_;
   SharedResolver shared_resolver_;  // the blocking transport's (see origin_connector.h)
   std::vector<std::unique_ptr<LoopClient>> loops_;
