@@ -29,9 +29,7 @@ bool is_redirect(int status) {
 }  // namespace
 
 ClientCore::ClientCore(EventLoopGroup& group, ClientOptions options)
-    : group_(group),
-      options_(std::make_shared<const ClientOptions>(std::move(options))),
-      shared_resolver_(*options_) {
+    : group_(group), options_(std::make_shared<const ClientOptions>(std::move(options))), shared_resolver_(*options_) {
   loops_.reserve(group.size());
   for (std::size_t i = 0; i < group.size(); ++i) loops_.push_back(std::make_unique<LoopClient>(*this, group.at(i)));
 }
