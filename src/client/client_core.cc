@@ -182,10 +182,9 @@ OriginPool& LoopClient::pool_for(const Url& url) {
   auto it = pools_.find(key);
   if (it == pools_.end()) {
     it = pools_
-             .emplace(key,
-                      std::make_shared<OriginPool>(loop_, connector_, url, core_.options(),
-                                                   url.scheme() == Scheme::https ? core_.tls() : TlsContextPtr(), *this,
-                                                   core_.counters()))
+             .emplace(key, std::make_shared<OriginPool>(loop_, connector_, url, core_.options(),
+                                                        url.scheme() == Scheme::https ? core_.tls() : TlsContextPtr(),
+                                                        *this, core_.counters()))
              .first;
   }
   return *it->second;

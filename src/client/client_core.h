@@ -39,7 +39,7 @@ class LoopClient final : public ExchangeSink {
  private:
   void route(std::shared_ptr<Exchange> x);
   void timed_out(const std::shared_ptr<Exchange>& x);
-  void finish(Exchange& x);  // marks it done, stops its request timeout
+  void finish(Exchange& x);   // marks it done, stops its request timeout
   void arm_deadline_timer();  // for the first of deadlines_, unless one is armed
   void deadlines_due();
   OriginPool& pool_for(const Url& url);
@@ -48,8 +48,8 @@ class LoopClient final : public ExchangeSink {
   EventLoop& loop_;
   OriginConnector connector_;  // this loop's resolver (made on the first name), closed by close()
   std::unordered_map<std::string, std::shared_ptr<OriginPool>> pools_;  // by "scheme://host:port"
-  std::string pool_key_;  // pool_for's scratch: its capacity is kept, the lookup does not allocate
-  RequestDeadlines deadlines_;  // the requests under request_timeout
+  std::string pool_key_;                   // pool_for's scratch: its capacity is kept, the lookup does not allocate
+  RequestDeadlines deadlines_;             // the requests under request_timeout
   std::optional<TimerId> deadline_timer_;  // for deadlines_.front() or earlier
   bool closed_ = false;
 };
