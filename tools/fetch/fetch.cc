@@ -2,6 +2,7 @@
 
 #include <weft/weft.h>
 
+#include <charconv>
 #include <chrono>
 
 namespace weft::fetch {
@@ -73,7 +74,19 @@ class Fetcher {
     const http::HttpClientResponse& r = answer.get();
     bytes += r.body_view().size();
     (r.status() < 400 ? ok : failed) += 1;
-    std::fprintf(out_, "%d %zu %.3f %s\n", r.status(), r.body_view().size(), took, url.c_str());
+    // printf's "%d %zu %.3f %s\n", by to_chars: a third of the client's CPU per request went to
+    // formatting the float with fprintf.
+    char line[64];
+    char* end = line + sizeof line;
+    char* p = std::to_chars(line, end, r.status()).ptr;
+    *p++ = ' ';
+    p = std::to_chars(p, end, r.body_view().size()).ptr;
+    *p++ = ' ';
+    p = std::to_chars(p, end - 1, took, std::chars_format::fixed, 3).ptr;
+    *p++ = ' ';
+    std::fwrite(line, 1, static_cast<std::size_t>(p - line), out_);
+    std::fwrite(url.data(), 1, url.size(), out_);
+    std::fputc('\n', out_);
   }
 
   const FetchOptions& options_;
