@@ -52,25 +52,25 @@ void BM_PoolAcquireRelease(benchmark::State& state) {
   // On the loop, as the client runs its pools.
   Promise<void> done;
   loop.execute([&] {
-         OriginConnector connector(loop, group, options, resolver);
-         const Url origin = Url::parse("http://127.0.0.1:8080/");
-         auto pool = std::make_shared<OriginPool>(loop, connector, origin, options, nullptr, sink, stats);
-         auto c = std::make_shared<Socketless>(pool, loop);
-         c->ready = true;
-         pool->adopt(c);
-         sink.exchange = std::make_shared<Exchange>(origin, "GET", Promise<http::HttpClientResponse>());
-         for (auto _ : state) {
-           pool->submit(std::move(sink.exchange));  // acquire: the idle connection takes it
-           c->in_flight = 0;                        // its answer came (OriginConnection::http1_response)
-           ++c->served;
-           c->idle_since = loop.now();
-           pool->answered(*c, std::move(c->carried), std::move(sink.response));  // release
-         }
-         if (c->served != state.iterations()) state.SkipWithError("a request was not carried");
-         pool->close_all(nullptr);
-         connector.close();
-         done.set_value();
-       });
+    OriginConnector connector(loop, group, options, resolver);
+    const Url origin = Url::parse("http://127.0.0.1:8080/");
+    auto pool = std::make_shared<OriginPool>(loop, connector, origin, options, nullptr, sink, stats);
+    auto c = std::make_shared<Socketless>(pool, loop);
+    c->ready = true;
+    pool->adopt(c);
+    sink.exchange = std::make_shared<Exchange>(origin, "GET", Promise<http::HttpClientResponse>());
+    for (auto _ : state) {
+      pool->submit(std::move(sink.exchange));  // acquire: the idle connection takes it
+      c->in_flight = 0;                        // its answer came (OriginConnection::http1_response)
+      ++c->served;
+      c->idle_since = loop.now();
+      pool->answered(*c, std::move(c->carried), std::move(sink.response));  // release
+    }
+    if (c->served != state.iterations()) state.SkipWithError("a request was not carried");
+    pool->close_all(nullptr);
+    connector.close();
+    done.set_value();
+  });
   done.future().get();
   state.SetItemsProcessed(state.iterations());
 }
