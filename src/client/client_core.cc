@@ -1,5 +1,7 @@
 #include "client_core.h"
 
+#include <algorithm>
+#include <charconv>
 #include <utility>
 
 #include "body_stream.h"
@@ -44,12 +46,15 @@ bool is_redirect(int status) {
 }  // namespace
 
 ClientCore::ClientCore(EventLoopGroup& group, ClientOptions options)
-    : group_(group),
-      options_(std::make_shared<const ClientOptions>(std::move(options))),
-      tls_(make_tls(*options_)),
-      shared_resolver_(*options_) {
+    : group_(group), options_(std::make_shared<const ClientOptions>(std::move(options))), shared_resolver_(*options_) {
   loops_.reserve(group.size());
   for (std::size_t i = 0; i < group.size(); ++i) loops_.push_back(std::make_unique<LoopClient>(*this, group.at(i)));
+}
+
+TlsContextPtr ClientCore::tls() {
+  std::lock_guard lock(tls_mutex_);
+  if (!tls_) tls_ = make_tls(*options_);
+  return tls_;
 }
 
 Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, std::string header_block,
@@ -147,36 +152,68 @@ void LoopClient::begin(std::shared_ptr<Exchange> x) {
   StatsCounters::bump(core_.counters().requests);
   const Duration timeout = core_.options().request_timeout;
   if (timeout > Duration::zero()) {
-    std::weak_ptr<Exchange> weak = x;
-    std::weak_ptr<ClientCore> core = core_.weak_from_this();
-    x->request_timer = loop_.schedule(timeout, [this, weak, core] {
-      auto alive = core.lock();  // this LoopClient lives as long as its core
-      if (auto strong = weak.lock(); strong && alive) {
-        strong->request_timer.reset();
-        timed_out(strong);
-      }
-    });
+    deadlines_.push_back(*x, loop_.now() + timeout);
+    arm_deadline_timer();
   }
   route(std::move(x));
 }
 
+void LoopClient::arm_deadline_timer() {
+  Exchange* first = deadlines_.front();
+  if (deadline_timer_ || first == nullptr) return;
+  std::weak_ptr<ClientCore> core = core_.weak_from_this();
+  deadline_timer_ = loop_.schedule(std::max(first->deadline - loop_.now(), Duration::zero()), [this, core] {
+    if (auto alive = core.lock()) {  // this LoopClient lives as long as its core
+      deadline_timer_.reset();
+      deadlines_due();
+    }
+  });
+}
+
+void LoopClient::deadlines_due() {
+  // The timer was armed for a first request that may have ended since: the one now first may be due
+  // later, and gets the timer then.
+  const TimePoint now = loop_.now();
+  while (Exchange* first = deadlines_.front()) {
+    if (first->deadline > now) break;
+    std::shared_ptr<Exchange> x = first->shared_from_this();
+    RequestDeadlines::remove(*x);
+    timed_out(x);
+  }
+  arm_deadline_timer();
+}
+
 OriginPool& LoopClient::pool_for(const Url& url) {
   // scheme://host:port, the port always written (authority() leaves the default one out).
-  std::string key = std::string(url.scheme_name()) + "://" +
-                    (url.host_is_ipv6() ? "[" + url.host() + "]" : url.host()) + ":" + std::to_string(url.port());
+  std::string& key = pool_key_;
+  key.assign(url.scheme_name()).append("://");
+  if (url.host_is_ipv6()) {
+    key.append("[").append(url.host()).append("]");
+  } else {
+    key.append(url.host());
+  }
+  char port[8];
+  key.append(":").append(port, std::to_chars(port, port + sizeof port, url.port()).ptr);
   auto it = pools_.find(key);
   if (it == pools_.end()) {
     it = pools_
-             .emplace(std::move(key), std::make_shared<OriginPool>(loop_, connector_, url, core_.options(), core_.tls(),
-                                                                   *this, core_.counters()))
+             .emplace(key, std::make_shared<OriginPool>(loop_, connector_, url, core_.options(),
+                                                        url.scheme() == Scheme::https ? core_.tls() : TlsContextPtr(),
+                                                        *this, core_.counters()))
              .first;
   }
   return *it->second;
 }
 
 void LoopClient::route(std::shared_ptr<Exchange> x) {
-  OriginPool& pool = pool_for(x->url);
-  pool.submit(std::move(x));
+  OriginPool* pool = nullptr;
+  try {
+    pool = &pool_for(x->url);
+  } catch (...) {  // the https context could not be built
+    failed(std::move(x), std::current_exception());
+    return;
+  }
+  pool->submit(std::move(x));
 }
 
 void LoopClient::timed_out(const std::shared_ptr<Exchange>& x) {
@@ -188,8 +225,7 @@ void LoopClient::timed_out(const std::shared_ptr<Exchange>& x) {
 
 void LoopClient::finish(Exchange& x) {
   x.done = true;
-  if (x.request_timer) loop_.cancel(*x.request_timer);
-  x.request_timer.reset();
+  RequestDeadlines::remove(x);
 }
 
 void LoopClient::answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) {

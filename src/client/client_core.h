@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "exchange.h"
 #include "origin_connector.h"
 #include "origin_pool.h"
+#include "request_deadlines.h"
 #include "stats_counters.h"
 #include "weft/client/client_options.h"
 #include "weft/client/client_stats.h"
@@ -36,13 +39,18 @@ class LoopClient final : public ExchangeSink {
  private:
   void route(std::shared_ptr<Exchange> x);
   void timed_out(const std::shared_ptr<Exchange>& x);
-  void finish(Exchange& x);  // marks it done, stops its timer
+  void finish(Exchange& x);   // marks it done, stops its request timeout
+  void arm_deadline_timer();  // for the first of deadlines_, unless one is armed
+  void deadlines_due();
   OriginPool& pool_for(const Url& url);
 
   ClientCore& core_;
   EventLoop& loop_;
   OriginConnector connector_;  // this loop's resolver (made on the first name), closed by close()
   std::unordered_map<std::string, std::shared_ptr<OriginPool>> pools_;  // by "scheme://host:port"
+  std::string pool_key_;                   // pool_for's scratch: its capacity is kept, the lookup does not allocate
+  RequestDeadlines deadlines_;             // the requests under request_timeout
+  std::optional<TimerId> deadline_timer_;  // for deadlines_.front() or earlier
   bool closed_ = false;
 };
 
@@ -59,7 +67,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   EventLoopGroup& group() const noexcept { return group_; }
   const ClientOptions& options() const noexcept { return *options_; }
-  const TlsContextPtr& tls() const noexcept { return tls_; }
+  // Thread-safe. The https context: options().tls, else built on the first call (the system's trust
+  // store costs milliseconds, which a client that never speaks https does not pay). Throws what
+  // building it throws (and builds again on the next call).
+  TlsContextPtr tls();
   StatsCounters& counters() noexcept { return counters_; }
   SharedResolver& shared_resolver() noexcept { return shared_resolver_; }
 
@@ -68,7 +79,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   EventLoopGroup& group_;
   std::shared_ptr<const ClientOptions> options_;
-  TlsContextPtr tls_;
+  std::mutex tls_mutex_;
+  TlsContextPtr tls_;  // under tls_mutex_
   StatsCounters counters_;
   SharedResolver shared_resolver_;  // the blocking transport's (see origin_connector.h)
   std::vector<std::unique_ptr<LoopClient>> loops_;

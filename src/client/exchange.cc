@@ -1,5 +1,6 @@
 #include "exchange.h"
 
+#include "request_deadlines.h"
 #include "weft/client/client_errors.h"
 
 namespace weft::client::detail {
@@ -12,11 +13,12 @@ http::HttpClientRequest Exchange::wire_request() const {
   return request;
 }
 
-void Exchange::fail_closed(EventLoop& loop) {
+Exchange::~Exchange() { RequestDeadlines::remove(*this); }
+
+void Exchange::fail_closed(EventLoop&) {
   if (done) return;
   done = true;
-  if (request_timer) loop.cancel(*request_timer);
-  request_timer.reset();
+  RequestDeadlines::remove(*this);
   result.fail(ClientClosedError());
 }
 

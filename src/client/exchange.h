@@ -11,6 +11,7 @@
 #include "weft/buffer/byte_buf.h"
 #include "weft/client/url.h"
 #include "weft/codec/http1/client_codec.h"
+#include "weft/core/clock.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/future.h"
 
@@ -34,8 +35,9 @@ void for_each_header_line(std::string_view lines, Add&& add) {
 
 class BodyStream;
 class PooledConnection;
+class RequestDeadlines;
 
-struct Exchange {
+struct Exchange : std::enable_shared_from_this<Exchange> {
   Url url;
   std::string method;
   std::string header_block;  // the caller's header lines ("Name: value\r\n" each)
@@ -49,10 +51,17 @@ struct Exchange {
   bool streamed = false;           // the answer is its head; the body is read from body_stream
   std::shared_ptr<BodyStream> body_stream;  // streamed: the body of the answer, once it came
   PooledConnection* on = nullptr;  // the connection carrying it, while one does
-  std::optional<TimerId> request_timer;
+  // Its request timeout: in the loop's RequestDeadlines (request_deadlines.h) while it runs.
+  TimePoint deadline{};
+  RequestDeadlines* deadlines = nullptr;
+  Exchange* deadline_prev = nullptr;
+  Exchange* deadline_next = nullptr;
 
   Exchange(Url u, std::string m, Promise<http::HttpClientResponse> r)
       : url(std::move(u)), method(std::move(m)), result(std::move(r)) {}
+  ~Exchange();
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
 
   // GET, HEAD, PUT, DELETE, OPTIONS (RFC 9110 9.2.2): safe to send again when no answer came.
   bool idempotent() const noexcept {
@@ -60,8 +69,8 @@ struct Exchange {
   }
   // The request as it goes on the wire now: the target from the URL, the caller's headers, the body.
   http::HttpClientRequest wire_request() const;
-  // Its client closed under it: fails it with ClientClosedError (unless it is done), stopping its
-  // timer on `loop` (the pool's).
+  // Its client closed under it: fails it with ClientClosedError (unless it is done), its request
+  // timeout stopped. On `loop`, the pool's.
   void fail_closed(EventLoop& loop);
 };
 

@@ -68,31 +68,39 @@ void Http1Side::active() {
   if (auto c = connection.lock()) c->http1_ready(shared_from_this(), channel);
 }
 
-void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string request_url, bool probe,
+void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, const Url& request_url, bool probe,
                                std::shared_ptr<Http1Body> body) {
-  auto self = shared_from_this();
-  auto write = [self, ch, request = std::move(request), request_url = std::move(request_url), probe,
-                body = std::move(body)]() mutable {
-    if (self->closed_reported || !ch->is_active()) {
-      if (auto c = self->connection.lock()) c->http1_closed(ch, nullptr, false, true);
-      return;
-    }
-    self->awaiting = true;
-    self->answer_started = false;
-    self->url = std::move(request_url);
-    self->last_read = ch->loop().now();
-    if (self->idle_timeout > Duration::zero()) self->arm_idle(self->idle_timeout);
-    self->streamed_body = std::move(body);
-    self->probe = probe ? Probe::pending : Probe::none;
-    self->probe_armed = probe;
-    ch->write_and_flush(std::move(request));
-    self->probe_armed = false;  // no bytes came of it (the codec refused it): nothing to learn
-  };
   if (ch->loop().in_loop()) {
-    write();
-  } else if (!ch->loop().try_execute(std::move(write))) {
+    write(ch, std::move(request), request_url, probe, std::move(body));
+    return;
+  }
+  auto task = [self = shared_from_this(), ch, request = std::move(request), request_url, probe,
+               body = std::move(body)]() mutable {
+    self->write(ch, std::move(request), request_url, probe, std::move(body));
+  };
+  if (!ch->loop().try_execute(std::move(task))) {
     if (auto c = connection.lock()) c->http1_closed(ch, nullptr, false, true);
   }
+}
+
+void Http1Side::write(const ChannelPtr& ch, http::HttpClientRequest request, const Url& request_url, bool probe,
+                      std::shared_ptr<Http1Body> body) {
+  if (closed_reported || !ch->is_active()) {
+    if (auto c = connection.lock()) c->http1_closed(ch, nullptr, false, true);
+    return;
+  }
+  awaiting = true;
+  answer_started = false;
+  url = request_url;
+  last_read = ch->loop().now();
+  // One timer per connection, not per request: armed, it finds the quiet time from last_read when
+  // it fires and waits the rest (idle_due); answered, it lapses at its time.
+  if (idle_timeout > Duration::zero() && !idle_timer) arm_idle(idle_timeout);
+  streamed_body = std::move(body);
+  this->probe = probe ? Probe::pending : Probe::none;
+  probe_armed = probe;
+  ch->write_and_flush(std::move(request));
+  probe_armed = false;  // no bytes came of it (the codec refused it): nothing to learn
 }
 
 void Http1Side::bytes_arrived() {
@@ -102,9 +110,7 @@ void Http1Side::bytes_arrived() {
 }
 
 void Http1Side::answer(http::HttpClientResponse response) {
-  awaiting = false;
-  if (idle_timer) channel->loop().cancel(*idle_timer);
-  idle_timer.reset();
+  awaiting = false;  // the idle timer, if armed, lapses (idle_due) or serves the next request
   if (auto body = std::move(streamed_body)) body->start();  // its own idle timer from here
   if (auto c = connection.lock()) c->http1_response(std::move(response));
 }
@@ -154,7 +160,7 @@ void Http1Side::idle_due() {
     arm_idle(idle_timeout - quiet);
     return;
   }
-  error(std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url)));
+  error(std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url ? url->to_string() : std::string())));
   channel->close();
 }
 

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "weft/channel/channel.h"
+#include "weft/client/url.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/core/clock.h"
 #include "weft/core/event_loop.h"
@@ -33,7 +34,7 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   // Thread-safe. Writes `request` on `ch`'s loop; a channel already closed reports never_sent.
   // `probe`: learn whether any of its bytes were written (see the file's description).
   // `body`: a streamed request's, started when its head comes.
-  void send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string url, bool probe,
+  void send_from_pool(ChannelPtr ch, http::HttpClientRequest request, const Url& url, bool probe,
                       std::shared_ptr<Http1Body> body);
 
   void active();
@@ -59,12 +60,14 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   bool close_awaits_probe = false;  // closed, reporting once the probe's completion settles
   Probe probe = Probe::none;
   TimePoint last_read{};
-  std::string url;  // of the request on the wire, for the timeout's message
+  std::optional<Url> url;  // of the request on the wire, for the timeout's message (assigned: no allocation)
   std::optional<TimerId> idle_timer;
   std::exception_ptr first_error;
   std::shared_ptr<Http1Body> streamed_body;  // the request on the wire streams its answer's body
 
  private:
+  void write(const ChannelPtr& ch, http::HttpClientRequest request, const Url& request_url, bool probe,
+             std::shared_ptr<Http1Body> body);
   void arm_idle(Duration in);
   void idle_due();
   void report_closed();

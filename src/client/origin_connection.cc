@@ -221,7 +221,7 @@ void OriginConnection::send(std::shared_ptr<Exchange> x) {
     request.stream_body_to(body);
     x->body_stream = body;
   }
-  http1_->send_from_pool(channel_, std::move(request), x->url.to_string(), !x->idempotent(), std::move(body));
+  http1_->send_from_pool(channel_, std::move(request), x->url, !x->idempotent(), std::move(body));
 }
 
 void OriginConnection::abandon(Exchange& x) {

@@ -153,11 +153,16 @@ void OriginPool::dispatch_once() {
 
 void OriginPool::open() {
   auto c = std::make_shared<OriginConnection>(weak_from_this(), loop_, origin_, options_, tls_);
+  adopt(c);
+  c->start(connector_);
+}
+
+void OriginPool::adopt(std::shared_ptr<PooledConnection> c) {
   connections_.push_back(c);
   StatsCounters::bump(stats_.connections_opened);
   StatsCounters::bump(stats_.open_connections);
   stats_.peak(connections_.size());
-  c->start(connector_);
+  if (c->ready) connection_ready(*c);
 }
 
 void OriginPool::remove(PooledConnection& c) {

@@ -47,6 +47,9 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   void withdraw(Exchange& x);
   // Closes every connection and fails what waits with `error`.
   void close_all(std::exception_ptr error);
+  // Takes `c`, opened elsewhere (bench/client_pool.cc: one without a socket), as open() takes the
+  // connections it makes; a ready one serves at once.
+  void adopt(std::shared_ptr<PooledConnection> c);
 
   // From the connections.
   void connection_ready(PooledConnection& c);

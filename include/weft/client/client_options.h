@@ -53,7 +53,8 @@ struct ClientOptions {
   /// https: accept any certificate (no chain or name check). For tests and tools only.
   bool insecure = false;
   /// https: the TLS context to use (its ALPN list and trust); null: the system's trust store, ALPN
-  /// from `http2`, verification unless `insecure`.
+  /// from `http2`, verification unless `insecure`, built once, when the client first meets an https
+  /// origin (a client that speaks only http never loads the trust store).
   TlsContextPtr tls;
 };
 
