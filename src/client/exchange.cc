@@ -1,5 +1,6 @@
 #include "exchange.h"
 
+#include "upload_stream.h"
 #include "weft/client/client_errors.h"
 
 namespace weft::client::detail {
@@ -17,6 +18,7 @@ void Exchange::fail_closed(EventLoop& loop) {
   done = true;
   if (request_timer) loop.cancel(*request_timer);
   request_timer.reset();
+  if (upload) upload->stop(std::make_exception_ptr(ClientClosedError()));
   result.fail(ClientClosedError());
 }
 

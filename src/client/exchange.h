@@ -34,6 +34,7 @@ void for_each_header_line(std::string_view lines, Add&& add) {
 
 class BodyStream;
 class PooledConnection;
+class UploadStream;
 
 struct Exchange {
   Url url;
@@ -48,6 +49,7 @@ struct Exchange {
   bool queued = false;             // waiting in its pool's queue
   bool streamed = false;           // the answer is its head; the body is read from body_stream
   std::shared_ptr<BodyStream> body_stream;  // streamed: the body of the answer, once it came
+  std::shared_ptr<UploadStream> upload;     // the request's body is written as it goes (never retried)
   PooledConnection* on = nullptr;  // the connection carrying it, while one does
   std::optional<TimerId> request_timer;
 

@@ -29,6 +29,10 @@ class ByteActivity final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteB
     ctx.write(bytes.read_slice(1), std::move(first_byte));
     if (bytes.is_readable()) ctx.write(std::move(bytes));
   }
+  void writability_changed(Context& ctx) override {
+    side_->writability_changed(ctx.channel().is_writable());
+    ctx.fire_writability_changed();
+  }
 
  private:
   std::shared_ptr<Http1Side> side_;
@@ -71,7 +75,8 @@ void Http1Side::active() {
 void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, std::string request_url, bool probe,
                                std::shared_ptr<Http1Body> body) {
   auto self = shared_from_this();
-  auto write = [self, ch, request = std::move(request), request_url = std::move(request_url), probe,
+  const bool upload = request.body_streamed();
+  auto write = [self, ch, upload, request = std::move(request), request_url = std::move(request_url), probe,
                 body = std::move(body)]() mutable {
     if (self->closed_reported || !ch->is_active()) {
       if (auto c = self->connection.lock()) c->http1_closed(ch, nullptr, false, true);
@@ -83,6 +88,7 @@ void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, s
     self->last_read = ch->loop().now();
     if (self->idle_timeout > Duration::zero()) self->arm_idle(self->idle_timeout);
     self->streamed_body = std::move(body);
+    self->uploading = upload;
     self->probe = probe ? Probe::pending : Probe::none;
     self->probe_armed = probe;
     ch->write_and_flush(std::move(request));
@@ -93,6 +99,33 @@ void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, s
   } else if (!ch->loop().try_execute(std::move(write))) {
     if (auto c = connection.lock()) c->http1_closed(ch, nullptr, false, true);
   }
+}
+
+void Http1Side::upload_push(ByteBuf chunk, Promise<void> done) {
+  if (closed_reported || !channel || !uploading) {
+    done.fail(ChannelClosedError("the connection closed under the request body"));
+    return;
+  }
+  channel->write_and_flush(std::move(chunk));
+  if (channel->is_writable()) {
+    done.set_value();
+    return;
+  }
+  upload_blocked.emplace(std::move(done));
+  last_read = channel->loop().now();  // the idle clock counts from here (see idle_due)
+}
+
+void Http1Side::upload_end() {
+  if (closed_reported || !channel || !uploading) return;
+  uploading = false;
+  last_read = channel->loop().now();  // the answer is owed from here
+  channel->write_and_flush(http::RequestBodyEnd{});
+}
+
+void Http1Side::writability_changed(bool writable) {
+  if (!writable || !upload_blocked) return;
+  if (channel) last_read = channel->loop().now();
+  std::exchange(upload_blocked, std::nullopt)->set_value();
 }
 
 void Http1Side::bytes_arrived() {
@@ -116,6 +149,10 @@ void Http1Side::error(std::exception_ptr e) {
 void Http1Side::closed() {
   if (closed_reported) return;
   closed_reported = true;
+  if (upload_blocked) {
+    std::exchange(upload_blocked, std::nullopt)
+        ->fail(ChannelClosedError("the connection closed under the request body"));
+  }
   if (idle_timer && channel) channel->loop().cancel(*idle_timer);
   idle_timer.reset();
   // A first byte whose completion is still to settle (settling may be posted) decides the report.
@@ -149,6 +186,11 @@ void Http1Side::arm_idle(Duration in) {
 
 void Http1Side::idle_due() {
   if (!awaiting || !channel) return;
+  if (uploading && !upload_blocked) {  // the caller's pace, not the server's: not idle
+    last_read = channel->loop().now();
+    arm_idle(idle_timeout);
+    return;
+  }
   const Duration quiet = channel->loop().now() - last_read;
   if (quiet < idle_timeout) {
     arm_idle(idle_timeout - quiet);

@@ -10,6 +10,7 @@
 #include "exchange.h"
 #include "origin_connection.h"
 #include "origin_pool.h"
+#include "upload_stream.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/http2/client_codec.h"
 #include "weft/core/spawn.h"
@@ -131,6 +132,9 @@ struct StreamedCall {
   ByteBuf body;
   std::string url;
   Duration idle;
+  bool upload = false;                          // the body is written as it goes
+  std::optional<std::uint64_t> upload_length;   // its declared length
+  std::function<void(std::shared_ptr<http2::ClientStream>)> opened;  // upload: the stream, on its loop
 };
 
 struct StreamedHead {
@@ -138,18 +142,92 @@ struct StreamedHead {
   std::shared_ptr<BodyStream> body;
 };
 
-// On the connection's loop: opens the stream, sends the request, waits for the response's head.
+// A stream shared by its response's body and its request's streamed body, destroyed on `loop`.
+std::shared_ptr<http2::ClientStream> share_on(EventLoop& loop, http2::ClientStream stream) {
+  return {new http2::ClientStream(std::move(stream)), [&loop](http2::ClientStream* s) {
+            if (loop.in_loop() || !loop.try_execute([s] { delete s; })) delete s;  // a terminated loop runs nothing
+          }};
+}
+
+// A streamed request body of HTTP/2: each chunk waits for the stream's and the connection's
+// windows (ClientStream::write); a wait longer than the idle timeout resets the stream.
+class Http2Upload final : public UploadSink {
+ public:
+  Http2Upload(EventLoop& pool_loop, EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, Duration idle,
+              std::string url)
+      : pool_loop_(pool_loop), loop_(loop), stream_(std::move(stream)), idle_(idle), url_(std::move(url)) {}
+  Future<void> push(ByteBuf chunk) override {
+    Promise<void> done(&pool_loop_);
+    Future<void> future = done.future();
+    auto run = [stream = stream_, chunk = std::move(chunk), done, idle = idle_, url = url_, &loop = loop_]() mutable {
+      spawn_detached(loop, write_one(loop, std::move(stream), std::move(chunk), std::move(done), idle, std::move(url)));
+    };
+    if (loop_.in_loop()) {
+      run();
+    } else if (!loop_.try_execute(std::move(run))) {
+      done.fail(ChannelClosedError("the request body's connection has ended (its loop terminated)"));
+    }
+    return future;
+  }
+  void end() override {
+    loop_.try_execute([stream = stream_] { stream->end(); });
+  }
+  void abort() override {
+    loop_.try_execute([stream = stream_] { stream->reset(); });  // RST_STREAM(CANCEL)
+  }
+
+ private:
+  static Task<> write_one(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, ByteBuf chunk,
+                          Promise<void> done, Duration idle, std::string url) {
+    auto timed_out = std::make_shared<bool>(false);
+    std::optional<TimerId> timer;
+    if (idle > Duration::zero()) {
+      timer = loop.schedule(idle, [stream, timed_out] {
+        *timed_out = true;
+        stream->reset();  // wakes the write below, which throws
+      });
+    }
+    std::exception_ptr error;
+    try {
+      co_await stream->write(std::move(chunk));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (timer && !*timed_out) loop.cancel(*timer);
+    if (*timed_out) error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url));
+    if (error) {
+      done.set_error(error);
+    } else {
+      done.set_value();
+    }
+  }
+
+  EventLoop& pool_loop_;
+  EventLoop& loop_;
+  std::shared_ptr<http2::ClientStream> stream_;
+  Duration idle_;
+  std::string url_;
+};
+
+// On the connection's loop: opens the stream, sends the request (or hands the stream to its
+// streamed body), waits for the response's head.
 Task<StreamedHead> open_streamed(std::shared_ptr<Http2Connection> h2, StreamedCall call) {
   std::vector<http::Header> headers;
   for_each_header_line(call.header_block, [&headers](std::string_view name, std::string_view value) {
     headers.push_back({name, value});
   });
-  http2::ClientStream stream = h2->open(call.method, call.target, headers);
-  if (call.body.is_readable()) co_await stream.write(std::move(call.body));
-  stream.end();
-  co_await stream.response();
+  const std::string length = call.upload_length ? std::to_string(*call.upload_length) : std::string();
+  if (call.upload_length) headers.push_back({"content-length", length});
+  std::shared_ptr<http2::ClientStream> stream = share_on(h2->loop(), h2->open(call.method, call.target, headers));
+  if (call.upload) {
+    call.opened(stream);
+  } else {
+    if (call.body.is_readable()) co_await stream->write(std::move(call.body));
+    stream->end();
+  }
+  co_await stream->response();
   StreamedHead out;
-  out.head = stream.take_head();
+  out.head = stream->take_head();
   out.body = std::make_shared<Http2Body>(h2->loop(), std::move(stream), call.idle, std::move(call.url));
   co_return out;
 }
@@ -161,8 +239,22 @@ void OriginConnection::stream_http2(std::shared_ptr<Exchange> x) {
   x->on = this;
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   const bool reused = served > 0;
-  StreamedCall call{x->method,       x->url.target(),    x->header_block,
-                    x->body.slice(), x->url.to_string(), options_.idle_timeout};
+  StreamedCall call;
+  call.method = x->method;
+  call.target = x->url.target();
+  call.header_block = x->header_block;
+  call.body = x->body.slice();
+  call.url = x->url.to_string();
+  call.idle = options_.idle_timeout;
+  if (x->upload) {
+    call.upload = true;
+    call.upload_length = x->upload->length();
+    EventLoop& loop = http2_->loop();
+    call.opened = [self, x, &loop, idle = options_.idle_timeout](std::shared_ptr<http2::ClientStream> stream) {
+      auto sink = std::make_shared<Http2Upload>(self->pool_loop(), loop, std::move(stream), idle, x->url.to_string());
+      self->on_pool_loop([x, sink] { x->upload->attach(sink); });
+    };
+  }
   spawn(http2_->loop(), open_streamed(http2_, std::move(call)))
       .add_listener([self, x, reused](const Future<StreamedHead>& f) {
         std::exception_ptr error = f.error();
