@@ -211,9 +211,9 @@ void LoopClient::route(std::shared_ptr<Exchange> x) {
 void LoopClient::timed_out(const std::shared_ptr<Exchange>& x) {
   if (x->done) return;
   finish(*x);
-  if (!closed_) pool_for(x->url).withdraw(*x);
   auto error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::request, x->url.to_string()));
-  if (x->upload) x->upload->stop(error);
+  if (x->upload) x->upload->stop(error);  // before the connection's close says otherwise
+  if (!closed_) pool_for(x->url).withdraw(*x);
   x->result.set_error(error);
 }
 

@@ -150,8 +150,13 @@ void Http1Side::closed() {
   if (closed_reported) return;
   closed_reported = true;
   if (upload_blocked) {
-    std::exchange(upload_blocked, std::nullopt)
-        ->fail(ChannelClosedError("the connection closed under the request body"));
+    Promise<void> blocked = std::move(*upload_blocked);
+    upload_blocked.reset();
+    if (first_error) {
+      blocked.set_error(first_error);  // the idle timeout's, say
+    } else {
+      blocked.fail(ChannelClosedError("the connection closed under the request body"));
+    }
   }
   if (idle_timer && channel) channel->loop().cancel(*idle_timer);
   idle_timer.reset();

@@ -154,8 +154,9 @@ void UploadStream::fail_request(std::exception_ptr error) {
   if (error_ || ended_) return;
   std::shared_ptr<UploadSink> sink = std::move(sink_);
   stop(error);
-  if (sink) sink->abort();
+  // The request fails with the body's error first: closing the connection fails it otherwise.
   if (on_failure) std::exchange(on_failure, nullptr)(error);
+  if (sink) sink->abort();
 }
 
 }  // namespace weft::client::detail
