@@ -106,20 +106,30 @@ void Http1Side::upload_push(ByteBuf chunk, Promise<void> done) {
     done.fail(ChannelClosedError("the connection closed under the request body"));
     return;
   }
-  channel->write_and_flush(std::move(chunk));
-  if (channel->is_writable()) {
+  ChannelPtr ch = channel;  // the write may close it, and closed() lets go of `channel`
+  ch->write_and_flush(std::move(chunk));
+  if (closed_reported) {
+    if (first_error) {
+      done.set_error(first_error);
+    } else {
+      done.fail(ChannelClosedError("the connection closed under the request body"));
+    }
+    return;
+  }
+  if (ch->is_writable()) {
     done.set_value();
     return;
   }
   upload_blocked.emplace(std::move(done));
-  last_read = channel->loop().now();  // the idle clock counts from here (see idle_due)
+  last_read = ch->loop().now();  // the idle clock counts from here (see idle_due)
 }
 
 void Http1Side::upload_end() {
   if (closed_reported || !channel || !uploading) return;
   uploading = false;
   last_read = channel->loop().now();  // the answer is owed from here
-  channel->write_and_flush(http::RequestBodyEnd{});
+  ChannelPtr ch = channel;
+  ch->write_and_flush(http::RequestBodyEnd{});
 }
 
 void Http1Side::writability_changed(bool writable) {

@@ -55,8 +55,9 @@ class UploadStream : public std::enable_shared_from_this<UploadStream> {
   void stop(std::exception_ptr error);
   // Pool loop. The body's end was handed to the connection.
   bool complete() const noexcept { return ended_; }
-  // Pool loop. Neither ended nor stopped.
-  bool active() const noexcept { return !ended_ && !error_; }
+  // Pool loop. Neither ended nor stopped, and (a declared length) bytes still to be handed on: an
+  // answer that ends now came before the body's end.
+  bool active() const noexcept { return !ended_ && !error_ && !(length_ && written_ == *length_ && !held_); }
   std::optional<std::uint64_t> length() const noexcept { return length_; }
   const std::string& url() const noexcept { return url_; }
   EventLoop& loop() const noexcept { return loop_; }

@@ -112,11 +112,16 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
       size.write_bytes(std::string_view(line, static_cast<std::size_t>(at - line)));
       ctx.write(std::move(size));
       upload_chunk_open_ = true;
+    } else {
+      // The declared length's last byte ends the body: the connection may carry the next request.
+      const std::uint64_t n = bytes.readable_bytes();
+      upload_left_ = n >= upload_left_ ? 0 : upload_left_ - n;
+      if (upload_left_ == 0) upload_ = Upload::none;
     }
     ctx.write(std::move(bytes));
     return;
   }
-  if (upload_ != Upload::none && message.is<RequestBodyEnd>()) {
+  if (message.is<RequestBodyEnd>()) {
     if (upload_ == Upload::chunked) {
       const std::string_view last = upload_chunk_open_ ? std::string_view("\r\n0\r\n\r\n") : "0\r\n\r\n";
       ByteBuf end = ctx.allocator().buffer(last.size());
@@ -152,7 +157,8 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
       out.write_bytes("Content-Length: ");
       out.write_bytes(std::string_view(digits, static_cast<std::size_t>(end - digits)));
       out.write_bytes("\r\n");
-      upload_ = Upload::sized;
+      upload_ = *length > 0 ? Upload::sized : Upload::none;
+      upload_left_ = *length;
     } else {
       out.write_bytes("Transfer-Encoding: chunked\r\n");
       upload_ = Upload::chunked;

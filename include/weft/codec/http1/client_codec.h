@@ -57,7 +57,8 @@ class ResponseBodySink {
   virtual void body_failed(std::exception_ptr error) = 0;
 };
 
-/// The end of a streamed request body (HttpClientRequest::stream_body): written after its last bytes.
+/// The end of a streamed request body (HttpClientRequest::stream_body): written after its last bytes
+/// (a body of declared length has ended with its last byte already; its end is then taken and ignored).
 struct RequestBodyEnd {};
 
 /// A request to send. Header rules as HttpResponse (no CR/LF in values). The encoder adds
@@ -230,6 +231,7 @@ class ClientCodec final : public Handler {
   bool head_chunked_ = false;                      // State::streamed: the body is chunked (it may have trailers)
   enum class Upload : std::uint8_t { none, sized, chunked } upload_ = Upload::none;  // a streamed request body
   bool upload_chunk_open_ = false;  // Upload::chunked: a chunk was sent, its CRLF not yet
+  std::uint64_t upload_left_ = 0;   // Upload::sized: bytes still to come (the body ends at zero)
 };
 
 }  // namespace weft::http
