@@ -59,8 +59,7 @@ Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::st
   return future;
 }
 
-Upload ClientCore::upload(Url url, std::string method, std::string header_block,
-                          std::optional<std::uint64_t> length) {
+Upload ClientCore::upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length) {
   Promise<http::HttpClientResponse> head;
   auto x = std::make_shared<Exchange>(std::move(url), std::move(method), head);
   x->header_block = std::move(header_block);

@@ -132,8 +132,8 @@ struct StreamedCall {
   ByteBuf body;
   std::string url;
   Duration idle;
-  bool upload = false;                          // the body is written as it goes
-  std::optional<std::uint64_t> upload_length;   // its declared length
+  bool upload = false;                                               // the body is written as it goes
+  std::optional<std::uint64_t> upload_length;                        // its declared length
   std::function<void(std::shared_ptr<http2::ClientStream>)> opened;  // upload: the stream, on its loop
 };
 

@@ -178,7 +178,8 @@ RequestBody::~RequestBody() {
 Future<void> RequestBody::write(ByteBuf chunk) {
   if (!stream_) {
     return make_failed_future<void>(
-        std::make_exception_ptr(std::logic_error("RequestBody::write: the handle holds no body")), EventLoop::current());
+        std::make_exception_ptr(std::logic_error("RequestBody::write: the handle holds no body")),
+        EventLoop::current());
   }
   return stream_->write(std::move(chunk));
 }

@@ -75,8 +75,7 @@ ChannelPtr serve_sums(EventLoopGroup& group, bool h2) {
   auto router = std::make_shared<http::Router>();
   router->post("/sum", [](Context& ctx, http::HttpRequest& request) {
     const std::string_view body = request.body_view();
-    ctx.write(http::HttpResponse(200).body(std::to_string(body.size()) + " " +
-                                           std::to_string(fnv1a(kFnvStart, body))));
+    ctx.write(http::HttpResponse(200).body(std::to_string(body.size()) + " " + std::to_string(fnv1a(kFnvStart, body))));
   });
   router->get("/hello", [](Context& ctx, http::HttpRequest&) { ctx.write(http::HttpResponse(200).body("hello")); });
   return ServerBootstrap()
@@ -174,9 +173,8 @@ TEST_P(UploadTest, ServerThatNeverReadsStopsTheWriterBounded) {
   const auto* timeout = error_as<client::TimeoutError>(stopped);
   ASSERT_NE(timeout, nullptr) << error_as<std::exception>(stopped)->what();
   EXPECT_EQ(timeout->kind(), kind);
-  const auto* answer_error = error_as<client::TimeoutError>(up.response.wait_for(std::chrono::seconds(60))
-                                                                 ? up.response.error()
-                                                                 : std::exception_ptr());
+  const auto* answer_error = error_as<client::TimeoutError>(
+      up.response.wait_for(std::chrono::seconds(60)) ? up.response.error() : std::exception_ptr());
   ASSERT_NE(answer_error, nullptr);
   EXPECT_EQ(answer_error->kind(), kind);
 }

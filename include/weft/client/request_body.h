@@ -4,9 +4,9 @@
 /// HttpClient::upload() gives it; client::Upload: that body and the future of the answer.
 ///
 ///   weft::client::Upload up = client.upload("PUT", "http://127.0.0.1:8080/file");   // chunked
-///   for (weft::ByteBuf& chunk : chunks) co_await up.body.write(std::move(chunk));  // waits while the connection is full
-///   co_await up.body.finish();
-///   weft::client::StreamedResponse r = co_await up.response;                      // its body as stream() gives it
+///   for (weft::ByteBuf& chunk : chunks) co_await up.body.write(std::move(chunk));  // waits while the connection is
+///   full co_await up.body.finish(); weft::client::StreamedResponse r = co_await up.response;                      //
+///   its body as stream() gives it
 ///
 /// Backpressure: write() completes when the connection can take more. HTTP/1.1: once the chunk is
 /// in the channel's write queue and the channel is writable (below its high water mark); HTTP/2:

@@ -133,7 +133,8 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
     return;
   }
   if (!message.is<HttpClientRequest>()) throw_type_mismatch(ctx, "outbound", typeid(HttpClientRequest), message.type());
-  if (upload_ != Upload::none) throw std::logic_error("http::ClientCodec: a request written before the streamed body's end");
+  if (upload_ != Upload::none)
+    throw std::logic_error("http::ClientCodec: a request written before the streamed body's end");
   HttpClientRequest& request = message.as<HttpClientRequest>();
   ByteBuf& body = request.owned_body();
   const std::size_t body_size = body.readable_bytes();
