@@ -31,6 +31,7 @@ class CodecFailures final : public Handler {
 void OriginConnection::install_http2(Channel& ch) {
   http2::ClientSettings settings;
   settings.max_response_body = options_.max_response_body;
+  settings.stream_idle_timeout = options_.idle_timeout;  // whole answers; streamed ones time their body
   settings.authority = origin_.authority();
   settings.scheme = std::string(origin_.scheme_name());
   auto codec = std::make_shared<http2::ClientCodec>(settings);
@@ -107,6 +108,8 @@ void OriginConnection::http2_failed(const std::shared_ptr<Exchange>& x, std::exc
   std::exception_ptr failure = error;
   try {
     std::rethrow_exception(error);
+  } catch (const http2::StreamIdleError&) {
+    failure = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, x->url.to_string()));
   } catch (const http2::ClientStreamError& e) {
     if (e.refused()) {
       retryable = true;  // the server did not process it (REFUSED_STREAM, GOAWAY)
