@@ -49,8 +49,8 @@ TEST_P(Http2StreamIdleTest, UnansweredStreamTimesOutIdleWhileTheConnectionServes
   options.idle_timeout = std::chrono::milliseconds(150);
   options.request_timeout = std::chrono::seconds(30);  // without the stream's idle timeout: this fires
   HttpClient client(clients_, options);
-  Future<Pair> started = spawn(clients_.at(0), both(client, test::url_of(server, "http", "/never"),
-                                                    test::url_of(server, "http", "/hello")));
+  Future<Pair> started = spawn(
+      clients_.at(0), both(client, test::url_of(server, "http", "/never"), test::url_of(server, "http", "/hello")));
   ASSERT_TRUE(started.wait_for(std::chrono::seconds(60)));
   Pair p = started.take();
   EXPECT_EQ(test::answer_of(p.hello).body_view(), "hello");

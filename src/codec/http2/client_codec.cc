@@ -167,7 +167,8 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
   int on_frame_recv(const detail::FrameInfo& frame) override {
     if (frame.type == detail::FrameType::headers || frame.type == detail::FrameType::data) {
       Stream* s = stream(frame.stream_id);
-      if (s != nullptr && !s->streamed && c.settings_.stream_idle_timeout > Duration::zero()) s->last_frame = c.ctx_->loop().now();
+      if (s != nullptr && !s->streamed && c.settings_.stream_idle_timeout > Duration::zero())
+        s->last_frame = c.ctx_->loop().now();
       if (s != nullptr && s->streamed && s->failure == nullptr) {
         StreamState& st = *s->streamed;
         const bool end = (frame.flags & detail::FrameFlag::end_stream) != 0;
