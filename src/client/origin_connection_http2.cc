@@ -178,6 +178,14 @@ class Http2Upload final : public UploadSink {
   void abort() override {
     loop_.try_execute([stream = stream_] { stream->reset(); });  // RST_STREAM(CANCEL)
   }
+  void stopped() override {
+    // An answer that has ended before the body's: RST_STREAM(NO_ERROR) (RFC 9113 8.1), which also
+    // frees a write waiting for a window that will not open. (Otherwise the request's failure
+    // reset the stream already, or the response goes on, for its reader.)
+    loop_.try_execute([stream = stream_] {
+      if (stream->response_ended()) stream->reset(0);
+    });
+  }
 
  private:
   static Task<> write_one(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, ByteBuf chunk,
@@ -197,7 +205,13 @@ class Http2Upload final : public UploadSink {
       error = std::current_exception();
     }
     if (timer && !*timed_out) loop.cancel(*timer);
-    if (*timed_out) error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url));
+    if (*timed_out) {
+      error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url));
+    } else if (error && stream->response_ended() && stream->head().status() >= 300) {
+      // The server answered and ended the stream before the body's end (RFC 9113 8.1): the rest
+      // is dropped, whichever of the answer and this write the pool hears of first.
+      error = std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, url));
+    }
     if (error) {
       done.set_error(error);
     } else {

@@ -148,6 +148,7 @@ void UploadStream::stop(std::exception_ptr error) {
   error_ = std::move(error);
   held_.reset();
   if (waiting_) std::exchange(waiting_, std::nullopt)->set_error(error_);
+  if (sink_) std::exchange(sink_, nullptr)->stopped();
 }
 
 void UploadStream::fail_request(std::exception_ptr error) {

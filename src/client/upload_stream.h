@@ -30,6 +30,8 @@ class UploadSink {
   // The body stops before its end (abandoned, wrong length): the connection is not reused
   // (HTTP/1.1) or the stream is reset (HTTP/2).
   virtual void abort() = 0;
+  // The request ended before the body (failed, or answered early): nothing more will be pushed.
+  virtual void stopped() {}
 };
 
 class UploadStream : public std::enable_shared_from_this<UploadStream> {

@@ -1,8 +1,8 @@
 // client::HttpClient::upload on every transport: a body written in chunks arrives byte-exact over
 // HTTP/1.1 (chunked and Content-Length) and h2c; a server that never reads stops the writer with
 // the client's queue bounded (the idle timeout then ends it, typed); an early 413 stops the upload
-// (the connection is not reused); an abandoned body fails the request (HTTP/1.1: a new connection
-// next; h2c: the connection goes on); a wrong declared length fails typed.
+// (HTTP/1.1: the connection is not reused; h2c: it serves on); an abandoned body fails the request
+// (HTTP/1.1: a new connection next; h2c: the connection goes on); a wrong declared length fails typed.
 
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include "client/origin_servers.h"
 #include "support/blocking_client.h"
 #include "support/sanitizers.h"
+#include "weft/codec/http2/stream_channel.h"
 #include "weft/core/spawn.h"
 #include "weft/core/task.h"
 
@@ -107,6 +108,30 @@ Task<Upload> upload_task(HttpClient& client, std::string url, std::optional<std:
   co_return client.upload("POST", url, length);
 }
 Task<http::HttpClientResponse> get_task(HttpClient& client, std::string url) { co_return co_await client.get(url); }
+
+// h2c: every stream is answered 413 (with END_STREAM) at its request's head.
+ChannelPtr serve_h2_early_413(EventLoopGroup& group) {
+  class Refuse final : public InboundHandler<http2::StreamMessage> {
+   public:
+    void channel_read(Context& ctx, http2::StreamMessage&& message) override {
+      if (std::holds_alternative<http2::StreamHeaders>(message)) {
+        ctx.write_and_flush(http2::ResponseHeaders{http::HttpResponse(413), true});
+      }
+    }
+    void exception_caught(Context&, std::exception_ptr) override {}
+  };
+  return ServerBootstrap()
+      .group(group)
+      .child_handler([](Channel& ch) {
+        http2::Settings settings;
+        settings.stream_initializer = [](const http::RequestHead&) -> http2::StreamInitializer {
+          return [](http2::StreamChannel& stream) { stream.pipeline().add_last("refuse", std::make_shared<Refuse>()); };
+        };
+        ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
+      })
+      .bind(SocketAddress::loopback(0))
+      .get();
+}
 
 class UploadTest : public test::ClientTest {
  protected:
@@ -208,6 +233,32 @@ TEST_P(UploadTest, EarlyAnswerStopsTheUploadAndTheConnectionGoes) {
   EXPECT_EQ(get_from_one_loop(client, url).status(), 413);
   EXPECT_EQ(client.stats().connections_opened, 2u);
   EXPECT_EQ(client.stats().retries, 0u);
+}
+
+TEST_P(UploadTest, EarlyAnswerOnHttp2StopsTheUploadAndTheConnectionServes) {
+  ChannelPtr server = serve_h2_early_413(servers_);
+  ClientOptions options;
+  options.http2_prior_knowledge = true;
+  HttpClient client(clients_, options);
+  const std::string url = test::url_of(server, "http", "/upload");
+  Upload up = upload_from_one_loop(client, url);
+  std::exception_ptr stopped;
+  const ByteBuf block = ByteBuf::copy_of(pattern(0, 1u << 16));
+  for (int i = 0; i < 4096 && !stopped; ++i) {
+    Future<void> f = up.body.write(block.slice());
+    if (!f.wait_for(std::chrono::seconds(60))) FAIL() << "a write neither completed nor failed";
+    stopped = f.error();
+  }
+  ASSERT_TRUE(stopped) << "the upload went on after the 413";
+  const auto* body_error = error_as<RequestBodyError>(stopped);
+  ASSERT_NE(body_error, nullptr) << error_as<std::exception>(stopped)->what();
+  EXPECT_EQ(body_error->kind(), RequestBodyError::Kind::answered);
+  StreamedResponse r = await_value(up.response);
+  EXPECT_EQ(r.head.status(), 413);
+  EXPECT_EQ(read_all(r.body), "");
+  // The stream ended; its connection serves the next request.
+  EXPECT_EQ(get_from_one_loop(client, url).status(), 413);
+  EXPECT_EQ(client.stats().connections_opened, 1u);
 }
 
 TEST_P(UploadTest, AbandonedBodyFailsTheRequest) {
