@@ -137,7 +137,8 @@ struct StreamedCall {
   Duration idle;
   bool upload = false;                                               // the body is written as it goes
   std::optional<std::uint64_t> upload_length;                        // its declared length
-  std::function<void(std::shared_ptr<http2::ClientStream>)> opened;  // upload: the stream, on its loop
+  // upload: the stream, and where its answer's status will be (0 until the head), on its loop
+  std::function<void(std::shared_ptr<http2::ClientStream>, std::shared_ptr<int>)> opened;
 };
 
 struct StreamedHead {
@@ -156,14 +157,21 @@ std::shared_ptr<http2::ClientStream> share_on(EventLoop& loop, http2::ClientStre
 // windows (ClientStream::write); a wait longer than the idle timeout resets the stream.
 class Http2Upload final : public UploadSink {
  public:
-  Http2Upload(EventLoop& pool_loop, EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, Duration idle,
-              std::string url)
-      : pool_loop_(pool_loop), loop_(loop), stream_(std::move(stream)), idle_(idle), url_(std::move(url)) {}
+  Http2Upload(EventLoop& pool_loop, EventLoop& loop, std::shared_ptr<http2::ClientStream> stream,
+              std::shared_ptr<int> status, Duration idle, std::string url)
+      : pool_loop_(pool_loop),
+        loop_(loop),
+        stream_(std::move(stream)),
+        status_(std::move(status)),
+        idle_(idle),
+        url_(std::move(url)) {}
   Future<void> push(ByteBuf chunk) override {
     Promise<void> done(&pool_loop_);
     Future<void> future = done.future();
-    auto run = [stream = stream_, chunk = std::move(chunk), done, idle = idle_, url = url_, &loop = loop_]() mutable {
-      spawn_detached(loop, write_one(loop, std::move(stream), std::move(chunk), std::move(done), idle, std::move(url)));
+    auto run = [stream = stream_, status = status_, chunk = std::move(chunk), done, idle = idle_, url = url_,
+                &loop = loop_]() mutable {
+      spawn_detached(loop, write_one(loop, std::move(stream), std::move(status), std::move(chunk), std::move(done),
+                                     idle, std::move(url)));
     };
     if (loop_.in_loop()) {
       run();
@@ -188,8 +196,8 @@ class Http2Upload final : public UploadSink {
   }
 
  private:
-  static Task<> write_one(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, ByteBuf chunk,
-                          Promise<void> done, Duration idle, std::string url) {
+  static Task<> write_one(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, std::shared_ptr<int> status,
+                          ByteBuf chunk, Promise<void> done, Duration idle, std::string url) {
     auto timed_out = std::make_shared<bool>(false);
     std::optional<TimerId> timer;
     if (idle > Duration::zero()) {
@@ -207,7 +215,7 @@ class Http2Upload final : public UploadSink {
     if (timer && !*timed_out) loop.cancel(*timer);
     if (*timed_out) {
       error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url));
-    } else if (error && stream->response_ended() && stream->head().status() >= 300) {
+    } else if (error && stream->response_ended() && *status >= 300) {
       // The server answered and ended the stream before the body's end (RFC 9113 8.1): the rest
       // is dropped, whichever of the answer and this write the pool hears of first.
       error = std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, url));
@@ -222,6 +230,7 @@ class Http2Upload final : public UploadSink {
   EventLoop& pool_loop_;
   EventLoop& loop_;
   std::shared_ptr<http2::ClientStream> stream_;
+  std::shared_ptr<int> status_;  // the answer's, once its head came (connection loop)
   Duration idle_;
   std::string url_;
 };
@@ -236,13 +245,14 @@ Task<StreamedHead> open_streamed(std::shared_ptr<Http2Connection> h2, StreamedCa
   const std::string length = call.upload_length ? std::to_string(*call.upload_length) : std::string();
   if (call.upload_length) headers.push_back({"content-length", length});
   std::shared_ptr<http2::ClientStream> stream = share_on(h2->loop(), h2->open(call.method, call.target, headers));
+  auto status = std::make_shared<int>(0);
   if (call.upload) {
-    call.opened(stream);
+    call.opened(stream, status);
   } else {
     if (call.body.is_readable()) co_await stream->write(std::move(call.body));
     stream->end();
   }
-  co_await stream->response();
+  *status = co_await stream->response();
   StreamedHead out;
   out.head = stream->take_head();
   out.body = std::make_shared<Http2Body>(h2->loop(), std::move(stream), call.idle, std::move(call.url));
@@ -267,8 +277,10 @@ void OriginConnection::stream_http2(std::shared_ptr<Exchange> x) {
     call.upload = true;
     call.upload_length = x->upload->length();
     EventLoop& loop = http2_->loop();
-    call.opened = [self, x, &loop, idle = options_.idle_timeout](std::shared_ptr<http2::ClientStream> stream) {
-      auto sink = std::make_shared<Http2Upload>(self->pool_loop(), loop, std::move(stream), idle, x->url.to_string());
+    call.opened = [self, x, &loop, idle = options_.idle_timeout](std::shared_ptr<http2::ClientStream> stream,
+                                                                std::shared_ptr<int> status) {
+      auto sink = std::make_shared<Http2Upload>(self->pool_loop(), loop, std::move(stream), std::move(status), idle,
+                                                x->url.to_string());
       self->on_pool_loop([x, sink] { x->upload->attach(sink); });
     };
   }

@@ -22,8 +22,10 @@
 /// The answer: Upload::response completes with the response's head (its body read as it comes,
 /// ResponseBody) once it arrives, which may be before the upload's end. A final status >= 300
 /// before the end stops the upload: write()/finish() fail with RequestBodyError answered; the
-/// HTTP/1.1 connection is then not reused, and the HTTP/2 stream's request ends once its response
-/// has (END_STREAM, RFC 9113 8.1). A 2xx answer lets the upload go on (full duplex).
+/// HTTP/1.1 connection is then not reused; the HTTP/2 stream is reset with NO_ERROR once its
+/// response has ended (RFC 9113 8.1), its connection serving on. A 2xx answer lets the upload go on
+/// (full duplex); on HTTP/1.1 an answer that ends before the body does stops it the same way (on
+/// HTTP/2 the server ending the stream fails the waiting write with http2::ClientStreamError).
 ///
 /// Letting go before finish() (abandon(), or destroying the last handle): the request fails with
 /// RequestBodyError abandoned; the HTTP/1.1 connection is closed, the HTTP/2 stream is reset
