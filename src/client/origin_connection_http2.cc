@@ -135,8 +135,8 @@ struct StreamedCall {
   ByteBuf body;
   std::string url;
   Duration idle;
-  bool upload = false;                                               // the body is written as it goes
-  std::optional<std::uint64_t> upload_length;                        // its declared length
+  bool upload = false;                         // the body is written as it goes
+  std::optional<std::uint64_t> upload_length;  // its declared length
   // upload: the stream, and where its answer's status will be (0 until the head), on its loop
   std::function<void(std::shared_ptr<http2::ClientStream>, std::shared_ptr<int>)> opened;
 };
@@ -278,7 +278,7 @@ void OriginConnection::stream_http2(std::shared_ptr<Exchange> x) {
     call.upload_length = x->upload->length();
     EventLoop& loop = http2_->loop();
     call.opened = [self, x, &loop, idle = options_.idle_timeout](std::shared_ptr<http2::ClientStream> stream,
-                                                                std::shared_ptr<int> status) {
+                                                                 std::shared_ptr<int> status) {
       auto sink = std::make_shared<Http2Upload>(self->pool_loop(), loop, std::move(stream), std::move(status), idle,
                                                 x->url.to_string());
       self->on_pool_loop([x, sink] { x->upload->attach(sink); });
