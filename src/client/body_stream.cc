@@ -207,9 +207,9 @@ void Http2Body::demand() {
 Task<> Http2Body::read_one(std::shared_ptr<Http2Body> self) {
   try {
     for (;;) {
-      std::optional<ByteBuf> chunk = co_await self->stream_.read();
+      std::optional<ByteBuf> chunk = co_await self->stream_->read();
       if (!chunk) {
-        self->trailers_ = self->stream_.trailers();
+        self->trailers_ = self->stream_->trailers();
         self->reading_ = false;
         self->finish();
         co_return;
@@ -226,7 +226,7 @@ Task<> Http2Body::read_one(std::shared_ptr<Http2Body> self) {
   }
 }
 
-void Http2Body::abort() { stream_.reset(); }
+void Http2Body::abort() { stream_->reset(); }
 
 }  // namespace weft::client::detail
 

@@ -114,7 +114,8 @@ class Http1Body final : public BodyStream, public http::ResponseBodySink {
 // then); letting go early resets it (CANCEL).
 class Http2Body final : public BodyStream {
  public:
-  Http2Body(EventLoop& loop, http2::ClientStream stream, Duration idle, std::string url)
+  // `stream`: shared with the request's streamed body (UploadStream's sink), if any; destroyed on `loop`.
+  Http2Body(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, Duration idle, std::string url)
       : BodyStream(loop, idle, std::move(url)), stream_(std::move(stream)) {}
 
  private:
@@ -122,7 +123,7 @@ class Http2Body final : public BodyStream {
   void abort() override;
   static Task<> read_one(std::shared_ptr<Http2Body> self);
 
-  http2::ClientStream stream_;
+  std::shared_ptr<http2::ClientStream> stream_;
   bool reading_ = false;
 };
 

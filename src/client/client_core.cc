@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "body_stream.h"
+#include "upload_stream.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/tls/tls_context.h"
 #include "weft/core/io_driver.h"
@@ -69,12 +70,28 @@ Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, 
 }
 
 Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::string header_block, ByteBuf body) {
-  Promise<StreamedResponse> result(answer_loop());
-  Future<StreamedResponse> future = result.future();
   Promise<http::HttpClientResponse> head;  // no loop: its listener runs where the head is given, the pool's loop
   auto x = std::make_shared<Exchange>(std::move(url), std::move(method), head);
   x->header_block = std::move(header_block);
   x->body = std::move(body);
+  Future<StreamedResponse> future = streamed(x, std::move(head));
+  launch(std::move(x));
+  return future;
+}
+
+Upload ClientCore::upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length) {
+  Promise<http::HttpClientResponse> head;
+  auto x = std::make_shared<Exchange>(std::move(url), std::move(method), head);
+  x->header_block = std::move(header_block);
+  x->upload = std::make_shared<UploadStream>(home().loop(), length, x->url.to_string());
+  Upload out{RequestBody(x->upload), streamed(x, std::move(head))};
+  launch(std::move(x));
+  return out;
+}
+
+Future<StreamedResponse> ClientCore::streamed(std::shared_ptr<Exchange> x, Promise<http::HttpClientResponse> head) {
+  Promise<StreamedResponse> result(answer_loop());
+  Future<StreamedResponse> future = result.future();
   x->streamed = true;
   std::weak_ptr<Exchange> weak = x;  // the pool holds it while it answers
   head.future().add_listener([weak, result](const Future<http::HttpClientResponse>& f) mutable {
@@ -86,26 +103,36 @@ Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::st
     if (auto strong = weak.lock()) body = std::move(strong->body_stream);
     result.set_value(StreamedResponse{f.take(), ResponseBody(std::move(body))});
   });
-  launch(std::move(x));
   return future;
 }
 
-void ClientCore::launch(std::shared_ptr<Exchange> x) {
+LoopClient& ClientCore::home() const {
   EventLoop* caller = EventLoop::current();
-  LoopClient* home = nullptr;
-  for (auto& l : loops_) {
-    if (&l->loop() == caller) home = l.get();
+  for (const auto& l : loops_) {
+    if (&l->loop() == caller) return *l;
   }
-  if (home == nullptr) {
-    EventLoop& next = group_.next();
-    for (auto& l : loops_) {
-      if (&l->loop() == &next) home = l.get();
+  EventLoop& next = group_.next();
+  for (const auto& l : loops_) {
+    if (&l->loop() == &next) return *l;
+  }
+  return *loops_.front();
+}
+
+void ClientCore::launch(std::shared_ptr<Exchange> x) {
+  LoopClient* home = nullptr;
+  if (x->upload) {  // its body's loop, chosen when it was made
+    for (const auto& l : loops_) {
+      if (&l->loop() == &x->upload->loop()) home = l.get();
     }
+  } else {
+    home = &this->home();
   }
   if (home->loop().in_loop()) {
     home->begin(std::move(x));
   } else if (!home->loop().try_execute([self = shared_from_this(), home, x]() mutable { home->begin(std::move(x)); })) {
-    x->result.fail(EventLoopTerminatedError("the HTTP client's loop has terminated"));
+    auto error = std::make_exception_ptr(EventLoopTerminatedError("the HTTP client's loop has terminated"));
+    if (x->upload) x->upload->stop(error);
+    x->result.set_error(error);
   }
 }
 
@@ -146,6 +173,7 @@ LoopClient::LoopClient(ClientCore& core, EventLoop& loop)
 
 void LoopClient::begin(std::shared_ptr<Exchange> x) {
   if (closed_) {
+    if (x->upload) x->upload->stop(std::make_exception_ptr(ClientClosedError()));
     x->result.fail(ClientClosedError());
     return;
   }
@@ -154,6 +182,14 @@ void LoopClient::begin(std::shared_ptr<Exchange> x) {
   if (timeout > Duration::zero()) {
     deadlines_.push_back(*x, loop_.now() + timeout);
     arm_deadline_timer();
+  }
+  if (x->upload) {
+    std::weak_ptr<Exchange> weak = x;
+    std::weak_ptr<ClientCore> core = core_.weak_from_this();
+    x->upload->on_failure = [this, weak, core](std::exception_ptr error) {
+      auto alive = core.lock();  // this LoopClient lives as long as its core
+      if (auto strong = weak.lock(); strong && alive) upload_failed(strong, error);
+    };
   }
   route(std::move(x));
 }
@@ -181,6 +217,13 @@ void LoopClient::deadlines_due() {
     timed_out(x);
   }
   arm_deadline_timer();
+}
+
+void LoopClient::upload_failed(const std::shared_ptr<Exchange>& x, std::exception_ptr error) {
+  if (x->done) return;
+  finish(*x);
+  if (!closed_) pool_for(x->url).withdraw(*x);
+  x->result.set_error(error);
 }
 
 OriginPool& LoopClient::pool_for(const Url& url) {
@@ -219,8 +262,10 @@ void LoopClient::route(std::shared_ptr<Exchange> x) {
 void LoopClient::timed_out(const std::shared_ptr<Exchange>& x) {
   if (x->done) return;
   finish(*x);
+  auto error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::request, x->url.to_string()));
+  if (x->upload) x->upload->stop(error);  // before the connection's close says otherwise
   if (!closed_) pool_for(x->url).withdraw(*x);
-  x->result.fail(TimeoutError(TimeoutError::Kind::request, x->url.to_string()));
+  x->result.set_error(error);
 }
 
 void LoopClient::finish(Exchange& x) {
@@ -260,10 +305,14 @@ void LoopClient::answered(std::shared_ptr<Exchange> x, http::HttpClientResponse 
     }
   }
   finish(*x);
+  if (x->upload && x->upload->active() && response.status() >= 300) {
+    x->upload->stop(std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, x->url.to_string())));
+  }
   x->result.set_value(std::move(response));
 }
 
 void LoopClient::failed(std::shared_ptr<Exchange> x, std::exception_ptr error) {
+  if (x->upload) x->upload->stop(error);
   if (x->done) return;
   finish(*x);
   x->result.set_error(error);

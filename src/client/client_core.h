@@ -19,6 +19,7 @@
 #include "stats_counters.h"
 #include "weft/client/client_options.h"
 #include "weft/client/client_stats.h"
+#include "weft/client/request_body.h"
 #include "weft/client/response_body.h"
 #include "weft/core/event_loop_group.h"
 
@@ -42,6 +43,7 @@ class LoopClient final : public ExchangeSink {
   void finish(Exchange& x);   // marks it done, stops its request timeout
   void arm_deadline_timer();  // for the first of deadlines_, unless one is armed
   void deadlines_due();
+  void upload_failed(const std::shared_ptr<Exchange>& x, std::exception_ptr error);
   OriginPool& pool_for(const Url& url);
 
   ClientCore& core_;
@@ -61,6 +63,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   Future<http::HttpClientResponse> start(Url url, std::string method, std::string header_block, ByteBuf body);
   // Thread-safe. As start(), the answer being the head and a body read as it comes.
   Future<StreamedResponse> stream(Url url, std::string method, std::string header_block, ByteBuf body);
+  // Thread-safe. As stream(), the body being written as it goes (RequestBody); `length`: declared.
+  Upload upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length);
   // Thread-safe. Closes every pool on its loop; the future completes when all have.
   Future<void> close();
   ClientStats stats() const noexcept { return counters_.snapshot(); }
@@ -75,7 +79,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   SharedResolver& shared_resolver() noexcept { return shared_resolver_; }
 
  private:
-  void launch(std::shared_ptr<Exchange> x);  // on the caller's loop of the group, else the next one
+  void launch(std::shared_ptr<Exchange> x);  // on home()'s loop
+  LoopClient& home() const;                  // the caller's loop of the group, else the next one
+  Future<StreamedResponse> streamed(std::shared_ptr<Exchange> x, Promise<http::HttpClientResponse> head);
 
   EventLoopGroup& group_;
   std::shared_ptr<const ClientOptions> options_;

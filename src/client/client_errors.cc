@@ -14,6 +14,16 @@ std::string_view kind_name(TimeoutError::Kind kind) {
   return "timeout";
 }
 
+std::string_view body_kind_name(RequestBodyError::Kind kind) {
+  switch (kind) {
+    case RequestBodyError::Kind::too_long: return "more body bytes written than the declared Content-Length";
+    case RequestBodyError::Kind::too_short: return "the body finished short of the declared Content-Length";
+    case RequestBodyError::Kind::abandoned: return "the request body was abandoned before its end";
+    case RequestBodyError::Kind::answered: return "the server answered before the request body's end";
+  }
+  return "request body error";
+}
+
 }  // namespace
 
 TimeoutError::TimeoutError(Kind kind, std::string_view url)
@@ -28,6 +38,9 @@ ResponseTooLargeError::ResponseTooLargeError(std::string_view url, std::size_t l
 
 TooManyRedirectsError::TooManyRedirectsError(std::string_view url, std::size_t limit)
     : Error(fmt::format("more than {} redirects, the last to {}", limit, url)) {}
+
+RequestBodyError::RequestBodyError(Kind kind, std::string_view url)
+    : Error(fmt::format("{} ({})", body_kind_name(kind), url)), kind_(kind) {}
 
 HostResolutionError::HostResolutionError(const DnsError& cause)
     : Error(cause.what()), host_(cause.host()), code_(cause.code()), cause_(std::make_exception_ptr(cause)) {}

@@ -1,6 +1,7 @@
 #include "exchange.h"
 
 #include "request_deadlines.h"
+#include "upload_stream.h"
 #include "weft/client/client_errors.h"
 
 namespace weft::client::detail {
@@ -19,6 +20,7 @@ void Exchange::fail_closed(EventLoop&) {
   if (done) return;
   done = true;
   RequestDeadlines::remove(*this);
+  if (upload) upload->stop(std::make_exception_ptr(ClientClosedError()));
   result.fail(ClientClosedError());
 }
 

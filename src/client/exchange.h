@@ -36,6 +36,7 @@ void for_each_header_line(std::string_view lines, Add&& add) {
 class BodyStream;
 class PooledConnection;
 class RequestDeadlines;
+class UploadStream;
 
 struct Exchange : std::enable_shared_from_this<Exchange> {
   Url url;
@@ -50,6 +51,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   bool queued = false;             // waiting in its pool's queue
   bool streamed = false;           // the answer is its head; the body is read from body_stream
   std::shared_ptr<BodyStream> body_stream;  // streamed: the body of the answer, once it came
+  std::shared_ptr<UploadStream> upload;     // the request's body is written as it goes (never retried)
   PooledConnection* on = nullptr;  // the connection carrying it, while one does
   // Its request timeout: in the loop's RequestDeadlines (request_deadlines.h) while it runs.
   TimePoint deadline{};

@@ -29,6 +29,10 @@ class ByteActivity final : public DuplexHandler<ByteBuf, ByteBuf, ByteBuf, ByteB
     ctx.write(bytes.read_slice(1), std::move(first_byte));
     if (bytes.is_readable()) ctx.write(std::move(bytes));
   }
+  void writability_changed(Context& ctx) override {
+    side_->writability_changed(ctx.channel().is_writable());
+    ctx.fire_writability_changed();
+  }
 
  private:
   std::shared_ptr<Http1Side> side_;
@@ -97,10 +101,48 @@ void Http1Side::write(const ChannelPtr& ch, http::HttpClientRequest request, con
   // it fires and waits the rest (idle_due); answered, it lapses at its time.
   if (idle_timeout > Duration::zero() && !idle_timer) arm_idle(idle_timeout);
   streamed_body = std::move(body);
+  uploading = request.body_streamed();
   this->probe = probe ? Probe::pending : Probe::none;
   probe_armed = probe;
   ch->write_and_flush(std::move(request));
   probe_armed = false;  // no bytes came of it (the codec refused it): nothing to learn
+}
+
+void Http1Side::upload_push(ByteBuf chunk, Promise<void> done) {
+  if (closed_reported || !channel || !uploading) {
+    done.fail(ChannelClosedError("the connection closed under the request body"));
+    return;
+  }
+  ChannelPtr ch = channel;  // the write may close it, and closed() lets go of `channel`
+  ch->write_and_flush(std::move(chunk));
+  if (closed_reported) {
+    if (first_error) {
+      done.set_error(first_error);
+    } else {
+      done.fail(ChannelClosedError("the connection closed under the request body"));
+    }
+    return;
+  }
+  if (ch->is_writable()) {
+    done.set_value();
+    return;
+  }
+  upload_blocked.emplace(std::move(done));
+  last_read = ch->loop().now();  // the idle clock counts from here (see idle_due)
+}
+
+void Http1Side::upload_end() {
+  if (closed_reported || !channel || !uploading) return;
+  uploading = false;
+  last_read = channel->loop().now();  // the answer is owed from here
+  ChannelPtr ch = channel;
+  ch->write_and_flush(http::RequestBodyEnd{});
+}
+
+void Http1Side::writability_changed(bool writable) {
+  if (!writable || !upload_blocked) return;
+  if (channel) last_read = channel->loop().now();
+  std::exchange(upload_blocked, std::nullopt)->set_value();
 }
 
 void Http1Side::bytes_arrived() {
@@ -122,6 +164,15 @@ void Http1Side::error(std::exception_ptr e) {
 void Http1Side::closed() {
   if (closed_reported) return;
   closed_reported = true;
+  if (upload_blocked) {
+    Promise<void> blocked = std::move(*upload_blocked);
+    upload_blocked.reset();
+    if (first_error) {
+      blocked.set_error(first_error);  // the idle timeout's, say
+    } else {
+      blocked.fail(ChannelClosedError("the connection closed under the request body"));
+    }
+  }
   if (idle_timer && channel) channel->loop().cancel(*idle_timer);
   idle_timer.reset();
   // A first byte whose completion is still to settle (settling may be posted) decides the report.
@@ -155,6 +206,11 @@ void Http1Side::arm_idle(Duration in) {
 
 void Http1Side::idle_due() {
   if (!awaiting || !channel) return;
+  if (uploading && !upload_blocked) {  // the caller's pace, not the server's: not idle
+    last_read = channel->loop().now();
+    arm_idle(idle_timeout);
+    return;
+  }
   const Duration quiet = channel->loop().now() - last_read;
   if (quiet < idle_timeout) {
     arm_idle(idle_timeout - quiet);

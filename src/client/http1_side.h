@@ -20,6 +20,7 @@
 #include "weft/codec/http1/client_codec.h"
 #include "weft/core/clock.h"
 #include "weft/core/event_loop.h"
+#include "weft/core/future.h"
 
 namespace weft::client::detail {
 
@@ -44,6 +45,11 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   void closed();
   // The probed request's first byte was written (true), or the channel closed before (false).
   void probe_settled(bool written);
+  // A streamed request body (UploadSink of HTTP/1.1): writes `chunk`; `done` completes when the
+  // channel is writable again, or fails when the connection ends.
+  void upload_push(ByteBuf chunk, Promise<void> done);
+  void upload_end();
+  void writability_changed(bool writable);
   // The outbound handler's: whether the next bytes written are a probed request's first.
   bool take_probe_arming() noexcept { return std::exchange(probe_armed, false); }
 
@@ -64,6 +70,8 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   std::optional<TimerId> idle_timer;
   std::exception_ptr first_error;
   std::shared_ptr<Http1Body> streamed_body;  // the request on the wire streams its answer's body
+  bool uploading = false;                    // its body is being written (the idle clock runs only while it is blocked)
+  std::optional<Promise<void>> upload_blocked;  // a push waiting for the channel to be writable
 
  private:
   void write(const ChannelPtr& ch, http::HttpClientRequest request, const Url& request_url, bool probe,

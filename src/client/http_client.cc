@@ -52,6 +52,31 @@ Future<StreamedResponse> HttpClient::stream(http::HttpClientRequest request) {
   }
 }
 
+namespace {
+
+Upload failed_upload(std::exception_ptr error) {
+  return Upload{RequestBody(), make_failed_future<StreamedResponse>(std::move(error), EventLoop::current())};
+}
+
+}  // namespace
+
+Upload HttpClient::upload(std::string_view method, std::string_view url, std::optional<std::uint64_t> content_length) {
+  try {
+    return core_->upload(Url::parse(url), std::string(method), {}, content_length);
+  } catch (const UrlError&) {
+    return failed_upload(std::current_exception());
+  }
+}
+
+Upload HttpClient::upload(http::HttpClientRequest request, std::optional<std::uint64_t> content_length) {
+  try {
+    Url url = Url::parse(request.target());
+    return core_->upload(std::move(url), request.method(), std::string(request.header_block()), content_length);
+  } catch (const UrlError&) {
+    return failed_upload(std::current_exception());
+  }
+}
+
 Future<void> HttpClient::close() { return core_->close(); }
 
 ClientStats HttpClient::stats() const noexcept { return core_->stats(); }

@@ -7,12 +7,45 @@
 #include "http1_side.h"
 #include "origin_connector.h"
 #include "origin_pool.h"
+#include "upload_stream.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/tls/tls_events.h"
 #include "weft/codec/tls/tls_handler.h"
 
 namespace weft::client::detail {
 namespace {
+
+// An HTTP/1.1 request's streamed body: chunks written on the channel, each push done when the
+// channel is writable again (Http1Side::upload_push).
+class Http1Upload final : public UploadSink {
+ public:
+  Http1Upload(std::shared_ptr<Http1Side> side, ChannelPtr channel, EventLoop& pool_loop)
+      : side_(std::move(side)), channel_(std::move(channel)), pool_loop_(pool_loop) {}
+  Future<void> push(ByteBuf chunk) override {
+    Promise<void> done(&pool_loop_);
+    Future<void> future = done.future();
+    on_channel([side = side_, chunk = std::move(chunk), done]() mutable { side->upload_push(std::move(chunk), done); },
+               done);
+    return future;
+  }
+  void end() override {
+    on_channel([side = side_] { side->upload_end(); }, std::nullopt);
+  }
+  void abort() override { channel_->close(); }  // a body cut short: never reused
+
+ private:
+  template <class F>
+  void on_channel(F&& fn, std::optional<Promise<void>> done) {
+    if (channel_->loop().in_loop()) {
+      fn();
+    } else if (!channel_->loop().try_execute(std::forward<F>(fn)) && done) {
+      done->fail(ChannelClosedError("the request body's connection has ended (its loop terminated)"));
+    }
+  }
+  std::shared_ptr<Http1Side> side_;
+  ChannelPtr channel_;
+  EventLoop& pool_loop_;
+};
 
 // After TLS: completes the pipeline from the protocol ALPN chose, then leaves it. A failed
 // handshake's error is kept (and its exception event taken, so that nothing reaches the tail).
@@ -195,6 +228,7 @@ void OriginConnection::close() {
     in_flight = 0;
     std::exchange(current_, nullptr)->fail_closed(pool_loop());
   }
+  if (upload_) std::exchange(upload_, nullptr)->stop(std::make_exception_ptr(ClientClosedError()));
   if (channel_) {
     channel_->close();
   } else if (!reported_) {
@@ -211,6 +245,7 @@ void OriginConnection::send(std::shared_ptr<Exchange> x) {
   x->on = this;
   current_ = x;
   http::HttpClientRequest request = x->wire_request();
+  if (x->upload) request.stream_body(x->upload->length());
   std::shared_ptr<Http1Body> body;
   if (x->streamed) {
     body = std::make_shared<Http1Body>(channel_, options_.idle_timeout, x->url.to_string());
@@ -222,6 +257,10 @@ void OriginConnection::send(std::shared_ptr<Exchange> x) {
     x->body_stream = body;
   }
   http1_->send_from_pool(channel_, std::move(request), x->url, !x->idempotent(), std::move(body));
+  if (x->upload) {
+    upload_ = x->upload;
+    upload_->attach(std::make_shared<Http1Upload>(http1_, channel_, pool_loop()));
+  }
 }
 
 void OriginConnection::abandon(Exchange& x) {

@@ -20,6 +20,7 @@ namespace weft::client::detail {
 
 struct Http1Side;
 class OriginConnector;
+class UploadStream;
 
 class OriginConnection final : public PooledConnection {
  public:
@@ -78,6 +79,7 @@ class OriginConnection final : public PooledConnection {
   std::shared_ptr<Http1Side> http1_;        // HTTP/1.1: the handlers' state (channel loop)
   std::shared_ptr<Http2Connection> http2_;  // HTTP/2
   std::shared_ptr<Exchange> current_;       // HTTP/1.1: the request on the wire
+  std::shared_ptr<UploadStream> upload_;    // HTTP/1.1: its body, while it is written as it goes
   std::optional<TimerId> connect_timer_;    // pool loop
   bool reported_ = false;                   // pool loop: ready or failed was told
 };

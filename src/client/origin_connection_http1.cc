@@ -6,6 +6,7 @@
 #include "http1_side.h"
 #include "origin_connection.h"
 #include "origin_pool.h"
+#include "upload_stream.h"
 #include "weft/client/client_errors.h"
 
 namespace weft::client::detail {
@@ -50,6 +51,12 @@ void OriginConnection::http1_response(http::HttpClientResponse response) {
     if (x && x->streamed) {
       // The head: the connection stays the body's until it ends (http1_body_done) or closes.
       if (!response.keep_alive()) self->dead = true;
+      if (self->upload_ && self->upload_->active() && response.status() >= 300) {
+        // Answered before the body's end: the rest is not sent, and the connection not reused.
+        self->dead = true;
+        self->upload_->stop(
+            std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, x->url.to_string())));
+      }
       if (auto p = self->pool()) {
         p->answered(*self, std::move(x), std::move(response));
       } else {
@@ -78,6 +85,11 @@ void OriginConnection::http1_body_done() {
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   on_pool_loop([self] {
     if (self->in_flight == 0) return;  // closed meanwhile
+    if (auto upload = std::exchange(self->upload_, nullptr); upload && upload->active()) {
+      // The answer ended before the body: the body stops, and the connection is not reused.
+      self->dead = true;
+      upload->stop(std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, upload->url())));
+    }
     self->in_flight = 0;
     ++self->served;
     self->idle_since = self->pool_loop().now();
@@ -97,6 +109,7 @@ void OriginConnection::http1_closed(ChannelPtr channel, std::exception_ptr error
     if (channel != self->channel_) return;  // an attempt that lost (Happy Eyeballs closed it)
     self->dead = true;
     std::shared_ptr<Exchange> x = std::move(self->current_);
+    self->upload_.reset();  // the request fails: its body stops with it
     self->in_flight = 0;
     auto p = self->pool();
     if (!p) {

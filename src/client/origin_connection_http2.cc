@@ -10,6 +10,7 @@
 #include "exchange.h"
 #include "origin_connection.h"
 #include "origin_pool.h"
+#include "upload_stream.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/http2/client_codec.h"
 #include "weft/core/spawn.h"
@@ -30,6 +31,7 @@ class CodecFailures final : public Handler {
 void OriginConnection::install_http2(Channel& ch) {
   http2::ClientSettings settings;
   settings.max_response_body = options_.max_response_body;
+  settings.stream_idle_timeout = options_.idle_timeout;  // whole answers; streamed ones time their body
   settings.authority = origin_.authority();
   settings.scheme = std::string(origin_.scheme_name());
   auto codec = std::make_shared<http2::ClientCodec>(settings);
@@ -106,6 +108,8 @@ void OriginConnection::http2_failed(const std::shared_ptr<Exchange>& x, std::exc
   std::exception_ptr failure = error;
   try {
     std::rethrow_exception(error);
+  } catch (const http2::StreamIdleError&) {
+    failure = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, x->url.to_string()));
   } catch (const http2::ClientStreamError& e) {
     if (e.refused()) {
       retryable = true;  // the server did not process it (REFUSED_STREAM, GOAWAY)
@@ -131,6 +135,10 @@ struct StreamedCall {
   ByteBuf body;
   std::string url;
   Duration idle;
+  bool upload = false;                         // the body is written as it goes
+  std::optional<std::uint64_t> upload_length;  // its declared length
+  // upload: the stream, and where its answer's status will be (0 until the head), on its loop
+  std::function<void(std::shared_ptr<http2::ClientStream>, std::shared_ptr<int>)> opened;
 };
 
 struct StreamedHead {
@@ -138,18 +146,115 @@ struct StreamedHead {
   std::shared_ptr<BodyStream> body;
 };
 
-// On the connection's loop: opens the stream, sends the request, waits for the response's head.
+// A stream shared by its response's body and its request's streamed body, destroyed on `loop`.
+std::shared_ptr<http2::ClientStream> share_on(EventLoop& loop, http2::ClientStream stream) {
+  return {new http2::ClientStream(std::move(stream)), [&loop](http2::ClientStream* s) {
+            if (loop.in_loop() || !loop.try_execute([s] { delete s; })) delete s;  // a terminated loop runs nothing
+          }};
+}
+
+// A streamed request body of HTTP/2: each chunk waits for the stream's and the connection's
+// windows (ClientStream::write); a wait longer than the idle timeout resets the stream.
+class Http2Upload final : public UploadSink {
+ public:
+  Http2Upload(EventLoop& pool_loop, EventLoop& loop, std::shared_ptr<http2::ClientStream> stream,
+              std::shared_ptr<int> status, Duration idle, std::string url)
+      : pool_loop_(pool_loop),
+        loop_(loop),
+        stream_(std::move(stream)),
+        status_(std::move(status)),
+        idle_(idle),
+        url_(std::move(url)) {}
+  Future<void> push(ByteBuf chunk) override {
+    Promise<void> done(&pool_loop_);
+    Future<void> future = done.future();
+    auto run = [stream = stream_, status = status_, chunk = std::move(chunk), done, idle = idle_, url = url_,
+                &loop = loop_]() mutable {
+      spawn_detached(loop, write_one(loop, std::move(stream), std::move(status), std::move(chunk), std::move(done),
+                                     idle, std::move(url)));
+    };
+    if (loop_.in_loop()) {
+      run();
+    } else if (!loop_.try_execute(std::move(run))) {
+      done.fail(ChannelClosedError("the request body's connection has ended (its loop terminated)"));
+    }
+    return future;
+  }
+  void end() override {
+    loop_.try_execute([stream = stream_] { stream->end(); });
+  }
+  void abort() override {
+    loop_.try_execute([stream = stream_] { stream->reset(); });  // RST_STREAM(CANCEL)
+  }
+  void stopped() override {
+    // An answer that has ended before the body's: RST_STREAM(NO_ERROR) (RFC 9113 8.1), which also
+    // frees a write waiting for a window that will not open. (Otherwise the request's failure
+    // reset the stream already, or the response goes on, for its reader.)
+    loop_.try_execute([stream = stream_] {
+      if (stream->response_ended()) stream->reset(0);
+    });
+  }
+
+ private:
+  static Task<> write_one(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, std::shared_ptr<int> status,
+                          ByteBuf chunk, Promise<void> done, Duration idle, std::string url) {
+    auto timed_out = std::make_shared<bool>(false);
+    std::optional<TimerId> timer;
+    if (idle > Duration::zero()) {
+      timer = loop.schedule(idle, [stream, timed_out] {
+        *timed_out = true;
+        stream->reset();  // wakes the write below, which throws
+      });
+    }
+    std::exception_ptr error;
+    try {
+      co_await stream->write(std::move(chunk));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (timer && !*timed_out) loop.cancel(*timer);
+    if (*timed_out) {
+      error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url));
+    } else if (error && stream->response_ended() && *status >= 300) {
+      // The server answered and ended the stream before the body's end (RFC 9113 8.1): the rest
+      // is dropped, whichever of the answer and this write the pool hears of first.
+      error = std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, url));
+    }
+    if (error) {
+      done.set_error(error);
+    } else {
+      done.set_value();
+    }
+  }
+
+  EventLoop& pool_loop_;
+  EventLoop& loop_;
+  std::shared_ptr<http2::ClientStream> stream_;
+  std::shared_ptr<int> status_;  // the answer's, once its head came (connection loop)
+  Duration idle_;
+  std::string url_;
+};
+
+// On the connection's loop: opens the stream, sends the request (or hands the stream to its
+// streamed body), waits for the response's head.
 Task<StreamedHead> open_streamed(std::shared_ptr<Http2Connection> h2, StreamedCall call) {
   std::vector<http::Header> headers;
   for_each_header_line(call.header_block, [&headers](std::string_view name, std::string_view value) {
     headers.push_back({name, value});
   });
-  http2::ClientStream stream = h2->open(call.method, call.target, headers);
-  if (call.body.is_readable()) co_await stream.write(std::move(call.body));
-  stream.end();
-  co_await stream.response();
+  const std::string length = call.upload_length ? std::to_string(*call.upload_length) : std::string();
+  if (call.upload_length) headers.push_back({"content-length", length});
+  std::shared_ptr<http2::ClientStream> stream = share_on(h2->loop(), h2->open(call.method, call.target, headers));
+  auto status = std::make_shared<int>(0);
+  if (call.upload) {
+    call.opened(stream, status);
+  } else {
+    if (call.body.is_readable()) co_await stream->write(std::move(call.body));
+    stream->end();
+  }
+  *status = co_await stream->response();
   StreamedHead out;
-  out.head = stream.take_head();
+  out.head = stream->take_head();
   out.body = std::make_shared<Http2Body>(h2->loop(), std::move(stream), call.idle, std::move(call.url));
   co_return out;
 }
@@ -161,8 +266,24 @@ void OriginConnection::stream_http2(std::shared_ptr<Exchange> x) {
   x->on = this;
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   const bool reused = served > 0;
-  StreamedCall call{x->method,       x->url.target(),    x->header_block,
-                    x->body.slice(), x->url.to_string(), options_.idle_timeout};
+  StreamedCall call;
+  call.method = x->method;
+  call.target = x->url.target();
+  call.header_block = x->header_block;
+  call.body = x->body.slice();
+  call.url = x->url.to_string();
+  call.idle = options_.idle_timeout;
+  if (x->upload) {
+    call.upload = true;
+    call.upload_length = x->upload->length();
+    EventLoop& loop = http2_->loop();
+    call.opened = [self, x, &loop, idle = options_.idle_timeout](std::shared_ptr<http2::ClientStream> stream,
+                                                                 std::shared_ptr<int> status) {
+      auto sink = std::make_shared<Http2Upload>(self->pool_loop(), loop, std::move(stream), std::move(status), idle,
+                                                x->url.to_string());
+      self->on_pool_loop([x, sink] { x->upload->attach(sink); });
+    };
+  }
   spawn(http2_->loop(), open_streamed(http2_, std::move(call)))
       .add_listener([self, x, reused](const Future<StreamedHead>& f) {
         std::exception_ptr error = f.error();

@@ -237,7 +237,7 @@ void OriginPool::failed(PooledConnection&, std::shared_ptr<Exchange> x, std::exc
     x->fail_closed(loop_);  // the client closed it: say so, whatever the connection saw
     return;
   }
-  if (retryable && !x->retried && !closed_) {
+  if (retryable && !x->retried && !closed_ && !x->upload) {  // a streamed body cannot be replayed
     x->retried = true;
     x->fresh_only = true;
     StatsCounters::bump(stats_.retries);

@@ -22,7 +22,8 @@ class TimeoutError : public Error {
   enum class Kind : std::uint8_t {
     connect,  ///< Options::connect_timeout: the connection (TCP, TLS, HTTP/2 SETTINGS) was not ready
     request,  ///< Options::request_timeout: the whole request, from the call to the response's end
-    idle,     ///< Options::idle_timeout: no byte of the response for this long while it was owed
+    idle,     ///< Options::idle_timeout: no byte of the response for this long while it was owed, or an
+              ///< upload that the connection could take no more of for this long
   };
   /// `kind` fired for the request to `url`.
   TimeoutError(Kind kind, std::string_view url);
@@ -71,6 +72,26 @@ class HostResolutionError : public Error {
   std::string host_;
   DnsErrorCode code_;
   std::exception_ptr cause_;
+};
+
+/// A streamed request body (HttpClient::upload, RequestBody) that could not be sent as asked;
+/// kind() says why. The request fails with it too, except for `answered`.
+class RequestBodyError : public Error {
+ public:
+  /// Why the body stopped.
+  enum class Kind : std::uint8_t {
+    too_long,   ///< more bytes written than the declared Content-Length
+    too_short,  ///< finish() before the declared Content-Length was written
+    abandoned,  ///< the RequestBody was let go of (or abandon() called) before finish()
+    answered,   ///< the server answered (a final status >= 300) before the body's end: the rest is not sent
+  };
+  /// `kind` for the request to `url`.
+  RequestBodyError(Kind kind, std::string_view url);
+  /// Thread-safe. Why the body stopped.
+  Kind kind() const noexcept { return kind_; }
+
+ private:
+  Kind kind_;
 };
 
 /// The client was closed (HttpClient::close) before the request could be carried out.

@@ -36,7 +36,10 @@ struct ClientOptions {
   Duration connect_timeout = std::chrono::seconds(10);
   /// The whole request, redirects and a retry included: else TimeoutError::Kind::request.
   Duration request_timeout = std::chrono::seconds(60);
-  /// HTTP/1.1: no byte of an owed response for this long: TimeoutError::Kind::idle.
+  /// No byte of an owed response for this long: TimeoutError::Kind::idle. HTTP/1.1: the connection
+  /// is closed; HTTP/2: the stream is reset (CANCEL) and the connection serves on (a whole answer:
+  /// no frame on its stream; a streamed body: no DATA while the reader waits). Also an upload the
+  /// connection could take no more of for this long (request_body.h).
   Duration idle_timeout = std::chrono::seconds(30);
 
   /// A larger response body fails the request with ResponseTooLargeError.

@@ -27,13 +27,16 @@
 ///
 /// Names: numeric hosts and "localhost" until the resolver (weft/dns/) is in.
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/client/client_errors.h"
 #include "weft/client/client_options.h"
 #include "weft/client/client_stats.h"
+#include "weft/client/request_body.h"
 #include "weft/client/response_body.h"
 #include "weft/client/url.h"
 #include "weft/codec/http1/client_codec.h"
@@ -71,6 +74,13 @@ class HttpClient {
   Future<StreamedResponse> stream(std::string_view method, std::string_view url, ByteBuf body = {});
   /// As stream(method, url, body) for `request` (see request(http::HttpClientRequest)).
   Future<StreamedResponse> stream(http::HttpClientRequest request);
+
+  /// `method` on `url`, its body written as it goes, with backpressure (RequestBody,
+  /// request_body.h): `content_length` declared, or chunked (HTTP/1.1) / DATA until the end
+  /// (HTTP/2). The response comes as stream() gives it. Never retried; not redirected.
+  Upload upload(std::string_view method, std::string_view url, std::optional<std::uint64_t> content_length = {});
+  /// As upload(method, url, content_length) for `request` (its headers; its body must be empty).
+  Upload upload(http::HttpClientRequest request, std::optional<std::uint64_t> content_length = {});
 
   /// Closes every pooled connection; requests still waiting or under way fail with
   /// ClientClosedError, later ones too. The future completes once every loop has closed its pools.

@@ -93,7 +93,48 @@ ParseResult parse_response_head(std::string_view data, ResponseHead& out, const 
 }
 
 void ClientCodec::write_message(Context& ctx, MessageRef message) {
+  if (upload_ != Upload::none && message.is<ByteBuf>()) {
+    ByteBuf& bytes = message.as<ByteBuf>();
+    if (!bytes.is_readable()) return;  // chunked: an empty chunk would end the body
+    if (upload_ == Upload::chunked) {
+      // The previous chunk's CRLF goes with this chunk's size line: one small buffer per chunk,
+      // the data itself by reference.
+      char line[24];
+      char* at = line;
+      if (upload_chunk_open_) {
+        *at++ = '\r';
+        *at++ = '\n';
+      }
+      at = std::to_chars(at, line + sizeof line - 2, bytes.readable_bytes(), 16).ptr;
+      *at++ = '\r';
+      *at++ = '\n';
+      ByteBuf size = ctx.allocator().buffer(static_cast<std::size_t>(at - line));
+      size.write_bytes(std::string_view(line, static_cast<std::size_t>(at - line)));
+      ctx.write(std::move(size));
+      upload_chunk_open_ = true;
+    } else {
+      // The declared length's last byte ends the body: the connection may carry the next request.
+      const std::uint64_t n = bytes.readable_bytes();
+      upload_left_ = n >= upload_left_ ? 0 : upload_left_ - n;
+      if (upload_left_ == 0) upload_ = Upload::none;
+    }
+    ctx.write(std::move(bytes));
+    return;
+  }
+  if (message.is<RequestBodyEnd>()) {
+    if (upload_ == Upload::chunked) {
+      const std::string_view last = upload_chunk_open_ ? std::string_view("\r\n0\r\n\r\n") : "0\r\n\r\n";
+      ByteBuf end = ctx.allocator().buffer(last.size());
+      end.write_bytes(last);
+      ctx.write(std::move(end));
+    }
+    upload_ = Upload::none;
+    upload_chunk_open_ = false;
+    return;
+  }
   if (!message.is<HttpClientRequest>()) throw_type_mismatch(ctx, "outbound", typeid(HttpClientRequest), message.type());
+  if (upload_ != Upload::none)
+    throw std::logic_error("http::ClientCodec: a request written before the streamed body's end");
   HttpClientRequest& request = message.as<HttpClientRequest>();
   ByteBuf& body = request.owned_body();
   const std::size_t body_size = body.readable_bytes();
@@ -110,7 +151,20 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
     out.write_bytes("\r\n");
   }
   out.write_bytes(request.header_block());
-  if (body_size > 0 || request.method() == "POST" || request.method() == "PUT") {
+  if (request.body_streamed()) {
+    if (auto length = request.streamed_length()) {
+      char digits[24];
+      auto [end, ec] = std::to_chars(digits, digits + sizeof digits, *length);
+      out.write_bytes("Content-Length: ");
+      out.write_bytes(std::string_view(digits, static_cast<std::size_t>(end - digits)));
+      out.write_bytes("\r\n");
+      upload_ = *length > 0 ? Upload::sized : Upload::none;
+      upload_left_ = *length;
+    } else {
+      out.write_bytes("Transfer-Encoding: chunked\r\n");
+      upload_ = Upload::chunked;
+    }
+  } else if (body_size > 0 || request.method() == "POST" || request.method() == "PUT") {
     char digits[24];
     auto [end, ec] = std::to_chars(digits, digits + sizeof digits, body_size);
     out.write_bytes("Content-Length: ");

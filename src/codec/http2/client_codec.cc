@@ -66,6 +66,8 @@ struct ClientCodec::Stream {
   const char* failure = nullptr;                           // a limit the response broke, or why it was malformed
   std::uint32_t failure_code = detail::ErrorCode::cancel;  // the reset's code for `failure`
   bool malformed = false;                 // `failure` is the session's: the server broke RFC 9113 (a stream error)
+  bool idle = false;                      // `failure` is stream_idle_timeout's
+  TimePoint last_frame{};                 // a whole request's: when it was submitted, then its last frame
   std::shared_ptr<StreamState> streamed;  // a streamed request (ClientCodec::open): its shared state
 };
 
@@ -165,6 +167,8 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
   int on_frame_recv(const detail::FrameInfo& frame) override {
     if (frame.type == detail::FrameType::headers || frame.type == detail::FrameType::data) {
       Stream* s = stream(frame.stream_id);
+      if (s != nullptr && !s->streamed && c.settings_.stream_idle_timeout > Duration::zero())
+        s->last_frame = c.ctx_->loop().now();
       if (s != nullptr && s->streamed && s->failure == nullptr) {
         StreamState& st = *s->streamed;
         const bool end = (frame.flags & detail::FrameFlag::end_stream) != 0;
@@ -317,6 +321,7 @@ std::uint32_t ClientCodec::peer_max_concurrent_streams() const noexcept {
 
 void ClientCodec::handler_removed(Context&) {
   stop_keepalive();
+  stop_idle();
   pump_later_.cancel();
   fail_all(std::make_exception_ptr(ChannelClosedError("the HTTP/2 client codec was removed")));
   ctx_ = nullptr;
@@ -338,6 +343,7 @@ void ClientCodec::channel_active(Context& ctx) {
 
 void ClientCodec::channel_inactive(Context& ctx) {
   stop_keepalive();
+  stop_idle();
   fail_all(std::make_exception_ptr(ChannelClosedError("the HTTP/2 connection closed before the response")));
   ctx.fire_channel_inactive();
 }
@@ -444,6 +450,10 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
     s->done.fail(ClientStreamError(std::string("HTTP/2 request refused: ") + detail::describe(id),
                                    detail::ErrorCode::refused_stream, true));
     return;
+  }
+  if (settings_.stream_idle_timeout > Duration::zero()) {
+    s->last_frame = ctx_->loop().now();
+    if (!idle_timer_) idle_at(s->last_frame + settings_.stream_idle_timeout);
   }
   streams_.emplace(id, std::move(s));
   send_pending();
@@ -582,6 +592,7 @@ void ClientCodec::finish(std::int32_t id, std::uint32_t error_code) {
 
 // The failure of a stream the client reset: a limit its response broke, or a malformed response.
 std::exception_ptr ClientCodec::failure_error(const Stream& s, std::uint32_t error_code) {
+  if (s.idle) return std::make_exception_ptr(StreamIdleError(s.failure));
   const std::uint32_t code = s.failure_code != 0 ? s.failure_code : error_code;
   if (s.malformed && code == detail::ErrorCode::protocol_error) {
     return std::make_exception_ptr(ClientStreamError(
@@ -702,6 +713,47 @@ void ClientCodec::stop_keepalive() noexcept {
   if (!keepalive_timer_) return;
   if (ctx_ != nullptr) ctx_->loop().cancel(*keepalive_timer_);
   keepalive_timer_.reset();
+}
+
+// ---- Streams' idle timeout ----------------------------------------------------------------------
+
+void ClientCodec::idle_at(TimePoint when) {
+  if (ctx_ == nullptr) return;
+  EventLoop& loop = ctx_->loop();
+  const TimePoint now = loop.now();
+  // handler_removed and channel_inactive cancel the timer (stop_idle) before the codec can go.
+  idle_timer_ = loop.schedule(when > now ? when - now : Duration::zero(), [this] {
+    idle_timer_.reset();
+    idle_due();
+  });
+}
+
+void ClientCodec::idle_due() {
+  if (ctx_ == nullptr || failed_ || session_ == nullptr) return;
+  const Duration idle = settings_.stream_idle_timeout;
+  const TimePoint now = ctx_->loop().now();
+  std::optional<TimePoint> next;
+  bool reset = false;
+  for (auto& [id, s] : streams_) {
+    if (s->streamed || s->failure != nullptr) continue;
+    if (now - s->last_frame >= idle) {
+      s->failure = "no frame of the response came for ClientSettings::stream_idle_timeout";
+      s->failure_code = detail::ErrorCode::cancel;
+      s->idle = true;
+      session_->submit_rst_stream(id, detail::ErrorCode::cancel);
+      reset = true;
+    } else if (!next || s->last_frame + idle < *next) {
+      next = s->last_frame + idle;
+    }
+  }
+  if (next) idle_at(*next);
+  if (reset) send_pending();  // the resets leave; each stream's close fails its request
+}
+
+void ClientCodec::stop_idle() noexcept {
+  if (!idle_timer_) return;
+  if (ctx_ != nullptr) ctx_->loop().cancel(*idle_timer_);
+  idle_timer_.reset();
 }
 
 }  // namespace weft::http2

@@ -32,6 +32,36 @@ TEST(ClientCodecTest, EncodesRequests) {
   EXPECT_THROW(HttpClientRequest("GET", "/").header("X", "a\r\nb"), std::invalid_argument);
 }
 
+TEST(ClientCodecTest, StreamedRequestBodiesAreFramedChunkedOrSized) {
+  Fixture f;
+  HttpClientRequest chunked("POST", "/up");
+  chunked.header("Host", "h").stream_body(std::nullopt);
+  f.ch.write_outbound(std::move(chunked));
+  EXPECT_EQ(f.sent(), "POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+  f.ch.write_outbound(ByteBuf::copy_of("hello"));
+  f.ch.write_outbound(ByteBuf());  // an empty piece is no chunk (it would end the body)
+  f.ch.write_outbound(ByteBuf::copy_of(std::string(26, 'x')));
+  f.ch.write_outbound(RequestBodyEnd{});
+  EXPECT_EQ(f.sent(), "5\r\nhello\r\n1a\r\n" + std::string(26, 'x') + "\r\n0\r\n\r\n");
+  // The next request may follow; one written before a streamed body's end is refused.
+  HttpClientRequest sized("PUT", "/s");
+  sized.header("Host", "h").stream_body(4);
+  f.ch.write_outbound(std::move(sized));
+  EXPECT_EQ(f.sent(), "PUT /s HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\n");
+  f.ch.write_outbound(ByteBuf::copy_of("ab"));
+  try {  // refused: whether it reaches the caller or the pipeline's exception, no byte of it leaves
+    f.ch.write_outbound(HttpClientRequest("GET", "/early").header("Host", "h"));
+    f.ch.check_exception();
+  } catch (const std::exception&) {
+  }
+  EXPECT_EQ(f.sent(), "ab");
+  f.ch.write_outbound(ByteBuf::copy_of("cd"));  // the declared length's last byte ends the body
+  EXPECT_EQ(f.sent(), "cd");
+  f.ch.write_outbound(RequestBodyEnd{});  // taken and ignored
+  f.ch.write_outbound(HttpClientRequest("GET", "/next").header("Host", "h"));
+  EXPECT_EQ(f.sent(), "GET /next HTTP/1.1\r\nHost: h\r\n\r\n");
+}
+
 TEST(ClientCodecTest, AddsHostWhenTheRequestHasNone) {
   {
     Fixture f;  // an embedded channel has no remote address: Host is empty, as RFC 9110 asks then

@@ -10,6 +10,7 @@
 #include <deque>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,10 @@ class ResponseBodySink {
   virtual void body_failed(std::exception_ptr error) = 0;
 };
 
+/// The end of a streamed request body (HttpClientRequest::stream_body): written after its last bytes
+/// (a body of declared length has ended with its last byte already; its end is then taken and ignored).
+struct RequestBodyEnd {};
+
 /// A request to send. Header rules as HttpResponse (no CR/LF in values). The encoder adds
 /// Content-Length when there is a body, and Host when the request has none (see ClientCodec).
 class HttpClientRequest {
@@ -79,6 +84,18 @@ class HttpClientRequest {
     sink_ = std::move(sink);
     return *this;
   }
+  /// Streams the request's body: the head goes alone, with `Content-Length: length` when given, else
+  /// `Transfer-Encoding: chunked`; the body follows as ByteBuf writes (framed as chunks when chunked;
+  /// the writer keeps a declared length), then a RequestBodyEnd. Requests written meanwhile are refused.
+  HttpClientRequest& stream_body(std::optional<std::uint64_t> length) & noexcept {
+    streamed_body_ = true;
+    streamed_length_ = length;
+    return *this;
+  }
+  /// For the encoder: whether the body is streamed (stream_body), and its declared length.
+  bool body_streamed() const noexcept { return streamed_body_; }
+  /// For the encoder: the streamed body's declared length (nullopt: chunked).
+  std::optional<std::uint64_t> streamed_length() const noexcept { return streamed_length_; }
   /// For the encoder: where the response's body goes (null: aggregated into the response).
   const std::shared_ptr<ResponseBodySink>& body_sink() const noexcept { return sink_; }
 
@@ -99,7 +116,9 @@ class HttpClientRequest {
   std::string headers_;
   ByteBuf body_;
   std::shared_ptr<ResponseBodySink> sink_;
+  std::optional<std::uint64_t> streamed_length_;
   bool has_host_ = false;
+  bool streamed_body_ = false;
 };
 
 /// A parsed response head: views into the bytes it was parsed from.
@@ -180,6 +199,8 @@ class ClientCodec final : public Handler {
   void write_message(Context& ctx, MessageRef message) override;
   void channel_inactive(Context& ctx) override;
 
+  /// Outbound: an http::HttpClientRequest; while a streamed request body is being sent (see
+  /// HttpClientRequest::stream_body), ByteBuf (its bytes) and RequestBodyEnd.
   /// Requests sent whose response has not arrived yet.
   std::size_t outstanding() const noexcept { return pending_head_requests_.size(); }
 
@@ -208,6 +229,9 @@ class ClientCodec final : public Handler {
   std::deque<Outstanding> pending_head_requests_;  // per request sent and not answered
   std::shared_ptr<ResponseBodySink> streaming_;    // State::streamed: the body's receiver
   bool head_chunked_ = false;                      // State::streamed: the body is chunked (it may have trailers)
+  enum class Upload : std::uint8_t { none, sized, chunked } upload_ = Upload::none;  // a streamed request body
+  bool upload_chunk_open_ = false;  // Upload::chunked: a chunk was sent, its CRLF not yet
+  std::uint64_t upload_left_ = 0;   // Upload::sized: bytes still to come (the body ends at zero)
 };
 
 }  // namespace weft::http

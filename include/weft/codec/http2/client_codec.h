@@ -68,6 +68,15 @@ class ClientStreamError : public Error {
   bool refused_;
 };
 
+/// A whole request (ClientCodec::request, or one written down the pipeline) whose stream received
+/// no frame for ClientSettings::stream_idle_timeout: its stream was reset (RST_STREAM CANCEL); the
+/// connection goes on serving the others.
+class StreamIdleError : public ClientStreamError {
+ public:
+  /// `what`: the message; the error code is CANCEL, the request not refused.
+  explicit StreamIdleError(std::string_view what) : ClientStreamError(what, 0x8, false) {}
+};
+
 /// The client's side of a connection.
 struct ClientSettings {
   /// The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE), and of the connection.
@@ -95,6 +104,10 @@ struct ClientSettings {
   Duration keepalive_timeout = std::chrono::seconds(20);
   /// Whether PINGs are sent while no request is outstanding (grpc-core's keepalive_permit_without_calls).
   bool keepalive_without_calls = false;
+  /// A whole request's stream that receives no frame for this long (counted from when it was
+  /// submitted, then from its last frame) is reset (CANCEL) and fails with StreamIdleError; zero:
+  /// off. Streamed requests (open()) are their application's to time.
+  Duration stream_idle_timeout = Duration::zero();
 };
 
 /// The HTTP/2 client codec (see the file's description). One per channel; loop thread only.
@@ -176,6 +189,9 @@ class ClientCodec final : public Handler {
   void keepalive_due();               // the timer fired: PING, or close when one went unanswered
   void keepalive_answered();          // the PING's ACK came
   void stop_keepalive() noexcept;
+  void idle_at(TimePoint when);  // (re)arms the streams' idle timer (stream_idle_timeout)
+  void idle_due();               // resets the whole requests' streams quiet for that long
+  void stop_idle() noexcept;
 
   ClientSettings settings_;
   Context* ctx_ = nullptr;
@@ -201,6 +217,7 @@ class ClientCodec final : public Handler {
   TimePoint ping_sent_at_{};  // the keepalive PING waiting for its ACK, when ping_outstanding_
   bool ping_outstanding_ = false;
   std::optional<TimerId> keepalive_timer_;
+  std::optional<TimerId> idle_timer_;
 };
 
 }  // namespace weft::http2
