@@ -118,6 +118,7 @@ TEST_P(DrainTest, StopsAcceptingClosesIdleConnectionsAndAnswersRequestsInFlight)
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(answer, HasSubstr("\r\nConnection: close\r\n"));
   EXPECT_THAT(answer, EndsWith("\r\n\r\nlate answer"));
+  busy.close();  // the client's FIN ends the server's linger after its own
 
   ASSERT_TRUE(drained.wait_for(20s)) << "the drain did not complete once every connection had closed";
   const DrainReport report = drained.get();

@@ -80,7 +80,8 @@ class Http2DrainTest : public test::H2MatrixTest {
 
 TEST_P(Http2DrainTest, TwoGoawaysThenTheStreamsInFlightAreAnsweredAndTheConnectionCloses) {
   serve_slow_and_plaintext();
-  test::RawH2Connection conn(port(), tls());
+  auto owned = std::make_unique<test::RawH2Connection>(port(), tls());
+  test::RawH2Connection& conn = *owned;
   ASSERT_TRUE(conn.is_open());
   ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
                         frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 1, test::request_block("GET", "/slow"))));
@@ -117,6 +118,7 @@ TEST_P(Http2DrainTest, TwoGoawaysThenTheStreamsInFlightAreAnsweredAndTheConnecti
   EXPECT_EQ(f.data[1], "late answer");
   EXPECT_EQ(f.status.count(5), 0u) << "a stream opened after the last GOAWAY was served";
   EXPECT_EQ(goaways(f).size(), 2u);
+  owned.reset();  // the client's FIN ends the server's linger after its own
 
   ASSERT_TRUE(drained.wait_for(20s));
   EXPECT_EQ(drained.get().open, 1u);
@@ -130,7 +132,8 @@ TEST_P(Http2DrainTest, AClientThatNeverAnswersThePingGetsTheLastGoawayAnyway) {
   Settings settings;
   settings.goaway_ping_timeout = 20ms;
   serve_slow_and_plaintext(settings);
-  test::RawH2Connection conn(port(), tls());
+  auto owned = std::make_unique<test::RawH2Connection>(port(), tls());
+  test::RawH2Connection& conn = *owned;
   ASSERT_TRUE(conn.is_open());
   ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
                         frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 1, test::request_block("GET", "/plaintext"))));
@@ -143,6 +146,7 @@ TEST_P(Http2DrainTest, AClientThatNeverAnswersThePingGetsTheLastGoawayAnyway) {
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0].last_stream_id, 0x7fffffffu);
   EXPECT_EQ(seen[1].last_stream_id, 1u);
+  owned.reset();
   ASSERT_TRUE(drained.wait_for(20s));
   EXPECT_EQ(drained.get().drained, 1u);
 }
