@@ -821,7 +821,14 @@ void ServerCodec::channel_read_complete(Context& ctx) {
 // The session has nothing to read or write any more (GOAWAY sent or received and no stream
 // left, or a fatal error): FIN after what was written, then close.
 void ServerCodec::finish_if_done(Context& ctx) {
-  if (finished_ || session_ == nullptr || goaway_ping_pending_) return;
+  if (finished_ || session_ == nullptr) return;
+  if (goaway_ping_pending_) {
+    // A terminated loop reads nothing more and runs no timer: the PING's answer cannot come.
+    if (!ctx.loop().is_terminated()) return;
+    submit_goaway();
+    send_pending(ctx);
+    if (finished_) return;
+  }
   if (session_->want_read() || session_->want_write()) return;
   finished_ = true;
   stop_deadline(ctx);
