@@ -96,8 +96,9 @@ std::shared_ptr<LoopConnections> ServerConnections::on(EventLoop& loop) const {
 }
 
 void ServerConnections::begin_drain(const std::shared_ptr<DrainRun>& run) const {
-  for (const auto& [loop, connections] : loops_) {
-    const bool posted = loop->try_execute([run, connections] { connections->begin_drain(run, connections); });
+  for (const auto& entry : loops_) {
+    const std::shared_ptr<LoopConnections>& connections = entry.second;
+    const bool posted = entry.first->try_execute([run, connections] { connections->begin_drain(run, connections); });
     if (!posted) run->loop_done(0, 0);  // terminated: its loop closed its connections
   }
 }
