@@ -7,10 +7,12 @@
 // to end.
 
 #include "weft/channel/drain.h"
+#include "weft/channel/events.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <any>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -40,6 +42,29 @@ struct SlowRoute {
   Promise<void> release;
 };
 
+// Completes `seen` once `expected` connections have had ChannelShutdownRequestedEvent pass the codec
+// (their loops may be different ones: each is reached by the drain in its own time).
+struct ShutdownsSeen {
+  explicit ShutdownsSeen(int n) : expected(n) {}
+  const int expected;
+  std::atomic<int> count{0};
+  Promise<void> seen;
+};
+
+class SeesShutdown final : public Handler {
+ public:
+  explicit SeesShutdown(std::shared_ptr<ShutdownsSeen> seen) : seen_(std::move(seen)) {}
+  void user_event(Context& ctx, const std::any& event) override {
+    if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr && ++seen_->count == seen_->expected) {
+      seen_->seen.set_value();
+    }
+    ctx.fire_user_event(event);
+  }
+
+ private:
+  std::shared_ptr<ShutdownsSeen> seen_;
+};
+
 class DrainTest : public test::TransportTest {
  protected:
   void start(AcceptMode mode = AcceptMode::acceptor) {
@@ -57,8 +82,9 @@ class DrainTest : public test::TransportTest {
     server_ = ServerBootstrap()
                   .group(group_)
                   .accept_mode(mode)
-                  .child_handler([router](Channel& ch) {
+                  .child_handler([router, shutdowns = shutdowns_](Channel& ch) {
                     ch.pipeline().add_last("http", std::make_shared<ServerCodec>());
+                    ch.pipeline().add_last("sees-shutdown", std::make_shared<SeesShutdown>(shutdowns));
                     ch.pipeline().add_last("router", router);
                   })
                   .bind(SocketAddress::loopback(0))
@@ -90,6 +116,7 @@ class DrainTest : public test::TransportTest {
 
   EventLoopGroup group_{transport(), loops(2, 5)};
   std::shared_ptr<SlowRoute> slow_ = std::make_shared<SlowRoute>();
+  std::shared_ptr<ShutdownsSeen> shutdowns_ = std::make_shared<ShutdownsSeen>(2);  // the first test's two
   ChannelPtr server_;
   std::uint16_t port_ = 0;
 };
@@ -112,6 +139,8 @@ TEST_P(DrainTest, StopsAcceptingClosesIdleConnectionsAndAnswersRequestsInFlight)
   EXPECT_EQ(rest, "");
   EXPECT_FALSE(drained.is_done()) << "the drain completed with a request still in flight";
 
+  // The drain has reached the busy connection's loop too (it may be another): now its answer comes.
+  ASSERT_TRUE(shutdowns_->seen.future().wait_for(20s));
   slow_->release.set_value();
   std::string answer;
   EXPECT_EQ(busy.recv_until_end(&answer, 20000ms), test::StreamEnd::eof);
