@@ -7,7 +7,6 @@
 // to end.
 
 #include "weft/channel/drain.h"
-#include "weft/channel/events.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,6 +19,7 @@
 #include "support/blocking_client.h"
 #include "support/transports.h"
 #include "weft/channel/bootstrap.h"
+#include "weft/channel/events.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
 #include "weft/core/error.h"
