@@ -68,6 +68,7 @@ struct Options {
   bool http2 = true;
   std::string tls_cert;  // with tls_key: every route over HTTPS
   std::string tls_key;
+  long drain_timeout_s = 10;  // SIGTERM/SIGINT: connections have this long to end, then are closed
 };
 
 [[noreturn]] void usage(int code) {
@@ -75,7 +76,7 @@ struct Options {
                "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
                "                  [--accept acceptor|reuseport] [--async-threads T] [--offload-threads T] "
                "[--max-connections N] [--http1-only]\n"
-               "                  [--tls-cert FILE --tls-key FILE]\n"
+               "                  [--tls-cert FILE --tls-key FILE] [--drain-timeout S]\n"
                "  --loops N            event loops (default: one per core; epoll)\n"
                "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
                "                       the handler runs on the connection's own thread)\n"
@@ -90,7 +91,10 @@ struct Options {
                "  --http1-only         HTTP/1.1 only (default: HTTP/1.1 and h2c, chosen by the first bytes)\n"
                "  --tls-cert FILE      serve HTTPS, h2 and HTTP/1.1 chosen by ALPN (HTTP/1.1 only with\n"
                "                       --http1-only): the certificate chain (PEM, leaf first); needs --tls-key\n"
-               "  --tls-key FILE       the chain's private key (PEM)\n");
+               "  --tls-key FILE       the chain's private key (PEM)\n"
+               "  --drain-timeout S    on SIGTERM or SIGINT: stop accepting, let open connections end\n"
+               "                       gracefully (HTTP/1.1 Connection: close, HTTP/2 GOAWAY) for at most S\n"
+               "                       seconds, close what is left, exit 0 (default 10)\n");
   std::exit(code);
 }
 
@@ -129,6 +133,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--http1-only") o.http2 = false;
     else if (a == "--tls-cert") o.tls_cert = value();
     else if (a == "--tls-key") o.tls_key = value();
+    else if (a == "--drain-timeout")
+      o.drain_timeout_s = number(0, 86400);
     else {
       std::fprintf(stderr, "weft-hello: unknown option '%s'\n", a.c_str());
       usage(2);
@@ -363,7 +369,12 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);
-  server->close().wait();
+  // The drain: no new connection, those open end gracefully, what is left at the deadline is closed.
+  const weft::DrainReport drained = weft::drain_server(server, std::chrono::seconds(options.drain_timeout_s)).get();
+  std::fprintf(
+      stderr,
+      "weft-hello: %s: drained: %zu connection(s) open, %zu ended gracefully, %zu closed at the %ld s deadline\n",
+      strsignal(sig), drained.open, drained.drained, drained.forced, options.drain_timeout_s);
   if (downstream_pool) downstream_pool->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   if (acceptor) acceptor->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5)).wait();

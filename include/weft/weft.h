@@ -27,6 +27,7 @@
 #include "weft/channel/channel_config.h"
 #include "weft/channel/connection.h"
 #include "weft/channel/context.h"
+#include "weft/channel/drain.h"
 #include "weft/channel/events.h"
 #include "weft/channel/file_region.h"
 #include "weft/channel/file_region_writer.h"

@@ -20,9 +20,17 @@ void Acceptor::channel_read(Context& ctx, AcceptedSocket&& socket) {
   }
   // A task even on the listener's own loop: the child's events never run inside the listener's call.
   loop->try_execute([setup = setup_, child] {
+    const std::shared_ptr<LoopConnections> here = setup->connections->on(child->loop());
+    if (here != nullptr && here->draining()) {
+      // Accepted before the listeners closed, reaching its loop after the drain did: not served.
+      log(LogLevel::debug, "server draining: accepted channel {} closed unserved", child->id());
+      child->close();
+      return;
+    }
     try {
       if (setup->init) setup->init(*child);
       child->register_channel();
+      if (here != nullptr) here->add(child, here);
     } catch (const std::exception& e) {
       log(LogLevel::warn, "setting up accepted channel {} failed: {}", child->id(), e.what());
       child->close();

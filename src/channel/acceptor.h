@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "server_connections.h"
 #include "weft/channel/bootstrap.h"
 
 namespace weft::detail {
@@ -18,6 +19,8 @@ struct ChildSetup {
   // AcceptMode::reuseport: a connection stays on the loop of the listener that accepted it;
   // otherwise the transport chooses a loop of `group` (round-robin, or a free one on blocking).
   bool stay_on_listener_loop = false;
+  // The server's connections, per loop of `group` (for drain_server).
+  std::shared_ptr<ServerConnections> connections = std::make_shared<ServerConnections>(group);
 };
 
 // The listening channel's handler: turns accepted sockets into registered channels on the child
@@ -28,6 +31,8 @@ class Acceptor final : public InboundHandler<AcceptedSocket> {
 
   void channel_read(Context& ctx, AcceptedSocket&& socket) override;
   void exception_caught(Context& ctx, std::exception_ptr error) override;
+  // The connections this server has accepted (shared by all its listeners).
+  const std::shared_ptr<ServerConnections>& connections() const noexcept { return setup_->connections; }
 
  private:
   void refuse(Context& ctx, AcceptedSocket socket, const ChannelLimitError& error);

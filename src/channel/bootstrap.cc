@@ -51,7 +51,8 @@ Future<ChannelPtr> ServerBootstrap::bind(const SocketAddress& local) const {
     }
     return detail::bind_listener_per_loop(
         local, server_config_, server_init_,
-        std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_, true}));
+        std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_, true,
+                                                      std::make_shared<detail::ServerConnections>(*child_)}));
   }
   EventLoop* chosen = nullptr;
   try {
@@ -63,7 +64,8 @@ Future<ChannelPtr> ServerBootstrap::bind(const SocketAddress& local) const {
   }
   EventLoop& loop = *chosen;
   ChannelPtr server = transport.new_server_channel(loop, server_config_);
-  auto setup = std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_, false});
+  auto setup = std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_, false,
+                                                             std::make_shared<detail::ServerConnections>(*child_)});
   Promise<ChannelPtr> result(&loop);
   loop.execute([server, setup, init = server_init_, local, result]() mutable {
     try {

@@ -356,7 +356,7 @@ void Channel::set_writable(bool writable) {
   pipeline_.fire_writability_changed();
 }
 
-void Channel::close_for_shutdown() {
+void Channel::request_shutdown() {
   if (!is_active()) {
     close_now();
     return;

@@ -448,5 +448,37 @@ TEST(HelloAcceptTest, ReuseportServesEveryConnection) {
   EXPECT_TRUE(WIFEXITED(refused) && WEXITSTATUS(refused) == 2) << refused;
 }
 
+// SIGTERM drains (--drain-timeout): the listener closes, an idle keep-alive connection and one in
+// the middle of its next request are closed at once, the process says so on stderr and exits 0. (Had
+// the drain not closed them, the 30 s deadline would have, and the line would count them as closed
+// at the deadline: the bound turns a hang into a failure.)
+TEST(HelloDrainTest, SigtermDrainsTheOpenConnectionsAndExitsZero) {
+  if (std::string(WEFT_HELLO_BIN).empty()) GTEST_SKIP() << "weft-hello is not built (WEFT_BUILD_EXAMPLES=OFF)";
+  HelloProcess server(WEFT_HELLO_BIN, "epoll", "loop", {"--drain-timeout", "30"});
+  ASSERT_TRUE(server.is_running()) << server.error();
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  for (int i = 0; i < 2; ++i) {
+    auto c = std::make_unique<BlockingClient>(server.port());
+    ASSERT_TRUE(c->is_open());
+    ASSERT_TRUE(c->send_all(get("/plaintext", 200, kPlainBody).request));
+    std::string buffered;
+    auto r = read_response(*c, buffered, false);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    clients.push_back(std::move(c));
+  }
+  ASSERT_TRUE(clients[1]->send_all("GET /plaintext HTTP/1.1\r\nHo"));  // a request still arriving
+  const int status = server.stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << server.output();
+  EXPECT_NE(server.output().find("drained: 2 connection(s) open, 2 ended gracefully, 0 closed at the 30 s deadline"),
+            std::string::npos)
+      << server.output();
+  for (auto& c : clients) {
+    std::string rest;
+    EXPECT_EQ(c->recv_until_end(&rest, 20000ms), StreamEnd::eof);
+    EXPECT_EQ(rest, "");
+  }
+}
+
 }  // namespace
 }  // namespace weft::test

@@ -181,6 +181,12 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   /// closes first (close() drops what is queued, as always), with IoError when shutdown(2) fails.
   /// Called again, it completes with the first call.
   Future<void> shutdown_output();
+  /// Loop thread only. Asks this connection to end gracefully, as the loop's graceful shutdown asks
+  /// each of its channels (drain_server asks a server's connections): fires
+  /// ChannelShutdownRequestedEvent, and closes the channel right after it unless a handler took the
+  /// end over (end_for_shutdown_itself: the HTTP codecs answer what they owe first). A channel not
+  /// active yet closes at once. Calling it again fires the event again.
+  void request_shutdown();
   /// Loop thread only. Called by a handler on ChannelShutdownRequestedEvent: it ends the connection
   /// itself (HTTP/2's GOAWAY and drain), so the channel is not closed right after the event; the
   /// loop still closes it at its shutdown timeout.
@@ -280,9 +286,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   friend class detail::PipelineHead;
   friend class detail::PipelineTail;
 
-  // The loop's graceful shutdown: ChannelShutdownRequestedEvent, then close unless a handler ends
-  // the connection itself (end_for_shutdown_itself).
-  void close_for_shutdown() override;
+  // The loop's graceful shutdown: request_shutdown().
+  void close_for_shutdown() override { request_shutdown(); }
   void abort_for_shutdown() override { close_now(); }
   void start_linger();
   // close_gracefully once ChannelOutputClosingEvent has been delivered.

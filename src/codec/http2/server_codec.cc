@@ -46,6 +46,9 @@ constexpr std::size_t kSpillAt = 64 * 1024;     // output written on to the chan
 // a message's 5-byte prefix and its body separately, on the stream and on the connection), each
 // stream opened one (a client may widen its window as it opens it), a connection starts with 16
 // (ServerCodec::window_update_credit_); the bank is capped here.
+// announce_shutdown's first GOAWAY (RFC 9113 6.8: "2^31-1"), and the PING whose ACK ends the first phase.
+constexpr std::int32_t kMaxStreamId = 0x7fffffff;
+constexpr std::uint64_t kGoawayPing = 0x676f61776179'2121;  // "goaway!!"
 constexpr std::uint32_t kWindowUpdateCredit = 1024;
 constexpr std::uint32_t kReturnedWindow = 512;
 constexpr std::uint32_t kCreditPerDataFrame = 4;
@@ -182,7 +185,11 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
       case detail::FrameType::rst_stream: c.glitch("RST_STREAM received"); break;
       case detail::FrameType::ping:
         if (frame.flags & detail::FrameFlag::ack) {
-          c.ping_outstanding_ = false;  // the keepalive's answer
+          if (frame.ping_data == kGoawayPing && c.goaway_ping_pending_) {
+            c.submit_goaway();  // every stream opened before the client saw the first GOAWAY is here
+          } else {
+            c.ping_outstanding_ = false;  // the keepalive's answer
+          }
         } else {
           c.glitch("PING");
           if (!c.calm_requested_ && !c.ping_allowed(c.ctx_->loop().now())) {
@@ -743,12 +750,23 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
 void ServerCodec::submit_goaway() {
   if (goaway_submitted_ || session_ == nullptr) return;
   goaway_submitted_ = true;
+  goaway_ping_pending_ = false;
   session_->submit_goaway(session_->last_proc_stream_id(), detail::ErrorCode::no_error);
 }
 
 void ServerCodec::shutdown_gracefully(Context& ctx) {
   if (finished_ || session_ == nullptr) return;
   submit_goaway();
+  flush(ctx);
+}
+
+void ServerCodec::announce_shutdown(Context& ctx) {
+  if (finished_ || session_ == nullptr || goaway_submitted_ || goaway_ping_pending_) return;
+  goaway_ping_pending_ = true;
+  session_->submit_goaway(kMaxStreamId, detail::ErrorCode::no_error);
+  session_->submit_ping(kGoawayPing);
+  goaway_ping_due_ = ctx.loop().now() + settings_.goaway_ping_timeout;
+  want_deadline(ctx, goaway_ping_due_);
   flush(ctx);
 }
 
@@ -804,6 +822,13 @@ void ServerCodec::channel_read_complete(Context& ctx) {
 // left, or a fatal error): FIN after what was written, then close.
 void ServerCodec::finish_if_done(Context& ctx) {
   if (finished_ || session_ == nullptr) return;
+  if (goaway_ping_pending_) {
+    // A terminated loop reads nothing more and runs no timer: the PING's answer cannot come.
+    if (!ctx.loop().is_terminated()) return;
+    submit_goaway();
+    send_pending(ctx);
+    if (finished_) return;
+  }
   if (session_->want_read() || session_->want_write()) return;
   finished_ = true;
   stop_deadline(ctx);
@@ -844,9 +869,10 @@ void ServerCodec::user_event(Context& ctx, const std::any& event) {
   if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) {
     end_input(ctx);
   } else if (std::any_cast<ChannelShutdownRequestedEvent>(&event) != nullptr && !finished_ && session_ != nullptr) {
-    // The loop shuts down: GOAWAY(NO_ERROR), the open streams are still answered, then the close.
+    // The loop shuts down, or the server drains: two GOAWAYs, the open streams are still answered,
+    // then the close.
     ctx.channel().end_for_shutdown_itself();
-    shutdown_gracefully(ctx);
+    announce_shutdown(ctx);
   }
   ctx.fire_user_event(event);
 }
@@ -919,6 +945,13 @@ void ServerCodec::on_deadline(Context& ctx) {
     ctx.close();
     return;
   }
+  if (goaway_ping_pending_ && now >= goaway_ping_due_) {
+    log(LogLevel::debug, "channel {}: HTTP/2 client did not answer the shutdown's PING; last GOAWAY",
+        ctx.channel().id());
+    submit_goaway();
+    flush(ctx);
+    if (finished_) return;
+  }
   const TimePoint next_request_timeout = time_out_requests(ctx, now);
   if (finished_) return;
   const bool idle = live_streams_ == 0;
@@ -949,6 +982,7 @@ void ServerCodec::on_deadline(Context& ctx) {
   if (unwritable_since_ != TimePoint{}) next = std::min(next, unwritable_since_ + settings_.send_timeout);
   if (preface_timed) next = std::min(next, began_ + settings_.preface_timeout);
   if (half_closed_timed) next = std::min(next, input_ended_ + settings_.half_closed_timeout);
+  if (goaway_ping_pending_) next = std::min(next, goaway_ping_due_);
   want_deadline(ctx, std::min(next, next_request_timeout));
 }
 

@@ -1389,6 +1389,7 @@ int Session::apply_peer_setting(std::uint16_t id, std::uint32_t value) {
 }
 
 int Session::on_ping(const std::uint8_t* p) {
+  std::memcpy(&frame_.ping_data, p, 8);
   if ((frame_.flags & FrameFlag::ack) == 0) {
     Item& ack = queue(FrameType::ping, FrameFlag::ack, 0);
     ack.ack = true;

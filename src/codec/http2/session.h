@@ -63,6 +63,7 @@ struct FrameInfo {
   std::uint32_t error_code = 0;     // RST_STREAM, GOAWAY
   std::int32_t window_increment = 0;  // WINDOW_UPDATE
   std::int32_t last_stream_id = 0;    // GOAWAY received: the last stream the peer says it processed
+  std::uint64_t ping_data = 0;        // PING received: its 8 bytes (as Session::submit_ping took them)
   std::uint32_t padlen = 0;           // DATA sent: padding (always 0: the session never pads)
   void* user_data = nullptr;        // received HEADERS and DATA: the stream's (set_stream_user_data)
 };

@@ -25,7 +25,7 @@
 /// given and without its body: build the same response as for GET (the Router sends HEAD to the GET
 /// route) and the encoder drops the content.
 ///
-/// The loop's graceful shutdown (ChannelShutdownRequestedEvent): an idle keep-alive connection closes
+/// The loop's graceful shutdown and drain_server (ChannelShutdownRequestedEvent): an idle keep-alive connection closes
 /// at once; one with requests in flight reads no new request, answers those it has handed over -- the
 /// last answer with `Connection: close` -- and then closes (Channel::end_for_shutdown_itself: the
 /// loop waits for it up to its shutdown timeout). Requests pipelined behind are not answered. On a

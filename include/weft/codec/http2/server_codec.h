@@ -100,8 +100,8 @@ class ServerCodec final : public Handler {
   void channel_read_complete(Context& ctx) override;
   /// Loop thread only.
   void channel_inactive(Context& ctx) override;
-  /// Loop thread only. The client's FIN, and the loop's graceful shutdown
-  /// (ChannelShutdownRequestedEvent): GOAWAY once the streams owed are answered, then close.
+  /// Loop thread only. The client's FIN: GOAWAY, and the close once the streams owed are answered.
+  /// A graceful shutdown (ChannelShutdownRequestedEvent: the loop's, drain_server): announce_shutdown().
   void user_event(Context& ctx, const std::any& event) override;
   /// Loop thread only. Reading stops while the channel is unwritable; output resumes when writable.
   void writability_changed(Context& ctx) override;
@@ -111,6 +111,12 @@ class ServerCodec final : public Handler {
   /// Loop thread only. Sends GOAWAY(NO_ERROR): no new stream is accepted, the open ones are still
   /// answered, then the connection closes. Idempotent.
   void shutdown_gracefully(Context& ctx);
+  /// Loop thread only. The graceful shutdown of RFC 9113 6.8, in two phases: GOAWAY(NO_ERROR) with
+  /// last-stream-id 2^31-1 and a PING; when the PING's ACK arrives (or Settings::goaway_ping_timeout
+  /// later), GOAWAY(NO_ERROR) with the last stream processed. Streams the client opened meanwhile are
+  /// served; later ones are refused. The connection closes once the open streams are answered.
+  /// Idempotent; after shutdown_gracefully() it adds nothing.
+  void announce_shutdown(Context& ctx);
   /// Loop thread only. Takes over a connection whose first HTTP/1.1 request asked to switch
   /// (`Upgrade: h2c`, RFC 7540 3.2) and was answered with 101: `settings` is the request's
   /// HTTP2-Settings, base64url-decoded, and `head` the request, which becomes stream 1 (half-closed:
@@ -224,6 +230,9 @@ class ServerCodec final : public Handler {
   TimePoint last_read_{};
   TimePoint ping_sent_at_{};
   bool ping_outstanding_ = false;
+  // announce_shutdown: the first GOAWAY and its PING are out; the last GOAWAY waits for the ACK.
+  bool goaway_ping_pending_ = false;
+  TimePoint goaway_ping_due_{};                      // when the last GOAWAY goes without the ACK
   TimePoint last_ping_received_ = TimePoint::min();  // none yet
   std::uint32_t ping_strikes_ = 0;
 };

@@ -96,6 +96,12 @@ struct Settings {
   /// go out; then the connection is closed, with the streams still unanswered (an application
   /// that never answers cannot hold a half-closed connection forever). Zero: no limit.
   Duration half_closed_timeout = std::chrono::seconds(30);
+  /// A graceful shutdown (ChannelShutdownRequestedEvent: a loop's shutdown, drain_server) ends the
+  /// connection in two phases (RFC 9113 6.8): GOAWAY(NO_ERROR) with last-stream-id 2^31-1 and a
+  /// PING, then, once the PING's ACK is back -- every stream the client opened before it saw the
+  /// first GOAWAY has arrived -- GOAWAY with the last stream processed. A client that does not
+  /// answer the PING gets the second GOAWAY after this long.
+  Duration goaway_ping_timeout = std::chrono::seconds(1);
   /// After the last frame (GOAWAY) the server sends FIN and reads what the client still sends for
   /// at most this long before it closes (see Channel::close_gracefully).
   Duration linger_timeout = std::chrono::seconds(2);

@@ -1,0 +1,106 @@
+#include "server_connections.h"
+
+#include <algorithm>
+
+#include "weft/core/log.h"
+
+namespace weft::detail {
+
+void DrainRun::loop_done(std::size_t open, std::size_t forced) {
+  open_.fetch_add(open, std::memory_order_relaxed);
+  forced_.fetch_add(forced, std::memory_order_relaxed);
+  if (loops_left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;  // acq_rel: the counts above are seen
+  DrainReport report;
+  report.open = open_.load(std::memory_order_relaxed);
+  report.forced = forced_.load(std::memory_order_relaxed);
+  report.drained = report.open - report.forced;
+  result_.set_value(report);
+}
+
+void LoopConnections::add(const ChannelPtr& channel, const std::shared_ptr<LoopConnections>& self) {
+  const std::uint64_t id = channel->id();
+  open_.emplace(id, channel);
+  // The close future's listeners run on the channel's loop (or, once it has terminated, on the
+  // thread that closes the channel as it terminates).
+  channel->close_future().add_listener([self, id](const Future<void>&) { self->remove(id); });
+}
+
+void LoopConnections::remove(std::uint64_t id) {
+  open_.erase(id);
+  if (drain_ != nullptr && open_.empty()) finish();
+}
+
+void LoopConnections::begin_drain(std::shared_ptr<DrainRun> run, const std::shared_ptr<LoopConnections>& self) {
+  if (drain_ != nullptr) return;
+  drain_ = std::move(run);
+  open_at_drain_ = open_.size();
+  if (open_.empty()) {
+    finish();
+    return;
+  }
+  const Duration left = std::max(Duration::zero(), Duration(drain_->due() - Clock::now()));
+  deadline_timer_ = loop_.schedule(left, [self] {
+    self->deadline_timer_ = 0;
+    self->force();
+  });
+  // Each request may close its channel (and so remove it from open_) at once.
+  std::vector<ChannelPtr> channels;
+  channels.reserve(open_.size());
+  for (const auto& [id, weak] : open_) {
+    if (ChannelPtr channel = weak.lock()) channels.push_back(std::move(channel));
+  }
+  for (const ChannelPtr& channel : channels) channel->request_shutdown();
+}
+
+// The deadline: what is still open closes now, its queued writes dropped (as at a loop's shutdown
+// timeout).
+void LoopConnections::force() {
+  if (reported_) return;
+  std::vector<ChannelPtr> channels;
+  for (const auto& [id, weak] : open_) {
+    ChannelPtr channel = weak.lock();
+    if (channel != nullptr && channel->is_open()) channels.push_back(std::move(channel));
+  }
+  forced_ = channels.size();
+  if (forced_ > 0) {
+    log(LogLevel::info, "drain: {} connection(s) on loop {} still open at the deadline; closing them", forced_,
+        loop_.name());
+  }
+  for (const ChannelPtr& channel : channels) static_cast<LoopResource&>(*channel).abort_for_shutdown();
+  if (!reported_) {
+    // The closes' listeners may still be queued: what is left now is closed, so the loop is done.
+    finish();
+  }
+}
+
+void LoopConnections::finish() {
+  if (reported_) return;
+  reported_ = true;
+  if (deadline_timer_ != 0) {
+    loop_.cancel(deadline_timer_);
+    deadline_timer_ = 0;
+  }
+  drain_->loop_done(open_at_drain_, forced_);
+}
+
+ServerConnections::ServerConnections(EventLoopGroup& group) {
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    EventLoop& loop = group.at(i);
+    loops_.emplace(&loop, std::make_shared<LoopConnections>(loop));
+  }
+}
+
+std::shared_ptr<LoopConnections> ServerConnections::on(EventLoop& loop) const {
+  const auto it = loops_.find(&loop);
+  return it == loops_.end() ? nullptr : it->second;
+}
+
+void ServerConnections::begin_drain(const std::shared_ptr<DrainRun>& run) const {
+  for (const auto& entry : loops_) {
+    const std::shared_ptr<LoopConnections>& connections = entry.second;
+    const bool posted = entry.first->try_execute([run, connections] { connections->begin_drain(run, connections); });
+    if (!posted) run->loop_done(0, 0);  // terminated: its loop closed its connections
+  }
+}
+
+}  // namespace weft::detail
