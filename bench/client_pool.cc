@@ -66,7 +66,7 @@ void BM_PoolAcquireRelease(benchmark::State& state) {
       c->idle_since = loop.now();
       pool->answered(*c, std::move(c->carried), std::move(sink.response));  // release
     }
-    if (c->served != state.iterations()) state.SkipWithError("a request was not carried");
+    if (c->served != static_cast<std::size_t>(state.iterations())) state.SkipWithError("a request was not carried");
     pool->close_all(nullptr);
     connector.close();
     done.set_value();

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <system_error>
 
 namespace weft::fetch {
 namespace {
@@ -75,15 +76,22 @@ class Fetcher {
     bytes += r.body_view().size();
     (r.status() < 400 ? ok : failed) += 1;
     // printf's "%d %zu %.3f %s\n", by to_chars: a third of the client's CPU per request went to
-    // formatting the float with fprintf.
-    char line[64];
-    char* end = line + sizeof line;
-    char* p = std::to_chars(line, end, r.status()).ptr;
-    *p++ = ' ';
-    p = std::to_chars(p, end, r.body_view().size()).ptr;
-    *p++ = ' ';
-    p = std::to_chars(p, end - 1, took, std::chars_format::fixed, 3).ptr;
-    *p++ = ' ';
+    // formatting the float with fprintf. Each field leaves room for the space after it.
+    char line[96];
+    char* const last = line + sizeof line - 1;
+    char* p = line;
+    auto field = [&](std::to_chars_result written) {
+      if (written.ec != std::errc()) return false;
+      p = written.ptr;
+      *p++ = ' ';
+      return true;
+    };
+    const std::size_t size = r.body_view().size();
+    if (!field(std::to_chars(p, last, r.status())) || !field(std::to_chars(p, last, size)) ||
+        !field(std::to_chars(p, last, took, std::chars_format::fixed, 3))) {
+      std::fprintf(out_, "%d %zu %.3f %s\n", r.status(), size, took, url.c_str());  // a field too long
+      return;
+    }
     std::fwrite(line, 1, static_cast<std::size_t>(p - line), out_);
     std::fwrite(url.data(), 1, url.size(), out_);
     std::fputc('\n', out_);
