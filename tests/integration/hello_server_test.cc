@@ -473,11 +473,16 @@ TEST(HelloDrainTest, SigtermDrainsTheOpenConnectionsAndExitsZero) {
   EXPECT_NE(server.output().find("drained: 2 connection(s) open, 2 ended gracefully, 0 closed at the 30 s deadline"),
             std::string::npos)
       << server.output();
-  for (auto& c : clients) {
-    std::string rest;
-    EXPECT_EQ(c->recv_until_end(&rest, 20000ms), StreamEnd::eof);
-    EXPECT_EQ(rest, "");
-  }
+  // The idle connection ends with a FIN. The one whose request was still arriving is closed as the
+  // drain reaches it (nothing owed, nothing more decoded): a FIN, or a reset where its last bytes
+  // had not been read from the socket yet (the kernel resets a close with unread input). Neither
+  // gets an answer.
+  std::string rest;
+  EXPECT_EQ(clients[0]->recv_until_end(&rest, 20000ms), StreamEnd::eof);
+  EXPECT_EQ(rest, "");
+  const StreamEnd end = clients[1]->recv_until_end(&rest, 20000ms);
+  EXPECT_TRUE(end == StreamEnd::eof || end == StreamEnd::reset) << to_string(end);
+  EXPECT_EQ(rest, "");
 }
 
 }  // namespace
