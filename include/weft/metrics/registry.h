@@ -83,6 +83,14 @@ class Histogram {
     while (i < bound_count_ && x > bounds_[i]) ++i;
     cells_->add_one_and_double(i, bound_count_ + 1, x);
   }
+  /// Whether this handle names a series (a default-constructed one does not). Thread-safe.
+  bool valid() const noexcept { return cells_ != nullptr; }
+  /// Observations so far, over every thread. Thread-safe.
+  std::uint64_t count() const noexcept {
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i <= bound_count_; ++i) n += cells_->sum(i);
+    return n;
+  }
 
  private:
   friend class Family;

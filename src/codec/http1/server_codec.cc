@@ -16,6 +16,7 @@
 #include "weft/codec/codec_error.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
+#include "weft/metrics/http_server_metrics.h"
 
 namespace weft::http {
 namespace {
@@ -272,6 +273,11 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
                                                  (head.method == "HEAD" ? kHeadRequest : 0));
   const std::uint64_t sequence = front_sequence_ + pending_.size();
   pending_.push_back(flags);
+  {
+    const TimePoint read_at = in_read_batch_ ? batch_now_ : ctx.loop().now();
+    started_.push_back((read_at.time_since_epoch().count() & ~std::int64_t{7}) |
+                       static_cast<std::int64_t>(metrics::method_class(head.method)));
+  }
   request.sequence_ = sequence;
   request_started_ = {};  // the next request's time starts with its first byte
   state_ = head.keep_alive ? State::head : State::closed;
@@ -292,6 +298,13 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   ctx.fire_read(std::move(request));
   lending_ = false;
   dispatching_ = outer;
+}
+
+void ServerCodec::note_answer(Context& ctx, std::int64_t stamp, int status) noexcept {
+  if (!metrics::instrumentation_enabled()) return;
+  const TimePoint read_at{Duration(stamp & ~std::int64_t{7})};
+  metrics::record_http_server_request(metrics::HttpProtocol::http1, static_cast<metrics::MethodClass>(stamp & 7),
+                                      status, ctx.loop().now() - read_at);
 }
 
 void ServerCodec::fail(Context& ctx, int status, std::string_view reason) {
@@ -414,6 +427,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   if (sequence == front_sequence_ && !pending_.empty() && status >= 200 && !finished_) [[likely]] {
     const std::uint8_t flags = pending_.pop_front();
     ++front_sequence_;
+    note_answer(ctx, started_.pop_front(), status);
     encode_into(ctx, out_, nullptr, response, flags);
     const bool last = response.closes_connection() || !(flags & kKeepAlive);
     if (last || !early_.empty() || reading_.held()) [[unlikely]] {
@@ -469,12 +483,14 @@ void ServerCodec::encode_out_of_turn(Context& ctx, HttpResponse& response) {
   }
   const std::uint8_t flags = pending_[static_cast<std::size_t>(index)];
   if (index != 0) {
+    note_answer(ctx, started_[static_cast<std::size_t>(index)], status);
     hold_early(ctx, response, sequence, flags);
     pending_[static_cast<std::size_t>(index)] = static_cast<std::uint8_t>(flags | kAnswered);
     return;
   }
   pending_.drop_front();
   ++front_sequence_;
+  note_answer(ctx, started_.pop_front(), status);
   encode_into(ctx, out_, nullptr, response, flags);
   answer_sent(ctx, response.closes_connection() || !(flags & kKeepAlive));
   if (!early_.empty()) send_early_answers(ctx);
@@ -494,6 +510,7 @@ void ServerCodec::switch_protocols(Context& ctx, HttpResponse& response) {
   }
   pending_.drop_front();
   ++front_sequence_;
+  note_answer(ctx, started_.pop_front(), 101);
   encode_into(ctx, out_, nullptr, response, kKeepAlive);
   state_ = State::switched;
   request_started_ = {};
@@ -532,6 +549,7 @@ void ServerCodec::send_early_answers(Context& ctx) {
     if (early.file) write_file(ctx, std::move(early.file));
     if (!early.final) continue;  // 100 Continue: the final answer follows
     pending_.drop_front();
+    started_.drop_front();  // counted when it was encoded
     ++front_sequence_;
     answer_sent(ctx, early.last);
     if (finished_ || close_after_flush_) break;
@@ -544,6 +562,7 @@ void ServerCodec::answer_sent(Context& ctx, bool last) {
   if (last) {
     state_ = State::closed;
     pending_.clear();  // requests after the last answer are never answered
+    started_.clear();
     early_.clear();
     early_bytes_ = 0;
     error_status_ = 0;

@@ -17,6 +17,7 @@
 #include "weft/codec/codec_error.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
+#include "weft/metrics/http_server_metrics.h"
 
 namespace weft::http2 {
 
@@ -593,6 +594,13 @@ void ServerCodec::fill_head(Stream& s, http::RequestHead& head) {
   if (q != std::string_view::npos) head.query = head.target.substr(q + 1);
   head.content_length = s.content_length;
   s.head_request = head.method == "HEAD";
+  s.method_class = static_cast<std::uint8_t>(metrics::method_class(head.method));
+}
+
+void ServerCodec::note_answer(const Stream& s, int status) noexcept {
+  if (!metrics::instrumentation_enabled() || ctx_ == nullptr) return;
+  metrics::record_http_server_request(metrics::HttpProtocol::http2, static_cast<metrics::MethodClass>(s.method_class),
+                                      status, ctx_->loop().now() - s.began);
 }
 
 bool ServerCodec::upgrade(Context& ctx, std::string_view settings, const http::RequestHead& head) {
@@ -702,6 +710,7 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
     return;
   }
   s.answered = true;
+  note_answer(s, status);
   const bool bodiless_status = status == 204 || status == 304;
   const std::string_view body = response.body_bytes();
   const std::size_t body_size = response.body_size();
@@ -1347,6 +1356,7 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
   }
   Stream* s = stream(ch.id_);
   if (s == nullptr) return;  // closed meanwhile (a reset on its way to the child)
+  note_answer(*s, status);
   const bool bodiless = status == 204 || status == 304;
   const std::string_view body = bodiless ? std::string_view() : response.body_bytes();
   headers.build(response, whole && !bodiless ? std::optional<std::size_t>(body.size()) : std::nullopt);

@@ -24,6 +24,7 @@ struct ServerCodec::Stream {
   bool dispatched = false;    // handed to the pipeline (or answered by the codec)
   bool answered = false;      // a final response was submitted
   bool head_request = false;  // :method HEAD: the response has no DATA
+  std::uint8_t method_class = 0;  // metrics::MethodClass of :method, for the answer's metrics
   int error_status = 0;       // 431 / 413 / 503 / 408: answered by the codec, never handed to the pipeline
   TimePoint began{};          // when its HEADERS were read (the request timeout counts from it)
   std::uint32_t header_list_size = 0;  // RFC 9113 6.5.2: names, values, 32 bytes each

@@ -104,6 +104,8 @@ class ServerCodec final : public Handler {
   bool decode_head(Context& ctx);
   bool decode_body(Context& ctx);
   void emit_request(Context& ctx, HttpRequest& request);
+  // Counts an answer with `status` to the request stamped `stamp` (started_) in the metrics.
+  void note_answer(Context& ctx, std::int64_t stamp, int status) noexcept;
   void fail(Context& ctx, int status, std::string_view reason);
   void encode(Context& ctx, HttpResponse& response);
   void encode_out_of_turn(Context& ctx, HttpResponse& response);
@@ -147,6 +149,9 @@ class ServerCodec final : public Handler {
   // Keep-alive flags of the requests decoded but not answered yet, oldest first: inline for the
   // usual few (no heap line of its own per request), on the heap for a client that pipelines deeply.
   InlineRing<std::uint8_t, 16> pending_;
+  // Beside each pending_ entry: when its request was read (ns of TimePoint) with its method class
+  // in the low 3 bits, for the metrics of its answer.
+  InlineRing<std::int64_t, 16> started_;
   std::uint64_t front_sequence_ = 1;      // the sequence of pending_[0]
   std::uint64_t dispatching_ = 0;         // the request being handed to the pipeline now, if any
   // ---- colder: timers, early answers, the request whose body is arriving

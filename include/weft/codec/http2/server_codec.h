@@ -134,6 +134,8 @@ class ServerCodec final : public Handler {
 
   // ---- streams served as channels (stream_channel.cc holds the child's side)
   void fill_head(Stream& s, http::RequestHead& head);
+  // Counts the final answer `status` to `s` in the metrics.
+  void note_answer(const Stream& s, int status) noexcept;
   int open_child(Stream& s, bool end_stream);
   int child_data(Stream& s, const std::uint8_t* data, std::size_t len);
   int child_frame(Stream& s, std::uint8_t type, bool end_stream);
