@@ -45,6 +45,7 @@
 #include "weft/codec/websocket/upgrade.h"
 #include "weft/core/executor_group.h"
 #include "weft/metrics/admin/admin_server.h"
+#include "weft/metrics/event_loop_metrics.h"
 #include "weft/metrics/http_server_metrics.h"
 #include "weft/weft.h"
 
@@ -376,7 +377,9 @@ int main(int argc, char** argv) {
   // The admin endpoints on a loop of their own: a scrape never waits behind the traffic.
   std::optional<weft::EventLoopGroup> admin_loops;
   std::optional<weft::metrics::AdminServer> admin;
+  std::optional<weft::metrics::EventLoopMetrics> loop_metrics;
   if (options.admin_port >= 0) {
+    if (!blocking) loop_metrics.emplace(loops);  // (blocking: a loop per connection, too many series)
     admin_loops.emplace(weft::transport_named("epoll"), 1, "hello-admin");
     try {
       admin.emplace(*admin_loops,
@@ -409,6 +412,7 @@ int main(int argc, char** argv) {
   if (offload_group) offload_group->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   executors.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   admin.reset();
+  loop_metrics.reset();
   if (admin_loops) admin_loops->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "weft/channel/channel.h"
 #include "weft/channel/drain.h"
 #include "weft/core/event_loop_group.h"
+#include "weft/metrics/connection_metrics.h"
 
 namespace weft::detail {
 
@@ -41,7 +42,7 @@ class DrainRun {
 // The server's connections on one loop. Loop thread only.
 class LoopConnections {
  public:
-  explicit LoopConnections(EventLoop& loop) : loop_(loop) {}
+  LoopConnections(EventLoop& loop, metrics::ConnectionCounters counters) : loop_(loop), counters_(counters) {}
 
   // Whether a drain has reached this loop: a connection accepted now is not served.
   bool draining() const noexcept { return drain_ != nullptr; }
@@ -57,6 +58,7 @@ class LoopConnections {
   void finish();
 
   EventLoop& loop_;
+  const metrics::ConnectionCounters counters_;
   std::unordered_map<std::uint64_t, std::weak_ptr<Channel>> open_;
   std::shared_ptr<DrainRun> drain_;
   std::size_t open_at_drain_ = 0;

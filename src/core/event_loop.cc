@@ -117,16 +117,28 @@ void EventLoop::run() {
   t_current_loop = this;
   pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
   driver_->attach(*this);
+  // Two clock reads a turn (not per event): the poll's start and end split the turn into busy and poll time.
+  TimePoint polled = Clock::now();
+  auto add = [](std::atomic<std::uint64_t>& to, std::uint64_t n) {
+    to.store(to.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  };
   for (;;) {
     Duration timeout = poll_timeout();
     if (timeout.count() != 0) {
       sleeping_.store(true, std::memory_order_seq_cst);
       if (!remote_tasks_.empty()) timeout = Duration::zero();
     }
+    const TimePoint poll_start = Clock::now();
     driver_->poll(timeout);
     sleeping_.store(false, std::memory_order_relaxed);
+    const TimePoint poll_end = Clock::now();
+    add(busy_ns_, static_cast<std::uint64_t>((poll_start - polled).count()));
+    add(poll_ns_, static_cast<std::uint64_t>((poll_end - poll_start).count()));
+    add(turns_, 1);
+    polled = poll_end;
     std::size_t ran = run_due_timers();
     ran += run_tasks();
+    tasks_last_turn_.store(ran, std::memory_order_relaxed);
     if (state_.load(std::memory_order_acquire) != kRunning) {
       if (ran > 0) last_activity_ = now();
       if (confirm_shutdown()) break;

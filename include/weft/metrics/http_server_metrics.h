@@ -12,20 +12,30 @@
 /// scraped: nothing more per request.
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <string_view>
 
 #include "weft/core/clock.h"
+#include "weft/metrics/instrumentation.h"
 #include "weft/metrics/registry.h"
 
 namespace weft::metrics {
 
 /// The protocols an HTTP server answers in.
-enum class HttpProtocol : std::uint8_t { http1, http2 };
+enum class HttpProtocol : std::uint8_t {
+  http1,  ///< HTTP/1.1 (and 1.0)
+  http2,  ///< HTTP/2, cleartext or TLS
+};
 
 /// Request methods, in the classes metrics count them by.
-enum class MethodClass : std::uint8_t { get, head, post, put, delete_, other };
+enum class MethodClass : std::uint8_t {
+  get,      ///< GET
+  head,     ///< HEAD
+  post,     ///< POST
+  put,      ///< PUT
+  delete_,  ///< DELETE
+  other,    ///< any other method
+};
 
 /// The class of `method` (case-sensitive, as methods are). Thread-safe.
 constexpr MethodClass method_class(std::string_view method) noexcept {
@@ -38,7 +48,6 @@ constexpr MethodClass method_class(std::string_view method) noexcept {
 }
 
 namespace detail {
-inline std::atomic<bool> g_instrumentation_enabled{true};
 
 inline constexpr std::size_t kMethodClasses = 6, kStatusClasses = 5;
 // A thread's handles, made on the thread's first request of each kind (constant-initialised:
@@ -49,17 +58,6 @@ struct HttpServerHandles {
 inline thread_local constinit HttpServerHandles t_http_server_handles{};
 Histogram make_http_server_handle(HttpProtocol protocol, MethodClass method, std::size_t status_class);
 }  // namespace detail
-
-/// Whether weft's own instrumentation (the codecs, the loops' derived series) records. On by
-/// default. Thread-safe.
-inline bool instrumentation_enabled() noexcept {
-  return detail::g_instrumentation_enabled.load(std::memory_order_relaxed);
-}
-/// Turns weft's own instrumentation on or off for the process (requests already counted stay).
-/// Thread-safe; best called before serving.
-inline void set_instrumentation_enabled(bool on) noexcept {
-  detail::g_instrumentation_enabled.store(on, std::memory_order_relaxed);
-}
 
 /// Records one request answered with `status` after `duration`. Thread-safe: writes the calling
 /// thread's cells only.

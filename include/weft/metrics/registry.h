@@ -44,6 +44,8 @@ class Counter {
   Counter() noexcept = default;
   /// Adds `n`. Thread-safe; writes only the calling thread's cell.
   void inc(std::uint64_t n = 1) const noexcept { cells_->add(0, n); }
+  /// The count, over every thread. Thread-safe.
+  std::uint64_t value() const noexcept { return cells_->sum(0); }
 
  private:
   friend class Family;
@@ -108,9 +110,15 @@ using LabelValues = std::initializer_list<std::string_view>;
 class Family {
  public:
   /// What the family counts.
-  enum class Type { counter, gauge, histogram };
+  enum class Type {
+    counter,    ///< counts that only go up
+    gauge,      ///< a value that goes up and down
+    histogram,  ///< observations in buckets, with their sum and count
+  };
 
+  /// Not copyable: handles point into it.
   Family(const Family&) = delete;
+  /// Not copyable.
   Family& operator=(const Family&) = delete;
 
   /// The counter series with these label values (made on first use). Throws std::logic_error if
@@ -163,8 +171,11 @@ class Registry {
  public:
   /// A registry whose families hold at most `max_series_per_family` series each (plus the overflow).
   explicit Registry(std::size_t max_series_per_family = 1000);
+  /// Frees every series: no handle may be used afterwards.
   ~Registry();
+  /// Not copyable: handles point into it.
   Registry(const Registry&) = delete;
+  /// Not copyable.
   Registry& operator=(const Registry&) = delete;
 
   /// The process's registry: where weft's own metrics go. Thread-safe.

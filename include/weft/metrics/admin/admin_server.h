@@ -42,7 +42,9 @@ class AdminServer {
   AdminServer(EventLoopGroup& loops, const SocketAddress& address, Registry& registry = Registry::global());
   /// Closes the listener (connections open end with their loops).
   ~AdminServer();
+  /// Not copyable.
   AdminServer(const AdminServer&) = delete;
+  /// Not copyable.
   AdminServer& operator=(const AdminServer&) = delete;
 
   /// `/readyz` answers 503 from now on: call it when draining starts. Thread-safe.
