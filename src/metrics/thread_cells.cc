@@ -78,13 +78,14 @@ std::atomic<std::uint64_t>* ThreadCells::allocate(std::size_t slot) noexcept {
   return cells;
 }
 
-void ThreadCells::add_one_and_double_slow(std::size_t slot, std::size_t i, std::size_t j, double x) noexcept {
+void ThreadCells::add_and_add_double_slow(std::size_t slot, std::size_t i, std::uint64_t n, std::size_t j,
+                                          double x) noexcept {
   if (allocate(slot) != nullptr) {
-    add_one_and_double(i, j, x);
+    add_and_add_double(i, n, j, x);
     return;
   }
   {
-    shared_[i].fetch_add(1, std::memory_order_relaxed);
+    shared_[i].fetch_add(n, std::memory_order_relaxed);
     std::uint64_t old = shared_[j].load(std::memory_order_relaxed);
     while (!shared_[j].compare_exchange_weak(old, std::bit_cast<std::uint64_t>(std::bit_cast<double>(old) + x),
                                              std::memory_order_relaxed)) {

@@ -5,11 +5,13 @@
 ///   weft_http_server_request_duration_seconds{protocol, method, status}  histogram
 /// `protocol` is `http1` or `http2`; `method` a class (GET, HEAD, POST, PUT, DELETE, OTHER: a
 /// bounded set whatever clients send); `status` the status class, `1xx` .. `5xx`. The duration runs
-/// from the read that completed the request to the answer given to the codec.
+/// from the read that completed the request to the flush of its answer (HTTP/2: to the answer
+/// given to the codec).
 ///
-/// The cost per request: a flag, a thread_local table of handles, a clock read and one histogram
-/// observation into the thread's own cells. The counter is read from the histogram's count when
-/// scraped: nothing more per request.
+/// The cost per request, HTTP/1.1: a flag and a count; the answers of one read batch (same read
+/// time, method and status class) are observed together at the flush, with one clock read. HTTP/2:
+/// a clock read and one histogram observation per answer. Observations go to the thread's own
+/// cells; the counter is read from the histogram's count when scraped.
 
 #include <array>
 #include <cstdint>
@@ -39,12 +41,12 @@ enum class MethodClass : std::uint8_t {
 
 /// The class of `method` (case-sensitive, as methods are). Thread-safe.
 constexpr MethodClass method_class(std::string_view method) noexcept {
-  if (method == "GET") return MethodClass::get;
-  if (method == "HEAD") return MethodClass::head;
-  if (method == "POST") return MethodClass::post;
-  if (method == "PUT") return MethodClass::put;
-  if (method == "DELETE") return MethodClass::delete_;
-  return MethodClass::other;
+  switch (method.size()) {  // by length first: one comparison for the common methods
+    case 3: return method == "GET" ? MethodClass::get : method == "PUT" ? MethodClass::put : MethodClass::other;
+    case 4: return method == "POST" ? MethodClass::post : method == "HEAD" ? MethodClass::head : MethodClass::other;
+    case 6: return method == "DELETE" ? MethodClass::delete_ : MethodClass::other;
+    default: return MethodClass::other;
+  }
 }
 
 namespace detail {
@@ -59,10 +61,10 @@ inline thread_local constinit HttpServerHandles t_http_server_handles{};
 Histogram make_http_server_handle(HttpProtocol protocol, MethodClass method, std::size_t status_class);
 }  // namespace detail
 
-/// Records one request answered with `status` after `duration`. Thread-safe: writes the calling
-/// thread's cells only.
-inline void record_http_server_request(HttpProtocol protocol, MethodClass method, int status,
-                                       Duration duration) noexcept {
+/// Records `n` requests answered with `status` after `duration` each. Thread-safe: writes the
+/// calling thread's cells only.
+inline void record_http_server_request(HttpProtocol protocol, MethodClass method, int status, Duration duration,
+                                       std::uint64_t n = 1) noexcept {
   const int klass = status / 100 - 1;
   const std::size_t status_class = klass < 0 ? 0 : klass > 4 ? 4 : static_cast<std::size_t>(klass);
   Histogram& h = detail::t_http_server_handles
@@ -74,7 +76,7 @@ inline void record_http_server_request(HttpProtocol protocol, MethodClass method
       return;  // no memory for the series: the request goes uncounted rather than failing
     }
   }
-  h.observe(static_cast<double>(duration.count()) * 1e-9);
+  h.observe(static_cast<double>(duration.count()) * 1e-9, n);
 }
 
 }  // namespace weft::metrics

@@ -80,10 +80,12 @@ class Histogram {
   Histogram() noexcept = default;
   /// Counts `x` in the first bucket whose bound is >= x (else +Inf) and adds it to the sum.
   /// Thread-safe; writes only the calling thread's cells.
-  void observe(double x) const noexcept {
+  void observe(double x) const noexcept { observe(x, 1); }
+  /// observe(x), `n` times. Thread-safe, as observe().
+  void observe(double x, std::uint64_t n) const noexcept {
     std::size_t i = 0;
     while (i < bound_count_ && x > bounds_[i]) ++i;
-    cells_->add_one_and_double(i, bound_count_ + 1, x);
+    cells_->add_and_add_double(i, n, bound_count_ + 1, x * static_cast<double>(n));
   }
   /// Whether this handle names a series (a default-constructed one does not). Thread-safe.
   bool valid() const noexcept { return cells_ != nullptr; }

@@ -273,10 +273,12 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
                                                  (head.method == "HEAD" ? kHeadRequest : 0));
   const std::uint64_t sequence = front_sequence_ + pending_.size();
   pending_.push_back(flags);
-  {
+  if (metrics::instrumentation_enabled()) {
     const TimePoint read_at = in_read_batch_ ? batch_now_ : ctx.loop().now();
     started_.push_back((read_at.time_since_epoch().count() & ~std::int64_t{7}) |
                        static_cast<std::int64_t>(metrics::method_class(head.method)));
+  } else {
+    started_.push_back(0);  // kept beside pending_ all the same
   }
   request.sequence_ = sequence;
   request_started_ = {};  // the next request's time starts with its first byte
@@ -302,9 +304,20 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
 
 void ServerCodec::note_answer(Context& ctx, std::int64_t stamp, int status) noexcept {
   if (!metrics::instrumentation_enabled()) return;
-  const TimePoint read_at{Duration(stamp & ~std::int64_t{7})};
-  metrics::record_http_server_request(metrics::HttpProtocol::http1, static_cast<metrics::MethodClass>(stamp & 7),
-                                      status, ctx.loop().now() - read_at);
+  // A read batch's answers share their read time: counted here, observed together at the flush.
+  if (answers_ != 0 && (stamp != answers_stamp_ || status / 100 != answers_status_ / 100)) record_answers(ctx);
+  answers_stamp_ = stamp;
+  answers_status_ = status;
+  ++answers_;
+}
+
+void ServerCodec::record_answers(Context& ctx) noexcept {
+  if (answers_ == 0) return;
+  const TimePoint read_at{Duration(answers_stamp_ & ~std::int64_t{7})};
+  metrics::record_http_server_request(metrics::HttpProtocol::http1,
+                                      static_cast<metrics::MethodClass>(answers_stamp_ & 7), answers_status_,
+                                      ctx.loop().now() - read_at, answers_);
+  answers_ = 0;
 }
 
 void ServerCodec::fail(Context& ctx, int status, std::string_view reason) {
@@ -627,6 +640,7 @@ void ServerCodec::flush(Context& ctx) {
     out_size_hint_ = std::clamp<std::size_t>(out_.readable_bytes(), 2048, kMaxOutSizeHint);
     ctx.write(std::move(out_));
   }
+  if (answers_ != 0) record_answers(ctx);
   in_read_batch_ = false;  // a later response reads the clock again, whatever else the pipeline does
   ctx.flush();
   update_read_suspension(ctx);  // what was unsent may have left
@@ -836,6 +850,7 @@ void ServerCodec::stop_deadline(Context& ctx) {
 }
 
 void ServerCodec::channel_inactive(Context& ctx) {
+  record_answers(ctx);  // answers never flushed still count
   stop_deadline(ctx);
   state_ = State::closed;
   finished_ = true;
@@ -849,6 +864,7 @@ void ServerCodec::channel_inactive(Context& ctx) {
 void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) { close_on_io_error(ctx, std::move(error)); }
 
 void ServerCodec::handler_removed(Context& ctx) {
+  record_answers(ctx);
   stop_deadline(ctx);
   resume_decoding_.cancel();
   reading_.release(ctx.channel());

@@ -104,8 +104,11 @@ class ServerCodec final : public Handler {
   bool decode_head(Context& ctx);
   bool decode_body(Context& ctx);
   void emit_request(Context& ctx, HttpRequest& request);
-  // Counts an answer with `status` to the request stamped `stamp` (started_) in the metrics.
+  // Counts an answer with `status` to the request stamped `stamp` (started_) in the metrics: into
+  // the batch of alike answers (answers_*), observed at the flush.
   void note_answer(Context& ctx, std::int64_t stamp, int status) noexcept;
+  // Observes the answers batched so far, their duration ending now.
+  void record_answers(Context& ctx) noexcept;
   void fail(Context& ctx, int status, std::string_view reason);
   void encode(Context& ctx, HttpResponse& response);
   void encode_out_of_turn(Context& ctx, HttpResponse& response);
@@ -152,6 +155,9 @@ class ServerCodec final : public Handler {
   // Beside each pending_ entry: when its request was read (ns of TimePoint) with its method class
   // in the low 3 bits, for the metrics of its answer.
   InlineRing<std::int64_t, 16> started_;
+  std::int64_t answers_stamp_ = 0;        // the batched answers' request stamp (started_'s form)
+  int answers_status_ = 0;                // ... and status
+  std::uint32_t answers_ = 0;             // answers batched, not yet observed
   std::uint64_t front_sequence_ = 1;      // the sequence of pending_[0]
   std::uint64_t dispatching_ = 0;         // the request being handed to the pipeline now, if any
   // ---- colder: timers, early answers, the request whose body is arriving

@@ -57,17 +57,17 @@ class ThreadCells {
     // The only writer of this block: a relaxed load and store are enough for a reader to see a whole value.
     cells[i].store(cells[i].load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
-  /// Adds 1 to cell `i` and `x` to cell `j` read as a double (a histogram's bucket and sum), with
+  /// Adds `n` to cell `i` and `x` to cell `j` read as a double (a histogram's bucket and sum), with
   /// one look-up of the thread's block. Thread-safe, as add().
-  void add_one_and_double(std::size_t i, std::size_t j, double x) noexcept {
+  void add_and_add_double(std::size_t i, std::uint64_t n, std::size_t j, double x) noexcept {
     const std::size_t slot = thread_slot();
     std::atomic<std::uint64_t>* cells =
         slot == kMaxThreadSlots ? nullptr : blocks_[slot].load(std::memory_order_acquire);
     if (cells == nullptr) [[unlikely]] {
-      add_one_and_double_slow(slot, i, j, x);
+      add_and_add_double_slow(slot, i, n, j, x);
       return;
     }
-    cells[i].store(cells[i].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    cells[i].store(cells[i].load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     cells[j].store(std::bit_cast<std::uint64_t>(std::bit_cast<double>(cells[j].load(std::memory_order_relaxed)) + x),
                    std::memory_order_relaxed);
   }
@@ -82,7 +82,7 @@ class ThreadCells {
  private:
   // This thread's block, made on its first write; nullptr for the shared slot or without memory.
   std::atomic<std::uint64_t>* allocate(std::size_t slot) noexcept;
-  void add_one_and_double_slow(std::size_t slot, std::size_t i, std::size_t j, double x) noexcept;
+  void add_and_add_double_slow(std::size_t slot, std::size_t i, std::uint64_t n, std::size_t j, double x) noexcept;
 
   std::size_t width_;
   std::atomic<std::atomic<std::uint64_t>*> blocks_[kMaxThreadSlots] = {};
