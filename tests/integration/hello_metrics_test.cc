@@ -141,7 +141,9 @@ TEST_P(HelloMetricsTest, CountsEveryRequestServedAndPromtoolAcceptsTheText) {
   EXPECT_EQ(sample(text, "weft_server_connections_opened_total{transport=\"" + transport + "\"}"),
             transport == "epoll" ? 5 : 4)
       << text;
-  if (transport != "blocking") EXPECT_GT(sample(text, R"(weft_event_loop_turns_total{loop="hello-0"})"), 0) << text;
+  if (transport != "blocking") {
+    EXPECT_GT(sample(text, R"(weft_event_loop_turns_total{loop="hello-0"})"), 0) << text;
+  }
   const auto verdict = promtool_check(text);
   if (!verdict) {
     std::fprintf(stderr, "promtool is not installed (Debian: prometheus): the text was not checked by it\n");
@@ -183,7 +185,9 @@ TEST(HelloAdminTest, ReadyzTurns503WhenTheDrainStarts) {
   ASSERT_TRUE(socket.send_all(client.take_output()));
   while (!client.response(fast).closed) {
     const std::string out = client.take_output();
-    if (!out.empty()) ASSERT_TRUE(socket.send_all(out));
+    if (!out.empty()) {
+      ASSERT_TRUE(socket.send_all(out));
+    }
     const std::string in = socket.recv_some(64 * 1024, 20000ms);
     ASSERT_FALSE(in.empty()) << "the connection ended or stalled";
     ASSERT_TRUE(client.receive(in)) << "error " << client.error();
