@@ -201,9 +201,11 @@ class Http2Upload final : public UploadSink {
     auto timed_out = std::make_shared<bool>(false);
     std::optional<TimerId> timer;
     if (idle > Duration::zero()) {
-      timer = loop.schedule(idle, [stream, timed_out] {
+      // The upload learns of its timeout before anything else hears of the stream's end: its
+      // failure (UploadStream::fail_request) is the request's, and resets the stream (CANCEL).
+      timer = loop.schedule(idle, [timed_out, done, url]() mutable {
         *timed_out = true;
-        stream->reset();  // wakes the write below, which throws
+        done.fail(TimeoutError(TimeoutError::Kind::idle, url));
       });
     }
     std::exception_ptr error;
@@ -214,8 +216,9 @@ class Http2Upload final : public UploadSink {
     }
     if (timer && !*timed_out) loop.cancel(*timer);
     if (*timed_out) {
-      error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url));
-    } else if (error && stream->response_ended() && *status >= 300) {
+      co_return;  // (settled by the timer)
+    }
+    if (error && stream->response_ended() && *status >= 300) {
       // The server answered and ended the stream before the body's end (RFC 9113 8.1): the rest
       // is dropped, whichever of the answer and this write the pool hears of first.
       error = std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, url));
