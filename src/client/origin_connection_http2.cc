@@ -1,6 +1,8 @@
 // OriginConnection over HTTP/2 (h2 by ALPN, h2c by prior knowledge): requests are streams, up to
 // the server's SETTINGS_MAX_CONCURRENT_STREAMS at once.
 
+#include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -196,17 +198,54 @@ class Http2Upload final : public UploadSink {
   }
 
  private:
-  static Task<> write_one(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, std::shared_ptr<int> status,
-                          ByteBuf chunk, Promise<void> done, Duration idle, std::string url) {
-    auto timed_out = std::make_shared<bool>(false);
-    std::optional<TimerId> timer;
-    if (idle > Duration::zero()) {
+  // One chunk's wait for the windows, timed: idle once it has waited `idle` since it began and
+  // since its stream's HEADERS left (a stream held by the server's concurrency limit waits for the
+  // other streams, not for its own window).
+  struct WindowWait : std::enable_shared_from_this<WindowWait> {
+    WindowWait(EventLoop& l, std::shared_ptr<http2::ClientStream> s, Promise<void> d, Duration i, std::string u)
+        : loop(l), stream(std::move(s)), done(std::move(d)), idle(i), url(std::move(u)), since(l.now()) {}
+    void arm(Duration in) {
+      timer = loop.schedule(in, [self = shared_from_this()] {
+        self->timer.reset();
+        self->due();
+      });
+    }
+    void due() {
+      const TimePoint sent = stream->headers_sent_at();
+      if (sent == TimePoint{}) {
+        arm(idle);  // still held by the server's concurrency limit: not idle
+        return;
+      }
+      const TimePoint from = std::max(since, sent);
+      if (loop.now() - from < idle) {
+        arm(from + idle - loop.now());
+        return;
+      }
       // The upload learns of its timeout before anything else hears of the stream's end: its
       // failure (UploadStream::fail_request) is the request's, and resets the stream (CANCEL).
-      timer = loop.schedule(idle, [timed_out, done, url]() mutable {
-        *timed_out = true;
-        done.fail(TimeoutError(TimeoutError::Kind::idle, url));
-      });
+      timed_out = true;
+      done.fail(TimeoutError(TimeoutError::Kind::idle, url));
+    }
+    void stop() {
+      if (timer) loop.cancel(*timer);
+      timer.reset();
+    }
+    EventLoop& loop;
+    std::shared_ptr<http2::ClientStream> stream;
+    Promise<void> done;
+    const Duration idle;
+    const std::string url;
+    const TimePoint since;
+    std::optional<TimerId> timer;
+    bool timed_out = false;
+  };
+
+  static Task<> write_one(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, std::shared_ptr<int> status,
+                          ByteBuf chunk, Promise<void> done, Duration idle, std::string url) {
+    std::shared_ptr<WindowWait> wait;
+    if (idle > Duration::zero()) {
+      wait = std::make_shared<WindowWait>(loop, stream, done, idle, url);
+      wait->arm(idle);
     }
     std::exception_ptr error;
     try {
@@ -214,9 +253,9 @@ class Http2Upload final : public UploadSink {
     } catch (...) {
       error = std::current_exception();
     }
-    if (timer && !*timed_out) loop.cancel(*timer);
-    if (*timed_out) {
-      co_return;  // (settled by the timer)
+    if (wait) {
+      wait->stop();
+      if (wait->timed_out) co_return;  // (settled by the timer)
     }
     if (error && stream->response_ended() && *status >= 300) {
       // The server answered and ended the stream before the body's end (RFC 9113 8.1): the rest
