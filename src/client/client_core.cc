@@ -273,7 +273,7 @@ void LoopClient::finish(Exchange& x) {
   RequestDeadlines::remove(x);
 }
 
-void LoopClient::answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) {
+void LoopClient::answered(std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) {
   if (x->done) return;
   const ClientOptions& options = core_.options();
   // A streamed request's answer is its head, whatever it is: its body is the caller's to read.

@@ -33,7 +33,7 @@ class LoopClient final : public ExchangeSink {
   LoopClient(ClientCore& core, EventLoop& loop);
   void begin(std::shared_ptr<Exchange> x);
   void close();
-  void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) override;
+  void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) override;
   void failed(std::shared_ptr<Exchange> x, std::exception_ptr error) override;
   EventLoop& loop() const noexcept { return loop_; }
 

@@ -209,7 +209,7 @@ void OriginPool::connection_closed(PooledConnection& c) {
   dispatch();
 }
 
-void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http::HttpClientResponse response) {
+void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) {
   x->on = nullptr;
   if (c.dead && c.in_flight == 0) {
     auto keep = c.shared_from_this();
