@@ -64,6 +64,7 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   std::size_t connection_count() const noexcept { return connections_.size(); }
   std::size_t pending_count() const noexcept { return pending_.size(); }
   const std::string& name() const noexcept { return name_; }
+  const Url& origin() const noexcept { return origin_; }
 
  private:
   void dispatch();
