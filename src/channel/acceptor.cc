@@ -13,6 +13,7 @@ void Acceptor::channel_read(Context& ctx, AcceptedSocket&& socket) {
     loop = &choose_loop(ctx, counted_in);
     child = setup_->transport.new_accepted_channel(*loop, setup_->config, std::move(socket));
   } catch (const ChannelLimitError& e) {
+    if (counted_in != nullptr) counted_in->hand_out();
     refuse(ctx, std::move(socket), e);
     return;
   } catch (const std::exception& e) {
