@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -64,7 +65,8 @@ struct Options {
   std::size_t max_connections = 1024;
   std::string transport = "epoll";
   std::string mode = "loop";
-  std::string accept = "acceptor";  // acceptor | reuseport
+  std::string accept = "acceptor";  // acceptor | reuseport | least-connections
+  bool pin = false;                 // loop i on the i-th allowed CPU
   bool http2 = true;
   std::string tls_cert;  // with tls_key: every route over HTTPS
   std::string tls_key;
@@ -74,7 +76,8 @@ struct Options {
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
-               "                  [--accept acceptor|reuseport] [--async-threads T] [--offload-threads T] "
+               "                  [--accept acceptor|reuseport|least-connections] [--pin] [--async-threads T] "
+               "[--offload-threads T] "
                "[--max-connections N] [--http1-only]\n"
                "                  [--tls-cert FILE --tls-key FILE] [--drain-timeout S]\n"
                "  --loops N            event loops (default: one per core; epoll)\n"
@@ -84,7 +87,9 @@ struct Options {
                "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
                "  --accept MODE        acceptor: one listener hands connections to the loops round-robin\n"
                "                       (default); reuseport: a SO_REUSEPORT listener per loop, each keeping\n"
-               "                       what it accepts (epoll, io_uring)\n"
+               "                       what it accepts (epoll, io_uring); least-connections: one listener\n"
+               "                       hands each connection to the loop with the fewest open\n"
+               "  --pin                pin loop i to the i-th CPU this process may run on (wrapping)\n"
                "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
                "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
                "                       /downstream waits in loop-async mode (default 4)\n"
@@ -130,6 +135,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--mode") o.mode = value();
     else if (a == "--accept")
       o.accept = value();
+    else if (a == "--pin")
+      o.pin = true;
     else if (a == "--http1-only") o.http2 = false;
     else if (a == "--tls-cert") o.tls_cert = value();
     else if (a == "--tls-key") o.tls_key = value();
@@ -146,8 +153,9 @@ Options parse(int argc, char** argv) {
     std::fprintf(stderr, "weft-hello: %s\n", e.what());
     std::exit(2);
   }
-  if (o.accept != "acceptor" && o.accept != "reuseport") {
-    std::fprintf(stderr, "weft-hello: unknown accept mode '%s'; available: acceptor, reuseport\n", o.accept.c_str());
+  if (o.accept != "acceptor" && o.accept != "reuseport" && o.accept != "least-connections") {
+    std::fprintf(stderr, "weft-hello: unknown accept mode '%s'; available: acceptor, reuseport, least-connections\n",
+                 o.accept.c_str());
     std::exit(2);
   }
   if (o.accept == "reuseport" && o.transport == "blocking") {
@@ -165,6 +173,12 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   return o;
+}
+
+weft::AcceptMode accept_mode(const std::string& name) {
+  if (name == "reuseport") return weft::AcceptMode::reuseport;
+  if (name == "least-connections") return weft::AcceptMode::least_connections;
+  return weft::AcceptMode::acceptor;
 }
 
 // A JSON writer and its output, reused: a fresh rapidjson::Writer allocates its allocator and level
@@ -287,7 +301,13 @@ int main(int argc, char** argv) {
   // and the listener one of its own group.
   const bool blocking = options.transport == "blocking";
   weft::Transport& transport = weft::transport_named(options.transport);
-  weft::EventLoopGroup loops(transport, blocking ? options.max_connections : options.loops, "hello");
+  weft::EventLoopGroup::Options loop_options{blocking ? options.max_connections : options.loops, "hello", {}};
+  if (options.pin) loop_options.cpus = weft::allowed_cpus();  // loop i on CPU i, wrapping
+  weft::EventLoopGroup loops(transport, loop_options);
+  // Connections each loop has served, printed at exit (how the accept mode spread them).
+  auto accepted = std::make_shared<std::vector<std::atomic<std::uint64_t>>>(loops.size());
+  std::vector<const weft::EventLoop*> loop_list;
+  for (std::size_t i = 0; i < loops.size(); ++i) loop_list.push_back(&loops.at(i));
   std::optional<weft::EventLoopGroup> acceptor;
   if (blocking) acceptor.emplace(transport, 1, "hello-accept");
   weft::EventLoopGroup executors(weft::executor_driver_factory(), options.async_threads, "hello-exec");
@@ -326,10 +346,13 @@ int main(int argc, char** argv) {
   try {
     server = weft::ServerBootstrap()
                  .group(acceptor ? *acceptor : loops, loops)
-                 .accept_mode(options.accept == "reuseport" ? weft::AcceptMode::reuseport : weft::AcceptMode::acceptor)
+                 .accept_mode(accept_mode(options.accept))
                  .option(weft::option::backlog, 8192)
                  .child_option(weft::option::tcp_nodelay, true)
-                 .child_handler([router, offload, tls, http2 = options.http2](weft::Channel& ch) {
+                 .child_handler([router, offload, tls, http2 = options.http2, accepted, loop_list](weft::Channel& ch) {
+                   const auto at = std::find(loop_list.begin(), loop_list.end(), &ch.loop());
+                   (*accepted)[static_cast<std::size_t>(at - loop_list.begin())].fetch_add(1,
+                                                                                           std::memory_order_relaxed);
                    if (tls) {
                      // ALPN chooses the codec: h2, or HTTP/1.1 (where `Upgrade: h2c` is not honoured).
                      ch.pipeline().add_last("tls", std::make_shared<weft::TlsHandler>(tls));
@@ -375,6 +398,9 @@ int main(int argc, char** argv) {
       stderr,
       "weft-hello: %s: drained: %zu connection(s) open, %zu ended gracefully, %zu closed at the %ld s deadline\n",
       strsignal(sig), drained.open, drained.drained, drained.forced, options.drain_timeout_s);
+  std::string per_loop;
+  for (const auto& count : *accepted) per_loop += " " + std::to_string(count.load());
+  std::fprintf(stderr, "weft-hello: connections per loop:%s\n", per_loop.c_str());
   if (downstream_pool) downstream_pool->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   if (acceptor) acceptor->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5)).wait();
