@@ -254,12 +254,12 @@ class Options(unittest.TestCase):
         self.assertTrue(t.loops_per_row)
         self.assertEqual(t.rows, [1, 2, 4, 8])
         names = [c.name for c in t.columns]
-        self.assertEqual(names, ["weft acceptor", "weft reuseport", "nginx", "netty"])
+        self.assertEqual(names, ["weft acceptor", "weft reuseport", "weft least-connections", "nginx", "netty"])
         acceptor = t.columns[0].argv
         self.assertEqual([a.format(port=9000, ports=1, loops=4) for a in acceptor],
-                         ["/b/weft-hello", "--port", "9000", "--loops", "4", "--accept", "acceptor"])
-        self.assertEqual(t.columns[3].argv[-1].format(port=1, ports=1, loops=4), "4")
-        nginx = t.columns[2]
+                         ["/b/weft-hello", "--port", "9000", "--loops", "4", "--accept", "acceptor", "--pin"])
+        self.assertEqual(t.columns[4].argv[-1].format(port=1, ports=1, loops=4), "4")
+        nginx = t.columns[3]
         if nginx.note is None:  # nginx installed: its workers follow {loops}, its port {port}
             script = nginx.argv[-1].format(port=9000, ports=1, loops=4)
             self.assertIn("worker_processes 4;", script)

@@ -362,12 +362,12 @@ def scaling_rows(server_cpus):
 
 def scaling(ctx):
     """Issue 31: requests/s and server CPU per request for 1..N event loops (nginx: workers), the load on the
-    other half of the machine. weft-hello in each accept mode; nginx; peers given with --peer
+    other half of the machine. weft-hello in each accept mode, each loop pinned to a CPU; nginx; peers given with --peer
     scaling:NAME=COMMAND may use {loops} too (Netty: its event loop count). On 2 cores it runs the one-loop
     point; on 16 cores, 1, 2, 4 and 8 loops against 8 load threads: one command, bounded in time."""
     hello = _bin(ctx, "weft-hello")
-    columns = [Column(f"weft {mode}", [hello, "--port", "{port}", "--loops", "{loops}", "--accept", mode])
-               for mode in ("acceptor", "reuseport")]
+    columns = [Column(f"weft {mode}", [hello, "--port", "{port}", "--loops", "{loops}", "--accept", mode, "--pin"])
+               for mode in ("acceptor", "reuseport", "least-connections")]
     columns.append(_nginx_scaling_column())
     columns += _peer_columns(ctx, "scaling")
     load_threads = max(1, ctx.load_cpus)
