@@ -90,9 +90,9 @@ void IoUringSocketChannel::on_receive(int result, unsigned flags) {
       request_batch_end();
     } else if (is_open() && !input_shutdown_) {
       eof_parked_ = true;
+      watch_hangup();  // read when reading resumes; a reset may come first
     }
-    watch_hangup();  // the stream ended, not the connection: a reset may still come
-    return;
+    return;  // the stream ended: nothing to re-arm
   }
   if (result < 0 && result != -ENOBUFS && result != -ECANCELED && result != -EINTR && result != -EAGAIN) {
     if (is_open()) fail_and_close(std::make_exception_ptr(IoError(-result, "read")));
@@ -112,7 +112,7 @@ void IoUringSocketChannel::on_receive(int result, unsigned flags) {
 // suspension). The kernel always adds POLLRDHUP, which stays set after the peer's FIN: that one is
 // ignored (a receive reads the FIN), and a multishot poll completes once per wake-up, not per level.
 void IoUringSocketChannel::watch_hangup() {
-  if (hangup_armed_ || fd_ < 0 || connecting_ || !is_open()) return;
+  if (hangup_armed_ || fd_ < 0 || driver_ == nullptr || connecting_ || !is_open()) return;
   io_uring_sqe* sqe = driver_->prepare(hangup_op_);
   io_uring_prep_poll_multishot(sqe, fd_, POLLERR | POLLHUP);
   in_flight_.started(*this);
@@ -207,6 +207,7 @@ void IoUringSocketChannel::on_input_shutdown() {
     return;
   }
   pipeline().fire_user_event(ChannelInputShutdownEvent{});
+  watch_hangup();  // half-closed: open for writing until the peer resets or we close
 }
 
 // --- writing -------------------------------------------------------------------------------------
