@@ -123,7 +123,7 @@ class Backend {
   void serve_one(std::size_t reply_bytes) {
     thread_ = std::thread([this, reply_bytes] {
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      accepted.set_value();
+      if (!accepted_once_.exchange(true)) accepted.set_value();
       if (fd < 0) return;
       std::thread replier;
       if (!reply_after_request_) replier = std::thread([&] { reply_sent = send_stream(fd, 2, reply_bytes); });
@@ -139,10 +139,11 @@ class Backend {
 
   Received received;
   std::atomic<bool> reply_sent{false};
-  std::promise<void> accepted;  // the proxy's connection for the relay reached the backend
+  std::promise<void> accepted;  // the proxy's connection for the first relay reached the backend
 
  private:
   bool reply_after_request_;
+  std::atomic<bool> accepted_once_{false};
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
   std::thread thread_;
