@@ -33,7 +33,7 @@ class Socketless final : public PooledConnection {
 // Where the pool's answers go: kept, for the next round.
 class Keep final : public ExchangeSink {
  public:
-  void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse r) override {
+  void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse&& r) override {
     exchange = std::move(x);
     response = std::move(r);
   }

@@ -8,6 +8,7 @@
 # interop tests (openssl s_client) and weft-bench's tls suite; nginx-light: the TLS client test against nginx.
 # zlib1g-dev: gRPC message compression (gzip, deflate). libc-ares-dev: weft/dns's resolver;
 # dnsmasq-base: the DNS server the resolver's tests run.
+# haproxy: the rolling restart behind a load balancer (tests/integration/rolling_restart_test.cc).
 # clang-format: the test `format` (scripts/check-format.sh).
 # libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
 # (shared/peers/grpc) the gRPC interop test builds.
@@ -45,6 +46,7 @@ PACKAGES=(
   zlib1g-dev
   libc-ares-dev
   dnsmasq-base
+  haproxy
   openssl
   nginx-light
   doxygen

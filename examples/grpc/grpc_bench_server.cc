@@ -16,12 +16,14 @@
 // 14% (shared/seeds/004, Netty's useCacheForAllThreads); the event loops keep theirs. Its default comes
 // from $WEFT_GRPC_EXECUTOR_THREAD_CACHE (true|false) when set. --api reactor serves the methods in
 // callback form (ServerReactor, on the loop: implies --direct true) instead of coroutines.
-// Prints "weft-grpc-bench-server listening on HOST:PORT ..." once it listens; SIGINT or SIGTERM stops it.
+// Prints "weft-grpc-bench-server listening on HOST:PORT ..." once it listens; SIGINT or SIGTERM drains it
+// (weft::drain_server: no new connection, GOAWAY, the calls in flight end) and then stops it.
 
 #include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <latch>
 #include <optional>
 #include <string>
@@ -29,6 +31,7 @@
 
 #include "bench_service.h"
 #include "weft/buffer/pooled_byte_buf_allocator.h"
+#include "weft/channel/drain.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/core/executor_group.h"
 #include "weft/transport/transport_named.h"
@@ -46,6 +49,9 @@ struct Options {
   bool executor_thread_cache = true;
   std::size_t max_connections = 64;
   bool reactor = false;  // --api reactor
+  long drain_timeout_s = 10;             // SIGTERM/SIGINT: calls in flight have this long to end, then are closed
+  long max_connection_age_ms = 0;        // http2::Settings::max_connection_age; 0: none
+  long max_connection_age_grace_ms = 0;  // http2::Settings::max_connection_age_grace; 0: none
 };
 
 [[noreturn]] void usage(int code) {
@@ -53,6 +59,8 @@ struct Options {
                "usage: weft-grpc-bench-server [--port P] [--host H] [--transport epoll|io_uring|blocking]\n"
                "                              [--direct true|false] [--loops N] [--executor-threads N]\n"
                "                              [--executor-thread-cache true|false] [--max-connections N]\n"
+               "                              [--api coroutine|reactor] [--drain-timeout S]\n"
+               "                              [--max-connection-age MS] [--max-connection-age-grace MS]\n"
                "  --port P                    default 50051 (0: any free port, printed)\n"
                "  --host H                    default 127.0.0.1\n"
                "  --transport NAME            epoll (default), io_uring or blocking\n"
@@ -61,11 +69,17 @@ struct Options {
                "  --loops N                   event loops (default 1)\n"
                "  --executor-threads N        executor threads with --direct false (default 1)\n"
                "  --executor-thread-cache B   false: executor threads allocate without a thread cache\n"
-               "  --api coroutine|reactor     the methods as coroutines (default) or reactors (callback form,\n"
-               "                              on the loop: implies --direct true)\n"
                "                              (every pooled buffer takes an arena's lock); default true, or\n"
                "                              $WEFT_GRPC_EXECUTOR_THREAD_CACHE when set\n"
-               "  --max-connections N         blocking: connections served at once, i.e. threads (default 64)\n");
+               "  --api coroutine|reactor     the methods as coroutines (default) or reactors (callback form,\n"
+               "                              on the loop: implies --direct true)\n"
+               "  --max-connections N         blocking: connections served at once, i.e. threads (default 64)\n"
+               "  --drain-timeout S           on SIGTERM or SIGINT: stop accepting, GOAWAY, let the calls in\n"
+               "                              flight end; close what is left after S seconds (default 10)\n"
+               "  --max-connection-age MS     a connection older than this is told to go (GOAWAY), so that\n"
+               "                              long-lived clients reconnect (default 0: never)\n"
+               "  --max-connection-age-grace MS  then its calls have this long before it closes (default 0:\n"
+               "                              as long as they need)\n");
   std::exit(code);
 }
 
@@ -118,6 +132,12 @@ Options parse(int argc, char** argv) {
       }
       o.reactor = api == "reactor";
     } else if (a == "--max-connections") o.max_connections = static_cast<std::size_t>(number(1, 100000));
+    else if (a == "--drain-timeout")
+      o.drain_timeout_s = number(0, 86400);
+    else if (a == "--max-connection-age")
+      o.max_connection_age_ms = number(0, 86400L * 1000 * 365);
+    else if (a == "--max-connection-age-grace")
+      o.max_connection_age_grace_ms = number(0, 86400L * 1000 * 365);
     else {
       std::fprintf(stderr, "weft-grpc-bench-server: unknown option '%s'\n", a.c_str());
       usage(2);
@@ -172,6 +192,8 @@ int main(int argc, char** argv) {
   }
 
   weft::http2::Settings settings;
+  settings.max_connection_age = std::chrono::milliseconds(options.max_connection_age_ms);
+  settings.max_connection_age_grace = std::chrono::milliseconds(options.max_connection_age_grace_ms);
   settings.stream_initializer = options.reactor
                                     ? weft::grpc::bench::reactor_benchmark_service().stream_chooser()
                                     : weft::grpc::bench::benchmark_service(executors ? &*executors : nullptr).stream_chooser();
@@ -200,7 +222,13 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  server->close().wait();
+  // The drain: no new connection; each gets the two GOAWAYs, its calls in flight end; what is left
+  // at the deadline is closed.
+  const weft::DrainReport drained = weft::drain_server(server, std::chrono::seconds(options.drain_timeout_s)).get();
+  std::fprintf(stderr,
+               "weft-grpc-bench-server: %s: drained: %zu connection(s) open, %zu ended gracefully, %zu closed at the "
+               "%ld s deadline\n",
+               strsignal(sig), drained.open, drained.drained, drained.forced, options.drain_timeout_s);
   if (acceptor) acceptor->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(5)).wait();
   if (executors) executors->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();

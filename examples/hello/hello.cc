@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,7 +68,8 @@ struct Options {
   std::size_t max_connections = 1024;
   std::string transport = "epoll";
   std::string mode = "loop";
-  std::string accept = "acceptor";  // acceptor | reuseport
+  std::string accept = "acceptor";  // acceptor | reuseport | least-connections
+  bool pin = false;                 // loop i on the i-th allowed CPU
   bool http2 = true;
   std::string tls_cert;  // with tls_key: every route over HTTPS
   std::string tls_key;
@@ -77,33 +79,35 @@ struct Options {
 };
 
 [[noreturn]] void usage(int code) {
-  std::fprintf(
-      code == 0 ? stdout : stderr,
-      "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
-      "                  [--accept acceptor|reuseport] [--async-threads T] [--offload-threads T] "
-      "[--max-connections N] [--http1-only]\n"
-      "                  [--tls-cert FILE --tls-key FILE] [--drain-timeout S] [--admin-port P] [--no-metrics]\n"
-      "  --loops N            event loops (default: one per core; epoll)\n"
-      "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
-      "                       the handler runs on the connection's own thread)\n"
-      "  --max-connections N  blocking: connections served at once, i.e. threads (default 1024)\n"
-      "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
-      "  --accept MODE        acceptor: one listener hands connections to the loops round-robin\n"
-      "                       (default); reuseport: a SO_REUSEPORT listener per loop, each keeping\n"
-      "                       what it accepts (epoll, io_uring)\n"
-      "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
-      "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
-      "                       /downstream waits in loop-async mode (default 4)\n"
-      "  --http1-only         HTTP/1.1 only (default: HTTP/1.1 and h2c, chosen by the first bytes)\n"
-      "  --tls-cert FILE      serve HTTPS, h2 and HTTP/1.1 chosen by ALPN (HTTP/1.1 only with\n"
-      "                       --http1-only): the certificate chain (PEM, leaf first); needs --tls-key\n"
-      "  --tls-key FILE       the chain's private key (PEM)\n"
-      "  --drain-timeout S    on SIGTERM or SIGINT: stop accepting, let open connections end\n"
-      "                       gracefully (HTTP/1.1 Connection: close, HTTP/2 GOAWAY) for at most S\n"
-      "                       seconds, close what is left, exit 0 (default 10)\n"
-      "  --admin-port P       serve /metrics (Prometheus or OpenMetrics text), /healthz and /readyz\n"
-      "                       (503 once draining) on port P of --host, on a loop of their own\n"
-      "  --no-metrics         weft's request metrics off (they cost a clock read per request)\n");
+  std::fprintf(code == 0 ? stdout : stderr,
+               "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
+               "                  [--accept acceptor|reuseport|least-connections] [--pin] [--async-threads T] "
+               "[--offload-threads T] "
+               "[--max-connections N] [--http1-only]\n"
+               "                  [--tls-cert FILE --tls-key FILE] [--drain-timeout S] [--admin-port P] [--no-metrics]\n"
+               "  --loops N            event loops (default: one per core; epoll)\n"
+               "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
+               "                       the handler runs on the connection's own thread)\n"
+               "  --max-connections N  blocking: connections served at once, i.e. threads (default 1024)\n"
+               "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
+               "  --accept MODE        acceptor: one listener hands connections to the loops round-robin\n"
+               "                       (default); reuseport: a SO_REUSEPORT listener per loop, each keeping\n"
+               "                       what it accepts (epoll, io_uring); least-connections: one listener\n"
+               "                       hands each connection to the loop with the fewest open\n"
+               "  --pin                pin loop i to the i-th CPU this process may run on (wrapping)\n"
+               "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
+               "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
+               "                       /downstream waits in loop-async mode (default 4)\n"
+               "  --http1-only         HTTP/1.1 only (default: HTTP/1.1 and h2c, chosen by the first bytes)\n"
+               "  --tls-cert FILE      serve HTTPS, h2 and HTTP/1.1 chosen by ALPN (HTTP/1.1 only with\n"
+               "                       --http1-only): the certificate chain (PEM, leaf first); needs --tls-key\n"
+               "  --tls-key FILE       the chain's private key (PEM)\n"
+               "  --drain-timeout S    on SIGTERM or SIGINT: stop accepting, let open connections end\n"
+               "                       gracefully (HTTP/1.1 Connection: close, HTTP/2 GOAWAY) for at most S\n"
+               "                       seconds, close what is left, exit 0 (default 10)\n"
+               "  --admin-port P       serve /metrics (Prometheus or OpenMetrics text), /healthz and /readyz\n"
+               "                       (503 once draining) on port P of --host, on a loop of their own\n"
+               "  --no-metrics         weft's request metrics off\n");
   std::exit(code);
 }
 
@@ -139,6 +143,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--mode") o.mode = value();
     else if (a == "--accept")
       o.accept = value();
+    else if (a == "--pin")
+      o.pin = true;
     else if (a == "--http1-only") o.http2 = false;
     else if (a == "--tls-cert") o.tls_cert = value();
     else if (a == "--tls-key") o.tls_key = value();
@@ -159,8 +165,9 @@ Options parse(int argc, char** argv) {
     std::fprintf(stderr, "weft-hello: %s\n", e.what());
     std::exit(2);
   }
-  if (o.accept != "acceptor" && o.accept != "reuseport") {
-    std::fprintf(stderr, "weft-hello: unknown accept mode '%s'; available: acceptor, reuseport\n", o.accept.c_str());
+  if (o.accept != "acceptor" && o.accept != "reuseport" && o.accept != "least-connections") {
+    std::fprintf(stderr, "weft-hello: unknown accept mode '%s'; available: acceptor, reuseport, least-connections\n",
+                 o.accept.c_str());
     std::exit(2);
   }
   if (o.accept == "reuseport" && o.transport == "blocking") {
@@ -178,6 +185,12 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   return o;
+}
+
+weft::AcceptMode accept_mode(const std::string& name) {
+  if (name == "reuseport") return weft::AcceptMode::reuseport;
+  if (name == "least-connections") return weft::AcceptMode::least_connections;
+  return weft::AcceptMode::acceptor;
 }
 
 // A JSON writer and its output, reused: a fresh rapidjson::Writer allocates its allocator and level
@@ -301,7 +314,13 @@ int main(int argc, char** argv) {
   // and the listener one of its own group.
   const bool blocking = options.transport == "blocking";
   weft::Transport& transport = weft::transport_named(options.transport);
-  weft::EventLoopGroup loops(transport, blocking ? options.max_connections : options.loops, "hello");
+  weft::EventLoopGroup::Options loop_options{blocking ? options.max_connections : options.loops, "hello", {}};
+  if (options.pin) loop_options.cpus = weft::allowed_cpus();  // loop i on CPU i, wrapping
+  weft::EventLoopGroup loops(transport, loop_options);
+  // Connections each loop has served, printed at exit (how the accept mode spread them).
+  auto accepted = std::make_shared<std::vector<std::atomic<std::uint64_t>>>(loops.size());
+  std::vector<const weft::EventLoop*> loop_list;
+  for (std::size_t i = 0; i < loops.size(); ++i) loop_list.push_back(&loops.at(i));
   std::optional<weft::EventLoopGroup> acceptor;
   if (blocking) acceptor.emplace(transport, 1, "hello-accept");
   weft::EventLoopGroup executors(weft::executor_driver_factory(), options.async_threads, "hello-exec");
@@ -340,10 +359,13 @@ int main(int argc, char** argv) {
   try {
     server = weft::ServerBootstrap()
                  .group(acceptor ? *acceptor : loops, loops)
-                 .accept_mode(options.accept == "reuseport" ? weft::AcceptMode::reuseport : weft::AcceptMode::acceptor)
+                 .accept_mode(accept_mode(options.accept))
                  .option(weft::option::backlog, 8192)
                  .child_option(weft::option::tcp_nodelay, true)
-                 .child_handler([router, offload, tls, http2 = options.http2](weft::Channel& ch) {
+                 .child_handler([router, offload, tls, http2 = options.http2, accepted, loop_list](weft::Channel& ch) {
+                   const auto at = std::find(loop_list.begin(), loop_list.end(), &ch.loop());
+                   (*accepted)[static_cast<std::size_t>(at - loop_list.begin())].fetch_add(1,
+                                                                                           std::memory_order_relaxed);
                    if (tls) {
                      // ALPN chooses the codec: h2, or HTTP/1.1 (where `Upgrade: h2c` is not honoured).
                      ch.pipeline().add_last("tls", std::make_shared<weft::TlsHandler>(tls));
@@ -406,6 +428,9 @@ int main(int argc, char** argv) {
       stderr,
       "weft-hello: %s: drained: %zu connection(s) open, %zu ended gracefully, %zu closed at the %ld s deadline\n",
       strsignal(sig), drained.open, drained.drained, drained.forced, options.drain_timeout_s);
+  std::string per_loop;
+  for (const auto& count : *accepted) per_loop += " " + std::to_string(count.load());
+  std::fprintf(stderr, "weft-hello: connections per loop:%s\n", per_loop.c_str());
   if (downstream_pool) downstream_pool->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   if (acceptor) acceptor->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5)).wait();

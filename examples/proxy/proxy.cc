@@ -13,7 +13,9 @@
 // - A half-close that loses nothing: when one side's input ends (its FIN), the other side's output
 //   is shut down from the completion of a flush, once every relayed byte has been written.
 // - Errors close both sides.
-// Runs until SIGINT or SIGTERM, then shuts the loops down gracefully.
+// Runs until SIGINT or SIGTERM, then drains (weft::drain_server): the listener closes, the relays
+// open have --drain-timeout to end (a TCP relay cannot tell where a request ends: it waits for its
+// peers to close), what is left is closed, and the loops shut down.
 
 #include <signal.h>
 
@@ -34,6 +36,7 @@
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/channel/context.h"
+#include "weft/channel/drain.h"
 #include "weft/channel/events.h"
 #include "weft/channel/handler.h"
 #include "weft/core/error.h"
@@ -103,6 +106,12 @@ class RelayHandler final : public weft::InboundHandler<weft::ByteBuf> {
   }
 
   void user_event(weft::Context& ctx, const std::any& event) override {
+    if (event.type() == typeid(weft::ChannelShutdownRequestedEvent)) {
+      // A drain (SIGTERM): a TCP relay cannot tell where a request ends, so it ends when its peers
+      // end it (or at the drain's deadline).
+      ctx.channel().end_for_shutdown_itself();
+      return;
+    }
     if (event.type() != typeid(weft::ChannelInputShutdownEvent) || partner_ == nullptr) {
       ctx.fire_user_event(event);
       return;
@@ -178,6 +187,7 @@ struct Options {
   std::string remote;
   int loops = 0;  // 0: one per core
   std::string transport = "epoll";
+  int drain_timeout_s = 10;
 };
 
 void print_usage(std::FILE* out) {
@@ -191,6 +201,8 @@ void print_usage(std::FILE* out) {
                "  --host H          numeric address to listen on (default 127.0.0.1)\n"
                "  --loops L         event loops (default: number of cores)\n"
                "  --transport T     epoll (default), io_uring or blocking\n"
+               "  --drain-timeout S on SIGINT or SIGTERM: stop accepting, give the relays open S seconds to\n"
+               "                    end, then close them (default 10)\n"
                "  --help            show this text\n");
 }
 
@@ -232,6 +244,8 @@ int parse_flags(int argc, char** argv, Options& options) {
       ok = parse_int(value, 1, 65535, options.port);
     } else if (flag == "--loops") {
       ok = parse_int(value, 1, 1024, options.loops);
+    } else if (flag == "--drain-timeout") {
+      ok = parse_int(value, 0, 86400, options.drain_timeout_s);
     } else if (flag == "--host") {
       options.host = std::string(value);
     } else if (flag == "--remote") {
@@ -307,7 +321,11 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   while (sigwait(&stop_signals, &signal_number) != 0) {
   }
-  std::printf("weft-proxy: %s, shutting down\n", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  std::printf("weft-proxy: %s, draining\n", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  std::fflush(stdout);
+  const weft::DrainReport drained = weft::drain_server(server, std::chrono::seconds(options.drain_timeout_s)).get();
+  std::printf("weft-proxy: drained: %zu relay(s) open, %zu ended by their peers, %zu closed at the %d s deadline\n",
+              drained.open, drained.drained, drained.forced, options.drain_timeout_s);
   std::fflush(stdout);
   const bool clean = loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5))
                          .wait_for(std::chrono::seconds(10));

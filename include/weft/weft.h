@@ -77,6 +77,7 @@
 #include "weft/codec/websocket/utf8.h"
 #include "weft/core/awaitables.h"
 #include "weft/core/clock.h"
+#include "weft/core/cpu_affinity.h"
 #include "weft/core/error.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/event_loop_group.h"

@@ -8,18 +8,25 @@ namespace weft::detail {
 void Acceptor::channel_read(Context& ctx, AcceptedSocket&& socket) {
   ChannelPtr child;
   EventLoop* loop = nullptr;
+  std::shared_ptr<LoopConnections> counted_in;  // set when a least-connections count holds this child
   try {
-    loop = setup_->stay_on_listener_loop ? &ctx.channel().loop() : &setup_->transport.choose_loop(setup_->group);
+    loop = &choose_loop(ctx, counted_in);
     child = setup_->transport.new_accepted_channel(*loop, setup_->config, std::move(socket));
   } catch (const ChannelLimitError& e) {
+    if (counted_in != nullptr) counted_in->hand_out();
     refuse(ctx, std::move(socket), e);
     return;
   } catch (const std::exception& e) {
+    if (counted_in != nullptr) counted_in->hand_out();
     log(LogLevel::warn, "could not create a channel for an accepted connection: {}", e.what());
     return;
   }
   // A task even on the listener's own loop: the child's events never run inside the listener's call.
-  loop->try_execute([setup = setup_, child] {
+  const bool posted = loop->try_execute([setup = setup_, child, counted_in] {
+    if (counted_in != nullptr) {
+      // Added before the initializer's listeners: they see the connection counted out.
+      child->close_future().add_listener([counted_in](const Future<void>&) { counted_in->hand_out(); });
+    }
     const std::shared_ptr<LoopConnections> here = setup->connections->on(child->loop());
     if (here != nullptr && here->draining()) {
       // Accepted before the listeners closed, reaching its loop after the drain did: not served.
@@ -36,6 +43,20 @@ void Acceptor::channel_read(Context& ctx, AcceptedSocket&& socket) {
       child->close();
     }
   });
+  if (!posted && counted_in != nullptr) counted_in->hand_out();  // its loop has terminated
+}
+
+EventLoop& Acceptor::choose_loop(Context& ctx, std::shared_ptr<LoopConnections>& counted_in) {
+  switch (setup_->mode) {
+    case AcceptMode::reuseport: return ctx.channel().loop();
+    case AcceptMode::least_connections:
+      // A blocking loop serves one connection: every loop the transport can reserve has none.
+      if (!setup_->transport.loops_serve_many_channels()) break;
+      counted_in = setup_->connections->hand_to_least_loaded();
+      return counted_in->loop();
+    case AcceptMode::acceptor: break;
+  }
+  return setup_->transport.choose_loop(setup_->group);
 }
 
 void Acceptor::exception_caught(Context& ctx, std::exception_ptr error) {

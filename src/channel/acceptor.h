@@ -16,9 +16,10 @@ struct ChildSetup {
   EventLoopGroup& group;
   ChannelConfig config;
   ChannelInitializer init;
-  // AcceptMode::reuseport: a connection stays on the loop of the listener that accepted it;
-  // otherwise the transport chooses a loop of `group` (round-robin, or a free one on blocking).
-  bool stay_on_listener_loop = false;
+  // reuseport: a connection stays on the loop of the listener that accepted it; least_connections:
+  // it goes to the loop of `group` with the fewest; acceptor: the transport chooses a loop of
+  // `group` (round-robin, or a free one on blocking).
+  AcceptMode mode = AcceptMode::acceptor;
   // The server's connections, per loop of `group` (for drain_server).
   std::shared_ptr<ServerConnections> connections = std::make_shared<ServerConnections>(group);
 };
@@ -35,6 +36,8 @@ class Acceptor final : public InboundHandler<AcceptedSocket> {
   const std::shared_ptr<ServerConnections>& connections() const noexcept { return setup_->connections; }
 
  private:
+  // The loop the next connection runs on, and, under least_connections, the count it was added to.
+  EventLoop& choose_loop(Context& ctx, std::shared_ptr<LoopConnections>& counted_in);
   void refuse(Context& ctx, AcceptedSocket socket, const ChannelLimitError& error);
 
   std::shared_ptr<const ChildSetup> setup_;

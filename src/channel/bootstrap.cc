@@ -49,10 +49,10 @@ Future<ChannelPtr> ServerBootstrap::bind(const SocketAddress& local) const {
           "the {} transport a loop serves one channel, so its listener could not keep what it accepts",
           transport.name()));
     }
-    return detail::bind_listener_per_loop(
-        local, server_config_, server_init_,
-        std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_, true,
-                                                      std::make_shared<detail::ServerConnections>(*child_)}));
+    return detail::bind_listener_per_loop(local, server_config_, server_init_,
+                                          std::make_shared<const ChildSetup>(ChildSetup{
+                                              transport, *child_, child_config_, child_init_, AcceptMode::reuseport,
+                                              std::make_shared<detail::ServerConnections>(*child_)}));
   }
   EventLoop* chosen = nullptr;
   try {
@@ -64,8 +64,9 @@ Future<ChannelPtr> ServerBootstrap::bind(const SocketAddress& local) const {
   }
   EventLoop& loop = *chosen;
   ChannelPtr server = transport.new_server_channel(loop, server_config_);
-  auto setup = std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_, false,
-                                                             std::make_shared<detail::ServerConnections>(*child_)});
+  auto setup =
+      std::make_shared<const ChildSetup>(ChildSetup{transport, *child_, child_config_, child_init_, accept_mode_,
+                                                    std::make_shared<detail::ServerConnections>(*child_)});
   Promise<ChannelPtr> result(&loop);
   loop.execute([server, setup, init = server_init_, local, result]() mutable {
     try {

@@ -91,8 +91,29 @@ ServerConnections::ServerConnections(EventLoopGroup& group) {
                                                                   : std::string_view("other"));
   for (std::size_t i = 0; i < group.size(); ++i) {
     EventLoop& loop = group.at(i);
-    loops_.emplace(&loop, std::make_shared<LoopConnections>(loop, counters));
+    auto connections = std::make_shared<LoopConnections>(loop, counters);
+    loops_.emplace(&loop, connections);
+    in_group_order_.push_back(std::move(connections));
   }
+}
+
+const std::shared_ptr<LoopConnections>& ServerConnections::hand_to_least_loaded() const noexcept {
+  // The scan starts one loop further each time, so equal counts (short connections, each closed
+  // before the next arrives) go round-robin rather than all to the first loop.
+  const std::size_t n = in_group_order_.size();
+  const std::size_t start = next_tie_.fetch_add(1, std::memory_order_relaxed) % n;
+  std::size_t best = start;
+  std::size_t fewest = in_group_order_[start]->handed();
+  for (std::size_t i = 1; i < n && fewest > 0; ++i) {
+    const std::size_t at = (start + i) % n;
+    const std::size_t count = in_group_order_[at]->handed();
+    if (count < fewest) {
+      best = at;
+      fewest = count;
+    }
+  }
+  in_group_order_[best]->hand_in();
+  return in_group_order_[best];
 }
 
 std::shared_ptr<LoopConnections> ServerConnections::on(EventLoop& loop) const {

@@ -39,10 +39,18 @@ class DrainRun {
   Promise<DrainReport> result_;
 };
 
-// The server's connections on one loop. Loop thread only.
+// The server's connections on one loop. Loop thread only, but for the handed-off count.
 class LoopConnections {
  public:
   LoopConnections(EventLoop& loop, metrics::ConnectionCounters counters) : loop_(loop), counters_(counters) {}
+
+  EventLoop& loop() const noexcept { return loop_; }
+  // AcceptMode::least_connections: connections handed to this loop and not yet closed. Thread-safe:
+  // the acceptor's loop counts a connection in when it chooses this loop, this loop counts it out
+  // when it closes (or is dropped before it ran here).
+  std::size_t handed() const noexcept { return handed_.load(std::memory_order_relaxed); }
+  void hand_in() noexcept { handed_.fetch_add(1, std::memory_order_relaxed); }
+  void hand_out() noexcept { handed_.fetch_sub(1, std::memory_order_relaxed); }
 
   // Whether a drain has reached this loop: a connection accepted now is not served.
   bool draining() const noexcept { return drain_ != nullptr; }
@@ -65,6 +73,7 @@ class LoopConnections {
   std::size_t forced_ = 0;
   TimerId deadline_timer_ = 0;
   bool reported_ = false;
+  std::atomic<std::size_t> handed_{0};
 };
 
 // Every loop's LoopConnections of one server. The map is built once and only read afterwards.
@@ -77,12 +86,17 @@ class ServerConnections {
   // Starts the drain (on the loop of the server's listener, once its listeners are closed).
   void begin_drain(const std::shared_ptr<DrainRun>& run) const;
   std::size_t loop_count() const noexcept { return loops_.size(); }
+  // AcceptMode::least_connections: the loop with the fewest connections handed to it, ties
+  // round-robin; counts the new connection in. Thread-safe (one acceptor calls it).
+  const std::shared_ptr<LoopConnections>& hand_to_least_loaded() const noexcept;
 
   // The drain started, if any: read and written on the first listener's loop only.
   std::shared_ptr<DrainRun> run;
 
  private:
   std::unordered_map<EventLoop*, std::shared_ptr<LoopConnections>> loops_;
+  std::vector<std::shared_ptr<LoopConnections>> in_group_order_;  // the same objects, indexed
+  mutable std::atomic<std::size_t> next_tie_{0};
 };
 
 }  // namespace weft::detail

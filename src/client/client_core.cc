@@ -227,6 +227,11 @@ void LoopClient::upload_failed(const std::shared_ptr<Exchange>& x, std::exceptio
 }
 
 OriginPool& LoopClient::pool_for(const Url& url) {
+  // Requests come in runs to one origin: the last one found is checked first, without a key or a hash.
+  if (last_pool_ != nullptr && url.port() == last_pool_->origin().port() &&
+      url.scheme() == last_pool_->origin().scheme() && url.host() == last_pool_->origin().host()) {
+    return *last_pool_;
+  }
   // scheme://host:port, the port always written (authority() leaves the default one out).
   std::string& key = pool_key_;
   key.assign(url.scheme_name()).append("://");
@@ -245,6 +250,7 @@ OriginPool& LoopClient::pool_for(const Url& url) {
                                                         *this, core_.counters()))
              .first;
   }
+  last_pool_ = it->second.get();
   return *it->second;
 }
 
@@ -273,7 +279,7 @@ void LoopClient::finish(Exchange& x) {
   RequestDeadlines::remove(x);
 }
 
-void LoopClient::answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) {
+void LoopClient::answered(std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) {
   if (x->done) return;
   const ClientOptions& options = core_.options();
   // A streamed request's answer is its head, whatever it is: its body is the caller's to read.
@@ -323,6 +329,7 @@ void LoopClient::close() {
   closed_ = true;
   auto pools = std::move(pools_);
   pools_.clear();
+  last_pool_ = nullptr;
   for (auto& [key, pool] : pools) pool->close_all(std::make_exception_ptr(ClientClosedError()));
   connector_.close();  // after the pools: their connections opening stopped waiting for it
 }

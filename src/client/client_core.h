@@ -33,7 +33,7 @@ class LoopClient final : public ExchangeSink {
   LoopClient(ClientCore& core, EventLoop& loop);
   void begin(std::shared_ptr<Exchange> x);
   void close();
-  void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) override;
+  void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) override;
   void failed(std::shared_ptr<Exchange> x, std::exception_ptr error) override;
   EventLoop& loop() const noexcept { return loop_; }
 
@@ -51,6 +51,7 @@ class LoopClient final : public ExchangeSink {
   OriginConnector connector_;  // this loop's resolver (made on the first name), closed by close()
   std::unordered_map<std::string, std::shared_ptr<OriginPool>> pools_;  // by "scheme://host:port"
   std::string pool_key_;                   // pool_for's scratch: its capacity is kept, the lookup does not allocate
+  OriginPool* last_pool_ = nullptr;        // pool_for's last answer (one of pools_)
   RequestDeadlines deadlines_;             // the requests under request_timeout
   std::optional<TimerId> deadline_timer_;  // for deadlines_.front() or earlier
   bool closed_ = false;

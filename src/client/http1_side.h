@@ -40,7 +40,7 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
 
   void active();
   void bytes_arrived();
-  void answer(http::HttpClientResponse response);
+  void answer(http::HttpClientResponse response);  // taken from the codec here: passed on by reference
   void error(std::exception_ptr e);
   void closed();
   // The probed request's first byte was written (true), or the channel closed before (false).

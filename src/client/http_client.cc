@@ -24,6 +24,10 @@ Future<http::HttpClientResponse> HttpClient::request(std::string_view method, st
   }
 }
 
+Future<http::HttpClientResponse> HttpClient::request(std::string_view method, const Url& url, ByteBuf body) {
+  return core_->start(url, std::string(method), {}, std::move(body));
+}
+
 Future<http::HttpClientResponse> HttpClient::request(http::HttpClientRequest request) {
   try {
     Url url = Url::parse(request.target());

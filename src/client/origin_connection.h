@@ -43,7 +43,7 @@ class OriginConnection final : public PooledConnection {
 
   // Channel loop (from Http1Side's handlers), `channel` being the reporting one.
   void http1_ready(std::shared_ptr<Http1Side> side, ChannelPtr channel);
-  void http1_response(http::HttpClientResponse response);
+  void http1_response(http::HttpClientResponse&& response);
   void http1_body_done();  // a streamed body ended whole: the connection may serve again
   void http1_closed(ChannelPtr channel, std::exception_ptr error, bool answer_started, bool never_sent);
 
@@ -66,6 +66,7 @@ class OriginConnection final : public PooledConnection {
   void connected(ChannelPtr channel);
   void became_ready(std::size_t capacity, bool is_http2, ChannelPtr channel);  // pool loop
   void failed_to_open(std::exception_ptr error);                               // pool loop
+  void http1_answered(http::HttpClientResponse&& response);                    // pool loop
   void send_http2(std::shared_ptr<Exchange> x);
   void stream_http2(std::shared_ptr<Exchange> x);
   // Pool loop: an HTTP/2 request of `x` failed with `error` (`reused`: on a connection that had served).

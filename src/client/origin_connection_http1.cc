@@ -44,41 +44,46 @@ void OriginConnection::http1_ready(std::shared_ptr<Http1Side> side, ChannelPtr c
   });
 }
 
-void OriginConnection::http1_response(http::HttpClientResponse response) {
+void OriginConnection::http1_response(http::HttpClientResponse&& response) {
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
-  on_pool_loop([self, response = std::move(response)]() mutable {
-    std::shared_ptr<Exchange> x = std::move(self->current_);
-    if (x && x->streamed) {
-      // The head: the connection stays the body's until it ends (http1_body_done) or closes.
-      if (!response.keep_alive()) self->dead = true;
-      if (self->upload_ && self->upload_->active() && response.status() >= 300) {
-        // Answered before the body's end: the rest is not sent, and the connection not reused.
-        self->dead = true;
-        self->upload_->stop(
-            std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, x->url.to_string())));
-      }
-      if (auto p = self->pool()) {
-        p->answered(*self, std::move(x), std::move(response));
-      } else {
-        x->fail_closed(self->pool_loop());
-      }
-      return;
+  if (pool_loop().in_loop()) {  // no task, and the response (a large value) moved once less
+    http1_answered(std::move(response));
+    return;
+  }
+  on_pool_loop([self, response = std::move(response)]() mutable { self->http1_answered(std::move(response)); });
+}
+
+void OriginConnection::http1_answered(http::HttpClientResponse&& response) {
+  std::shared_ptr<Exchange> x = std::move(current_);
+  if (x && x->streamed) {
+    // The head: the connection stays the body's until it ends (http1_body_done) or closes.
+    if (!response.keep_alive()) dead = true;
+    if (upload_ && upload_->active() && response.status() >= 300) {
+      // Answered before the body's end: the rest is not sent, and the connection not reused.
+      dead = true;
+      upload_->stop(std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, x->url.to_string())));
     }
-    self->in_flight = 0;
-    ++self->served;
-    self->idle_since = self->pool_loop().now();
-    if (!response.keep_alive()) {
-      self->dead = true;  // the server closes it: never handed out again
-      if (self->channel_) self->channel_->close();
+    if (auto p = pool()) {
+      p->answered(*this, std::move(x), std::move(response));
+    } else {
+      x->fail_closed(pool_loop());
     }
-    auto p = self->pool();
-    if (!x) return;
-    if (!p) {
-      x->fail_closed(self->pool_loop());
-      return;
-    }
-    p->answered(*self, std::move(x), std::move(response));
-  });
+    return;
+  }
+  in_flight = 0;
+  ++served;
+  idle_since = pool_loop().now();
+  if (!response.keep_alive()) {
+    dead = true;  // the server closes it: never handed out again
+    if (channel_) channel_->close();
+  }
+  auto p = pool();
+  if (!x) return;
+  if (!p) {
+    x->fail_closed(pool_loop());
+    return;
+  }
+  p->answered(*this, std::move(x), std::move(response));
 }
 
 void OriginConnection::http1_body_done() {

@@ -1,6 +1,8 @@
 // OriginConnection over HTTP/2 (h2 by ALPN, h2c by prior knowledge): requests are streams, up to
 // the server's SETTINGS_MAX_CONCURRENT_STREAMS at once.
 
+#include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -154,8 +156,11 @@ std::shared_ptr<http2::ClientStream> share_on(EventLoop& loop, http2::ClientStre
 }
 
 // A streamed request body of HTTP/2: each chunk waits for the stream's and the connection's
-// windows (ClientStream::write); a wait longer than the idle timeout resets the stream.
-class Http2Upload final : public UploadSink {
+// windows (ClientStream::write); a wait longer than the idle timeout fails the upload, which then
+// resets the stream. Everything but push() runs on the connection's loop. A chunk costs its two
+// futures' states (the caller's write() and push()) and pooled coroutine frames, nothing else from
+// the heap: the window's timer is one per upload, armed when a wait begins and none is pending.
+class Http2Upload final : public UploadSink, public std::enable_shared_from_this<Http2Upload> {
  public:
   Http2Upload(EventLoop& pool_loop, EventLoop& loop, std::shared_ptr<http2::ClientStream> stream,
               std::shared_ptr<int> status, Duration idle, std::string url)
@@ -168,14 +173,11 @@ class Http2Upload final : public UploadSink {
   Future<void> push(ByteBuf chunk) override {
     Promise<void> done(&pool_loop_);
     Future<void> future = done.future();
-    auto run = [stream = stream_, status = status_, chunk = std::move(chunk), done, idle = idle_, url = url_,
-                &loop = loop_]() mutable {
-      spawn_detached(loop, write_one(loop, std::move(stream), std::move(status), std::move(chunk), std::move(done),
-                                     idle, std::move(url)));
-    };
     if (loop_.in_loop()) {
-      run();
-    } else if (!loop_.try_execute(std::move(run))) {
+      spawn_detached(loop_, write_one(shared_from_this(), std::move(chunk), std::move(done)));
+    } else if (!loop_.try_execute([self = shared_from_this(), chunk = std::move(chunk), done]() mutable {
+                 spawn_detached(self->loop_, write_one(self, std::move(chunk), std::move(done)));
+               })) {
       done.fail(ChannelClosedError("the request body's connection has ended (its loop terminated)"));
     }
     return future;
@@ -196,29 +198,23 @@ class Http2Upload final : public UploadSink {
   }
 
  private:
-  static Task<> write_one(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, std::shared_ptr<int> status,
-                          ByteBuf chunk, Promise<void> done, Duration idle, std::string url) {
-    auto timed_out = std::make_shared<bool>(false);
-    std::optional<TimerId> timer;
-    if (idle > Duration::zero()) {
-      timer = loop.schedule(idle, [stream, timed_out] {
-        *timed_out = true;
-        stream->reset();  // wakes the write below, which throws
-      });
-    }
+  // One chunk at a time (UploadStream pushes the next once this one is done).
+  static Task<> write_one(std::shared_ptr<Http2Upload> self, ByteBuf chunk, Promise<void> done) {
+    self->waiting_.emplace(done);
+    self->wait_since_ = self->loop_.now();
+    if (self->idle_ > Duration::zero() && !self->timer_armed_) self->arm(self->idle_);
     std::exception_ptr error;
     try {
-      co_await stream->write(std::move(chunk));
+      co_await self->stream_->write(std::move(chunk));
     } catch (...) {
       error = std::current_exception();
     }
-    if (timer && !*timed_out) loop.cancel(*timer);
-    if (*timed_out) {
-      error = std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url));
-    } else if (error && stream->response_ended() && *status >= 300) {
+    if (!self->waiting_) co_return;  // settled by the window's timer
+    self->waiting_.reset();
+    if (error && self->stream_->response_ended() && *self->status_ >= 300) {
       // The server answered and ended the stream before the body's end (RFC 9113 8.1): the rest
       // is dropped, whichever of the answer and this write the pool hears of first.
-      error = std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, url));
+      error = std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, self->url_));
     }
     if (error) {
       done.set_error(error);
@@ -227,12 +223,47 @@ class Http2Upload final : public UploadSink {
     }
   }
 
+  // The window's timer: left pending when a wait ends, looked at when it fires (BodyStream's way).
+  void arm(Duration in) {
+    timer_armed_ = true;
+    loop_.schedule(in, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        self->timer_armed_ = false;
+        self->window_due();
+      }
+    });
+  }
+
+  // A wait is idle once it has lasted `idle_` since it began and since its stream's HEADERS left
+  // (a stream held by the server's concurrency limit waits for the other streams, not its window).
+  void window_due() {
+    if (!waiting_) return;  // the next wait arms the timer again
+    const TimePoint sent = stream_->headers_sent_at();
+    if (sent == TimePoint{}) {
+      arm(idle_);
+      return;
+    }
+    const TimePoint from = std::max(wait_since_, sent);
+    const TimePoint now = loop_.now();
+    if (now - from < idle_) {
+      arm(from + idle_ - now);
+      return;
+    }
+    // The upload learns of its timeout before anything else hears of the stream's end: its
+    // failure (UploadStream::fail_request) is the request's, and resets the stream (CANCEL).
+    std::exchange(waiting_, std::nullopt)->fail(TimeoutError(TimeoutError::Kind::idle, url_));
+  }
+
   EventLoop& pool_loop_;
   EventLoop& loop_;
   std::shared_ptr<http2::ClientStream> stream_;
   std::shared_ptr<int> status_;  // the answer's, once its head came (connection loop)
-  Duration idle_;
-  std::string url_;
+  const Duration idle_;
+  const std::string url_;
+  // connection loop: the chunk waiting for the windows (its push's promise), since when; the timer
+  std::optional<Promise<void>> waiting_;
+  TimePoint wait_since_{};
+  bool timer_armed_ = false;
 };
 
 // On the connection's loop: opens the stream, sends the request (or hands the stream to its

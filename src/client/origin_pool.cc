@@ -84,6 +84,7 @@ PooledConnection* OriginPool::pick(bool fresh_only) {
     if (c.in_flight >= std::min(c.capacity, kMaxStreamsPerConnection)) continue;
     if (fresh_only && c.served > 0) continue;
     if (best == nullptr || c.in_flight < best->in_flight) best = &c;
+    if (best->in_flight == 0) break;  // none is better: the rest are not looked at (nor aged: sweep() does)
   }
   return best;
 }
@@ -208,7 +209,7 @@ void OriginPool::connection_closed(PooledConnection& c) {
   dispatch();
 }
 
-void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http::HttpClientResponse response) {
+void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) {
   x->on = nullptr;
   if (c.dead && c.in_flight == 0) {
     auto keep = c.shared_from_this();

@@ -29,7 +29,7 @@ class OriginConnector;
 class ExchangeSink {
  public:
   virtual ~ExchangeSink() = default;
-  virtual void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse response) = 0;
+  virtual void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) = 0;
   virtual void failed(std::shared_ptr<Exchange> x, std::exception_ptr error) = 0;
 };
 
@@ -55,7 +55,7 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   void connection_ready(PooledConnection& c);
   void connection_failed(PooledConnection& c, std::exception_ptr error);  // never became ready
   void connection_closed(PooledConnection& c);
-  void answered(PooledConnection& c, std::shared_ptr<Exchange> x, http::HttpClientResponse response);
+  void answered(PooledConnection& c, std::shared_ptr<Exchange> x, http::HttpClientResponse&& response);
   // `c` finished carrying a streamed body (answered earlier with its head): it may serve again.
   void released(PooledConnection& c);
   // `retryable`: no byte of the answer came, and the request is idempotent or was never sent.
@@ -64,6 +64,7 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   std::size_t connection_count() const noexcept { return connections_.size(); }
   std::size_t pending_count() const noexcept { return pending_.size(); }
   const std::string& name() const noexcept { return name_; }
+  const Url& origin() const noexcept { return origin_; }
 
  private:
   void dispatch();

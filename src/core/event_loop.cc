@@ -1,11 +1,13 @@
 #include "weft/core/event_loop.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
 
+#include "weft/core/cpu_affinity.h"
 #include "weft/core/log.h"
 
 namespace weft {
@@ -66,6 +68,7 @@ void log_listener_exception(std::exception_ptr error) noexcept {
 
 EventLoop::EventLoop(std::unique_ptr<IoDriver> driver, Options options)
     : options_(std::move(options)), driver_(std::move(driver)), terminated_(nullptr) {
+  if (options_.cpu >= 0) check_cpus_allowed({options_.cpu});
   if (options_.manual_clock) {
     owner_ = std::this_thread::get_id();
     manual_base_ = Clock::now();
@@ -98,7 +101,19 @@ EventLoop::~EventLoop() {
 }
 
 void EventLoop::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    if (options_.cpu >= 0) pin_to_cpu(options_.cpu);
+    run();
+  });
+}
+
+void EventLoop::pin_to_cpu(int cpu) noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  // The constructor checked the CPU; it can still fail if the process's cpuset shrank since.
+  const int error = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (error != 0) log(LogLevel::error, "loop '{}': could not pin to CPU {}: errno {}", options_.name, cpu, error);
 }
 
 EventLoop* EventLoop::current() noexcept { return t_current_loop; }

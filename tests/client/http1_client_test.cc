@@ -76,6 +76,33 @@ TEST_P(Http1ClientTest, PostsABodyAndReadsItBack) {
   EXPECT_EQ(test::answer_of(client.request(std::move(request))).body_view(), "abc");
 }
 
+// Requests by parsed URLs from the caller's loop, alternating between two origins: each answer's
+// body ("hello", or the body echoed), counted when it is right.
+Task<int> alternate(HttpClient& client, client::Url hello_a, client::Url echo_b) {
+  int right = 0;
+  for (int i = 0; i < 4; ++i) {
+    http::HttpClientResponse a = co_await client.get(hello_a);
+    const std::string body = "round " + std::to_string(i);
+    http::HttpClientResponse b = co_await client.request("POST", echo_b, ByteBuf::copy_of(body));
+    right += (a.body_view() == "hello" ? 1 : 0) + (b.body_view() == body ? 1 : 0);
+  }
+  co_return right;
+}
+
+// A Url parsed once serves many requests (get and request), each on its own origin's connections:
+// from one loop, requests alternate between two servers that differ by their port only.
+TEST_P(Http1ClientTest, AParsedUrlIsRequestedManyTimesOnItsOwnOrigin) {
+  auto accepted_b = std::make_shared<std::atomic<int>>(0);
+  ChannelPtr a = test::serve_origin(servers_, OriginKind::http1, accepted_);
+  ChannelPtr b = test::serve_origin(servers_, OriginKind::http1, accepted_b);
+  HttpClient client(clients_);
+  const client::Url hello_a = client::Url::parse(test::url_of(a, "http", "/hello"));
+  const client::Url echo_b = client::Url::parse(test::url_of(b, "http", "/echo"));
+  EXPECT_EQ(spawn(clients_.at(0), alternate(client, hello_a, echo_b)).get(), 8);
+  EXPECT_GE(accepted_->load(), 1);
+  EXPECT_GE(accepted_b->load(), 1);  // b's requests went to b's own pool
+}
+
 // Completes `to` with what `from` ends with (the response moved: it is move-only).
 void forward(const Future<http::HttpClientResponse>& from, Promise<http::HttpClientResponse> to) {
   from.add_listener([to](const Future<http::HttpClientResponse>& f) mutable {

@@ -10,7 +10,10 @@
 // with a client of its own. On epoll the route's client shares the front server's loops (a proxy's
 // pattern: the request runs on the route's loop); on io_uring and blocking it has loops of its own
 // (the answer crosses back to the route's loop). Release runs every mode on every transport; the
-// sanitizers run each mode once and each transport at least once.
+// sanitizers run each mode once and each transport at least once. HTTP/2 origins (streams
+// multiplexed on the route client's connections) have rows of their own, fewer: h2c by prior
+// knowledge in every mode on epoll, h2 over TLS (ALPN) in one mode per transport (sanitizers: three
+// rows in all).
 
 #include <gtest/gtest.h>
 
@@ -47,13 +50,21 @@ const char* mode_name(Mode mode) {
   return "?";
 }
 
+// What the origins speak: HTTP/1.1, h2c (the client by prior knowledge), or h2 over TLS (by ALPN).
+enum class Origin { http1, h2c, h2_tls };
+
 struct Config {
   Transport* transport;
   Mode mode;
+  Origin origin = Origin::http1;
 };
 
 std::string config_name(const ::testing::TestParamInfo<Config>& info) {
-  return std::string(info.param.transport->name()) + "_" + mode_name(info.param.mode);
+  const Origin o = info.param.origin;
+  return std::string(info.param.transport->name()) + "_" + mode_name(info.param.mode) +
+         (o == Origin::h2c      ? "_h2c"
+          : o == Origin::h2_tls ? "_h2_tls"
+                                : "");
 }
 
 // The front server's answer for a fetch that failed: 502 naming the typed error the route caught.
@@ -95,17 +106,18 @@ HttpResponse answer_after_waiting(const ResponseFuture& fetched) {
 
 HttpResponse wrong_thread(const char* what) { return HttpResponse(500).body(std::string("wrong thread: ") + what); }
 
-// What a route needs: the client, and the executors of the -async modes.
+// What a route needs: the client, the executors of the -async modes, and the origins' scheme.
 struct RouteDeps {
   HttpClient* client;
   EventLoopGroup* executors;
+  const char* scheme = "http";
 };
 
-// The origin URL of a front request: /{route}/{port}/{n} fetches http://127.0.0.1:{port}/item/{n}.
-std::string origin_url(std::string_view front_path) {
+// The origin URL of a front request: /{route}/{port}/{n} fetches {scheme}://127.0.0.1:{port}/item/{n}.
+std::string origin_url(const RouteDeps& deps, std::string_view front_path) {
   front_path.remove_prefix(front_path.find('/', 1) + 1);
   const std::size_t slash = front_path.find('/');
-  return "http://127.0.0.1:" + std::string(front_path.substr(0, slash)) + "/item" +
+  return std::string(deps.scheme) + "://127.0.0.1:" + std::string(front_path.substr(0, slash)) + "/item" +
          std::string(front_path.substr(slash));
 }
 
@@ -120,7 +132,7 @@ std::shared_ptr<http::Router> front_routes(Mode mode, RouteDeps deps) {
       router->get("/fetch/{port}/{n}", [deps](Context& ctx, http::HttpRequest& request) {
         ChannelPtr channel = ctx.channel().shared_from_this();
         EventLoop* route_loop = EventLoop::current();
-        deps.client->get(origin_url(request.path()))
+        deps.client->get(origin_url(deps, request.path()))
             .add_listener([channel, route_loop, sequence = request.sequence()](const ResponseFuture& f) {
               HttpResponse r = route_loop->in_loop() ? answer_from(f) : wrong_thread("listener off the route's loop");
               r.for_request(sequence);
@@ -132,7 +144,7 @@ std::shared_ptr<http::Router> front_routes(Mode mode, RouteDeps deps) {
       router->get("/fetch/{port}/{n}", [deps](Context& ctx, http::HttpRequest& request) {
         ChannelPtr channel = ctx.channel().shared_from_this();
         deps.executors->at(channel->id() % deps.executors->size())
-            .execute([deps, channel, url = origin_url(request.path()), sequence = request.sequence()] {
+            .execute([deps, channel, url = origin_url(deps, request.path()), sequence = request.sequence()] {
               HttpResponse r =
                   channel->loop().in_loop() ? wrong_thread("on the loop") : answer_after_waiting(deps.client->get(url));
               r.for_request(sequence);
@@ -143,7 +155,7 @@ std::shared_ptr<http::Router> front_routes(Mode mode, RouteDeps deps) {
     case Mode::offload:
       router->get("/fetch/{port}/{n}", [deps](http::Request& request) {
         if (request.channel().loop().in_loop()) return wrong_thread("the router runs on the loop");
-        return answer_after_waiting(deps.client->get(origin_url(request.path())));
+        return answer_after_waiting(deps.client->get(origin_url(deps, request.path())));
       });
       break;
     case Mode::coroutine:
@@ -151,7 +163,7 @@ std::shared_ptr<http::Router> front_routes(Mode mode, RouteDeps deps) {
         EventLoop& route_loop = request.channel().loop();
         HttpResponse r;
         try {
-          r = answer_from(co_await deps.client->get(origin_url(request.path())));
+          r = answer_from(co_await deps.client->get(origin_url(deps, request.path())));
         } catch (const std::exception&) {
           r = answer_from(std::current_exception());
         }
@@ -162,7 +174,9 @@ std::shared_ptr<http::Router> front_routes(Mode mode, RouteDeps deps) {
     case Mode::coroutine_async:
       router->get("/fetch/{port}/{n}", [deps](http::Request& request) -> Task<HttpResponse> {
         EventLoop& route_loop = request.channel().loop();
-        auto fetch = [deps, url = origin_url(request.path())] { return answer_after_waiting(deps.client->get(url)); };
+        auto fetch = [deps, url = origin_url(deps, request.path())] {
+          return answer_after_waiting(deps.client->get(url));
+        };
         HttpResponse r = co_await offload(*deps.executors, std::move(fetch));
         if (!route_loop.in_loop()) co_return wrong_thread("offload resumed off the route's loop");
         co_return r;
@@ -171,7 +185,7 @@ std::shared_ptr<http::Router> front_routes(Mode mode, RouteDeps deps) {
   }
   router->get("/blocking-get/{port}/{n}", [deps](http::Request& request) {
     try {
-      deps.client->get(origin_url(request.path())).wait();
+      deps.client->get(origin_url(deps, request.path())).wait();
       return HttpResponse(200).body("blocked");
     } catch (const BlockingOperationError&) {
       return HttpResponse(200).body("refused");
@@ -180,8 +194,9 @@ std::shared_ptr<http::Router> front_routes(Mode mode, RouteDeps deps) {
   return router;
 }
 
-// The origin: GET /item/{n} answers "item-{n}"; closing after every answer when asked.
-ChannelPtr serve_items(EventLoopGroup& group, bool close_after_each) {
+// The origin: GET /item/{n} answers "item-{n}"; closing after every answer when asked; HTTP/1.1
+// unless `origin` says otherwise.
+ChannelPtr serve_items(EventLoopGroup& group, bool close_after_each, Origin origin = Origin::http1) {
   auto router = std::make_shared<http::Router>();
   router->get("/item/{n}", [close_after_each](http::Request& request) {
     HttpResponse r(200);
@@ -189,10 +204,17 @@ ChannelPtr serve_items(EventLoopGroup& group, bool close_after_each) {
     if (close_after_each) r.close_connection();
     return r;
   });
+  TlsContextPtr tls =
+      origin == Origin::h2_tls ? test::test_server_context(test::test_pki().localhost, {"h2"}) : nullptr;
   return ServerBootstrap()
       .group(group)
-      .child_handler([router](Channel& ch) {
-        ch.pipeline().add_last("http1", std::make_shared<http::ServerCodec>());
+      .child_handler([router, origin, tls](Channel& ch) {
+        if (tls) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(tls));
+        if (origin == Origin::http1) {
+          ch.pipeline().add_last("http1", std::make_shared<http::ServerCodec>());
+        } else {
+          ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>());
+        }
         ch.pipeline().add_last("router", router);
       })
       .bind(SocketAddress::loopback(0))
@@ -214,6 +236,7 @@ class ClientThreadingModesTest : public ::testing::TestWithParam<Config> {
 
   Transport& transport() const { return *GetParam().transport; }
   Mode mode() const { return GetParam().mode; }
+  Origin origin() const { return GetParam().origin; }
   bool is_blocking() const { return transport().name() == "blocking"; }
   std::size_t loops(std::size_t epoll_loops, std::size_t channels) const {
     return is_blocking() ? channels : epoll_loops;
@@ -241,6 +264,10 @@ class ClientThreadingModesTest : public ::testing::TestWithParam<Config> {
   void SetUp() override {
     client::ClientOptions options;
     options.max_connections_per_origin = kRouteConnections;
+    options.http2_prior_knowledge = origin() == Origin::h2c;
+    if (origin() == Origin::h2_tls) {
+      options.tls = TlsContext::client().trust_pem(test::test_pki().ca.cert_pem).application_protocols({"h2"}).build();
+    }
     if (transport().name() == "epoll") {
       client_.emplace(front_, options);
     } else {
@@ -251,7 +278,8 @@ class ClientThreadingModesTest : public ::testing::TestWithParam<Config> {
     driver_options.max_connections_per_origin = kConcurrency;
     driver_.emplace(driver_loops_, driver_options);
     if (mode() == Mode::offload) offload_.emplace(ExecutorGroup::Options{.threads = 4, .name = "modes-offload"});
-    auto router = front_routes(mode(), RouteDeps{&*client_, &executors_});
+    auto router =
+        front_routes(mode(), RouteDeps{&*client_, &executors_, origin() == Origin::h2_tls ? "https" : "http"});
     ExecutorGroup* offload = offload_ ? &*offload_ : nullptr;
     front_server_ = ServerBootstrap()
                         .group(front_)
@@ -349,6 +377,45 @@ TEST_P(ClientThreadingModesTest, ServerShutDownWithFetchesInFlight) {
     }
   }
 }
+
+// The HTTP/2 rows: kConcurrency requests at once to an h2c or h2-over-TLS origin, multiplexed as
+// streams on the route client's connections: each answer is the origin's, on the mode's thread.
+class ClientThreadingModesHttp2Test : public ClientThreadingModesTest {};
+
+TEST_P(ClientThreadingModesHttp2Test, ConcurrentFetchesAsStreams) {
+  ChannelPtr origin_server = serve_items(origins_, false, origin());
+  std::vector<ResponseFuture> answers;
+  for (int i = 0; i < kConcurrency; ++i) {
+    answers.push_back(front_get("/fetch/" + port_of(origin_server) + "/" + std::to_string(i)));
+  }
+  for (int i = 0; i < kConcurrency; ++i) {
+    const HttpClientResponse& r = test::answer_of(answers[i]);
+    EXPECT_EQ(r.status(), 200) << r.body_view();
+    EXPECT_EQ(r.body_view(), "item-" + std::to_string(i));
+  }
+  // Streams, not a connection per request: at most one connection per pool (per client loop).
+  const std::size_t pools = client_loops_ ? client_loops_->size() : front_.size();
+  EXPECT_LE(client_->stats().connections_opened, pools);
+}
+
+std::vector<Config> http2_configs() {
+#if defined(WEFT_TEST_SANITIZED)
+  return {{&epoll(), Mode::coroutine, Origin::h2c},
+          {&io_uring(), Mode::loop_async, Origin::h2c},
+          {&epoll(), Mode::offload, Origin::h2_tls}};
+#else
+  std::vector<Config> all;
+  for (Mode m : {Mode::loop, Mode::loop_async, Mode::offload, Mode::coroutine, Mode::coroutine_async}) {
+    all.push_back({&epoll(), m, Origin::h2c});
+  }
+  all.push_back({&epoll(), Mode::coroutine_async, Origin::h2_tls});
+  all.push_back({&io_uring(), Mode::loop, Origin::h2_tls});
+  all.push_back({&blocking(), Mode::coroutine, Origin::h2_tls});
+  return all;
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(On, ClientThreadingModesHttp2Test, ::testing::ValuesIn(http2_configs()), config_name);
 
 std::vector<Config> configs() {
   std::vector<Config> all;

@@ -209,6 +209,21 @@ TEST_P(DrainTest, AReuseportServerClosesEveryListenerAndDrainsEveryLoop) {
   }
 }
 
+// The least-connections handoff drains as the acceptor does: its listener closes, every loop's
+// connections end.
+TEST_P(DrainTest, ALeastConnectionsServerClosesItsListenerAndDrainsEveryLoop) {
+  start(AcceptMode::least_connections);
+  std::vector<std::unique_ptr<test::BlockingClient>> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(idle_connection());
+  Future<DrainReport> drained = drain_server(server_, 3600s);
+  for (auto& client : clients) EXPECT_EQ(client->recv_until_end(nullptr, 20000ms), test::StreamEnd::eof);
+  ASSERT_TRUE(drained.wait_for(20s));
+  EXPECT_EQ(drained.get().open, 4u);
+  EXPECT_EQ(drained.get().drained, 4u);
+  test::BlockingClient late(port_);
+  EXPECT_FALSE(late.is_open()) << "a connection was accepted after the drain began";
+}
+
 WEFT_ON_EVERY_TRANSPORT(DrainTest);
 
 }  // namespace

@@ -4,7 +4,9 @@
 // support/grpc_peer.h; the test is skipped, saying why, without grpc++) drives the three methods
 // of bench.proto's BenchmarkService -- StreamingFromServer until it cancels, UnaryCall, StreamingCall
 // ping-pong -- with 10 calls on one connection, empty and 1000-byte messages, 300 in all each. Every call must
-// succeed, and the server must keep serving after each client went away and stop cleanly on SIGTERM.
+// succeed, and the server must keep serving after each client went away and drain and stop cleanly on
+// SIGTERM. With --max-connection-age the server ends every connection after a few milliseconds (two
+// GOAWAYs, the calls in flight answered): grpc++ moves its calls to new connections and none fails.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -45,17 +47,28 @@ std::string config_name(const ::testing::TestParamInfo<Config>& info) {
 
 class GrpcBenchServerTest : public ::testing::TestWithParam<Config> {
  protected:
-  void SetUp() override {
+  void SetUp() override { start(GetParam(), {}); }
+
+  void start(const Config& config, std::vector<std::string> extra) {
     if (std::string(WEFT_GRPC_BENCH_SERVER_BIN).empty()) GTEST_SKIP() << "weft-grpc-bench-server not built";
     const GrpcPeer& peer = grpc_peer();
     if (peer.skip) GTEST_SKIP() << peer.error;
     ASSERT_TRUE(peer.error.empty()) << peer.error;
     client_ = peer.client;
-    server_.emplace(WEFT_GRPC_BENCH_SERVER_BIN,
-                    std::vector<std::string>{"--transport", GetParam().transport, "--direct", GetParam().direct,
-                                             "--loops", "1", "--executor-threads", "2", "--executor-thread-cache",
-                                             GetParam().executor_thread_cache ? "true" : "false", "--api",
-                                             GetParam().api});
+    std::vector<std::string> args{"--transport",
+                                  config.transport,
+                                  "--direct",
+                                  config.direct,
+                                  "--loops",
+                                  "1",
+                                  "--executor-threads",
+                                  "2",
+                                  "--executor-thread-cache",
+                                  config.executor_thread_cache ? "true" : "false",
+                                  "--api",
+                                  config.api};
+    args.insert(args.end(), extra.begin(), extra.end());
+    server_.emplace(WEFT_GRPC_BENCH_SERVER_BIN, args);
     ASSERT_TRUE(server_->is_running()) << server_->error();
   }
 
@@ -83,6 +96,8 @@ class GrpcBenchServerTest : public ::testing::TestWithParam<Config> {
     if (!server_ || !server_->is_running()) return;
     const int status = server_->stop();
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status << "\n" << server_->output();
+    // Every client has gone: no connection of theirs may be left for the deadline to close.
+    EXPECT_THAT(server_->output(), HasSubstr(" 0 closed at the"));
   }
 
   std::string client_;
@@ -102,6 +117,21 @@ TEST_P(GrpcBenchServerTest, ServesMessagesOfAThousandBytes) {
   expect_calls("unary", 1000);
   expect_calls("pingpong", 1000);
 }
+
+// Connections a few milliseconds old are told to go while calls run on them: grpc++ sees the two
+// GOAWAYs, finishes the calls in flight there and opens new connections for the next.
+class GrpcBenchServerAgeTest : public GrpcBenchServerTest {
+ protected:
+  void SetUp() override { start(GetParam(), {"--max-connection-age", "20"}); }
+};
+
+TEST_P(GrpcBenchServerAgeTest, ClientsMoveToNewConnectionsWithoutAFailedCall) {
+  expect_calls("unary", 100);
+  expect_calls("pingpong", 100);
+}
+
+INSTANTIATE_TEST_SUITE_P(On, GrpcBenchServerAgeTest,
+                         ::testing::Values(Config{"epoll", "true"}, Config{"io_uring", "false"}), config_name);
 
 INSTANTIATE_TEST_SUITE_P(On, GrpcBenchServerTest,
                          ::testing::Values(Config{"epoll", "true"}, Config{"epoll", "false"},

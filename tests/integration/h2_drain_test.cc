@@ -3,7 +3,8 @@
 // the PING's ACK is back, with the last stream processed. A stream the client opened before it saw
 // the first GOAWAY (here: sent after it, as if it had crossed it on the wire) is served; one opened
 // after the second is not; the stream in flight when the drain began is answered, and then the
-// connection closes and the drain completes.
+// connection closes and the drain completes. Settings::max_connection_age ends a connection the same
+// way, by itself; with a grace, the streams still open when it has passed are closed with it.
 
 #include <gtest/gtest.h>
 
@@ -149,6 +150,56 @@ TEST_P(Http2DrainTest, AClientThatNeverAnswersThePingGetsTheLastGoawayAnyway) {
   owned.reset();
   ASSERT_TRUE(drained.wait_for(20s));
   EXPECT_EQ(drained.get().drained, 1u);
+}
+
+TEST_P(Http2DrainTest, AConnectionPastItsMaximumAgeIsToldToGoAndItsStreamInFlightIsAnswered) {
+  Settings settings;
+  settings.max_connection_age = 30ms;
+  serve_slow_and_plaintext(settings);
+  auto owned = std::make_unique<test::RawH2Connection>(port(), tls());
+  test::RawH2Connection& conn = *owned;
+  ASSERT_TRUE(conn.is_open());
+  ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
+                        frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 1, test::request_block("GET", "/slow"))));
+  ASSERT_TRUE(slow_->dispatched.future().wait_for(20s));
+
+  ServerFrames f;
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) {
+    return !goaways(fr).empty() && !first_ping(fr).empty();
+  })) << "no GOAWAY and PING once the connection was past its age";
+  std::vector<Goaway> seen = goaways(f);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].last_stream_id, 0x7fffffffu);
+  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 3, test::request_block("GET", "/plaintext")) +
+                        frame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, first_ping(f))));
+  ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return goaways(fr).size() >= 2 && fr.ended.count(3); }));
+  EXPECT_EQ(goaways(f)[1].last_stream_id, 3u);
+  EXPECT_EQ(f.status[3], 200);
+
+  slow_->release.set_value();  // no grace: the stream in flight has as long as it needs
+  conn.read_until(f, [](const ServerFrames&) { return false; });  // to the end
+  EXPECT_TRUE(conn.eof());
+  EXPECT_EQ(f.status[1], 200);
+  EXPECT_EQ(f.data[1], "late answer");
+}
+
+TEST_P(Http2DrainTest, PastItsMaximumAgeAndGraceAConnectionClosesWithItsStreamsStillOpen) {
+  Settings settings;
+  settings.max_connection_age = 20ms;
+  settings.max_connection_age_grace = 20ms;
+  serve_slow_and_plaintext(settings);
+  auto owned = std::make_unique<test::RawH2Connection>(port(), tls());
+  test::RawH2Connection& conn = *owned;
+  ASSERT_TRUE(conn.is_open());
+  ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
+                        frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 1, test::request_block("GET", "/slow"))));
+  ASSERT_TRUE(slow_->dispatched.future().wait_for(20s));
+  ServerFrames f;
+  conn.read_until(f, [](const ServerFrames&) { return false; });  // to the end: /slow is never answered
+  EXPECT_TRUE(conn.eof()) << "the connection outlived its age and grace";
+  ASSERT_FALSE(goaways(f).empty());
+  EXPECT_EQ(goaways(f)[0].last_stream_id, 0x7fffffffu);
+  EXPECT_EQ(f.status.count(1), 0u);
 }
 
 WEFT_H2_ON_EVERY_TRANSPORT(Http2DrainTest);

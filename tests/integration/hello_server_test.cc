@@ -448,6 +448,29 @@ TEST(HelloAcceptTest, ReuseportServesEveryConnection) {
   EXPECT_TRUE(WIFEXITED(refused) && WEXITSTATUS(refused) == 2) << refused;
 }
 
+// --accept least-connections --pin: four keep-alive connections, each answered before the next
+// opens, end up two per loop, which weft-hello reports at exit.
+TEST(HelloAcceptTest, LeastConnectionsSpreadsOpenConnectionsEvenly) {
+  if (std::string(WEFT_HELLO_BIN).empty()) GTEST_SKIP() << "weft-hello is not built (WEFT_BUILD_EXAMPLES=OFF)";
+  HelloProcess server(WEFT_HELLO_BIN, "epoll", "loop", {"--accept", "least-connections", "--loops", "2", "--pin"});
+  ASSERT_TRUE(server.is_running()) << server.error();
+  EXPECT_NE(server.output().find("accept least-connections"), std::string::npos) << server.output();
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  for (int i = 0; i < 4; ++i) {
+    auto c = std::make_unique<BlockingClient>(server.port());
+    ASSERT_TRUE(c->is_open()) << "connection " << i << ": errno " << c->error();
+    ASSERT_TRUE(c->send_all(get("/plaintext", 200, kPlainBody).request));
+    std::string buffered;
+    auto r = read_response(*c, buffered, false);
+    ASSERT_TRUE(r.has_value()) << "no answer on connection " << i;
+    EXPECT_EQ(r->status, 200);
+    clients.push_back(std::move(c));
+  }
+  const int status = server.stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << server.output();
+  EXPECT_NE(server.output().find("connections per loop: 2 2\n"), std::string::npos) << server.output();
+}
+
 // SIGTERM drains (--drain-timeout): the listener closes, an idle keep-alive connection and one in
 // the middle of its next request are closed at once, the process says so on stderr and exits 0. (Had
 // the drain not closed them, the 30 s deadline would have, and the line would count them as closed

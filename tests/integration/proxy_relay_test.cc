@@ -1,12 +1,14 @@
 // examples/proxy (weft-proxy) relaying 100 MB to a slow reader, on every transport: every byte
 // arrives in order, each FIN follows the last byte of its direction (half-close both ways, in either
-// order), and the proxy's memory stays bounded by its backpressure, not by the stream's size.
+// order), and the proxy's memory stays bounded by its backpressure, not by the stream's size. On
+// SIGTERM the proxy drains: the relay open goes on to its end, and only then does the proxy exit.
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -120,6 +123,7 @@ class Backend {
   void serve_one(std::size_t reply_bytes) {
     thread_ = std::thread([this, reply_bytes] {
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (!accepted_once_.exchange(true)) accepted.set_value();
       if (fd < 0) return;
       std::thread replier;
       if (!reply_after_request_) replier = std::thread([&] { reply_sent = send_stream(fd, 2, reply_bytes); });
@@ -135,9 +139,11 @@ class Backend {
 
   Received received;
   std::atomic<bool> reply_sent{false};
+  std::promise<void> accepted;  // the proxy's connection for the first relay reached the backend
 
  private:
   bool reply_after_request_;
+  std::atomic<bool> accepted_once_{false};
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
   std::thread thread_;
@@ -175,11 +181,13 @@ Relayed relay(std::uint16_t proxy_port, Backend& backend, std::size_t request_by
 class ProxyRelayTest : public ::testing::TestWithParam<const char*> {
  protected:
   // The proxy relaying to `backend`; a blocking loop serves one channel: the listener and a pair.
-  std::unique_ptr<test::HelloProcess> start_proxy(const Backend& backend) {
+  std::unique_ptr<test::HelloProcess> start_proxy(const Backend& backend, std::vector<std::string> extra = {}) {
     const bool blocking = std::string(GetParam()) == "blocking";
-    return std::make_unique<test::HelloProcess>(
-        WEFT_PROXY_BIN, std::vector<std::string>{"--remote", "127.0.0.1:" + std::to_string(backend.port()),
-                                                 "--transport", GetParam(), "--loops", blocking ? "5" : "1"});
+    std::vector<std::string> args{"--remote",    "127.0.0.1:" + std::to_string(backend.port()),
+                                  "--transport", GetParam(),
+                                  "--loops",     blocking ? "5" : "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<test::HelloProcess>(WEFT_PROXY_BIN, args);
   }
 
   void expect_relayed(const Relayed& r, std::size_t request_bytes, std::size_t reply_bytes) {
@@ -228,6 +236,46 @@ class ProxyRelayTest : public ::testing::TestWithParam<const char*> {
 TEST_P(ProxyRelayTest, ClientFinFirstThenTheBackendAnswersAndEnds) { run(true); }
 
 TEST_P(ProxyRelayTest, BackendFinFirstWhileTheClientStillSends) { run(false); }
+
+// SIGTERM while a relay is open: the proxy drains (--drain-timeout), the relay goes on until both its
+// peers have ended -- every byte relayed, each FIN after the last -- and only then does the proxy
+// exit 0, counting it as ended by its peers. (Before the drain the loops' shutdown cut it.)
+TEST_P(ProxyRelayTest, SigtermLetsTheOpenRelayEndBeforeTheProxyExits) {
+  constexpr std::size_t kBytes = 256 << 10;
+  Backend backend(true);
+  ASSERT_NE(backend.port(), 0);
+  auto proxy = start_proxy(backend, {"--drain-timeout", "60"});
+  ASSERT_TRUE(proxy->is_running()) << proxy->error();
+  backend.serve_one(kBytes);
+  const int fd = tcp_socket(0);
+  sockaddr_in a = loopback(proxy->port());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(backend.accepted.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+
+  int status = -1;
+  std::thread stopper([&] { status = proxy->stop(); });  // SIGTERM, then waits for the exit
+  bool draining = false;
+  for (int i = 0; i < 2000 && !draining; ++i) {  // a bound, not a pace: the line comes within ms
+    draining = proxy->output().find("weft-proxy: SIGTERM, draining") != std::string::npos;
+    if (!draining) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(draining) << proxy->output();
+
+  Relayed r;
+  std::thread sender([&] { r.request_sent = send_stream(fd, 1, kBytes); });
+  r.at_client = receive_stream(fd, 2, false);
+  sender.join();
+  ::close(fd);
+  backend.join();
+  r.at_backend = backend.received;
+  r.reply_sent = backend.reply_sent;
+  stopper.join();
+  expect_relayed(r, kBytes, kBytes);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << proxy->output();
+  EXPECT_NE(proxy->output().find("drained: 1 relay(s) open, 1 ended by their peers, 0 closed at the 60 s deadline"),
+            std::string::npos)
+      << proxy->output();
+}
 
 INSTANTIATE_TEST_SUITE_P(On, ProxyRelayTest, ::testing::Values("epoll", "io_uring", "blocking"),
                          [](const auto& info) { return std::string(info.param); });

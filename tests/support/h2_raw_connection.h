@@ -56,6 +56,14 @@ class RawH2Connection {
       tcp_->shutdown_write();
     }
   }
+  // The client vanishes: its socket closes with a RST, no close_notify.
+  void reset() {
+    if (tls_) {
+      tls_->reset();
+    } else {
+      tcp_->reset();
+    }
+  }
 
  private:
   std::unique_ptr<TlsClientSocket> tls_;

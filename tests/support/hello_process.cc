@@ -31,6 +31,10 @@ HelloProcess::HelloProcess(const std::string& binary, std::vector<std::string> a
   }
 }
 
+HelloProcess::HelloProcess(const std::string& binary, std::uint16_t port, std::vector<std::string> args) {
+  start_on(binary, port, args);
+}
+
 bool HelloProcess::start_on(const std::string& binary, std::uint16_t port, const std::vector<std::string>& extra_args) {
   // The server's output goes to a file (a pipe nobody reads would block or kill it later).
   char path[] = "/tmp/weft-hello-test-XXXXXX";

@@ -21,6 +21,8 @@ class HelloProcess {
   // Starts `binary --host 127.0.0.1 --port P [args...]`: any example server with those two flags that
   // prints "listening" once it listens (weft-grpc-bench-server).
   HelloProcess(const std::string& binary, std::vector<std::string> args);
+  // The same on `port` (a restart on the port a previous instance had); no other port is tried.
+  HelloProcess(const std::string& binary, std::uint16_t port, std::vector<std::string> args);
   ~HelloProcess();
   HelloProcess(const HelloProcess&) = delete;
   HelloProcess& operator=(const HelloProcess&) = delete;

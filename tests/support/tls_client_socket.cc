@@ -79,6 +79,14 @@ TlsClientSocket::~TlsClientSocket() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void TlsClientSocket::reset() {
+  if (fd_ < 0) return;
+  linger l{1, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  ::close(fd_);
+  fd_ = -1;
+}
+
 std::string TlsClientSocket::alpn_selected() const {
   const unsigned char* name = nullptr;
   unsigned len = 0;

@@ -38,6 +38,8 @@ class TlsClientSocket {
   std::string recv_some(std::size_t max, StreamEnd* end = nullptr);
   // Sends close_notify and keeps reading (TLS's half-close).
   void send_close_notify();
+  // SO_LINGER {1, 0} then close, with no close_notify: the peer gets a RST (a client that vanished).
+  void reset();
 
  private:
   int fd_ = -1;

@@ -177,3 +177,31 @@ class RealGrpcRun(unittest.TestCase):
             path = os.path.join(tmp, "results.json")
             same = weft_bench("compare", path, path)
             self.assertEqual(same.returncode, 0, same.stdout)
+
+
+@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-hello"), os.X_OK), f"weft-hello not built in {BIN_DIR}")
+class RealScalingRun(unittest.TestCase):
+    """weft-bench run scaling, quick, on this machine's server share: a fresh server per loop count, pinned
+    to that many CPUs, both accept modes measured, every process stopped."""
+
+    def test_scaling_quick_run(self):
+        with tempfile.TemporaryDirectory(prefix="weft-bench-scaling-") as tmp:
+            proc = weft_bench("run", "scaling", "--quick", "--repeat", "1", "--duration", "0.25", "--warmup", "0.25",
+                              "--columns", "weft acceptor,weft reuseport", "--out", tmp)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+            self.assertIn("Scaling: /plaintext, pipeline 16", proc.stdout)
+            doc = load_json(os.path.join(tmp, "results.json"))
+            (t,) = doc["tables"]
+            self.assertEqual(t["row_label"], "loops")
+            self.assertEqual(t["rows"][0], 1)
+            self.assertEqual(len(t["cells"]), 2 * len(t["rows"]))
+            for c in t["cells"]:
+                self.assertGreater(c["value"], 0)
+                self.assertGreater(c["cpu_us_per_req"], 0)
+            for p in doc["processes"]:
+                if p["name"].startswith("scaling-weft") and not p["name"].endswith("-load"):  # the row's loops and CPUs
+                    argv = p["argv"]
+                    self.assertEqual(argv[argv.index("--loops") + 1], "1")
+                    if argv[0] == "taskset":
+                        self.assertEqual(len(argv[2].split(",")), 1)
+            assert_all_stopped(self, doc)

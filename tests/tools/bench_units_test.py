@@ -245,6 +245,38 @@ class Options(unittest.TestCase):
         stream_columns = {c.name: c.argv for c in suites.build(["stream"], ctx)[0].columns}
         self.assertEqual(stream_columns["weft-stream-server/io_uring"][-1], "io_uring")
 
+    def test_scaling_suite_runs_one_server_per_loop_count_on_that_many_cpus(self):
+        self.assertEqual(suites.scaling_rows(1), [1])
+        self.assertEqual(suites.scaling_rows(8), [1, 2, 4, 8])
+        self.assertEqual(suites.scaling_rows(6), [1, 2, 4, 6])
+        ctx = suites.Context("/b", False, 8, {"scaling": [("netty", "java Hello {port} {loops}")]}, load_cpus=8)
+        [t] = suites.build(["scaling"], ctx)
+        self.assertTrue(t.loops_per_row)
+        self.assertEqual(t.rows, [1, 2, 4, 8])
+        names = [c.name for c in t.columns]
+        self.assertEqual(names, ["weft acceptor", "weft reuseport", "weft least-connections", "nginx", "netty"])
+        acceptor = t.columns[0].argv
+        self.assertEqual([a.format(port=9000, ports=1, loops=4) for a in acceptor],
+                         ["/b/weft-hello", "--port", "9000", "--loops", "4", "--accept", "acceptor", "--pin"])
+        self.assertEqual(t.columns[4].argv[-1].format(port=1, ports=1, loops=4), "4")
+        nginx = t.columns[3]
+        if nginx.note is None:  # nginx installed: its workers follow {loops}, its port {port}
+            script = nginx.argv[-1].format(port=9000, ports=1, loops=4)
+            self.assertIn("worker_processes 4;", script)
+            self.assertIn("listen 127.0.0.1:9000", script)
+        # Fixed connections and load threads, whatever the row (the row is the server's loops).
+        argv, _ = t.load_argv(load.WeftLoad("weft-load"), t.columns[0], 9000, 4, 5)
+        self.assertEqual(argv[argv.index("-c") + 1], "512")
+        self.assertEqual(argv[argv.index("-t") + 1], "8")
+        # The server's CPUs: its share's first `loops`; more loops than that is a measurement it cannot make.
+        from weft_bench.runner import Measurement, Runner
+        runner = Runner(None, None, ("0,1,2,3", "4,5,6,7"), 1, 1, 0)
+        self.assertEqual(runner.server_cpus_for(t, 2), "0,1")
+        with self.assertRaisesRegex(Measurement, "8 loops need 8 server CPUs"):
+            runner.server_cpus_for(t, 8)
+        tfb = suites.build(["tfb"], ctx)[0]
+        self.assertEqual(runner.server_cpus_for(tfb, 2), "0,1,2,3", "other suites keep the whole share")
+
     def test_downstream_suite_columns_rows_and_overload(self):
         self.assertIn("downstream", suites.ALL)
         full = suites.build(["downstream"], suites.Context("/b", False, 1, {}))

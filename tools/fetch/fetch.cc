@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <system_error>
 
 namespace weft::fetch {
@@ -11,6 +13,23 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// "S.mmm", rounded to the millisecond as "%.3f" writes it, by integer arithmetic (formatting a
+// double was a tenth of the client's instructions per request). Returns the end; null when `end`
+// leaves no room.
+char* write_seconds(char* p, char* end, std::chrono::steady_clock::duration took) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(took).count();
+  const std::uint64_t ms = (static_cast<std::uint64_t>(ns < 0 ? 0 : ns) + 500'000) / 1'000'000;
+  auto whole = std::to_chars(p, end, ms / 1000);
+  if (whole.ec != std::errc() || end - whole.ptr < 4) return nullptr;
+  p = whole.ptr;
+  *p++ = '.';
+  const auto frac = static_cast<unsigned>(ms % 1000);
+  *p++ = static_cast<char>('0' + frac / 100);
+  *p++ = static_cast<char>('0' + frac / 10 % 10);
+  *p++ = static_cast<char>('0' + frac % 10);
+  return p;
 }
 
 std::string error_text(const std::exception_ptr& error) {
@@ -59,17 +78,37 @@ class Fetcher {
   void start(std::size_t i) {
     ++in_flight_;
     const auto started = std::chrono::steady_clock::now();
-    client_.get(options_.urls[i]).add_listener([this, i, started](const Future<http::HttpClientResponse>& answer) {
+    auto reported = [this, i, started](const Future<http::HttpClientResponse>& answer) {
       --in_flight_;
-      report(options_.urls[i], seconds_since(started), answer);
+      report(options_.urls[i], std::chrono::steady_clock::now() - started, answer);
       pump();
-    });
+    };
+    if (const client::Url* url = parsed(options_.urls[i])) {
+      client_.get(*url).add_listener(std::move(reported));
+    } else {
+      client_.get(options_.urls[i]).add_listener(std::move(reported));  // fails with its UrlError
+    }
   }
 
-  void report(const std::string& url, double took, const Future<http::HttpClientResponse>& answer) {
+  // `text` parsed: lists repeat URLs, parsed once while they repeat. Null when it does not parse.
+  const client::Url* parsed(const std::string& text) {
+    if (last_text_ != &text && (last_text_ == nullptr || *last_text_ != text)) {
+      last_text_ = &text;
+      try {
+        last_url_ = client::Url::parse(text);
+      } catch (const client::UrlError&) {
+        last_url_.reset();
+      }
+    }
+    return last_url_ ? &*last_url_ : nullptr;
+  }
+
+  void report(const std::string& url, std::chrono::steady_clock::duration took,
+              const Future<http::HttpClientResponse>& answer) {
+    const double seconds = std::chrono::duration<double>(took).count();
     if (auto error = answer.error()) {
       ++failed;
-      std::fprintf(out_, "ERR 0 %.3f %s %s\n", took, url.c_str(), error_text(error).c_str());
+      std::fprintf(out_, "ERR 0 %.3f %s %s\n", seconds, url.c_str(), error_text(error).c_str());
       return;
     }
     const http::HttpClientResponse& r = answer.get();
@@ -88,10 +127,11 @@ class Fetcher {
     };
     const std::size_t size = r.body_view().size();
     if (!field(std::to_chars(p, last, r.status())) || !field(std::to_chars(p, last, size)) ||
-        !field(std::to_chars(p, last, took, std::chars_format::fixed, 3))) {
-      std::fprintf(out_, "%d %zu %.3f %s\n", r.status(), size, took, url.c_str());  // a field too long
+        (p = write_seconds(p, last, took)) == nullptr) {
+      std::fprintf(out_, "%d %zu %.3f %s\n", r.status(), size, seconds, url.c_str());  // a field too long
       return;
     }
+    *p++ = ' ';
     std::fwrite(line, 1, static_cast<std::size_t>(p - line), out_);
     std::fwrite(url.data(), 1, url.size(), out_);
     std::fputc('\n', out_);
@@ -106,6 +146,8 @@ class Fetcher {
   bool pump_again_ = false;
   bool finished_ = false;
   Promise<void> done_;
+  const std::string* last_text_ = nullptr;  // parsed(): the text last parsed, and what it gave
+  std::optional<client::Url> last_url_;
 };
 
 }  // namespace

@@ -37,6 +37,12 @@ enum class AcceptMode {
   /// The parent group is not used. epoll and io_uring only: a loop of the blocking transport serves
   /// one channel, so bind() refuses it with std::invalid_argument.
   reuseport,
+  /// One listening channel, as with `acceptor`, hands each connection to the loop of the child group
+  /// with the fewest of this server's connections open (handed to it and not yet closed; ties go
+  /// round-robin). For long-lived connections (HTTP/2, gRPC), which stay where they land. On the
+  /// blocking transport a loop serves one connection, so every free loop has none: it takes a free
+  /// loop, as `acceptor` does.
+  least_connections,
 };
 
 /// Starts a server: a listening channel whose accepted channels get child_handler()'s pipeline.

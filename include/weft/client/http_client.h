@@ -64,6 +64,10 @@ class HttpClient {
   Future<http::HttpClientResponse> get(std::string_view url) { return request("GET", url); }
   /// `method` on `url`, with `body` (empty: none).
   Future<http::HttpClientResponse> request(std::string_view method, std::string_view url, ByteBuf body = {});
+  /// GET `url`, parsed already: a URL requested again and again is parsed once (Url::parse).
+  Future<http::HttpClientResponse> get(const Url& url) { return request("GET", url); }
+  /// `method` on `url`, parsed already, with `body` (empty: none).
+  Future<http::HttpClientResponse> request(std::string_view method, const Url& url, ByteBuf body = {});
   /// `request`, whose target is an absolute URL ("https://host/path"); its headers and body are sent
   /// (Host, when it has none, is the URL's authority).
   Future<http::HttpClientResponse> request(http::HttpClientRequest request);

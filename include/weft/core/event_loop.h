@@ -65,6 +65,9 @@ class EventLoop {
     /// What made `driver` (an EventLoopGroup's transport sets it): lets a bootstrap open a channel on
     /// this very loop. Null for a loop made on its own.
     IoDriverFactory* driver_factory = nullptr;
+    /// The CPU the thread start() makes is pinned to (its only allowed CPU); -1: not pinned. The
+    /// constructor throws std::invalid_argument for a CPU the creating thread may not run on.
+    int cpu = -1;
   };
 
   /// A loop on `driver`; not running until start() or run().
@@ -77,7 +80,8 @@ class EventLoop {
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
 
-  /// Not thread-safe; once. Starts a thread that runs the loop.
+  /// Not thread-safe; once. Starts a thread that runs the loop (pinned to Options::cpu when set,
+  /// before it runs anything).
   void start();
   /// Runs the loop on the calling thread until it terminates. Once.
   void run();
@@ -208,6 +212,9 @@ class EventLoop {
 
  private:
   friend class LoopCallback;
+
+  // On the thread start() made: Options::cpu becomes its only CPU.
+  void pin_to_cpu(int cpu) noexcept;
 
   // Names a post from another thread uniquely among live threads (a node's address may be reused
   // once the loop has run and freed it).

@@ -17,8 +17,23 @@ namespace weft {
 /// round-robin (next()).
 class EventLoopGroup {
  public:
+  /// How many loops, their names, and the CPUs they are pinned to.
+  struct Options {
+    /// How many loops (0: one per CPU core).
+    std::size_t loop_count = 0;
+    /// Loop i's thread is named "<name>-<i>".
+    std::string name = "weft";
+    /// Loop i is pinned to `cpus[i % cpus.size()]` (first_allowed_cpus(n) pins n loops one per CPU,
+    /// as long as there are enough); empty: no loop is pinned. Every CPU must be one the creating
+    /// thread may run on (allowed_cpus(), weft/core/cpu_affinity.h).
+    std::vector<int> cpus;
+  };
+
   /// Starts `loop_count` loops (0: one per CPU core) whose threads are named "<name>-<i>".
   explicit EventLoopGroup(IoDriverFactory& factory, std::size_t loop_count = 0, std::string name = "weft");
+  /// Starts the loops `options` describes. Throws std::invalid_argument, before any loop starts, for
+  /// a CPU in Options::cpus that the creating thread may not run on.
+  EventLoopGroup(IoDriverFactory& factory, Options options);
   /// Shuts down without a quiet period if still running, and waits for every loop to terminate.
   ~EventLoopGroup();
   EventLoopGroup(const EventLoopGroup&) = delete;

@@ -67,7 +67,8 @@ struct ClientCodec::Stream {
   std::uint32_t failure_code = detail::ErrorCode::cancel;  // the reset's code for `failure`
   bool malformed = false;                 // `failure` is the session's: the server broke RFC 9113 (a stream error)
   bool idle = false;                      // `failure` is stream_idle_timeout's
-  TimePoint last_frame{};                 // a whole request's: when it was submitted, then its last frame
+  bool sent = false;                      // its HEADERS left (not waiting for the server's concurrency limit)
+  TimePoint last_frame{};                 // a whole request's: when its HEADERS left, then its last frame
   std::shared_ptr<StreamState> streamed;  // a streamed request (ClientCodec::open): its shared state
 };
 
@@ -204,7 +205,20 @@ struct ClientCodec::Hooks final : detail::SessionHooks {
     return 0;
   }
 
-  void on_frame_send(const detail::FrameInfo&) override {}
+  void on_frame_send(const detail::FrameInfo& frame) override {
+    if (frame.type != detail::FrameType::headers) return;
+    Stream* s = stream(frame.stream_id);
+    if (s == nullptr || s->sent) return;
+    // The stream's clock starts now, not while it waited for the server's concurrency limit.
+    s->sent = true;
+    const TimePoint now = c.ctx_->loop().now();
+    if (s->streamed) {
+      s->streamed->headers_sent_at = now;
+    } else if (c.settings_.stream_idle_timeout > Duration::zero()) {
+      s->last_frame = now;
+      if (!c.idle_timer_) c.idle_at(now + c.settings_.stream_idle_timeout);
+    }
+  }
 
   void on_stream_close(std::int32_t stream_id, std::uint32_t error_code) override { c.finish(stream_id, error_code); }
 
@@ -451,12 +465,8 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
                                    detail::ErrorCode::refused_stream, true));
     return;
   }
-  if (settings_.stream_idle_timeout > Duration::zero()) {
-    s->last_frame = ctx_->loop().now();
-    if (!idle_timer_) idle_at(s->last_frame + settings_.stream_idle_timeout);
-  }
   streams_.emplace(id, std::move(s));
-  send_pending();
+  send_pending();  // its HEADERS leave now unless the server's concurrency limit holds them
 }
 
 ClientStream ClientCodec::open(std::string_view method, std::string_view path, std::span<const http::Header> headers) {
@@ -735,7 +745,7 @@ void ClientCodec::idle_due() {
   std::optional<TimePoint> next;
   bool reset = false;
   for (auto& [id, s] : streams_) {
-    if (s->streamed || s->failure != nullptr) continue;
+    if (s->streamed || s->failure != nullptr || !s->sent) continue;  // (a stream not sent yet is not idle)
     if (now - s->last_frame >= idle) {
       s->failure = "no frame of the response came for ClientSettings::stream_idle_timeout";
       s->failure_code = detail::ErrorCode::cancel;

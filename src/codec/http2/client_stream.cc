@@ -198,6 +198,8 @@ Task<std::optional<ByteBuf>> ClientStream::read() {
 
 const Fields& ClientStream::trailers() const noexcept { return state_->trailers; }
 
+TimePoint ClientStream::headers_sent_at() const noexcept { return state_->headers_sent_at; }
+
 bool ClientStream::response_ended() const noexcept { return state_->ended || state_->error != nullptr; }
 
 void ClientStream::reset(std::uint32_t error_code) {

@@ -12,6 +12,7 @@
 #include "weft/codec/http2/client_codec.h"
 #include "weft/codec/http2/client_stream.h"
 #include "weft/codec/http2/stream_channel.h"
+#include "weft/core/clock.h"
 #include "weft/core/inline_ring.h"
 
 namespace weft::http2 {
@@ -32,6 +33,7 @@ struct ClientStream::State {
   std::size_t queued = 0;
   bool end_requested = false;
   bool data_deferred = false;  // the session waits for resume_data
+  TimePoint headers_sent_at{};  // when the HEADERS left; zero while they wait for the server's limit
   std::coroutine_handle<> writer;
 
   // Inbound.

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <iterator>
+#include <random>
 #include <stdexcept>
 
 #include "response_headers.h"
@@ -40,6 +41,10 @@ constexpr std::size_t kSliceInputAt = 8192;     // a child's DATA payload this l
 constexpr std::size_t kInChunk = 4096;          // the first size of a buffer that gathers small payloads
 constexpr std::size_t kOutChunk = 16 * 1024;    // the first size of the output buffer
 constexpr std::size_t kSpillAt = 64 * 1024;     // output written on to the channel at this size
+// announce_shutdown's first GOAWAY (RFC 9113 6.8: "2^31-1"), and the PING whose ACK ends the first phase.
+constexpr std::int32_t kMaxStreamId = 0x7fffffff;
+constexpr std::uint64_t kGoawayPing = 0x676f61776179'2121;  // "goaway!!"
+
 // WINDOW_UPDATE frames a client may send without a glitch. An update that returns at least
 // kReturnedWindow bytes of DATA the server sent (counted twice: the connection's window and the
 // stream's) is free, however many a client splits its returns into. Smaller ones -- the flood
@@ -47,12 +52,16 @@ constexpr std::size_t kSpillAt = 64 * 1024;     // output written on to the chan
 // a message's 5-byte prefix and its body separately, on the stream and on the connection), each
 // stream opened one (a client may widen its window as it opens it), a connection starts with 16
 // (ServerCodec::window_update_credit_); the bank is capped here.
-// announce_shutdown's first GOAWAY (RFC 9113 6.8: "2^31-1"), and the PING whose ACK ends the first phase.
-constexpr std::int32_t kMaxStreamId = 0x7fffffff;
-constexpr std::uint64_t kGoawayPing = 0x676f61776179'2121;  // "goaway!!"
 constexpr std::uint32_t kWindowUpdateCredit = 1024;
 constexpr std::uint32_t kReturnedWindow = 512;
 constexpr std::uint32_t kCreditPerDataFrame = 4;
+
+// Settings::max_connection_age less up to 10% at random: connections made together leave apart.
+Duration jittered_age(Duration age) {
+  thread_local std::minstd_rand random(std::random_device{}());
+  return age - Duration(static_cast<Duration::rep>(std::uniform_real_distribution<double>(0.0, 0.1)(random) *
+                                                   static_cast<double>(age.count())));
+}
 
 // The thread's header list for responses (each loop is a thread; building one is not re-entrant).
 detail::ResponseHeaders& response_headers() {
@@ -445,6 +454,10 @@ void ServerCodec::channel_active(Context& ctx) {
   began_ = last_activity_ = last_read_ = ctx.loop().now();
   want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
   if (settings_.preface_timeout > Duration::zero()) want_deadline(ctx, began_ + settings_.preface_timeout);
+  if (settings_.max_connection_age > Duration::zero()) {
+    age_due_ = began_ + jittered_age(settings_.max_connection_age);
+    want_deadline(ctx, age_due_);
+  }
   flush(ctx);  // the server's SETTINGS: the connection preface
   ctx.fire_channel_active();
 }
@@ -961,6 +974,7 @@ void ServerCodec::on_deadline(Context& ctx) {
     flush(ctx);
     if (finished_) return;
   }
+  if (end_if_aged(ctx, now)) return;
   const TimePoint next_request_timeout = time_out_requests(ctx, now);
   if (finished_) return;
   const bool idle = live_streams_ == 0;
@@ -992,7 +1006,26 @@ void ServerCodec::on_deadline(Context& ctx) {
   if (preface_timed) next = std::min(next, began_ + settings_.preface_timeout);
   if (half_closed_timed) next = std::min(next, input_ended_ + settings_.half_closed_timeout);
   if (goaway_ping_pending_) next = std::min(next, goaway_ping_due_);
+  next = std::min({next, age_due_, age_grace_due_});
   want_deadline(ctx, std::min(next, next_request_timeout));
+}
+
+// Settings::max_connection_age: the connection is told to go as a drain would tell it, and with a
+// grace, closed with its streams still open once that has passed. True when it was closed.
+bool ServerCodec::end_if_aged(Context& ctx, TimePoint now) {
+  if (now >= age_grace_due_) {
+    log(LogLevel::debug, "channel {}: HTTP/2 connection past its maximum age and grace with {} stream(s) open; closing",
+        ctx.channel().id(), live_streams_);
+    finished_ = true;
+    ctx.close();
+    return true;
+  }
+  if (now < age_due_) return false;
+  log(LogLevel::debug, "channel {}: HTTP/2 connection reached its maximum age; GOAWAY", ctx.channel().id());
+  age_due_ = TimePoint::max();
+  if (settings_.max_connection_age_grace > Duration::zero()) age_grace_due_ = now + settings_.max_connection_age_grace;
+  announce_shutdown(ctx);
+  return finished_;
 }
 
 // Settings::request_timeout: requests served whole that are still arriving past it are answered

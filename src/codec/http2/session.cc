@@ -1648,6 +1648,7 @@ int Session::send_item(const Item& item) {
         flags = 0;
       } while (left > 0);
       hooks_.wrote();
+      if (client_) hooks_.on_frame_send(info);  // a request's head left: its stream is open on the wire
       if ((item.flags & FrameFlag::end_stream) != 0) {
         if (Stream* s = find(item.stream_id)) sent_end_stream(*s);
       }

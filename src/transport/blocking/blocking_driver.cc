@@ -26,7 +26,8 @@ void BlockingDriver::poll(Duration timeout) {
     ms = static_cast<int>(std::min<std::int64_t>((timeout.count() + 999'999) / 1'000'000, 1 << 30));
   }
   pollfd fds[2] = {{event_fd_, POLLIN, 0}, {watched_fd_, watched_events_, 0}};
-  const nfds_t count = (handle_ != nullptr && watched_fd_ >= 0 && watched_events_ != 0) ? 2 : 1;
+  // Also with no events: poll() still reports POLLERR and POLLHUP (a peer that reset).
+  const nfds_t count = (handle_ != nullptr && watched_fd_ >= 0) ? 2 : 1;
   int n = ::poll(fds, count, ms);
   if (n < 0) {
     if (errno != EINTR) log(LogLevel::error, "poll failed: errno {}", errno);

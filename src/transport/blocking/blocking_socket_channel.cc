@@ -47,12 +47,17 @@ void BlockingSocketChannel::do_register() {
 
 void BlockingSocketChannel::update_watch() noexcept {
   if (fd_ < 0) return;
+  if (hangup_parked_ && !want_read_ && !write_waits_) {
+    driver_.watch(-1, 0, this);  // a level-triggered POLLHUP would wake the loop over and over
+    return;
+  }
   const short events = static_cast<short>(((want_read_ && !input_shutdown_) ? POLLIN : 0) | (write_waits_ ? POLLOUT : 0));
   driver_.watch(fd_, events, this);
 }
 
 void BlockingSocketChannel::do_begin_read() {
   want_read_ = true;
+  hangup_parked_ = false;  // the read finds what the peer sent, then its FIN
   update_watch();
 }
 
@@ -73,7 +78,22 @@ void BlockingSocketChannel::on_ready(short revents) {
     write_out();
     if (fd_ < 0) return;
   }
-  if (want_read_ && !input_shutdown_) read_batch();
+  if (want_read_ && !input_shutdown_) {
+    read_batch();
+  } else if ((revents & (POLLERR | POLLHUP)) != 0 && fd_ >= 0) {
+    on_hangup();  // nothing reads the socket: the poll is the only one to see a reset
+  }
+}
+
+void BlockingSocketChannel::on_hangup() {
+  if (const int err = socket_ops::pending_error(fd_); err != 0) {
+    fail_and_close(std::make_exception_ptr(IoError(err, "socket error")));
+  } else if (input_shutdown_) {
+    close_now();  // both directions are gone
+  } else {
+    hangup_parked_ = true;  // the peer's FIN after our own: read when reading resumes
+    update_watch();
+  }
 }
 
 void BlockingSocketChannel::read_batch() {

@@ -32,6 +32,7 @@ class BlockingSocketChannel final : public Channel, private BlockingHandle {
   void write_out();
   ssize_t send_file(const FileRegion& file) noexcept;  // sendfile(2) of what the call may take
   void on_input_shutdown();
+  void on_hangup();
   void update_watch() noexcept;
   const void* owner() const noexcept { return static_cast<const Channel*>(this); }
 
@@ -42,6 +43,7 @@ class BlockingSocketChannel final : public Channel, private BlockingHandle {
   bool owns_loop_ = true;
   bool want_read_ = false;
   bool input_shutdown_ = false;
+  bool hangup_parked_ = false;  // POLLHUP while not reading: left out of the poll until reading resumes
   bool writing_ = false;
   bool write_waits_ = false;   // a send stopped at a slice during the loop's shutdown: POLLOUT resumes it
   TimePoint stalled_since_{};  // the first send slice that took nothing, since the last progress

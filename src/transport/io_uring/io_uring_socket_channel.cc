@@ -1,6 +1,7 @@
 #include "io_uring_socket_channel.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -60,6 +61,7 @@ void IoUringSocketChannel::do_stop_read() {
   // multishot receive with a cancel: that one kept filling the loop's buffers until the cancel
   // landed, or on and on when the cancel missed it, megabytes per channel that nobody had asked for.)
   want_read_ = false;
+  if (!receive_armed_) watch_hangup();  // else its completion does, unless it re-arms
 }
 
 void IoUringSocketChannel::arm_receive() {
@@ -88,6 +90,7 @@ void IoUringSocketChannel::on_receive(int result, unsigned flags) {
       request_batch_end();
     } else if (is_open() && !input_shutdown_) {
       eof_parked_ = true;
+      watch_hangup();  // read when reading resumes; a reset may come first
     }
     return;  // the stream ended: nothing to re-arm
   }
@@ -96,7 +99,46 @@ void IoUringSocketChannel::on_receive(int result, unsigned flags) {
     return;
   }
   // The next receive, while reading (also after running out of provided buffers).
-  if (is_last(flags) && reading()) arm_receive();
+  if (!is_last(flags)) return;
+  if (reading()) {
+    arm_receive();
+  } else {
+    watch_hangup();
+  }
+}
+
+// Nothing receives from the socket now, so nothing would report the peer's reset: a multishot poll
+// does, from the first time the channel stops receiving until it closes (not re-armed per
+// suspension). The kernel always adds POLLRDHUP, which stays set after the peer's FIN: that one is
+// ignored (a receive reads the FIN), and a multishot poll completes once per wake-up, not per level.
+void IoUringSocketChannel::watch_hangup() {
+  if (hangup_armed_ || fd_ < 0 || driver_ == nullptr || connecting_ || !is_open()) return;
+  io_uring_sqe* sqe = driver_->prepare(hangup_op_);
+  io_uring_prep_poll_multishot(sqe, fd_, POLLERR | POLLHUP);
+  in_flight_.started(*this);
+  hangup_armed_ = true;
+}
+
+void IoUringSocketChannel::on_hangup(int result, unsigned flags) {
+  ChannelPtr keep = is_last(flags) ? op_finished() : ChannelPtr();
+  if (is_last(flags)) hangup_armed_ = false;
+  if (!is_open() || fd_ < 0 || result == -ECANCELED) return;
+  if (result < 0) {
+    log(LogLevel::warn, "channel {}: io_uring poll for a hang-up failed (errno {}); a reset may go unnoticed", id(),
+        -result);
+    return;
+  }
+  if ((result & (POLLERR | POLLHUP)) == 0) {
+    if (is_last(flags)) watch_hangup();  // the kernel ended the multishot poll: arm it again
+    return;
+  }
+  if (const int err = socket_ops::pending_error(fd_); err != 0) {
+    fail_and_close(std::make_exception_ptr(IoError(err, "socket error")));
+  } else if (input_shutdown_) {
+    close_now();  // both directions are gone
+  }
+  // Else POLLHUP without an error (the peer's FIN after our own): a receive reads the FIN when
+  // reading resumes.
 }
 
 void IoUringSocketChannel::deliver(ByteBuf data) {
@@ -165,6 +207,7 @@ void IoUringSocketChannel::on_input_shutdown() {
     return;
   }
   pipeline().fire_user_event(ChannelInputShutdownEvent{});
+  watch_hangup();  // half-closed: open for writing until the peer resets or we close
 }
 
 // --- writing -------------------------------------------------------------------------------------
@@ -305,6 +348,7 @@ void IoUringSocketChannel::do_close() {
     driver_->cancel(receive_op_);
     receive_cancelled_ = true;
   }
+  if (hangup_armed_) driver_->cancel(hangup_op_);
   if (send_in_flight_) {
     // The outbound buffer is cleared after this returns; the kernel may still read the send's buffers.
     hold_send_buffers();

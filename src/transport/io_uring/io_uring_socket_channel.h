@@ -1,6 +1,7 @@
 #pragma once
 // A TCP connection on the io_uring transport: one receive (a provided buffer) armed while reading,
-// at most one gathered send in flight, a connect for client channels.
+// at most one gathered send in flight, a connect for client channels, and a hang-up watch once the
+// channel has stopped receiving (reading suspended, or the input ended).
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -35,6 +36,7 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   void on_receive(int result, unsigned flags);
   void on_send(int result, unsigned flags);
   void on_connect(int result, unsigned flags);
+  void on_hangup(int result, unsigned flags);
   void request_batch_end();
   void on_batch_end() override;
 
@@ -45,6 +47,7 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   void start_send();
   void hold_send_buffers();
   void on_input_shutdown();
+  void watch_hangup();
 
   int fd_;
   // Closed by do_close while operations were queued or in flight: closed when the last one ends,
@@ -57,6 +60,7 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   MemberOp<IoUringSocketChannel, &IoUringSocketChannel::on_receive> receive_op_{*this};
   MemberOp<IoUringSocketChannel, &IoUringSocketChannel::on_send> send_op_{*this};
   MemberOp<IoUringSocketChannel, &IoUringSocketChannel::on_connect> connect_op_{*this};
+  MemberOp<IoUringSocketChannel, &IoUringSocketChannel::on_hangup> hangup_op_{*this};
 
   // reading
   bool want_read_ = false;
@@ -68,6 +72,7 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   int batch_reads_ = 0;  // messages fired since the last on_batch_end
   std::vector<ByteBuf> parked_;  // received while not reading (by the receive armed when it stopped)
   bool eof_parked_ = false;
+  bool hangup_armed_ = false;  // the multishot poll for POLLERR | POLLHUP (see watch_hangup)
 
   // writing: the kernel reads iov_ and the buffers it points into until the send's last completion
   iovec iov_[kMaxIovecs];

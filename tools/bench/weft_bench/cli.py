@@ -95,6 +95,7 @@ def cmd_run(args, invoked_as):
         peers.setdefault(suite, []).append((name, command))
     ctx = suites.Context(bin_dir=bin_dir, quick=args.quick, peers=peers,
                          server_cpus=len(server_cpus.split(",")) if server_cpus else os.cpu_count(),
+                         load_cpus=len(load_cpus.split(",")) if load_cpus else 1,
                          columns=set(args.columns.split(",")) if args.columns else None, h2_load=args.h2_load, grpc_load=args.grpc_load)
     try:
         table_specs = suites.build(names, ctx)

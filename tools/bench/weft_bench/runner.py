@@ -108,9 +108,9 @@ class Runner:
             for _ in range(repeat):
                 for row in table.rows:
                     if server is None:
-                        server, port = self._start(table, column, warmup)
+                        server, port = self._start(table, column, warmup, row)
                     by_row[row].append(self._measure(table, column, server, port, row, duration))
-                    if table.restart_per_row:
+                    if table.restart_per_row or table.loops_per_row:
                         self.sup.release(server, table.stop_grace)
                         server = None
             for row, repeats in by_row.items():
@@ -122,16 +122,26 @@ class Runner:
             if server is not None:
                 self.sup.release(server, table.stop_grace)
 
-    def _start(self, table, column, warmup):
+    def server_cpus_for(self, table, row):
+        """The CPUs a server runs on: the server's share, or with loops_per_row its first `row` CPUs."""
+        if not table.loops_per_row or not self.server_cpus:
+            return self.server_cpus
+        cpus = self.server_cpus.split(",")
+        if row > len(cpus):
+            raise Measurement(f"{row} loops need {row} server CPUs; this machine gives the server {len(cpus)}")
+        return ",".join(cpus[:row])
+
+    def _start(self, table, column, warmup, row=None):
         port = free_port(table.ports)
-        argv = [a.format(port=port, ports=table.ports) for a in column.argv]
-        server = self.sup.start(f"{table.id}-{column.name}", argv, cpus=self.server_cpus)
+        argv = [a.format(port=port, ports=table.ports, loops=row) for a in column.argv]
+        server = self.sup.start(f"{table.id}-{column.name}", argv, cpus=self.server_cpus_for(table, row))
         try:
             server.wait_listening(port)
             server.idle_rss_kib = memory_kib(server.pid).get("VmRSS")
             if warmup > 0:
-                for row in table.rows if table.warmup_each_row else [max(table.rows)]:
-                    self._measure(table, column, server, port, row, warmup)
+                rows = [row] if table.loops_per_row else table.rows if table.warmup_each_row else [max(table.rows)]
+                for warm_row in rows:
+                    self._measure(table, column, server, port, warm_row, warmup)
         except BaseException:
             self.sup.release(server, table.stop_grace)
             raise

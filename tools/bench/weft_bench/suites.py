@@ -54,12 +54,15 @@ class Table:
     precise_cpu: bool = False    # server CPU from schedstat (ns) rather than clock ticks (10 ms)
     thread_cpu_prefix: str = None  # also the CPU of the server's threads named so (executors), per request
     reference_column: str = None  # compare: Score and CPU/op also as ratios to this column's, round by round
+    loops_per_row: bool = False  # a row is the server's loop (worker) count: {loops} in its argv, a fresh
+    #                              server per row, pinned to that many of the server's CPUs
 
     def load_argv(self, adapter, column, port, row, duration):
         p = self.params
         if self.load_kind == "http":
             url = f"http://127.0.0.1:{port}{p['path']}{column.path_suffix}"
-            return adapter.http(url, row, 1, duration, p["pipeline"], p.get("timeout"))
+            return adapter.http(url, p.get("connections", row), p.get("threads", 1), duration, p["pipeline"],
+                                p.get("timeout"))
         if self.load_kind == "h2":
             url = f"http://127.0.0.1:{port}{p['path']}{column.path_suffix}"
             return adapter.h2(url, row, p["streams"], duration)
@@ -85,6 +88,7 @@ class Context:
     h2_load: str = None              # the h2 suite's load: "weft-load" or "h2load"; None: weft-load when built
     build_peers: bool = True         # build reference peers the suites need (grpc++'s) while building them
     grpc_load: str = "weft-load"     # the grpc suite's load: weft-load grpc, or grpc++ (the reference client)
+    load_cpus: int = 1               # CPUs the load generator is given (the scaling suite's load threads)
 
 
 def _bin(ctx, name):
@@ -310,7 +314,75 @@ def grpc(ctx):
         precise_cpu=True, thread_cpu_prefix="grpc-exec", reference_column="grpc++")]
 
 
-SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls, "grpc": grpc}
+# nginx as the scaling suite's peer: shared/peers/nginx.conf's server with {loops} workers, each with its
+# own reuseport listener (nginx's way of spreading connections over workers).
+NGINX_SCALING_CONF = """worker_processes {loops};
+daemon off;
+error_log /dev/null crit;
+pid {dir}/nginx.pid;
+events {{ worker_connections 65536; multi_accept on; }}
+http {{
+  access_log off;
+  keepalive_requests 10000000;
+  client_body_temp_path {dir};
+  proxy_temp_path {dir};
+  fastcgi_temp_path {dir};
+  uwsgi_temp_path {dir};
+  scgi_temp_path {dir};
+  server {{
+    listen 127.0.0.1:{port} backlog=8192 reuseport;
+    location /plaintext {{ default_type text/plain; return 200 "Hello, World!"; }}
+    location /json {{ default_type application/json; return 200 '{{"message":"Hello, World!"}}'; }}
+  }}
+}}
+"""
+
+
+def _nginx_scaling_column():
+    """nginx with {loops} workers, or a column that says why it cannot run."""
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+    if nginx is None:
+        return Column("nginx", [], note="n/a: nginx is not installed (apt-get install nginx-light)")
+    workdir = tempfile.mkdtemp(prefix="weft-bench-nginx-")
+    atexit.register(shutil.rmtree, workdir, True)
+    conf = NGINX_SCALING_CONF.replace("{dir}", workdir)
+    # The configuration is written when the server starts, with the row's {loops} and the run's {port}.
+    script = f"cat > {workdir}/nginx-{{port}}.conf <<'EOF'\n{conf}EOF\nexec {nginx} -c {workdir}/nginx-{{port}}.conf"
+    return Column("nginx", ["sh", "-c", script])
+
+
+def scaling_rows(server_cpus):
+    """1, 2, 4 ... loops, and the server's whole CPU share last: [1] on a 2-core machine, [1, 2, 4, 8] on 16."""
+    rows, n = [], 1
+    while n < server_cpus:
+        rows.append(n)
+        n *= 2
+    return rows + [server_cpus]
+
+
+def scaling(ctx):
+    """Issue 31: requests/s and server CPU per request for 1..N event loops (nginx: workers), the load on the
+    other half of the machine. weft-hello in each accept mode, each loop pinned to a CPU; nginx; peers given with --peer
+    scaling:NAME=COMMAND may use {loops} too (Netty: its event loop count). On 2 cores it runs the one-loop
+    point; on 16 cores, 1, 2, 4 and 8 loops against 8 load threads: one command, bounded in time."""
+    hello = _bin(ctx, "weft-hello")
+    columns = [Column(f"weft {mode}", [hello, "--port", "{port}", "--loops", "{loops}", "--accept", mode, "--pin"])
+               for mode in ("acceptor", "reuseport", "least-connections")]
+    columns.append(_nginx_scaling_column())
+    columns += _peer_columns(ctx, "scaling")
+    load_threads = max(1, ctx.load_cpus)
+    connections = 64 if ctx.quick else max(256, 64 * ctx.server_cpus)
+    return [Table(
+        id="scaling", suite="scaling",
+        title=f"Scaling: /plaintext, pipeline 16, {connections} connections, {load_threads} load thread(s), "
+              "Result: requests/s", row_label="loops", rows=scaling_rows(ctx.server_cpus), load_kind="http",
+        metric="rps", unit="req/s", higher_is_better=True, count_key="responses", columns=_keep(ctx, columns),
+        params={"path": "/plaintext", "pipeline": 16, "connections": connections, "threads": load_threads},
+        show=["rps", "cpu"], loops_per_row=True, precise_cpu=True)]
+
+
+SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls, "grpc": grpc,
+          "scaling": scaling}
 ALL = ["tfb", "echo", "stream", "downstream"]
 
 

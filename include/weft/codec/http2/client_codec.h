@@ -104,9 +104,11 @@ struct ClientSettings {
   Duration keepalive_timeout = std::chrono::seconds(20);
   /// Whether PINGs are sent while no request is outstanding (grpc-core's keepalive_permit_without_calls).
   bool keepalive_without_calls = false;
-  /// A whole request's stream that receives no frame for this long (counted from when it was
-  /// submitted, then from its last frame) is reset (CANCEL) and fails with StreamIdleError; zero:
-  /// off. Streamed requests (open()) are their application's to time.
+  /// A whole request's stream that receives no frame for this long (counted from when its HEADERS
+  /// left, then from its last frame; a request waiting for the server's
+  /// SETTINGS_MAX_CONCURRENT_STREAMS is not timed) is reset (CANCEL) and fails with
+  /// StreamIdleError; zero: off. Streamed requests (open()) are their application's to time
+  /// (ClientStream::headers_sent_at says when their clock may start).
   Duration stream_idle_timeout = Duration::zero();
 };
 

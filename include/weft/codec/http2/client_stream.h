@@ -38,6 +38,7 @@
 #include "weft/buffer/byte_buf.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/codec/http2/stream_channel.h"
+#include "weft/core/clock.h"
 #include "weft/core/inline_ring.h"
 #include "weft/core/task.h"
 
@@ -96,6 +97,10 @@ class ClientStream {
   const Fields& trailers() const noexcept;
   /// Loop thread only. Whether the response has ended (its END_STREAM received) or the stream failed.
   bool response_ended() const noexcept;
+  /// Loop thread only. When the request's HEADERS left; TimePoint{} while they wait for the
+  /// server's SETTINGS_MAX_CONCURRENT_STREAMS (the stream is not open on the wire yet, so a
+  /// write() waiting then waits for the server's other streams, not for this one's window).
+  TimePoint headers_sent_at() const noexcept;
   /// Loop thread only. Resets the stream with `error_code` (RST_STREAM) unless it is closed
   /// already; waiting and later calls throw ClientStreamError (`error_code`, not refused).
   void reset(std::uint32_t error_code = 0x8 /* CANCEL */);

@@ -182,6 +182,7 @@ class ServerCodec final : public Handler {
   bool ping_allowed(TimePoint now) noexcept;
   void on_deadline(Context& ctx);
   TimePoint time_out_requests(Context& ctx, TimePoint now);
+  bool end_if_aged(Context& ctx, TimePoint now);
   void drop_body(Stream& s) noexcept;
   std::size_t max_connection_body() const noexcept {
     return settings_.max_connection_body != 0 ? settings_.max_connection_body : 4 * settings_.max_body;
@@ -236,6 +237,10 @@ class ServerCodec final : public Handler {
   bool goaway_ping_pending_ = false;
   TimePoint goaway_ping_due_{};                      // when the last GOAWAY goes without the ACK
   TimePoint last_ping_received_ = TimePoint::min();  // none yet
+  // Settings::max_connection_age: when the connection is told to go (TimePoint::max(): never), and
+  // when its streams still open are closed (TimePoint::max(): not yet, or never).
+  TimePoint age_due_ = TimePoint::max();
+  TimePoint age_grace_due_ = TimePoint::max();
   std::uint32_t ping_strikes_ = 0;
 };
 

@@ -102,6 +102,15 @@ struct Settings {
   /// first GOAWAY has arrived -- GOAWAY with the last stream processed. A client that does not
   /// answer the PING gets the second GOAWAY after this long.
   Duration goaway_ping_timeout = std::chrono::seconds(1);
+  /// A connection older than this (less up to 10%, at random, so that connections made together do
+  /// not all leave together) is ended gracefully, as by a drain: the two GOAWAYs above, its open
+  /// streams answered. Long-lived clients (gRPC channels) then reconnect, and move to new instances
+  /// behind a load balancer (grpc-core's GRPC_ARG_MAX_CONNECTION_AGE_MS). Zero (the default): no limit.
+  Duration max_connection_age = Duration::zero();
+  /// After max_connection_age's first GOAWAY, the streams still open have this long to end; then the
+  /// connection is closed with them (grpc-core's GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS). Zero (the
+  /// default): they have as long as they need.
+  Duration max_connection_age_grace = Duration::zero();
   /// After the last frame (GOAWAY) the server sends FIN and reads what the client still sends for
   /// at most this long before it closes (see Channel::close_gracefully).
   Duration linger_timeout = std::chrono::seconds(2);
