@@ -23,10 +23,11 @@ Families families(Registry& registry) {
 
 }  // namespace
 
-EventLoopMetrics::EventLoopMetrics(EventLoopGroup& group, Registry& registry) : registry_(registry) {
+EventLoopMetrics::EventLoopMetrics(EventLoopGroup& group, Registry& registry) : registry_(registry), group_(group) {
   Families f = families(registry);
   for (std::size_t i = 0; i < group.size(); ++i) {
     EventLoop* loop = &group.at(i);
+    loop->observe_times(true);
     const std::string& name = loop->name();
     f.busy.set_function({name}, [loop] { return static_cast<double>(loop->times().busy_ns) * 1e-9; });
     f.poll.set_function({name}, [loop] { return static_cast<double>(loop->times().poll_ns) * 1e-9; });
@@ -41,6 +42,7 @@ EventLoopMetrics::~EventLoopMetrics() {
   for (const std::string& name : loops_) {
     for (Family* family : {&f.busy, &f.poll, &f.turns, &f.tasks}) family->remove_function({name});
   }
+  for (std::size_t i = 0; i < group_.size(); ++i) group_.at(i).observe_times(false);
 }
 
 }  // namespace weft::metrics

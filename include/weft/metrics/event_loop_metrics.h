@@ -1,7 +1,8 @@
 #pragma once
 /// @file
-/// An event loop group's times in a registry, read from EventLoop::times() when scraped (nothing
-/// is added to the loops' work):
+/// An event loop group's times in a registry, read from EventLoop::times() when scraped. While an
+/// EventLoopMetrics lives, its loops count their times (EventLoop::observe_times: two clock reads a
+/// loop turn); without one they count nothing:
 ///   weft_event_loop_busy_seconds_total{loop}  counter: running events, timers and tasks
 ///   weft_event_loop_poll_seconds_total{loop}  counter: waiting in the poll
 ///   weft_event_loop_turns_total{loop}         counter: polls
@@ -30,6 +31,7 @@ class EventLoopMetrics {
 
  private:
   Registry& registry_;
+  EventLoopGroup& group_;
   std::vector<std::string> loops_;
 };
 

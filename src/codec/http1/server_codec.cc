@@ -25,6 +25,9 @@ constexpr std::size_t kCopyBodyBelow = 8192;  // larger owned bodies are written
 constexpr std::size_t kMaxOutSizeHint = 64 * 1024;
 // Flags of a pending request. kAnswered: its answer came early and waits in early_.
 constexpr std::uint8_t kKeepAlive = 1, kHttp10 = 2, kHeadRequest = 4, kAnswered = 8;
+// Bits 4..6: the request's metrics::MethodClass, while instrumentation is on.
+constexpr int kMethodShift = 4;
+constexpr std::uint8_t kMethodMask = 7;
 
 void put(ByteBuf& out, std::string_view s) { out.write_bytes(s.data(), s.size()); }
 
@@ -271,15 +274,12 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   std::uint8_t flags = static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) |
                                                  (head.version == Version::http10 ? kHttp10 : 0) |
                                                  (head.method == "HEAD" ? kHeadRequest : 0));
+  if (metrics::instrumentation_enabled()) {
+    flags |= static_cast<std::uint8_t>(static_cast<unsigned>(metrics::method_class(head.method)) << kMethodShift);
+    read_at_ = in_read_batch_ ? batch_now_ : ctx.loop().now();  // the batch's clock read: none of its own
+  }
   const std::uint64_t sequence = front_sequence_ + pending_.size();
   pending_.push_back(flags);
-  if (metrics::instrumentation_enabled()) {
-    const TimePoint read_at = in_read_batch_ ? batch_now_ : ctx.loop().now();
-    started_.push_back((read_at.time_since_epoch().count() & ~std::int64_t{7}) |
-                       static_cast<std::int64_t>(metrics::method_class(head.method)));
-  } else {
-    started_.push_back(0);  // kept beside pending_ all the same
-  }
   request.sequence_ = sequence;
   request_started_ = {};  // the next request's time starts with its first byte
   state_ = head.keep_alive ? State::head : State::closed;
@@ -303,8 +303,9 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
 }
 
 // On every answer: kept short, and in line with its callers.
-[[gnu::always_inline]] inline void ServerCodec::note_answer(Context& ctx, std::int64_t stamp, int status) noexcept {
+[[gnu::always_inline]] inline void ServerCodec::note_answer(Context& ctx, std::uint8_t flags, int status) noexcept {
   if (!metrics::instrumentation_enabled()) return;
+  const std::int64_t stamp = (read_at_.time_since_epoch().count() & ~std::int64_t{7}) | ((flags >> kMethodShift) & kMethodMask);
   // A read batch's answers share their read time: counted here, observed together at the flush.
   if ((stamp != answers_stamp_ || status != answers_status_) && answers_ != 0) [[unlikely]] {
     record_answers(ctx);
@@ -443,7 +444,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   if (sequence == front_sequence_ && !pending_.empty() && status >= 200 && !finished_) [[likely]] {
     const std::uint8_t flags = pending_.pop_front();
     ++front_sequence_;
-    note_answer(ctx, started_.pop_front(), status);
+    note_answer(ctx, flags, status);
     encode_into(ctx, out_, nullptr, response, flags);
     const bool last = response.closes_connection() || !(flags & kKeepAlive);
     if (last || !early_.empty() || reading_.held()) [[unlikely]] {
@@ -499,14 +500,14 @@ void ServerCodec::encode_out_of_turn(Context& ctx, HttpResponse& response) {
   }
   const std::uint8_t flags = pending_[static_cast<std::size_t>(index)];
   if (index != 0) {
-    note_answer(ctx, started_[static_cast<std::size_t>(index)], status);
+    note_answer(ctx, flags, status);
     hold_early(ctx, response, sequence, flags);
     pending_[static_cast<std::size_t>(index)] = static_cast<std::uint8_t>(flags | kAnswered);
     return;
   }
   pending_.drop_front();
   ++front_sequence_;
-  note_answer(ctx, started_.pop_front(), status);
+  note_answer(ctx, flags, status);
   encode_into(ctx, out_, nullptr, response, flags);
   answer_sent(ctx, response.closes_connection() || !(flags & kKeepAlive));
   if (!early_.empty()) send_early_answers(ctx);
@@ -524,9 +525,9 @@ void ServerCodec::switch_protocols(Context& ctx, HttpResponse& response) {
     ctx.close();
     return;
   }
-  pending_.drop_front();
+  const std::uint8_t flags = pending_.pop_front();
   ++front_sequence_;
-  note_answer(ctx, started_.pop_front(), 101);
+  note_answer(ctx, flags, 101);
   encode_into(ctx, out_, nullptr, response, kKeepAlive);
   state_ = State::switched;
   request_started_ = {};
@@ -565,7 +566,6 @@ void ServerCodec::send_early_answers(Context& ctx) {
     if (early.file) write_file(ctx, std::move(early.file));
     if (!early.final) continue;  // 100 Continue: the final answer follows
     pending_.drop_front();
-    started_.drop_front();  // counted when it was encoded
     ++front_sequence_;
     answer_sent(ctx, early.last);
     if (finished_ || close_after_flush_) break;
@@ -578,7 +578,6 @@ void ServerCodec::answer_sent(Context& ctx, bool last) {
   if (last) {
     state_ = State::closed;
     pending_.clear();  // requests after the last answer are never answered
-    started_.clear();
     early_.clear();
     early_bytes_ = 0;
     error_status_ = 0;

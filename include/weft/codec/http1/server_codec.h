@@ -104,9 +104,9 @@ class ServerCodec final : public Handler {
   bool decode_head(Context& ctx);
   bool decode_body(Context& ctx);
   void emit_request(Context& ctx, HttpRequest& request);
-  // Counts an answer with `status` to the request stamped `stamp` (started_) in the metrics: into
-  // the batch of alike answers (answers_*), observed at the flush.
-  void note_answer(Context& ctx, std::int64_t stamp, int status) noexcept;
+  // Counts an answer with `status` to the request with pending_ `flags` in the metrics: into the
+  // batch of alike answers (answers_*), observed at the flush.
+  void note_answer(Context& ctx, std::uint8_t flags, int status) noexcept;
   // Observes the answers batched so far, their duration ending now.
   void record_answers(Context& ctx) noexcept;
   void fail(Context& ctx, int status, std::string_view reason);
@@ -152,10 +152,11 @@ class ServerCodec final : public Handler {
   // Keep-alive flags of the requests decoded but not answered yet, oldest first: inline for the
   // usual few (no heap line of its own per request), on the heap for a client that pipelines deeply.
   InlineRing<std::uint8_t, 16> pending_;
-  // Beside each pending_ entry: when its request was read (ns of TimePoint) with its method class
-  // in the low 3 bits, for the metrics of its answer.
-  InlineRing<std::int64_t, 16> started_;
-  std::int64_t answers_stamp_ = 0;        // the batched answers' request stamp (started_'s form)
+  // For the metrics (instrumentation on): the read that completed the latest request. An answer's
+  // duration counts from it: one stamp per connection, not one per request, so a pipelined
+  // request answered after a later read counts from that read.
+  TimePoint read_at_{};
+  std::int64_t answers_stamp_ = 0;        // the batched answers' read_at_ (ns), method class in the low 3 bits
   int answers_status_ = 0;                // ... and status
   std::uint32_t answers_ = 0;             // answers batched, not yet observed
   std::uint64_t front_sequence_ = 1;      // the sequence of pending_[0]
