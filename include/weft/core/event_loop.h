@@ -181,9 +181,7 @@ class EventLoop {
   /// Attaches (true) or detaches (false) an observer of times(): while at least one is attached, the
   /// loop reads the clock twice a turn to count them; with none, it reads nothing. Thread-safe; the
   /// loop sees the change from its next turn. Calls must pair (each true undone by one false).
-  void observe_times(bool attach) noexcept {
-    times_observers_.fetch_add(attach ? 1 : -1, std::memory_order_relaxed);
-  }
+  void observe_times(bool attach) noexcept { times_observers_.fetch_add(attach ? 1 : -1, std::memory_order_relaxed); }
 
   /// Keeps the loop's memory (not its thread) valid while held: ~EventLoop waits until every
   /// KeepAlive is gone. For work on other threads that may post to the loop after it terminated

@@ -305,7 +305,8 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
 // On every answer: kept short, and in line with its callers.
 [[gnu::always_inline]] inline void ServerCodec::note_answer(Context& ctx, std::uint8_t flags, int status) noexcept {
   if (!metrics::instrumentation_enabled()) return;
-  const std::int64_t stamp = (read_at_.time_since_epoch().count() & ~std::int64_t{7}) | ((flags >> kMethodShift) & kMethodMask);
+  const std::int64_t stamp =
+      (read_at_.time_since_epoch().count() & ~std::int64_t{7}) | ((flags >> kMethodShift) & kMethodMask);
   // A read batch's answers share their read time: counted here, observed together at the flush.
   if ((stamp != answers_stamp_ || status != answers_status_) && answers_ != 0) [[unlikely]] {
     record_answers(ctx);
