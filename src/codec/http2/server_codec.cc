@@ -441,6 +441,7 @@ void ServerCodec::handler_added(Context& ctx) {
 }
 
 void ServerCodec::handler_removed(Context& ctx) {
+  record_answers(ctx);  // answers never flushed still count
   detach_children();
   stop_deadline(ctx);
   reading_.release(ctx.channel());
@@ -612,8 +613,22 @@ void ServerCodec::fill_head(Stream& s, http::RequestHead& head) {
 
 void ServerCodec::note_answer(const Stream& s, int status) noexcept {
   if (!metrics::instrumentation_enabled() || ctx_ == nullptr) return;
-  metrics::record_http_server_request(metrics::HttpProtocol::http2, static_cast<metrics::MethodClass>(s.method_class),
-                                      status, ctx_->loop().now() - s.began);
+  // The streams of a read share their start (last_read_): their alike answers are counted here and
+  // observed together at the flush, with one clock read.
+  const std::int64_t stamp = (s.began.time_since_epoch().count() & ~std::int64_t{7}) | s.method_class;
+  if ((stamp != answers_stamp_ || status != answers_status_) && answers_ != 0) record_answers(*ctx_);
+  answers_stamp_ = stamp;
+  answers_status_ = status;
+  ++answers_;
+}
+
+void ServerCodec::record_answers(Context& ctx) noexcept {
+  if (answers_ == 0) return;
+  const TimePoint began{Duration(answers_stamp_ & ~std::int64_t{7})};
+  metrics::record_http_server_request(metrics::HttpProtocol::http2,
+                                      static_cast<metrics::MethodClass>(answers_stamp_ & 7), answers_status_,
+                                      ctx.loop().now() - began, answers_);
+  answers_ = 0;
 }
 
 bool ServerCodec::upgrade(Context& ctx, std::string_view settings, const http::RequestHead& head) {
@@ -826,6 +841,7 @@ void ServerCodec::write_out(Context& ctx) {
 void ServerCodec::flush(Context& ctx) {
   send_pending(ctx);
   write_out(ctx);
+  if (answers_ != 0) record_answers(ctx);
   ctx.flush();
   finish_if_done(ctx);
 }
@@ -1078,6 +1094,7 @@ void ServerCodec::stop_deadline(Context& ctx) {
 }
 
 void ServerCodec::channel_inactive(Context& ctx) {
+  record_answers(ctx);
   stop_deadline(ctx);
   detach_later();
   finished_ = true;
