@@ -272,11 +272,14 @@ bool ServerCodec::decode_body(Context& ctx) {
 void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   const RequestHead& head = request.head_;
   std::uint8_t flags = static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) |
-                                                 (head.version == Version::http10 ? kHttp10 : 0) |
-                                                 (head.method == "HEAD" ? kHeadRequest : 0));
+                                                 (head.version == Version::http10 ? kHttp10 : 0));
   if (metrics::instrumentation_enabled()) {
-    flags |= static_cast<std::uint8_t>(static_cast<unsigned>(metrics::method_class(head.method)) << kMethodShift);
-    read_at_ = in_read_batch_ ? batch_now_ : ctx.loop().now();  // the batch's clock read: none of its own
+    // One look at the method for both: HEAD's flag and the metrics' class.
+    const metrics::MethodClass method = metrics::method_class(head.method);
+    flags |= static_cast<std::uint8_t>((static_cast<unsigned>(method) << kMethodShift) |
+                                       (method == metrics::MethodClass::head ? kHeadRequest : 0));
+  } else {
+    flags |= head.method == "HEAD" ? kHeadRequest : 0;
   }
   const std::uint64_t sequence = front_sequence_ + pending_.size();
   pending_.push_back(flags);
@@ -305,23 +308,18 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
 // On every answer: kept short, and in line with its callers.
 [[gnu::always_inline]] inline void ServerCodec::note_answer(Context& ctx, std::uint8_t flags, int status) noexcept {
   if (!metrics::instrumentation_enabled()) return;
-  const std::int64_t stamp =
-      (read_at_.time_since_epoch().count() & ~std::int64_t{7}) | ((flags >> kMethodShift) & kMethodMask);
-  // A read batch's answers share their read time: counted here, observed together at the flush.
-  if ((stamp != answers_stamp_ || status != answers_status_) && answers_ != 0) [[unlikely]] {
-    record_answers(ctx);
-  }
-  answers_stamp_ = stamp;
-  answers_status_ = status;
+  // Alike answers (method, status) are counted here and observed together at the flush.
+  const int kind = (status << 3) | ((flags >> kMethodShift) & kMethodMask);
+  if (kind != answers_kind_ && answers_ != 0) [[unlikely]] record_answers(ctx);
+  answers_kind_ = kind;
   ++answers_;
 }
 
 [[gnu::noinline]] void ServerCodec::record_answers(Context& ctx) noexcept {
   if (answers_ == 0) return;
-  const TimePoint read_at{Duration(answers_stamp_ & ~std::int64_t{7})};
-  metrics::record_http_server_request(metrics::HttpProtocol::http1,
-                                      static_cast<metrics::MethodClass>(answers_stamp_ & 7), answers_status_,
-                                      ctx.loop().now() - read_at, answers_);
+  // From the latest read (batch_now_, the clock read its batch made anyway) to now.
+  metrics::record_http_server_request(metrics::HttpProtocol::http1, static_cast<metrics::MethodClass>(answers_kind_ & 7),
+                                      answers_kind_ >> 3, ctx.loop().now() - batch_now_, answers_);
   answers_ = 0;
 }
 

@@ -152,12 +152,10 @@ class ServerCodec final : public Handler {
   // Keep-alive flags of the requests decoded but not answered yet, oldest first: inline for the
   // usual few (no heap line of its own per request), on the heap for a client that pipelines deeply.
   InlineRing<std::uint8_t, 16> pending_;
-  // For the metrics (instrumentation on): the read that completed the latest request. An answer's
-  // duration counts from it: one stamp per connection, not one per request, so a pipelined
-  // request answered after a later read counts from that read.
-  TimePoint read_at_{};
-  std::int64_t answers_stamp_ = 0;        // the batched answers' read_at_ (ns), method class in the low 3 bits
-  int answers_status_ = 0;                // ... and status
+  // Metrics: answers counted, not yet observed, alike in status and method class (status << 3 | class).
+  // Their duration counts from the latest read (batch_now_): a request answered after a later read
+  // counts from that read.
+  int answers_kind_ = 0;
   std::uint32_t answers_ = 0;             // answers batched, not yet observed
   std::uint64_t front_sequence_ = 1;      // the sequence of pending_[0]
   std::uint64_t dispatching_ = 0;         // the request being handed to the pipeline now, if any
