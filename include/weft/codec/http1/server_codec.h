@@ -152,7 +152,8 @@ class ServerCodec final : public Handler {
   // Keep-alive flags of the requests decoded but not answered yet, oldest first: inline for the
   // usual few (no heap line of its own per request), on the heap for a client that pipelines deeply.
   InlineRing<std::uint8_t, 16> pending_;
-  // Metrics: answers counted, not yet observed, alike in status and method class (status << 3 | class).
+  // Metrics: answers counted, not yet observed, alike in status and pending_ flags
+  // (status << 8 | flags, the method class among them).
   // Their duration counts from the latest read (batch_now_): a request answered after a later read
   // counts from that read.
   int answers_kind_ = 0;
