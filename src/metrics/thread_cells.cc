@@ -7,7 +7,7 @@
 
 namespace weft::metrics::detail {
 
-thread_local std::size_t t_thread_slot = kNoSlot;
+thread_local constinit std::size_t t_thread_slot = kNoSlot;
 
 namespace {
 

@@ -328,9 +328,10 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   if (!(flags & kCounted)) return;
   // Alike answers (status, flags: the method) are counted here and observed together at the flush.
   const int kind = (status << 8) | flags;
-  if (kind != answers_kind_ && answers_ != 0) [[unlikely]]
+  if (kind != answers_kind_) [[unlikely]] {
     record_answers(ctx);
-  answers_kind_ = kind;
+    answers_kind_ = kind;
+  }
   ++answers_;
 }
 

@@ -20,7 +20,7 @@ inline constexpr std::size_t kMaxThreadSlots = 128;
 
 inline constexpr std::size_t kNoSlot = ~std::size_t{0};
 /// This thread's slot, kNoSlot until its first write (a constant-initialised thread_local: one load).
-extern thread_local std::size_t t_thread_slot;
+extern thread_local constinit std::size_t t_thread_slot;
 /// Takes a slot for this thread (given back when it exits) and returns it.
 std::size_t assign_thread_slot() noexcept;
 
