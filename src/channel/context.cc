@@ -6,6 +6,7 @@
 #include "weft/channel/pipeline.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
+#include "weft/core/stall_watch.h"
 
 namespace weft {
 namespace {
@@ -189,6 +190,18 @@ void Context::invoke_read(MessageRef message) {
     });
     return;
   }
+  if (detail::StallWatch* watch = detail::t_stall_watch) [[unlikely]] {
+    // The loop watches for stalls: this handler's read is a unit of its work, named as the pipeline knows it.
+    const TimePoint began = Clock::now();
+    watch->enter();
+    invoke_read_unwatched(message);
+    watch->leave(began, Clock::now(), "handler", [this] { return std::string_view(cold_->name); });
+    return;
+  }
+  invoke_read_unwatched(message);
+}
+
+void Context::invoke_read_unwatched(MessageRef message) {
   try {
     handler_->read_message(*this, message);
   } catch (...) {

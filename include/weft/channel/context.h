@@ -175,6 +175,7 @@ class alignas(64) Context {
   Context(Pipeline& pipeline, Handler* handler, detail::ContextCold* cold, int slot = -1);
 
   void invoke_read(MessageRef message);
+  void invoke_read_unwatched(MessageRef message);
   void invoke_write(MessageRef message);
   void handle_inbound_exception(std::exception_ptr error) noexcept;
   void handle_outbound_exception(std::exception_ptr error) noexcept;
