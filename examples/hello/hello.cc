@@ -46,6 +46,7 @@
 #include "weft/codec/websocket/upgrade.h"
 #include "weft/core/executor_group.h"
 #include "weft/metrics/admin/admin_server.h"
+#include "weft/metrics/allocator_metrics.h"
 #include "weft/metrics/event_loop_metrics.h"
 #include "weft/metrics/http_server_metrics.h"
 #include "weft/weft.h"
@@ -401,8 +402,10 @@ int main(int argc, char** argv) {
   std::optional<weft::EventLoopGroup> admin_loops;
   std::optional<weft::metrics::AdminServer> admin;
   std::optional<weft::metrics::EventLoopMetrics> loop_metrics;
+  std::optional<weft::metrics::AllocatorMetrics> allocator_metrics;
   if (options.admin_port >= 0) {
     if (!blocking) loop_metrics.emplace(loops);  // (blocking: a loop per connection, too many series)
+    allocator_metrics.emplace();
     admin_loops.emplace(weft::transport_named("epoll"), 1, "hello-admin");
     try {
       admin.emplace(*admin_loops,
@@ -439,6 +442,7 @@ int main(int argc, char** argv) {
   executors.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   admin.reset();
   loop_metrics.reset();
+  allocator_metrics.reset();
   if (admin_loops) admin_loops->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   return 0;
 }
