@@ -119,8 +119,8 @@ void Family::write(std::string& out, Format format) const {
     }
     // Buckets are cumulative in the exposition; the cells (or a function's counts) count each alone.
     const HistogramValue read = s.read_histogram ? s.read_histogram() : HistogramValue{};
-    auto count = [&](std::size_t i) -> std::uint64_t {
-      if (!s.read_histogram) return s.cells->sum(i);
+    auto count = [&read, &series = s](std::size_t i) -> std::uint64_t {
+      if (!series.read_histogram) return series.cells->sum(i);
       return i < read.counts.size() ? read.counts[i] : 0;
     };
     std::uint64_t cumulative = 0;
