@@ -151,8 +151,7 @@ struct StreamedCall {
   std::optional<std::uint64_t> upload_length;  // its declared length
   // upload: the stream, and where its answer's status will be (0 until the head), on its loop
   std::function<void(std::shared_ptr<http2::ClientStream>, std::shared_ptr<int>)> opened;
-  // where its stream is noted while it waits for its head (the connection's, kept alive by the
-  // spawn's listener), and its number there
+  // where its stream is noted while it waits for its head (OriginConnection::abandon), its number there
   Http2Calls* calls = nullptr;
   std::uint64_t number = 0;
   std::shared_ptr<void> keep;  // the connection `calls` is in, until the coroutine's frame goes
