@@ -55,6 +55,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   std::shared_ptr<UploadStream> upload;     // the request's body is written as it goes (never retried)
   PooledConnection* on = nullptr;  // the connection carrying it, while one does
   std::uint64_t h2_call = 0;       // HTTP/2: its number on that connection (OriginConnection::abandon)
+  std::optional<Duration> timeout;  // its own request timeout (HttpClientRequest::timeout), else the options'
   // Its request timeout: in the loop's RequestDeadlines (request_deadlines.h) while it runs.
   TimePoint deadline{};
   RequestDeadlines* deadlines = nullptr;
