@@ -1,8 +1,10 @@
-// client::HttpClient's request_timeout on HTTP/2 (h2c), on every transport, against a server that
+// client::HttpClient's request timeout on HTTP/2 (h2c), on every transport, against a server that
 // never answers and allows one stream at a time (SETTINGS_MAX_CONCURRENT_STREAMS 1): a whole
 // answer, then a streamed one, fail with TimeoutError request, each of their streams is reset
 // (RST_STREAM(CANCEL)), which frees the server's one slot, and the next request on the same
-// connection is served.
+// connection is served. The two given up have a short timeout of their own
+// (HttpClientRequest::timeout); the served one has the client's long one, so that no deadline
+// races its round trip.
 
 #include <gtest/gtest.h>
 
@@ -39,9 +41,11 @@ test::ScriptedH2Script one_slot_script() {
 }
 
 // From the first client loop, so that the requests share its pool (and its one connection).
-Task<http::HttpClientResponse> get_task(HttpClient& client, std::string url) { co_return co_await client.get(url); }
-Task<client::StreamedResponse> stream_task(HttpClient& client, std::string url) {
-  co_return co_await client.stream("GET", url);
+Task<http::HttpClientResponse> get_task(HttpClient& client, http::HttpClientRequest request) {
+  co_return co_await client.request(std::move(request));
+}
+Task<client::StreamedResponse> stream_task(HttpClient& client, http::HttpClientRequest request) {
+  co_return co_await client.stream(std::move(request));
 }
 
 std::optional<client::TimeoutError::Kind> timeout_kind(const std::exception_ptr& error) {
@@ -62,25 +66,26 @@ TEST_P(Http2RequestTimeoutTest, TimedOutStreamIsResetAndItsSlotServesTheNextRequ
   ClientOptions options;
   options.http2_prior_knowledge = true;
   options.idle_timeout = Duration::zero();  // only the request timeout may end the unanswered streams
-  options.request_timeout = 500ms;          // (the served request needs one round trip of it)
+  options.request_timeout = 60s;            // the served request's (the others have their own)
   options.max_connections_per_origin = 1;
   HttpClient client(clients_, options);
   const std::string url = test::url_of(server, "http", "/never");
+  auto given_up = [&url] { return http::HttpClientRequest("GET", url).timeout(200ms); };
 
-  Future<http::HttpClientResponse> whole = spawn(clients_.at(0), get_task(client, url));
+  Future<http::HttpClientResponse> whole = spawn(clients_.at(0), get_task(client, given_up()));
   ASSERT_TRUE(whole.wait_for(60s));
   EXPECT_EQ(timeout_kind(whole.error()), client::TimeoutError::Kind::request);
   ASSERT_TRUE(log->wait_for(60s, [](const test::ScriptedH2Seen& s) { return s.resets.count(kWhole) > 0; }))
       << "the timed-out request's stream was never reset";
 
-  Future<client::StreamedResponse> streamed = spawn(clients_.at(0), stream_task(client, url));
+  Future<client::StreamedResponse> streamed = spawn(clients_.at(0), stream_task(client, given_up()));
   ASSERT_TRUE(streamed.wait_for(60s));
   EXPECT_EQ(timeout_kind(streamed.error()), client::TimeoutError::Kind::request);
   ASSERT_TRUE(log->wait_for(60s, [](const test::ScriptedH2Seen& s) { return s.resets.count(kStreamed) > 0; }))
       << "the timed-out streamed request's stream was never reset";
 
   // The server's one slot is free again: the next request is a stream on the same connection.
-  Future<http::HttpClientResponse> next = spawn(clients_.at(0), get_task(client, url));
+  Future<http::HttpClientResponse> next = spawn(clients_.at(0), get_task(client, http::HttpClientRequest("GET", url)));
   EXPECT_EQ(test::answer_of(next).status(), 200);
   const test::ScriptedH2Seen seen = log->snapshot();
   EXPECT_EQ(seen.resets.at(kWhole), kCancel);
