@@ -4,6 +4,7 @@
 #   scripts/callgrind-http.sh [HELLO] [PATH] [DEPTH] [CONNS] [HELLO OPTIONS...]
 #   e.g. scripts/callgrind-http.sh build/prof/bin/weft-hello /json 1 256
 #        scripts/callgrind-http.sh build/prof/bin/weft-hello /plaintext 16 256 --accept reuseport
+#   HELLO_ARGS=--no-metrics scripts/callgrind-http.sh ...   (more arguments for weft-hello)
 # build/prof is release with -g: cmake --preset release -B build/prof -DCMAKE_CXX_FLAGS_RELEASE="-O2 -g -DNDEBUG"
 # Cache model: 32 KiB L1 data/instruction, 1 MiB last level; with 256 connections the per-connection
 # state does not stay in L1, so D1 misses per request count the cold lines a request touches.
@@ -15,7 +16,7 @@ hello=${1:-build/prof/bin/weft-hello} path=${2:-/plaintext} depth=${3:-16} conns
 shift $(($# < 4 ? $# : 4))
 p=$(port)
 valgrind --tool=callgrind --cache-sim=yes --D1=32768,8,64 --I1=32768,8,64 --LL=1048576,16,64 \
-  --instr-atstart=no --callgrind-out-file=build/callgrind.http.out "$hello" --loops 1 --port "$p" "$@" >/dev/null 2>&1 &
+  --instr-atstart=no --callgrind-out-file=build/callgrind.http.out "$hello" --loops 1 --port "$p" ${HELLO_ARGS:-} "$@" >/dev/null 2>&1 &
 vg=$!
 pids+=($vg)
 wait_port "$p"

@@ -12,6 +12,8 @@
 # clang-format: the test `format` (scripts/check-format.sh).
 # libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
 # (shared/peers/grpc) the gRPC interop test builds.
+# prometheus: promtool, which checks the /metrics text weft-hello's admin listener serves
+# (tests/integration/hello_metrics_test.cc).
 set -euo pipefail
 
 PACKAGES=(
@@ -54,6 +56,7 @@ PACKAGES=(
   protobuf-compiler-grpc
   libprotobuf-dev
   protobuf-compiler
+  prometheus
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

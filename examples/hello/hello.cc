@@ -45,6 +45,9 @@
 #include "weft/codec/http1/server_codec.h"
 #include "weft/codec/websocket/upgrade.h"
 #include "weft/core/executor_group.h"
+#include "weft/metrics/admin/admin_server.h"
+#include "weft/metrics/event_loop_metrics.h"
+#include "weft/metrics/http_server_metrics.h"
 #include "weft/weft.h"
 
 namespace {
@@ -71,35 +74,41 @@ struct Options {
   std::string tls_cert;  // with tls_key: every route over HTTPS
   std::string tls_key;
   long drain_timeout_s = 10;  // SIGTERM/SIGINT: connections have this long to end, then are closed
+  long admin_port = -1;       // -1: no admin listener
+  bool metrics = true;
 };
 
 [[noreturn]] void usage(int code) {
-  std::fprintf(code == 0 ? stdout : stderr,
-               "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
-               "                  [--accept acceptor|reuseport|least-connections] [--pin] [--async-threads T] "
-               "[--offload-threads T] "
-               "[--max-connections N] [--http1-only]\n"
-               "                  [--tls-cert FILE --tls-key FILE] [--drain-timeout S]\n"
-               "  --loops N            event loops (default: one per core; epoll)\n"
-               "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
-               "                       the handler runs on the connection's own thread)\n"
-               "  --max-connections N  blocking: connections served at once, i.e. threads (default 1024)\n"
-               "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
-               "  --accept MODE        acceptor: one listener hands connections to the loops round-robin\n"
-               "                       (default); reuseport: a SO_REUSEPORT listener per loop, each keeping\n"
-               "                       what it accepts (epoll, io_uring); least-connections: one listener\n"
-               "                       hands each connection to the loop with the fewest open\n"
-               "  --pin                pin loop i to the i-th CPU this process may run on (wrapping)\n"
-               "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
-               "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
-               "                       /downstream waits in loop-async mode (default 4)\n"
-               "  --http1-only         HTTP/1.1 only (default: HTTP/1.1 and h2c, chosen by the first bytes)\n"
-               "  --tls-cert FILE      serve HTTPS, h2 and HTTP/1.1 chosen by ALPN (HTTP/1.1 only with\n"
-               "                       --http1-only): the certificate chain (PEM, leaf first); needs --tls-key\n"
-               "  --tls-key FILE       the chain's private key (PEM)\n"
-               "  --drain-timeout S    on SIGTERM or SIGINT: stop accepting, let open connections end\n"
-               "                       gracefully (HTTP/1.1 Connection: close, HTTP/2 GOAWAY) for at most S\n"
-               "                       seconds, close what is left, exit 0 (default 10)\n");
+  std::fprintf(
+      code == 0 ? stdout : stderr,
+      "usage: weft-hello [--port P] [--host H] [--loops N] [--transport epoll|blocking] [--mode MODE]\n"
+      "                  [--accept acceptor|reuseport|least-connections] [--pin] [--async-threads T] "
+      "[--offload-threads T] "
+      "[--max-connections N] [--http1-only]\n"
+      "                  [--tls-cert FILE --tls-key FILE] [--drain-timeout S] [--admin-port P] [--no-metrics]\n"
+      "  --loops N            event loops (default: one per core; epoll)\n"
+      "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
+      "                       the handler runs on the connection's own thread)\n"
+      "  --max-connections N  blocking: connections served at once, i.e. threads (default 1024)\n"
+      "  --mode MODE          loop | loop-async | offload | coroutine | coroutine-async\n"
+      "  --accept MODE        acceptor: one listener hands connections to the loops round-robin\n"
+      "                       (default); reuseport: a SO_REUSEPORT listener per loop, each keeping\n"
+      "                       what it accepts (epoll, io_uring); least-connections: one listener\n"
+      "                       hands each connection to the loop with the fewest open\n"
+      "  --pin                pin loop i to the i-th CPU this process may run on (wrapping)\n"
+      "  --async-threads T    executor threads that produce the -async routes' bodies (default 2)\n"
+      "  --offload-threads T  executor threads that run the handlers in offload mode, and the\n"
+      "                       /downstream waits in loop-async mode (default 4)\n"
+      "  --http1-only         HTTP/1.1 only (default: HTTP/1.1 and h2c, chosen by the first bytes)\n"
+      "  --tls-cert FILE      serve HTTPS, h2 and HTTP/1.1 chosen by ALPN (HTTP/1.1 only with\n"
+      "                       --http1-only): the certificate chain (PEM, leaf first); needs --tls-key\n"
+      "  --tls-key FILE       the chain's private key (PEM)\n"
+      "  --drain-timeout S    on SIGTERM or SIGINT: stop accepting, let open connections end\n"
+      "                       gracefully (HTTP/1.1 Connection: close, HTTP/2 GOAWAY) for at most S\n"
+      "                       seconds, close what is left, exit 0 (default 10)\n"
+      "  --admin-port P       serve /metrics (Prometheus or OpenMetrics text), /healthz and /readyz\n"
+      "                       (503 once draining) on port P of --host, on a loop of their own\n"
+      "  --no-metrics         weft's request metrics off\n");
   std::exit(code);
 }
 
@@ -142,6 +151,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--tls-key") o.tls_key = value();
     else if (a == "--drain-timeout")
       o.drain_timeout_s = number(0, 86400);
+    else if (a == "--admin-port")
+      o.admin_port = number(0, 65535);
+    else if (a == "--no-metrics")
+      o.metrics = false;
     else {
       std::fprintf(stderr, "weft-hello: unknown option '%s'\n", a.c_str());
       usage(2);
@@ -291,6 +304,7 @@ void add_websocket_echo(weft::http::Router& router, bool coroutine) {
 
 int main(int argc, char** argv) {
   Options options = parse(argc, argv);
+  weft::metrics::set_instrumentation_enabled(options.metrics);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -383,6 +397,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "weft-hello: cannot listen on %s:%u: %s\n", options.host.c_str(), options.port, e.what());
     return 1;
   }
+  // The admin endpoints on a loop of their own: a scrape never waits behind the traffic.
+  std::optional<weft::EventLoopGroup> admin_loops;
+  std::optional<weft::metrics::AdminServer> admin;
+  std::optional<weft::metrics::EventLoopMetrics> loop_metrics;
+  if (options.admin_port >= 0) {
+    if (!blocking) loop_metrics.emplace(loops);  // (blocking: a loop per connection, too many series)
+    admin_loops.emplace(weft::transport_named("epoll"), 1, "hello-admin");
+    try {
+      admin.emplace(*admin_loops,
+                    weft::SocketAddress::from(options.host, static_cast<std::uint16_t>(options.admin_port)));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weft-hello: cannot listen on admin port %ld: %s\n", options.admin_port, e.what());
+      return 1;
+    }
+    std::printf("weft-hello admin on %s\n", admin->local_address().to_string().c_str());
+  }
   std::printf("weft-hello listening on %s with %zu loop(s), transport %s, mode %s, accept %s, %s\n",
               server->local_address().to_string().c_str(), loops.size(), options.transport.c_str(),
               options.mode.c_str(), options.accept.c_str(),
@@ -392,6 +422,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);
+  if (admin) admin->set_not_ready();  // before the listeners close: a load balancer looks here first
   // The drain: no new connection, those open end gracefully, what is left at the deadline is closed.
   const weft::DrainReport drained = weft::drain_server(server, std::chrono::seconds(options.drain_timeout_s)).get();
   std::fprintf(
@@ -406,5 +437,8 @@ int main(int argc, char** argv) {
   loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5)).wait();
   if (offload_group) offload_group->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   executors.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
+  admin.reset();
+  loop_metrics.reset();
+  if (admin_loops) admin_loops->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   return 0;
 }

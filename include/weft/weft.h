@@ -5,7 +5,8 @@
 /// (server and client codecs, router, query helpers), HTTP/2 (server codec, streams as channels,
 /// the detector that serves HTTP/1.1 and h2c on one port, the client codec), the client layer
 /// (the HTTP client with its pools, HTTP/2 connections), gRPC (the server core on bytes), TLS
-/// (contexts, the handler, ALPN) and the common handlers.
+/// (contexts, the handler, ALPN), the common handlers, and metrics (registry, exposition, the admin
+/// endpoints).
 ///
 /// Left out, include them where you need them:
 /// - weft/grpc/protobuf_adapter.h  typed gRPC methods on protobuf messages (needs libprotobuf)
@@ -16,6 +17,7 @@
 ///                                       writing a transport of your own
 /// - weft/codec/http1/request_parser.h, body_decoder.h
 ///                                       the HTTP/1 parser pieces the codecs are made of
+/// - weft/metrics/detail/thread_cells.h the per-thread cells behind the metric handles
 /// - weft/core/frame_pool.h, inline_ring.h, mpsc_queue.h
 ///                                       building blocks of the core, used through the types above
 
@@ -98,6 +100,12 @@
 #include "weft/handler/flush_consolidation_handler.h"
 #include "weft/handler/idle_state_handler.h"
 #include "weft/handler/logging_handler.h"
+#include "weft/metrics/admin/admin_server.h"
+#include "weft/metrics/connection_metrics.h"
+#include "weft/metrics/event_loop_metrics.h"
+#include "weft/metrics/http_server_metrics.h"
+#include "weft/metrics/instrumentation.h"
+#include "weft/metrics/registry.h"
 #include "weft/transport/blocking.h"
 #include "weft/transport/epoll.h"
 #include "weft/transport/io_uring.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "weft/core/log.h"
+#include "weft/metrics/instrumentation.h"
 
 namespace weft::detail {
 
@@ -20,13 +21,14 @@ void DrainRun::loop_done(std::size_t open, std::size_t forced) {
 void LoopConnections::add(const ChannelPtr& channel, const std::shared_ptr<LoopConnections>& self) {
   const std::uint64_t id = channel->id();
   open_.emplace(id, channel);
+  if (metrics::instrumentation_enabled()) counters_.opened.inc();
   // The close future's listeners run on the channel's loop (or, once it has terminated, on the
   // thread that closes the channel as it terminates).
   channel->close_future().add_listener([self, id](const Future<void>&) { self->remove(id); });
 }
 
 void LoopConnections::remove(std::uint64_t id) {
-  open_.erase(id);
+  if (open_.erase(id) != 0 && metrics::instrumentation_enabled()) counters_.closed.inc();
   if (drain_ != nullptr && open_.empty()) finish();
 }
 
@@ -84,9 +86,12 @@ void LoopConnections::finish() {
 }
 
 ServerConnections::ServerConnections(EventLoopGroup& group) {
+  const metrics::ConnectionCounters counters = metrics::connection_counters(
+      group.size() > 0 && group.at(0).driver_factory() != nullptr ? group.at(0).driver_factory()->name()
+                                                                  : std::string_view("other"));
   for (std::size_t i = 0; i < group.size(); ++i) {
     EventLoop& loop = group.at(i);
-    auto connections = std::make_shared<LoopConnections>(loop);
+    auto connections = std::make_shared<LoopConnections>(loop, counters);
     loops_.emplace(&loop, connections);
     in_group_order_.push_back(std::move(connections));
   }

@@ -13,6 +13,7 @@
 #include "weft/channel/channel.h"
 #include "weft/channel/drain.h"
 #include "weft/core/event_loop_group.h"
+#include "weft/metrics/connection_metrics.h"
 
 namespace weft::detail {
 
@@ -41,7 +42,7 @@ class DrainRun {
 // The server's connections on one loop. Loop thread only, but for the handed-off count.
 class LoopConnections {
  public:
-  explicit LoopConnections(EventLoop& loop) : loop_(loop) {}
+  LoopConnections(EventLoop& loop, metrics::ConnectionCounters counters) : loop_(loop), counters_(counters) {}
 
   EventLoop& loop() const noexcept { return loop_; }
   // AcceptMode::least_connections: connections handed to this loop and not yet closed. Thread-safe:
@@ -65,6 +66,7 @@ class LoopConnections {
   void finish();
 
   EventLoop& loop_;
+  const metrics::ConnectionCounters counters_;
   std::unordered_map<std::uint64_t, std::weak_ptr<Channel>> open_;
   std::shared_ptr<DrainRun> drain_;
   std::size_t open_at_drain_ = 0;

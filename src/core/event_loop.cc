@@ -132,16 +132,35 @@ void EventLoop::run() {
   t_current_loop = this;
   pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
   driver_->attach(*this);
+  // While times() is observed, two clock reads a turn (not per event): the poll's start and end split
+  // the turn into busy and poll time. Unobserved, one relaxed load a turn.
+  TimePoint polled{};
+  auto add = [](std::atomic<std::uint64_t>& to, std::uint64_t n) {
+    to.store(to.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  };
   for (;;) {
     Duration timeout = poll_timeout();
     if (timeout.count() != 0) {
       sleeping_.store(true, std::memory_order_seq_cst);
       if (!remote_tasks_.empty()) timeout = Duration::zero();
     }
+    const bool timed = times_observers_.load(std::memory_order_relaxed) > 0;
+    const TimePoint poll_start = timed ? Clock::now() : TimePoint{};
     driver_->poll(timeout);
     sleeping_.store(false, std::memory_order_relaxed);
+    if (timed) [[unlikely]] {
+      const TimePoint poll_end = Clock::now();
+      // The first observed turn counts from its poll: what ran before was not observed.
+      if (polled != TimePoint{}) add(busy_ns_, static_cast<std::uint64_t>((poll_start - polled).count()));
+      add(poll_ns_, static_cast<std::uint64_t>((poll_end - poll_start).count()));
+      add(turns_, 1);
+      polled = poll_end;
+    } else {
+      polled = TimePoint{};
+    }
     std::size_t ran = run_due_timers();
     ran += run_tasks();
+    if (timed) tasks_last_turn_.store(ran, std::memory_order_relaxed);
     if (state_.load(std::memory_order_acquire) != kRunning) {
       if (ran > 0) last_activity_ = now();
       if (confirm_shutdown()) break;

@@ -101,6 +101,10 @@ int HelloProcess::stop() {
   return status;
 }
 
+void HelloProcess::terminate() {
+  if (pid_ > 0) ::kill(pid_, SIGTERM);
+}
+
 HelloProcess::~HelloProcess() {
   stop();
   if (!log_path_.empty()) ::unlink(log_path_.c_str());

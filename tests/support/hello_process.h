@@ -36,6 +36,8 @@ class HelloProcess {
   std::string output() const;
   // SIGTERM, then waits; returns the wait status (0 when it was not running).
   int stop();
+  // SIGTERM without waiting (the server drains meanwhile); stop() waits for it afterwards.
+  void terminate();
 
  private:
   bool start_on(const std::string& binary, std::uint16_t port, const std::vector<std::string>& args);

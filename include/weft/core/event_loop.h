@@ -163,6 +163,26 @@ class EventLoop {
   /// Thread-safe. What made this loop's driver (see Options::driver_factory); null when unknown.
   IoDriverFactory* driver_factory() const noexcept { return options_.driver_factory; }
 
+  /// Where the loop's thread spent its time, for metrics: polling (waiting for I/O or a wake-up)
+  /// or busy (running what the poll returned, timers and tasks).
+  struct Times {
+    std::uint64_t poll_ns = 0;          ///< in the driver's poll since run() began
+    std::uint64_t busy_ns = 0;          ///< between polls since run() began
+    std::uint64_t turns = 0;            ///< polls so far
+    std::uint64_t tasks_last_turn = 0;  ///< tasks and timers the last turn ran (the queue's depth then)
+  };
+  /// The loop's times so far (the turn in progress not yet counted), counted only while an observer
+  /// is attached (observe_times): zero otherwise. Thread-safe: each value is one the loop wrote
+  /// (relaxed; the values may be from different turns).
+  Times times() const noexcept {
+    return {poll_ns_.load(std::memory_order_relaxed), busy_ns_.load(std::memory_order_relaxed),
+            turns_.load(std::memory_order_relaxed), tasks_last_turn_.load(std::memory_order_relaxed)};
+  }
+  /// Attaches (true) or detaches (false) an observer of times(): while at least one is attached, the
+  /// loop reads the clock twice a turn to count them; with none, it reads nothing. Thread-safe; the
+  /// loop sees the change from its next turn. Calls must pair (each true undone by one false).
+  void observe_times(bool attach) noexcept { times_observers_.fetch_add(attach ? 1 : -1, std::memory_order_relaxed); }
+
   /// Keeps the loop's memory (not its thread) valid while held: ~EventLoop waits until every
   /// KeepAlive is gone. For work on other threads that may post to the loop after it terminated
   /// (an executor running an offloaded handler): such a post then fails cleanly instead of touching
@@ -253,6 +273,12 @@ class EventLoop {
   std::atomic<bool> sleeping_{false};
   std::atomic<TimerId> next_timer_id_{1};
   std::atomic<std::size_t> keep_alive_count_{0};
+  // times(): written by the loop's thread only (a load and a store, no read-modify-write).
+  std::atomic<std::uint64_t> poll_ns_{0};
+  std::atomic<std::uint64_t> busy_ns_{0};
+  std::atomic<std::uint64_t> turns_{0};
+  std::atomic<std::uint64_t> tasks_last_turn_{0};
+  std::atomic<int> times_observers_{0};  // observe_times(): the times are counted while > 0
 
   MpscQueue remote_tasks_;
   // Termination handshake (slow paths only): the final drain and a post that raced with it.

@@ -16,6 +16,7 @@
 #include "weft/codec/codec_error.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
+#include "weft/metrics/http_server_metrics.h"
 
 namespace weft::http {
 namespace {
@@ -24,6 +25,27 @@ constexpr std::size_t kCopyBodyBelow = 8192;  // larger owned bodies are written
 constexpr std::size_t kMaxOutSizeHint = 64 * 1024;
 // Flags of a pending request. kAnswered: its answer came early and waits in early_.
 constexpr std::uint8_t kKeepAlive = 1, kHttp10 = 2, kHeadRequest = 4, kAnswered = 8;
+// Bits 4..6: the request's metrics::MethodClass; kCounted: instrumentation was on when it was read.
+constexpr int kMethodShift = 4;
+constexpr std::uint8_t kMethodMask = 7, kCounted = 128;
+
+// metrics::method_class of a parsed request's method, whose bytes are followed by the request
+// line's SP: a 3-letter one is told by one 4-byte load.
+metrics::MethodClass method_class_of(std::string_view method) noexcept {
+  if (method.size() == 3) {
+    std::uint32_t word;
+    std::memcpy(&word, method.data(), 4);
+    const auto word_of = [](const char(&s)[5]) {
+      std::uint32_t w;
+      std::memcpy(&w, s, 4);
+      return w;
+    };
+    return word == word_of("GET ")   ? metrics::MethodClass::get
+           : word == word_of("PUT ") ? metrics::MethodClass::put
+                                     : metrics::MethodClass::other;
+  }
+  return metrics::method_class(method);
+}
 
 void put(ByteBuf& out, std::string_view s) { out.write_bytes(s.data(), s.size()); }
 
@@ -267,9 +289,16 @@ bool ServerCodec::decode_body(Context& ctx) {
 
 void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   const RequestHead& head = request.head_;
-  std::uint8_t flags = static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) |
-                                                 (head.version == Version::http10 ? kHttp10 : 0) |
-                                                 (head.method == "HEAD" ? kHeadRequest : 0));
+  std::uint8_t flags =
+      static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) | (head.version == Version::http10 ? kHttp10 : 0));
+  if (metrics::instrumentation_enabled()) {
+    // One look at the method for both: HEAD's flag and the metrics' class.
+    const metrics::MethodClass method = method_class_of(head.method);
+    flags |= static_cast<std::uint8_t>(kCounted | (static_cast<unsigned>(method) << kMethodShift) |
+                                       (method == metrics::MethodClass::head ? kHeadRequest : 0));
+  } else {
+    flags |= head.method == "HEAD" ? kHeadRequest : 0;
+  }
   const std::uint64_t sequence = front_sequence_ + pending_.size();
   pending_.push_back(flags);
   request.sequence_ = sequence;
@@ -292,6 +321,27 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   ctx.fire_read(std::move(request));
   lending_ = false;
   dispatching_ = outer;
+}
+
+// On every answer: kept short, and in line with its callers.
+[[gnu::always_inline]] inline void ServerCodec::note_answer(Context& ctx, std::uint8_t flags, int status) noexcept {
+  if (!(flags & kCounted)) return;
+  // Alike answers (status, flags: the method) are counted here and observed together at the flush.
+  const int kind = (status << 8) | flags;
+  if (kind != answers_kind_) [[unlikely]] {
+    record_answers(ctx);
+    answers_kind_ = kind;
+  }
+  ++answers_;
+}
+
+[[gnu::noinline]] void ServerCodec::record_answers(Context& ctx) noexcept {
+  if (answers_ == 0) return;
+  // From the latest read (batch_now_, the clock read its batch made anyway) to now.
+  metrics::record_http_server_request(metrics::HttpProtocol::http1,
+                                      static_cast<metrics::MethodClass>((answers_kind_ >> kMethodShift) & kMethodMask),
+                                      answers_kind_ >> 8, ctx.loop().now() - batch_now_, answers_);
+  answers_ = 0;
 }
 
 void ServerCodec::fail(Context& ctx, int status, std::string_view reason) {
@@ -414,6 +464,7 @@ void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   if (sequence == front_sequence_ && !pending_.empty() && status >= 200 && !finished_) [[likely]] {
     const std::uint8_t flags = pending_.pop_front();
     ++front_sequence_;
+    note_answer(ctx, flags, status);
     encode_into(ctx, out_, nullptr, response, flags);
     const bool last = response.closes_connection() || !(flags & kKeepAlive);
     if (last || !early_.empty() || reading_.held()) [[unlikely]] {
@@ -469,12 +520,14 @@ void ServerCodec::encode_out_of_turn(Context& ctx, HttpResponse& response) {
   }
   const std::uint8_t flags = pending_[static_cast<std::size_t>(index)];
   if (index != 0) {
+    note_answer(ctx, flags, status);
     hold_early(ctx, response, sequence, flags);
     pending_[static_cast<std::size_t>(index)] = static_cast<std::uint8_t>(flags | kAnswered);
     return;
   }
   pending_.drop_front();
   ++front_sequence_;
+  note_answer(ctx, flags, status);
   encode_into(ctx, out_, nullptr, response, flags);
   answer_sent(ctx, response.closes_connection() || !(flags & kKeepAlive));
   if (!early_.empty()) send_early_answers(ctx);
@@ -492,8 +545,9 @@ void ServerCodec::switch_protocols(Context& ctx, HttpResponse& response) {
     ctx.close();
     return;
   }
-  pending_.drop_front();
+  const std::uint8_t flags = pending_.pop_front();
   ++front_sequence_;
+  note_answer(ctx, flags, 101);
   encode_into(ctx, out_, nullptr, response, kKeepAlive);
   state_ = State::switched;
   request_started_ = {};
@@ -608,6 +662,7 @@ void ServerCodec::flush(Context& ctx) {
     out_size_hint_ = std::clamp<std::size_t>(out_.readable_bytes(), 2048, kMaxOutSizeHint);
     ctx.write(std::move(out_));
   }
+  if (answers_ != 0) record_answers(ctx);
   in_read_batch_ = false;  // a later response reads the clock again, whatever else the pipeline does
   ctx.flush();
   update_read_suspension(ctx);  // what was unsent may have left
@@ -817,6 +872,7 @@ void ServerCodec::stop_deadline(Context& ctx) {
 }
 
 void ServerCodec::channel_inactive(Context& ctx) {
+  record_answers(ctx);  // answers never flushed still count
   stop_deadline(ctx);
   state_ = State::closed;
   finished_ = true;
@@ -830,6 +886,7 @@ void ServerCodec::channel_inactive(Context& ctx) {
 void ServerCodec::exception_caught(Context& ctx, std::exception_ptr error) { close_on_io_error(ctx, std::move(error)); }
 
 void ServerCodec::handler_removed(Context& ctx) {
+  record_answers(ctx);
   stop_deadline(ctx);
   resume_decoding_.cancel();
   reading_.release(ctx.channel());

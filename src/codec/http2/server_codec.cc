@@ -18,6 +18,7 @@
 #include "weft/codec/codec_error.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
+#include "weft/metrics/http_server_metrics.h"
 
 namespace weft::http2 {
 
@@ -440,6 +441,7 @@ void ServerCodec::handler_added(Context& ctx) {
 }
 
 void ServerCodec::handler_removed(Context& ctx) {
+  record_answers(ctx);  // answers never flushed still count
   detach_children();
   stop_deadline(ctx);
   reading_.release(ctx.channel());
@@ -606,6 +608,27 @@ void ServerCodec::fill_head(Stream& s, http::RequestHead& head) {
   if (q != std::string_view::npos) head.query = head.target.substr(q + 1);
   head.content_length = s.content_length;
   s.head_request = head.method == "HEAD";
+  s.method_class = static_cast<std::uint8_t>(metrics::method_class(head.method));
+}
+
+void ServerCodec::note_answer(const Stream& s, int status) noexcept {
+  if (!metrics::instrumentation_enabled() || ctx_ == nullptr) return;
+  // The streams of a read share their start (last_read_): their alike answers are counted here and
+  // observed together at the flush, with one clock read.
+  const std::int64_t stamp = (s.began.time_since_epoch().count() & ~std::int64_t{7}) | s.method_class;
+  if ((stamp != answers_stamp_ || status != answers_status_) && answers_ != 0) record_answers(*ctx_);
+  answers_stamp_ = stamp;
+  answers_status_ = status;
+  ++answers_;
+}
+
+void ServerCodec::record_answers(Context& ctx) noexcept {
+  if (answers_ == 0) return;
+  const TimePoint began{Duration(answers_stamp_ & ~std::int64_t{7})};
+  metrics::record_http_server_request(metrics::HttpProtocol::http2,
+                                      static_cast<metrics::MethodClass>(answers_stamp_ & 7), answers_status_,
+                                      ctx.loop().now() - began, answers_);
+  answers_ = 0;
 }
 
 bool ServerCodec::upgrade(Context& ctx, std::string_view settings, const http::RequestHead& head) {
@@ -715,6 +738,7 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
     return;
   }
   s.answered = true;
+  note_answer(s, status);
   const bool bodiless_status = status == 204 || status == 304;
   const std::string_view body = response.body_bytes();
   const std::size_t body_size = response.body_size();
@@ -817,6 +841,7 @@ void ServerCodec::write_out(Context& ctx) {
 void ServerCodec::flush(Context& ctx) {
   send_pending(ctx);
   write_out(ctx);
+  if (answers_ != 0) record_answers(ctx);
   ctx.flush();
   finish_if_done(ctx);
 }
@@ -1069,6 +1094,7 @@ void ServerCodec::stop_deadline(Context& ctx) {
 }
 
 void ServerCodec::channel_inactive(Context& ctx) {
+  record_answers(ctx);
   stop_deadline(ctx);
   detach_later();
   finished_ = true;
@@ -1380,6 +1406,7 @@ void ServerCodec::child_submit_head(StreamChannel& ch, http::HttpResponse& respo
   }
   Stream* s = stream(ch.id_);
   if (s == nullptr) return;  // closed meanwhile (a reset on its way to the child)
+  note_answer(*s, status);
   const bool bodiless = status == 204 || status == 304;
   const std::string_view body = bodiless ? std::string_view() : response.body_bytes();
   headers.build(response, whole && !bodiless ? std::optional<std::size_t>(body.size()) : std::nullopt);

@@ -14,6 +14,7 @@
 #include "weft/channel/file_region.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/codec/http2/stream_channel.h"
+#include "weft/metrics/http_server_metrics.h"
 
 namespace weft::http2 {
 
@@ -24,6 +25,9 @@ struct ServerCodec::Stream {
   bool dispatched = false;    // handed to the pipeline (or answered by the codec)
   bool answered = false;      // a final response was submitted
   bool head_request = false;  // :method HEAD: the response has no DATA
+  // metrics::MethodClass of :method, for the answer's metrics (other until the head is read)
+  std::uint8_t method_class = kUnknownMethod;
+  static constexpr auto kUnknownMethod = static_cast<std::uint8_t>(metrics::MethodClass::other);
   int error_status = 0;       // 431 / 413 / 503 / 408: answered by the codec, never handed to the pipeline
   TimePoint began{};          // when its HEADERS were read (the request timeout counts from it)
   std::uint32_t header_list_size = 0;  // RFC 9113 6.5.2: names, values, 32 bytes each
@@ -97,6 +101,7 @@ struct ServerCodec::Stream {
     id = 0;
     live = complete = dispatched = answered = head_request = false;
     error_status = 0;
+    method_class = kUnknownMethod;
     header_list_size = header_count = 0;
     content_length.reset();
     fields.release();

@@ -104,6 +104,11 @@ class ServerCodec final : public Handler {
   bool decode_head(Context& ctx);
   bool decode_body(Context& ctx);
   void emit_request(Context& ctx, HttpRequest& request);
+  // Counts an answer with `status` to the request with pending_ `flags` in the metrics: into the
+  // batch of alike answers (answers_*), observed at the flush.
+  void note_answer(Context& ctx, std::uint8_t flags, int status) noexcept;
+  // Observes the answers batched so far, their duration ending now.
+  void record_answers(Context& ctx) noexcept;
   void fail(Context& ctx, int status, std::string_view reason);
   void encode(Context& ctx, HttpResponse& response);
   void encode_out_of_turn(Context& ctx, HttpResponse& response);
@@ -147,6 +152,12 @@ class ServerCodec final : public Handler {
   // Keep-alive flags of the requests decoded but not answered yet, oldest first: inline for the
   // usual few (no heap line of its own per request), on the heap for a client that pipelines deeply.
   InlineRing<std::uint8_t, 16> pending_;
+  // Metrics: answers counted, not yet observed, alike in status and pending_ flags
+  // (status << 8 | flags, the method class among them).
+  // Their duration counts from the latest read (batch_now_): a request answered after a later read
+  // counts from that read.
+  int answers_kind_ = 0;
+  std::uint32_t answers_ = 0;             // answers batched, not yet observed
   std::uint64_t front_sequence_ = 1;      // the sequence of pending_[0]
   std::uint64_t dispatching_ = 0;         // the request being handed to the pipeline now, if any
   // ---- colder: timers, early answers, the request whose body is arriving

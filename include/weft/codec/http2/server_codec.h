@@ -134,6 +134,11 @@ class ServerCodec final : public Handler {
 
   // ---- streams served as channels (stream_channel.cc holds the child's side)
   void fill_head(Stream& s, http::RequestHead& head);
+  // Counts the final answer `status` to `s` in the metrics: into the batch of alike answers
+  // (answers_*), observed at the flush.
+  void note_answer(const Stream& s, int status) noexcept;
+  // Observes the answers batched so far, their duration ending now.
+  void record_answers(Context& ctx) noexcept;
   int open_child(Stream& s, bool end_stream);
   int child_data(Stream& s, const std::uint8_t* data, std::size_t len);
   int child_frame(Stream& s, std::uint8_t type, bool end_stream);
@@ -229,6 +234,11 @@ class ServerCodec final : public Handler {
   TimePoint unwritable_since_{};
   // Keepalive and the ping policy (Settings::keepalive_time, min_ping_interval).
   TimePoint last_read_{};
+  // Metrics: answers counted, not yet observed, alike in start (Stream::began, ns, with the method
+  // class in the low 3 bits) and status.
+  std::int64_t answers_stamp_ = 0;
+  int answers_status_ = 0;
+  std::uint32_t answers_ = 0;
   TimePoint ping_sent_at_{};
   bool ping_outstanding_ = false;
   // announce_shutdown: the first GOAWAY and its PING are out; the last GOAWAY waits for the ACK.

@@ -1,0 +1,41 @@
+#include "weft/metrics/admin/admin_server.h"
+
+#include "weft/channel/bootstrap.h"
+#include "weft/codec/http1/server_codec.h"
+
+namespace weft::metrics {
+
+void add_admin_routes(http::Router& router, Registry& registry, std::shared_ptr<const Readiness> readiness) {
+  router.get("/metrics", [&registry](http::Request& request) {
+    const Format format = format_for_accept(request.message().header("accept").value_or(""));
+    http::HttpResponse response(200);
+    response.content_type(content_type(format)).body(ByteBuf::copy_of(registry.scrape(format)));
+    return response;
+  });
+  router.get("/healthz",
+             [](http::Request&) { return std::move(http::HttpResponse(200).content_type("text/plain").body("ok\n")); });
+  router.get("/readyz", [readiness = std::move(readiness)](http::Request&) {
+    const bool ready = readiness->get();
+    return std::move(
+        http::HttpResponse(ready ? 200 : 503).content_type("text/plain").body(ready ? "ready\n" : "draining\n"));
+  });
+}
+
+AdminServer::AdminServer(EventLoopGroup& loops, const SocketAddress& address, Registry& registry) {
+  auto router = std::make_shared<http::Router>();
+  add_admin_routes(*router, registry, readiness_);
+  listener_ = ServerBootstrap()
+                  .group(loops)
+                  .child_handler([router](Channel& ch) {
+                    ch.pipeline().add_last("http", std::make_shared<http::ServerCodec>());
+                    ch.pipeline().add_last("router", router);
+                  })
+                  .bind(address)
+                  .get();
+}
+
+AdminServer::~AdminServer() {
+  if (listener_) listener_->close();
+}
+
+}  // namespace weft::metrics

@@ -1,0 +1,21 @@
+#include "weft/metrics/connection_metrics.h"
+
+namespace weft::metrics {
+
+ConnectionCounters connection_counters(std::string_view transport) {
+  Registry& registry = Registry::global();
+  Family& opened = registry.counter("weft_server_connections_opened",
+                                    "Connections servers accepted and set up, by transport.", {"transport"});
+  Family& closed =
+      registry.counter("weft_server_connections_closed", "Server connections closed, by transport.", {"transport"});
+  ConnectionCounters counters{opened.counter({transport}), closed.counter({transport})};
+  registry.gauge("weft_server_connections_active", "Server connections open now, by transport.", {"transport"})
+      .set_function({transport}, [counters] {
+        // Closed first: a connection counted open and closed between the two reads never shows negative.
+        const std::uint64_t closed_now = counters.closed.value();
+        return static_cast<double>(counters.opened.value() - closed_now);
+      });
+  return counters;
+}
+
+}  // namespace weft::metrics

@@ -1,0 +1,74 @@
+#include "weft/metrics/event_loop_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "weft/core/event_loop_group.h"
+#include "weft/core/future.h"
+#include "weft/core/io_driver.h"
+
+namespace weft::metrics {
+namespace {
+
+double sample(const std::string& text, const std::string& series) {
+  const auto at = text.find(series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 1));
+}
+
+// A loop's turns and times show while the EventLoopMetrics lives, read when scraped; its series
+// go with it.
+TEST(EventLoopMetrics, ReportsTheLoopsTimesWhileItLives) {
+  Registry registry;
+  EventLoopGroup loops(executor_driver_factory(), 1, "m");
+  {
+    EventLoopMetrics metrics(loops, registry);
+    for (int i = 0; i < 3; ++i) {
+      Promise<void> ran;
+      loops.at(0).execute([ran]() mutable { ran.set_value(); });
+      ran.future().get();
+    }
+    const std::string text = registry.scrape();
+    EXPECT_GE(sample(text, R"(weft_event_loop_turns_total{loop="m-0"})"), 1) << text;
+    EXPECT_GE(sample(text, R"(weft_event_loop_busy_seconds_total{loop="m-0"})"), 0) << text;
+    EXPECT_GE(sample(text, R"(weft_event_loop_poll_seconds_total{loop="m-0"})"), 0) << text;
+    EXPECT_GE(sample(text, R"(weft_event_loop_tasks{loop="m-0"})"), 0) << text;
+  }
+  EXPECT_EQ(registry.scrape().find("m-0"), std::string::npos);
+  loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
+}
+
+// Unobserved, a loop counts nothing (no clock read per turn); observed, its turns count, and after
+// the observer goes they stop again.
+TEST(EventLoopMetrics, TheLoopCountsItsTimesOnlyWhileObserved) {
+  EventLoopGroup loops(executor_driver_factory(), 1, "u");
+  EventLoop& loop = loops.at(0);
+  auto run_tasks = [&loop] {
+    for (int i = 0; i < 3; ++i) {
+      Promise<void> ran;
+      loop.execute([ran]() mutable { ran.set_value(); });
+      ran.future().get();
+    }
+  };
+  run_tasks();
+  EXPECT_EQ(loop.times().turns, 0u);
+  EXPECT_EQ(loop.times().poll_ns, 0u);
+  std::uint64_t turns = 0;
+  {
+    Registry registry;
+    EventLoopMetrics metrics(loops, registry);
+    run_tasks();
+    turns = loop.times().turns;
+    EXPECT_GE(turns, 1u);
+  }
+  // The loop may finish the turn it was in when the observer left; none after it.
+  run_tasks();
+  const std::uint64_t after = loop.times().turns;
+  run_tasks();
+  EXPECT_EQ(loop.times().turns, after);
+  loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
+}
+
+}  // namespace
+}  // namespace weft::metrics
