@@ -233,7 +233,10 @@ void OriginPool::released(PooledConnection& c) {
 
 void OriginPool::failed(PooledConnection&, std::shared_ptr<Exchange> x, std::exception_ptr error, bool retryable) {
   x->on = nullptr;
-  if (x->done) return;
+  if (x->done) {
+    dispatch();  // given up (its request timeout reset its HTTP/2 stream): its slot is free now
+    return;
+  }
   if (closed_) {
     x->fail_closed(loop_);  // the client closed it: say so, whatever the connection saw
     return;
@@ -247,6 +250,7 @@ void OriginPool::failed(PooledConnection&, std::shared_ptr<Exchange> x, std::exc
     dispatch();
     return;
   }
+  dispatch();
   sink_.failed(std::move(x), error);
 }
 
