@@ -62,13 +62,7 @@ TEST_P(HelloMetricsTest, CountsEveryRequestServedAndPromtoolAcceptsTheText) {
     std::string burst;
     for (int i = 0; i < kPipelined; ++i) burst += "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n";
     ASSERT_TRUE(c.send_all(burst));
-    std::string in;
-    while (static_cast<int>(std::count_if(in.begin(), in.end(), [](char ch) { return ch == '!'; })) < kPipelined) {
-      StreamEnd end = StreamEnd::timeout;
-      const std::string more = c.recv_some(64 * 1024, 20000ms, &end);
-      ASSERT_FALSE(more.empty()) << "the answers stopped: " << to_string(end);
-      in += more;
-    }
+    ASSERT_TRUE(c.recv_until_count("HTTP/1.1 200", kPipelined)) << "the answers stopped";
   }
   for (int i = 0; i < 2; ++i) {
     BlockingClient c(server.port());
@@ -147,16 +141,7 @@ TEST(HelloAdminTest, ReadyzTurns503WhenTheDrainStarts) {
   H2Client client;
   const std::int32_t slow = client.request("GET", "/downstream?ms=10000");
   const std::int32_t fast = client.request("GET", "/plaintext");
-  ASSERT_TRUE(socket.send_all(client.take_output()));
-  while (!client.response(fast).closed) {
-    const std::string out = client.take_output();
-    if (!out.empty()) {
-      ASSERT_TRUE(socket.send_all(out));
-    }
-    const std::string in = socket.recv_some(64 * 1024, 20000ms);
-    ASSERT_FALSE(in.empty()) << "the connection ended or stalled";
-    ASSERT_TRUE(client.receive(in)) << "error " << client.error();
-  }
+  ASSERT_TRUE(exchange_until_stream_closed(socket, client, fast)) << "error " << client.error();
   EXPECT_EQ(metric_sample(admin_get(admin, "/metrics").body,
                           R"(weft_http_server_requests_total{protocol="http2",method="GET",status="2xx"})"),
             1);
