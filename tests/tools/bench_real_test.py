@@ -49,6 +49,7 @@ class RealRuns(unittest.TestCase):
         for t in doc["tables"]:
             self.assertEqual([c["name"] for c in t["columns"]], ["loop"])
             self.assertEqual(len(t["cells"]), len(t["rows"]))
+            self.assertEqual(t["settings"]["repeat"], 3)  # what the table ran with, recorded with it
             for c in t["cells"]:
                 self.assertEqual(len(c["repeats"]), 3)
                 self.assertGreater(c["value"], 0)
@@ -65,7 +66,7 @@ class RealRuns(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stdout)
         self.assertIn("0 regression(s)", proc.stdout)
         self.assertNotIn("REGRESSION", proc.stdout)
-        changes = re.findall(r"\|\s+([+-]\d+\.\d)%", proc.stdout)
+        changes = re.findall(r"([+-]\d+\.\d)% ±", proc.stdout)
         self.assertEqual(len(changes), 4, proc.stdout)
         self.assertEqual({float(c) for c in changes}, {0.0}, proc.stdout)
 
@@ -78,7 +79,7 @@ class RealRuns(unittest.TestCase):
         self.assertRegex(proc.stdout, r"\d+ regression\(s\)")
         for title in ("Type: plaintext, pipeline 16", "Type: json, pipeline 1"):
             self.assertIn(title, proc.stdout)
-        self.assertEqual(len(re.findall(r"\|\s+[+-]\d+\.\d% ±", proc.stdout)), 4, proc.stdout)
+        self.assertEqual(len(re.findall(r"[+-]\d+\.\d% ±", proc.stdout)), 4, proc.stdout)
 
     def test_compare_flags_an_injected_15_percent_slowdown(self):
         # A real results file, with its repeats pulled to within 1% of each median: the CI machine's 1 s
@@ -165,6 +166,7 @@ class RealGrpcRun(unittest.TestCase):
             doc = load_json(os.path.join(tmp, "results.json"))
             (t,) = doc["tables"]
             self.assertEqual(len(t["cells"]), 6)
+            self.assertEqual(t["settings"]["repeat"], 2)
             for c in t["cells"]:
                 self.assertEqual(len(c["repeats"]), 2)
                 self.assertGreater(c["value"], 0)

@@ -1,6 +1,8 @@
 """weft-bench without servers: table layout, wrk parsing, results round trip, compare rule, peers, suites."""
 import argparse
+import contextlib
 import copy
+import io
 import os
 import shutil
 import tempfile
@@ -175,6 +177,12 @@ class ResultsRoundTrip(unittest.TestCase):
                 results.load(path)
 
 
+def regressions(base, new, threshold=None):
+    """(compare's text, its number of regressions)."""
+    text, counts = compare.compare(base, new, threshold)
+    return text, counts[compare.REGRESSION]
+
+
 class CompareRule(unittest.TestCase):
     base = table({16: [100.0, 102.0, 98.0], 256: [200.0, 190.0, 210.0]})
 
@@ -188,23 +196,95 @@ class CompareRule(unittest.TestCase):
         return t
 
     def test_a_15_percent_slowdown_is_a_regression(self):
-        text, n = compare.compare(results_doc(self.base), results_doc(self.slowed(0.85)))
+        text, n = regressions(results_doc(self.base), results_doc(self.slowed(0.85)))
         self.assertEqual(n, 2)
         self.assertIn("-15.0%", text)
         self.assertIn("REGRESSION", text)
 
     def test_a_change_inside_the_spread_is_not(self):
         new = table({16: [95.0, 101.0, 99.0], 256: [180.0, 215.0, 199.0]})
-        self.assertEqual(compare.compare(results_doc(self.base), results_doc(new))[1], 0)
+        self.assertEqual(compare.compare(results_doc(self.base), results_doc(new))[1][compare.REGRESSION], 0)
 
     def test_a_small_change_under_the_threshold_is_not(self):
-        self.assertEqual(compare.compare(results_doc(self.base), results_doc(self.slowed(0.93)))[1], 0)
+        self.assertEqual(compare.compare(results_doc(self.base), results_doc(self.slowed(0.93)))[1][compare.REGRESSION], 0)
 
     def test_lower_is_better_tables_regress_upwards(self):
         base = copy.deepcopy(self.base)
         base["higher_is_better"] = False
-        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(1.2, higher=False)))[1], 2)
-        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(0.8, higher=False)))[1], 0)
+        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(1.2, higher=False)))[1][compare.REGRESSION], 2)
+        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(0.8, higher=False)))[1][compare.REGRESSION], 0)
+
+
+class CompareVerdicts(unittest.TestCase):
+    """compare as a decision: each cell a regression, an improvement, no change or inconclusive."""
+    base = table({16: [100.0, 102.0, 98.0], 256: [200.0, 190.0, 210.0]})
+
+    def verdicts(self, base, new, threshold=None):
+        text, counts = compare.compare(results_doc(base), results_doc(new), threshold)
+        return text, {k: v for k, v in counts.items() if v and k != "shared"}
+
+    def test_alike_runs_are_no_change(self):
+        again = table({16: [101.0, 99.0, 100.0], 256: [201.0, 195.0, 205.0]})
+        text, counts = self.verdicts(self.base, again)
+        self.assertEqual(counts, {compare.NO_CHANGE: 2}, text)
+        self.assertIn("0 regression(s), 0 improvement(s), 2 no change, 0 inconclusive of 2", text)
+
+    def test_a_noisy_pair_is_inconclusive_not_a_pass(self):
+        # The seed-004 quick run: +206.5% ±429.8 was printed as "0 regression(s)".
+        noisy = table({16: [40.0, 306.5, 900.0], 256: [190.0, 200.0, 210.0]})
+        text, counts = self.verdicts(self.base, noisy)
+        self.assertEqual(counts, {compare.INCONCLUSIVE: 1, compare.NO_CHANGE: 1}, text)
+        self.assertRegex(text, r"\+206\.5% ±\d+\.\d +inconclusive p=")
+
+    def test_a_faster_run_is_an_improvement_and_a_slower_one_a_regression(self):
+        faster = table({16: [130.0, 128.0, 133.0], 256: [260.0, 250.0, 270.0]})
+        self.assertEqual(self.verdicts(self.base, faster)[1], {compare.IMPROVEMENT: 2})
+        self.assertEqual(self.verdicts(faster, self.base)[1], {compare.REGRESSION: 2})
+
+    def test_a_real_change_under_the_threshold_is_no_change(self):
+        tight = table({16: [100.0, 100.5, 99.5]})
+        moved = table({16: [104.0, 104.5, 103.5]})
+        text, counts = self.verdicts(tight, moved)
+        self.assertEqual(counts, {compare.NO_CHANGE: 1}, text)
+
+    def test_mann_whitney_p_values(self):
+        self.assertAlmostEqual(compare.mann_whitney_p([1, 2, 3], [4, 5, 6]), 0.1)
+        self.assertAlmostEqual(compare.mann_whitney_p([1, 2, 3, 4], [5, 6, 7, 8]), 2 / 70)
+        self.assertAlmostEqual(compare.mann_whitney_p([1, 3, 5], [2, 4, 6]), 0.7)
+        self.assertEqual(compare.mann_whitney_p([], [1.0]), None)
+        text, _ = self.verdicts(self.base, table({16: [50.0, 51.0, 49.0]}))
+        self.assertIn("regression p=0.1 n=3+3", text)
+
+    def test_the_runs_differences_come_first(self):
+        a, b = results_doc(self.base), results_doc(copy.deepcopy(self.base))
+        a["settings"], b["settings"] = {"repeat": 3, "duration_s": 5.0}, {"repeat": 10, "duration_s": 5.0}
+        b["environment"] = {"git_commit": "def", "load_average": "1.5"}
+        text, _ = compare.compare(a, b)
+        lines = text.splitlines()
+        self.assertEqual(lines[0], "Differences between the runs (weigh them first):")
+        self.assertIn("  settings.repeat: 3 -> 10", lines)
+        self.assertIn("  environment.load_average: None -> 1.5", lines)
+
+    def test_every_line_fits_120_columns_and_carries_its_unit(self):
+        wide = table({16: [100.0, 102.0, 98.0]}, column="weft-" + "x" * 150)
+        text, _ = compare.compare(results_doc(wide), results_doc(copy.deepcopy(wide)))
+        self.assertLessEqual(max(len(line) for line in text.splitlines()), 120, text)
+        self.assertIn("100 req/s", text)
+
+    def test_the_cli_exits_2_for_runs_that_share_nothing_and_3_when_strict_and_inconclusive(self):
+        other_suite = table({16: [100.0, 102.0, 98.0]}, table_id="echo-100-ports")
+        noisy = table({16: [40.0, 306.5, 900.0], 256: [190.0, 200.0, 210.0]})
+        with tempfile.TemporaryDirectory() as d:
+            paths = {}
+            for name, t in {"base": self.base, "other": other_suite, "noisy": noisy}.items():
+                paths[name] = os.path.join(d, name + ".json")
+                results.save(results_doc(t), paths[name])
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                self.assertEqual(cli.main(["compare", paths["base"], paths["other"]]), 2)
+                self.assertEqual(cli.main(["compare", paths["base"], paths["noisy"]]), 0)
+                self.assertEqual(cli.main(["compare", paths["base"], paths["noisy"], "--strict"]), 3)
+                self.assertEqual(cli.main(["compare", paths["noisy"], paths["base"], "--strict"]), 3)
+            self.assertIn("nothing to compare", out.getvalue())
 
 
 class Logs(unittest.TestCase):
@@ -359,10 +439,6 @@ class Options(unittest.TestCase):
         self.assertNotIn("MiB", tables.render(t, ["rps", "p99"]))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 def jmh_table(values_by_cell, cpu_by_cell=None, table_id="grpc"):
     """A JMH-layout table (the grpc suite's) from {(row, column): [repeat values]}; cpu_by_cell gives the
     server CPU per operation of each repeat (default 1.0)."""
@@ -419,31 +495,31 @@ class JmhCompare(unittest.TestCase):
         base = self.scaled(1.0)
         other = jmh_table({(STREAM, "weft-epoll-direct-false"): list(reversed(TEN))},
                           {(STREAM, "weft-epoll-direct-false"): [1.0] * 10})
-        text, n = compare.compare(results_doc(base), results_doc(other))
+        text, n = regressions(results_doc(base), results_doc(other))
         self.assertEqual(n, 0, text)
 
     def test_fourteen_percent_fewer_messages_is_a_regression(self):  # the seed's loss
-        text, n = compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)))
+        text, n = regressions(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)))
         self.assertEqual(n, 1, text)
         self.assertIn("REGRESSION grpc " + STREAM + " weft-epoll-direct-false score", text)
 
     def test_more_server_cpu_per_message_is_a_regression_even_at_the_same_score(self):
         # The client bounds the score; the server's share shows in its CPU per message.
-        text, n = compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(1.0, cpu_factor=1.08)))
+        text, n = regressions(results_doc(self.scaled(1.0)), results_doc(self.scaled(1.0, cpu_factor=1.08)))
         self.assertEqual(n, 1, text)
         self.assertIn("cpu/op", text.splitlines()[-2])
 
     def test_a_change_under_the_tables_threshold_is_not(self):
-        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.98)))[1], 0)
+        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.98)))[1][compare.REGRESSION], 0)
 
     def test_a_change_inside_both_errors_is_not(self):
         wide = [60.0, 140.0, 80.0, 120.0, 100.0, 90.0, 110.0, 70.0, 130.0, 100.0]
         base = jmh_table({(STREAM, "grpc++"): wide})
         new = jmh_table({(STREAM, "grpc++"): [v * 0.9 for v in wide]})
-        self.assertEqual(compare.compare(results_doc(base), results_doc(new))[1], 0)
+        self.assertEqual(compare.compare(results_doc(base), results_doc(new))[1][compare.REGRESSION], 0)
 
     def test_an_explicit_threshold_overrides_the_tables(self):
-        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)), 20.0)[1], 0)
+        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)), 20.0)[1][compare.REGRESSION], 0)
 
 
 class GrpcSuite(unittest.TestCase):
@@ -502,19 +578,23 @@ class JmhCompareAgainstTheReference(unittest.TestCase):
         return t
 
     def test_a_slower_machine_is_no_regression(self):
-        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(machine=1.4)))
+        text, n = regressions(results_doc(self.run_table()), results_doc(self.run_table(machine=1.4)))
         self.assertEqual(n, 0, text)
         self.assertIn("score/ref", text)
 
     def test_the_reference_spending_less_cpu_per_operation_is_no_regression(self):
-        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(reference_cpu=2.5)))
+        text, n = regressions(results_doc(self.run_table()), results_doc(self.run_table(reference_cpu=2.5)))
         self.assertEqual(n, 0, text)
 
     def test_executors_doing_twice_the_work_is_one(self):
-        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(machine=1.2, executor_cpu=0.2)))
+        text, n = regressions(results_doc(self.run_table()), results_doc(self.run_table(machine=1.2, executor_cpu=0.2)))
         self.assertEqual(n, 1, text)
         self.assertIn("REGRESSION grpc " + STREAM + " weft-epoll-direct-false executor cpu/op:", text)
 
     def test_the_reference_itself_is_not_compared(self):
         text, _ = compare.compare(results_doc(self.run_table()), results_doc(self.run_table()))
         self.assertNotIn("|    -     |", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -36,6 +36,11 @@ class Runner:
             out["threshold_pct"] = table.threshold_pct
         if table.reference_column is not None:
             out["reference_column"] = table.reference_column
+        # What this table ran with (a table may set its own repeats and durations: the run's settings
+        # are only the defaults).
+        out["settings"] = {"repeat": table.repeat or self.repeat or table.default_repeat or DEFAULT_REPEAT,
+                           "duration_s": table.duration or self.duration,
+                           "warmup_s": self.warmup if table.warmup is None else table.warmup}
         entries = []
         for column in table.columns:
             entry = {"name": column.name, "command": column.argv, "note": column.note}
