@@ -59,6 +59,12 @@ class RealRuns(unittest.TestCase):
         self.assertRegex(env["git_commit"], r"^[0-9a-f]{40}$")
         self.assertEqual(env["cpu_count"], os.cpu_count())
         self.assertTrue(env["compiler"] and env["kernel"] and env["cpu_model"] and env["date"])
+        # The machine's conditions, before and after, and each point's share of others' CPU.
+        self.assertEqual(len(env["load_average_before"]), 3)
+        self.assertEqual(len(env["load_average_after"]), 3)
+        self.assertIsInstance(env["busy_processes_before"], list)
+        self.assertTrue(all(r["other_core_pct"] is not None for t in doc["tables"] for c in t["cells"] for r in c["repeats"]))
+        self.assertIn("conditions: ", stdout)
         assert_all_stopped(self, doc)
 
     def test_a_run_compared_with_itself_is_clean(self):

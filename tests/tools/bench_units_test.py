@@ -5,11 +5,13 @@ import copy
 import io
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unittest
 
 from bench_helpers import results_doc, table
-from weft_bench import cli, compare, load, processes, results, suites, tables
+from weft_bench import cli, compare, conditions, load, processes, results, suites, tables
 
 # A real wrk report (weft-hello, pipeline 16, 256 connections), including wrk's 0.00us p99 quirk.
 WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:18998/plaintext
@@ -285,6 +287,45 @@ class CompareVerdicts(unittest.TestCase):
                 self.assertEqual(cli.main(["compare", paths["base"], paths["noisy"], "--strict"]), 3)
                 self.assertEqual(cli.main(["compare", paths["noisy"], paths["base"], "--strict"]), 3)
             self.assertIn("nothing to compare", out.getvalue())
+
+
+class DataThatWarns(unittest.TestCase):
+    """Spread past the threshold and points measured on a busy machine are said, not passed silently."""
+
+    def test_a_cell_whose_repeats_spread_is_warned_about(self):
+        # Netty's three repeats in one discussion: 12,784 / 55,623 / 154,350 req/s, printed as sound.
+        t = table({16: [12784.0, 55623.0, 154350.0], 256: [200.0, 201.0, 199.0]}, column="netty")
+        text = tables.render(t)
+        self.assertIn("WARNING connections=16 netty: repeats spread 255% (12784..154350 req/s)", text)
+        self.assertNotIn("connections=256", text)
+
+    def test_a_point_measured_while_others_were_busy_is_warned_about(self):
+        t = table({16: [100.0, 101.0, 99.0]})
+        t["cells"][0]["repeats"][1]["other_core_pct"] = 85.0
+        t["cells"][0]["repeats"][2]["other_core_pct"] = 3.0
+        self.assertIn("WARNING connections=16 loop: 1 of 3 repeats ran while other processes used up to 85% of a core",
+                      tables.render(t))
+
+    def test_proc_parsing(self):
+        self.assertEqual(conditions.cpu_jiffies("cpu  100 5 50 9000 10 1 2 7 0 0\n"), (155, 7))
+        self.assertIsNone(conditions.cpu_jiffies("intr 1 2 3"))
+        self.assertEqual(conditions.cpu_mhz("cpu MHz\t\t: 2000.5\nmodel name: x\ncpu MHz\t\t: 3000.5\n"), 2500)
+        self.assertIsNone(conditions.cpu_mhz("model name: x\n"))
+
+    def test_the_conditions_line(self):
+        env = {"cpu_model": "Xeon", "cpu_count": 2, "cpu_mhz": 2200, "kernel": "6.1", "load_average_before": [1.5, 1, 0.5],
+               "busy_processes_before": ["cc1plus (97%)"]}
+        line = conditions.describe(env, {"server_cpus": "0", "load_cpus": "1"})
+        self.assertEqual(line, "conditions: Xeon, 2 CPUs at 2200 MHz; kernel 6.1; server on CPUs 0, load on 1; "
+                               "load average 1.5 1 0.5; busy: cc1plus (97%)")
+
+    def test_a_point_watch_measures_others_not_its_own_children(self):
+        watch = conditions.PointWatch()
+        subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)  # a "load" that is waited for
+        other, steal = watch.other_core_pct(server_cpu_s=0.0)
+        self.assertIsNotNone(other)
+        self.assertGreaterEqual(other, 0.0)
+        self.assertGreaterEqual(steal, 0.0)
 
 
 class Logs(unittest.TestCase):

@@ -4,6 +4,7 @@ import os
 import sys
 
 from . import compare as compare_mod
+from . import conditions
 from . import html_report, load, results, suites, tables
 from .processes import ProcessError, Supervisor, cpu_plan
 from . import runner as runner_mod
@@ -117,11 +118,13 @@ def cmd_run(args, invoked_as):
     out_path = os.path.join(out_dir, "results.json")
     build_dir = os.path.dirname(bin_dir)
     doc = {"tool": "weft-bench", "schema": results.SCHEMA, "suite": args.suite,
-           "environment": results.environment(build_dir, REPO_DIR),
+           "environment": {**results.environment(build_dir, REPO_DIR), "cpu_mhz": conditions.cpu_mhz(),
+                           **conditions.snapshot("before")},
            "settings": {"quick": args.quick, "repeat": args.repeat, "duration_s": duration, "warmup_s": warmup,
                         "load": adapter.name, "h2_load": next((t.loader.name for t in table_specs if t.suite == "h2"), None),
                         "server_cpus": server_cpus, "load_cpus": load_cpus},
            "notes": [note] if note else [], "tables": [], "processes": []}
+    print(conditions.describe(doc["environment"], doc["settings"]), flush=True)
     sup = Supervisor(os.path.join(out_dir, "logs"))
     runner = Runner(sup, adapter, (server_cpus, load_cpus), args.repeat, duration, warmup)
     code = 0
@@ -138,6 +141,7 @@ def cmd_run(args, invoked_as):
         code = 1
     finally:
         sup.stop_all()
+        doc["environment"].update(conditions.snapshot("after"))
         doc["processes"] = sup.started
         results.save(doc, out_path)
     print(f"results: {out_path}")
