@@ -306,6 +306,16 @@ class DataThatWarns(unittest.TestCase):
         self.assertIn("WARNING connections=16 loop: 1 of 3 repeats ran while other processes used up to 85% of a core",
                       tables.render(t))
 
+    def test_failures_show_in_the_cell_and_under_the_table(self):
+        # The downstream overload cell "2.33 0.90s 8.9MiB" hid 7 answers to 2,051 requests and 1,020 timeouts.
+        t = table({64: [2.33]}, column="offload")
+        t["cells"][0]["repeats"][0]["load"] = {"requests": 2051, "responses": 7,
+                                               "errors": {"timeout": 1020, "status": 3, "connect": 0}}
+        text = tables.render(t)
+        self.assertIn("2.33 !1023 failed", text)
+        self.assertIn("WARNING connections=64 offload: 1023 failed (timeout 1020, status 3), 7 answered: "
+                      "availability 0.7%", text)
+
     def test_proc_parsing(self):
         self.assertEqual(conditions.cpu_jiffies("cpu  100 5 50 9000 10 1 2 7 0 0\n"), (155, 7))
         self.assertIsNone(conditions.cpu_jiffies("intr 1 2 3"))

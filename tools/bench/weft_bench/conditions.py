@@ -1,8 +1,10 @@
-"""The machine's conditions around a run and each point: what makes a figure sound or not.
+"""The machine's conditions around a run and each point, and its failures: what makes a figure sound
+or not.
 
 A point is marked busy when, while it ran, processes other than its server and its load used more
 than BUSY_CORE_PCT of a core (from /proc/stat's user+nice+system time less the two processes' own).
-A cell is marked noisy when its repeats spread past its table's threshold (default NOISY_SPREAD_PCT).
+A cell is marked noisy when its repeats spread past its table's threshold (default NOISY_SPREAD_PCT),
+and failing when its load counted failures (they are never hidden in a median).
 """
 import os
 import resource
@@ -120,6 +122,19 @@ def describe(environment, settings):
     return f"conditions: {cpu}; kernel {environment.get('kernel', '?')}; {pin}; load average {load}; busy: {busy}"
 
 
+def failures(c):
+    """(failed, {kind: count}, answered) over a cell's repeats, from each load's `errors` and
+    `responses` (timeouts, non-2xx statuses, connect/read/write errors, gRPC failures)."""
+    by_kind, answered = {}, 0
+    for r in c.get("repeats", []):
+        load = r.get("load") or {}
+        answered += load.get("responses") or 0
+        for kind, n in (load.get("errors") or {}).items():
+            if n:
+                by_kind[kind] = by_kind.get(kind, 0) + n
+    return sum(by_kind.values()), by_kind, answered
+
+
 def warnings(table):
     """Lines warning about the table's cells: repeats spread past the threshold, points measured while
     other processes were busy."""
@@ -133,6 +148,11 @@ def warnings(table):
             number = lambda v: f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
             out.append(f"  WARNING {where}: repeats spread {spread:.0f}% ({number(min(values))}..{number(max(values))} "
                        f"{table.get('unit', '')}): its figure is not sound")
+        failed, by_kind, answered = failures(c)
+        if failed:
+            kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(by_kind.items(), key=lambda x: -x[1]))
+            out.append(f"  WARNING {where}: {failed} failed ({kinds}), {answered} answered: availability "
+                       f"{answered / (answered + failed) * 100:.1f}%")
         busy = [r["other_core_pct"] for r in c.get("repeats", []) if (r.get("other_core_pct") or 0) > BUSY_CORE_PCT]
         if busy:
             out.append(f"  WARNING {where}: {len(busy)} of {len(c['repeats'])} repeats ran while other processes used "

@@ -40,6 +40,9 @@ def cell_text(c, show):
             parts.append(fmt_seconds(c.get("mean_us")))
         elif key == "rss":
             parts.append(fmt_mib(c.get("peak_rss_kib")))
+    failed = conditions.failures(c)[0]
+    if failed:
+        parts.append(f"!{failed} failed")
     return " ".join(parts)
 
 
