@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 from bench_helpers import results_doc, table
-from weft_bench import cli, compare, conditions, load, processes, results, suites, tables
+from weft_bench import cli, compare, conditions, html_report, load, processes, results, suites, tables
 
 # A real wrk report (weft-hello, pipeline 16, 256 connections), including wrk's 0.00us p99 quirk.
 WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:18998/plaintext
@@ -336,6 +336,45 @@ class DataThatWarns(unittest.TestCase):
         self.assertIsNotNone(other)
         self.assertGreaterEqual(other, 0.0)
         self.assertGreaterEqual(steal, 0.0)
+
+
+class Report(unittest.TestCase):
+    """The HTML report's pieces, without a browser (bench_real_test.py loads it in chromium)."""
+
+    def peers_table(self):
+        t = table({16: [100.0, 102.0, 98.0], 256: [200.0, 190.0, 210.0]}, column="loop")
+        t["columns"][0]["command"] = ["/b/weft-hello", "--loops", "1"]
+        nginx = table({16: [50.0, 51.0, 49.0], 256: [80.0, 82.0, 78.0]}, column="nginx")
+        nginx["columns"][0]["command"] = ["nginx", "-c", "x"]
+        for c in nginx["cells"]:
+            c["cpu_us_per_req"] = 4.0
+        t["columns"] += nginx["columns"]
+        t["cells"] += nginx["cells"]
+        return t
+
+    def test_the_headline_puts_wefts_best_column_against_each_peer(self):
+        text = html_report.headline(self.peers_table())
+        self.assertIn("connections 16: <b>loop</b> vs nginx: <b>2.00x</b> the req/s, server CPU per request 0.25x", text)
+        self.assertIn("connections 256: <b>loop</b> vs nginx: <b>2.50x</b>", text)
+
+    def test_human_ticks_and_a_log_axis_for_wide_ranges(self):
+        self.assertEqual(html_report.nice_ticks(162067.5), [0, 50000, 100000, 150000, 200000])
+        self.assertEqual([html_report.human(v) for v in (1645869, 150000, 0.25, 0)], ["1.65M", "150k", "0.25", "0"])
+        wide = table({1: [10.0, 10.0, 10.0], 1000: [50000.0, 50000.0, 50000.0]})
+        self.assertIn('data-scale="log"', html_report.bar_chart(wide, "figure"))
+        self.assertIn('data-scale="linear"', html_report.bar_chart(self.peers_table(), "figure"))
+
+    def test_error_bars_span_the_repeats(self):
+        svg = html_report.bar_chart(table({16: [100.0, 120.0, 80.0]}), "figure")
+        self.assertIn("(80..120)", svg)
+        self.assertEqual(svg.count('class="error"'), 1)
+
+    def test_the_compare_page_colours_each_cell_by_its_verdict(self):
+        base = table({16: [100.0, 102.0, 98.0], 256: [200.0, 190.0, 210.0]})
+        new = table({16: [50.0, 51.0, 49.0], 256: [201.0, 195.0, 205.0]})
+        page = html_report.render_compare(results_doc(base), results_doc(new))
+        self.assertIn('<tr class="regression"><th>16</th>', page)
+        self.assertIn('<tr class="no-change"><th>256</th>', page)
 
 
 class Logs(unittest.TestCase):

@@ -79,12 +79,15 @@ def parser():
     c.add_argument("--threshold", type=float,
                    help=f"least change in %% that can count as a regression or improvement (default: the table's own "
                         f"-- the grpc table's is 3 -- else {compare_mod.DEFAULT_THRESHOLD:g})")
+    c.add_argument("--html", help="also write the A-vs-B page here, each cell coloured by its verdict")
     c.add_argument("--strict", action="store_true",
                    help="exit 3 when no cell regressed but some are inconclusive (the runs cannot tell)")
     s = sub.add_parser("show", help="print the tables of a results file (and write its HTML report)")
     s.add_argument("results")
     s.add_argument("--show", type=parse_show, default=["rps"])
-    s.add_argument("--html")
+    s.add_argument("--html", help="write the HTML report here")
+    s.add_argument("--markdown", help="write the tables as Markdown here")
+    s.add_argument("--csv", help="write one line per cell as CSV here")
     return p
 
 
@@ -159,6 +162,9 @@ def cmd_compare(args):
         return 2
     text, counts = compare_mod.compare(base, new, args.threshold)
     print(text)
+    if args.html:
+        html_report.write_compare(base, new, args.html, args.threshold)
+        print(f"report: {args.html}")
     if counts["shared"] == 0:
         return 2
     if counts[compare_mod.REGRESSION]:
@@ -177,6 +183,11 @@ def cmd_show(args):
     if args.html:
         html_report.write(doc, args.html)
         print(f"report: {args.html}")
+    for path, text in ((args.markdown, html_report.to_markdown), (args.csv, html_report.to_csv)):
+        if path:
+            with open(path, "w") as f:
+                f.write(text(doc))
+            print(f"written: {path}")
     return 0
 
 
