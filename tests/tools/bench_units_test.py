@@ -377,6 +377,22 @@ class Report(unittest.TestCase):
         self.assertIn('<tr class="no-change"><th>256</th>', page)
 
 
+class InstalledPeers(unittest.TestCase):
+    def test_tfb_has_nginx_as_a_column_or_a_line_saying_how_to_add_it(self):
+        (plaintext, _) = suites.build(["tfb"], suites.Context("/b", True, 2, {}, build_peers=False))
+        (nginx,) = [c for c in plaintext.columns if c.name == "nginx"]
+        if shutil.which("nginx") or os.access("/usr/sbin/nginx", os.X_OK):
+            self.assertIsNone(nginx.note)
+            self.assertIn("worker_processes 2;", nginx.argv[2])  # as many workers as the server's loops
+        else:
+            self.assertEqual(nginx.note, "n/a: nginx is not installed (apt-get install nginx-light)")
+        (plaintext, _) = suites.build(["tfb"], suites.Context("/b", True, 2, {}, build_peers=False, installed_peers=False))
+        self.assertNotIn("nginx", [c.name for c in plaintext.columns])
+        given = suites.Context("/b", True, 2, {"tfb": [("nginx", "nginx -c mine {port}")]}, build_peers=False)
+        (plaintext, _) = suites.build(["tfb"], given)
+        self.assertEqual([c.argv for c in plaintext.columns if c.name == "nginx"], [["nginx", "-c", "mine", "{port}"]])
+
+
 class Logs(unittest.TestCase):
     def test_a_column_name_with_a_slash_gets_a_log_file_in_the_log_directory(self):
         with tempfile.TemporaryDirectory() as d:
