@@ -155,6 +155,24 @@ TEST(Http2ServerMetrics, AProtocolErrorSendsOneGoawayCounted) {
   EXPECT_EQ(Counts::now().since(before), (Moves{{"weft_http2_server_goaway_sent_total{code=\"PROTOCOL_ERROR\"}", 1}}));
 }
 
+TEST(Http2ServerMetrics, TheConnectionCloseReasonIsNoted) {
+  {
+    Fixture f;
+    H2Client client;
+    f.pump(client);
+    // The client's GOAWAY: the server closes, on the client's account.
+    f.ch.write_inbound(ByteBuf::copy_of(test::frame(NGHTTP2_GOAWAY, 0, 0, test::u32(0) + test::u32(0))));
+    EXPECT_FALSE(f.ch.is_open());
+    EXPECT_EQ(f.ch.close_reason(), CloseReason::peer_closed);
+  }
+  {
+    Fixture f;
+    f.ch.write_inbound(ByteBuf::copy_of(std::string(test::kH2Preface) + test::frame(NGHTTP2_PING, 0, 0, "12345678")));
+    EXPECT_FALSE(f.ch.is_open());
+    EXPECT_EQ(f.ch.close_reason(), CloseReason::protocol_error);
+  }
+}
+
 TEST(Http2ServerMetrics, SpendingTheGlitchBudgetIsCountedWithItsGoaway) {
   Settings settings;
   settings.max_glitches = 20;
@@ -165,6 +183,7 @@ TEST(Http2ServerMetrics, SpendingTheGlitchBudgetIsCountedWithItsGoaway) {
   for (int i = 0; i < 30; ++i) client.ping();
   f.pump(client);
   EXPECT_FALSE(f.ch.is_open());
+  EXPECT_EQ(f.ch.close_reason(), CloseReason::protocol_error);
   EXPECT_EQ(Counts::now().since(before),
             (Moves{{"weft_http2_server_glitch_budget_exceeded_total", 1},
                    {"weft_http2_server_goaway_sent_total{code=\"ENHANCE_YOUR_CALM\"}", 1}}));

@@ -215,6 +215,10 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
           }
         }
         break;
+      case detail::FrameType::goaway:
+        // The client is leaving: the close that follows is its doing.
+        c.ctx_->channel().note_close_reason(CloseReason::peer_closed);
+        break;
       case detail::FrameType::settings:
         c.preface_received_ = true;
         if (!(frame.flags & detail::FrameFlag::ack)) c.glitch("SETTINGS");
@@ -247,6 +251,9 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
   void on_frame_send(const detail::FrameInfo& frame) override {
     if (frame.type == detail::FrameType::goaway) {
       metrics::record_http2_server_goaway_sent(frame.error_code);
+      // A connection error, the session's or the codec's: the connection ends for it.
+      if (frame.error_code != detail::ErrorCode::no_error)
+        c.ctx_->channel().note_close_reason(CloseReason::protocol_error);
       return;
     }
     if (frame.type != detail::FrameType::rst_stream) return;
