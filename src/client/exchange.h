@@ -62,7 +62,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Exchange* deadline_prev = nullptr;
   Exchange* deadline_next = nullptr;
 
-  Exchange(Url u, std::string m, Promise<http::HttpClientResponse> r)
+  Exchange(Url&& u, std::string m, Promise<http::HttpClientResponse> r)
       : url(std::move(u)), method(std::move(m)), result(std::move(r)) {}
   ~Exchange();
   Exchange(const Exchange&) = delete;

@@ -72,7 +72,8 @@ bool OriginPool::expired(const PooledConnection& c, TimePoint now) const noexcep
 }
 
 PooledConnection* OriginPool::pick(bool fresh_only) {
-  const TimePoint now = loop_.now();
+  // The clock is read only where connections age (expired() is false without a maximum age).
+  const TimePoint now = options_.max_connection_age > Duration::zero() ? loop_.now() : TimePoint{};
   PooledConnection* best = nullptr;
   for (std::size_t i = 0; i < connections_.size(); ++i) {
     PooledConnection& c = *connections_[i];
