@@ -58,7 +58,7 @@ void BM_PoolAcquireRelease(benchmark::State& state) {
     auto c = std::make_shared<Socketless>(pool, loop);
     c->ready = true;
     pool->adopt(c);
-    sink.exchange = std::make_shared<Exchange>(origin, "GET", Promise<http::HttpClientResponse>());
+    sink.exchange = std::make_shared<Exchange>(Url(origin), "GET", Promise<http::HttpClientResponse>());
     for (auto _ : state) {
       pool->submit(std::move(sink.exchange));  // acquire: the idle connection takes it
       c->in_flight = 0;                        // its answer came (OriginConnection::http1_response)

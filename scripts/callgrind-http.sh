@@ -28,16 +28,4 @@ wait "$load"
 callgrind_control -i off "$vg" >/dev/null 2>&1
 kill -INT "$vg"
 wait "$vg" || true
-python3 - build/callgrind.http.out <<'PY'
-import re, subprocess, sys
-f = sys.argv[1]
-out = subprocess.run(["callgrind_annotate", "--inclusive=no", f], capture_output=True, text=True).stdout
-totals = [int(x.replace(",", "")) for x in re.findall(r"([\d,]+) \(", next(l for l in out.splitlines() if "PROGRAM TOTALS" in l))]
-text = open(f).read()
-ids = set(re.findall(r"^c?fn=\((\d+)\) .*ServerCodec::emit_request", text, re.M))
-lines = text.splitlines()
-n = sum(int(lines[i + 1].split("=")[1].split()[0]) for i, l in enumerate(lines)
-        if (m := re.match(r"^cfn=\((\d+)\)", l)) and m.group(1) in ids and lines[i + 1].startswith("calls="))
-names = "Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw".split()
-print(f"{n} requests; per request: " + " ".join(f"{k}={v / n:.1f}" for k, v in zip(names, totals)))
-PY
+python3 scripts/callgrind-per-request.py build/callgrind.http.out '.*ServerCodec::emit_request'

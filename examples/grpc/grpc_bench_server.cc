@@ -18,6 +18,7 @@
 // callback form (ServerReactor, on the loop: implies --direct true) instead of coroutines.
 // Prints "weft-grpc-bench-server listening on HOST:PORT ..." once it listens; SIGINT or SIGTERM drains it
 // (weft::drain_server: no new connection, GOAWAY, the calls in flight end) and then stops it.
+// --admin-port P serves /metrics, /healthz and /readyz (503 from the drain's start) on HOST:P.
 
 #include <signal.h>
 
@@ -34,6 +35,8 @@
 #include "weft/channel/drain.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/core/executor_group.h"
+#include "weft/metrics/admin/admin_server.h"
+#include "weft/metrics/event_loop_metrics.h"
 #include "weft/transport/transport_named.h"
 #include "weft/weft.h"
 
@@ -52,6 +55,7 @@ struct Options {
   long drain_timeout_s = 10;             // SIGTERM/SIGINT: calls in flight have this long to end, then are closed
   long max_connection_age_ms = 0;        // http2::Settings::max_connection_age; 0: none
   long max_connection_age_grace_ms = 0;  // http2::Settings::max_connection_age_grace; 0: none
+  long admin_port = -1;                  // -1: no admin listener
 };
 
 [[noreturn]] void usage(int code) {
@@ -61,6 +65,7 @@ struct Options {
                "                              [--executor-thread-cache true|false] [--max-connections N]\n"
                "                              [--api coroutine|reactor] [--drain-timeout S]\n"
                "                              [--max-connection-age MS] [--max-connection-age-grace MS]\n"
+               "                              [--admin-port P]\n"
                "  --port P                    default 50051 (0: any free port, printed)\n"
                "  --host H                    default 127.0.0.1\n"
                "  --transport NAME            epoll (default), io_uring or blocking\n"
@@ -79,7 +84,9 @@ struct Options {
                "  --max-connection-age MS     a connection older than this is told to go (GOAWAY), so that\n"
                "                              long-lived clients reconnect (default 0: never)\n"
                "  --max-connection-age-grace MS  then its calls have this long before it closes (default 0:\n"
-               "                              as long as they need)\n");
+               "                              as long as they need)\n"
+               "  --admin-port P              serve /metrics (Prometheus or OpenMetrics text), /healthz and\n"
+               "                              /readyz on HOST:P (0: any free port, printed)\n");
   std::exit(code);
 }
 
@@ -138,6 +145,8 @@ Options parse(int argc, char** argv) {
       o.max_connection_age_ms = number(0, 86400L * 1000 * 365);
     else if (a == "--max-connection-age-grace")
       o.max_connection_age_grace_ms = number(0, 86400L * 1000 * 365);
+    else if (a == "--admin-port")
+      o.admin_port = number(0, 65535);
     else {
       std::fprintf(stderr, "weft-grpc-bench-server: unknown option '%s'\n", a.c_str());
       usage(2);
@@ -213,6 +222,21 @@ int main(int argc, char** argv) {
                  e.what());
     return 1;
   }
+  // The admin endpoints on a loop of their own: a scrape never waits behind the calls.
+  std::optional<weft::metrics::EventLoopMetrics> loop_metrics;
+  std::optional<weft::metrics::AdminServer> admin;
+  if (options.admin_port >= 0) {
+    if (!blocking) loop_metrics.emplace(loops);  // blocking: a loop per connection, too many series
+    try {
+      admin.emplace(weft::SocketAddress::from(options.host, static_cast<std::uint16_t>(options.admin_port)),
+                    weft::metrics::Registry::global(), "grpc-admin");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weft-grpc-bench-server: cannot listen on admin port %ld: %s\n", options.admin_port,
+                   e.what());
+      return 1;
+    }
+    std::printf("weft-grpc-bench-server admin on %s\n", admin->local_address().to_string().c_str());
+  }
   std::printf("weft-grpc-bench-server listening on %s, transport %s, %zu loop(s), direct %s, %zu executor thread(s), "
               "executor thread cache %s, api %s\n",
               server->local_address().to_string().c_str(), options.transport.c_str(), loops.size(),
@@ -222,6 +246,7 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&signals, &sig);
+  if (admin) admin->set_not_ready();  // before the listener closes: a load balancer looks here first
   // The drain: no new connection; each gets the two GOAWAYs, its calls in flight end; what is left
   // at the deadline is closed.
   const weft::DrainReport drained = weft::drain_server(server, std::chrono::seconds(options.drain_timeout_s)).get();
@@ -232,5 +257,7 @@ int main(int argc, char** argv) {
   if (acceptor) acceptor->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(5)).wait();
   if (executors) executors->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
+  admin.reset();
+  loop_metrics.reset();
   return 0;
 }

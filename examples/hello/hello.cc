@@ -399,17 +399,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   // The admin endpoints on a loop of their own: a scrape never waits behind the traffic.
-  std::optional<weft::EventLoopGroup> admin_loops;
   std::optional<weft::metrics::AdminServer> admin;
   std::optional<weft::metrics::EventLoopMetrics> loop_metrics;
   std::optional<weft::metrics::AllocatorMetrics> allocator_metrics;
   if (options.admin_port >= 0) {
     if (!blocking) loop_metrics.emplace(loops);  // (blocking: a loop per connection, too many series)
     allocator_metrics.emplace();
-    admin_loops.emplace(weft::transport_named("epoll"), 1, "hello-admin");
     try {
-      admin.emplace(*admin_loops,
-                    weft::SocketAddress::from(options.host, static_cast<std::uint16_t>(options.admin_port)));
+      admin.emplace(weft::SocketAddress::from(options.host, static_cast<std::uint16_t>(options.admin_port)),
+                    weft::metrics::Registry::global(), "hello-admin");
     } catch (const std::exception& e) {
       std::fprintf(stderr, "weft-hello: cannot listen on admin port %ld: %s\n", options.admin_port, e.what());
       return 1;
@@ -443,6 +441,5 @@ int main(int argc, char** argv) {
   admin.reset();
   loop_metrics.reset();
   allocator_metrics.reset();
-  if (admin_loops) admin_loops->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   return 0;
 }

@@ -13,6 +13,8 @@
 // - A half-close that loses nothing: when one side's input ends (its FIN), the other side's output
 //   is shut down from the completion of a flush, once every relayed byte has been written.
 // - Errors close both sides.
+// - Metrics: with --admin-port, /metrics (the connections, the loops, the bytes relayed each way and
+//   the backend connections that failed), /healthz, and /readyz (503 from the drain's start).
 // Runs until SIGINT or SIGTERM, then drains (weft::drain_server): the listener closes, the relays
 // open have --drain-timeout to end (a TCP relay cannot tell where a request ends: it waits for its
 // peers to close), what is left is closed, and the loops shut down.
@@ -27,6 +29,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -42,6 +45,9 @@
 #include "weft/core/error.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/core/log.h"
+#include "weft/metrics/admin/admin_server.h"
+#include "weft/metrics/event_loop_metrics.h"
+#include "weft/metrics/registry.h"
 #include "weft/transport/transport_named.h"
 
 namespace {
@@ -50,6 +56,22 @@ namespace {
 constexpr auto kLinger = std::chrono::seconds(2);
 // The longest it waits for that peer to read what was relayed to it.
 constexpr auto kFlushTimeout = std::chrono::seconds(30);
+
+// The proxy's own series, in the global registry (looked up once; an update is the thread's own cell).
+struct ProxyMetrics {
+  weft::metrics::Family& bytes = weft::metrics::Registry::global().counter(
+      "weft_proxy_relayed_bytes", "Bytes read from one side and relayed to the other.", {"direction"});
+  weft::metrics::Counter to_backend = bytes.counter({"to_backend"});
+  weft::metrics::Counter to_client = bytes.counter({"to_client"});
+  weft::metrics::Counter connect_failures =
+      weft::metrics::Registry::global()
+          .counter("weft_proxy_backend_connect_failures", "Backend connections that could not be made.", {})
+          .counter({});
+};
+const ProxyMetrics& proxy_metrics() {
+  static const ProxyMetrics metrics;
+  return metrics;
+}
 
 // One side of a relayed connection: what its channel reads is written to the partner channel. Each
 // side has its own handler; both run on one loop, except on the blocking transport, where each
@@ -68,7 +90,9 @@ class RelayHandler final : public weft::InboundHandler<weft::ByteBuf> {
 
  public:
   // `partner`: the other side's channel, or null until it has connected (the inbound side).
-  explicit RelayHandler(weft::ChannelPtr partner = nullptr) : partner_(std::move(partner)) {}
+  explicit RelayHandler(weft::ChannelPtr partner = nullptr)
+      : relayed_(partner == nullptr ? proxy_metrics().to_backend : proxy_metrics().to_client),
+        partner_(std::move(partner)) {}
 
   // Loop thread of this side. The outbound channel has connected: relay to it and start reading.
   void start_relaying(weft::Channel& self, weft::ChannelPtr partner) {
@@ -84,6 +108,7 @@ class RelayHandler final : public weft::InboundHandler<weft::ByteBuf> {
     if (partner_ == nullptr) return;
     // Backpressure: count what the partner has not written yet, and stop reading above the mark.
     const std::size_t n = bytes.readable_bytes();
+    relayed_.inc(n);
     backlog_->unwritten += n;
     weft::Promise<void> written(&ctx.channel().loop());  // its listener runs on this side's loop
     written.future().add_listener(
@@ -143,6 +168,7 @@ class RelayHandler final : public weft::InboundHandler<weft::ByteBuf> {
   }
 
  private:
+  weft::metrics::Counter relayed_;  // the bytes this side relays, by direction
   weft::ChannelPtr partner_;
   std::shared_ptr<Backlog> backlog_ = std::make_shared<Backlog>();  // shared with pending completions
 };
@@ -166,6 +192,7 @@ class Frontend {
     outbound.handler([in](weft::Channel& ch) { ch.pipeline().add_last("relay", std::make_shared<RelayHandler>(in)); });
     outbound.connect(remote_).add_listener([in, relay](const weft::Future<weft::ChannelPtr>& connected) {
       if (auto error = connected.error()) {
+        proxy_metrics().connect_failures.inc();
         weft::log(weft::LogLevel::warn, "proxy: cannot connect for channel {}: {}", in->id(),
                   weft::describe_exception(error));
         in->close();
@@ -188,11 +215,13 @@ struct Options {
   int loops = 0;  // 0: one per core
   std::string transport = "epoll";
   int drain_timeout_s = 10;
+  int admin_port = -1;  // -1: no admin listener
 };
 
 void print_usage(std::FILE* out) {
   std::fprintf(out,
                "usage: weft-proxy --port P --remote HOST:PORT [--host H] [--loops L] [--transport T]\n"
+               "                  [--drain-timeout S] [--admin-port P]\n"
                "\n"
                "Relays every connection accepted on H:P to HOST:PORT, both ways, until SIGINT or SIGTERM.\n"
                "\n"
@@ -203,6 +232,8 @@ void print_usage(std::FILE* out) {
                "  --transport T     epoll (default), io_uring or blocking\n"
                "  --drain-timeout S on SIGINT or SIGTERM: stop accepting, give the relays open S seconds to\n"
                "                    end, then close them (default 10)\n"
+               "  --admin-port P    serve /metrics (Prometheus or OpenMetrics text), /healthz and /readyz on\n"
+               "                    H:P (0: any free port, printed)\n"
                "  --help            show this text\n");
 }
 
@@ -244,6 +275,8 @@ int parse_flags(int argc, char** argv, Options& options) {
       ok = parse_int(value, 1, 65535, options.port);
     } else if (flag == "--loops") {
       ok = parse_int(value, 1, 1024, options.loops);
+    } else if (flag == "--admin-port") {
+      ok = parse_int(value, 0, 65535, options.admin_port);
     } else if (flag == "--drain-timeout") {
       ok = parse_int(value, 0, 86400, options.drain_timeout_s);
     } else if (flag == "--host") {
@@ -314,6 +347,22 @@ int main(int argc, char** argv) {
     loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
     return 1;
   }
+  // The admin endpoints on a loop of their own: a scrape never waits behind the relays.
+  std::optional<weft::metrics::EventLoopMetrics> loop_metrics;
+  std::optional<weft::metrics::AdminServer> admin;
+  if (options.admin_port >= 0) {
+    if (options.transport != "blocking") loop_metrics.emplace(loops);  // blocking: a loop per channel
+    try {
+      admin.emplace(weft::SocketAddress::from(options.host, static_cast<std::uint16_t>(options.admin_port)),
+                    weft::metrics::Registry::global(), "proxy-admin");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weft-proxy: cannot listen on admin port %d: %s\n", options.admin_port, e.what());
+      server->close();
+      loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
+      return 1;
+    }
+    std::printf("weft-proxy: admin on %s\n", admin->local_address().to_string().c_str());
+  }
   std::printf("weft-proxy: listening on %s, relaying to %s with %zu event loops (%s)\n", local.to_string().c_str(),
               remote.to_string().c_str(), loops.size(), options.transport.c_str());
   std::fflush(stdout);
@@ -321,6 +370,7 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   while (sigwait(&stop_signals, &signal_number) != 0) {
   }
+  if (admin) admin->set_not_ready();  // before the listener closes: a load balancer looks here first
   std::printf("weft-proxy: %s, draining\n", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
   const weft::DrainReport drained = weft::drain_server(server, std::chrono::seconds(options.drain_timeout_s)).get();
@@ -329,6 +379,8 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   const bool clean = loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5))
                          .wait_for(std::chrono::seconds(10));
+  admin.reset();
+  loop_metrics.reset();
   if (!clean) {
     std::fprintf(stderr, "weft-proxy: event loops did not terminate in time\n");
     return 1;

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <system_error>
 
 #include "weft/channel/events.h"
 #include "weft/core/error.h"
@@ -13,7 +16,27 @@ namespace {
 
 std::atomic<std::uint64_t> g_next_channel_id{1};
 
+// The reason an I/O error closes a connection for.
+CloseReason close_reason_of(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::system_error& e) {
+    const int code = e.code().value();
+    if (e.code().category() == std::system_category() && (code == ECONNRESET || code == EPIPE))
+      return CloseReason::reset;
+  } catch (...) {
+  }
+  return CloseReason::io_error;
+}
+
+constexpr std::array<std::string_view, kCloseReasons> kCloseReasonNames = {
+    "local", "peer_closed", "reset", "io_error", "idle_timeout", "timeout", "protocol_error", "drain"};
+
 }  // namespace
+
+std::string_view close_reason_name(CloseReason reason) noexcept {
+  return kCloseReasonNames[static_cast<std::size_t>(reason)];
+}
 
 Channel::Channel(EventLoop& loop, ChannelConfig config, ByteBufAllocator& allocator)
     : allocator_(&allocator),
@@ -112,6 +135,7 @@ Future<void> Channel::close() {
 
 Future<void> Channel::close_after_flush() {
   auto work = [this] {
+    note_close_reason(CloseReason::local);
     if (outbound_.has_flushed() && is_active()) {
       close_when_flushed_ = true;
     } else {
@@ -129,6 +153,7 @@ Future<void> Channel::close_after_flush() {
 Future<void> Channel::close_gracefully(Duration linger, Duration flush_timeout) {
   auto work = [this, linger, flush_timeout] {
     if (!is_open() || lingering_ || shutdown_when_flushed_ || output_closing_) return;
+    note_close_reason(CloseReason::local);
     if (!is_active()) {
       close_now();
       return;
@@ -182,6 +207,7 @@ void Channel::arm_close_timer(Duration after) {
 }
 
 void Channel::close_at_input_end() {
+  note_close_reason(CloseReason::peer_closed);
   if (!is_active() || is_output_shutdown() || output_closing_) {
     close_once_flushed();
     return;
@@ -341,6 +367,7 @@ void Channel::head_read() {
 }
 
 void Channel::head_close(Promise<void> promise) {
+  note_close_reason(CloseReason::local);
   close_now();
   promise.set_value();
 }
@@ -357,6 +384,7 @@ void Channel::set_writable(bool writable) {
 }
 
 void Channel::request_shutdown() {
+  note_close_reason(CloseReason::drain);
   if (!is_active()) {
     close_now();
     return;
@@ -448,6 +476,7 @@ inline void Channel::after_bytes_written(std::size_t n) {
 
 void Channel::fail_and_close(std::exception_ptr error) {
   if (!is_open()) return;
+  note_close_reason(close_reason_of(error));
   pipeline_.fire_exception(std::move(error));
   close_now();
 }

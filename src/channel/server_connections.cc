@@ -1,6 +1,7 @@
 #include "server_connections.h"
 
 #include <algorithm>
+#include <array>
 
 #include "weft/core/log.h"
 #include "weft/metrics/instrumentation.h"
@@ -28,7 +29,16 @@ void LoopConnections::add(const ChannelPtr& channel, const std::shared_ptr<LoopC
 }
 
 void LoopConnections::remove(std::uint64_t id) {
-  if (open_.erase(id) != 0 && metrics::instrumentation_enabled()) counters_.closed.inc();
+  const auto it = open_.find(id);
+  if (it != open_.end()) {
+    if (metrics::instrumentation_enabled()) {
+      // The channel is alive here: its close future completes (and so this runs) while it closes.
+      const ChannelPtr channel = it->second.lock();
+      const CloseReason reason = channel != nullptr ? channel->close_reason() : CloseReason::local;
+      counters_.closed[static_cast<std::size_t>(reason)].inc();
+    }
+    open_.erase(it);
+  }
   if (drain_ != nullptr && open_.empty()) finish();
 }
 
@@ -86,9 +96,12 @@ void LoopConnections::finish() {
 }
 
 ServerConnections::ServerConnections(EventLoopGroup& group) {
+  std::array<std::string_view, kCloseReasons> reasons;
+  for (std::size_t i = 0; i < kCloseReasons; ++i) reasons[i] = close_reason_name(static_cast<CloseReason>(i));
   const metrics::ConnectionCounters counters = metrics::connection_counters(
       group.size() > 0 && group.at(0).driver_factory() != nullptr ? group.at(0).driver_factory()->name()
-                                                                  : std::string_view("other"));
+                                                                  : std::string_view("other"),
+      reasons);
   for (std::size_t i = 0; i < group.size(); ++i) {
     EventLoop& loop = group.at(i);
     auto connections = std::make_shared<LoopConnections>(loop, counters);

@@ -58,31 +58,36 @@ TlsContextPtr ClientCore::tls() {
   return tls_;
 }
 
-Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, std::string header_block,
-                                                   ByteBuf body) {
+Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, std::string header_block, ByteBuf body,
+                                                   std::optional<Duration> timeout) {
   Promise<http::HttpClientResponse> result(answer_loop());
   Future<http::HttpClientResponse> future = result.future();
   auto x = std::make_shared<Exchange>(std::move(url), std::move(method), std::move(result));
   x->header_block = std::move(header_block);
+  x->timeout = timeout;
   x->body = std::move(body);
   launch(std::move(x));
   return future;
 }
 
-Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::string header_block, ByteBuf body) {
+Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::string header_block, ByteBuf body,
+                                            std::optional<Duration> timeout) {
   Promise<http::HttpClientResponse> head;  // no loop: its listener runs where the head is given, the pool's loop
   auto x = std::make_shared<Exchange>(std::move(url), std::move(method), head);
   x->header_block = std::move(header_block);
+  x->timeout = timeout;
   x->body = std::move(body);
   Future<StreamedResponse> future = streamed(x, std::move(head));
   launch(std::move(x));
   return future;
 }
 
-Upload ClientCore::upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length) {
+Upload ClientCore::upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length,
+                          std::optional<Duration> timeout) {
   Promise<http::HttpClientResponse> head;
   auto x = std::make_shared<Exchange>(std::move(url), std::move(method), head);
   x->header_block = std::move(header_block);
+  x->timeout = timeout;
   x->upload = std::make_shared<UploadStream>(home().loop(), length, x->url.to_string());
   Upload out{RequestBody(x->upload), streamed(x, std::move(head))};
   launch(std::move(x));
@@ -178,9 +183,9 @@ void LoopClient::begin(std::shared_ptr<Exchange> x) {
     return;
   }
   StatsCounters::bump(core_.counters().requests);
-  const Duration timeout = core_.options().request_timeout;
+  const Duration timeout = x->timeout.value_or(core_.options().request_timeout);
   if (timeout > Duration::zero()) {
-    deadlines_.push_back(*x, loop_.now() + timeout);
+    deadlines_.insert(*x, loop_.now() + timeout);
     arm_deadline_timer();
   }
   if (x->upload) {
@@ -196,8 +201,14 @@ void LoopClient::begin(std::shared_ptr<Exchange> x) {
 
 void LoopClient::arm_deadline_timer() {
   Exchange* first = deadlines_.front();
-  if (deadline_timer_ || first == nullptr) return;
+  if (first == nullptr) return;
+  if (deadline_timer_) {
+    if (deadline_timer_due_ <= first->deadline) return;
+    loop_.cancel(*deadline_timer_);  // a request's own shorter timeout came first
+    deadline_timer_.reset();
+  }
   std::weak_ptr<ClientCore> core = core_.weak_from_this();
+  deadline_timer_due_ = first->deadline;
   deadline_timer_ = loop_.schedule(std::max(first->deadline - loop_.now(), Duration::zero()), [this, core] {
     if (auto alive = core.lock()) {  // this LoopClient lives as long as its core
       deadline_timer_.reset();

@@ -54,6 +54,7 @@ class LoopClient final : public ExchangeSink {
   OriginPool* last_pool_ = nullptr;        // pool_for's last answer (one of pools_)
   RequestDeadlines deadlines_;             // the requests under request_timeout
   std::optional<TimerId> deadline_timer_;  // for deadlines_.front() or earlier
+  TimePoint deadline_timer_due_{};         // when deadline_timer_ fires
   bool closed_ = false;
 };
 
@@ -61,11 +62,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
   ClientCore(EventLoopGroup& group, ClientOptions options);
   // Thread-safe. Runs the request on a loop; the future's listeners run on the caller's loop.
-  Future<http::HttpClientResponse> start(Url url, std::string method, std::string header_block, ByteBuf body);
+  // `timeout`: the request's own request timeout (HttpClientRequest::timeout), else the options'.
+  Future<http::HttpClientResponse> start(Url url, std::string method, std::string header_block, ByteBuf body,
+                                         std::optional<Duration> timeout = {});
   // Thread-safe. As start(), the answer being the head and a body read as it comes.
-  Future<StreamedResponse> stream(Url url, std::string method, std::string header_block, ByteBuf body);
+  Future<StreamedResponse> stream(Url url, std::string method, std::string header_block, ByteBuf body,
+                                  std::optional<Duration> timeout = {});
   // Thread-safe. As stream(), the body being written as it goes (RequestBody); `length`: declared.
-  Upload upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length);
+  Upload upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length,
+                std::optional<Duration> timeout = {});
   // Thread-safe. Closes every pool on its loop; the future completes when all have.
   Future<void> close();
   ClientStats stats() const noexcept { return counters_.snapshot(); }

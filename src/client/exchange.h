@@ -3,6 +3,7 @@
 // what to send (sent again on a retry or a redirect), and the caller's promise. Pool loop only.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,13 +54,15 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   std::shared_ptr<BodyStream> body_stream;  // streamed: the body of the answer, once it came
   std::shared_ptr<UploadStream> upload;     // the request's body is written as it goes (never retried)
   PooledConnection* on = nullptr;  // the connection carrying it, while one does
+  std::uint64_t h2_call = 0;       // HTTP/2: its number on that connection (OriginConnection::abandon)
+  std::optional<Duration> timeout;  // its own request timeout (HttpClientRequest::timeout), else the options'
   // Its request timeout: in the loop's RequestDeadlines (request_deadlines.h) while it runs.
   TimePoint deadline{};
   RequestDeadlines* deadlines = nullptr;
   Exchange* deadline_prev = nullptr;
   Exchange* deadline_next = nullptr;
 
-  Exchange(Url u, std::string m, Promise<http::HttpClientResponse> r)
+  Exchange(Url&& u, std::string m, Promise<http::HttpClientResponse> r)
       : url(std::move(u)), method(std::move(m)), result(std::move(r)) {}
   ~Exchange();
   Exchange(const Exchange&) = delete;

@@ -32,7 +32,7 @@ Future<http::HttpClientResponse> HttpClient::request(http::HttpClientRequest req
   try {
     Url url = Url::parse(request.target());
     return core_->start(std::move(url), request.method(), std::string(request.header_block()),
-                        std::move(request.owned_body()));
+                        std::move(request.owned_body()), request.timeout());
   } catch (const UrlError&) {
     return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
   }
@@ -50,7 +50,7 @@ Future<StreamedResponse> HttpClient::stream(http::HttpClientRequest request) {
   try {
     Url url = Url::parse(request.target());
     return core_->stream(std::move(url), request.method(), std::string(request.header_block()),
-                         std::move(request.owned_body()));
+                         std::move(request.owned_body()), request.timeout());
   } catch (const UrlError&) {
     return make_failed_future<StreamedResponse>(std::current_exception(), EventLoop::current());
   }
@@ -75,7 +75,8 @@ Upload HttpClient::upload(std::string_view method, std::string_view url, std::op
 Upload HttpClient::upload(http::HttpClientRequest request, std::optional<std::uint64_t> content_length) {
   try {
     Url url = Url::parse(request.target());
-    return core_->upload(std::move(url), request.method(), std::string(request.header_block()), content_length);
+    return core_->upload(std::move(url), request.method(), std::string(request.header_block()), content_length,
+                         request.timeout());
   } catch (const UrlError&) {
     return failed_upload(std::current_exception());
   }

@@ -265,7 +265,16 @@ void OriginConnection::send(std::shared_ptr<Exchange> x) {
 
 void OriginConnection::abandon(Exchange& x) {
   x.on = nullptr;
-  if (!http2) close();  // an HTTP/1.1 answer cannot be skipped: the connection goes
+  if (!http2) {
+    close();  // an HTTP/1.1 answer cannot be skipped: the connection goes
+    return;
+  }
+  // HTTP/2: RST_STREAM(CANCEL) frees the server's work and the stream's slot; its failure then
+  // reaches the pool as any stream's does. Posted after the request's own opening (the same queue).
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  http2_->loop().try_execute([self, call = x.h2_call] {
+    if (const std::int32_t stream = self->h2_calls_.stream_of(call)) self->http2_->codec().cancel(stream);
+  });
 }
 
 }  // namespace weft::client::detail

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "http2_calls.h"
 #include "pooled_connection.h"
 #include "weft/channel/channel.h"
 #include "weft/client/client_options.h"
@@ -82,6 +83,8 @@ class OriginConnection final : public PooledConnection {
   std::shared_ptr<Exchange> current_;       // HTTP/1.1: the request on the wire
   std::shared_ptr<UploadStream> upload_;    // HTTP/1.1: its body, while it is written as it goes
   std::optional<TimerId> connect_timer_;    // pool loop
+  std::uint64_t h2_calls_made_ = 0;         // pool loop: HTTP/2 requests sent (numbers them)
+  Http2Calls h2_calls_;                     // the channel's loop: their streams, while they wait
   bool reported_ = false;                   // pool loop: ready or failed was told
 };
 

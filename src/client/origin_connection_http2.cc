@@ -76,9 +76,19 @@ void OriginConnection::send_http2(std::shared_ptr<Exchange> x) {
   }
   ++in_flight;
   x->on = this;
+  x->h2_call = ++h2_calls_made_;
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   const bool reused = served > 0;
-  http2_->request(x->wire_request()).add_listener([self, x, reused](const Future<http::HttpClientResponse>& f) {
+  Promise<http::HttpClientResponse> done(&http2_->loop());
+  Future<http::HttpClientResponse> answer = done.future();
+  if (!http2_->loop().try_execute([self, call = x->h2_call, request = x->wire_request(), done]() mutable {
+        const std::int32_t stream = self->http2_->codec().request(std::move(request), done);
+        if (stream > 0) self->h2_calls_.opened(call, stream);
+      })) {
+    done.fail(ChannelClosedError("the HTTP/2 connection's loop has terminated"));
+  }
+  answer.add_listener([self, x, reused, call = x->h2_call](const Future<http::HttpClientResponse>& f) {
+    if (self->http2_->loop().in_loop()) self->h2_calls_.ended(call);  // (not when its loop had terminated)
     std::exception_ptr error = f.error();
     std::optional<http::HttpClientResponse> response;
     if (!error) response.emplace(f.take());
@@ -141,6 +151,10 @@ struct StreamedCall {
   std::optional<std::uint64_t> upload_length;  // its declared length
   // upload: the stream, and where its answer's status will be (0 until the head), on its loop
   std::function<void(std::shared_ptr<http2::ClientStream>, std::shared_ptr<int>)> opened;
+  // where its stream is noted while it waits for its head (OriginConnection::abandon), its number there
+  Http2Calls* calls = nullptr;
+  std::uint64_t number = 0;
+  std::shared_ptr<void> keep;  // the connection `calls` is in, until the coroutine's frame goes
 };
 
 struct StreamedHead {
@@ -276,6 +290,12 @@ Task<StreamedHead> open_streamed(std::shared_ptr<Http2Connection> h2, StreamedCa
   const std::string length = call.upload_length ? std::to_string(*call.upload_length) : std::string();
   if (call.upload_length) headers.push_back({"content-length", length});
   std::shared_ptr<http2::ClientStream> stream = share_on(h2->loop(), h2->open(call.method, call.target, headers));
+  call.calls->opened(call.number, stream->id());
+  struct Ended {  // however the coroutine ends: the head came, or the stream failed
+    Http2Calls* calls;
+    std::uint64_t number;
+    ~Ended() { calls->ended(number); }
+  } ended{call.calls, call.number};
   auto status = std::make_shared<int>(0);
   if (call.upload) {
     call.opened(stream, status);
@@ -295,9 +315,13 @@ Task<StreamedHead> open_streamed(std::shared_ptr<Http2Connection> h2, StreamedCa
 void OriginConnection::stream_http2(std::shared_ptr<Exchange> x) {
   ++in_flight;
   x->on = this;
+  x->h2_call = ++h2_calls_made_;
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   const bool reused = served > 0;
   StreamedCall call;
+  call.calls = &h2_calls_;
+  call.number = x->h2_call;
+  call.keep = self;
   call.method = x->method;
   call.target = x->url.target();
   call.header_block = x->header_block;

@@ -72,7 +72,8 @@ bool OriginPool::expired(const PooledConnection& c, TimePoint now) const noexcep
 }
 
 PooledConnection* OriginPool::pick(bool fresh_only) {
-  const TimePoint now = loop_.now();
+  // The clock is read only where connections age (expired() is false without a maximum age).
+  const TimePoint now = options_.max_connection_age > Duration::zero() ? loop_.now() : TimePoint{};
   PooledConnection* best = nullptr;
   for (std::size_t i = 0; i < connections_.size(); ++i) {
     PooledConnection& c = *connections_[i];
@@ -233,7 +234,10 @@ void OriginPool::released(PooledConnection& c) {
 
 void OriginPool::failed(PooledConnection&, std::shared_ptr<Exchange> x, std::exception_ptr error, bool retryable) {
   x->on = nullptr;
-  if (x->done) return;
+  if (x->done) {
+    dispatch();  // given up (its request timeout reset its HTTP/2 stream): its slot is free now
+    return;
+  }
   if (closed_) {
     x->fail_closed(loop_);  // the client closed it: say so, whatever the connection saw
     return;
@@ -247,6 +251,7 @@ void OriginPool::failed(PooledConnection&, std::shared_ptr<Exchange> x, std::exc
     dispatch();
     return;
   }
+  dispatch();
   sink_.failed(std::move(x), error);
 }
 

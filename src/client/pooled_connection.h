@@ -27,7 +27,7 @@ class PooledConnection : public std::enable_shared_from_this<PooledConnection> {
 
   // Carries `x` (ready, not dead, below capacity).
   virtual void send(std::shared_ptr<Exchange> x) = 0;
-  // Gives up `x` (its request timed out): HTTP/1.1 closes the connection, HTTP/2 lets the stream end.
+  // Gives up `x` (its request timed out): HTTP/1.1 closes the connection, HTTP/2 resets its stream (CANCEL).
   virtual void abandon(Exchange& x) = 0;
   // Closes the connection; what it carries fails with ChannelClosedError.
   virtual void close() = 0;

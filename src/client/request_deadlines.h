@@ -1,8 +1,9 @@
 #pragma once
 // The request timeouts of one loop's requests, without a loop timer per request: the requests in
-// deadline order (one request_timeout for all, so the order they began in) in an intrusive list,
-// and the loop timer the owner keeps for the first one. Adding and removing are O(1) and do not
-// allocate. Loop thread only.
+// deadline order in an intrusive list, and the loop timer the owner keeps for the first one.
+// Removing is O(1); adding walks back from the end past the requests due later, so it is O(1) while
+// requests share the client's request_timeout (the order they began in) and only a request's own
+// timeout (HttpClientRequest::timeout) walks. Neither allocates. Loop thread only.
 
 #include "exchange.h"
 #include "weft/core/clock.h"
@@ -16,14 +17,16 @@ class RequestDeadlines {
   RequestDeadlines(const RequestDeadlines&) = delete;
   RequestDeadlines& operator=(const RequestDeadlines&) = delete;
 
-  // `x` (in no list) times out at `deadline`, no earlier than any request added before.
-  void push_back(Exchange& x, TimePoint deadline) noexcept {
+  // `x` (in no list) times out at `deadline`: after the requests due no later, before the others.
+  void insert(Exchange& x, TimePoint deadline) noexcept {
+    Exchange* before = tail_;
+    while (before != nullptr && before->deadline > deadline) before = before->deadline_prev;
     x.deadline = deadline;
     x.deadlines = this;
-    x.deadline_prev = tail_;
-    x.deadline_next = nullptr;
-    (tail_ != nullptr ? tail_->deadline_next : head_) = &x;
-    tail_ = &x;
+    x.deadline_prev = before;
+    x.deadline_next = before != nullptr ? before->deadline_next : head_;
+    (before != nullptr ? before->deadline_next : head_) = &x;
+    (x.deadline_next != nullptr ? x.deadline_next->deadline_prev : tail_) = &x;
   }
   // Takes `x` out of its list, if it is in one.
   static void remove(Exchange& x) noexcept {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "message_copy.h"
+#include "server_metrics.h"
 #include "weft/core/loop_signal.h"
 #include "weft/core/unique_function.h"
 #include "weft/grpc/timeout.h"
@@ -115,7 +116,10 @@ Task<> ServerCall::send(Message message) {
 Task<std::optional<ByteBuf>> ServerCall::read() {
   for (;;) {
     if (ended_) throw CallEnded(*ended_);
-    if (std::optional<ByteBuf> message = deframer_.next()) co_return message;
+    if (std::optional<ByteBuf> message = deframer_.next()) {
+      ++messages_read_;
+      co_return message;
+    }
     if (deframer_.error()) {
       Status refused = *deframer_.error();
       fail(std::move(refused));
@@ -137,6 +141,7 @@ Task<std::optional<ByteBuf>> ServerCall::read() {
     if (failure) throw_ended(failure);
     if (auto* data = std::get_if<http2::StreamData>(&*received)) {
       request_ended_ = data->end_stream;
+      received_bytes_ += data->data.readable_bytes();
       deframer_.feed(std::move(data->data));
     } else if (std::holds_alternative<http2::StreamTrailers>(*received)) {
       request_ended_ = true;
@@ -167,6 +172,7 @@ Task<> ServerCall::write_framed(ByteBuf framed, WriteOptions options) {
   // The hot path of a stream of messages runs in this one coroutine frame (start_response, send and
   // after_message_written inlined): a frame per message is what a write costs beyond the codec.
   if (ended_ || finished_ || !headers_written_) co_await start_response();  // the head once; throws when ended
+  sent_bytes_ += framed.readable_bytes() - 5;
   http2::StreamData data{std::move(framed), false};
   std::exception_ptr failure;
   try {
@@ -209,16 +215,18 @@ Task<> ServerCall::write(ByteBuf message, WriteOptions options) {
     CompressionOptions compress = compression_;
     compress.algorithm = response_encoding_;
     ByteBuf framed_bytes = frame_compressed(message, compress);
+    sent_bytes_ += framed_bytes.readable_bytes() - 5;
     http2::StreamData framed{std::move(framed_bytes), false};
     co_await send(std::move(framed));
     co_await after_message_written(options);
     co_return;
   }
   detail::FramedMessage framed = detail::frame_for_send(std::move(message), allocator());
-  if (!framed.body.is_readable()) {  // copied behind its prefix: one buffer
+  if (!framed.body.is_readable()) {  // copied behind its prefix: one buffer (counted by write_framed)
     co_await write_framed(std::move(framed.prefix), options);
     co_return;
   }
+  sent_bytes_ += n;
   co_await start_response();
   // One unit: the stream holds both parts or neither, so an end written meanwhile (end_now) follows
   // the whole message.
@@ -232,6 +240,7 @@ Task<> ServerCall::finish(Status status) { return finish_with(200, std::move(sta
 Task<> ServerCall::finish_with(int http_status, Status status) {
   if (finished_ || ended_) co_return;
   finished_ = true;
+  record_end(status.code);
   stop_deadline();
   if (!headers_written_) {
     http::HttpResponse head = response_head(http_status);
@@ -289,6 +298,7 @@ void ServerCall::expire() { end_now(Status{StatusCode::deadline_exceeded, "Deadl
 
 void ServerCall::end_now(Status status) {
   if (finished_ || ended_) return;
+  record_end(status.code);
   Channel& channel = connection_.channel();
   // Written past the Connection: the handler (or another of its coroutines) may be suspended in a
   // write that holds its message, and the Connection has one writer's place. That message was not
@@ -321,6 +331,7 @@ void ServerCall::on_stream_closed() noexcept {
 
 void ServerCall::mark_ended(Status status) noexcept {
   if (ended_) return;
+  record_end(status.code);
   ended_ = std::move(status);
   finished_ = true;
   stop_deadline();
@@ -329,6 +340,20 @@ void ServerCall::mark_ended(Status status) noexcept {
     end_listener_ = nullptr;
     listener();
   }
+}
+
+void ServerCall::start_metrics(std::shared_ptr<detail::MethodMetrics> metrics) noexcept {
+  metrics_ = std::move(metrics);
+  started_at_ = loop().now();
+  metrics_->started();
+}
+
+void ServerCall::record_end(StatusCode code) noexcept {
+  if (metrics_ == nullptr) return;
+  const std::shared_ptr<detail::MethodMetrics> metrics = std::move(metrics_);
+  const std::uint64_t prefixes = 5 * messages_read_;
+  metrics->ended(code, loop().now() - started_at_, sent_bytes_,
+                 received_bytes_ > prefixes ? received_bytes_ - prefixes : 0);
 }
 
 }  // namespace weft::grpc

@@ -4,8 +4,11 @@
 #include <optional>
 #include <utility>
 
+#include "server_metrics.h"
 #include "weft/channel/handler.h"
 #include "weft/codec/http1/request_parser.h"
+#include "weft/core/log.h"
+#include "weft/metrics/instrumentation.h"
 
 namespace weft::grpc {
 
@@ -88,34 +91,57 @@ http2::Settings ServiceRegistry::http2_settings() const {
 }
 
 http2::StreamChooser ServiceRegistry::stream_chooser() const {
-  auto methods = std::make_shared<const Methods>(methods_);
+  // Each method with its metrics (made now: a call only finds them); paths not registered share "other".
+  struct Method {
+    std::shared_ptr<const Handler> handler;
+    std::shared_ptr<detail::MethodMetrics> metrics;
+  };
+  auto make_metrics = [](std::string_view name) -> std::shared_ptr<detail::MethodMetrics> {
+    try {
+      return std::make_shared<detail::MethodMetrics>(std::string(name));
+    } catch (const std::exception& e) {
+      log(LogLevel::warn, "grpc: no call metrics for {}: {}", name, e.what());
+      return nullptr;
+    }
+  };
+  auto methods = std::make_shared<std::map<std::string, Method, std::less<>>>();
+  std::shared_ptr<detail::MethodMetrics> other = make_metrics("other");
+  for (const auto& [path, handler] : methods_) {
+    // A66's grpc.method: the full name without the leading '/'.
+    methods->emplace(path, Method{handler, make_metrics(std::string_view(path).substr(path.starts_with('/') ? 1 : 0))});
+  }
   const ServerOptions options = options_;
-  return [methods, options](const http::RequestHead& head) -> http2::StreamInitializer {
+  return [methods = std::shared_ptr<const std::map<std::string, Method, std::less<>>>(std::move(methods)), other,
+          options](const http::RequestHead& head) -> http2::StreamInitializer {
     const bool grpc = is_grpc_content_type(head.header("content-type").value_or(""));
     const auto found = methods->find(head.path);
     if (!grpc && found == methods->end()) return {};  // not a call: served whole, by the pipeline
-    std::shared_ptr<const Handler> handler = found != methods->end() ? found->second : nullptr;
-    return [handler, options](http2::StreamChannel& channel) { serve_call(channel, handler, options); };
+    std::shared_ptr<const Handler> handler = found != methods->end() ? found->second.handler : nullptr;
+    std::shared_ptr<detail::MethodMetrics> metrics = found != methods->end() ? found->second.metrics : other;
+    return
+        [handler, options, metrics](http2::StreamChannel& channel) { serve_call(channel, handler, options, metrics); };
   };
 }
 
 void ServiceRegistry::serve_call(http2::StreamChannel& channel, std::shared_ptr<const Handler> handler,
-                                 ServerOptions options) {
+                                 ServerOptions options, std::shared_ptr<detail::MethodMetrics> metrics) {
   auto watched = std::make_shared<std::weak_ptr<ServerCall>>();
   channel.pipeline().add_last("grpc-reset-watcher", std::make_shared<ResetWatcher>(watched));
   weft::serve<http2::StreamMessage>(
-      channel, [handler = std::move(handler), options, watched](Connection<http2::StreamMessage>& c) -> Task<> {
-        co_await run_call(c, handler, options, watched);
-      });
+      channel,
+      [handler = std::move(handler), options, watched, metrics = std::move(metrics)](
+          Connection<http2::StreamMessage>& c) -> Task<> { co_await run_call(c, handler, options, watched, metrics); });
 }
 
 Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection, std::shared_ptr<const Handler> handler,
-                                 ServerOptions options, std::shared_ptr<std::weak_ptr<ServerCall>> watched) {
+                                 ServerOptions options, std::shared_ptr<std::weak_ptr<ServerCall>> watched,
+                                 std::shared_ptr<detail::MethodMetrics> metrics) {
   http2::StreamMessage first = co_await connection.read();
   auto* headers = std::get_if<http2::StreamHeaders>(&first);
   if (headers == nullptr) co_return;
   auto call = std::make_shared<ServerCall>(connection, std::move(*headers), options);
   *watched = call;
+  if (metrics != nullptr && metrics::instrumentation_enabled()) call->start_metrics(std::move(metrics));
   // The stream may have closed (a reset with the HEADERS) before the watcher knew the call.
   if (connection.is_closed()) ResetNotifier::notify_closed(*call);
   std::optional<Status> outcome;
@@ -152,6 +178,7 @@ Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection, s
     // the stream went away while the status was being written
   }
   call->stop_deadline();
+  call->record_end(StatusCode::cancelled);  // (counted already unless the call ended unseen)
 }
 
 void ResetNotifier::notify(ServerCall& call) noexcept { call.on_reset(); }

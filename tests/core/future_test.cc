@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <vector>
 
 #include "weft/core/event_loop.h"
 
@@ -85,6 +86,25 @@ TEST(FutureTest, ListenersRunOnOwningLoop) {
   p.future().add_listener([&](const Future<int>&) { ran_on_loop.set_value(loop.in_loop()); });
   p.set_value(1);  // completed from this (non-loop) thread
   EXPECT_TRUE(ran_on_loop.future().get());
+}
+
+// The first listener is kept inline, the others in a list: all run, once each, in the order added,
+// whether completion runs them at once or posts them to the owning loop.
+TEST(FutureTest, SeveralListenersRunOnceEachInOrder) {
+  EventLoop loop(std::make_unique<BasicDriver>());
+  loop.start();
+  for (EventLoop* owner : {static_cast<EventLoop*>(nullptr), &loop}) {
+    Promise<int> p(owner);
+    std::vector<int> order;  // the loop's thread or this one, never both: completion publishes it
+    Promise<void> all_ran;
+    for (int i = 0; i < 3; ++i) {
+      p.future().add_listener([&order, i](const Future<int>& f) { order.push_back(i * 10 + f.get()); });
+    }
+    p.future().add_listener([&all_ran](const Future<int>&) { all_ran.set_value(); });
+    p.set_value(1);
+    all_ran.future().get();
+    EXPECT_EQ(order, (std::vector<int>{1, 11, 21}));
+  }
 }
 
 TEST(FutureTest, GetOnOwningLoopFailsAtOnceInsteadOfDeadlocking) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "support/admin_scrape.h"
 #include "support/grpc_peer.h"
 #include "support/hello_process.h"
 #include "support/sanitizers.h"
@@ -119,15 +120,24 @@ TEST_P(GrpcBenchServerTest, ServesMessagesOfAThousandBytes) {
 }
 
 // Connections a few milliseconds old are told to go while calls run on them: grpc++ sees the two
-// GOAWAYs, finishes the calls in flight there and opens new connections for the next.
+// GOAWAYs, finishes the calls in flight there and opens new connections for the next. The admin
+// listener (--admin-port) counts the connections and answers ready while the server serves.
 class GrpcBenchServerAgeTest : public GrpcBenchServerTest {
  protected:
-  void SetUp() override { start(GetParam(), {"--max-connection-age", "20"}); }
+  void SetUp() override { start(GetParam(), {"--max-connection-age", "20", "--admin-port", "0"}); }
 };
 
 TEST_P(GrpcBenchServerAgeTest, ClientsMoveToNewConnectionsWithoutAFailedCall) {
   expect_calls("unary", 100);
   expect_calls("pingpong", 100);
+  const std::uint16_t admin = admin_port(*server_);
+  ASSERT_NE(admin, 0) << server_->output();
+  EXPECT_EQ(admin_get(admin, "/readyz").status, 200);
+  const std::string text = admin_get(admin, "/metrics").body;
+  const std::string transport = GetParam().transport;
+  EXPECT_GE(metric_sample(text, "weft_server_connections_opened_total{transport=\"" + transport + "\"}"),
+            transport == "epoll" ? 3 : 2)  // (and on epoll, the scrape's own)
+      << text;
 }
 
 INSTANTIATE_TEST_SUITE_P(On, GrpcBenchServerAgeTest,

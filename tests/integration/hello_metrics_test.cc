@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <string>
 
+#include "support/admin_scrape.h"
 #include "support/blocking_client.h"
 #include "support/h2_socket.h"
 #include "support/hello_process.h"
@@ -27,44 +27,6 @@ namespace weft::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::uint16_t admin_port(const HelloProcess& server) {
-  std::smatch m;
-  const std::string out = server.output();
-  if (!std::regex_search(out, m, std::regex("admin on [0-9.]+:([0-9]+)"))) return 0;
-  return static_cast<std::uint16_t>(std::stoi(m[1]));
-}
-
-struct Reply {
-  int status = 0;
-  std::string head;
-  std::string body;
-};
-
-// One request on a connection of its own (Connection: close), read to the end.
-Reply get(std::uint16_t port, const std::string& path, const std::string& accept = "") {
-  BlockingClient c(port);
-  Reply r;
-  if (!c.is_open()) return r;
-  std::string request = "GET " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n";
-  if (!accept.empty()) request += "Accept: " + accept + "\r\n";
-  if (!c.send_all(request + "\r\n")) return r;
-  std::string all;
-  if (c.recv_until_end(&all, 20000ms) != StreamEnd::eof) return r;
-  const auto end = all.find("\r\n\r\n");
-  if (all.size() < 12 || end == std::string::npos) return r;
-  r.status = std::stoi(all.substr(9, 3));
-  r.head = all.substr(0, end);
-  r.body = all.substr(end + 4);
-  return r;
-}
-
-// The value of the sample `series` (name and labels, exactly as exposed); -1 when absent.
-double sample(const std::string& text, const std::string& series) {
-  const auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::strtod(text.c_str() + at + series.size() + 2, nullptr);
-}
 
 // promtool's verdict on `text`: "" when it accepts it; nullopt without promtool.
 std::optional<std::string> promtool_check(const std::string& text) {
@@ -100,13 +62,7 @@ TEST_P(HelloMetricsTest, CountsEveryRequestServedAndPromtoolAcceptsTheText) {
     std::string burst;
     for (int i = 0; i < kPipelined; ++i) burst += "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n";
     ASSERT_TRUE(c.send_all(burst));
-    std::string in;
-    while (static_cast<int>(std::count_if(in.begin(), in.end(), [](char ch) { return ch == '!'; })) < kPipelined) {
-      StreamEnd end = StreamEnd::timeout;
-      const std::string more = c.recv_some(64 * 1024, 20000ms, &end);
-      ASSERT_FALSE(more.empty()) << "the answers stopped: " << to_string(end);
-      in += more;
-    }
+    ASSERT_TRUE(c.recv_until_count("HTTP/1.1 200", kPipelined)) << "the answers stopped";
   }
   for (int i = 0; i < 2; ++i) {
     BlockingClient c(server.port());
@@ -126,32 +82,33 @@ TEST_P(HelloMetricsTest, CountsEveryRequestServedAndPromtoolAcceptsTheText) {
   }
 
   // The scrape itself is counted once its answer is encoded: this one sees the 11 requests only.
-  const Reply scrape = get(admin, "/metrics");
+  const AdminReply scrape = admin_get(admin, "/metrics");
   ASSERT_EQ(scrape.status, 200) << scrape.head;
   EXPECT_NE(scrape.head.find("Content-Type: text/plain; version=0.0.4; charset=utf-8"), std::string::npos);
   const std::string& text = scrape.body;
-  EXPECT_EQ(sample(text, R"(weft_http_server_requests_total{protocol="http1",method="GET",status="2xx"})"),
+  EXPECT_EQ(metric_sample(text, R"(weft_http_server_requests_total{protocol="http1",method="GET",status="2xx"})"),
             kPipelined + 2)
       << text;
-  EXPECT_EQ(sample(text, R"(weft_http_server_requests_total{protocol="http1",method="POST",status="4xx"})"), 1) << text;
-  EXPECT_EQ(
-      sample(text, R"(weft_http_server_request_duration_seconds_count{protocol="http1",method="GET",status="2xx"})"),
-      kPipelined + 2);
+  EXPECT_EQ(metric_sample(text, R"(weft_http_server_requests_total{protocol="http1",method="POST",status="4xx"})"), 1)
+      << text;
+  EXPECT_EQ(metric_sample(
+                text, R"(weft_http_server_request_duration_seconds_count{protocol="http1",method="GET",status="2xx"})"),
+            kPipelined + 2);
   // Four connections served on the transport (the admin listener's own runs on epoll).
-  EXPECT_EQ(sample(text, "weft_server_connections_opened_total{transport=\"" + transport + "\"}"),
+  EXPECT_EQ(metric_sample(text, "weft_server_connections_opened_total{transport=\"" + transport + "\"}"),
             transport == "epoll" ? 5 : 4)
       << text;
   if (transport != "blocking") {
-    EXPECT_GT(sample(text, R"(weft_event_loop_turns_total{loop="hello-0"})"), 0) << text;
+    EXPECT_GT(metric_sample(text, R"(weft_event_loop_turns_total{loop="hello-0"})"), 0) << text;
     // The loop's queue, timers and stalls, and the task delay histogram, in the text promtool checks.
-    EXPECT_GE(sample(text, R"(weft_event_loop_stalls_total{loop="hello-0"})"), 0) << text;
-    EXPECT_GE(sample(text, R"(weft_event_loop_tasks_queued{loop="hello-0"})"), 0) << text;
-    EXPECT_GE(sample(text, R"(weft_event_loop_timers_pending{loop="hello-0"})"), 0) << text;
-    EXPECT_GE(sample(text, R"(weft_event_loop_task_delay_seconds_bucket{loop="hello-0",le="+Inf"})"), 0) << text;
+    EXPECT_GE(metric_sample(text, R"(weft_event_loop_stalls_total{loop="hello-0"})"), 0) << text;
+    EXPECT_GE(metric_sample(text, R"(weft_event_loop_tasks_queued{loop="hello-0"})"), 0) << text;
+    EXPECT_GE(metric_sample(text, R"(weft_event_loop_timers_pending{loop="hello-0"})"), 0) << text;
+    EXPECT_GE(metric_sample(text, R"(weft_event_loop_task_delay_seconds_bucket{loop="hello-0",le="+Inf"})"), 0) << text;
   }
-  EXPECT_GE(sample(text, "weft_allocator_arenas"), 1) << text;
-  EXPECT_GT(sample(text, "weft_allocator_mapped_bytes"), 0) << text;
-  EXPECT_GT(sample(text, "weft_allocator_cache_hits_total"), 0) << text;
+  EXPECT_GE(metric_sample(text, "weft_allocator_arenas"), 1) << text;
+  EXPECT_GT(metric_sample(text, "weft_allocator_mapped_bytes"), 0) << text;
+  EXPECT_GT(metric_sample(text, "weft_allocator_cache_hits_total"), 0) << text;
   const auto verdict = promtool_check(text);
   if (!verdict) {
     std::fprintf(stderr, "promtool is not installed (Debian: prometheus): the text was not checked by it\n");
@@ -159,7 +116,8 @@ TEST_P(HelloMetricsTest, CountsEveryRequestServedAndPromtoolAcceptsTheText) {
     EXPECT_EQ(*verdict, "") << text;
   }
 
-  const Reply open_metrics = get(admin, "/metrics", "application/openmetrics-text;version=1.0.0,text/plain;q=0.5");
+  const AdminReply open_metrics =
+      admin_get(admin, "/metrics", "application/openmetrics-text;version=1.0.0,text/plain;q=0.5");
   ASSERT_EQ(open_metrics.status, 200);
   EXPECT_NE(open_metrics.head.find("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"),
             std::string::npos)
@@ -167,7 +125,8 @@ TEST_P(HelloMetricsTest, CountsEveryRequestServedAndPromtoolAcceptsTheText) {
   EXPECT_TRUE(open_metrics.body.ends_with("\n# EOF\n"));
   EXPECT_NE(open_metrics.body.find("\n# TYPE weft_http_server_requests counter\n"), std::string::npos);
   // The first scrape is counted now.
-  EXPECT_EQ(sample(open_metrics.body, R"(weft_http_server_requests_total{protocol="http1",method="GET",status="2xx"})"),
+  EXPECT_EQ(metric_sample(open_metrics.body,
+                          R"(weft_http_server_requests_total{protocol="http1",method="GET",status="2xx"})"),
             kPipelined + 3);
 }
 
@@ -180,8 +139,8 @@ TEST(HelloAdminTest, ReadyzTurns503WhenTheDrainStarts) {
   ASSERT_TRUE(server.is_running()) << server.error();
   const std::uint16_t admin = admin_port(server);
   ASSERT_NE(admin, 0) << server.output();
-  EXPECT_EQ(get(admin, "/healthz").status, 200);
-  EXPECT_EQ(get(admin, "/readyz").status, 200);
+  EXPECT_EQ(admin_get(admin, "/healthz").status, 200);
+  EXPECT_EQ(admin_get(admin, "/readyz").status, 200);
 
   // An HTTP/2 stream in flight holds the drain open: the fast stream sent after it is answered
   // first, so the slow one has been read and is waiting.
@@ -190,28 +149,19 @@ TEST(HelloAdminTest, ReadyzTurns503WhenTheDrainStarts) {
   H2Client client;
   const std::int32_t slow = client.request("GET", "/downstream?ms=10000");
   const std::int32_t fast = client.request("GET", "/plaintext");
-  ASSERT_TRUE(socket.send_all(client.take_output()));
-  while (!client.response(fast).closed) {
-    const std::string out = client.take_output();
-    if (!out.empty()) {
-      ASSERT_TRUE(socket.send_all(out));
-    }
-    const std::string in = socket.recv_some(64 * 1024, 20000ms);
-    ASSERT_FALSE(in.empty()) << "the connection ended or stalled";
-    ASSERT_TRUE(client.receive(in)) << "error " << client.error();
-  }
-  EXPECT_EQ(sample(get(admin, "/metrics").body,
-                   R"(weft_http_server_requests_total{protocol="http2",method="GET",status="2xx"})"),
+  ASSERT_TRUE(exchange_until_stream_closed(socket, client, fast)) << "error " << client.error();
+  EXPECT_EQ(metric_sample(admin_get(admin, "/metrics").body,
+                          R"(weft_http_server_requests_total{protocol="http2",method="GET",status="2xx"})"),
             1);
 
   server.terminate();
   // The drain sets readiness before it closes the listeners; the stream keeps the process alive.
   int status = 0;
   const auto give_up = std::chrono::steady_clock::now() + 20s;  // a bound, not a wait: polled until it turns
-  while ((status = get(admin, "/readyz").status) == 200 && std::chrono::steady_clock::now() < give_up) {
+  while ((status = admin_get(admin, "/readyz").status) == 200 && std::chrono::steady_clock::now() < give_up) {
   }
   EXPECT_EQ(status, 503) << server.output();
-  EXPECT_EQ(get(admin, "/healthz").status, 200) << "alive while draining";
+  EXPECT_EQ(admin_get(admin, "/healthz").status, 200) << "alive while draining";
   EXPECT_FALSE(client.response(slow).closed);
   socket.close();  // the drain's last connection: the process exits
   const int exit_status = server.stop();

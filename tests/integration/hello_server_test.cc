@@ -396,16 +396,7 @@ TEST_P(HelloServerTest, CoroutineModesAnswerAFastH2StreamWhileASlowOneWaits) {
   H2Client client;
   const std::int32_t slow = client.request("GET", "/downstream?ms=300");
   const std::int32_t fast = client.request("GET", "/plaintext");
-  ASSERT_TRUE(socket.send_all(client.take_output()));
-  while (!client.response(fast).closed) {
-    const std::string out = client.take_output();
-    if (!out.empty()) {
-      ASSERT_TRUE(socket.send_all(out));
-    }
-    const std::string in = socket.recv_some(64 * 1024, 20000ms);
-    ASSERT_FALSE(in.empty()) << "the connection ended or stalled";
-    ASSERT_TRUE(client.receive(in)) << "error " << client.error();
-  }
+  ASSERT_TRUE(exchange_until_stream_closed(socket, client, fast)) << "error " << client.error();
   EXPECT_EQ(client.response(fast).body, kPlainBody);
   EXPECT_FALSE(client.response(slow).closed) << "the slow stream was answered first";
   ASSERT_TRUE(exchange_until_closed(socket, client)) << "error " << client.error();

@@ -14,13 +14,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
-#include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/admin_scrape.h"
 #include "support/hello_process.h"
 #include "support/sanitizers.h"
 
@@ -123,7 +125,11 @@ class Backend {
   void serve_one(std::size_t reply_bytes) {
     thread_ = std::thread([this, reply_bytes] {
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (!accepted_once_.exchange(true)) accepted.set_value();
+      {
+        std::lock_guard lock(mutex_);
+        ++accepts_;
+      }
+      accepted_.notify_all();
       if (fd < 0) return;
       std::thread replier;
       if (!reply_after_request_) replier = std::thread([&] { reply_sent = send_stream(fd, 2, reply_bytes); });
@@ -139,11 +145,17 @@ class Backend {
 
   Received received;
   std::atomic<bool> reply_sent{false};
-  std::promise<void> accepted;  // the proxy's connection for the first relay reached the backend
+  // True once `n` of the proxy's connections have reached the backend (false after 20 s: a bound).
+  bool wait_for_accepts(int n) {
+    std::unique_lock lock(mutex_);
+    return accepted_.wait_for(lock, std::chrono::seconds(20), [&] { return accepts_ >= n; });
+  }
 
  private:
   bool reply_after_request_;
-  std::atomic<bool> accepted_once_{false};
+  std::mutex mutex_;
+  std::condition_variable accepted_;
+  int accepts_ = 0;
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
   std::thread thread_;
@@ -239,18 +251,28 @@ TEST_P(ProxyRelayTest, BackendFinFirstWhileTheClientStillSends) { run(false); }
 
 // SIGTERM while a relay is open: the proxy drains (--drain-timeout), the relay goes on until both its
 // peers have ended -- every byte relayed, each FIN after the last -- and only then does the proxy
-// exit 0, counting it as ended by its peers. (Before the drain the loops' shutdown cut it.)
+// exit 0, counting it as ended by its peers. (Before the drain the loops' shutdown cut it.) Its admin
+// listener (--admin-port) counts a first relay's bytes each way, and /readyz turns 503 at the drain.
 TEST_P(ProxyRelayTest, SigtermLetsTheOpenRelayEndBeforeTheProxyExits) {
   constexpr std::size_t kBytes = 256 << 10;
+  constexpr std::size_t kFirstUp = 48 << 10, kFirstDown = 80 << 10;
   Backend backend(true);
   ASSERT_NE(backend.port(), 0);
-  auto proxy = start_proxy(backend, {"--drain-timeout", "60"});
+  auto proxy = start_proxy(backend, {"--drain-timeout", "60", "--admin-port", "0"});
   ASSERT_TRUE(proxy->is_running()) << proxy->error();
+  const std::uint16_t admin = test::admin_port(*proxy);
+  ASSERT_NE(admin, 0) << proxy->output();
+  expect_relayed(relay(proxy->port(), backend, kFirstUp, kFirstDown), kFirstUp, kFirstDown);
+  const std::string text = test::admin_get(admin, "/metrics").body;
+  EXPECT_EQ(test::metric_sample(text, R"(weft_proxy_relayed_bytes_total{direction="to_backend"})"), kFirstUp) << text;
+  EXPECT_EQ(test::metric_sample(text, R"(weft_proxy_relayed_bytes_total{direction="to_client"})"), kFirstDown) << text;
+  EXPECT_EQ(test::metric_sample(text, "weft_proxy_backend_connect_failures_total"), 0) << text;
+  EXPECT_EQ(test::admin_get(admin, "/readyz").status, 200);
   backend.serve_one(kBytes);
   const int fd = tcp_socket(0);
   sockaddr_in a = loopback(proxy->port());
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(backend.accepted.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  ASSERT_TRUE(backend.wait_for_accepts(2));  // the first relay's, and this one's
 
   int status = -1;
   std::thread stopper([&] { status = proxy->stop(); });  // SIGTERM, then waits for the exit
@@ -260,6 +282,7 @@ TEST_P(ProxyRelayTest, SigtermLetsTheOpenRelayEndBeforeTheProxyExits) {
     if (!draining) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(draining) << proxy->output();
+  EXPECT_EQ(test::admin_get(admin, "/readyz").status, 503) << "draining: not ready, while the relay holds it open";
 
   Relayed r;
   std::thread sender([&] { r.request_sent = send_stream(fd, 1, kBytes); });

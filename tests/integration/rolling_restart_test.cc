@@ -13,6 +13,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,13 +22,13 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "support/blocking_client.h"
 #include "support/hello_process.h"
+#include "support/random_port.h"
 #include "support/sanitizers.h"
 #include "support/shell.h"
 
@@ -51,8 +53,12 @@ class Haproxy {
     if (fd < 0) return;
     ::close(fd);
     config_ = path;
+    stats_ = config_ + ".sock";
     std::ofstream(config_) << "global\n"
                               "  nbthread 1\n"
+                              "  stats socket "
+                           << stats_
+                           << " mode 600 level user\n"
                               "defaults\n"
                               "  mode http\n"
                               "  timeout connect 2s\n"
@@ -86,6 +92,25 @@ class Haproxy {
       ::waitpid(pid_, nullptr, 0);
     }
     if (!config_.empty()) ::unlink(config_.c_str());
+    if (!stats_.empty()) ::unlink(stats_.c_str());
+  }
+  // True once HAProxy itself counts server `name` of the backend UP (its stats socket's `show stat`),
+  // within a bound: a restarted instance takes requests again only then.
+  bool wait_until_up(const std::string& name) {
+    for (int i = 0; i < 3000; ++i) {
+      std::istringstream csv(stats());
+      std::string line;
+      while (std::getline(csv, line)) {
+        if (!line.starts_with("back," + name + ",")) continue;
+        std::istringstream fields(line);
+        std::string field;
+        for (int column = 0; column <= 17 && std::getline(fields, field, ','); ++column) {
+        }
+        if (field == "UP") return true;  // column 17: status
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
   }
   // True once it accepts connections (a bound on the wait, not a pace); false if it exited.
   bool wait_until_listening() {
@@ -101,15 +126,28 @@ class Haproxy {
   }
 
  private:
+  // `show stat` on the stats socket: CSV, a line per frontend, server and backend ("" on failure).
+  std::string stats() const {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return "";
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", stats_.c_str());
+    std::string out;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0 &&
+        ::send(fd, "show stat\n", 10, MSG_NOSIGNAL) == 10) {
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return out;
+  }
+
   std::uint16_t port_;
   std::string config_;
+  std::string stats_;
   pid_t pid_ = -1;
 };
-
-std::uint16_t random_port() {
-  std::mt19937 random(std::random_device{}());
-  return static_cast<std::uint16_t>(std::uniform_int_distribution<int>(20000, 32000)(random));  // below ephemeral
-}
 
 // True once some connection to 127.0.0.1:`port` is established (/proc/net/tcp), within a bound.
 bool wait_for_connection_to(std::uint16_t port) {
@@ -187,6 +225,8 @@ TEST(RollingRestartTest, BehindHaproxyEveryRequestSucceedsWhileEachInstanceDrain
     drained += (*instance)->output();
     *instance = std::make_unique<HelloProcess>(WEFT_HELLO_BIN, port, args);
     ASSERT_TRUE((*instance)->is_running()) << (*instance)->error();
+    // Until HAProxy's health check has seen it, it takes no request: the next may not go before.
+    ASSERT_TRUE(haproxy->wait_until_up(instance == &a ? "a" : "b")) << "HAProxy never took it back";
   }
   EXPECT_FALSE(load_done.load()) << "the load ended before the restarts did: they were not tested under load";
   load.join();

@@ -253,4 +253,22 @@ void BlockingClient::close() {
   fd_ = -1;
 }
 
+bool BlockingClient::recv_until_count(std::string_view marker, std::size_t count, std::string* data,
+                                      TestDuration timeout) {
+  std::string in;
+  std::size_t found = 0;
+  std::size_t from = 0;  // where the next occurrence may start
+  while (found < count) {
+    const std::string more = recv_some(64 * 1024, timeout);
+    if (more.empty()) break;
+    in += more;
+    for (auto at = in.find(marker, from); at != std::string::npos; at = in.find(marker, from)) {
+      ++found;
+      from = at + marker.size();
+    }
+  }
+  if (data != nullptr) *data += in;
+  return found >= count;
+}
+
 }  // namespace weft::test

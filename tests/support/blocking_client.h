@@ -69,6 +69,10 @@ class BlockingClient {
   StreamEnd recv_until_end(std::string* data = nullptr, TestDuration timeout = 5000ms);
   // Sends `message` and checks that exactly it comes back.
   bool round_trip(std::string_view message, TestDuration timeout = 5000ms);
+  // Reads until what arrived holds `count` occurrences of `marker` (e.g. "HTTP/1.1 200" for that
+  // many answers); appends it to *data. False on EOF, error, or `timeout` without a byte.
+  bool recv_until_count(std::string_view marker, std::size_t count, std::string* data = nullptr,
+                        TestDuration timeout = 20000ms);
 
   // shutdown(SHUT_WR): sends FIN, keeps reading.
   void shutdown_write();

@@ -49,6 +49,7 @@ class RealRuns(unittest.TestCase):
         for t in doc["tables"]:
             self.assertEqual([c["name"] for c in t["columns"]], ["loop"])
             self.assertEqual(len(t["cells"]), len(t["rows"]))
+            self.assertEqual(t["settings"]["repeat"], 3)  # what the table ran with, recorded with it
             for c in t["cells"]:
                 self.assertEqual(len(c["repeats"]), 3)
                 self.assertGreater(c["value"], 0)
@@ -58,6 +59,12 @@ class RealRuns(unittest.TestCase):
         self.assertRegex(env["git_commit"], r"^[0-9a-f]{40}$")
         self.assertEqual(env["cpu_count"], os.cpu_count())
         self.assertTrue(env["compiler"] and env["kernel"] and env["cpu_model"] and env["date"])
+        # The machine's conditions, before and after, and each point's share of others' CPU.
+        self.assertEqual(len(env["load_average_before"]), 3)
+        self.assertEqual(len(env["load_average_after"]), 3)
+        self.assertIsInstance(env["busy_processes_before"], list)
+        self.assertTrue(all(r["other_core_pct"] is not None for t in doc["tables"] for c in t["cells"] for r in c["repeats"]))
+        self.assertIn("conditions: ", stdout)
         assert_all_stopped(self, doc)
 
     def test_a_run_compared_with_itself_is_clean(self):
@@ -65,7 +72,7 @@ class RealRuns(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stdout)
         self.assertIn("0 regression(s)", proc.stdout)
         self.assertNotIn("REGRESSION", proc.stdout)
-        changes = re.findall(r"\|\s+([+-]\d+\.\d)%", proc.stdout)
+        changes = re.findall(r"([+-]\d+\.\d)% ±", proc.stdout)
         self.assertEqual(len(changes), 4, proc.stdout)
         self.assertEqual({float(c) for c in changes}, {0.0}, proc.stdout)
 
@@ -78,7 +85,7 @@ class RealRuns(unittest.TestCase):
         self.assertRegex(proc.stdout, r"\d+ regression\(s\)")
         for title in ("Type: plaintext, pipeline 16", "Type: json, pipeline 1"):
             self.assertIn(title, proc.stdout)
-        self.assertEqual(len(re.findall(r"\|\s+[+-]\d+\.\d% ±", proc.stdout)), 4, proc.stdout)
+        self.assertEqual(len(re.findall(r"[+-]\d+\.\d% ±", proc.stdout)), 4, proc.stdout)
 
     def test_compare_flags_an_injected_15_percent_slowdown(self):
         # A real results file, with its repeats pulled to within 1% of each median: the CI machine's 1 s
@@ -112,13 +119,35 @@ class RealRuns(unittest.TestCase):
         dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
                               f"--user-data-dir={os.path.join(self.tmp, 'chromium')}", "--dump-dom",
                               "file://" + html_path], capture_output=True, text=True, timeout=60).stdout
-        self.assertIn('data-charts-drawn="2"', dom, "both charts were laid out by the browser")
+        self.assertIn('data-charts-drawn="4"', dom, "both tables' two charts were laid out by the browser")
         self.assertIn('data-points="4"', dom)
         doc = load_json(self.runs[0][0])
         plotted = {(t, float(v)) for t, v in re.findall(r'data-row="(\d+)" data-value="([\d.e+]+)"', dom)}
         first = doc["tables"][0]["cells"][0]
         self.assertIn((str(first["row"]), float(f"{first['value']:.6g}")), plotted)
         self.assertNotIn("http://", dom.replace("http://www.w3.org/2000/svg", ""), "the report loads nothing")
+        # A screenshot in a 1280 px window, kept beside the build as the test's artifact.
+        shot = os.path.join(os.path.dirname(BIN_DIR), "test-artifacts", "weft-bench-report.png")
+        os.makedirs(os.path.dirname(shot), exist_ok=True)
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--user-data-dir={os.path.join(self.tmp, 'chromium')}", f"--screenshot={shot}",
+                        "--window-size=1280,1600", "file://" + html_path], capture_output=True, timeout=60)
+        with open(shot, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", "a PNG screenshot of the report")
+
+    def test_the_compare_page_and_the_exports(self):
+        page = os.path.join(self.tmp, "compare.html")
+        proc = weft_bench("compare", self.runs[0][0], self.runs[1][0], "--html", page)
+        self.assertIn(proc.returncode, (0, 1), proc.stdout + proc.stderr)
+        with open(page) as f:
+            text = f.read()
+        self.assertEqual(len(re.findall(r'<tr class="(regression|improvement|no-change|inconclusive)">', text)), 4, text)
+        md, csv_path = os.path.join(self.tmp, "r.md"), os.path.join(self.tmp, "r.csv")
+        self.assertEqual(weft_bench("show", self.runs[0][0], "--markdown", md, "--csv", csv_path).returncode, 0)
+        with open(md) as f:
+            self.assertIn("| connections | loop |", f.read())
+        with open(csv_path) as f:
+            self.assertEqual(len(f.read().strip().splitlines()), 1 + 4)  # the header and the four cells
 
 
 @unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-hello"), os.X_OK), f"weft-hello not built in {BIN_DIR}")
@@ -165,6 +194,7 @@ class RealGrpcRun(unittest.TestCase):
             doc = load_json(os.path.join(tmp, "results.json"))
             (t,) = doc["tables"]
             self.assertEqual(len(t["cells"]), 6)
+            self.assertEqual(t["settings"]["repeat"], 2)
             for c in t["cells"]:
                 self.assertEqual(len(c["repeats"]), 2)
                 self.assertGreater(c["value"], 0)

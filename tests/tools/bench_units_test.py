@@ -1,13 +1,17 @@
 """weft-bench without servers: table layout, wrk parsing, results round trip, compare rule, peers, suites."""
 import argparse
+import contextlib
 import copy
+import io
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unittest
 
 from bench_helpers import results_doc, table
-from weft_bench import cli, compare, load, processes, results, suites, tables
+from weft_bench import cli, compare, conditions, html_report, load, processes, results, suites, tables
 
 # A real wrk report (weft-hello, pipeline 16, 256 connections), including wrk's 0.00us p99 quirk.
 WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:18998/plaintext
@@ -175,6 +179,12 @@ class ResultsRoundTrip(unittest.TestCase):
                 results.load(path)
 
 
+def regressions(base, new, threshold=None):
+    """(compare's text, its number of regressions)."""
+    text, counts = compare.compare(base, new, threshold)
+    return text, counts[compare.REGRESSION]
+
+
 class CompareRule(unittest.TestCase):
     base = table({16: [100.0, 102.0, 98.0], 256: [200.0, 190.0, 210.0]})
 
@@ -188,23 +198,199 @@ class CompareRule(unittest.TestCase):
         return t
 
     def test_a_15_percent_slowdown_is_a_regression(self):
-        text, n = compare.compare(results_doc(self.base), results_doc(self.slowed(0.85)))
+        text, n = regressions(results_doc(self.base), results_doc(self.slowed(0.85)))
         self.assertEqual(n, 2)
         self.assertIn("-15.0%", text)
         self.assertIn("REGRESSION", text)
 
     def test_a_change_inside_the_spread_is_not(self):
         new = table({16: [95.0, 101.0, 99.0], 256: [180.0, 215.0, 199.0]})
-        self.assertEqual(compare.compare(results_doc(self.base), results_doc(new))[1], 0)
+        self.assertEqual(compare.compare(results_doc(self.base), results_doc(new))[1][compare.REGRESSION], 0)
 
     def test_a_small_change_under_the_threshold_is_not(self):
-        self.assertEqual(compare.compare(results_doc(self.base), results_doc(self.slowed(0.93)))[1], 0)
+        self.assertEqual(compare.compare(results_doc(self.base), results_doc(self.slowed(0.93)))[1][compare.REGRESSION], 0)
 
     def test_lower_is_better_tables_regress_upwards(self):
         base = copy.deepcopy(self.base)
         base["higher_is_better"] = False
-        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(1.2, higher=False)))[1], 2)
-        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(0.8, higher=False)))[1], 0)
+        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(1.2, higher=False)))[1][compare.REGRESSION], 2)
+        self.assertEqual(compare.compare(results_doc(base), results_doc(self.slowed(0.8, higher=False)))[1][compare.REGRESSION], 0)
+
+
+class CompareVerdicts(unittest.TestCase):
+    """compare as a decision: each cell a regression, an improvement, no change or inconclusive."""
+    base = table({16: [100.0, 102.0, 98.0], 256: [200.0, 190.0, 210.0]})
+
+    def verdicts(self, base, new, threshold=None):
+        text, counts = compare.compare(results_doc(base), results_doc(new), threshold)
+        return text, {k: v for k, v in counts.items() if v and k != "shared"}
+
+    def test_alike_runs_are_no_change(self):
+        again = table({16: [101.0, 99.0, 100.0], 256: [201.0, 195.0, 205.0]})
+        text, counts = self.verdicts(self.base, again)
+        self.assertEqual(counts, {compare.NO_CHANGE: 2}, text)
+        self.assertIn("0 regression(s), 0 improvement(s), 2 no change, 0 inconclusive of 2", text)
+
+    def test_a_noisy_pair_is_inconclusive_not_a_pass(self):
+        # The seed-004 quick run: +206.5% ±429.8 was printed as "0 regression(s)".
+        noisy = table({16: [40.0, 306.5, 900.0], 256: [190.0, 200.0, 210.0]})
+        text, counts = self.verdicts(self.base, noisy)
+        self.assertEqual(counts, {compare.INCONCLUSIVE: 1, compare.NO_CHANGE: 1}, text)
+        self.assertRegex(text, r"\+206\.5% ±\d+\.\d +inconclusive p=")
+
+    def test_a_faster_run_is_an_improvement_and_a_slower_one_a_regression(self):
+        faster = table({16: [130.0, 128.0, 133.0], 256: [260.0, 250.0, 270.0]})
+        self.assertEqual(self.verdicts(self.base, faster)[1], {compare.IMPROVEMENT: 2})
+        self.assertEqual(self.verdicts(faster, self.base)[1], {compare.REGRESSION: 2})
+
+    def test_a_real_change_under_the_threshold_is_no_change(self):
+        tight = table({16: [100.0, 100.5, 99.5]})
+        moved = table({16: [104.0, 104.5, 103.5]})
+        text, counts = self.verdicts(tight, moved)
+        self.assertEqual(counts, {compare.NO_CHANGE: 1}, text)
+
+    def test_mann_whitney_p_values(self):
+        self.assertAlmostEqual(compare.mann_whitney_p([1, 2, 3], [4, 5, 6]), 0.1)
+        self.assertAlmostEqual(compare.mann_whitney_p([1, 2, 3, 4], [5, 6, 7, 8]), 2 / 70)
+        self.assertAlmostEqual(compare.mann_whitney_p([1, 3, 5], [2, 4, 6]), 0.7)
+        self.assertEqual(compare.mann_whitney_p([], [1.0]), None)
+        text, _ = self.verdicts(self.base, table({16: [50.0, 51.0, 49.0]}))
+        self.assertIn("regression p=0.1 n=3+3", text)
+
+    def test_the_runs_differences_come_first(self):
+        a, b = results_doc(self.base), results_doc(copy.deepcopy(self.base))
+        a["settings"], b["settings"] = {"repeat": 3, "duration_s": 5.0}, {"repeat": 10, "duration_s": 5.0}
+        b["environment"] = {"git_commit": "def", "load_average": "1.5"}
+        text, _ = compare.compare(a, b)
+        lines = text.splitlines()
+        self.assertEqual(lines[0], "Differences between the runs (weigh them first):")
+        self.assertIn("  settings.repeat: 3 -> 10", lines)
+        self.assertIn("  environment.load_average: None -> 1.5", lines)
+
+    def test_every_line_fits_120_columns_and_carries_its_unit(self):
+        wide = table({16: [100.0, 102.0, 98.0]}, column="weft-" + "x" * 150)
+        text, _ = compare.compare(results_doc(wide), results_doc(copy.deepcopy(wide)))
+        self.assertLessEqual(max(len(line) for line in text.splitlines()), 120, text)
+        self.assertIn("100 req/s", text)
+
+    def test_the_cli_exits_2_for_runs_that_share_nothing_and_3_when_strict_and_inconclusive(self):
+        other_suite = table({16: [100.0, 102.0, 98.0]}, table_id="echo-100-ports")
+        noisy = table({16: [40.0, 306.5, 900.0], 256: [190.0, 200.0, 210.0]})
+        with tempfile.TemporaryDirectory() as d:
+            paths = {}
+            for name, t in {"base": self.base, "other": other_suite, "noisy": noisy}.items():
+                paths[name] = os.path.join(d, name + ".json")
+                results.save(results_doc(t), paths[name])
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                self.assertEqual(cli.main(["compare", paths["base"], paths["other"]]), 2)
+                self.assertEqual(cli.main(["compare", paths["base"], paths["noisy"]]), 0)
+                self.assertEqual(cli.main(["compare", paths["base"], paths["noisy"], "--strict"]), 3)
+                self.assertEqual(cli.main(["compare", paths["noisy"], paths["base"], "--strict"]), 3)
+            self.assertIn("nothing to compare", out.getvalue())
+
+
+class DataThatWarns(unittest.TestCase):
+    """Spread past the threshold and points measured on a busy machine are said, not passed silently."""
+
+    def test_a_cell_whose_repeats_spread_is_warned_about(self):
+        # Netty's three repeats in one discussion: 12,784 / 55,623 / 154,350 req/s, printed as sound.
+        t = table({16: [12784.0, 55623.0, 154350.0], 256: [200.0, 201.0, 199.0]}, column="netty")
+        text = tables.render(t)
+        self.assertIn("WARNING connections=16 netty: repeats spread 255% (12784..154350 req/s)", text)
+        self.assertNotIn("connections=256", text)
+
+    def test_a_point_measured_while_others_were_busy_is_warned_about(self):
+        t = table({16: [100.0, 101.0, 99.0]})
+        t["cells"][0]["repeats"][1]["other_core_pct"] = 85.0
+        t["cells"][0]["repeats"][2]["other_core_pct"] = 3.0
+        self.assertIn("WARNING connections=16 loop: 1 of 3 repeats ran while other processes used up to 85% of a core",
+                      tables.render(t))
+
+    def test_failures_show_in_the_cell_and_under_the_table(self):
+        # The downstream overload cell "2.33 0.90s 8.9MiB" hid 7 answers to 2,051 requests and 1,020 timeouts.
+        t = table({64: [2.33]}, column="offload")
+        t["cells"][0]["repeats"][0]["load"] = {"requests": 2051, "responses": 7,
+                                               "errors": {"timeout": 1020, "status": 3, "connect": 0}}
+        text = tables.render(t)
+        self.assertIn("2.33 !1023 failed", text)
+        self.assertIn("WARNING connections=64 offload: 1023 failed (timeout 1020, status 3), 7 answered: "
+                      "availability 0.7%", text)
+
+    def test_proc_parsing(self):
+        self.assertEqual(conditions.cpu_jiffies("cpu  100 5 50 9000 10 1 2 7 0 0\n"), (155, 7))
+        self.assertIsNone(conditions.cpu_jiffies("intr 1 2 3"))
+        self.assertEqual(conditions.cpu_mhz("cpu MHz\t\t: 2000.5\nmodel name: x\ncpu MHz\t\t: 3000.5\n"), 2500)
+        self.assertIsNone(conditions.cpu_mhz("model name: x\n"))
+
+    def test_the_conditions_line(self):
+        env = {"cpu_model": "Xeon", "cpu_count": 2, "cpu_mhz": 2200, "kernel": "6.1", "load_average_before": [1.5, 1, 0.5],
+               "busy_processes_before": ["cc1plus (97%)"]}
+        line = conditions.describe(env, {"server_cpus": "0", "load_cpus": "1"})
+        self.assertEqual(line, "conditions: Xeon, 2 CPUs at 2200 MHz; kernel 6.1; server on CPUs 0, load on 1; "
+                               "load average 1.5 1 0.5; busy: cc1plus (97%)")
+
+    def test_a_point_watch_measures_others_not_its_own_children(self):
+        watch = conditions.PointWatch()
+        subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)  # a "load" that is waited for
+        other, steal = watch.other_core_pct(server_cpu_s=0.0)
+        self.assertIsNotNone(other)
+        self.assertGreaterEqual(other, 0.0)
+        self.assertGreaterEqual(steal, 0.0)
+
+
+class Report(unittest.TestCase):
+    """The HTML report's pieces, without a browser (bench_real_test.py loads it in chromium)."""
+
+    def peers_table(self):
+        t = table({16: [100.0, 102.0, 98.0], 256: [200.0, 190.0, 210.0]}, column="loop")
+        t["columns"][0]["command"] = ["/b/weft-hello", "--loops", "1"]
+        nginx = table({16: [50.0, 51.0, 49.0], 256: [80.0, 82.0, 78.0]}, column="nginx")
+        nginx["columns"][0]["command"] = ["nginx", "-c", "x"]
+        for c in nginx["cells"]:
+            c["cpu_us_per_req"] = 4.0
+        t["columns"] += nginx["columns"]
+        t["cells"] += nginx["cells"]
+        return t
+
+    def test_the_headline_puts_wefts_best_column_against_each_peer(self):
+        text = html_report.headline(self.peers_table())
+        self.assertIn("connections 16: <b>loop</b> vs nginx: <b>2.00x</b> the req/s, server CPU per request 0.25x", text)
+        self.assertIn("connections 256: <b>loop</b> vs nginx: <b>2.50x</b>", text)
+
+    def test_human_ticks_and_a_log_axis_for_wide_ranges(self):
+        self.assertEqual(html_report.nice_ticks(162067.5), [0, 50000, 100000, 150000, 200000])
+        self.assertEqual([html_report.human(v) for v in (1645869, 150000, 0.25, 0)], ["1.65M", "150k", "0.25", "0"])
+        wide = table({1: [10.0, 10.0, 10.0], 1000: [50000.0, 50000.0, 50000.0]})
+        self.assertIn('data-scale="log"', html_report.bar_chart(wide, "figure"))
+        self.assertIn('data-scale="linear"', html_report.bar_chart(self.peers_table(), "figure"))
+
+    def test_error_bars_span_the_repeats(self):
+        svg = html_report.bar_chart(table({16: [100.0, 120.0, 80.0]}), "figure")
+        self.assertIn("(80..120)", svg)
+        self.assertEqual(svg.count('class="error"'), 1)
+
+    def test_the_compare_page_colours_each_cell_by_its_verdict(self):
+        base = table({16: [100.0, 102.0, 98.0], 256: [200.0, 190.0, 210.0]})
+        new = table({16: [50.0, 51.0, 49.0], 256: [201.0, 195.0, 205.0]})
+        page = html_report.render_compare(results_doc(base), results_doc(new))
+        self.assertIn('<tr class="regression"><th>16</th>', page)
+        self.assertIn('<tr class="no-change"><th>256</th>', page)
+
+
+class InstalledPeers(unittest.TestCase):
+    def test_tfb_has_nginx_as_a_column_or_a_line_saying_how_to_add_it(self):
+        (plaintext, _) = suites.build(["tfb"], suites.Context("/b", True, 2, {}, build_peers=False))
+        (nginx,) = [c for c in plaintext.columns if c.name == "nginx"]
+        if shutil.which("nginx") or os.access("/usr/sbin/nginx", os.X_OK):
+            self.assertIsNone(nginx.note)
+            self.assertIn("worker_processes 2;", nginx.argv[2])  # as many workers as the server's loops
+        else:
+            self.assertEqual(nginx.note, "n/a: nginx is not installed (apt-get install nginx-light)")
+        (plaintext, _) = suites.build(["tfb"], suites.Context("/b", True, 2, {}, build_peers=False, installed_peers=False))
+        self.assertNotIn("nginx", [c.name for c in plaintext.columns])
+        given = suites.Context("/b", True, 2, {"tfb": [("nginx", "nginx -c mine {port}")]}, build_peers=False)
+        (plaintext, _) = suites.build(["tfb"], given)
+        self.assertEqual([c.argv for c in plaintext.columns if c.name == "nginx"], [["nginx", "-c", "mine", "{port}"]])
 
 
 class Logs(unittest.TestCase):
@@ -359,10 +545,6 @@ class Options(unittest.TestCase):
         self.assertNotIn("MiB", tables.render(t, ["rps", "p99"]))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 def jmh_table(values_by_cell, cpu_by_cell=None, table_id="grpc"):
     """A JMH-layout table (the grpc suite's) from {(row, column): [repeat values]}; cpu_by_cell gives the
     server CPU per operation of each repeat (default 1.0)."""
@@ -419,31 +601,31 @@ class JmhCompare(unittest.TestCase):
         base = self.scaled(1.0)
         other = jmh_table({(STREAM, "weft-epoll-direct-false"): list(reversed(TEN))},
                           {(STREAM, "weft-epoll-direct-false"): [1.0] * 10})
-        text, n = compare.compare(results_doc(base), results_doc(other))
+        text, n = regressions(results_doc(base), results_doc(other))
         self.assertEqual(n, 0, text)
 
     def test_fourteen_percent_fewer_messages_is_a_regression(self):  # the seed's loss
-        text, n = compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)))
+        text, n = regressions(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)))
         self.assertEqual(n, 1, text)
         self.assertIn("REGRESSION grpc " + STREAM + " weft-epoll-direct-false score", text)
 
     def test_more_server_cpu_per_message_is_a_regression_even_at_the_same_score(self):
         # The client bounds the score; the server's share shows in its CPU per message.
-        text, n = compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(1.0, cpu_factor=1.08)))
+        text, n = regressions(results_doc(self.scaled(1.0)), results_doc(self.scaled(1.0, cpu_factor=1.08)))
         self.assertEqual(n, 1, text)
         self.assertIn("cpu/op", text.splitlines()[-2])
 
     def test_a_change_under_the_tables_threshold_is_not(self):
-        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.98)))[1], 0)
+        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.98)))[1][compare.REGRESSION], 0)
 
     def test_a_change_inside_both_errors_is_not(self):
         wide = [60.0, 140.0, 80.0, 120.0, 100.0, 90.0, 110.0, 70.0, 130.0, 100.0]
         base = jmh_table({(STREAM, "grpc++"): wide})
         new = jmh_table({(STREAM, "grpc++"): [v * 0.9 for v in wide]})
-        self.assertEqual(compare.compare(results_doc(base), results_doc(new))[1], 0)
+        self.assertEqual(compare.compare(results_doc(base), results_doc(new))[1][compare.REGRESSION], 0)
 
     def test_an_explicit_threshold_overrides_the_tables(self):
-        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)), 20.0)[1], 0)
+        self.assertEqual(compare.compare(results_doc(self.scaled(1.0)), results_doc(self.scaled(0.86)), 20.0)[1][compare.REGRESSION], 0)
 
 
 class GrpcSuite(unittest.TestCase):
@@ -502,19 +684,23 @@ class JmhCompareAgainstTheReference(unittest.TestCase):
         return t
 
     def test_a_slower_machine_is_no_regression(self):
-        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(machine=1.4)))
+        text, n = regressions(results_doc(self.run_table()), results_doc(self.run_table(machine=1.4)))
         self.assertEqual(n, 0, text)
         self.assertIn("score/ref", text)
 
     def test_the_reference_spending_less_cpu_per_operation_is_no_regression(self):
-        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(reference_cpu=2.5)))
+        text, n = regressions(results_doc(self.run_table()), results_doc(self.run_table(reference_cpu=2.5)))
         self.assertEqual(n, 0, text)
 
     def test_executors_doing_twice_the_work_is_one(self):
-        text, n = compare.compare(results_doc(self.run_table()), results_doc(self.run_table(machine=1.2, executor_cpu=0.2)))
+        text, n = regressions(results_doc(self.run_table()), results_doc(self.run_table(machine=1.2, executor_cpu=0.2)))
         self.assertEqual(n, 1, text)
         self.assertIn("REGRESSION grpc " + STREAM + " weft-epoll-direct-false executor cpu/op:", text)
 
     def test_the_reference_itself_is_not_compared(self):
         text, _ = compare.compare(results_doc(self.run_table()), results_doc(self.run_table()))
         self.assertNotIn("|    -     |", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

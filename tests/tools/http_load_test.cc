@@ -1,8 +1,11 @@
 #include "http_load.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -12,6 +15,7 @@
 #include "servers.h"
 #include "support/blocking_client.h"
 #include "support/tls_certs.h"
+#include "weft/version.h"
 
 namespace weft::load {
 namespace {
@@ -200,6 +204,45 @@ TEST(WeftLoadBinaryTest, WritesTheJsonShape) {
                           "\"errors\":{\"connect\":0,\"read\":0,\"write\":0,\"timeout\":0,\"status\":0,\"parse\":0}"}) {
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
   }
+}
+
+// An open loop against a server that takes connections and never answers: one request leaves (the
+// connection's one slot), the rest of the schedule never does, and the report says how short it fell.
+TEST(WeftLoadBinaryTest, AnOpenLoopThatFallsShortSaysByHowMuch) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);  // the kernel completes the handshake; nobody reads
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string json = ::testing::TempDir() + "weft_load_short." + std::to_string(::getpid()) + ".json";
+  auto [status, out] =
+      run_command(std::string(WEFT_LOAD_BIN) + " http http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) +
+                  "/ -c 1 --pipeline 1 --rate 1000 -d 0.5 --timeout 60 --json " + json);
+  ::close(listener);
+  EXPECT_NE(out.find("constant rate: target 1000 req/s, sent "), std::string::npos) << out;
+  EXPECT_NE(out.find("WARNING: the target rate was not reached"), std::string::npos) << out;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string j = text.str();
+  const auto number = [&j](const std::string& key) {
+    const auto at = j.find("\"" + key + "\":");
+    return at == std::string::npos ? -1.0 : std::strtod(j.c_str() + at + key.size() + 3, nullptr);
+  };
+  EXPECT_LE(number("requests"), 1.0) << j;
+  // Due: rate x duration (the JSON's duration has three decimals: one request either way).
+  EXPECT_NEAR(number("unsent") + number("requests"), 1000 * number("duration_s"), 1.0) << j;
+  EXPECT_GE(number("unsent"), 400.0) << j;
+}
+
+TEST(WeftLoadBinaryTest, VersionIsTheLibrarys) {
+  auto [status, out] = run_command(std::string(WEFT_LOAD_BIN) + " --version");
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(out, std::string("weft-load ") + WEFT_VERSION_STRING + "\n");
 }
 
 }  // namespace

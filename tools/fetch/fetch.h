@@ -4,12 +4,14 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace weft::fetch {
 
 struct FetchOptions {
-  std::vector<std::string> urls;
+  // The URLs, by reference (argv's: a list of thousands is not copied); their texts outlive run_fetch.
+  std::vector<std::string_view> urls;
   int concurrency = 16;   // requests in flight at once
   bool http2 = false;     // h2 by ALPN for https, h2c by prior knowledge for http; else HTTP/1.1 only
   bool insecure = false;  // https: no certificate checks

@@ -20,10 +20,10 @@ bool takes_next(std::string_view arg) {
   return c == arg.size() - 1;
 }
 
-// Splits argv: the URLs go to `urls` as they are, the options (and their values) to `options` for
+// Splits argv: the URLs go to `urls` as they are (views of argv), the options (and their values) to `options` for
 // CLI11, which copies an argument three times: a list of thousands of URLs cost more instructions
 // per URL to parse than to fetch. After "--", every argument is a URL.
-void split_arguments(int argc, char** argv, std::vector<const char*>& options, std::vector<std::string>& urls) {
+void split_arguments(int argc, char** argv, std::vector<const char*>& options, std::vector<std::string_view>& urls) {
   options.push_back(argv[0]);
   bool only_urls = false;
   for (int i = 1; i < argc; ++i) {

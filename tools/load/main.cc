@@ -6,15 +6,17 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "echo_load.h"
-#include "h2_load.h"
 #include "grpc_load.h"
+#include "h2_load.h"
 #include "http_load.h"
 #include "report.h"
 #include "stream_load.h"
+#include "weft/version.h"
 
 namespace {
 
@@ -31,6 +33,18 @@ ProgressFn request_progress(bool tty) {
 
 std::string json_number(double v) { return fmt::format("{:.3f}", v); }
 
+// An open-loop run's shortfall: what it sent per second, and the requests its schedule made due
+// (rate x duration) that never left.
+struct OpenLoopShortfall {
+  double sent_rate = 0;
+  std::uint64_t unsent = 0;
+};
+OpenLoopShortfall open_loop_shortfall(double rate, double duration_s, std::uint64_t sent) {
+  if (rate <= 0 || duration_s <= 0) return {};
+  const auto due = static_cast<std::uint64_t>(rate * duration_s);
+  return {static_cast<double>(sent) / duration_s, due > sent ? due - sent : 0};
+}
+
 void http_report(const HttpOptions& o, const HttpResult& r, const std::string& json_path) {
   const double rps = r.duration_s > 0 ? static_cast<double>(r.responses) / r.duration_s : 0;
   std::printf("Running %.1fs test @ %s\n  %d threads and %d connections, pipeline %d%s\n", r.duration_s, o.url.c_str(),
@@ -44,16 +58,28 @@ void http_report(const HttpOptions& o, const HttpResult& r, const std::string& j
   std::fputs(errors_text(r.errors).c_str(), stdout);
   std::printf("Requests/sec: %10.2f\nTransfer/sec: %9.2fMB\n", rps,
               r.duration_s > 0 ? static_cast<double>(r.bytes_read) / 1e6 / r.duration_s : 0);
+  const OpenLoopShortfall shortfall = open_loop_shortfall(o.rate, r.duration_s, r.requests);
+  if (o.rate > 0) {
+    std::printf("  constant rate: target %.0f req/s, sent %.0f req/s (%.1f%%); %llu requests due but never sent\n",
+                o.rate, shortfall.sent_rate, shortfall.sent_rate / o.rate * 100.0,
+                static_cast<unsigned long long>(shortfall.unsent));
+    if (shortfall.sent_rate < 0.95 * o.rate) {
+      std::printf(
+          "WARNING: the target rate was not reached (the server or this client could not keep up): "
+          "latencies count from the intended send times, the unsent requests are not in them\n");
+    }
+  }
   std::fflush(stdout);
   if (json_path.empty()) return;
   write_json_file(
       json_path,
-      fmt::format(R"({{"tool":"weft-load","mode":"http","target":{},"connections":{},"threads":{},"pipeline":{},)"
-                  R"("rate":{},"duration_s":{},"requests":{},"responses":{},"rps":{},"bytes_read":{},)"
-                  R"("latency_us":{},"errors":{}}})",
-                  json_string(o.url), o.connections, o.threads, o.pipeline, o.rate > 0 ? json_number(o.rate) : "null",
-                  json_number(r.duration_s), r.requests, r.responses, json_number(rps), r.bytes_read,
-                  latency_json(r.latency), errors_json(r.errors)));
+      fmt::format(R"({{"tool":"weft-load","version":{},"mode":"http","target":{},"connections":{},"threads":{},)"
+                  R"("pipeline":{},"rate":{},"sent_rate":{},"unsent":{},"duration_s":{},"requests":{},"responses":{},)"
+                  R"("rps":{},"bytes_read":{},"latency_us":{},"errors":{}}})",
+                  json_string(weft::version()), json_string(o.url), o.connections, o.threads, o.pipeline,
+                  o.rate > 0 ? json_number(o.rate) : "null", o.rate > 0 ? json_number(shortfall.sent_rate) : "null",
+                  o.rate > 0 ? std::to_string(shortfall.unsent) : "null", json_number(r.duration_s), r.requests,
+                  r.responses, json_number(rps), r.bytes_read, latency_json(r.latency), errors_json(r.errors)));
 }
 
 void h2_report(const H2Options& o, const HttpResult& r, const std::string& json_path) {
@@ -154,6 +180,7 @@ void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& j
 
 int main(int argc, char** argv) {
   CLI::App app{"weft-load: HTTP/1.1, HTTP/2, echo, stream and gRPC load generator built on weft"};
+  app.set_version_flag("--version", std::string("weft-load ") + weft::version());
   app.require_subcommand(1);
 
   HttpOptions http;

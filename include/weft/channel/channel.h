@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <typeinfo>
 #include <vector>
 
@@ -36,6 +37,23 @@
 #include "weft/core/future.h"
 
 namespace weft {
+
+/// Why a connection closed: the first cause noted (Channel::note_close_reason), as the server
+/// connection metrics count it (`weft_server_connections_closed_total{reason}`).
+enum class CloseReason : std::uint8_t {
+  local,           ///< this side closed it, for no reason noted (a handler's close(), `Connection: close`)
+  peer_closed,     ///< the peer ended its output (EOF)
+  reset,           ///< the peer reset the connection (ECONNRESET, EPIPE)
+  io_error,        ///< another I/O error
+  idle_timeout,    ///< the protocol's idle timeout
+  timeout,         ///< another of the protocol's time limits (a request, a send, a keepalive PING, a handshake)
+  protocol_error,  ///< the peer broke the protocol or spent an abuse budget (a 400, a GOAWAY with an error)
+  drain,           ///< the server's drain or the loop's graceful shutdown asked it to end
+};
+/// The number of CloseReason values.
+inline constexpr std::size_t kCloseReasons = 8;
+/// The metrics' name of `reason`: "local", "peer_closed", ... Thread-safe.
+std::string_view close_reason_name(CloseReason reason) noexcept;
 
 class Channel;
 /// How channels are held: they are shared (see the file's description).
@@ -211,6 +229,16 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   /// FileRegion reaching the channel is refused, and FileRegionWriter reads it into buffers.
   virtual bool sends_files() const noexcept { return false; }
 
+  /// Loop thread only. Notes why the channel is about to close (see CloseReason); the first reason
+  /// noted wins, so a handler that ends the connection notes its cause before it closes.
+  void note_close_reason(CloseReason reason) noexcept {
+    if (close_reason_ == kNoCloseReason) close_reason_ = static_cast<std::uint8_t>(reason);
+  }
+  /// Loop thread only. The first reason noted, CloseReason::local if none was.
+  CloseReason close_reason() const noexcept {
+    return close_reason_ == kNoCloseReason ? CloseReason::local : static_cast<CloseReason>(close_reason_);
+  }
+
   /// Thread-safe. Registers the channel with its loop (done by the bootstraps); completes on the loop.
   Future<void> register_channel();
 
@@ -288,7 +316,10 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
 
   // The loop's graceful shutdown: request_shutdown().
   void close_for_shutdown() override { request_shutdown(); }
-  void abort_for_shutdown() override { close_now(); }
+  void abort_for_shutdown() override {
+    note_close_reason(CloseReason::drain);
+    close_now();
+  }
   void start_linger();
   // close_gracefully once ChannelOutputClosingEvent has been delivered.
   void end_output_gracefully(Duration linger, Duration flush_timeout);
@@ -340,6 +371,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   bool output_closing_ = false;         // ChannelOutputClosingEvent fired (once per channel)
   bool ended_by_handler_ = false;       // a handler ends the connection for the loop's shutdown
   bool tracks_write_completions_ = false;  // write_completions_ exists: count written bytes
+  static constexpr std::uint8_t kNoCloseReason = 0xff;
+  std::uint8_t close_reason_ = kNoCloseReason;  // a CloseReason once one is noted
   std::uint32_t read_suspensions_ = 0;
   ByteBufAllocator* allocator_;
   ChannelConfig config_;  // its per-read and per-write fields first

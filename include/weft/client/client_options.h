@@ -34,7 +34,8 @@ struct ClientOptions {
 
   /// Resolution, TCP, TLS and (HTTP/2) the server's SETTINGS within this: else TimeoutError::Kind::connect.
   Duration connect_timeout = std::chrono::seconds(10);
-  /// The whole request, redirects and a retry included: else TimeoutError::Kind::request.
+  /// The whole request, redirects and a retry included: else TimeoutError::Kind::request. A
+  /// request's own http::HttpClientRequest::timeout() replaces it for that request.
   Duration request_timeout = std::chrono::seconds(60);
   /// No byte of an owed response for this long: TimeoutError::Kind::idle. HTTP/1.1: the connection
   /// is closed; HTTP/2: the stream is reset (CANCEL) and the connection serves on (a whole answer:

@@ -69,7 +69,8 @@ class HttpClient {
   /// `method` on `url`, parsed already, with `body` (empty: none).
   Future<http::HttpClientResponse> request(std::string_view method, const Url& url, ByteBuf body = {});
   /// `request`, whose target is an absolute URL ("https://host/path"); its headers and body are sent
-  /// (Host, when it has none, is the URL's authority).
+  /// (Host, when it has none, is the URL's authority). Its timeout(), when set, replaces
+  /// ClientOptions::request_timeout for it (so in stream() and upload() too).
   Future<http::HttpClientResponse> request(http::HttpClientRequest request);
   /// As request(method, url, body), but the future completes with the response's head, and its body
   /// is read as it comes, with backpressure (ResponseBody, response_body.h): no bound on its size,

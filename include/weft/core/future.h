@@ -45,9 +45,43 @@ void log_listener_exception(std::exception_ptr error) noexcept;
 template <class T>
 using Stored = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
 
+// The listeners of a pending future in the order they were added: the first one inline (most
+// futures have one: a request's caller, a co_await), the others in a vector, so that one listener
+// costs no allocation. Not thread-safe (the state's mutex guards it).
+template <class Listener>
+class ListenerList {
+ public:
+  bool empty() const noexcept { return !first_; }
+  void push_back(Listener fn) {
+    if (!first_) {
+      first_ = std::move(fn);
+    } else {
+      more_.push_back(std::move(fn));
+    }
+  }
+  // Moves the listeners out, leaving this one empty.
+  ListenerList take() noexcept {
+    ListenerList out;
+    out.first_ = std::move(first_);
+    out.more_.swap(more_);
+    return out;
+  }
+  template <class F>
+  void for_each(F&& f) {
+    if (!first_) return;
+    f(first_);
+    for (auto& fn : more_) f(fn);
+  }
+
+ private:
+  Listener first_;
+  std::vector<Listener> more_;
+};
+
 template <class T>
 struct FutureState : std::enable_shared_from_this<FutureState<T>> {
   using Listener = UniqueFunction<void(const Future<T>&)>;
+  using Listeners = ListenerList<Listener>;
 
   explicit FutureState(EventLoop* owner) : loop(owner) {}
 
@@ -58,19 +92,19 @@ struct FutureState : std::enable_shared_from_this<FutureState<T>> {
   bool done = false;
   std::optional<Stored<T>> value;
   std::exception_ptr error;
-  std::vector<Listener> listeners;  // never hold the state itself: no cycle if never completed
+  Listeners listeners;  // never hold the state itself: no cycle if never completed
 
   // Runs the listeners on the owning loop (inline when already there).
-  void run_listeners(std::vector<Listener> fns) {
+  void run_listeners(Listeners fns) {
     if (fns.empty()) return;
     if (loop == nullptr || loop_in_loop(loop)) {
       Future<T> self(this->shared_from_this());
-      for (auto& fn : fns) run_guarded(fn, self);
+      fns.for_each([&self](Listener& fn) { run_guarded(fn, self); });
     } else {
-      loop_execute(loop, [self = Future<T>(this->shared_from_this()),
-                          fns = std::make_shared<std::vector<Listener>>(std::move(fns))] {
-        for (auto& fn : *fns) run_guarded(fn, self);
-      });
+      loop_execute(loop,
+                   [self = Future<T>(this->shared_from_this()), fns = std::make_shared<Listeners>(std::move(fns))] {
+                     fns->for_each([&self](Listener& fn) { run_guarded(fn, self); });
+                   });
     }
   }
 
@@ -86,13 +120,13 @@ struct FutureState : std::enable_shared_from_this<FutureState<T>> {
   bool complete(Setter&& set) {
     // A waiter may drop the last other reference as soon as it sees `done`.
     auto keep_alive = this->shared_from_this();
-    std::vector<Listener> to_run;
+    Listeners to_run;
     {
       std::lock_guard lock(mutex);
       if (done) return false;
       set();
       done = true;
-      to_run.swap(listeners);
+      to_run = listeners.take();
     }
     done_cv.notify_all();
     run_listeners(std::move(to_run));
@@ -205,7 +239,7 @@ class Future {
         return;
       }
     }
-    std::vector<typename detail::FutureState<T>::Listener> one;
+    typename detail::FutureState<T>::Listeners one;
     one.push_back(std::move(listener));
     state_->run_listeners(std::move(one));
   }

@@ -88,6 +88,9 @@ bool is_grpc_content_type(std::string_view content_type) noexcept;
 
 class ServiceRegistry;
 class ResetNotifier;
+namespace detail {
+class MethodMetrics;  // server_metrics.h
+}  // namespace detail
 class ReactorDriver;
 
 /// How ServerCall::write() sends a message (grpc++'s grpc::WriteOptions).
@@ -194,6 +197,9 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   void on_reset() noexcept;      // the client's RST_STREAM (seen by the registry's watcher)
   void on_stream_closed() noexcept;  // the stream channel went inactive (the connection gone)
   void mark_ended(Status status) noexcept;  // ended without the handler: ended_, then end_listener_
+  // Metrics (server_metrics.h): the call started now, counted in `metrics`; its end, counted once.
+  void start_metrics(std::shared_ptr<detail::MethodMetrics> metrics) noexcept;
+  void record_end(StatusCode code) noexcept;
 
   Connection<http2::StreamMessage>& connection_;
   http2::StreamHeaders headers_;
@@ -210,6 +216,11 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   bool finished_ = false;         // the response's end was written
   std::uint32_t writes_this_turn_ = 0;  // messages written since the handler last let the loop poll
   UniqueFunction<void()> end_listener_;  // told once when ended_ is set (the reactor form's on_cancel)
+  std::shared_ptr<detail::MethodMetrics> metrics_;  // until the end is counted; null while not counted
+  TimePoint started_at_{};
+  std::uint64_t sent_bytes_ = 0;      // message bytes written, compressed (without the 5-byte prefixes)
+  std::uint64_t received_bytes_ = 0;  // DATA bytes received (prefixes included: taken off at the end)
+  std::uint64_t messages_read_ = 0;
 };
 
 }  // namespace weft::grpc

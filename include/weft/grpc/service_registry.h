@@ -81,9 +81,11 @@ class ServiceRegistry {
 
  private:
   using Methods = std::map<std::string, std::shared_ptr<const Handler>, std::less<>>;
-  static void serve_call(http2::StreamChannel& channel, std::shared_ptr<const Handler> handler, ServerOptions options);
+  static void serve_call(http2::StreamChannel& channel, std::shared_ptr<const Handler> handler, ServerOptions options,
+                         std::shared_ptr<detail::MethodMetrics> metrics);
   static Task<> run_call(Connection<http2::StreamMessage>& connection, std::shared_ptr<const Handler> handler,
-                         ServerOptions options, std::shared_ptr<std::weak_ptr<ServerCall>> watched);
+                         ServerOptions options, std::shared_ptr<std::weak_ptr<ServerCall>> watched,
+                         std::shared_ptr<detail::MethodMetrics> metrics);
 
   ServerOptions options_;
   Methods methods_;

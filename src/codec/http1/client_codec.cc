@@ -139,39 +139,57 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
   ByteBuf& body = request.owned_body();
   const std::size_t body_size = body.readable_bytes();
   const std::string_view host = request.has_host() ? std::string_view() : host_for(ctx, request.target());
-  ByteBuf out = ctx.allocator().buffer(request.method().size() + request.target().size() + request.header_block().size() +
-                                       host.size() + 64 + body_size);
-  out.write_bytes(request.method());
-  out.write_bytes(" ");
-  out.write_bytes(request.target());
-  out.write_bytes(" HTTP/1.1\r\n");
-  if (!request.has_host()) {
-    out.write_bytes("Host: ");
-    out.write_bytes(host);
-    out.write_bytes("\r\n");
-  }
-  out.write_bytes(request.header_block());
+  // The framing line, if any: Content-Length or chunked.
+  char length_line[48];
+  std::size_t length_line_size = 0;
+  auto content_length = [&](std::uint64_t n) {
+    constexpr std::string_view kName = "Content-Length: ";
+    std::memcpy(length_line, kName.data(), kName.size());
+    char* end = std::to_chars(length_line + kName.size(), length_line + sizeof length_line - 2, n).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    length_line_size = static_cast<std::size_t>(end - length_line);
+  };
   if (request.body_streamed()) {
     if (auto length = request.streamed_length()) {
-      char digits[24];
-      auto [end, ec] = std::to_chars(digits, digits + sizeof digits, *length);
-      out.write_bytes("Content-Length: ");
-      out.write_bytes(std::string_view(digits, static_cast<std::size_t>(end - digits)));
-      out.write_bytes("\r\n");
+      content_length(*length);
       upload_ = *length > 0 ? Upload::sized : Upload::none;
       upload_left_ = *length;
     } else {
-      out.write_bytes("Transfer-Encoding: chunked\r\n");
+      constexpr std::string_view kChunked = "Transfer-Encoding: chunked\r\n";
+      std::memcpy(length_line, kChunked.data(), kChunked.size());
+      length_line_size = kChunked.size();
       upload_ = Upload::chunked;
     }
   } else if (body_size > 0 || request.method() == "POST" || request.method() == "PUT") {
-    char digits[24];
-    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, body_size);
-    out.write_bytes("Content-Length: ");
-    out.write_bytes(std::string_view(digits, static_cast<std::size_t>(end - digits)));
-    out.write_bytes("\r\n");
+    content_length(body_size);
   }
-  out.write_bytes("\r\n");
+  // The head is written in one pass into a buffer of its exact size (plus the body's).
+  constexpr std::string_view kVersion = " HTTP/1.1\r\n", kHost = "Host: ", kCrlf = "\r\n";
+  const std::size_t head_size = request.method().size() + 1 + request.target().size() + kVersion.size() +
+                                (request.has_host() ? 0 : kHost.size() + host.size() + kCrlf.size()) +
+                                request.header_block().size() + length_line_size + kCrlf.size();
+  ByteBuf out = ctx.allocator().buffer(head_size + body_size);
+  out.ensure_writable(head_size);
+  char* at = reinterpret_cast<char*>(out.write_ptr());
+  auto put = [&at](std::string_view s) {
+    if (s.empty()) return;  // its data() may be null
+    std::memcpy(at, s.data(), s.size());
+    at += s.size();
+  };
+  put(request.method());
+  *at++ = ' ';
+  put(request.target());
+  put(kVersion);
+  if (!request.has_host()) {
+    put(kHost);
+    put(host);
+    put(kCrlf);
+  }
+  put(request.header_block());
+  put(std::string_view(length_line, length_line_size));
+  put(kCrlf);
+  out.advance_writer(head_size);
   if (body_size > 0) out.write_bytes(body);
   pending_head_requests_.push_back({request.method() == "HEAD", request.body_sink()});
   ctx.write(std::move(out));

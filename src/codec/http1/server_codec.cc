@@ -346,6 +346,7 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
 
 void ServerCodec::fail(Context& ctx, int status, std::string_view reason) {
   log(LogLevel::debug, "channel {}: HTTP {} ({}); closing after the answers owed", ctx.channel().id(), status, reason);
+  ctx.channel().note_close_reason(status == 408 ? CloseReason::timeout : CloseReason::protocol_error);
   state_ = State::closed;
   request_started_ = {};
   error_status_ = status;
@@ -840,6 +841,7 @@ void ServerCodec::on_deadline(Context& ctx) {
     log(LogLevel::debug, "channel {}: answers not taken for {} s; closing", ctx.channel().id(),
         std::chrono::duration_cast<std::chrono::seconds>(limits_.send_timeout).count());
     finished_ = true;
+    ctx.channel().note_close_reason(CloseReason::timeout);
     ctx.close();
     return;
   }
@@ -852,6 +854,7 @@ void ServerCodec::on_deadline(Context& ctx) {
     log(LogLevel::debug, "channel {}: idle for {} s; closing", ctx.channel().id(),
         std::chrono::duration_cast<std::chrono::seconds>(limits_.idle_timeout).count());
     finished_ = true;
+    ctx.channel().note_close_reason(CloseReason::idle_timeout);
     // Nothing is owed and nothing unread: a plain close, at once (as nginx's keepalive_timeout). A
     // lingering close would keep the connection -- on the blocking transport, its thread -- for
     // linger_timeout more, waiting for a FIN that an idle client does not send.

@@ -399,11 +399,26 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
   submit(std::move(message.as<http::HttpClientRequest>()), Promise<http::HttpClientResponse>(&ctx.loop()), true);
 }
 
-void ClientCodec::request(http::HttpClientRequest request, Promise<http::HttpClientResponse> done) {
-  submit(std::move(request), std::move(done), false);
+std::int32_t ClientCodec::request(http::HttpClientRequest request, Promise<http::HttpClientResponse> done) {
+  return submit(std::move(request), std::move(done), false);
 }
 
-void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClientResponse> done, bool fire) {
+void ClientCodec::cancel(std::int32_t id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end() || failed_ || session_ == nullptr) return;
+  Stream& s = *it->second;
+  if (s.streamed) {
+    if (!s.streamed->closed) stream_reset(s.streamed, detail::ErrorCode::cancel);
+    return;
+  }
+  if (s.failure != nullptr) return;  // reset already
+  s.failure = "the request was cancelled";
+  s.failure_code = detail::ErrorCode::cancel;
+  session_->submit_rst_stream(id, detail::ErrorCode::cancel);
+  send_pending();  // the reset leaves; the stream's close fails the request
+}
+
+std::int32_t ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClientResponse> done, bool fire) {
   if (fire) {  // written down the pipeline: a failure is an exception event
     done.future().add_listener([ctx = ctx_](const Future<http::HttpClientResponse>& f) {
       if (auto error = f.error(); error && ctx != nullptr && ctx->channel().is_open()) ctx->fire_exception(error);
@@ -411,18 +426,18 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
   }
   if (ctx_ == nullptr || session_ == nullptr || !ctx_->channel().is_open()) {
     done.fail(ChannelClosedError("the HTTP/2 connection is closed"));
-    return;
+    return 0;
   }
   if (goaway_) {
     done.fail(ClientStreamError("the server sent GOAWAY: no new requests on this connection",
                                 detail::ErrorCode::refused_stream, true));
-    return;
+    return 0;
   }
   const std::size_t limit = session_->peer_max_concurrent_streams();
   if (streams_.size() >= limit + settings_.max_queued_requests) {
     done.fail(ClientStreamError("too many requests wait for the server's concurrency limit",
                                 detail::ErrorCode::refused_stream, true));
-    return;
+    return 0;
   }
   // The fields: pseudo-headers first, then the request's own, names lowercase.
   std::vector<std::string> strings;
@@ -463,10 +478,11 @@ void ClientCodec::submit(http::HttpClientRequest request, Promise<http::HttpClie
   if (id < 0) {
     s->done.fail(ClientStreamError(std::string("HTTP/2 request refused: ") + detail::describe(id),
                                    detail::ErrorCode::refused_stream, true));
-    return;
+    return 0;
   }
   streams_.emplace(id, std::move(s));
   send_pending();  // its HEADERS leave now unless the server's concurrency limit holds them
+  return id;
 }
 
 ClientStream ClientCodec::open(std::string_view method, std::string_view path, std::span<const http::Header> headers) {

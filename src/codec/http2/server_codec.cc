@@ -18,6 +18,7 @@
 #include "weft/codec/codec_error.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
+#include "weft/metrics/http2_metrics.h"
 #include "weft/metrics/http_server_metrics.h"
 
 namespace weft::http2 {
@@ -192,7 +193,10 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
         }
         break;
       }
-      case detail::FrameType::rst_stream: c.glitch("RST_STREAM received"); break;
+      case detail::FrameType::rst_stream:
+        metrics::record_http2_server_rst_stream(metrics::Http2Direction::received, frame.error_code);
+        c.glitch("RST_STREAM received");
+        break;
       case detail::FrameType::ping:
         if (frame.flags & detail::FrameFlag::ack) {
           if (frame.ping_data == kGoawayPing && c.goaway_ping_pending_) {
@@ -206,9 +210,14 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
             log(LogLevel::info, "channel {}: HTTP/2 client pings too often; GOAWAY(ENHANCE_YOUR_CALM, too_many_pings)",
                 c.ctx_->channel().id());
             c.calm_requested_ = true;
+            c.ctx_->channel().note_close_reason(CloseReason::protocol_error);
             c.session_->terminate_session(detail::ErrorCode::enhance_your_calm, "too_many_pings");
           }
         }
+        break;
+      case detail::FrameType::goaway:
+        // The client is leaving: the close that follows is its doing.
+        c.ctx_->channel().note_close_reason(CloseReason::peer_closed);
         break;
       case detail::FrameType::settings:
         c.preface_received_ = true;
@@ -240,7 +249,16 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
   }
 
   void on_frame_send(const detail::FrameInfo& frame) override {
-    if (frame.type == detail::FrameType::rst_stream && frame.error_code != detail::ErrorCode::no_error) {
+    if (frame.type == detail::FrameType::goaway) {
+      metrics::record_http2_server_goaway_sent(frame.error_code);
+      // A connection error, the session's or the codec's: the connection ends for it.
+      if (frame.error_code != detail::ErrorCode::no_error)
+        c.ctx_->channel().note_close_reason(CloseReason::protocol_error);
+      return;
+    }
+    if (frame.type != detail::FrameType::rst_stream) return;
+    metrics::record_http2_server_rst_stream(metrics::Http2Direction::sent, frame.error_code);
+    if (frame.error_code != detail::ErrorCode::no_error) {
       // (A reset for a child's close is the application's choice, not something the client made.)
       const Stream* s = c.stream(frame.stream_id);
       if (s == nullptr || !s->cancelled) c.glitch("RST_STREAM sent");
@@ -441,7 +459,8 @@ void ServerCodec::handler_added(Context& ctx) {
 }
 
 void ServerCodec::handler_removed(Context& ctx) {
-  record_answers(ctx);  // answers never flushed still count
+  streams_closed_ += static_cast<std::uint32_t>(live_streams_);  // the streams still open end with the codec
+  record_answers(ctx);                                           // answers never flushed still count
   detach_children();
   stop_deadline(ctx);
   reading_.release(ctx.channel());
@@ -487,6 +506,7 @@ ServerCodec::Stream* ServerCodec::acquire_stream(std::int32_t id) {
   }
   earn_window_updates(1, 0);
   ++live_streams_;
+  ++streams_opened_;
   return s;
 }
 
@@ -506,6 +526,7 @@ void ServerCodec::release_stream(Stream* s) noexcept {
   s->reset();
   free_streams_.push_back(s);  // within the capacity reserved in acquire_stream
   --live_streams_;
+  ++streams_closed_;
   if (live_streams_ == 0 && ctx_ != nullptr) last_activity_ = ctx_->loop().now();
 }
 
@@ -623,6 +644,10 @@ void ServerCodec::note_answer(const Stream& s, int status) noexcept {
 }
 
 void ServerCodec::record_answers(Context& ctx) noexcept {
+  if ((streams_opened_ | streams_closed_) != 0) {
+    metrics::record_http2_server_streams(streams_opened_, streams_closed_);
+    streams_opened_ = streams_closed_ = 0;
+  }
   if (answers_ == 0) return;
   const TimePoint began{Duration(answers_stamp_ & ~std::int64_t{7})};
   metrics::record_http_server_request(metrics::HttpProtocol::http2,
@@ -841,7 +866,7 @@ void ServerCodec::write_out(Context& ctx) {
 void ServerCodec::flush(Context& ctx) {
   send_pending(ctx);
   write_out(ctx);
-  if (answers_ != 0) record_answers(ctx);
+  if ((answers_ | streams_opened_ | streams_closed_) != 0) record_answers(ctx);
   ctx.flush();
   finish_if_done(ctx);
 }
@@ -878,6 +903,7 @@ void ServerCodec::finish_if_done(Context& ctx) {
 
 void ServerCodec::fail_session(Context& ctx, const char* what, int error_code) {
   log(LogLevel::debug, "channel {}: HTTP/2 connection error ({}); GOAWAY and close", ctx.channel().id(), what);
+  ctx.channel().note_close_reason(CloseReason::protocol_error);
   if (!calm_requested_) session_->terminate_session(static_cast<std::uint32_t>(error_code));
   send_pending(ctx);
   if (finished_) return;
@@ -897,6 +923,8 @@ void ServerCodec::glitch(const char* what) {
   }
   if (++glitches_ <= settings_.max_glitches || calm_requested_) return;
   calm_requested_ = true;
+  metrics::record_http2_server_glitch_budget_exceeded();
+  ctx_->channel().note_close_reason(CloseReason::protocol_error);
   log(LogLevel::info, "channel {}: HTTP/2 client exceeded its glitch budget ({} within {} s, last: {}); "
       "GOAWAY(ENHANCE_YOUR_CALM)", ctx_->channel().id(), glitches_,
       std::chrono::duration_cast<std::chrono::seconds>(settings_.glitch_window).count(), what);
@@ -964,6 +992,7 @@ void ServerCodec::on_deadline(Context& ctx) {
     log(LogLevel::debug, "channel {}: HTTP/2 output not taken for {} s; closing", ctx.channel().id(),
         std::chrono::duration_cast<std::chrono::seconds>(settings_.send_timeout).count());
     finished_ = true;
+    ctx.channel().note_close_reason(CloseReason::timeout);
     ctx.close();
     return;
   }
@@ -972,6 +1001,7 @@ void ServerCodec::on_deadline(Context& ctx) {
     log(LogLevel::debug, "channel {}: HTTP/2 answers owed to a half-closed client not sent within {} ms; closing",
         ctx.channel().id(), std::chrono::duration_cast<std::chrono::milliseconds>(settings_.half_closed_timeout).count());
     finished_ = true;
+    ctx.channel().note_close_reason(CloseReason::timeout);
     ctx.close();
     return;
   }
@@ -980,6 +1010,7 @@ void ServerCodec::on_deadline(Context& ctx) {
     log(LogLevel::debug, "channel {}: no HTTP/2 connection preface within {} ms; closing", ctx.channel().id(),
         std::chrono::duration_cast<std::chrono::milliseconds>(settings_.preface_timeout).count());
     finished_ = true;
+    ctx.channel().note_close_reason(CloseReason::timeout);
     ctx.close();
     return;
   }
@@ -996,6 +1027,7 @@ void ServerCodec::on_deadline(Context& ctx) {
   const bool idle = live_streams_ == 0;
   if (idle && now - last_activity_ >= settings_.idle_timeout) {
     log(LogLevel::debug, "channel {}: HTTP/2 idle; GOAWAY", ctx.channel().id());
+    ctx.channel().note_close_reason(CloseReason::idle_timeout);
     shutdown_gracefully(ctx);
     if (finished_) return;
   }
@@ -1004,6 +1036,7 @@ void ServerCodec::on_deadline(Context& ctx) {
       log(LogLevel::debug, "channel {}: HTTP/2 keepalive PING not answered in {} s; closing", ctx.channel().id(),
           std::chrono::duration_cast<std::chrono::seconds>(settings_.keepalive_timeout).count());
       finished_ = true;
+      ctx.channel().note_close_reason(CloseReason::timeout);
       ctx.close();
       return;
     }

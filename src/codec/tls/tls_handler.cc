@@ -23,10 +23,26 @@
 #include "weft/codec/tls/tls_error.h"
 #include "weft/codec/tls/tls_events.h"
 #include "weft/core/log.h"
+#include "weft/metrics/tls_metrics.h"
 
 namespace weft {
 
 namespace {
+
+// Why a failed handshake closes its connection (CloseReason).
+CloseReason close_reason_of_handshake(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const TlsHandshakeError& e) {
+    switch (e.cause()) {
+      case TlsHandshakeError::Cause::timeout: return CloseReason::timeout;
+      case TlsHandshakeError::Cause::closed: return CloseReason::peer_closed;
+      default: return CloseReason::protocol_error;
+    }
+  } catch (...) {
+  }
+  return CloseReason::protocol_error;
+}
 
 constexpr std::size_t kMaxRecordPayload = 16384;
 // The longest record body the protocol allows (TLS 1.2's TLSCiphertext: 2^14 + 2048).
@@ -326,6 +342,8 @@ void TlsHandler::handshake_succeeded(Context& ctx) {
     if (sni != nullptr) server_name_ = sni;
   }
   resumed_ = SSL_session_reused(ssl_) == 1;
+  metrics::record_tls_handshake(context_->is_server(),
+                                resumed_ ? metrics::TlsHandshakeResult::resumed : metrics::TlsHandshakeResult::full);
   // A resumed TLS 1.2 session gets no new one (no callback): keep it for the next connection.
   if (resumed_ && !session_key_.empty() && SSL_version(ssl_) < TLS1_3_VERSION) {
     TlsHandlerAccess::store_copy(*this, SSL_get0_session(ssl_));
@@ -361,6 +379,8 @@ void TlsHandler::handshake_succeeded(Context& ctx) {
 void TlsHandler::fail_handshake(Context& ctx, std::exception_ptr error) {
   if (state_ == State::failed || state_ == State::closed) return;
   state_ = State::failed;
+  metrics::record_tls_handshake(context_->is_server(), metrics::TlsHandshakeResult::failed);
+  ctx.channel().note_close_reason(close_reason_of_handshake(error));
   stop_timers(ctx);
   drop_pending_writes(ctx);
   // OpenSSL's alert, if it made one, goes out before the handlers hear of the failure (one that
@@ -444,6 +464,7 @@ void TlsHandler::fail_connection(Context& ctx, const char* what) {
 void TlsHandler::fail_connection(Context& ctx, const char* what, std::string reason) {
   if (state_ == State::failed || state_ == State::closed) return;
   state_ = State::failed;
+  ctx.channel().note_close_reason(CloseReason::protocol_error);
   if (ctx.channel().is_open()) {
     pass_on_output(ctx);  // OpenSSL's alert first, as in fail_handshake
     ctx.flush();

@@ -2,6 +2,7 @@
 
 #include "weft/channel/bootstrap.h"
 #include "weft/codec/http1/server_codec.h"
+#include "weft/transport/transport_named.h"
 
 namespace weft::metrics {
 
@@ -22,6 +23,20 @@ void add_admin_routes(http::Router& router, Registry& registry, std::shared_ptr<
 }
 
 AdminServer::AdminServer(EventLoopGroup& loops, const SocketAddress& address, Registry& registry) {
+  listen(loops, address, registry);
+}
+
+AdminServer::AdminServer(const SocketAddress& address, Registry& registry, const std::string& loop_name)
+    : own_loops_(std::make_unique<EventLoopGroup>(transport_named("epoll"), 1, loop_name)) {
+  try {
+    listen(*own_loops_, address, registry);
+  } catch (...) {
+    own_loops_->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
+    throw;
+  }
+}
+
+void AdminServer::listen(EventLoopGroup& loops, const SocketAddress& address, Registry& registry) {
   auto router = std::make_shared<http::Router>();
   add_admin_routes(*router, registry, readiness_);
   listener_ = ServerBootstrap()
@@ -36,6 +51,7 @@ AdminServer::AdminServer(EventLoopGroup& loops, const SocketAddress& address, Re
 
 AdminServer::~AdminServer() {
   if (listener_) listener_->close();
+  if (own_loops_) own_loops_->shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
 }
 
 }  // namespace weft::metrics

@@ -139,6 +139,7 @@ void BlockingSocketChannel::on_input_shutdown() {
     close_at_input_end();  // what was flushed before the FIN still goes out
     return;
   }
+  note_close_reason(CloseReason::peer_closed);  // if the connection ends now, the peer ended it
   pipeline().fire_user_event(ChannelInputShutdownEvent{});
 }
 

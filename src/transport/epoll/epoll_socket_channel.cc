@@ -161,6 +161,7 @@ void EpollSocketChannel::on_input_shutdown() {
     close_at_input_end();
     return;
   }
+  note_close_reason(CloseReason::peer_closed);  // if the connection ends now, the peer ended it
   pipeline().fire_user_event(ChannelInputShutdownEvent{});
 }
 

@@ -206,6 +206,7 @@ void IoUringSocketChannel::on_input_shutdown() {
     close_at_input_end();  // what was flushed before the FIN still goes out
     return;
   }
+  note_close_reason(CloseReason::peer_closed);  // if the connection ends now, the peer ended it
   pipeline().fire_user_event(ChannelInputShutdownEvent{});
   watch_hangup();  // half-closed: open for writing until the peer resets or we close
 }

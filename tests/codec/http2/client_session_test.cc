@@ -405,6 +405,44 @@ TEST(Http2ClientSessionTest, AStreamResetWhileWaitingToOpenNeverLeaves) {
   c.expect_connection_error(NGHTTP2_PROTOCOL_ERROR);
 }
 
+// ClientCodec::cancel: a request given up resets its stream (CANCEL) and fails, freeing its place
+// under the server's concurrency limit; one still waiting for that place never leaves; one answered
+// already is left alone.
+TEST(Http2ClientSessionTest, ACancelledRequestResetsItsStreamAndFreesItsPlace) {
+  ClientConn c;
+  c.settle(setting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1));
+  auto a = c.request("GET", "/a");  // stream 1, sent
+  auto b = c.request("GET", "/b");  // stream 3, waits
+  auto d = c.request("GET", "/d");  // stream 5, waits
+  EXPECT_EQ(c.frames.count(NGHTTP2_HEADERS), 1u);
+  c.codec->cancel(1);
+  c.read();
+  EXPECT_EQ(c.frames.resets.at(1), static_cast<std::uint32_t>(NGHTTP2_CANCEL));
+  ASSERT_TRUE(a.is_done());
+  try {
+    a.get();
+    ADD_FAILURE() << "the cancelled request succeeded";
+  } catch (const ClientStreamError& e) {
+    EXPECT_EQ(e.error_code(), static_cast<std::uint32_t>(NGHTTP2_CANCEL));
+    EXPECT_FALSE(e.refused());
+  }
+  ASSERT_EQ(c.frames.count(NGHTTP2_HEADERS, 3), 1u) << "the cancelled stream's place opens the next";
+  c.codec->cancel(5);  // still waiting for the place: it never leaves
+  c.read();
+  ASSERT_TRUE(d.is_done());
+  EXPECT_FALSE(d.is_success());
+  EXPECT_EQ(c.codec->outstanding(), 1u);
+  c.send(frame(NGHTTP2_HEADERS, kClientEndHeaders | kClientEndStream, 3, std::string(kStatus200)));
+  ASSERT_TRUE(b.is_done());
+  EXPECT_TRUE(b.is_success()) << client_stream_error_of(b);
+  c.codec->cancel(3);  // answered: nothing to reset
+  c.codec->cancel(7);  // never opened
+  c.read();
+  EXPECT_EQ(c.frames.count(NGHTTP2_HEADERS, 5), 0u);
+  EXPECT_EQ(c.frames.count(NGHTTP2_RST_STREAM), 1u);
+  EXPECT_TRUE(c.ch.is_open());
+}
+
 struct UploadOutcome {
   bool done = false;
   bool threw = false;

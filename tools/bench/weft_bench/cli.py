@@ -4,6 +4,7 @@ import os
 import sys
 
 from . import compare as compare_mod
+from . import conditions
 from . import html_report, load, results, suites, tables
 from .processes import ProcessError, Supervisor, cpu_plan
 from . import runner as runner_mod
@@ -71,16 +72,22 @@ def parser():
     r.add_argument("--columns", help="only these columns (comma-separated names)")
     r.add_argument("--build-dir", help="build folder holding bin/ (default: the launcher's, else build/release)")
     r.add_argument("--no-pin", action="store_true", help="do not pin server and load to separate CPUs")
-    c = sub.add_parser("compare", help="compare two results files; exit 1 on a regression")
+    c = sub.add_parser("compare", help="compare two results files cell by cell: regression, improvement, no change or "
+                       "inconclusive; exit 1 on a regression, 2 when they share no cell (3 with --strict: inconclusive)")
     c.add_argument("base")
     c.add_argument("new")
     c.add_argument("--threshold", type=float,
-                   help=f"least change in %% that can count as a regression (default {compare_mod.DEFAULT_THRESHOLD:g}, "
-                        "or the table's own: the grpc table's is 3)")
+                   help=f"least change in %% that can count as a regression or improvement (default: the table's own "
+                        f"-- the grpc table's is 3 -- else {compare_mod.DEFAULT_THRESHOLD:g})")
+    c.add_argument("--html", help="also write the A-vs-B page here, each cell coloured by its verdict")
+    c.add_argument("--strict", action="store_true",
+                   help="exit 3 when no cell regressed but some are inconclusive (the runs cannot tell)")
     s = sub.add_parser("show", help="print the tables of a results file (and write its HTML report)")
     s.add_argument("results")
     s.add_argument("--show", type=parse_show, default=["rps"])
-    s.add_argument("--html")
+    s.add_argument("--html", help="write the HTML report here")
+    s.add_argument("--markdown", help="write the tables as Markdown here")
+    s.add_argument("--csv", help="write one line per cell as CSV here")
     return p
 
 
@@ -114,11 +121,13 @@ def cmd_run(args, invoked_as):
     out_path = os.path.join(out_dir, "results.json")
     build_dir = os.path.dirname(bin_dir)
     doc = {"tool": "weft-bench", "schema": results.SCHEMA, "suite": args.suite,
-           "environment": results.environment(build_dir, REPO_DIR),
-           "settings": {"quick": args.quick, "repeat": args.repeat or runner_mod.DEFAULT_REPEAT, "duration_s": duration, "warmup_s": warmup,
+           "environment": {**results.environment(build_dir, REPO_DIR), "cpu_mhz": conditions.cpu_mhz(),
+                           **conditions.snapshot("before")},
+           "settings": {"quick": args.quick, "repeat": args.repeat, "duration_s": duration, "warmup_s": warmup,
                         "load": adapter.name, "h2_load": next((t.loader.name for t in table_specs if t.suite == "h2"), None),
                         "server_cpus": server_cpus, "load_cpus": load_cpus},
            "notes": [note] if note else [], "tables": [], "processes": []}
+    print(conditions.describe(doc["environment"], doc["settings"]), flush=True)
     sup = Supervisor(os.path.join(out_dir, "logs"))
     runner = Runner(sup, adapter, (server_cpus, load_cpus), args.repeat, duration, warmup)
     code = 0
@@ -135,6 +144,7 @@ def cmd_run(args, invoked_as):
         code = 1
     finally:
         sup.stop_all()
+        doc["environment"].update(conditions.snapshot("after"))
         doc["processes"] = sup.started
         results.save(doc, out_path)
     print(f"results: {out_path}")
@@ -150,9 +160,16 @@ def cmd_compare(args):
     except (OSError, ValueError) as e:
         print(f"weft-bench: {e}", file=sys.stderr)
         return 2
-    text, regressions = compare_mod.compare(base, new, args.threshold)
+    text, counts = compare_mod.compare(base, new, args.threshold)
     print(text)
-    return 1 if regressions else 0
+    if args.html:
+        html_report.write_compare(base, new, args.html, args.threshold)
+        print(f"report: {args.html}")
+    if counts["shared"] == 0:
+        return 2
+    if counts[compare_mod.REGRESSION]:
+        return 1
+    return 3 if args.strict and counts[compare_mod.INCONCLUSIVE] else 0
 
 
 def cmd_show(args):
@@ -166,6 +183,11 @@ def cmd_show(args):
     if args.html:
         html_report.write(doc, args.html)
         print(f"report: {args.html}")
+    for path, text in ((args.markdown, html_report.to_markdown), (args.csv, html_report.to_csv)):
+        if path:
+            with open(path, "w") as f:
+                f.write(text(doc))
+            print(f"written: {path}")
     return 0
 
 

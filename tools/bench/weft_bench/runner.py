@@ -2,6 +2,7 @@
 import sys
 import time
 
+from . import conditions
 from .load import NOT_BUILT
 from .processes import CLK_TCK, ProcessError, free_port, memory_kib
 from .stats import median
@@ -36,6 +37,11 @@ class Runner:
             out["threshold_pct"] = table.threshold_pct
         if table.reference_column is not None:
             out["reference_column"] = table.reference_column
+        # What this table ran with (a table may set its own repeats and durations: the run's settings
+        # are only the defaults).
+        out["settings"] = {"repeat": table.repeat or self.repeat or table.default_repeat or DEFAULT_REPEAT,
+                           "duration_s": table.duration or self.duration,
+                           "warmup_s": self.warmup if table.warmup is None else table.warmup}
         entries = []
         for column in table.columns:
             entry = {"name": column.name, "command": column.argv, "note": column.note}
@@ -152,6 +158,7 @@ class Runner:
         if table.precise_cpu:
             ns0, exec0 = server.cpu_ns(), (server.cpu_ns(table.thread_cpu_prefix) if table.thread_cpu_prefix else 0)
         t0, w0 = server.cpu_ticks(), time.monotonic()
+        watch = conditions.PointWatch()
         code, stdout = self.sup.run(f"{table.id}-{column.name}-load", argv, cpus=self.load_cpus,
                                     timeout=duration + 60 + (row * 0.05 if isinstance(row, (int, float)) else 0))
         ticks, wall = server.cpu_ticks() - t0, time.monotonic() - w0
@@ -175,6 +182,7 @@ class Runner:
         value = result.get(table.metric)
         mean = (result.get("latency_us") or {}).get("mean")
         peak_rss = memory_kib(server.pid).get("VmHWM")
+        other_pct, steal_pct = watch.other_core_pct(cpu_ns / 1e9 if table.precise_cpu else ticks / CLK_TCK)
         log(f"  {table.id} {column.name} {table.row_label}={row}: {value:.0f} {table.unit}"
             + (f", {cpu_us:.2f} us/req" if cpu_us else "") + (f" (executors {exec_us:.3f})" if exec_us else "")
             + f" ({wall:.1f} s)")
@@ -182,5 +190,5 @@ class Runner:
             raise Measurement(f"{argv[0]} gave no {table.metric}")
         return {"value": value, "cpu_us_per_req": cpu_us, "exec_cpu_us_per_req": exec_us, "p99_us": p99, "mean_us": mean,
                 "peak_rss_kib": peak_rss, "idle_rss_kib": getattr(server, "idle_rss_kib", None),
-                "server_cpu_s": ticks / CLK_TCK, "load": result}
+                "server_cpu_s": ticks / CLK_TCK, "other_core_pct": other_pct, "steal_core_pct": steal_pct, "load": result}
 

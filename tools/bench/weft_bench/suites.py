@@ -89,6 +89,7 @@ class Context:
     build_peers: bool = True         # build reference peers the suites need (grpc++'s) while building them
     grpc_load: str = "weft-load"     # the grpc suite's load: weft-load grpc, or grpc++ (the reference client)
     load_cpus: int = 1               # CPUs the load generator is given (the scaling suite's load threads)
+    installed_peers: bool = True     # add the peers installed on the machine (nginx) as columns
 
 
 def _bin(ctx, name):
@@ -109,7 +110,10 @@ def tfb(ctx):
     columns = [Column(m, base + ["--mode", m], "-async" if m.endswith("-async") else "") for m in HELLO_MODES]
     columns.append(Column("io_uring", base + ["--mode", "loop", "--transport", "io_uring"]))
     columns.append(Column("blocking", base + ["--mode", "loop", "--transport", "blocking"]))
-    columns += _peer_columns(ctx, "tfb")
+    peers = _peer_columns(ctx, "tfb")
+    if ctx.installed_peers and "nginx" not in [c.name for c in peers]:
+        peers.insert(0, _nginx_scaling_column(ctx.server_cpus))  # the installed peer, as many workers as loops
+    columns += peers
     tables = []
     for kind, pipeline, full, quick in (("plaintext", 16, [4, 16, 64, 256, 1024], [16, 256]),
                                         ("json", 1, [4, 16, 64, 256, 512], [16, 256])):
@@ -338,14 +342,17 @@ http {{
 """
 
 
-def _nginx_scaling_column():
-    """nginx with {loops} workers, or a column that says why it cannot run."""
+def _nginx_scaling_column(workers=None):
+    """nginx with `workers` workers (None: the row's {loops}), or a column that says in one line why it
+    cannot run and how to add it."""
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
     if nginx is None:
         return Column("nginx", [], note="n/a: nginx is not installed (apt-get install nginx-light)")
     workdir = tempfile.mkdtemp(prefix="weft-bench-nginx-")
     atexit.register(shutil.rmtree, workdir, True)
     conf = NGINX_SCALING_CONF.replace("{dir}", workdir)
+    if workers is not None:
+        conf = conf.replace("{loops}", str(workers))
     # The configuration is written when the server starts, with the row's {loops} and the run's {port}.
     script = f"cat > {workdir}/nginx-{{port}}.conf <<'EOF'\n{conf}EOF\nexec {nginx} -c {workdir}/nginx-{{port}}.conf"
     return Column("nginx", ["sh", "-c", script])

@@ -1,5 +1,6 @@
 """Terminal tables shaped like the ones people post (rows: concurrency, columns: modes and peers)."""
 
+from . import conditions
 from .results import cell
 from .stats import jmh_score
 
@@ -39,6 +40,9 @@ def cell_text(c, show):
             parts.append(fmt_seconds(c.get("mean_us")))
         elif key == "rss":
             parts.append(fmt_mib(c.get("peak_rss_kib")))
+    failed = conditions.failures(c)[0]
+    if failed:
+        parts.append(f"!{failed} failed")
     return " ".join(parts)
 
 
@@ -99,7 +103,8 @@ def render_jmh(table):
     text = table["title"] + "\n" + "\n".join(line.rstrip() for line in lines)
     if cpu:
         text += "\n  server CPU per operation (median of the repeats):\n" + "\n".join(cpu)
-    return text + ("\n" + "\n".join(notes) if notes else "")
+    warn = conditions.warnings(table)
+    return text + ("\n" + "\n".join(notes) if notes else "") + ("\n" + "\n".join(warn) if warn else "")
 
 
 def render(table, show=("rps",)):
@@ -119,4 +124,5 @@ def render(table, show=("rps",)):
     idle = [c.get("idle_rss_kib") for c in table.get("cells", []) if c.get("idle_rss_kib")]
     if "rss" in show and idle:
         legend += f"; idle RSS {fmt_mib(min(idle))}..{fmt_mib(max(idle))}"
-    return text + legend + ("\n" + "\n".join(notes) if notes else "")
+    warn = conditions.warnings(table)
+    return text + legend + ("\n" + "\n".join(notes) if notes else "") + ("\n" + "\n".join(warn) if warn else "")

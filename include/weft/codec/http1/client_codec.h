@@ -18,6 +18,7 @@
 #include "weft/channel/handler.h"
 #include "weft/codec/http1/body_decoder.h"
 #include "weft/codec/http1/request_parser.h"
+#include "weft/core/clock.h"
 #include "weft/core/error.h"
 
 namespace weft::http2 {
@@ -92,6 +93,17 @@ class HttpClientRequest {
     streamed_length_ = length;
     return *this;
   }
+  /// For client::HttpClient: this request's request timeout, in place of
+  /// ClientOptions::request_timeout (zero: none); the codecs do not time requests. Not thread-safe
+  /// (set it before the request is handed over).
+  HttpClientRequest& timeout(Duration limit) & noexcept {
+    timeout_ = limit;
+    return *this;
+  }
+  /// As the `&` overload, for an rvalue (returned as one).
+  HttpClientRequest&& timeout(Duration limit) && noexcept { return std::move(timeout(limit)); }
+  /// The timeout set by timeout(Duration); nullopt: the client's own applies.
+  std::optional<Duration> timeout() const noexcept { return timeout_; }
   /// For the encoder: whether the body is streamed (stream_body), and its declared length.
   bool body_streamed() const noexcept { return streamed_body_; }
   /// For the encoder: the streamed body's declared length (nullopt: chunked).
@@ -117,6 +129,7 @@ class HttpClientRequest {
   ByteBuf body_;
   std::shared_ptr<ResponseBodySink> sink_;
   std::optional<std::uint64_t> streamed_length_;
+  std::optional<Duration> timeout_;
   bool has_host_ = false;
   bool streamed_body_ = false;
 };

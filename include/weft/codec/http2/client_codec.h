@@ -140,8 +140,14 @@ class ClientCodec final : public Handler {
   void write_message(Context& ctx, MessageRef message) override;
 
   /// Loop thread only. Sends `request` on a new stream; `done` completes with its response or fails
-  /// (ClientStreamError, ChannelClosedError).
-  void request(http::HttpClientRequest request, Promise<http::HttpClientResponse> done);
+  /// (ClientStreamError, ChannelClosedError). Returns the stream's id (for cancel()), 0 when `done`
+  /// failed at once.
+  std::int32_t request(http::HttpClientRequest request, Promise<http::HttpClientResponse> done);
+  /// Loop thread only. Gives up the request on stream `id` (request()'s, or ClientStream::id()):
+  /// resets its stream (RST_STREAM CANCEL), which frees its place under the server's
+  /// SETTINGS_MAX_CONCURRENT_STREAMS, and fails it with ClientStreamError (CANCEL, not refused);
+  /// the connection goes on. Does nothing once the request's response has ended or it failed.
+  void cancel(std::int32_t id);
   /// Loop thread only. Opens a streamed request (client_stream.h): `method`, `path`, and `headers`
   /// (names lowercase, no pseudo-headers; connection-specific fields, and TE but "TE: trailers", are
   /// dropped as RFC 9113 8.2.2 asks; :scheme and :authority come from the settings). The HEADERS
@@ -168,7 +174,7 @@ class ClientCodec final : public Handler {
   friend class ClientStream;
   using StreamState = ClientStream::State;
 
-  void submit(http::HttpClientRequest request, Promise<http::HttpClientResponse> done, bool fire);
+  std::int32_t submit(http::HttpClientRequest request, Promise<http::HttpClientResponse> done, bool fire);
   void send_pending();
   void write_out();  // out_ to the channel
   void finish(std::int32_t id, std::uint32_t error_code);

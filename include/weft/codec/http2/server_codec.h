@@ -137,7 +137,8 @@ class ServerCodec final : public Handler {
   // Counts the final answer `status` to `s` in the metrics: into the batch of alike answers
   // (answers_*), observed at the flush.
   void note_answer(const Stream& s, int status) noexcept;
-  // Observes the answers batched so far, their duration ending now.
+  // Observes the answers batched so far, their duration ending now, and counts the streams opened
+  // and closed since the last call.
   void record_answers(Context& ctx) noexcept;
   int open_child(Stream& s, bool end_stream);
   int child_data(Stream& s, const std::uint8_t* data, std::size_t len);
@@ -239,6 +240,9 @@ class ServerCodec final : public Handler {
   std::int64_t answers_stamp_ = 0;
   int answers_status_ = 0;
   std::uint32_t answers_ = 0;
+  // Metrics: streams opened and closed since the last flush (counted at the flush).
+  std::uint32_t streams_opened_ = 0;
+  std::uint32_t streams_closed_ = 0;
   TimePoint ping_sent_at_{};
   bool ping_outstanding_ = false;
   // announce_shutdown: the first GOAWAY and its PING are out; the last GOAWAY waits for the ACK.

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 
 #include "weft/channel/channel.h"
 #include "weft/channel/socket_address.h"
@@ -40,7 +41,12 @@ class AdminServer {
   /// Binds `address` on `loops` (0 as the port: the kernel chooses) and serves `registry`. Throws
   /// what ServerBootstrap::bind throws when it cannot listen. Thread-safe; not from a loop of `loops`.
   AdminServer(EventLoopGroup& loops, const SocketAddress& address, Registry& registry = Registry::global());
-  /// Closes the listener (connections open end with their loops).
+  /// The same on one epoll loop of its own, named `loop_name` (a scrape never waits behind the
+  /// traffic), shut down by the destructor. Throws as the constructor above. Thread-safe.
+  explicit AdminServer(const SocketAddress& address, Registry& registry = Registry::global(),
+                       const std::string& loop_name = "admin");
+  /// Closes the listener (connections open end with their loops), then stops the loop of its own if
+  /// it has one.
   ~AdminServer();
   /// Not copyable.
   AdminServer(const AdminServer&) = delete;
@@ -55,6 +61,9 @@ class AdminServer {
   SocketAddress local_address() const { return listener_->local_address(); }
 
  private:
+  void listen(EventLoopGroup& loops, const SocketAddress& address, Registry& registry);
+
+  std::unique_ptr<EventLoopGroup> own_loops_;  // the second constructor's; declared first: closed last
   std::shared_ptr<Readiness> readiness_ = std::make_shared<Readiness>();
   ChannelPtr listener_;
 };
