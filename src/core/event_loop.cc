@@ -134,7 +134,7 @@ void EventLoop::run() {
   driver_->attach(*this);
   // While times() is observed, two clock reads a turn (not per event): the poll's start and end split
   // the turn into busy and poll time; then one after each task, timer and callback (run_timed), and,
-  // with a stall threshold, two around each handler's read. Unobserved, one relaxed load a turn.
+  // with a stall threshold, two around each channel read from a transport. Unobserved, one relaxed load a turn.
   TimePoint polled{};
   auto add = [](std::atomic<std::uint64_t>& to, std::uint64_t n) {
     to.store(to.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
-/// Stalls: a unit of an event loop's work -- a task, a timer, a loop callback, a handler's channel
-/// read -- that ran longer than the loop's stall threshold. The loop watches only while its times
+/// Stalls: a unit of an event loop's work -- a task, a timer, a loop callback, a channel's read from
+/// its transport, and, once that stalled, each of its handlers' reads -- that ran longer than the
+/// loop's stall threshold. The loop watches only while its times
 /// are observed (EventLoop::observe_times) and its threshold is not zero; then each unit costs the
 /// clock reads around it, and nothing more unless it stalled. Units nest (a task fires a read
 /// through handlers): a stall is counted once per outermost unit and named by the innermost unit
@@ -35,12 +36,15 @@ class StallWatch {
   /// Loop thread only. A unit starts (now: its start time, read by the caller).
   void enter() noexcept { ++depth_; }
   /// Loop thread only. The unit entered last, begun at `began`, ends at `now`; when it ran past the
-  /// threshold, `name()` is asked for its name (called only then) and the stall reported.
+  /// threshold, `name()` is asked for its name (called only then), the stall reported, and true
+  /// returned.
   template <class Name>
-  void leave(TimePoint began, TimePoint now, std::string_view kind, Name&& name) {
-    if (now - began > threshold_ && threshold_.count() > 0) [[unlikely]]
+  bool leave(TimePoint began, TimePoint now, std::string_view kind, Name&& name) {
+    const bool stalled = now - began > threshold_ && threshold_.count() > 0;
+    if (stalled) [[unlikely]]
       report(kind, name(), now - began);
     if (--depth_ == 0) reported_ = false;
+    return stalled;
   }
   /// Stalls so far. Thread-safe (relaxed).
   std::uint64_t stalls() const noexcept { return stalls_.load(std::memory_order_relaxed); }
