@@ -46,6 +46,7 @@
 #include "weft/codec/websocket/upgrade.h"
 #include "weft/core/executor_group.h"
 #include "weft/metrics/admin/admin_server.h"
+#include "weft/metrics/allocator_metrics.h"
 #include "weft/metrics/event_loop_metrics.h"
 #include "weft/metrics/http_server_metrics.h"
 #include "weft/weft.h"
@@ -400,8 +401,10 @@ int main(int argc, char** argv) {
   // The admin endpoints on a loop of their own: a scrape never waits behind the traffic.
   std::optional<weft::metrics::AdminServer> admin;
   std::optional<weft::metrics::EventLoopMetrics> loop_metrics;
+  std::optional<weft::metrics::AllocatorMetrics> allocator_metrics;
   if (options.admin_port >= 0) {
     if (!blocking) loop_metrics.emplace(loops);  // (blocking: a loop per connection, too many series)
+    allocator_metrics.emplace();
     try {
       admin.emplace(weft::SocketAddress::from(options.host, static_cast<std::uint16_t>(options.admin_port)),
                     weft::metrics::Registry::global(), "hello-admin");
@@ -437,5 +440,6 @@ int main(int argc, char** argv) {
   executors.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
   admin.reset();
   loop_metrics.reset();
+  allocator_metrics.reset();
   return 0;
 }

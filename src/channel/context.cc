@@ -6,6 +6,7 @@
 #include "weft/channel/pipeline.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
+#include "weft/core/stall_watch.h"
 
 namespace weft {
 namespace {
@@ -137,7 +138,8 @@ bool Context::offloaded_write(MessageRef message) {
 
 void Context::fire_channel_active() { WEFT_FIRE_INBOUND(fire_channel_active(), , c->handler_->channel_active(*c)) }
 void Context::fire_channel_inactive() {
-  if (offload_ == nullptr || !off_loop()) next_->inactive_ = true;  // on the loop, before anything follows it
+  if (offload_ == nullptr || !off_loop())
+    next_->read_gate_ |= kReadsDropped;  // on the loop, before anything follows it
   WEFT_FIRE_INBOUND(fire_channel_inactive(), , c->handler_->channel_inactive(*c))
 }
 void Context::fire_read_complete() {
@@ -173,20 +175,46 @@ void Context::fire_exception(std::exception_ptr error) {
   run(error);
 }
 
+// A handler's read timed for the loop's stall watch. Out of line and cold: invoke_read's own frame
+// (its saved registers, on every read) stays as it was without the watch.
+template <class Read>
+[[gnu::noinline, gnu::cold]] void watched_read(detail::StallWatch& watch, const std::string& name, Read read,
+                                               Context& ctx, MessageRef message) {
+  const TimePoint began = Clock::now();
+  watch.enter();
+  read(ctx, message);
+  watch.leave(began, Clock::now(), "handler", [&name] { return std::string_view(name); });
+}
+
+// The plain read, off invoke_read's path (which has the same lines: an inlined call there made GCC
+// spill the message on every read).
+void Context::invoke_read_unwatched(MessageRef message) {
+  try {
+    handler_->read_message(*this, message);
+  } catch (...) {
+    handle_inbound_exception(std::current_exception());
+  }
+}
+
+// A read for a handler on an executor: queued there.
+void Context::read_on_executor(MessageRef message) {
+  to_executor(queued_size(message), [this, m = message.take()]() mutable {
+    try {
+      handler_->read_message(*this, m.ref());
+    } catch (...) {
+      handle_inbound_exception(std::current_exception());
+    }
+  });
+}
+
 void Context::invoke_read(MessageRef message) {
-  if (inactive_) [[unlikely]] {
-    log(LogLevel::debug, "handler '{}': a {} read after channel_inactive was dropped", cold_->name,
-        type_name(message.type()));
+  if (read_gate_ != 0) [[unlikely]] {
+    // Out of line: invoke_read's own frame (its saved registers, on every read) stays small.
+    read_through_gate(message);
     return;
   }
   if (offload_ != nullptr) [[unlikely]] {
-    to_executor(queued_size(message), [this, m = message.take()]() mutable {
-      try {
-        handler_->read_message(*this, m.ref());
-      } catch (...) {
-        handle_inbound_exception(std::current_exception());
-      }
-    });
+    read_on_executor(message);
     return;
   }
   try {
@@ -194,6 +222,25 @@ void Context::invoke_read(MessageRef message) {
   } catch (...) {
     handle_inbound_exception(std::current_exception());
   }
+}
+
+void Context::read_through_gate(MessageRef message) {
+  if (read_gate_ & kReadsDropped) {
+    log(LogLevel::debug, "handler '{}': a {} read after channel_inactive was dropped", cold_->name,
+        type_name(message.type()));
+    return;
+  }
+  if (offload_ != nullptr) {
+    read_on_executor(message);
+    return;
+  }
+  if (detail::StallWatch* watch = detail::t_stall_watch) {
+    // This handler's read is a unit of its loop's work, named as the pipeline knows it.
+    watched_read(
+        *watch, cold_->name, [](Context& ctx, MessageRef m) { ctx.invoke_read_unwatched(m); }, *this, message);
+    return;
+  }
+  invoke_read_unwatched(message);
 }
 
 void Context::invoke_write(MessageRef message) {

@@ -178,6 +178,7 @@ void Pipeline::link_after(Context& prev, ContextPtr ctx) {
   c.next_ = prev.next_;
   prev.next_->prev_ = &c;
   prev.next_ = &c;
+  if (handler_reads_timed_) c.read_gate_ |= Context::kReadTimed;
   contexts_.push_back(std::move(ctx));
   try {
     check_types();
@@ -405,6 +406,20 @@ Context* Pipeline::context(const Handler& handler) const noexcept {
     if (c->handler_ == &handler) return c;
   }
   return nullptr;
+}
+
+void Pipeline::fire_read_watched(detail::StallWatch& watch, MessageRef message) {
+  const TimePoint began = Clock::now();
+  watch.enter();
+  head_.fire_read_erased(message);
+  const bool stalled =
+      watch.leave(began, Clock::now(), "channel read", [this] { return fmt::format("{}", fmt::join(names(), ", ")); });
+  if (stalled && !handler_reads_timed_) time_handler_reads();
+}
+
+void Pipeline::time_handler_reads() noexcept {
+  handler_reads_timed_ = true;
+  for (Context* c = head_.next_; c != &tail_; c = c->next_) c->read_gate_ |= Context::kReadTimed;
 }
 
 std::vector<std::string> Pipeline::names() const {

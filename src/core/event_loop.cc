@@ -133,7 +133,8 @@ void EventLoop::run() {
   pthread_setname_np(pthread_self(), options_.name.substr(0, 15).c_str());
   driver_->attach(*this);
   // While times() is observed, two clock reads a turn (not per event): the poll's start and end split
-  // the turn into busy and poll time. Unobserved, one relaxed load a turn.
+  // the turn into busy and poll time; then one after each task, timer and callback (run_timed), and,
+  // with a stall threshold, two around each channel read from a transport. Unobserved, one relaxed load a turn.
   TimePoint polled{};
   auto add = [](std::atomic<std::uint64_t>& to, std::uint64_t n) {
     to.store(to.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -145,6 +146,13 @@ void EventLoop::run() {
       if (!remote_tasks_.empty()) timeout = Duration::zero();
     }
     const bool timed = times_observers_.load(std::memory_order_relaxed) > 0;
+    timed_ = timed;
+    detail::t_stall_watch = nullptr;
+    if (timed) [[unlikely]] {
+      const Duration threshold(stall_threshold_ns_.load(std::memory_order_relaxed));
+      stall_watch_.set_threshold(threshold);
+      if (threshold.count() > 0) detail::t_stall_watch = &stall_watch_;
+    }
     const TimePoint poll_start = timed ? Clock::now() : TimePoint{};
     driver_->poll(timeout);
     sleeping_.store(false, std::memory_order_relaxed);
@@ -155,19 +163,62 @@ void EventLoop::run() {
       add(poll_ns_, static_cast<std::uint64_t>((poll_end - poll_start).count()));
       add(turns_, 1);
       polled = poll_end;
+      mark_ = poll_end;
     } else {
       polled = TimePoint{};
     }
-    std::size_t ran = run_due_timers();
-    ran += run_tasks();
-    if (timed) tasks_last_turn_.store(ran, std::memory_order_relaxed);
+    const std::size_t timers = run_due_timers();
+    std::size_t ran = timers + run_tasks();
+    if (timed) {
+      tasks_last_turn_.store(ran, std::memory_order_relaxed);
+      add(timers_fired_, timers);
+      timers_pending_.store(timers_.size(), std::memory_order_relaxed);
+    }
     if (state_.load(std::memory_order_acquire) != kRunning) {
       if (ran > 0) last_activity_ = now();
       if (confirm_shutdown()) break;
     }
   }
+  timed_ = false;
+  detail::t_stall_watch = nullptr;
   terminate();
   t_current_loop = nullptr;
+}
+
+EventLoop::Times EventLoop::times() const noexcept {
+  Times t{poll_ns_.load(std::memory_order_relaxed), busy_ns_.load(std::memory_order_relaxed),
+          turns_.load(std::memory_order_relaxed), tasks_last_turn_.load(std::memory_order_relaxed)};
+  // Run is read first: a post counted after it only makes the depth larger, never negative.
+  const std::uint64_t run = remote_run_.load(std::memory_order_relaxed);
+  const std::uint64_t posted = remote_posted_.load(std::memory_order_relaxed);
+  t.tasks_queued = posted > run ? posted - run : 0;
+  t.timers_pending = timers_pending_.load(std::memory_order_relaxed);
+  t.timers_fired = timers_fired_.load(std::memory_order_relaxed);
+  t.stalls = stall_watch_.stalls();
+  for (std::size_t i = 0; i < t.task_delay_counts.size(); ++i) {
+    t.task_delay_counts[i] = task_delay_counts_[i].load(std::memory_order_relaxed);
+  }
+  t.task_delay_ns = task_delay_ns_.load(std::memory_order_relaxed);
+  return t;
+}
+
+void EventLoop::run_timed(UniqueFunction<void()>& task, std::string_view kind, std::int64_t posted_ns) {
+  if (posted_ns != 0) count_task_delay(mark_.time_since_epoch().count() - posted_ns);
+  const std::type_info& type = task.target_type();  // the task may destroy what holds it
+  stall_watch_.enter();
+  run_guarded(task, options_.name);
+  const TimePoint end = Clock::now();
+  stall_watch_.leave(mark_, end, kind, [&type] { return detail::StallWatch::type_name(type); });
+  mark_ = end;
+}
+
+void EventLoop::count_task_delay(std::int64_t delay_ns) noexcept {
+  if (delay_ns < 0) delay_ns = 0;  // posted after the turn's mark was read
+  std::size_t i = 0;
+  while (i < kTaskDelayBoundsNs.size() && delay_ns > kTaskDelayBoundsNs[i]) ++i;
+  task_delay_counts_[i].store(task_delay_counts_[i].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  task_delay_ns_.store(task_delay_ns_.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(delay_ns),
+                       std::memory_order_relaxed);
 }
 
 void EventLoop::execute(UniqueFunction<void()> task) {
@@ -197,6 +248,10 @@ bool EventLoop::post_remote(UniqueFunction<void()>& task) {
   // ~EventLoop waits for this hold, released after our last touch of the loop.
   KeepAlive posting(*this);
   auto* node = new RemoteTask(std::move(task));
+  if (times_observers_.load(std::memory_order_relaxed) > 0) [[unlikely]] {
+    node->posted_ns = Clock::now().time_since_epoch().count();
+    remote_posted_.fetch_add(1, std::memory_order_relaxed);
+  }
   const PostId id = node->id;  // `node` may be run and freed as soon as it is pushed
   remote_tasks_.push(node);
   // seq_cst, paired with terminate(): a load that misses kTerminated comes before the final drain's
@@ -232,6 +287,9 @@ bool EventLoop::post_after_termination(PostId pushed, UniqueFunction<void()>& ta
   }
   RemoteTask* mine = *found;
   late_tasks_.erase(found);
+  // Counted as queued, handed back: not queued any more (the loop writes this no more).
+  if (mine->posted_ns != 0)
+    remote_run_.store(remote_run_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   task = std::move(mine->fn);
   delete mine;
   return false;
@@ -295,6 +353,13 @@ void EventLoop::add_timer(TimerId id, TimePoint deadline, Duration period, Uniqu
 std::size_t EventLoop::run_due_timers() {
   std::size_t ran = 0;
   const TimePoint now_time = now();
+  auto run_timer = [this](UniqueFunction<void()>& fn) {
+    if (timed_) [[unlikely]] {
+      run_timed(fn, "timer", 0);
+    } else {
+      run_guarded(fn, options_.name);
+    }
+  };
   while (!timer_heap_.empty() && timer_heap_.front().deadline <= now_time) {
     std::pop_heap(timer_heap_.begin(), timer_heap_.end(), std::greater<>{});
     TimerEntry entry = timer_heap_.back();
@@ -306,10 +371,10 @@ std::size_t EventLoop::run_due_timers() {
     UniqueFunction<void()> fn = std::move(it->second.fn);
     if (period == Duration::zero()) {
       timers_.erase(it);
-      run_guarded(fn, options_.name);
+      run_timer(fn);
       continue;
     }
-    run_guarded(fn, options_.name);
+    run_timer(fn);
     it = timers_.find(entry.id);  // the task may have cancelled itself
     if (it == timers_.end()) continue;
     it->second.fn = std::move(fn);
@@ -330,14 +395,25 @@ std::size_t EventLoop::run_tasks() {
     MpscNode* node = remote_tasks_.pop();
     if (node == nullptr) break;
     auto* task = static_cast<RemoteTask*>(node);
-    run_guarded(task->fn, options_.name);
+    if (task->posted_ns != 0) [[unlikely]] {
+      remote_run_.store(remote_run_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    if (timed_) [[unlikely]] {
+      run_timed(task->fn, "task", task->posted_ns);
+    } else {
+      run_guarded(task->fn, options_.name);
+    }
     delete task;
     ++ran;
   }
   ran += run_callbacks();
   if (!local_tasks_.empty()) {
     running_tasks_.swap(local_tasks_);
-    for (auto& task : running_tasks_) run_guarded(task, options_.name);
+    if (timed_) [[unlikely]] {
+      for (auto& task : running_tasks_) run_timed(task, "task", 0);
+    } else {
+      for (auto& task : running_tasks_) run_guarded(task, options_.name);
+    }
     ran += running_tasks_.size();
     running_tasks_.clear();
   }
@@ -356,7 +432,11 @@ std::size_t EventLoop::run_callbacks() {
     callback->unlink();
     callback->loop_ = nullptr;
     ++ran;
-    run_guarded(callback->fn_, options_.name);  // may destroy `callback`
+    if (timed_) [[unlikely]] {
+      run_timed(callback->fn_, "callback", 0);  // may destroy `callback`
+    } else {
+      run_guarded(callback->fn_, options_.name);  // may destroy `callback`
+    }
   }
   return ran;
 }

@@ -117,10 +117,15 @@ void Family::write(std::string& out, Format format) const {
       out += '\n';
       continue;
     }
-    // Buckets are cumulative in the exposition; the cells count each bucket alone.
+    // Buckets are cumulative in the exposition; the cells (or a function's counts) count each alone.
+    const HistogramValue read = s.read_histogram ? s.read_histogram() : HistogramValue{};
+    auto count = [&read, &series = s](std::size_t i) -> std::uint64_t {
+      if (!series.read_histogram) return series.cells->sum(i);
+      return i < read.counts.size() ? read.counts[i] : 0;
+    };
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-      cumulative += s.cells->sum(i);
+      cumulative += count(i);
       out += name_;
       out += "_bucket";
       append_labels(out, label_names_, values, i < bounds_.size() ? bound_text(bounds_[i]) : "+Inf");
@@ -130,7 +135,7 @@ void Family::write(std::string& out, Format format) const {
     out += "_sum";
     append_labels(out, label_names_, values);
     out += ' ';
-    append_number(out, s.cells->sum_double(bounds_.size() + 1));
+    append_number(out, s.read_histogram ? read.sum : s.cells->sum_double(bounds_.size() + 1));
     out += '\n';
     out += name_;
     out += "_count";

@@ -97,10 +97,18 @@ void Family::set_function(LabelValues values, std::function<double()> read) {
   s.read = std::move(read);
 }
 
+void Family::set_histogram_function(LabelValues values, std::function<HistogramValue()> read) {
+  if (type_ != Type::histogram) throw std::logic_error("metric " + name_ + ": not a histogram");
+  std::lock_guard lock(mutex_);
+  Series& s = series(values, type_);
+  if (s.cells) throw std::logic_error("metric " + name_ + ": these labels name a series with cells already");
+  s.read_histogram = std::move(read);
+}
+
 void Family::remove_function(LabelValues values) {
   std::lock_guard lock(mutex_);
   auto it = series_.find(std::vector<std::string>(values.begin(), values.end()));
-  if (it != series_.end() && it->second.read) series_.erase(it);
+  if (it != series_.end() && (it->second.read || it->second.read_histogram)) series_.erase(it);
 }
 
 std::uint64_t Family::dropped_label_sets() const {

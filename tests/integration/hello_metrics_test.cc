@@ -100,7 +100,15 @@ TEST_P(HelloMetricsTest, CountsEveryRequestServedAndPromtoolAcceptsTheText) {
       << text;
   if (transport != "blocking") {
     EXPECT_GT(metric_sample(text, R"(weft_event_loop_turns_total{loop="hello-0"})"), 0) << text;
+    // The loop's queue, timers and stalls, and the task delay histogram, in the text promtool checks.
+    EXPECT_GE(metric_sample(text, R"(weft_event_loop_stalls_total{loop="hello-0"})"), 0) << text;
+    EXPECT_GE(metric_sample(text, R"(weft_event_loop_tasks_queued{loop="hello-0"})"), 0) << text;
+    EXPECT_GE(metric_sample(text, R"(weft_event_loop_timers_pending{loop="hello-0"})"), 0) << text;
+    EXPECT_GE(metric_sample(text, R"(weft_event_loop_task_delay_seconds_bucket{loop="hello-0",le="+Inf"})"), 0) << text;
   }
+  EXPECT_GE(metric_sample(text, "weft_allocator_arenas"), 1) << text;
+  EXPECT_GT(metric_sample(text, "weft_allocator_mapped_bytes"), 0) << text;
+  EXPECT_GT(metric_sample(text, "weft_allocator_cache_hits_total"), 0) << text;
   const auto verdict = promtool_check(text);
   if (!verdict) {
     std::fprintf(stderr, "promtool is not installed (Debian: prometheus): the text was not checked by it\n");

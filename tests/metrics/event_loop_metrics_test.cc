@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -46,6 +48,62 @@ TEST(EventLoopMetrics, ReportsTheLoopsTimesWhileItLives) {
     EXPECT_GE(sample(text, R"(weft_event_loop_tasks{loop="m-0"})"), 0) << text;
   }
   EXPECT_EQ(registry.scrape().find("m-0"), std::string::npos);
+  loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
+}
+
+// Runs tasks on `loop` until it has made two more observed turns: the turns after them began after
+// this call (what a turn stores at its end, from the turns before, is there).
+void wait_two_turns(EventLoop& loop) {
+  const std::uint64_t start = loop.times().turns;
+  while (loop.times().turns < start + 2) {
+    Promise<void> ran;
+    loop.execute([ran]() mutable { ran.set_value(); });
+    ran.future().get();
+  }
+}
+
+// Tasks posted from another thread while the loop is busy show as queued until they run, and each
+// counts in the delay histogram; timers show as pending until they fire, then as fired.
+TEST(EventLoopMetrics, CountsQueuedTasksTheirDelayAndTimers) {
+  Registry registry;
+  EventLoopGroup loops(executor_driver_factory(), 1, "q");
+  EventLoop& loop = loops.at(0);
+  EventLoopMetrics metrics(loops, registry);
+  wait_two_turns(loop);
+  const std::string delays = R"(weft_event_loop_task_delay_seconds_count{loop="q-0"})";
+  const double delayed_before = sample(registry.scrape(), delays);
+
+  std::atomic<bool> release{false};
+  Promise<void> gate_entered;
+  loop.execute([&release, gate_entered]() mutable {
+    gate_entered.set_value();
+    while (!release.load(std::memory_order_acquire)) {
+    }
+  });
+  gate_entered.future().get();
+  for (int i = 0; i < 3; ++i) loop.execute([] {});
+  std::string text = registry.scrape();
+  EXPECT_EQ(sample(text, R"(weft_event_loop_tasks_queued{loop="q-0"})"), 3) << text;
+  release.store(true, std::memory_order_release);
+  Promise<void> last;
+  loop.execute([last]() mutable { last.set_value(); });
+  last.future().get();
+  text = registry.scrape();
+  EXPECT_EQ(sample(text, R"(weft_event_loop_tasks_queued{loop="q-0"})"), 0) << text;
+  // The gate, the three and the last: each ran in an observed turn.
+  EXPECT_EQ(sample(text, delays) - delayed_before, 5) << text;
+  EXPECT_EQ(sample(text, R"(weft_event_loop_task_delay_seconds_bucket{loop="q-0",le="+Inf"})"), sample(text, delays))
+      << text;
+
+  const double fired_before = sample(text, R"(weft_event_loop_timers_fired_total{loop="q-0"})");
+  loop.schedule(std::chrono::hours(1), [] {});
+  Promise<void> fired;
+  loop.schedule(Duration::zero(), [fired]() mutable { fired.set_value(); });
+  fired.future().get();
+  wait_two_turns(loop);
+  text = registry.scrape();
+  EXPECT_EQ(sample(text, R"(weft_event_loop_timers_pending{loop="q-0"})"), 1) << text;
+  EXPECT_EQ(sample(text, R"(weft_event_loop_timers_fired_total{loop="q-0"})") - fired_before, 1) << text;
   loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -156,6 +157,32 @@ TEST(MetricsRegistry, CountsSurviveThreadsThatExit) {
     std::thread([&] { counter.inc(); }).join();
   }
   EXPECT_EQ(registry.scrape(), "# HELP app_n_total N.\n# TYPE app_n_total counter\napp_n_total 300\n");
+}
+
+}  // namespace
+}  // namespace weft::metrics
+
+namespace weft::metrics {
+namespace {
+
+// A histogram whose counts are read when scraped: its buckets come out cumulative, with its sum and
+// count; it goes with remove_function(); it is refused on a family that is not a histogram.
+TEST(MetricsRegistry, HistogramFunctionSeriesExactly) {
+  Registry registry;
+  Family& delay = registry.histogram("app_delay_seconds", "Delay.", {"loop"}, {0.1, 1});
+  delay.set_histogram_function({"l0"}, [] { return HistogramValue{{2, 1, 3}, 4.5}; });
+  EXPECT_EQ(registry.scrape(),
+            "# HELP app_delay_seconds Delay.\n"
+            "# TYPE app_delay_seconds histogram\n"
+            "app_delay_seconds_bucket{loop=\"l0\",le=\"0.1\"} 2\n"
+            "app_delay_seconds_bucket{loop=\"l0\",le=\"1.0\"} 3\n"
+            "app_delay_seconds_bucket{loop=\"l0\",le=\"+Inf\"} 6\n"
+            "app_delay_seconds_sum{loop=\"l0\"} 4.5\n"
+            "app_delay_seconds_count{loop=\"l0\"} 6\n");
+  delay.remove_function({"l0"});
+  EXPECT_EQ(registry.scrape(), "");
+  EXPECT_THROW(registry.gauge("app_g", "G.").set_histogram_function({}, [] { return HistogramValue{}; }),
+               std::logic_error);
 }
 
 }  // namespace

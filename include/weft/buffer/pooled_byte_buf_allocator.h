@@ -83,6 +83,10 @@ struct PooledAllocatorMetrics {
   std::size_t large_bytes = 0;      ///< capacity of the live mmap'd buffers
   std::size_t mapped_bytes = 0;     ///< chunks + large mappings
   std::size_t used_bytes = 0;       ///< arenas' used bytes + large bytes
+  /// Allocations served from a thread cache, by every cache so far (those of exited threads too).
+  std::uint64_t cache_hits = 0;
+  /// Allocations that refilled a thread cache from its arena, by every cache so far.
+  std::uint64_t cache_misses = 0;
 
   /// One line: totals, then one field group per arena and per cache.
   std::string to_string() const;

@@ -175,6 +175,9 @@ class alignas(64) Context {
   Context(Pipeline& pipeline, Handler* handler, detail::ContextCold* cold, int slot = -1);
 
   void invoke_read(MessageRef message);
+  void invoke_read_unwatched(MessageRef message);
+  void read_on_executor(MessageRef message);
+  [[gnu::noinline, gnu::cold]] void read_through_gate(MessageRef message);
   void invoke_write(MessageRef message);
   void handle_inbound_exception(std::exception_ptr error) noexcept;
   void handle_outbound_exception(std::exception_ptr error) noexcept;
@@ -201,7 +204,10 @@ class alignas(64) Context {
   detail::ContextCold* cold_;
   std::unique_ptr<detail::ContextCold> own_cold_;  // a heap context's; the pipeline keeps its slots'
   bool removed_ = false;
-  bool inactive_ = false;  // the handler has seen channel_inactive: reads are dropped
+  // invoke_read's one test for its slow paths: kReadsDropped, the handler has seen channel_inactive;
+  // kReadTimed, its reads are timed for the loop's stall watch (a pipeline whose read stalled).
+  static constexpr std::uint8_t kReadsDropped = 1, kReadTimed = 2;
+  std::uint8_t read_gate_ = 0;
   std::int8_t slot_;  // index of the pipeline's inline slot this context lives in; -1: the heap
 };
 static_assert(sizeof(Context) == 64, "a context is one cache line");

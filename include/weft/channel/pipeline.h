@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "weft/channel/context.h"
+#include "weft/core/stall_watch.h"
 
 namespace weft {
 
@@ -153,6 +154,10 @@ class Pipeline {
   template <class T>
   void fire_read(T&& message) {
     EventDepth depth(*this);
+    if (detail::StallWatch* watch = detail::t_stall_watch) [[unlikely]] {
+      fire_read_watched(*watch, MessageRef::of(message));
+      return;
+    }
     head_.fire_read(std::forward<T>(message));
   }
   /// Fires channel_read_complete at the first handler.
@@ -283,6 +288,11 @@ class Pipeline {
   void unlink(Context& ctx);
   void check_types() const;
   void check_name_free(std::string_view name) const;
+  // fire_read while the loop watches for stalls: the read is a unit of the loop's work, named by the
+  // pipeline's handlers; once one stalled, each handler's read is timed too (time_handler_reads()),
+  // so that the next stall names the handler.
+  void fire_read_watched(detail::StallWatch& watch, MessageRef message);
+  void time_handler_reads() noexcept;
 
   // Storage for the first few handlers' contexts, so that a connection's pipeline is one block
   // with its channel rather than a chain of heap objects each a cache miss away.
@@ -300,6 +310,7 @@ class Pipeline {
   std::uint8_t used_slots_ = 0;  // bit i: slots_[i] holds a context
   bool free_scheduled_ = false;  // a task to free removed_ is posted
   bool free_when_unwound_ = false;  // waits for the thread's outermost pipeline call to return
+  bool handler_reads_timed_ = false;  // a read stalled: contexts added get Context::kReadTimed too
   Context head_;
   Context tail_;
   ContextSlot slots_[kInlineContexts];

@@ -10,6 +10,7 @@
 /// tests -- by hand on the thread that created it with a manual clock (Options::manual_clock), where
 /// run_pending() and advance_time() do the work of one iteration.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "weft/core/io_driver.h"
 #include "weft/core/loop_callback.h"
 #include "weft/core/mpsc_queue.h"
+#include "weft/core/stall_watch.h"
 #include "weft/core/unique_function.h"
 
 namespace weft {
@@ -68,6 +70,11 @@ class EventLoop {
     /// The CPU the thread start() makes is pinned to (its only allowed CPU); -1: not pinned. The
     /// constructor throws std::invalid_argument for a CPU the creating thread may not run on.
     int cpu = -1;
+    /// A task, timer, loop callback or channel read (and, in a pipeline whose read stalled, each
+    /// handler's read) that runs longer than this is a stall:
+    /// counted (Times::stalls) and logged once per name (detail::StallWatch). Watched only while
+    /// times are observed (observe_times); zero: never. See set_stall_threshold().
+    Duration stall_threshold = std::chrono::milliseconds(100);
   };
 
   /// A loop on `driver`; not running until start() or run().
@@ -163,24 +170,46 @@ class EventLoop {
   /// Thread-safe. What made this loop's driver (see Options::driver_factory); null when unknown.
   IoDriverFactory* driver_factory() const noexcept { return options_.driver_factory; }
 
-  /// Where the loop's thread spent its time, for metrics: polling (waiting for I/O or a wake-up)
-  /// or busy (running what the poll returned, timers and tasks).
+  /// Thread-safe. Sets the stall threshold (Options::stall_threshold; zero: stalls are not watched),
+  /// from the loop's next turn.
+  void set_stall_threshold(Duration threshold) noexcept {
+    stall_threshold_ns_.store(threshold.count(), std::memory_order_relaxed);
+  }
+  /// Thread-safe. The stall threshold.
+  Duration stall_threshold() const noexcept { return Duration(stall_threshold_ns_.load(std::memory_order_relaxed)); }
+
+  /// Upper bounds of the task delay buckets (Times::task_delay_counts), in nanoseconds: 10 us,
+  /// 100 us, 1 ms, 10 ms, 100 ms, 1 s; the last bucket counts the longer delays.
+  static constexpr std::array<std::int64_t, 6> kTaskDelayBoundsNs = {10'000,     100'000,     1'000'000,
+                                                                     10'000'000, 100'000'000, 1'000'000'000};
+
+  /// Where the loop's thread spent its time and what it ran, for metrics: polling (waiting for I/O or
+  /// a wake-up, and running what the poll returned) or busy (timers and tasks), its task queue, its
+  /// timers and its stalls.
   struct Times {
     std::uint64_t poll_ns = 0;          ///< in the driver's poll since run() began
     std::uint64_t busy_ns = 0;          ///< between polls since run() began
     std::uint64_t turns = 0;            ///< polls so far
     std::uint64_t tasks_last_turn = 0;  ///< tasks and timers the last turn ran (the queue's depth then)
+    std::uint64_t tasks_queued = 0;     ///< tasks posted from other threads while observed, not yet run
+    std::uint64_t timers_pending = 0;   ///< timers scheduled and not yet due (at the last turn)
+    std::uint64_t timers_fired = 0;     ///< timer runs so far
+    std::uint64_t stalls = 0;           ///< stalls so far (Options::stall_threshold)
+    /// Tasks posted from other threads, by the time from execute() to their start, per bucket of
+    /// kTaskDelayBoundsNs (not cumulative; the last counts what is over the last bound).
+    std::array<std::uint64_t, kTaskDelayBoundsNs.size() + 1> task_delay_counts{};
+    std::uint64_t task_delay_ns = 0;  ///< the sum of those delays
   };
   /// The loop's times so far (the turn in progress not yet counted), counted only while an observer
   /// is attached (observe_times): zero otherwise. Thread-safe: each value is one the loop wrote
   /// (relaxed; the values may be from different turns).
-  Times times() const noexcept {
-    return {poll_ns_.load(std::memory_order_relaxed), busy_ns_.load(std::memory_order_relaxed),
-            turns_.load(std::memory_order_relaxed), tasks_last_turn_.load(std::memory_order_relaxed)};
-  }
+  Times times() const noexcept;
   /// Attaches (true) or detaches (false) an observer of times(): while at least one is attached, the
-  /// loop reads the clock twice a turn to count them; with none, it reads nothing. Thread-safe; the
-  /// loop sees the change from its next turn. Calls must pair (each true undone by one false).
+  /// loop reads the clock twice a turn, once after each task, timer and loop callback (its start is
+  /// the end of what ran before: for the task delay and stalls) and, with a stall threshold, around
+  /// each channel read from a transport (and each handler's read in a pipeline whose read stalled); a task posted from
+  /// another thread carries the time it was posted. With none, it reads nothing. Thread-safe; the loop sees the change
+  /// from its next turn. Calls must pair (each true undone by one false).
   void observe_times(bool attach) noexcept { times_observers_.fetch_add(attach ? 1 : -1, std::memory_order_relaxed); }
 
   /// Keeps the loop's memory (not its thread) valid while held: ~EventLoop waits until every
@@ -232,6 +261,7 @@ class EventLoop {
     explicit RemoteTask(UniqueFunction<void()> f);
     UniqueFunction<void()> fn;
     PostId id;
+    std::int64_t posted_ns = 0;  // Clock time of the post while the loop was observed, else 0
   };
   struct TimerEntry {
     TimePoint deadline;
@@ -262,6 +292,10 @@ class EventLoop {
   bool post(UniqueFunction<void()>& task);
   bool post_remote(UniqueFunction<void()>& task);
   bool post_after_termination(PostId pushed, UniqueFunction<void()>& task);
+  // While observed: runs `task` (of `kind`), its start being mark_; counts its queue delay when it
+  // was posted at `posted_ns` (non-zero) and reports a stall; moves mark_ to its end.
+  void run_timed(UniqueFunction<void()>& task, std::string_view kind, std::int64_t posted_ns);
+  void count_task_delay(std::int64_t delay_ns) noexcept;
   void cancel_timers() noexcept;
 
   Options options_;
@@ -279,6 +313,16 @@ class EventLoop {
   std::atomic<std::uint64_t> turns_{0};
   std::atomic<std::uint64_t> tasks_last_turn_{0};
   std::atomic<int> times_observers_{0};  // observe_times(): the times are counted while > 0
+  std::atomic<std::int64_t> stall_threshold_ns_{options_.stall_threshold.count()};
+  std::atomic<std::uint64_t> remote_posted_{0};  // counted posts (posted_ns != 0): producers' fetch_add
+  std::atomic<std::uint64_t> remote_run_{0};     // counted posts run (or handed back after termination)
+  std::atomic<std::uint64_t> timers_pending_{0};
+  std::atomic<std::uint64_t> timers_fired_{0};
+  std::array<std::atomic<std::uint64_t>, kTaskDelayBoundsNs.size() + 1> task_delay_counts_{};
+  std::atomic<std::uint64_t> task_delay_ns_{0};
+  bool timed_ = false;  // this turn is observed: tasks are timed (loop thread)
+  TimePoint mark_{};    // while timed_: the end of the unit that ran last (loop thread)
+  detail::StallWatch stall_watch_{options_.name};
 
   MpscQueue remote_tasks_;
   // Termination handshake (slow paths only): the final drain and a post that raced with it.

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <new>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 
 namespace weft {
@@ -69,6 +70,10 @@ class UniqueFunction<R(Args...)> {
   /// Calls the callable; requires one to be held.
   R operator()(Args... args) { return ops_->invoke(storage_, std::forward<Args>(args)...); }
 
+  /// The type of the callable held (typeid(void) when empty): for a diagnostic that names a task
+  /// (a lambda's type names the function that made it).
+  const std::type_info& target_type() const noexcept { return ops_ ? *ops_->type : typeid(void); }
+
   /// Destroys the callable held, if any; the function becomes empty.
   void reset() noexcept {
     if (ops_) {
@@ -82,6 +87,7 @@ class UniqueFunction<R(Args...)> {
     R (*invoke)(void*, Args&&...);
     void (*move)(void* from, void* to) noexcept;
     void (*destroy)(void*) noexcept;
+    const std::type_info* type;
   };
 
   template <class D>
@@ -97,13 +103,13 @@ class UniqueFunction<R(Args...)> {
         ::new (to) D(std::move(*static_cast<D*>(from)));
         static_cast<D*>(from)->~D();
       },
-      [](void* s) noexcept { static_cast<D*>(s)->~D(); }};
+      [](void* s) noexcept { static_cast<D*>(s)->~D(); }, &typeid(D)};
 
   template <class D>
   static constexpr Ops heap_ops = {
       [](void* s, Args&&... a) -> R { return (**static_cast<D**>(s))(std::forward<Args>(a)...); },
       [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
-      [](void* s) noexcept { delete *static_cast<D**>(s); }};
+      [](void* s) noexcept { delete *static_cast<D**>(s); }, &typeid(D)};
 
   const Ops* ops_ = nullptr;
   alignas(std::max_align_t) unsigned char storage_[kInlineSize];

@@ -2,11 +2,18 @@
 /// @file
 /// An event loop group's times in a registry, read from EventLoop::times() when scraped. While an
 /// EventLoopMetrics lives, its loops count their times (EventLoop::observe_times: two clock reads a
-/// loop turn); without one they count nothing:
-///   weft_event_loop_busy_seconds_total{loop}  counter: running events, timers and tasks
-///   weft_event_loop_poll_seconds_total{loop}  counter: waiting in the poll
-///   weft_event_loop_turns_total{loop}         counter: polls
-///   weft_event_loop_tasks{loop}               gauge: tasks and timers the last turn ran
+/// loop turn, one per task, timer and loop callback, and two per channel read from a transport
+/// while stalls are watched); without one they count nothing:
+///   weft_event_loop_busy_seconds_total{loop}   counter: running timers and tasks
+///   weft_event_loop_poll_seconds_total{loop}   counter: in the poll (waiting, and running what it returned)
+///   weft_event_loop_turns_total{loop}          counter: polls
+///   weft_event_loop_tasks{loop}                gauge: tasks and timers the last turn ran
+///   weft_event_loop_tasks_queued{loop}         gauge: tasks posted from other threads, not yet run
+///   weft_event_loop_task_delay_seconds{loop}   histogram: from a post by another thread to its start
+///   weft_event_loop_timers_pending{loop}       gauge: timers not yet due
+///   weft_event_loop_timers_fired_total{loop}   counter: timer runs
+///   weft_event_loop_stalls_total{loop}         counter: units that ran past the stall threshold
+///                                              (EventLoop::Options::stall_threshold; logged once per name)
 
 #include <string>
 #include <vector>

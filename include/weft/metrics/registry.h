@@ -108,6 +108,13 @@ class Histogram {
 /// Label values, in the order of the family's label names.
 using LabelValues = std::initializer_list<std::string_view>;
 
+/// A histogram series' value read when scraped (Family::set_histogram_function).
+struct HistogramValue {
+  /// Observations per bucket, not cumulative: one per finite bound of the family, then +Inf.
+  std::vector<std::uint64_t> counts;
+  double sum = 0;  ///< the observations' sum
+};
+
 /// One metric name and its series. Made by Registry; lives as long as it. Thread-safe.
 class Family {
  public:
@@ -135,6 +142,10 @@ class Family {
   /// family's lock, and must stay valid until remove_function() or the registry's end. Replaces an
   /// earlier function of the same labels. Thread-safe.
   void set_function(LabelValues values, std::function<double()> read);
+  /// A histogram series whose value `read` returns at each scrape, as set_function(); `read` returns
+  /// a count per bucket of this family's bounds (missing ones count zero). Throws std::logic_error
+  /// if the family is not a histogram. Thread-safe.
+  void set_histogram_function(LabelValues values, std::function<HistogramValue()> read);
   /// Removes the function series with these label values, if any. Thread-safe.
   void remove_function(LabelValues values);
 
@@ -150,7 +161,8 @@ class Family {
   struct Series {
     std::vector<std::string> values;
     std::unique_ptr<detail::ThreadCells> cells;  // or:
-    std::function<double()> read;
+    std::function<double()> read;                // or:
+    std::function<HistogramValue()> read_histogram;
   };
   Family(Type type, std::string name, std::string help, std::vector<std::string> label_names,
          std::vector<double> bounds, std::size_t max_series);

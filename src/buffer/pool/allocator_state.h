@@ -34,6 +34,10 @@ struct PooledByteBufAllocator::State {
   std::mutex large_mutex;
   std::unordered_set<ByteBufStorage*> large_blocks;
   pool::ThreadCache* caches = nullptr;  // registry (registry mutex)
+  // Hits and misses of the caches that left the registry (their thread exited): metrics() adds
+  // them, so that the totals only go up. Registry mutex.
+  std::uint64_t retired_hits = 0;
+  std::uint64_t retired_misses = 0;
 
   pool::Arena& arena_for_uncached_thread() {
     const std::size_t h = std::hash<std::thread::id>{}(std::this_thread::get_id());

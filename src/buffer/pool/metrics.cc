@@ -36,6 +36,8 @@ PooledAllocatorMetrics PooledByteBufAllocator::metrics() const {
   }
   {
     std::lock_guard<std::mutex> lock(pool::registry_mutex());
+    m.cache_hits = state_->retired_hits;
+    m.cache_misses = state_->retired_misses;
     for (pool::ThreadCache* tc = state_->caches; tc != nullptr; tc = tc->reg_next) {
       PoolThreadCacheMetrics cm;
       cm.arena = tc->arena->index;
@@ -46,6 +48,8 @@ PooledAllocatorMetrics PooledByteBufAllocator::metrics() const {
       }
       cm.hits = tc->hits.load(std::memory_order_relaxed);
       cm.misses = tc->misses.load(std::memory_order_relaxed);
+      m.cache_hits += cm.hits;
+      m.cache_misses += cm.misses;
       m.thread_caches.push_back(cm);
     }
   }

@@ -62,6 +62,8 @@ struct TlsCaches {
           tc->owner->caches = tc->reg_next;
         if (tc->reg_next != nullptr) tc->reg_next->reg_prev = tc->reg_prev;
         tc->arena->threads.fetch_sub(1, std::memory_order_relaxed);
+        tc->owner->retired_hits += tc->hits.load(std::memory_order_relaxed);
+        tc->owner->retired_misses += tc->misses.load(std::memory_order_relaxed);
       }
       delete tc;
     }
@@ -190,6 +192,8 @@ std::size_t detach_thread_caches(PooledByteBufAllocator::State* st, std::unorder
       }
       tc->owner = nullptr;  // the thread deletes it at its next lookup or at exit
       tc->arena->threads.fetch_sub(1, std::memory_order_relaxed);
+      st->retired_hits += tc->hits.load(std::memory_order_relaxed);
+      st->retired_misses += tc->misses.load(std::memory_order_relaxed);
     }
     st->caches = nullptr;
   }
