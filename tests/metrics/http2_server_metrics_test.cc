@@ -23,6 +23,7 @@ using http::HttpRequest;
 using http::HttpResponse;
 using test::H2Client;
 using test::metric_value;
+using namespace std::chrono_literals;
 
 std::shared_ptr<http::Router> router() {
   auto router = std::make_shared<http::Router>();
@@ -170,6 +171,24 @@ TEST(Http2ServerMetrics, TheConnectionCloseReasonIsNoted) {
     f.ch.write_inbound(ByteBuf::copy_of(std::string(test::kH2Preface) + test::frame(NGHTTP2_PING, 0, 0, "12345678")));
     EXPECT_FALSE(f.ch.is_open());
     EXPECT_EQ(f.ch.close_reason(), CloseReason::protocol_error);
+  }
+  {
+    // Past Settings::max_connection_age and its grace: the server ended it as a drain does.
+    Settings settings;
+    settings.max_connection_age = 1s;
+    settings.max_connection_age_grace = 1s;
+    Fixture f(settings);
+    H2Client client;
+    f.pump(client);
+    f.ch.advance_time(1100ms);
+    f.pump(client);
+    EXPECT_TRUE(f.ch.is_open());  // told to go, in its grace
+    EXPECT_TRUE(client.goaway_error().has_value());
+    f.ch.advance_time(1100ms);
+    f.pump(client);
+    f.ch.advance_time(60s);
+    EXPECT_FALSE(f.ch.is_open());
+    EXPECT_EQ(f.ch.close_reason(), CloseReason::drain);
   }
 }
 

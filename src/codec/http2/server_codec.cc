@@ -451,10 +451,17 @@ void ServerCodec::handler_added(Context& ctx) {
   if (max_connection_body() < settings_.max_body) {
     throw std::invalid_argument("http2::Settings: max_connection_body is below max_body");
   }
-  if (ctx.channel().is_active()) {
-    began_ = last_activity_ = last_read_ = ctx.loop().now();
-    want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
-    if (settings_.preface_timeout > Duration::zero()) want_deadline(ctx, began_ + settings_.preface_timeout);
+  if (ctx.channel().is_active()) start_clocks(ctx);
+}
+
+// The connection's time limits count from now: its idle time, preface and maximum age.
+void ServerCodec::start_clocks(Context& ctx) {
+  began_ = last_activity_ = last_read_ = ctx.loop().now();
+  want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
+  if (settings_.preface_timeout > Duration::zero()) want_deadline(ctx, began_ + settings_.preface_timeout);
+  if (settings_.max_connection_age > Duration::zero()) {
+    age_due_ = began_ + jittered_age(settings_.max_connection_age);
+    want_deadline(ctx, age_due_);
   }
 }
 
@@ -471,13 +478,7 @@ void ServerCodec::handler_removed(Context& ctx) {
 }
 
 void ServerCodec::channel_active(Context& ctx) {
-  began_ = last_activity_ = last_read_ = ctx.loop().now();
-  want_deadline(ctx, std::min(last_activity_ + settings_.idle_timeout, next_keepalive()));
-  if (settings_.preface_timeout > Duration::zero()) want_deadline(ctx, began_ + settings_.preface_timeout);
-  if (settings_.max_connection_age > Duration::zero()) {
-    age_due_ = began_ + jittered_age(settings_.max_connection_age);
-    want_deadline(ctx, age_due_);
-  }
+  start_clocks(ctx);
   flush(ctx);  // the server's SETTINGS: the connection preface
   ctx.fire_channel_active();
 }
@@ -1071,6 +1072,7 @@ bool ServerCodec::end_if_aged(Context& ctx, TimePoint now) {
   }
   if (now < age_due_) return false;
   log(LogLevel::debug, "channel {}: HTTP/2 connection reached its maximum age; GOAWAY", ctx.channel().id());
+  ctx.channel().note_close_reason(CloseReason::drain);  // however it ends now, the server asked first
   age_due_ = TimePoint::max();
   if (settings_.max_connection_age_grace > Duration::zero()) age_grace_due_ = now + settings_.max_connection_age_grace;
   announce_shutdown(ctx);

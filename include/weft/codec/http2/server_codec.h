@@ -186,6 +186,7 @@ class ServerCodec final : public Handler {
   bool ping_allowed(TimePoint now) noexcept;
   void on_deadline(Context& ctx);
   TimePoint time_out_requests(Context& ctx, TimePoint now);
+  void start_clocks(Context& ctx);
   bool end_if_aged(Context& ctx, TimePoint now);
   void drop_body(Stream& s) noexcept;
   std::size_t max_connection_body() const noexcept {
