@@ -22,6 +22,7 @@ void DrainRun::loop_done(std::size_t open, std::size_t forced) {
 void LoopConnections::add(const ChannelPtr& channel, const std::shared_ptr<LoopConnections>& self) {
   const std::uint64_t id = channel->id();
   open_.emplace(id, channel);
+  loop_.count_connection(true);
   if (metrics::instrumentation_enabled()) counters_.opened.inc();
   // The close future's listeners run on the channel's loop (or, once it has terminated, on the
   // thread that closes the channel as it terminates).
@@ -38,6 +39,7 @@ void LoopConnections::remove(std::uint64_t id) {
       counters_.closed[static_cast<std::size_t>(reason)].inc();
     }
     open_.erase(it);
+    loop_.count_connection(false);
   }
   if (drain_ != nullptr && open_.empty()) finish();
 }

@@ -194,6 +194,7 @@ EventLoop::Times EventLoop::times() const noexcept {
   t.tasks_queued = posted > run ? posted - run : 0;
   t.timers_pending = timers_pending_.load(std::memory_order_relaxed);
   t.timers_fired = timers_fired_.load(std::memory_order_relaxed);
+  t.connections = connections_.load(std::memory_order_relaxed);
   t.stalls = stall_watch_.stalls();
   for (std::size_t i = 0; i < t.task_delay_counts.size(); ++i) {
     t.task_delay_counts[i] = task_delay_counts_[i].load(std::memory_order_relaxed);

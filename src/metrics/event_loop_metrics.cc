@@ -16,6 +16,7 @@ struct Families {
   Family& timers_pending;
   Family& timers_fired;
   Family& stalls;
+  Family& connections;
 };
 
 std::vector<double> delay_bounds() {
@@ -39,7 +40,9 @@ Families families(Registry& registry) {
       registry.gauge("weft_event_loop_timers_pending", "Timers scheduled on an event loop and not yet due.", {"loop"}),
       registry.counter("weft_event_loop_timers_fired", "Timer runs on an event loop.", {"loop"}),
       registry.counter("weft_event_loop_stalls",
-                       "Tasks, timers and handler reads that ran past the event loop's stall threshold.", {"loop"})};
+                       "Tasks, timers, channel and handler reads that ran past the event loop's stall threshold.",
+                       {"loop"}),
+      registry.gauge("weft_event_loop_connections", "Servers' connections open on an event loop.", {"loop"})};
 }
 
 }  // namespace
@@ -63,6 +66,7 @@ EventLoopMetrics::EventLoopMetrics(EventLoopGroup& group, Registry& registry) : 
     f.timers_pending.set_function({name}, [loop] { return static_cast<double>(loop->times().timers_pending); });
     f.timers_fired.set_function({name}, [loop] { return static_cast<double>(loop->times().timers_fired); });
     f.stalls.set_function({name}, [loop] { return static_cast<double>(loop->times().stalls); });
+    f.connections.set_function({name}, [loop] { return static_cast<double>(loop->times().connections); });
     loops_.push_back(name);
   }
 }
@@ -70,8 +74,8 @@ EventLoopMetrics::EventLoopMetrics(EventLoopGroup& group, Registry& registry) : 
 EventLoopMetrics::~EventLoopMetrics() {
   Families f = families(registry_);
   for (const std::string& name : loops_) {
-    for (Family* family :
-         {&f.busy, &f.poll, &f.turns, &f.tasks, &f.queued, &f.delay, &f.timers_pending, &f.timers_fired, &f.stalls}) {
+    for (Family* family : {&f.busy, &f.poll, &f.turns, &f.tasks, &f.queued, &f.delay, &f.timers_pending,
+                           &f.timers_fired, &f.stalls, &f.connections}) {
       family->remove_function({name});
     }
   }

@@ -46,6 +46,7 @@ TEST(EventLoopMetrics, ReportsTheLoopsTimesWhileItLives) {
     EXPECT_GE(sample(text, R"(weft_event_loop_busy_seconds_total{loop="m-0"})"), 0) << text;
     EXPECT_GE(sample(text, R"(weft_event_loop_poll_seconds_total{loop="m-0"})"), 0) << text;
     EXPECT_GE(sample(text, R"(weft_event_loop_tasks{loop="m-0"})"), 0) << text;
+    EXPECT_EQ(sample(text, R"(weft_event_loop_connections{loop="m-0"})"), 0) << text;  // no server on it
   }
   EXPECT_EQ(registry.scrape().find("m-0"), std::string::npos);
   loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(1)).wait();

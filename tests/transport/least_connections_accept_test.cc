@@ -113,6 +113,18 @@ TEST_P(LeastConnectionsAcceptTest, LongLivedConnectionsDifferByAtMostOnePerLoop)
   }
   const auto [fewest, most] = std::minmax_element(per_loop.begin(), per_loop.end());
   EXPECT_LE(*most - *fewest, 1) << "fewest " << *fewest << ", most " << *most;
+  // Each loop counts the connections open on it (EventLoop::Times::connections, the metrics' series).
+  for (std::size_t i = 0; i < child.size(); ++i) {
+    EXPECT_TRUE(test::eventually([&] {
+      return child.at(i).times().connections == static_cast<std::uint64_t>(per_loop[i]);
+    })) << "loop "
+        << i << ": " << child.at(i).times().connections << ", served " << per_loop[i];
+  }
+  clients.clear();
+  for (std::size_t i = 0; i < child.size(); ++i) {
+    EXPECT_TRUE(test::eventually([&] { return child.at(i).times().connections == 0; }))
+        << "loop " << i << ": " << child.at(i).times().connections << " after every client closed";
+  }
   server->close().get();
 }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <stdexcept>
+#include <vector>
 
 #include "support/blocking_client.h"
 #include "support/transports.h"
@@ -58,19 +59,20 @@ class CountsAccepted final : public InboundHandler<AcceptedSocket> {
   std::atomic<int>& count_;
 };
 
-// Each accepted channel: counts its loop, answers one byte and closes.
+// Each accepted channel: counts its loop, answers one byte and closes (unless `stay_open`).
 class AnswersAndCloses final : public InboundHandler<ByteBuf> {
  public:
-  explicit AnswersAndCloses(std::atomic<int>& count) : count_(count) {}
+  AnswersAndCloses(std::atomic<int>& count, bool stay_open) : count_(count), stay_open_(stay_open) {}
   void channel_active(Context& ctx) override {
     count_.fetch_add(1);
     ctx.write_and_flush(ByteBuf::copy_of("x"));
-    ctx.channel().close_after_flush();
+    if (!stay_open_) ctx.channel().close_after_flush();
   }
   void channel_read(Context&, ByteBuf&&) override {}
 
  private:
   std::atomic<int>& count_;
+  bool stay_open_;
 };
 
 class ReuseportAcceptTest : public test::TransportTest {
@@ -80,7 +82,7 @@ class ReuseportAcceptTest : public test::TransportTest {
   static void end_loops(EventLoopGroup& group) {
     group.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(5)).wait();
   }
-  ServerBootstrap counting(EventLoopGroup& group, PerLoop& counts) {
+  ServerBootstrap counting(EventLoopGroup& group, PerLoop& counts, bool stay_open = false) {
     ServerBootstrap b;
     b.group(group)
         .accept_mode(AcceptMode::reuseport)
@@ -88,9 +90,9 @@ class ReuseportAcceptTest : public test::TransportTest {
           listener.pipeline().add_last(
               "count", std::make_shared<CountsAccepted>(counts.accepted[index_of(loops, listener.loop())]));
         })
-        .child_handler([loops = loops_of(group), &counts](Channel& ch) {
-          ch.pipeline().add_last("answer",
-                                 std::make_shared<AnswersAndCloses>(counts.served[index_of(loops, ch.loop())]));
+        .child_handler([loops = loops_of(group), &counts, stay_open](Channel& ch) {
+          ch.pipeline().add_last(
+              "answer", std::make_shared<AnswersAndCloses>(counts.served[index_of(loops, ch.loop())], stay_open));
         });
     return b;
   }
@@ -119,6 +121,35 @@ TEST_P(ReuseportAcceptTest, EachLoopServesWhatItsListenerAccepts) {
     served += counts.served[i].load();
   }
   EXPECT_EQ(served, kConnections);
+  server->close().get();
+}
+
+// Long-lived connections: each loop counts those open on it (EventLoop::Times::connections, the
+// metrics' weft_event_loop_connections), and none once the clients have closed.
+TEST_P(ReuseportAcceptTest, EachLoopCountsTheConnectionsOpenOnIt) {
+  constexpr int kConnections = 24;
+  PerLoop counts;  // outlives the group: a late channel_active may still count
+  EventLoopGroup group(transport(), kLoops);
+  ChannelPtr server = counting(group, counts, true).bind(SocketAddress::loopback(0)).get();
+  std::vector<test::BlockingClient> clients;
+  for (int i = 0; i < kConnections; ++i) {
+    clients.emplace_back(server->local_address().port());
+    ASSERT_EQ(clients.back().recv_exact(1), "x") << "connection " << i;
+  }
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < kLoops; ++i) {
+    EXPECT_TRUE(test::eventually([&] {
+      return group.at(i).times().connections == static_cast<std::uint64_t>(counts.served[i].load());
+    })) << "loop "
+        << i << ": " << group.at(i).times().connections << ", served " << counts.served[i].load();
+    sum += group.at(i).times().connections;
+  }
+  EXPECT_EQ(sum, static_cast<std::uint64_t>(kConnections));
+  clients.clear();
+  for (std::size_t i = 0; i < kLoops; ++i) {
+    EXPECT_TRUE(test::eventually([&] { return group.at(i).times().connections == 0; }))
+        << "loop " << i << ": " << group.at(i).times().connections << " after every client closed";
+  }
   server->close().get();
 }
 

@@ -195,6 +195,7 @@ class EventLoop {
     std::uint64_t timers_pending = 0;   ///< timers scheduled and not yet due (at the last turn)
     std::uint64_t timers_fired = 0;     ///< timer runs so far
     std::uint64_t stalls = 0;           ///< stalls so far (Options::stall_threshold)
+    std::uint64_t connections = 0;      ///< servers' connections open on the loop (count_connection; always counted)
     /// Tasks posted from other threads, by the time from execute() to their start, per bucket of
     /// kTaskDelayBoundsNs (not cumulative; the last counts what is over the last bound).
     std::array<std::uint64_t, kTaskDelayBoundsNs.size() + 1> task_delay_counts{};
@@ -204,6 +205,16 @@ class EventLoop {
   /// is attached (observe_times): zero otherwise. Thread-safe: each value is one the loop wrote
   /// (relaxed; the values may be from different turns).
   Times times() const noexcept;
+  /// A server's connection on this loop opened (`opened`) or closed: Times::connections. Called by
+  /// the servers' connection tracking, once per connection each way. Thread-safe (a connection may be
+  /// closed by another thread once the loop has terminated).
+  void count_connection(bool opened) noexcept {
+    if (opened) {
+      connections_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      connections_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
   /// Attaches (true) or detaches (false) an observer of times(): while at least one is attached, the
   /// loop reads the clock twice a turn, once after each task, timer and loop callback (its start is
   /// the end of what ran before: for the task delay and stalls) and, with a stall threshold, around
@@ -318,6 +329,7 @@ class EventLoop {
   std::atomic<std::uint64_t> remote_run_{0};     // counted posts run (or handed back after termination)
   std::atomic<std::uint64_t> timers_pending_{0};
   std::atomic<std::uint64_t> timers_fired_{0};
+  std::atomic<std::uint64_t> connections_{0};
   std::array<std::atomic<std::uint64_t>, kTaskDelayBoundsNs.size() + 1> task_delay_counts_{};
   std::atomic<std::uint64_t> task_delay_ns_{0};
   bool timed_ = false;  // this turn is observed: tasks are timed (loop thread)

@@ -14,6 +14,7 @@
 ///   weft_event_loop_timers_fired_total{loop}   counter: timer runs
 ///   weft_event_loop_stalls_total{loop}         counter: units that ran past the stall threshold
 ///                                              (EventLoop::Options::stall_threshold; logged once per name)
+///   weft_event_loop_connections{loop}          gauge: servers' connections open on the loop
 
 #include <string>
 #include <vector>
