@@ -60,7 +60,9 @@ void OriginPool::withdraw(Exchange& x) {
     if (it != pending_.end()) pending_.erase(it);
     x.queued = false;
   } else if (x.on != nullptr) {
-    x.on->abandon(x);
+    std::shared_ptr<PooledConnection> on = x.on->shared_from_this();  // its close may report at once
+    on->abandon(x);
+    note(*on);  // HTTP/1.1 closes it: reaped at the next dispatch, as before its close is reported
   }
 }
 
@@ -80,6 +82,7 @@ PooledConnection* OriginPool::pick(bool fresh_only) {
     if (!c.ready || c.dead) continue;
     if (expired(c, now)) {
       c.dead = true;  // too old: finishes what it carries, takes nothing new (reap() closes it)
+      reap_due_ = true;
       continue;
     }
     if (c.in_flight >= std::min(c.capacity, kMaxStreamsPerConnection)) continue;
@@ -91,6 +94,8 @@ PooledConnection* OriginPool::pick(bool fresh_only) {
 }
 
 void OriginPool::reap() {
+  if (!reap_due_) return;
+  reap_due_ = false;
   std::vector<std::shared_ptr<PooledConnection>> gone;
   for (const auto& c : connections_) {
     if (c->ready && c->dead && c->in_flight == 0) gone.push_back(c);
@@ -161,6 +166,7 @@ void OriginPool::open() {
 
 void OriginPool::adopt(std::shared_ptr<PooledConnection> c) {
   connections_.push_back(c);
+  note(*c);
   StatsCounters::bump(stats_.connections_opened);
   StatsCounters::bump(stats_.open_connections);
   stats_.peak(connections_.size());
@@ -175,6 +181,7 @@ void OriginPool::remove(PooledConnection& c) {
 }
 
 void OriginPool::connection_ready(PooledConnection& c) {
+  note(c);
   if (c.http2) {
     spoke_http2_ = true;
   } else {
@@ -212,6 +219,7 @@ void OriginPool::connection_closed(PooledConnection& c) {
 
 void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) {
   x->on = nullptr;
+  note(c);
   if (c.dead && c.in_flight == 0) {
     auto keep = c.shared_from_this();
     remove(c);
@@ -223,6 +231,7 @@ void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http
 }
 
 void OriginPool::released(PooledConnection& c) {
+  note(c);
   if (c.dead && c.in_flight == 0) {
     auto keep = c.shared_from_this();
     remove(c);
@@ -232,8 +241,9 @@ void OriginPool::released(PooledConnection& c) {
   arm_sweep();
 }
 
-void OriginPool::failed(PooledConnection&, std::shared_ptr<Exchange> x, std::exception_ptr error, bool retryable) {
+void OriginPool::failed(PooledConnection& c, std::shared_ptr<Exchange> x, std::exception_ptr error, bool retryable) {
   x->on = nullptr;
+  note(c);
   if (x->done) {
     dispatch();  // given up (its request timeout reset its HTTP/2 stream): its slot is free now
     return;
