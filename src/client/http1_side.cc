@@ -72,7 +72,7 @@ void Http1Side::active() {
   if (auto c = connection.lock()) c->http1_ready(shared_from_this(), channel);
 }
 
-void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, bool probe,
+void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest&& request, bool probe,
                                std::shared_ptr<Http1Body> body) {
   if (ch->loop().in_loop()) {
     write(ch, std::move(request), probe, std::move(body));
@@ -86,7 +86,7 @@ void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, b
   }
 }
 
-void Http1Side::write(const ChannelPtr& ch, http::HttpClientRequest request, bool probe,
+void Http1Side::write(const ChannelPtr& ch, http::HttpClientRequest&& request, bool probe,
                       std::shared_ptr<Http1Body> body) {
   if (closed_reported || !ch->is_active()) {
     if (auto c = connection.lock()) c->http1_closed(ch, nullptr, false, true);

@@ -36,7 +36,7 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   // Thread-safe. Writes `request` on `ch`'s loop; a channel already closed reports never_sent.
   // `probe`: learn whether any of its bytes were written (see the file's description).
   // `body`: a streamed request's, started when its head comes.
-  void send_from_pool(ChannelPtr ch, http::HttpClientRequest request, bool probe, std::shared_ptr<Http1Body> body);
+  void send_from_pool(ChannelPtr ch, http::HttpClientRequest&& request, bool probe, std::shared_ptr<Http1Body> body);
 
   void active();
   void bytes_arrived();
@@ -75,7 +75,7 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   std::optional<Promise<void>> upload_blocked;  // a push waiting for the channel to be writable
 
  private:
-  void write(const ChannelPtr& ch, http::HttpClientRequest request, bool probe, std::shared_ptr<Http1Body> body);
+  void write(const ChannelPtr& ch, http::HttpClientRequest&& request, bool probe, std::shared_ptr<Http1Body> body);
   void arm_idle(Duration in);
   void idle_due();
   void report_closed();

@@ -76,6 +76,12 @@ bool OriginPool::expired(const PooledConnection& c, TimePoint now) const noexcep
 PooledConnection* OriginPool::pick(bool fresh_only) {
   // The clock is read only where connections age (expired() is false without a maximum age).
   const TimePoint now = options_.max_connection_age > Duration::zero() ? loop_.now() : TimePoint{};
+  // The one that answered last is as good as any idle one, and found without a scan.
+  PooledConnection* h = std::exchange(idle_hint_, nullptr);
+  if (h != nullptr && h->ready && !h->dead && h->in_flight == 0 && !(fresh_only && h->served > 0) &&
+      !expired(*h, now)) {
+    return h;
+  }
   PooledConnection* best = nullptr;
   for (std::size_t i = 0; i < connections_.size(); ++i) {
     PooledConnection& c = *connections_[i];
@@ -176,6 +182,7 @@ void OriginPool::adopt(std::shared_ptr<PooledConnection> c) {
 void OriginPool::remove(PooledConnection& c) {
   auto it = std::find_if(connections_.begin(), connections_.end(), [&](const auto& p) { return p.get() == &c; });
   if (it == connections_.end()) return;
+  if (idle_hint_ == &c) idle_hint_ = nullptr;
   connections_.erase(it);
   StatsCounters::bump(stats_.open_connections, -1);
 }
@@ -224,6 +231,8 @@ void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http
     auto keep = c.shared_from_this();
     remove(c);
     c.close();
+  } else {
+    idle_hint_ = &c;
   }
   dispatch();
   arm_sweep();
@@ -273,6 +282,7 @@ void OriginPool::close_all(std::exception_ptr error) {
   pending_.clear();
   auto connections = std::move(connections_);
   connections_.clear();
+  idle_hint_ = nullptr;
   StatsCounters::bump(stats_.open_connections, -static_cast<std::int64_t>(connections.size()));
   for (auto& c : connections) c->close();
   for (auto& x : waiting) {

@@ -97,6 +97,9 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   // A connection may be dead, ready and idle: set where one is marked dead (pick) or reports while
   // dead (each of its in_flight drops is reported), so that reap() scans only then.
   bool reap_due_ = false;
+  // The connection that answered last, when it may be idle: pick() tries it first (one of
+  // connections_, else null: remove() and close_all() clear it).
+  PooledConnection* idle_hint_ = nullptr;
   std::optional<TimerId> sweep_timer_;
 };
 
