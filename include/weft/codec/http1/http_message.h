@@ -242,7 +242,9 @@ class HttpResponse {
   /// For the encoder: the attached HeaderBlock's id (0 without one).
   std::uint64_t shared_header_block_id() const noexcept { return shared_headers_ != nullptr ? shared_headers_->id() : 0; }
   /// For the encoder: the body's bytes, owned or borrowed.
-  [[gnu::always_inline]] std::string_view body_bytes() const noexcept { return body_.has_storage() ? body_.view() : body_view_; }
+  [[gnu::always_inline]] std::string_view body_bytes() const noexcept {
+    return body_.has_storage() ? body_.view() : body_view_;
+  }
   /// For the encoder: the owned body (empty when the body is borrowed).
   ByteBuf& owned_body() noexcept { return body_; }
   /// For the encoder: the file body (empty unless body(FileRegion) set one).
