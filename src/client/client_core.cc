@@ -62,7 +62,7 @@ Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, 
                                                    std::optional<Duration> timeout) {
   Promise<http::HttpClientResponse> result(answer_loop());
   Future<http::HttpClientResponse> future = result.future();
-  auto x = std::make_shared<Exchange>(std::move(url), std::move(method), std::move(result));
+  auto x = make_exchange(std::move(url), std::move(method), std::move(result));
   x->header_block = std::move(header_block);
   x->timeout = timeout;
   x->body = std::move(body);
@@ -73,7 +73,7 @@ Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, 
 Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::string header_block, ByteBuf body,
                                             std::optional<Duration> timeout) {
   Promise<http::HttpClientResponse> head;  // no loop: its listener runs where the head is given, the pool's loop
-  auto x = std::make_shared<Exchange>(std::move(url), std::move(method), head);
+  auto x = make_exchange(std::move(url), std::move(method), head);
   x->header_block = std::move(header_block);
   x->timeout = timeout;
   x->body = std::move(body);
@@ -85,7 +85,7 @@ Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::st
 Upload ClientCore::upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length,
                           std::optional<Duration> timeout) {
   Promise<http::HttpClientResponse> head;
-  auto x = std::make_shared<Exchange>(std::move(url), std::move(method), head);
+  auto x = make_exchange(std::move(url), std::move(method), head);
   x->header_block = std::move(header_block);
   x->timeout = timeout;
   x->upload = std::make_shared<UploadStream>(home().loop(), length, x->url.to_string());

@@ -79,4 +79,11 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   void fail_closed(EventLoop& loop);
 };
 
+// A new exchange, its memory from the per-thread frame pool (one per request: no trip to the heap).
+inline std::shared_ptr<Exchange> make_exchange(Url&& url, std::string method,
+                                               Promise<http::HttpClientResponse> result) {
+  return std::allocate_shared<Exchange>(weft::detail::FramePoolAllocator<Exchange>(), std::move(url), std::move(method),
+                                        std::move(result));
+}
+
 }  // namespace weft::client::detail

@@ -72,22 +72,21 @@ void Http1Side::active() {
   if (auto c = connection.lock()) c->http1_ready(shared_from_this(), channel);
 }
 
-void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest request, const Url& request_url, bool probe,
+void Http1Side::send_from_pool(ChannelPtr ch, http::HttpClientRequest&& request, bool probe,
                                std::shared_ptr<Http1Body> body) {
   if (ch->loop().in_loop()) {
-    write(ch, std::move(request), request_url, probe, std::move(body));
+    write(ch, std::move(request), probe, std::move(body));
     return;
   }
-  auto task = [self = shared_from_this(), ch, request = std::move(request), request_url, probe,
-               body = std::move(body)]() mutable {
-    self->write(ch, std::move(request), request_url, probe, std::move(body));
+  auto task = [self = shared_from_this(), ch, request = std::move(request), probe, body = std::move(body)]() mutable {
+    self->write(ch, std::move(request), probe, std::move(body));
   };
   if (!ch->loop().try_execute(std::move(task))) {
     if (auto c = connection.lock()) c->http1_closed(ch, nullptr, false, true);
   }
 }
 
-void Http1Side::write(const ChannelPtr& ch, http::HttpClientRequest request, const Url& request_url, bool probe,
+void Http1Side::write(const ChannelPtr& ch, http::HttpClientRequest&& request, bool probe,
                       std::shared_ptr<Http1Body> body) {
   if (closed_reported || !ch->is_active()) {
     if (auto c = connection.lock()) c->http1_closed(ch, nullptr, false, true);
@@ -95,7 +94,7 @@ void Http1Side::write(const ChannelPtr& ch, http::HttpClientRequest request, con
   }
   awaiting = true;
   answer_started = false;
-  url = request_url;
+  target = request.target();
   last_read = ch->loop().now();
   // One timer per connection, not per request: armed, it finds the quiet time from last_read when
   // it fires and waits the rest (idle_due); answered, it lapses at its time.
@@ -216,7 +215,7 @@ void Http1Side::idle_due() {
     arm_idle(idle_timeout - quiet);
     return;
   }
-  error(std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url ? url->to_string() : std::string())));
+  error(std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, origin_text + target)));
   channel->close();
 }
 

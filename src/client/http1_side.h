@@ -16,7 +16,6 @@
 #include <utility>
 
 #include "weft/channel/channel.h"
-#include "weft/client/url.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/core/clock.h"
 #include "weft/core/event_loop.h"
@@ -28,15 +27,16 @@ class Http1Body;
 class OriginConnection;
 
 struct Http1Side : std::enable_shared_from_this<Http1Side> {
-  Http1Side(std::weak_ptr<OriginConnection> owner, Duration idle) : connection(std::move(owner)), idle_timeout(idle) {}
+  // `origin`: "scheme://authority", which a request's target completes into its URL (for messages).
+  Http1Side(std::weak_ptr<OriginConnection> owner, Duration idle, std::string origin)
+      : connection(std::move(owner)), idle_timeout(idle), origin_text(std::move(origin)) {}
 
   // Adds the codec and the handlers after what `ch` has (TLS).
   void install(Channel& ch, const http::Limits& limits, const std::string& authority);
   // Thread-safe. Writes `request` on `ch`'s loop; a channel already closed reports never_sent.
   // `probe`: learn whether any of its bytes were written (see the file's description).
   // `body`: a streamed request's, started when its head comes.
-  void send_from_pool(ChannelPtr ch, http::HttpClientRequest request, const Url& url, bool probe,
-                      std::shared_ptr<Http1Body> body);
+  void send_from_pool(ChannelPtr ch, http::HttpClientRequest&& request, bool probe, std::shared_ptr<Http1Body> body);
 
   void active();
   void bytes_arrived();
@@ -58,6 +58,7 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
 
   std::weak_ptr<OriginConnection> connection;
   Duration idle_timeout;
+  std::string origin_text;      // "scheme://authority"
   ChannelPtr channel;           // until it closes; channel loop only
   bool awaiting = false;        // a request was written and its answer has not ended
   bool answer_started = false;  // a byte came since the request was written
@@ -66,7 +67,7 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   bool close_awaits_probe = false;  // closed, reporting once the probe's completion settles
   Probe probe = Probe::none;
   TimePoint last_read{};
-  std::optional<Url> url;  // of the request on the wire, for the timeout's message (assigned: no allocation)
+  std::string target;  // of the request on the wire, for the timeout's message (assigned: no allocation)
   std::optional<TimerId> idle_timer;
   std::exception_ptr first_error;
   std::shared_ptr<Http1Body> streamed_body;  // the request on the wire streams its answer's body
@@ -74,8 +75,7 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
   std::optional<Promise<void>> upload_blocked;  // a push waiting for the channel to be writable
 
  private:
-  void write(const ChannelPtr& ch, http::HttpClientRequest request, const Url& request_url, bool probe,
-             std::shared_ptr<Http1Body> body);
+  void write(const ChannelPtr& ch, http::HttpClientRequest&& request, bool probe, std::shared_ptr<Http1Body> body);
   void arm_idle(Duration in);
   void idle_due();
   void report_closed();

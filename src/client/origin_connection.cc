@@ -256,7 +256,7 @@ void OriginConnection::send(std::shared_ptr<Exchange> x) {
     request.stream_body_to(body);
     x->body_stream = body;
   }
-  http1_->send_from_pool(channel_, std::move(request), x->url, !x->idempotent(), std::move(body));
+  http1_->send_from_pool(channel_, std::move(request), !x->idempotent(), std::move(body));
   if (x->upload) {
     upload_ = x->upload;
     upload_->attach(std::make_shared<Http1Upload>(http1_, channel_, pool_loop()));

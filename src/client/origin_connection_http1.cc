@@ -29,8 +29,9 @@ void OriginConnection::install_http1(Channel& ch) {
   http::Limits limits;
   limits.max_body = options_.max_response_body;
   // This attempt's own: the connection takes it once its channel is known to be the one (attempt_ready).
-  auto side = std::make_shared<Http1Side>(std::static_pointer_cast<OriginConnection>(shared_from_this()),
-                                          options_.idle_timeout);
+  auto side =
+      std::make_shared<Http1Side>(std::static_pointer_cast<OriginConnection>(shared_from_this()), options_.idle_timeout,
+                                  std::string(origin_.scheme_name()) + "://" + origin_.authority());
   side->install(ch, limits, origin_.authority());
 }
 

@@ -60,7 +60,9 @@ void OriginPool::withdraw(Exchange& x) {
     if (it != pending_.end()) pending_.erase(it);
     x.queued = false;
   } else if (x.on != nullptr) {
-    x.on->abandon(x);
+    std::shared_ptr<PooledConnection> on = x.on->shared_from_this();  // its close may report at once
+    on->abandon(x);
+    note(*on);  // HTTP/1.1 closes it: reaped at the next dispatch, as before its close is reported
   }
 }
 
@@ -74,12 +76,19 @@ bool OriginPool::expired(const PooledConnection& c, TimePoint now) const noexcep
 PooledConnection* OriginPool::pick(bool fresh_only) {
   // The clock is read only where connections age (expired() is false without a maximum age).
   const TimePoint now = options_.max_connection_age > Duration::zero() ? loop_.now() : TimePoint{};
+  // The one that answered last is as good as any idle one, and found without a scan.
+  PooledConnection* h = std::exchange(idle_hint_, nullptr);
+  if (h != nullptr && h->ready && !h->dead && h->in_flight == 0 && !(fresh_only && h->served > 0) &&
+      !expired(*h, now)) {
+    return h;
+  }
   PooledConnection* best = nullptr;
   for (std::size_t i = 0; i < connections_.size(); ++i) {
     PooledConnection& c = *connections_[i];
     if (!c.ready || c.dead) continue;
     if (expired(c, now)) {
       c.dead = true;  // too old: finishes what it carries, takes nothing new (reap() closes it)
+      reap_due_ = true;
       continue;
     }
     if (c.in_flight >= std::min(c.capacity, kMaxStreamsPerConnection)) continue;
@@ -91,6 +100,8 @@ PooledConnection* OriginPool::pick(bool fresh_only) {
 }
 
 void OriginPool::reap() {
+  if (!reap_due_) return;
+  reap_due_ = false;
   std::vector<std::shared_ptr<PooledConnection>> gone;
   for (const auto& c : connections_) {
     if (c->ready && c->dead && c->in_flight == 0) gone.push_back(c);
@@ -161,6 +172,7 @@ void OriginPool::open() {
 
 void OriginPool::adopt(std::shared_ptr<PooledConnection> c) {
   connections_.push_back(c);
+  note(*c);
   StatsCounters::bump(stats_.connections_opened);
   StatsCounters::bump(stats_.open_connections);
   stats_.peak(connections_.size());
@@ -170,11 +182,13 @@ void OriginPool::adopt(std::shared_ptr<PooledConnection> c) {
 void OriginPool::remove(PooledConnection& c) {
   auto it = std::find_if(connections_.begin(), connections_.end(), [&](const auto& p) { return p.get() == &c; });
   if (it == connections_.end()) return;
+  if (idle_hint_ == &c) idle_hint_ = nullptr;
   connections_.erase(it);
   StatsCounters::bump(stats_.open_connections, -1);
 }
 
 void OriginPool::connection_ready(PooledConnection& c) {
+  note(c);
   if (c.http2) {
     spoke_http2_ = true;
   } else {
@@ -212,10 +226,13 @@ void OriginPool::connection_closed(PooledConnection& c) {
 
 void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) {
   x->on = nullptr;
+  note(c);
   if (c.dead && c.in_flight == 0) {
     auto keep = c.shared_from_this();
     remove(c);
     c.close();
+  } else {
+    idle_hint_ = &c;
   }
   dispatch();
   arm_sweep();
@@ -223,6 +240,7 @@ void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http
 }
 
 void OriginPool::released(PooledConnection& c) {
+  note(c);
   if (c.dead && c.in_flight == 0) {
     auto keep = c.shared_from_this();
     remove(c);
@@ -232,8 +250,9 @@ void OriginPool::released(PooledConnection& c) {
   arm_sweep();
 }
 
-void OriginPool::failed(PooledConnection&, std::shared_ptr<Exchange> x, std::exception_ptr error, bool retryable) {
+void OriginPool::failed(PooledConnection& c, std::shared_ptr<Exchange> x, std::exception_ptr error, bool retryable) {
   x->on = nullptr;
+  note(c);
   if (x->done) {
     dispatch();  // given up (its request timeout reset its HTTP/2 stream): its slot is free now
     return;
@@ -263,6 +282,7 @@ void OriginPool::close_all(std::exception_ptr error) {
   pending_.clear();
   auto connections = std::move(connections_);
   connections_.clear();
+  idle_hint_ = nullptr;
   StatsCounters::bump(stats_.open_connections, -static_cast<std::int64_t>(connections.size()));
   for (auto& c : connections) c->close();
   for (auto& x : waiting) {

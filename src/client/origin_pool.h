@@ -69,7 +69,9 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
  private:
   void dispatch();
   void dispatch_once();
-  void reap();  // closes the ready connections marked dead with nothing in flight
+  void reap();  // closes the ready connections marked dead with nothing in flight (when reap_due_)
+  // A connection reporting: when it is dead, the next reap() looks for those it can close.
+  void note(const PooledConnection& c) noexcept { reap_due_ = reap_due_ || c.dead; }
   PooledConnection* pick(bool fresh_only);
   void open();
   void remove(PooledConnection& c);
@@ -92,6 +94,12 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   bool closed_ = false;
   bool dispatching_ = false;
   bool dispatch_again_ = false;
+  // A connection may be dead, ready and idle: set where one is marked dead (pick) or reports while
+  // dead (each of its in_flight drops is reported), so that reap() scans only then.
+  bool reap_due_ = false;
+  // The connection that answered last, when it may be idle: pick() tries it first (one of
+  // connections_, else null: remove() and close_all() clear it).
+  PooledConnection* idle_hint_ = nullptr;
   std::optional<TimerId> sweep_timer_;
 };
 

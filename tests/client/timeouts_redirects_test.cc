@@ -56,7 +56,15 @@ TEST_P(ClientTimeoutTest, IdleTimeoutWhenTheBodyStops) {
   options.request_timeout = Duration::zero();
   options.idle_timeout = std::chrono::milliseconds(100);
   HttpClient client(clients_, options);
-  EXPECT_EQ(test::timeout_kind(client.get(test::url_of(stalled, "http", "/"))), TimeoutError::Kind::idle);
+  // Its message names the request's URL, target included.
+  const std::string url = test::url_of(stalled, "http", "/stalled/body?part=2");
+  auto answer = client.get(url);
+  ASSERT_EQ(test::timeout_kind(answer), TimeoutError::Kind::idle);
+  try {
+    std::rethrow_exception(answer.error());
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string_view(e.what()).find(url), std::string_view::npos) << e.what();
+  }
 }
 
 TEST_P(ClientTimeoutTest, RedirectsFollowedUpToTheLimit) {
