@@ -134,7 +134,8 @@ void EventLoop::run() {
   driver_->attach(*this);
   // While times() is observed, two clock reads a turn (not per event): the poll's start and end split
   // the turn into busy and poll time; then one after each task, timer and callback (run_timed), and,
-  // with a stall threshold, two around each channel read from a transport. Unobserved, one relaxed load a turn.
+  // with a stall threshold, one when the driver's wait returns (detail::note_io_ready) and, once a
+  // poll's I/O stalled, two around each channel read from a transport. Unobserved, one relaxed load a turn.
   TimePoint polled{};
   auto add = [](std::atomic<std::uint64_t>& to, std::uint64_t n) {
     to.store(to.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -148,16 +149,21 @@ void EventLoop::run() {
     const bool timed = times_observers_.load(std::memory_order_relaxed) > 0;
     timed_ = timed;
     detail::t_stall_watch = nullptr;
+    detail::t_poll_watch = nullptr;
     if (timed) [[unlikely]] {
       const Duration threshold(stall_threshold_ns_.load(std::memory_order_relaxed));
       stall_watch_.set_threshold(threshold);
-      if (threshold.count() > 0) detail::t_stall_watch = &stall_watch_;
+      if (threshold.count() > 0) {
+        detail::t_poll_watch = &stall_watch_;
+        if (stall_watch_.reads_timed()) detail::t_stall_watch = &stall_watch_;
+      }
     }
     const TimePoint poll_start = timed ? Clock::now() : TimePoint{};
     driver_->poll(timeout);
     sleeping_.store(false, std::memory_order_relaxed);
     if (timed) [[unlikely]] {
       const TimePoint poll_end = Clock::now();
+      stall_watch_.io_done(poll_end);
       // The first observed turn counts from its poll: what ran before was not observed.
       if (polled != TimePoint{}) add(busy_ns_, static_cast<std::uint64_t>((poll_start - polled).count()));
       add(poll_ns_, static_cast<std::uint64_t>((poll_end - poll_start).count()));
@@ -181,6 +187,7 @@ void EventLoop::run() {
   }
   timed_ = false;
   detail::t_stall_watch = nullptr;
+  detail::t_poll_watch = nullptr;
   terminate();
   t_current_loop = nullptr;
 }

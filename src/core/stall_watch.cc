@@ -10,6 +10,7 @@
 namespace weft::detail {
 
 constinit thread_local StallWatch* t_stall_watch = nullptr;
+constinit thread_local StallWatch* t_poll_watch = nullptr;
 
 std::string StallWatch::type_name(const std::type_info& type) {
   int status = 0;

@@ -81,10 +81,11 @@ class Blocker final : public InboundHandler<ByteBuf> {
 
 class EventLoopStalls : public test::TransportTest {};
 
-// A handler that blocks its loop, on each transport: counted each time; its channel's read is named
-// by the pipeline's handlers the first time, the handler itself by its pipeline name the next time
-// (the pipeline's handler reads are timed once a read of it stalled), each logged once; the handler
-// before it, whose read included the blocked one, is not named.
+// A handler that blocks its loop, on each transport: counted each time, and named closer each time,
+// each name logged once: first the poll's I/O (the loop then times its channel reads), then its
+// channel's read, by the pipeline's handlers (the pipeline then times its handlers' reads), then the
+// handler by its pipeline name. The handler before it, whose read included the blocked one, is not
+// named.
 TEST_P(EventLoopStalls, AHandlerThatBlocksItsLoopIsCountedAndNamedOnce) {
   Registry registry;
   EventLoopGroup group(transport(), loops(1, 2), "stall");
@@ -102,7 +103,7 @@ TEST_P(EventLoopStalls, AHandlerThatBlocksItsLoopIsCountedAndNamedOnce) {
   test::StderrCapture capture;
   test::BlockingClient client(server->local_address().port());
   ASSERT_TRUE(client.is_open());
-  for (int i = 1; i <= 3; ++i) {
+  for (int i = 1; i <= 4; ++i) {
     ASSERT_TRUE(client.send_all("a"));
     ASSERT_TRUE(test::eventually([&] { return blocker->entered.load(std::memory_order_acquire) == i; }));
     blocker->release.store(true, std::memory_order_release);
@@ -113,7 +114,8 @@ TEST_P(EventLoopStalls, AHandlerThatBlocksItsLoopIsCountedAndNamedOnce) {
   group.shutdown_gracefully(0ms, 5s).wait();  // the loops' last turns counted
   const std::string text = registry.scrape();
   const std::string log = capture.stop();
-  EXPECT_GE(sum_over_loops(text, "weft_event_loop_stalls_total", "stall-"), 3) << text;
+  EXPECT_GE(sum_over_loops(text, "weft_event_loop_stalls_total", "stall-"), 4) << text;
+  EXPECT_EQ(test::count_occurrences(log, "I/O 'one poll's events"), 1) << log;
   EXPECT_EQ(test::count_occurrences(log, "channel read 'relay, blocker'"), 1) << log;
   EXPECT_EQ(test::count_occurrences(log, "handler 'blocker'"), 1) << log;
   EXPECT_EQ(test::count_occurrences(log, "handler 'relay'"), 0) << log;

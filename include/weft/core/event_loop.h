@@ -70,8 +70,9 @@ class EventLoop {
     /// The CPU the thread start() makes is pinned to (its only allowed CPU); -1: not pinned. The
     /// constructor throws std::invalid_argument for a CPU the creating thread may not run on.
     int cpu = -1;
-    /// A task, timer, loop callback or channel read (and, in a pipeline whose read stalled, each
-    /// handler's read) that runs longer than this is a stall:
+    /// A task, timer, loop callback or a poll's I/O events (and, on a loop whose I/O stalled, each
+    /// channel read; in a pipeline whose read stalled, each handler's read) that runs longer than
+    /// this is a stall:
     /// counted (Times::stalls) and logged once per name (detail::StallWatch). Watched only while
     /// times are observed (observe_times); zero: never. See set_stall_threshold().
     Duration stall_threshold = std::chrono::milliseconds(100);
@@ -217,8 +218,9 @@ class EventLoop {
   }
   /// Attaches (true) or detaches (false) an observer of times(): while at least one is attached, the
   /// loop reads the clock twice a turn, once after each task, timer and loop callback (its start is
-  /// the end of what ran before: for the task delay and stalls) and, with a stall threshold, around
-  /// each channel read from a transport (and each handler's read in a pipeline whose read stalled); a task posted from
+  /// the end of what ran before: for the task delay and stalls) and, with a stall threshold, once
+  /// when the poll's wait returns (and, once a poll's I/O stalled, around each channel read from a
+  /// transport; in a pipeline whose read stalled, around each handler's read); a task posted from
   /// another thread carries the time it was posted. With none, it reads nothing. Thread-safe; the loop sees the change
   /// from its next turn. Calls must pair (each true undone by one false).
   void observe_times(bool attach) noexcept { times_observers_.fetch_add(attach ? 1 : -1, std::memory_order_relaxed); }

@@ -2,8 +2,8 @@
 /// @file
 /// An event loop group's times in a registry, read from EventLoop::times() when scraped. While an
 /// EventLoopMetrics lives, its loops count their times (EventLoop::observe_times: two clock reads a
-/// loop turn, one per task, timer and loop callback, and two per channel read from a transport
-/// while stalls are watched); without one they count nothing:
+/// loop turn, one per task, timer and loop callback, and, while stalls are watched, one more per
+/// turn -- per channel read only on a loop whose I/O stalled); without one they count nothing:
 ///   weft_event_loop_busy_seconds_total{loop}   counter: running timers and tasks
 ///   weft_event_loop_poll_seconds_total{loop}   counter: in the poll (waiting, and running what it returned)
 ///   weft_event_loop_turns_total{loop}          counter: polls

@@ -11,6 +11,7 @@
 #include "weft/core/error.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/log.h"
+#include "weft/core/stall_watch.h"
 
 namespace weft {
 
@@ -33,6 +34,7 @@ void BlockingDriver::poll(Duration timeout) {
     if (errno != EINTR) log(LogLevel::error, "poll failed: errno {}", errno);
     return;
   }
+  detail::note_io_ready();
   if (fds[0].revents != 0) {
     std::uint64_t value;
     [[maybe_unused]] auto r = ::read(event_fd_, &value, sizeof value);

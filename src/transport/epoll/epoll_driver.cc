@@ -1,5 +1,6 @@
 #include "epoll_driver.h"
 
+#include <fmt/format.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -7,11 +8,10 @@
 #include <cerrno>
 #include <cstdint>
 
-#include <fmt/format.h>
-
 #include "weft/core/error.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/log.h"
+#include "weft/core/stall_watch.h"
 
 namespace weft {
 
@@ -76,6 +76,7 @@ void EpollDriver::poll(Duration timeout) {
     if (errno != EINTR) log(LogLevel::error, "epoll_wait failed: errno {}", errno);
     return;
   }
+  detail::note_io_ready();
   for (int i = 0; i < n; ++i) {
     if (i + 1 < n) prefetch_handle(events_[i + 1].data.ptr);
     auto* handle = static_cast<EpollHandle*>(events_[i].data.ptr);

@@ -1,5 +1,6 @@
 #include "io_uring_driver.h"
 
+#include <fmt/format.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,12 +12,11 @@
 #include <thread>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "weft/buffer/pooled_byte_buf_allocator.h"
 #include "weft/core/error.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/log.h"
+#include "weft/core/stall_watch.h"
 
 namespace weft {
 namespace {
@@ -218,6 +218,7 @@ void IoUringDriver::poll(Duration timeout) {
     }
   }
   submit_and_wait(timeout);
+  detail::note_io_ready();
   dispatch_completions();
   end_batches();
 }
