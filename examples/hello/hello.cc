@@ -74,8 +74,9 @@ struct Options {
   bool http2 = true;
   std::string tls_cert;  // with tls_key: every route over HTTPS
   std::string tls_key;
-  long drain_timeout_s = 10;  // SIGTERM/SIGINT: connections have this long to end, then are closed
-  long admin_port = -1;       // -1: no admin listener
+  long drain_timeout_s = 10;     // SIGTERM/SIGINT: connections have this long to end, then are closed
+  long admin_port = -1;          // -1: no admin listener
+  long stall_threshold_ms = -1;  // -1: the loops' default (100 ms)
   bool metrics = true;
 };
 
@@ -87,6 +88,7 @@ struct Options {
       "[--offload-threads T] "
       "[--max-connections N] [--http1-only]\n"
       "                  [--tls-cert FILE --tls-key FILE] [--drain-timeout S] [--admin-port P] [--no-metrics]\n"
+      "                  [--stall-threshold MS]\n"
       "  --loops N            event loops (default: one per core; epoll)\n"
       "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
       "                       the handler runs on the connection's own thread)\n"
@@ -109,7 +111,9 @@ struct Options {
       "                       seconds, close what is left, exit 0 (default 10)\n"
       "  --admin-port P       serve /metrics (Prometheus or OpenMetrics text), /healthz and /readyz\n"
       "                       (503 once draining) on port P of --host, on a loop of their own\n"
-      "  --no-metrics         weft's request metrics off\n");
+      "  --no-metrics         weft's request metrics off\n"
+      "  --stall-threshold MS with --admin-port: a task or read running longer than MS is a stall,\n"
+      "                       logged and counted (default 100; 0: stalls are not watched)\n");
   std::exit(code);
 }
 
@@ -156,6 +160,8 @@ Options parse(int argc, char** argv) {
       o.admin_port = number(0, 65535);
     else if (a == "--no-metrics")
       o.metrics = false;
+    else if (a == "--stall-threshold")
+      o.stall_threshold_ms = number(0, 3600000);
     else {
       std::fprintf(stderr, "weft-hello: unknown option '%s'\n", a.c_str());
       usage(2);
@@ -404,6 +410,9 @@ int main(int argc, char** argv) {
   std::optional<weft::metrics::AllocatorMetrics> allocator_metrics;
   if (options.admin_port >= 0) {
     if (!blocking) loop_metrics.emplace(loops);  // (blocking: a loop per connection, too many series)
+    if (options.stall_threshold_ms >= 0)
+      for (std::size_t i = 0; i < loops.size(); ++i)
+        loops.at(i).set_stall_threshold(std::chrono::milliseconds(options.stall_threshold_ms));
     allocator_metrics.emplace();
     try {
       admin.emplace(weft::SocketAddress::from(options.host, static_cast<std::uint16_t>(options.admin_port)),
