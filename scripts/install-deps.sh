@@ -9,6 +9,7 @@
 # zlib1g-dev: gRPC message compression (gzip, deflate). libc-ares-dev: weft/dns's resolver;
 # dnsmasq-base: the DNS server the resolver's tests run.
 # haproxy: the rolling restart behind a load balancer (tests/integration/rolling_restart_test.cc).
+# h2o: a peer weft-bench adds as a column (tools/bench/weft_bench/peers.py; make run).
 # clang-format: the test `format` (scripts/check-format.sh).
 # libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
 # (shared/peers/grpc) the gRPC interop test builds.
@@ -47,6 +48,7 @@ PACKAGES=(
   libc-ares-dev
   dnsmasq-base
   haproxy
+  h2o
   openssl
   nginx-light
   doxygen

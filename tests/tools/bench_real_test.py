@@ -11,8 +11,8 @@ import time
 import unittest
 
 from bench_helpers import BIN_DIR, LAUNCHER, load_json, weft_bench
-from weft_bench import results
-from weft_bench.processes import session_members
+from weft_bench import peers, results, suites
+from weft_bench.processes import Supervisor, free_port, session_members
 
 # Quarter-second points: these tests check the mechanics (every point measured, compare, the report,
 # the processes stopped), not the figures.
@@ -235,3 +235,39 @@ class RealScalingRun(unittest.TestCase):
                     if argv[0] == "taskset":
                         self.assertEqual(len(argv[2].split(",")), 1)
             assert_all_stopped(self, doc)
+
+
+@unittest.skipUnless(shutil.which("curl"), "needs curl")
+class RealPeerRecipes(unittest.TestCase):
+    """The installed peers' recipes start real servers that answer /plaintext over the protocol of their suite."""
+
+    def fetch(self, port, suite):
+        url = f"{'https' if suite == 'tls' else 'http'}://127.0.0.1:{port}/plaintext"
+        how = {"tfb": ["--http1.1"], "h2": ["--http2-prior-knowledge"], "tls": ["-k", "--http2"]}[suite]
+        done = subprocess.run(["curl", "-s", "--max-time", "20", "-w", " %{http_version}", *how, url],
+                              capture_output=True, text=True)
+        return done.stdout
+
+    def check(self, program):
+        if not peers.find_program(program):
+            self.skipTest(f"{program} is not installed")
+        ctx = suites.Context(BIN_DIR, True, 1, {}, build_peers=False)
+        cert, key = suites._test_certificate()
+        with tempfile.TemporaryDirectory(prefix="weft-bench-peers-") as tmp:
+            sup = Supervisor(os.path.join(tmp, "logs"))
+            try:
+                for suite, version in (("tfb", "1.1"), ("h2", "2"), ("tls", "2")):
+                    (column,) = [c for c in peers.installed(ctx, suite, cert, key) if c.name == program]
+                    port = free_port()
+                    server = sup.start(f"{suite}-{program}", [a.format(port=port, loops=1) for a in column.argv])
+                    server.wait_listening(port)
+                    self.assertEqual(self.fetch(port, suite), f"Hello, World! {version}", f"{program} in {suite}")
+                    sup.release(server, 1.0)
+            finally:
+                sup.stop_all()
+
+    def test_nginx(self):
+        self.check("nginx")
+
+    def test_h2o(self):
+        self.check("h2o")

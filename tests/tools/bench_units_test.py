@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 from bench_helpers import results_doc, table
-from weft_bench import cli, compare, conditions, html_report, load, processes, results, suites, tables
+from weft_bench import cli, compare, conditions, html_report, load, peers, processes, results, suites, tables
 
 # A real wrk report (weft-hello, pipeline 16, 256 connections), including wrk's 0.00us p99 quirk.
 WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:18998/plaintext
@@ -393,6 +393,57 @@ class InstalledPeers(unittest.TestCase):
         self.assertEqual([c.argv for c in plaintext.columns if c.name == "nginx"], [["nginx", "-c", "mine", "{port}"]])
 
 
+class InstalledPeerRecipes(unittest.TestCase):
+    EXPECTED = {"tfb": ["nginx", "h2o", "netty"], "echo": ["netty"], "h2": ["nginx", "h2o"], "tls": ["nginx", "h2o"],
+                "scaling": ["nginx"], "stream": [], "downstream": []}
+
+    def test_each_suite_has_its_peers_as_columns_or_lines_saying_how_to_add_them(self):
+        ctx = suites.Context("/b", True, 2, {}, build_peers=False)
+        for suite, names in self.EXPECTED.items():
+            cols = peers.installed(ctx, suite, "/c/cert.pem", "/c/key.pem")
+            self.assertEqual([c.name for c in cols], names, suite)
+            for c in cols:
+                if c.note is not None:
+                    self.assertRegex(c.note, r"^n/a: .*\(apt-get install [a-z0-9 -]+\)", f"{suite} {c.name}")
+                    self.assertEqual(c.argv, [])
+                else:
+                    self.assertEqual(c.argv[:2], ["sh", "-c"], f"{suite} {c.name}")
+
+    def test_a_recipe_takes_the_runs_port_and_loops_when_the_server_starts(self):
+        ctx = suites.Context("/b", True, 2, {}, build_peers=False)
+        for suite in self.EXPECTED:
+            for c in peers.installed(ctx, suite, "/c/cert.pem", "/c/key.pem"):
+                if c.note is None:  # the runner fills in the argv as it starts the server
+                    script = [a.format(port=23456, ports=3, loops=2) for a in c.argv][2]
+                    self.assertIn("23456", script, f"{suite} {c.name}")
+                    self.assertNotIn("{port}", script)
+
+    @unittest.skipUnless(peers.find_program("nginx"), "nginx is not installed")
+    def test_nginx_listens_as_each_suite_needs(self):
+        ctx = suites.Context("/b", True, 2, {}, build_peers=False)
+        conf = {s: peers.installed(ctx, s, "/c/cert.pem", "/c/key.pem")[0].argv[2].format(port=23456, loops=4)
+                for s in ("tfb", "h2", "tls", "scaling")}
+        self.assertIn("listen 127.0.0.1:23456 backlog", conf["tfb"])
+        self.assertIn("listen 127.0.0.1:23456 http2 backlog", conf["h2"])
+        self.assertIn("listen 127.0.0.1:23456 ssl http2 backlog", conf["tls"])
+        self.assertIn("ssl_certificate /c/cert.pem;", conf["tls"])
+        self.assertIn("worker_processes 2;", conf["tfb"])
+        self.assertIn("worker_processes 4;", conf["scaling"])  # the row's loops
+
+    def test_a_peer_given_by_name_replaces_the_installed_one_and_installed_peers_can_be_left_out(self):
+        given = suites.Context("/b", True, 1, {"h2": [("nginx", "mine {port}")]}, build_peers=False)
+        self.assertEqual([c.name for c in peers.installed(given, "h2")], ["h2o"])
+        off = suites.Context("/b", True, 1, {}, build_peers=False, installed_peers=False)
+        self.assertEqual(peers.installed(off, "tfb"), [])
+
+    def test_a_jvm_peer_is_warmed_up_for_its_jit(self):
+        netty = peers.netty("netty", "HelloServer", "{port} 1")
+        if netty.note is None:
+            self.assertEqual(netty.min_warmup, peers.JVM_WARMUP_S)
+        else:
+            self.assertIn("libnetty-java", netty.note)
+
+
 class Logs(unittest.TestCase):
     def test_a_column_name_with_a_slash_gets_a_log_file_in_the_log_directory(self):
         with tempfile.TemporaryDirectory() as d:
@@ -415,7 +466,8 @@ class Options(unittest.TestCase):
             cli.parse_show("rps,latency")
 
     def test_suites_quick_scales_rows(self):
-        ctx = suites.Context(bin_dir="/b", quick=True, server_cpus=1, peers={"tfb": [("nginx", "nginx {port}")]})
+        ctx = suites.Context(bin_dir="/b", quick=True, server_cpus=1, peers={"tfb": [("nginx", "nginx {port}")]},
+                             installed_peers=False)
         tfb = suites.build(["tfb"], ctx)
         self.assertEqual([t.id for t in tfb], ["tfb-plaintext", "tfb-json"])
         names = [c.name for c in tfb[0].columns]
@@ -505,7 +557,9 @@ class Options(unittest.TestCase):
     def test_h2_suite_uses_h2load_without_weft_load(self):
         ctx = suites.Context("/b", False, 2, {"h2": [("h2o", "h2o-wrapper {port}")]})
         (t,) = suites.build(["h2"], ctx)
-        self.assertEqual([c.name for c in t.columns], ["epoll", "io_uring", "coroutine", "h2o"])
+        # The installed nginx, then h2o as given (it replaces the installed one).
+        self.assertEqual([c.name for c in t.columns], ["epoll", "io_uring", "coroutine", "nginx", "h2o"])
+        self.assertEqual(t.columns[-1].argv, ["h2o-wrapper", "{port}"])
         self.assertEqual(t.rows, [16, 64, 256])
         self.assertIsInstance(t.loader, load.H2Load)
         argv, _ = t.load_argv(t.loader, t.columns[1], 9000, 64, 5)
@@ -519,7 +573,9 @@ class Options(unittest.TestCase):
     def test_tls_suite_serves_https_with_a_certificate_made_for_the_run(self):
         ctx = suites.Context("/b", True, 1, {"tls": [("nginx", "nginx-tls {port}")]})
         plain, json_, full, resumed = suites.build(["tls"], ctx)
-        self.assertEqual([c.name for c in plain.columns], ["epoll", "io_uring", "coroutine", "nginx"])
+        self.assertEqual([c.name for c in plain.columns], ["epoll", "io_uring", "coroutine", "h2o", "nginx"])
+        self.assertEqual(plain.rows, [256])  # quick
+        self.assertEqual(suites.build(["tls"], suites.Context("/b", False, 1, {}))[0].rows, [16, 256])
         argv = plain.columns[0].argv
         cert, key = argv[argv.index("--tls-cert") + 1], argv[argv.index("--tls-key") + 1]
         with open(cert) as f:
@@ -532,7 +588,7 @@ class Options(unittest.TestCase):
         s_time, _ = resumed.load_argv(resumed.loader, resumed.columns[0], 9443, 1, 5)
         self.assertIn("-reuse", s_time)
         self.assertEqual((full.count_key, resumed.metric), ("handshakes", "handshakes_per_s"))
-        self.assertNotIn("tls", suites.ALL)
+        self.assertIn("tls", suites.ALL)  # make run has it, quick
 
     def test_render_downstream_cells_show_mean_and_peak_rss(self):
         t = table({15: [60.0]}, column="offload-16")
@@ -649,7 +705,9 @@ class GrpcSuite(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "no result"):
             parse("cannot connect to 127.0.0.1:9000\n")
         self.assertEqual(t.load_argv(t.loader, col, 9000, "pingPongMessageThroughput", 2.0)[0][2], "pingpong")
-        self.assertNotIn("grpc", suites.ALL)
+        self.assertIn("grpc", suites.ALL)  # make run's quick run has it too
+        quick = suites.build(["grpc"], suites.Context("/b", True, 1, {}, build_peers=False))[0]
+        self.assertEqual([c.name for c in quick.columns], ["weft-epoll-direct-true", "weft-epoll-direct-false", "grpc++"])
 
     def test_weft_load_grpc_is_the_default_load(self):
         ctx = suites.Context("/b", True, 1, {}, build_peers=False)

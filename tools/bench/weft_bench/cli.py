@@ -52,8 +52,8 @@ def parser():
     p = argparse.ArgumentParser(prog="weft-bench", description="weft's benchmark suites, tables, results and comparisons")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a suite and print its tables")
-    r.add_argument("suite", nargs="?", default="all", help=f"{', '.join(list(suites.SUITES) + ['all'])} (default all)")
-    r.add_argument("--quick", action="store_true", help="fewer rows, 1 s points: 'all' in under two minutes")
+    r.add_argument("suite", nargs="?", default="all", help=f"{', '.join(list(suites.SUITES) + ['all'])} (default all: every suite but scaling)")
+    r.add_argument("--quick", action="store_true", help="fewer rows and columns, 0.5 s points: 'all' in under five minutes on 2 cores")
     r.add_argument("--peer", action="append", default=[], type=parse_peer, metavar="[SUITE:]NAME=COMMAND",
                    help="another server as a column; {port} (and {ports} for echo) are filled in")
     r.add_argument("--out", help="results folder (default bench-results/<timestamp>)")
@@ -72,6 +72,8 @@ def parser():
     r.add_argument("--columns", help="only these columns (comma-separated names)")
     r.add_argument("--build-dir", help="build folder holding bin/ (default: the launcher's, else build/release)")
     r.add_argument("--no-pin", action="store_true", help="do not pin server and load to separate CPUs")
+    r.add_argument("--no-installed-peers", action="store_true",
+                   help="leave out the peers installed on this machine (nginx, h2o, Netty), --peer ones stay")
     c = sub.add_parser("compare", help="compare two results files cell by cell: regression, improvement, no change or "
                        "inconclusive; exit 1 on a regression, 2 when they share no cell (3 with --strict: inconclusive)")
     c.add_argument("base")
@@ -103,7 +105,8 @@ def cmd_run(args, invoked_as):
     ctx = suites.Context(bin_dir=bin_dir, quick=args.quick, peers=peers,
                          server_cpus=len(server_cpus.split(",")) if server_cpus else os.cpu_count(),
                          load_cpus=len(load_cpus.split(",")) if load_cpus else 1,
-                         columns=set(args.columns.split(",")) if args.columns else None, h2_load=args.h2_load, grpc_load=args.grpc_load)
+                         columns=set(args.columns.split(",")) if args.columns else None, h2_load=args.h2_load,
+                         grpc_load=args.grpc_load, installed_peers=not args.no_installed_peers)
     try:
         table_specs = suites.build(names, ctx)
         adapter, note = load.choose(args.load, bin_dir, os.path.join(PACKAGE_DIR, "wrk_pipeline.lua"))

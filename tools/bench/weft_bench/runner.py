@@ -145,6 +145,7 @@ class Runner:
             server.wait_listening(port)
             server.idle_rss_kib = memory_kib(server.pid).get("VmRSS")
             if warmup > 0:
+                warmup = max(warmup, column.min_warmup or 0)  # a JVM peer's JIT needs its seconds
                 rows = [row] if table.loops_per_row else table.rows if table.warmup_each_row else [max(table.rows)]
                 for warm_row in rows:
                     self._measure(table, column, server, port, warm_row, warmup)

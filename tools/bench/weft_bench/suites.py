@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
+from . import peers
 from .load import GrpcPeerClient, GrpcWeftLoad, H2Load, STime, choose_h2
 
 HELLO_MODES = ["loop", "loop-async", "offload", "coroutine", "coroutine-async"]
@@ -22,6 +23,7 @@ class Column:
     path_suffix: str = ""  # "-async" for the routes whose handler blocks on an executor future
     note: str = None       # set when the column cannot run (then it shows n/a)
     params: dict = None    # what the column stands for, as JMH's parameter columns (the grpc table's layout)
+    min_warmup: float = None  # seconds of warm-up this server needs at least (a JVM's JIT), when warmed up at all
 
 
 @dataclass
@@ -89,7 +91,7 @@ class Context:
     build_peers: bool = True         # build reference peers the suites need (grpc++'s) while building them
     grpc_load: str = "weft-load"     # the grpc suite's load: weft-load grpc, or grpc++ (the reference client)
     load_cpus: int = 1               # CPUs the load generator is given (the scaling suite's load threads)
-    installed_peers: bool = True     # add the peers installed on the machine (nginx) as columns
+    installed_peers: bool = True     # add the peers installed on the machine (peers.py) as columns
 
 
 def _bin(ctx, name):
@@ -110,10 +112,7 @@ def tfb(ctx):
     columns = [Column(m, base + ["--mode", m], "-async" if m.endswith("-async") else "") for m in HELLO_MODES]
     columns.append(Column("io_uring", base + ["--mode", "loop", "--transport", "io_uring"]))
     columns.append(Column("blocking", base + ["--mode", "loop", "--transport", "blocking"]))
-    peers = _peer_columns(ctx, "tfb")
-    if ctx.installed_peers and "nginx" not in [c.name for c in peers]:
-        peers.insert(0, _nginx_scaling_column(ctx.server_cpus))  # the installed peer, as many workers as loops
-    columns += peers
+    columns += peers.installed(ctx, "tfb") + _peer_columns(ctx, "tfb")
     tables = []
     for kind, pipeline, full, quick in (("plaintext", 16, [4, 16, 64, 256, 1024], [16, 256]),
                                         ("json", 1, [4, 16, 64, 256, 512], [16, 256])):
@@ -130,7 +129,8 @@ def echo(ctx):
     server = [_bin(ctx, "weft-echo-server"), "--port", "{port}", "--ports", "{ports}",
               "--loops", str(ctx.server_cpus)]
     columns = [Column("weft-echo-server", server),
-               Column("weft-echo-server/io_uring", server + ["--transport", "io_uring"])] + _peer_columns(ctx, "echo")
+               Column("weft-echo-server/io_uring", server + ["--transport", "io_uring"])]
+    columns += peers.installed(ctx, "echo") + _peer_columns(ctx, "echo")
     rows = [100, 200] if ctx.quick else [100, 200, 400, 800, 1200, 1600, 2000, 2400, 2800]
     return [Table(
         id="echo", suite="echo", title=f"Echo: {rounds} round trips of 256 B per client thread, {ports} ports, "
@@ -159,7 +159,8 @@ def h2(ctx):
     base = [hello, "--port", "{port}", "--loops", str(ctx.server_cpus)]
     columns = [Column("epoll", base + ["--mode", "loop"]),
                Column("io_uring", base + ["--mode", "loop", "--transport", "io_uring"]),
-               Column("coroutine", base + ["--mode", "coroutine"])] + _peer_columns(ctx, "h2")
+               Column("coroutine", base + ["--mode", "coroutine"])]
+    columns += peers.installed(ctx, "h2") + _peer_columns(ctx, "h2")
     return [Table(
         id="h2-plaintext", suite="h2", title="HTTP/2 cleartext (h2c): /plaintext, 16 streams per connection, "
                                              "Result: requests/s",
@@ -192,12 +193,13 @@ def tls(ctx):
     base = [hello, "--port", "{port}", "--loops", str(ctx.server_cpus), "--tls-cert", cert, "--tls-key", key]
     columns = _keep(ctx, [Column("epoll", base + ["--mode", "loop"]),
                           Column("io_uring", base + ["--mode", "loop", "--transport", "io_uring"]),
-                          Column("coroutine", base + ["--mode", "coroutine"])] + _peer_columns(ctx, "tls"))
+                          Column("coroutine", base + ["--mode", "coroutine"])]
+                    + peers.installed(ctx, "tls", cert, key) + _peer_columns(ctx, "tls"))
     tables = []
     for kind, pipeline in (("plaintext", 16), ("json", 1)):
         tables.append(Table(
             id=f"tls-{kind}", suite="tls", title=f"HTTPS/1.1: {kind}, pipeline {pipeline}, Result: requests/s",
-            row_label="connections", rows=[16, 256], load_kind="https", metric="rps", unit="req/s",
+            row_label="connections", rows=[256] if ctx.quick else [16, 256], load_kind="https", metric="rps", unit="req/s",
             higher_is_better=True, count_key="responses", columns=columns,
             params={"path": f"/{kind}", "pipeline": pipeline}, loader=H2Load()))
     for mode in ("full", "resumed"):
@@ -295,7 +297,7 @@ def grpc(ctx):
     peer_dir, peer_note = build_grpc_peer(ctx.build_peers)
     server = _bin(ctx, "weft-grpc-bench-server")
     columns = []
-    for transport in ("epoll", "io_uring"):
+    for transport in ("epoll",) if ctx.quick else ("epoll", "io_uring"):  # quick: the seed's comparison only
         for direct in ("true", "false"):
             columns.append(Column(f"weft-{transport}-direct-{direct}",
                                   [server, "--port", "{port}", "--transport", transport, "--direct", direct,
@@ -318,46 +320,6 @@ def grpc(ctx):
         precise_cpu=True, thread_cpu_prefix="grpc-exec", reference_column="grpc++")]
 
 
-# nginx as the scaling suite's peer: shared/peers/nginx.conf's server with {loops} workers, each with its
-# own reuseport listener (nginx's way of spreading connections over workers).
-NGINX_SCALING_CONF = """worker_processes {loops};
-daemon off;
-error_log /dev/null crit;
-pid {dir}/nginx.pid;
-events {{ worker_connections 65536; multi_accept on; }}
-http {{
-  access_log off;
-  keepalive_requests 10000000;
-  client_body_temp_path {dir};
-  proxy_temp_path {dir};
-  fastcgi_temp_path {dir};
-  uwsgi_temp_path {dir};
-  scgi_temp_path {dir};
-  server {{
-    listen 127.0.0.1:{port} backlog=8192 reuseport;
-    location /plaintext {{ default_type text/plain; return 200 "Hello, World!"; }}
-    location /json {{ default_type application/json; return 200 '{{"message":"Hello, World!"}}'; }}
-  }}
-}}
-"""
-
-
-def _nginx_scaling_column(workers=None):
-    """nginx with `workers` workers (None: the row's {loops}), or a column that says in one line why it
-    cannot run and how to add it."""
-    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
-    if nginx is None:
-        return Column("nginx", [], note="n/a: nginx is not installed (apt-get install nginx-light)")
-    workdir = tempfile.mkdtemp(prefix="weft-bench-nginx-")
-    atexit.register(shutil.rmtree, workdir, True)
-    conf = NGINX_SCALING_CONF.replace("{dir}", workdir)
-    if workers is not None:
-        conf = conf.replace("{loops}", str(workers))
-    # The configuration is written when the server starts, with the row's {loops} and the run's {port}.
-    script = f"cat > {workdir}/nginx-{{port}}.conf <<'EOF'\n{conf}EOF\nexec {nginx} -c {workdir}/nginx-{{port}}.conf"
-    return Column("nginx", ["sh", "-c", script])
-
-
 def scaling_rows(server_cpus):
     """1, 2, 4 ... loops, and the server's whole CPU share last: [1] on a 2-core machine, [1, 2, 4, 8] on 16."""
     rows, n = [], 1
@@ -375,8 +337,7 @@ def scaling(ctx):
     hello = _bin(ctx, "weft-hello")
     columns = [Column(f"weft {mode}", [hello, "--port", "{port}", "--loops", "{loops}", "--accept", mode, "--pin"])
                for mode in ("acceptor", "reuseport", "least-connections")]
-    columns.append(_nginx_scaling_column())
-    columns += _peer_columns(ctx, "scaling")
+    columns += peers.installed(ctx, "scaling") + _peer_columns(ctx, "scaling")
     load_threads = max(1, ctx.load_cpus)
     connections = 64 if ctx.quick else max(256, 64 * ctx.server_cpus)
     return [Table(
@@ -390,7 +351,7 @@ def scaling(ctx):
 
 SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls, "grpc": grpc,
           "scaling": scaling}
-ALL = ["tfb", "echo", "stream", "downstream"]
+ALL = ["tfb", "echo", "stream", "downstream", "h2", "tls", "grpc"]
 
 
 def build(names, ctx):
