@@ -10,6 +10,7 @@
 # dnsmasq-base: the DNS server the resolver's tests run.
 # haproxy: the rolling restart behind a load balancer (tests/integration/rolling_restart_test.cc).
 # h2o: a peer weft-bench adds as a column (tools/bench/weft_bench/peers.py; make run).
+# valgrind: weft-bench's grpc-ir suite (callgrind instruction counts) and scripts/callgrind-*.sh.
 # clang-format: the test `format` (scripts/check-format.sh).
 # libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
 # (shared/peers/grpc) the gRPC interop test builds.
@@ -49,6 +50,7 @@ PACKAGES=(
   dnsmasq-base
   haproxy
   h2o
+  valgrind
   openssl
   nginx-light
   doxygen

@@ -10,12 +10,13 @@ BIN_DIR = os.environ.get("WEFT_BIN_DIR", os.path.join(REPO, "build", "release", 
 LAUNCHER = os.path.join(REPO, "tools", "bench", "weft-bench")
 
 
-def weft_bench(*args, timeout=120):
-    """Run the launcher with the build's bin dir; returns the CompletedProcess."""
+def weft_bench(*args, timeout=120, env=None):
+    """Run the launcher with the build's bin dir (and `env`, else this process's environment); returns the
+    CompletedProcess."""
     argv = [sys.executable, LAUNCHER] + list(args)
     if args and args[0] == "run":
         argv += ["--build-dir", os.path.dirname(BIN_DIR)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def load_json(path):

@@ -271,3 +271,32 @@ class RealPeerRecipes(unittest.TestCase):
 
     def test_h2o(self):
         self.check("h2o")
+
+
+@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-grpc-bench-server"), os.X_OK) and shutil.which("valgrind"),
+                     "needs weft-grpc-bench-server and valgrind")
+class RealGrpcInstructionsRun(unittest.TestCase):
+    """Seed 004 made deterministic: the executor threads' allocator cache turned off between two quick runs
+    of grpc-ir, on whatever else this machine runs meanwhile, is flagged by compare."""
+
+    def test_compare_flags_the_allocator_cache_turned_off(self):
+        with tempfile.TemporaryDirectory(prefix="weft-bench-grpc-ir-") as tmp:
+            paths = []
+            for name, cache in (("with-cache", "true"), ("without-cache", "false")):
+                out = os.path.join(tmp, name)
+                env = {**os.environ, "WEFT_GRPC_EXECUTOR_THREAD_CACHE": cache}
+                proc = weft_bench("run", "grpc-ir", "--quick", "--columns", "weft-epoll-direct-false", "--rows",
+                                  "streamingCallsMessageThroughput", "--out", out, timeout=230, env=env)
+                self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+                doc = load_json(os.path.join(out, "results.json"))
+                (t,) = doc["tables"]
+                (c,) = t["cells"]
+                self.assertEqual(len(c["repeats"]), 2)
+                self.assertGreater(c["value"], 100)  # instructions per message, not a rate
+                assert_all_stopped(self, doc)
+                paths.append(os.path.join(out, "results.json"))
+            same = weft_bench("compare", paths[0], paths[0])
+            self.assertEqual(same.returncode, 0, same.stdout)
+            flagged = weft_bench("compare", *paths)
+            self.assertEqual(flagged.returncode, 1, flagged.stdout)
+            self.assertIn("REGRESSION grpc-ir streamingCallsMessageThroughput weft-epoll-direct-false", flagged.stdout)

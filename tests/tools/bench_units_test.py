@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 from bench_helpers import results_doc, table
-from weft_bench import cli, compare, conditions, html_report, load, peers, processes, results, suites, tables
+from weft_bench import cli, compare, conditions, html_report, instructions, load, peers, processes, results, suites, tables
 
 # A real wrk report (weft-hello, pipeline 16, 256 connections), including wrk's 0.00us p99 quirk.
 WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:18998/plaintext
@@ -762,3 +762,37 @@ class JmhCompareAgainstTheReference(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GrpcInstructions(unittest.TestCase):
+    def test_the_servers_run_under_callgrind_and_the_cells_are_instructions_per_message(self):
+        (t,) = suites.build(["grpc-ir"], suites.Context("/b", True, 1, {}, build_peers=False))
+        self.assertEqual([c.name for c in t.columns], ["weft-epoll-direct-false", "weft-epoll-direct-true"])
+        self.assertEqual((t.metric, t.unit, t.higher_is_better, t.instructions), ("instructions_per_op", "Ir/msg", False, True))
+        self.assertEqual(t.threshold_pct, suites.GRPC_IR_THRESHOLD_PCT)
+        self.assertNotIn("grpc-ir", suites.ALL)
+        for c in t.columns:
+            if instructions.available():
+                self.assertEqual(c.argv[:3], ["valgrind", "--tool=callgrind", "--quiet"])
+                self.assertTrue(c.argv[3].startswith("--callgrind-out-file="))
+                self.assertEqual(c.argv[4], "/b/weft-grpc-bench-server")
+            else:
+                self.assertEqual(c.note, instructions.VALGRIND_MISSING)
+
+    def test_a_busy_machine_is_not_a_warning_for_instruction_counts(self):
+        t = table({"unaryCallsThroughput": [100.0, 100.0]})
+        for c in t["cells"]:
+            for r in c["repeats"]:
+                r["other_core_pct"] = 150.0
+        self.assertTrue(any("busy machine" in w for w in conditions.warnings(t)))
+        t["instructions"] = True
+        self.assertFalse(any("busy machine" in w for w in conditions.warnings(t)))
+
+    def test_rows_keeps_the_rows_named_and_drops_tables_left_empty(self):
+        ctx = suites.Context("/b", True, 1, {}, build_peers=False, installed_peers=False,
+                             rows={"streamingCallsMessageThroughput", "256"})
+        tables_ = suites.build(["grpc", "tfb", "h2"], ctx)
+        self.assertEqual([(t.id, t.rows) for t in tables_],
+                         [("grpc", ["streamingCallsMessageThroughput"]), ("tfb-plaintext", [256]), ("tfb-json", [256])])
+        with self.assertRaisesRegex(KeyError, "no table of h2 has the rows 7"):
+            suites.build(["h2"], suites.Context("/b", True, 1, {}, rows={"7"}))

@@ -70,6 +70,8 @@ def parser():
     r.add_argument("--h2-load", choices=["weft-load", "h2load"],
                    help="the h2 suite's load generator (default weft-load when built, else h2load)")
     r.add_argument("--columns", help="only these columns (comma-separated names)")
+    r.add_argument("--rows", help="only these rows (comma-separated, as the tables write them: 256, unaryCallsThroughput); "
+                                  "tables with none of them are left out")
     r.add_argument("--build-dir", help="build folder holding bin/ (default: the launcher's, else build/release)")
     r.add_argument("--no-pin", action="store_true", help="do not pin server and load to separate CPUs")
     r.add_argument("--no-installed-peers", action="store_true",
@@ -106,7 +108,8 @@ def cmd_run(args, invoked_as):
                          server_cpus=len(server_cpus.split(",")) if server_cpus else os.cpu_count(),
                          load_cpus=len(load_cpus.split(",")) if load_cpus else 1,
                          columns=set(args.columns.split(",")) if args.columns else None, h2_load=args.h2_load,
-                         grpc_load=args.grpc_load, installed_peers=not args.no_installed_peers)
+                         grpc_load=args.grpc_load, installed_peers=not args.no_installed_peers,
+                         rows=set(args.rows.split(",")) if args.rows else None)
     try:
         table_specs = suites.build(names, ctx)
         adapter, note = load.choose(args.load, bin_dir, os.path.join(PACKAGE_DIR, "wrk_pipeline.lua"))

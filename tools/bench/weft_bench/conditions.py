@@ -137,7 +137,7 @@ def failures(c):
 
 def warnings(table):
     """Lines warning about the table's cells: repeats spread past the threshold, points measured while
-    other processes were busy."""
+    other processes were busy (timed tables only)."""
     limit = table.get("noisy_spread_pct") or NOISY_SPREAD_PCT
     out = []
     for c in table.get("cells", []):
@@ -154,7 +154,7 @@ def warnings(table):
             out.append(f"  WARNING {where}: {failed} failed ({kinds}), {answered} answered: availability "
                        f"{answered / (answered + failed) * 100:.1f}%")
         busy = [r["other_core_pct"] for r in c.get("repeats", []) if (r.get("other_core_pct") or 0) > BUSY_CORE_PCT]
-        if busy:
+        if busy and not table.get("instructions"):  # instruction counts do not feel a busy machine
             out.append(f"  WARNING {where}: {len(busy)} of {len(c['repeats'])} repeats ran while other processes used "
                        f"up to {max(busy):.0f}% of a core: a busy machine")
     return out

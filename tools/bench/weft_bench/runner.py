@@ -1,8 +1,9 @@
 """Runs the tables of a suite: one server per column, warmed up, each row repeated, every process stopped."""
+import subprocess
 import sys
 import time
 
-from . import conditions
+from . import conditions, instructions
 from .load import NOT_BUILT
 from .processes import CLK_TCK, ProcessError, free_port, memory_kib
 from .stats import median
@@ -37,6 +38,8 @@ class Runner:
             out["threshold_pct"] = table.threshold_pct
         if table.reference_column is not None:
             out["reference_column"] = table.reference_column
+        if table.instructions:
+            out["instructions"] = True  # counted under callgrind: a busy machine does not move them
         # What this table ran with (a table may set its own repeats and durations: the run's settings
         # are only the defaults).
         out["settings"] = {"repeat": table.repeat or self.repeat or table.default_repeat or DEFAULT_REPEAT,
@@ -142,7 +145,7 @@ class Runner:
         argv = [a.format(port=port, ports=table.ports, loops=row) for a in column.argv]
         server = self.sup.start(f"{table.id}-{column.name}", argv, cpus=self.server_cpus_for(table, row))
         try:
-            server.wait_listening(port)
+            server.wait_listening(port, timeout=60.0 if table.instructions else 10.0)  # valgrind starts slowly
             server.idle_rss_kib = memory_kib(server.pid).get("VmRSS")
             if warmup > 0:
                 warmup = max(warmup, column.min_warmup or 0)  # a JVM peer's JIT needs its seconds
@@ -154,10 +157,19 @@ class Runner:
             raise
         return server, port
 
+    @staticmethod
+    def _callgrind(step, server):
+        try:
+            return step(server.pid)
+        except (instructions.InstructionCountError, OSError, subprocess.TimeoutExpired) as e:
+            raise Measurement(f"instruction count: {e}") from e
+
     def _measure(self, table, column, server, port, row, duration):
         argv, parse = table.load_argv(table.loader or self.adapter, column, port, row, duration)
         if table.precise_cpu:
             ns0, exec0 = server.cpu_ns(), (server.cpu_ns(table.thread_cpu_prefix) if table.thread_cpu_prefix else 0)
+        if table.instructions:
+            self._callgrind(instructions.zero, server)
         t0, w0 = server.cpu_ticks(), time.monotonic()
         watch = conditions.PointWatch()
         code, stdout = self.sup.run(f"{table.id}-{column.name}-load", argv, cpus=self.load_cpus,
@@ -173,6 +185,9 @@ class Runner:
             raise Measurement(f"{argv[0]} exited with {code}: {lines[-1] if lines else 'no output'}")
         result = parse(stdout)
         count = result.get(table.count_key) or 0
+        if table.instructions:
+            total = self._callgrind(instructions.dump_total, server)
+            result[table.metric] = total / count if count else None
         cpu_us = ticks / CLK_TCK * 1e6 / count if count else None
         exec_us = None
         if table.precise_cpu and count:

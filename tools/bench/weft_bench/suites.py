@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
-from . import peers
+from . import instructions, peers
 from .load import GrpcPeerClient, GrpcWeftLoad, H2Load, STime, choose_h2
 
 HELLO_MODES = ["loop", "loop-async", "offload", "coroutine", "coroutine-async"]
@@ -58,6 +58,8 @@ class Table:
     reference_column: str = None  # compare: Score and CPU/op also as ratios to this column's, round by round
     loops_per_row: bool = False  # a row is the server's loop (worker) count: {loops} in its argv, a fresh
     #                              server per row, pinned to that many of the server's CPUs
+    instructions: bool = False  # the servers run under callgrind; the metric is instructions per counted
+    #                             operation (instructions.py), the load's own figures beside it
 
     def load_argv(self, adapter, column, port, row, duration):
         p = self.params
@@ -92,6 +94,7 @@ class Context:
     grpc_load: str = "weft-load"     # the grpc suite's load: weft-load grpc, or grpc++ (the reference client)
     load_cpus: int = 1               # CPUs the load generator is given (the scaling suite's load threads)
     installed_peers: bool = True     # add the peers installed on the machine (peers.py) as columns
+    rows: set = None                 # only these rows (as written: "256", "unaryCallsThroughput"), when given
 
 
 def _bin(ctx, name):
@@ -252,6 +255,9 @@ def downstream(ctx):
 # part (compare.compare_jmh), so a smaller change than the default 10% can count (seed 004 lost 14%).
 GRPC_THRESHOLD_PCT = 3.0
 
+# grpc-ir's: instruction counts repeat to within a fraction of a percent.
+GRPC_IR_THRESHOLD_PCT = 2.0
+
 GRPC_BENCHMARKS = {  # row -> the load's mode (grpc-load.sh's, weft-load grpc's)
     "streamingCallsMessageThroughput": "stream",
     "unaryCallsThroughput": "unary",
@@ -320,6 +326,32 @@ def grpc(ctx):
         precise_cpu=True, thread_cpu_prefix="grpc-exec", reference_column="grpc++")]
 
 
+def grpc_ir(ctx):
+    """Seed 004's regression made deterministic: server instructions per message (callgrind) for the grpc
+    table's benchmarks, which a loaded machine does not move, so that compare flags a change of a few
+    percent -- the executor threads' allocator cache (`--executor-thread-cache false`, or
+    WEFT_GRPC_EXECUTOR_THREAD_CACHE=false in the environment of one run) -- on a loaded machine and in a
+    quick run. Columns: weft-grpc-bench-server on epoll with its handlers on the executor (direct false,
+    the seed's setting) and on the loop (direct true)."""
+    server = _bin(ctx, "weft-grpc-bench-server")
+    out_dir = tempfile.mkdtemp(prefix="weft-bench-callgrind-")
+    atexit.register(shutil.rmtree, out_dir, True)
+    note = None if instructions.available() else instructions.VALGRIND_MISSING
+    columns = []
+    for direct in ("false", "true"):
+        argv = [server, "--port", "{port}", "--transport", "epoll", "--direct", direct, "--loops", "1"]
+        columns.append(Column(f"weft-epoll-direct-{direct}", instructions.wrap(argv, out_dir) if note is None else [],
+                              note=note, params={"direct": direct, "transport": "weft-epoll"}))
+    return [Table(
+        id="grpc-ir", suite="grpc-ir", title="gRPC BenchmarkService under callgrind, 10 streams on one connection, "
+                                             "empty messages, Result: server instructions per message",
+        row_label="Benchmark", rows=list(GRPC_BENCHMARKS), load_kind="grpc", metric="instructions_per_op",
+        unit="Ir/msg", higher_is_better=False, count_key="messages", columns=_keep(ctx, columns),
+        params={"modes": GRPC_BENCHMARKS, "streams": 10, "size": 0}, loader=GrpcWeftLoad(_bin(ctx, "weft-load")),
+        default_repeat=2, duration=1.0 if ctx.quick else 2.0, warmup=0.5 if ctx.quick else 1.0, warmup_each_row=True,
+        threshold_pct=GRPC_IR_THRESHOLD_PCT, instructions=True, stop_grace=10.0)]
+
+
 def scaling_rows(server_cpus):
     """1, 2, 4 ... loops, and the server's whole CPU share last: [1] on a 2-core machine, [1, 2, 4, 8] on 16."""
     rows, n = [], 1
@@ -350,7 +382,7 @@ def scaling(ctx):
 
 
 SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls, "grpc": grpc,
-          "scaling": scaling}
+          "grpc-ir": grpc_ir, "scaling": scaling}
 ALL = ["tfb", "echo", "stream", "downstream", "h2", "tls", "grpc"]
 
 
@@ -360,4 +392,10 @@ def build(names, ctx):
         if name not in SUITES:
             raise KeyError(f"unknown suite '{name}'; known: {', '.join(list(SUITES) + ['all'])}")
         tables += SUITES[name](ctx)
+    if ctx.rows is not None:  # --rows: each table keeps the rows named; a table left with none is dropped
+        for t in tables:
+            t.rows = [r for r in t.rows if str(r) in ctx.rows]
+        tables = [t for t in tables if t.rows]
+        if not tables:
+            raise KeyError(f"no table of {', '.join(names)} has the rows {', '.join(sorted(ctx.rows))}")
     return tables
