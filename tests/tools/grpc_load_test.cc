@@ -2,17 +2,19 @@
 // process: every call shape makes calls with no error, the responses are the size asked for, the
 // hand-written request encoding is protobuf's, and an unreachable target is a LoadError.
 
+#include "grpc_load.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 
-#include "grpc_load.h"
 #include "support/blocking_client.h"
-#include "weft/grpc/service_registry.h"
 #include "weft/codec/http2/server_codec.h"
+#include "weft/grpc/service_registry.h"
 #include "weft/weft.h"
 
 namespace weft::load {
@@ -98,8 +100,9 @@ class GrpcLoadTest : public ::testing::Test {
   }
   void TearDown() override { server_->close().wait(); }
 
-  GrpcResult run(const std::string& call, int size, int connections = 1, int streams = 10) {
+  GrpcResult run(const std::string& call, int size, int connections = 1, int streams = 10, double warmup_s = 0) {
     GrpcOptions o;
+    o.warmup_s = warmup_s;
     o.call = call;
     o.target = "127.0.0.1:" + std::to_string(server_->local_address().port());
     o.size = size;
@@ -130,6 +133,16 @@ TEST_F(GrpcLoadTest, UnaryMakesCallsBackToBack) {
   EXPECT_EQ(r.messages, r.calls);
   EXPECT_EQ(r.latency.count(), r.calls);
   EXPECT_GE(static_cast<std::uint64_t>(requests_->load()), r.calls);
+}
+
+TEST_F(GrpcLoadTest, AWarmUpRunsBeforeTheCountedTime) {
+  const auto start = Clock::now();
+  GrpcResult r = run("unary", 0, 1, 2, 0.4);
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_GE(wall, 0.4 + r.duration_s);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_GT(r.calls, 0u);
+  EXPECT_EQ(r.latency.count(), r.calls);
 }
 
 TEST_F(GrpcLoadTest, PingPongRoundTripsOnEachStream) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -67,6 +68,29 @@ TEST(HttpLoadTest, ClosedLoopKeepsThePipelineFullAndCountsEveryResponse) {
   const std::uint64_t served = servers.served();
   EXPECT_LE(r.responses, served);
   EXPECT_LE(served - r.responses, 4u * 8u);
+}
+
+// The warm-up runs first and is not counted: the counted time starts only after it, so the whole run
+// takes at least both (without a warm-up the counted time would start with the load).
+TEST(HttpLoadTest, AWarmUpRunsBeforeTheCountedTime) {
+  test::TestServers servers;
+  const auto port = servers.start_http();
+  HttpOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(port) + "/plaintext";
+  o.connections = 2;
+  o.warmup_s = 0.4;
+  o.duration_s = 0.2;
+  const auto start = Clock::now();
+  HttpResult r = run_http(o);
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_GE(wall, o.warmup_s + r.duration_s);
+  EXPECT_GE(r.duration_s, o.duration_s);
+  EXPECT_GT(r.responses, 0u);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_EQ(r.latency.count(), r.responses);
+  EXPECT_LE(r.responses, servers.served());
+  // Responses to requests sent before the counts were zeroed may arrive after: one per connection.
+  EXPECT_LE(r.responses, r.requests + 2);
 }
 
 TEST(HttpLoadTest, NonSuccessStatusesAreCountedAsStatusErrors) {
@@ -190,18 +214,18 @@ TEST(WeftLoadBinaryTest, WritesTheJsonShape) {
   const auto port = servers.start_http();
   const std::string json = ::testing::TempDir() + "weft_load_http." + std::to_string(::getpid()) + ".json";
   auto [status, out] = run_command(std::string(WEFT_LOAD_BIN) + " http http://127.0.0.1:" + std::to_string(port) +
-                                   "/plaintext -c 2 -t 1 -d 0.5 --pipeline 4 --json " + json);
+                                   "/plaintext -c 2 -t 1 -d 0.5 --warmup 0.1 --pipeline 4 --json " + json);
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("Requests/sec:"), std::string::npos) << out;
   std::ifstream in(json);
   std::stringstream text;
   text << in.rdbuf();
   const std::string j = text.str();
-  for (const char* key : {"\"tool\":\"weft-load\"", "\"mode\":\"http\"", "\"connections\":2", "\"threads\":1",
-                          "\"pipeline\":4", "\"rate\":null", "\"duration_s\":", "\"requests\":", "\"responses\":",
-                          "\"rps\":", "\"bytes_read\":", "\"latency_us\":{\"p50\":", "\"p90\":", "\"p99\":",
-                          "\"p999\":", "\"max\":", "\"mean\":",
-                          "\"errors\":{\"connect\":0,\"read\":0,\"write\":0,\"timeout\":0,\"status\":0,\"parse\":0}"}) {
+  for (const char* key :
+       {"\"tool\":\"weft-load\"", "\"mode\":\"http\"", "\"connections\":2", "\"threads\":1", "\"pipeline\":4",
+        "\"rate\":null", "\"warmup_s\":0.100", "\"duration_s\":", "\"requests\":", "\"responses\":", "\"rps\":",
+        "\"bytes_read\":", "\"latency_us\":{\"p50\":", "\"p90\":", "\"p99\":", "\"p999\":", "\"max\":", "\"mean\":",
+        "\"errors\":{\"connect\":0,\"read\":0,\"write\":0,\"timeout\":0,\"status\":0,\"parse\":0}"}) {
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
   }
 }
@@ -237,6 +261,12 @@ TEST(WeftLoadBinaryTest, AnOpenLoopThatFallsShortSaysByHowMuch) {
   // Due: rate x duration (the JSON's duration has three decimals: one request either way).
   EXPECT_NEAR(number("unsent") + number("requests"), 1000 * number("duration_s"), 1.0) << j;
   EXPECT_GE(number("unsent"), 400.0) << j;
+}
+
+TEST(WeftLoadBinaryTest, AWarmUpCountsTimeSoItCannotGoWithARequestCount) {
+  auto [status, out] = run_command(std::string(WEFT_LOAD_BIN) + " h2 http://127.0.0.1:1/ -n 10 --warmup 1");
+  EXPECT_EQ(status, 2);
+  EXPECT_EQ(out, "weft-load: --warmup counts time, -n requests: use one of them\n");
 }
 
 TEST(WeftLoadBinaryTest, VersionIsTheLibrarys) {

@@ -132,7 +132,7 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
   LoopRun run(options.threads);
   run.add_workers([&run](EventLoop& loop) { return std::make_unique<GrpcWorker>(run, loop); });
 
-  const auto t0 = Clock::now();
+  auto t0 = Clock::now();
   std::vector<std::shared_ptr<grpc::Client>> clients;
   {
     std::vector<Future<std::shared_ptr<grpc::Client>>> connects;
@@ -166,6 +166,7 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
     }
   }
 
+  t0 = run.warm_up(t0, options.warmup_s);
   run.wait(t0, deadline_after(t0, options.duration_s), progress);
   // Stop counting on every loop at once, then let the calls end (cancelled); a call that does not
   // end within seconds (a server that stopped answering) ends with its connection.

@@ -27,6 +27,7 @@ struct GrpcOptions {
   int threads = 1;   // event loops; connections are spread over them
   int size = 0;      // response_size (and the request payload's, for unary and pingpong)
   double duration_s = 10;
+  double warmup_s = 0;  // seconds of load before the counted duration_s (--warmup)
 };
 
 struct GrpcResult {

@@ -535,11 +535,12 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
     }
   }
 
-  const auto t0 = Clock::now();
+  auto t0 = Clock::now();
   for (std::size_t i = 0; i < run.size(); ++i) {
     H2Worker& w = run.worker<H2Worker>(i);
     w.loop().execute([&w, budget = budgets[i]] { w.begin(budget); });
   }
+  t0 = run.warm_up(t0, options.warmup_s);
   run.wait(t0, deadline_after(t0, options.duration_s), progress);
   run.stop();
   const double elapsed = seconds_since(t0);

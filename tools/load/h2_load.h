@@ -20,6 +20,7 @@ struct H2Options {
   int streams = 1;  // concurrent streams per connection
   int threads = 1;
   double duration_s = 10;  // with `requests`: an upper bound on the run
+  double warmup_s = 0;     // seconds of load before the counted duration_s (--warmup)
   std::uint64_t requests = 0;  // total requests; 0: run for duration_s
   std::vector<std::string> headers;  // "Name: value"
   double timeout_s = 2;  // connect, TLS handshake, the server's SETTINGS, and no response while streams are open

@@ -403,11 +403,12 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
         fmt::format("cannot connect to {}: {}", target.address.to_string(), run.connect_failures().first_reason()));
   }
 
-  const auto t0 = Clock::now();
+  auto t0 = Clock::now();
   for (std::size_t i = 0; i < run.size(); ++i) {
     HttpWorker& w = run.worker<HttpWorker>(i);
     w.loop().execute([&w] { w.begin(); });
   }
+  t0 = run.warm_up(t0, options.warmup_s);
   run.wait(t0, deadline_after(t0, options.duration_s), progress);
   stop();
   const double elapsed = seconds_since(t0);

@@ -33,6 +33,7 @@ struct HttpOptions {
   int connections = 10;
   int threads = 1;
   double duration_s = 10;
+  double warmup_s = 0;  // seconds of load before the counted duration_s (--warmup)
   int pipeline = 1;
   double rate = 0;  // requests per second over all connections; 0: closed loop
   std::vector<std::string> headers;  // "Name: value"

@@ -73,13 +73,14 @@ void http_report(const HttpOptions& o, const HttpResult& r, const std::string& j
   if (json_path.empty()) return;
   write_json_file(
       json_path,
-      fmt::format(R"({{"tool":"weft-load","version":{},"mode":"http","target":{},"connections":{},"threads":{},)"
-                  R"("pipeline":{},"rate":{},"sent_rate":{},"unsent":{},"duration_s":{},"requests":{},"responses":{},)"
-                  R"("rps":{},"bytes_read":{},"latency_us":{},"errors":{}}})",
-                  json_string(weft::version()), json_string(o.url), o.connections, o.threads, o.pipeline,
-                  o.rate > 0 ? json_number(o.rate) : "null", o.rate > 0 ? json_number(shortfall.sent_rate) : "null",
-                  o.rate > 0 ? std::to_string(shortfall.unsent) : "null", json_number(r.duration_s), r.requests,
-                  r.responses, json_number(rps), r.bytes_read, latency_json(r.latency), errors_json(r.errors)));
+      fmt::format(
+          R"({{"tool":"weft-load","version":{},"mode":"http","target":{},"connections":{},"threads":{},)"
+          R"("pipeline":{},"rate":{},"sent_rate":{},"unsent":{},"warmup_s":{},"duration_s":{},"requests":{},"responses":{},)"
+          R"("rps":{},"bytes_read":{},"latency_us":{},"errors":{}}})",
+          json_string(weft::version()), json_string(o.url), o.connections, o.threads, o.pipeline,
+          o.rate > 0 ? json_number(o.rate) : "null", o.rate > 0 ? json_number(shortfall.sent_rate) : "null",
+          o.rate > 0 ? std::to_string(shortfall.unsent) : "null", json_number(o.warmup_s), json_number(r.duration_s),
+          r.requests, r.responses, json_number(rps), r.bytes_read, latency_json(r.latency), errors_json(r.errors)));
 }
 
 void h2_report(const H2Options& o, const HttpResult& r, const std::string& json_path) {
@@ -99,10 +100,11 @@ void h2_report(const H2Options& o, const HttpResult& r, const std::string& json_
   write_json_file(
       json_path,
       fmt::format(R"({{"tool":"weft-load","mode":"h2","target":{},"connections":{},"threads":{},"streams":{},)"
-                  R"("duration_s":{},"requests":{},"responses":{},"rps":{},"bytes_read":{},)"
+                  R"("warmup_s":{},"duration_s":{},"requests":{},"responses":{},"rps":{},"bytes_read":{},)"
                   R"("latency_us":{},"errors":{}}})",
-                  json_string(o.url), o.connections, o.threads, o.streams, json_number(r.duration_s), r.requests,
-                  r.responses, json_number(rps), r.bytes_read, latency_json(r.latency), errors_json(r.errors)));
+                  json_string(o.url), o.connections, o.threads, o.streams, json_number(o.warmup_s),
+                  json_number(r.duration_s), r.requests, r.responses, json_number(rps), r.bytes_read,
+                  latency_json(r.latency), errors_json(r.errors)));
 }
 
 void echo_report(const EchoOptions& o, const EchoResult& r, const std::string& json_path) {
@@ -139,12 +141,13 @@ void stream_report(const StreamOptions& o, const StreamResult& r, const std::str
   if (json_path.empty()) return;
   write_json_file(
       json_path,
-      fmt::format(R"({{"tool":"weft-load","mode":"stream","target":{},"connections":{},"size":{},"duration_s":{},)"
-                  R"("sent_messages":{},"received_messages":{},"messages_per_s":{},"bytes_per_s":{},)"
-                  R"("received_messages_per_s":{},"received_bytes_per_s":{},"errors":{}}})",
-                  json_string(o.target), o.connections, o.size, json_number(r.duration_s), r.sent_messages,
-                  r.received_messages, json_number(sent_mps), json_number(sent_bps), json_number(recv_mps),
-                  json_number(recv_bps), errors_json(r.errors)));
+      fmt::format(
+          R"({{"tool":"weft-load","mode":"stream","target":{},"connections":{},"size":{},"warmup_s":{},"duration_s":{},)"
+          R"("sent_messages":{},"received_messages":{},"messages_per_s":{},"bytes_per_s":{},)"
+          R"("received_messages_per_s":{},"received_bytes_per_s":{},"errors":{}}})",
+          json_string(o.target), o.connections, o.size, json_number(o.warmup_s), json_number(r.duration_s),
+          r.sent_messages, r.received_messages, json_number(sent_mps), json_number(sent_bps), json_number(recv_mps),
+          json_number(recv_bps), errors_json(r.errors)));
 }
 
 void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& json_path) {
@@ -168,12 +171,13 @@ void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& j
   if (json_path.empty()) return;
   write_json_file(
       json_path,
-      fmt::format(R"({{"tool":"weft-load","mode":"grpc","call":{},"target":{},"connections":{},"streams":{},)"
-                  R"("threads":{},"size":{},"duration_s":{},"messages":{},"calls":{},"messages_per_s":{},)"
-                  R"("calls_per_s":{},"latency_us":{},"errors":{}}})",
-                  json_string(o.call), json_string(o.target), o.connections, o.streams, o.threads, o.size,
-                  json_number(r.duration_s), r.messages, r.calls, json_number(mps), json_number(cps),
-                  r.latency.count() > 0 ? latency_json(r.latency) : "null", errors_json(r.errors)));
+      fmt::format(
+          R"({{"tool":"weft-load","mode":"grpc","call":{},"target":{},"connections":{},"streams":{},)"
+          R"("threads":{},"size":{},"warmup_s":{},"duration_s":{},"messages":{},"calls":{},"messages_per_s":{},)"
+          R"("calls_per_s":{},"latency_us":{},"errors":{}}})",
+          json_string(o.call), json_string(o.target), o.connections, o.streams, o.threads, o.size,
+          json_number(o.warmup_s), json_number(r.duration_s), r.messages, r.calls, json_number(mps), json_number(cps),
+          r.latency.count() > 0 ? latency_json(r.latency) : "null", errors_json(r.errors)));
 }
 
 }  // namespace
@@ -190,6 +194,10 @@ int main(int argc, char** argv) {
   http_cmd->add_option("-c,--connections", http.connections, "connections (default 10)")->check(CLI::Range(1, 1000000));
   http_cmd->add_option("-t,--threads", http.threads, "threads, one event loop each (default 1)")->check(CLI::Range(1, 1024));
   http_cmd->add_option("-d,--duration", http.duration_s, "seconds to run (default 10)")->check(CLI::Range(0.001, 86400.0));
+  http_cmd
+      ->add_option("--warmup", http.warmup_s,
+                   "seconds of load before the counted duration, its counts then dropped (default 0)")
+      ->check(CLI::Range(0.0, 86400.0));
   http_cmd->add_option("--pipeline", http.pipeline, "requests in flight per connection, written as one batch (default 1)")
       ->check(CLI::Range(1, 1024));
   http_cmd->add_option("--rate", http.rate, "constant total request rate; latency from intended send times")
@@ -214,6 +222,11 @@ int main(int argc, char** argv) {
   h2_cmd->add_option("-t,--threads", h2.threads, "threads, one event loop each (default 1)")->check(CLI::Range(1, 1024));
   CLI::Option* h2_duration = h2_cmd->add_option("-d,--duration", h2.duration_s, "seconds to run (default 10)")
                                  ->check(CLI::Range(0.001, 86400.0));
+  CLI::Option* h2_warmup =
+      h2_cmd
+          ->add_option("--warmup", h2.warmup_s,
+                       "seconds of load before the counted duration, its counts then dropped (default 0)")
+          ->check(CLI::Range(0.0, 86400.0));
   h2_cmd->add_option("-n,--requests", h2.requests,
                      "requests in all; the run ends when each is answered or failed (with -d: or at that time)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
@@ -242,6 +255,10 @@ int main(int argc, char** argv) {
   stream_cmd->add_option("-c,--connections", stream.connections, "connections (default 1)")->check(CLI::Range(1, 100000));
   stream_cmd->add_option("--size", stream.size, "payload bytes per message (default 64)")->check(CLI::Range(0, 16 << 20));
   stream_cmd->add_option("-d,--duration", stream.duration_s, "seconds to run (default 10)")->check(CLI::Range(0.001, 86400.0));
+  stream_cmd
+      ->add_option("--warmup", stream.warmup_s,
+                   "seconds of load before the counted duration, its counts then dropped (default 0)")
+      ->check(CLI::Range(0.0, 86400.0));
   stream_cmd->add_option("-t,--threads", stream.threads, "event loops (default 1)")->check(CLI::Range(1, 1024));
   stream_cmd->add_option("--json", stream_json, "write the result as JSON to FILE");
 
@@ -261,6 +278,10 @@ int main(int argc, char** argv) {
   grpc_cmd->add_option("--size", grpc.size, "response_size, and the request payload for unary and pingpong (default 0)")
       ->check(CLI::Range(0, (4 << 20) - 16));
   grpc_cmd->add_option("-d,--duration", grpc.duration_s, "seconds to run (default 10)")->check(CLI::Range(0.001, 86400.0));
+  grpc_cmd
+      ->add_option("--warmup", grpc.warmup_s,
+                   "seconds of load before the counted duration, its counts then dropped (default 0)")
+      ->check(CLI::Range(0.0, 86400.0));
   grpc_cmd->add_option("--json", grpc_json, "write the result as JSON to FILE");
 
   CLI11_PARSE(app, argc, argv);
@@ -271,6 +292,10 @@ int main(int argc, char** argv) {
       http_report(http, run_http(http, request_progress(tty)), http_json);
     } else if (*h2_cmd) {
       if (h2.requests > 0 && h2_duration->count() == 0) h2.duration_s = 0;  // no time limit: the count ends it
+      if (h2.requests > 0 && h2_warmup->count() > 0) {
+        std::fprintf(stderr, "weft-load: --warmup counts time, -n requests: use one of them\n");
+        return 2;
+      }
       h2_report(h2, run_h2(h2, request_progress(tty)), h2_json);
     } else if (*echo_cmd) {
       ProgressFn progress;

@@ -130,6 +130,20 @@ Worker& LoopRun::worker_of_loop(EventLoop& loop) const noexcept {
   return *workers_.front();  // not reached: every channel runs on one of the group's loops
 }
 
+TimePoint LoopRun::warm_up(TimePoint start, double seconds) {
+  if (seconds <= 0) return start;
+  wait(start, deadline_after(start, seconds), nullptr);
+  std::latch zeroed(static_cast<std::ptrdiff_t>(workers_.size()));
+  for (Worker* w : workers_) {
+    w->loop().execute([w, &zeroed] {
+      w->restart_counting();
+      zeroed.count_down();
+    });
+  }
+  zeroed.wait();
+  return Clock::now();
+}
+
 void LoopRun::stop() {
   std::latch stopped(static_cast<std::ptrdiff_t>(workers_.size()));
   for (Worker* w : workers_) {

@@ -129,6 +129,12 @@ class Tally {
   std::uint64_t published_responses() const noexcept { return progress_responses_.load(std::memory_order_relaxed); }
   std::uint64_t published_errors() const noexcept { return progress_errors_.load(std::memory_order_relaxed); }
 
+  // Zeroes the counts: the warm-up is over, what comes from now on is the run's (LoopRun::warm_up).
+  void restart_counting() {
+    stats = Stats{};
+    publish();
+  }
+
   // This tally has nothing more to count; the run ends when every tally has said so (or at its
   // deadline). Publishes first. Once; later calls do nothing.
   void finish();
@@ -235,6 +241,10 @@ class LoopRun final : public Run {
     return static_cast<W&>(worker_of_loop(loop));
   }
 
+  // Lets the load run uncounted for `seconds` after `start` (less if every worker finishes first), then
+  // zeroes every worker's counts on its loop, and returns when the counted part begins: `start` when
+  // `seconds` is 0. Responses to requests sent before then still arrive, and count as responses.
+  TimePoint warm_up(TimePoint start, double seconds);
   // Stops every worker on its loop and returns once all have.
   void stop();
   // Lets the loops end (after stop). Blocks up to about 2 s.

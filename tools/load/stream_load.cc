@@ -152,7 +152,7 @@ StreamResult run_stream(const StreamOptions& options, const ProgressFn& progress
             .add_last("stream", std::make_shared<Streamer>(run.worker_of<StreamWorker>(ch.loop()), size));
       });
 
-  const auto t0 = Clock::now();
+  auto t0 = Clock::now();
   {
     std::vector<Future<ChannelPtr>> connects;
     for (int i = 0; i < options.connections; ++i) connects.push_back(bootstrap.connect(address));
@@ -164,6 +164,7 @@ StreamResult run_stream(const StreamOptions& options, const ProgressFn& progress
     }
   }
 
+  t0 = run.warm_up(t0, options.warmup_s);
   run.wait(t0, deadline_after(t0, options.duration_s), progress, ProgressCounts::requests_responses);
   run.stop();
   const double elapsed = seconds_since(t0);

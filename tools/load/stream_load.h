@@ -16,6 +16,7 @@ struct StreamOptions {
   int connections = 1;
   int size = 64;  // payload bytes per message
   double duration_s = 10;
+  double warmup_s = 0;  // seconds of load before the counted duration_s (--warmup)
   int threads = 1;
 };
 
