@@ -5,14 +5,17 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
+
+#include "report.h"
 
 namespace weft::load {
 namespace {
 
 // The sample of rank ceil(p/100 * n), the definition the histogram approximates.
 std::uint64_t exact_percentile(const std::vector<std::uint64_t>& sorted, double p) {
-  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sorted.size()) / 100.0));
   rank = std::clamp<std::size_t>(rank, 1, sorted.size());
   return sorted[rank - 1];
 }
@@ -94,6 +97,25 @@ TEST(HistogramTest, EmptyReportsZerosAndHugeValuesClamp) {
   EXPECT_EQ(h.value_at_percentile(50), Histogram::kHighest);
   h.reset();
   EXPECT_EQ(h.count(), 0u);
+}
+
+}  // namespace
+}  // namespace weft::load
+
+namespace weft::load {
+namespace {
+
+// 1..1000 µs, one sample each: each line's value is the sample of its rank, the rank is printed beside it.
+TEST(LatencyReportTest, TheDistributionListsEachPercentileWithItsRank) {
+  Histogram h;
+  for (std::uint64_t us = 1; us <= 1000; ++us) h.record(us * 1000);
+  const std::string text = latency_distribution_text(h);
+  // Values are the top of their sample's bucket (3 significant digits: within 1/1024 above).
+  EXPECT_NE(text.find("     50.000%    500.22us           500\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("     99.900%    999.42us           999\n"), std::string::npos) << text;
+  EXPECT_EQ(h.value_at_percentile(99.9), 999423u);  // the 999th sample's bucket, not the 1,000th
+  EXPECT_NE(text.find("    100.000%      1.00ms          1000\n"), std::string::npos) << text;
+  EXPECT_EQ(connect_text(Histogram()), "");
 }
 
 }  // namespace

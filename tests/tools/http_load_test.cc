@@ -214,18 +214,41 @@ TEST(WeftLoadBinaryTest, WritesTheJsonShape) {
   const auto port = servers.start_http();
   const std::string json = ::testing::TempDir() + "weft_load_http." + std::to_string(::getpid()) + ".json";
   auto [status, out] = run_command(std::string(WEFT_LOAD_BIN) + " http http://127.0.0.1:" + std::to_string(port) +
-                                   "/plaintext -c 2 -t 1 -d 0.5 --warmup 0.1 --pipeline 4 --json " + json);
+                                   "/plaintext -c 2 -t 1 -d 0.5 --warmup 0.1 --pipeline 4 --latency --json " + json);
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("Requests/sec:"), std::string::npos) << out;
+  EXPECT_NE(out.find("  Latency distribution (percentile, latency, samples at or below)\n     50.000%"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\n    100.000%"), std::string::npos) << out;
+  EXPECT_NE(out.find("  Connect   min "), std::string::npos) << out;
+  EXPECT_NE(out.find("(2 connections)"), std::string::npos) << out;
   std::ifstream in(json);
   std::stringstream text;
   text << in.rdbuf();
   const std::string j = text.str();
-  for (const char* key :
-       {"\"tool\":\"weft-load\"", "\"mode\":\"http\"", "\"connections\":2", "\"threads\":1", "\"pipeline\":4",
-        "\"rate\":null", "\"warmup_s\":0.100", "\"duration_s\":", "\"requests\":", "\"responses\":", "\"rps\":",
-        "\"bytes_read\":", "\"latency_us\":{\"p50\":", "\"p90\":", "\"p99\":", "\"p999\":", "\"max\":", "\"mean\":",
-        "\"errors\":{\"connect\":0,\"read\":0,\"write\":0,\"timeout\":0,\"status\":0,\"parse\":0}"}) {
+  for (const char* key : {"\"tool\":\"weft-load\"",
+                          "\"mode\":\"http\"",
+                          "\"connections\":2",
+                          "\"threads\":1",
+                          "\"pipeline\":4",
+                          "\"rate\":null",
+                          "\"warmup_s\":0.100",
+                          "\"duration_s\":",
+                          "\"requests\":",
+                          "\"responses\":",
+                          "\"rps\":",
+                          "\"bytes_read\":",
+                          "\"latency_us\":{\"p50\":",
+                          "\"p90\":",
+                          "\"p99\":",
+                          "\"p999\":",
+                          "\"max\":",
+                          "\"mean\":",
+                          "\"p75\":",
+                          "\"p9999\":",
+                          "\"connect_us\":{\"p50\":",
+                          "\"errors\":{\"connect\":0,\"read\":0,\"write\":0,\"timeout\":0,\"status\":0,\"parse\":0}"}) {
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
   }
 }

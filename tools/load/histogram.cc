@@ -59,11 +59,17 @@ void Histogram::reset() noexcept {
   min_ = UINT64_MAX;
 }
 
+std::uint64_t Histogram::rank_at(double percentile, std::uint64_t count) noexcept {
+  percentile = std::clamp(percentile, 0.0, 100.0);
+  // Multiplied before divided: 99.9 / 100 is a hair above 0.999 in binary, and 1,000 times it would
+  // round up to rank 1,000.
+  const auto rank = static_cast<std::uint64_t>(std::ceil(percentile * static_cast<double>(count) / 100.0));
+  return std::clamp<std::uint64_t>(rank, 1, std::max<std::uint64_t>(count, 1));
+}
+
 std::uint64_t Histogram::value_at_percentile(double percentile) const noexcept {
   if (total_ == 0) return 0;
-  percentile = std::clamp(percentile, 0.0, 100.0);
-  auto rank = static_cast<std::uint64_t>(std::ceil(percentile / 100.0 * static_cast<double>(total_)));
-  rank = std::clamp<std::uint64_t>(rank, 1, total_);
+  const std::uint64_t rank = rank_at(percentile, total_);
   std::uint64_t seen = 0;
   for (std::size_t i = 0; i < counts_.size(); ++i) {
     seen += counts_[i];

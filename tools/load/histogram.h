@@ -29,6 +29,9 @@ class Histogram {
   // The value at `percentile` (0..100]: the highest value equivalent (within the precision) to the
   // sample of rank ceil(percentile/100 * count), never above max(). 0 when empty.
   std::uint64_t value_at_percentile(double percentile) const noexcept;
+  // The rank of the sample at `percentile` among `count`: ceil(percentile/100 * count), at least 1,
+  // computed so that exact percentiles stay exact (99.9% of 1,000 is rank 999, not 1,000).
+  static std::uint64_t rank_at(double percentile, std::uint64_t count) noexcept;
 
  private:
   static constexpr int kSubBucketHalfMagnitude = 10;  // 2048 sub-buckets: 3 significant digits

@@ -395,8 +395,14 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
 
   // Connect everything first; the clock starts when all are up.
   std::vector<Future<ChannelPtr>> connects;
-  for (int i = 0; i < options.connections; ++i) connects.push_back(bootstrap.connect(target.address));
-  if (await_connects(connects, run.connect_failures(), connect_failure_reason).empty()) {
+  ConnectTimes connect_times(static_cast<std::size_t>(options.connections));
+  for (int i = 0; i < options.connections; ++i) {
+    connects.push_back(bootstrap.connect(target.address));
+    connect_times.watch(static_cast<std::size_t>(i), connects.back());
+  }
+  const bool none = await_connects(connects, run.connect_failures(), connect_failure_reason).empty();
+  Histogram connect_ns = connect_times.histogram();
+  if (none) {
     stop();
     run.shutdown();
     throw LoadError(
@@ -415,6 +421,7 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
   run.shutdown();
 
   HttpResult result = http_result(run.merge(), elapsed);
+  result.connect = std::move(connect_ns);
   result.errors.connect += run.connect_failures().count();
   if (result.responses == 0) {
     for (std::size_t i = 0; i < run.size(); ++i) {

@@ -49,6 +49,7 @@ struct HttpResult {
   std::uint64_t bytes_read = 0;
   double duration_s = 0;
   Histogram latency;  // nanoseconds
+  Histogram connect;  // nanoseconds from connect() to the TCP connection made, per initial connection
   Errors errors;
 };
 

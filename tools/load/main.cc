@@ -45,13 +45,15 @@ OpenLoopShortfall open_loop_shortfall(double rate, double duration_s, std::uint6
   return {static_cast<double>(sent) / duration_s, due > sent ? due - sent : 0};
 }
 
-void http_report(const HttpOptions& o, const HttpResult& r, const std::string& json_path) {
+void http_report(const HttpOptions& o, const HttpResult& r, const std::string& json_path, bool distribution) {
   const double rps = r.duration_s > 0 ? static_cast<double>(r.responses) / r.duration_s : 0;
   std::printf("Running %.1fs test @ %s\n  %d threads and %d connections, pipeline %d%s\n", r.duration_s, o.url.c_str(),
               o.threads, o.connections, o.pipeline,
               o.rate > 0 ? fmt::format(", constant rate {:.0f} req/s (latency from intended send times)", o.rate).c_str()
                          : "");
   std::fputs(latency_text(r.latency).c_str(), stdout);
+  if (distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
+  std::fputs(connect_text(r.connect).c_str(), stdout);
   std::printf("  %llu requests sent, %llu responses in %.2fs, %.2fMB read\n",
               static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.responses), r.duration_s,
               static_cast<double>(r.bytes_read) / 1e6);
@@ -76,19 +78,23 @@ void http_report(const HttpOptions& o, const HttpResult& r, const std::string& j
       fmt::format(
           R"({{"tool":"weft-load","version":{},"mode":"http","target":{},"connections":{},"threads":{},)"
           R"("pipeline":{},"rate":{},"sent_rate":{},"unsent":{},"warmup_s":{},"duration_s":{},"requests":{},"responses":{},)"
-          R"("rps":{},"bytes_read":{},"latency_us":{},"errors":{}}})",
+          R"("rps":{},"bytes_read":{},"latency_us":{},"connect_us":{},"errors":{}}})",
           json_string(weft::version()), json_string(o.url), o.connections, o.threads, o.pipeline,
           o.rate > 0 ? json_number(o.rate) : "null", o.rate > 0 ? json_number(shortfall.sent_rate) : "null",
           o.rate > 0 ? std::to_string(shortfall.unsent) : "null", json_number(o.warmup_s), json_number(r.duration_s),
-          r.requests, r.responses, json_number(rps), r.bytes_read, latency_json(r.latency), errors_json(r.errors)));
+          r.requests, r.responses, json_number(rps), r.bytes_read, latency_json(r.latency),
+          r.connect.count() > 0 ? latency_json(r.connect) : std::string("null"), errors_json(r.errors)));
 }
 
-void h2_report(const H2Options& o, const HttpResult& r, const std::string& json_path) {
+void h2_report(const H2Options& o, const HttpResult& r, const std::string& json_path, bool distribution) {
   const double rps = r.duration_s > 0 ? static_cast<double>(r.responses) / r.duration_s : 0;
   std::printf("Running %.2fs test @ %s (HTTP/2)\n  %d threads and %d connections, %d streams each%s\n", r.duration_s,
               o.url.c_str(), o.threads, o.connections, o.streams,
               o.requests > 0 ? fmt::format(", {} requests", o.requests).c_str() : "");
   std::fputs(latency_text(r.latency).c_str(), stdout);
+  if (distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
+  if (distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
+  std::fputs(connect_text(r.connect).c_str(), stdout);
   std::printf("  %llu requests sent, %llu responses in %.2fs, %.2fMB read\n",
               static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.responses), r.duration_s,
               static_cast<double>(r.bytes_read) / 1e6);
@@ -150,13 +156,14 @@ void stream_report(const StreamOptions& o, const StreamResult& r, const std::str
           json_number(recv_bps), errors_json(r.errors)));
 }
 
-void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& json_path) {
+void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& json_path, bool distribution) {
   const double d = r.duration_s > 0 ? r.duration_s : 1;
   const double mps = static_cast<double>(r.messages) / d;
   const double cps = static_cast<double>(r.calls) / d;
   std::printf("gRPC %s @ %s: %d connections x %d streams, %d threads, %d-byte messages, %.2fs\n", o.call.c_str(),
               o.target.c_str(), o.connections, o.streams, o.threads, o.size, r.duration_s);
   if (r.latency.count() > 0) std::fputs(latency_text(r.latency).c_str(), stdout);
+  if (r.latency.count() > 0 && distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
   std::printf("  %llu messages, %llu calls in %.2fs\n", static_cast<unsigned long long>(r.messages),
               static_cast<unsigned long long>(r.calls), r.duration_s);
   std::fputs(errors_text(r.errors).c_str(), stdout);
@@ -210,6 +217,8 @@ int main(int argc, char** argv) {
   http_cmd->add_flag("--reconnect", http.reconnect,
                      "a new connection for every batch of --pipeline requests (https: a handshake each)");
   http_cmd->add_option("--json", http_json, "write the result as JSON to FILE");
+  bool http_distribution = false;
+  http_cmd->add_flag("--latency", http_distribution, "print the latency distribution (50% .. 99.999%, max)");
 
   H2Options h2;
   std::string h2_json;
@@ -237,6 +246,8 @@ int main(int argc, char** argv) {
   h2_cmd->add_flag("-k,--insecure", h2.insecure, "https: accept any server certificate (no verification)");
   h2_cmd->add_option("--cacert", h2.ca_file, "https: trust the CA certificates in this PEM file (default: the system's)");
   h2_cmd->add_option("--json", h2_json, "write the result as JSON to FILE");
+  bool h2_distribution = false;
+  h2_cmd->add_flag("--latency", h2_distribution, "print the latency distribution (50% .. 99.999%, max)");
 
   EchoOptions echo;
   std::string echo_json;
@@ -283,20 +294,23 @@ int main(int argc, char** argv) {
                    "seconds of load before the counted duration, its counts then dropped (default 0)")
       ->check(CLI::Range(0.0, 86400.0));
   grpc_cmd->add_option("--json", grpc_json, "write the result as JSON to FILE");
+  bool grpc_distribution = false;
+  grpc_cmd->add_flag("--latency", grpc_distribution,
+                     "print the latency distribution (50% .. 99.999%, max; unary, pingpong)");
 
   CLI11_PARSE(app, argc, argv);
 
   const bool tty = progress_enabled();
   try {
     if (*http_cmd) {
-      http_report(http, run_http(http, request_progress(tty)), http_json);
+      http_report(http, run_http(http, request_progress(tty)), http_json, http_distribution);
     } else if (*h2_cmd) {
       if (h2.requests > 0 && h2_duration->count() == 0) h2.duration_s = 0;  // no time limit: the count ends it
       if (h2.requests > 0 && h2_warmup->count() > 0) {
         std::fprintf(stderr, "weft-load: --warmup counts time, -n requests: use one of them\n");
         return 2;
       }
-      h2_report(h2, run_h2(h2, request_progress(tty)), h2_json);
+      h2_report(h2, run_h2(h2, request_progress(tty)), h2_json, h2_distribution);
     } else if (*echo_cmd) {
       ProgressFn progress;
       if (tty) {
@@ -332,7 +346,7 @@ int main(int argc, char** argv) {
         };
       }
       GrpcResult r = run_grpc(grpc, progress);
-      grpc_report(grpc, r, grpc_json);
+      grpc_report(grpc, r, grpc_json, grpc_distribution);
       if (r.messages == 0) {
         std::fprintf(stderr, "weft-load: no gRPC message was answered\n");
         return 1;

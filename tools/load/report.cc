@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -15,12 +16,10 @@ std::string errors_json(const Errors& e) {
 }
 
 std::string latency_json(const Histogram& h) {
-  auto us = [](double ns) { return ns / 1000.0; };
-  return fmt::format(R"({{"p50":{:.3f},"p90":{:.3f},"p99":{:.3f},"p999":{:.3f},"max":{:.3f},"mean":{:.3f}}})",
-                     us(static_cast<double>(h.value_at_percentile(50))), us(static_cast<double>(h.value_at_percentile(90))),
-                     us(static_cast<double>(h.value_at_percentile(99))),
-                     us(static_cast<double>(h.value_at_percentile(99.9))), us(static_cast<double>(h.max())),
-                     us(h.mean()));
+  auto at = [&h](double p) { return static_cast<double>(h.value_at_percentile(p)) / 1000.0; };
+  return fmt::format(
+      R"({{"p50":{:.3f},"p75":{:.3f},"p90":{:.3f},"p99":{:.3f},"p999":{:.3f},"p9999":{:.3f},"max":{:.3f},"mean":{:.3f}}})",
+      at(50), at(75), at(90), at(99), at(99.9), at(99.99), static_cast<double>(h.max()) / 1000.0, h.mean() / 1000.0);
 }
 
 std::string json_string(const std::string& text) {
@@ -49,6 +48,25 @@ std::string latency_text(const Histogram& h) {
   return fmt::format("  Latency   p50 {:>9}  p90 {:>9}  p99 {:>9}  p99.9 {:>9}  max {:>9}  mean {:>9}\n", at(50),
                      at(90), at(99), at(99.9), format_duration_ns(static_cast<double>(h.max())),
                      format_duration_ns(h.mean()));
+}
+
+std::string latency_distribution_text(const Histogram& h) {
+  std::string out = "  Latency distribution (percentile, latency, samples at or below)\n";
+  for (double p : {50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0}) {
+    const std::uint64_t value = p == 100.0 ? h.max() : h.value_at_percentile(p);
+    const std::uint64_t rank = Histogram::rank_at(p, h.count());
+    out += fmt::format("  {:>9.3f}%  {:>10}  {:>12}\n", p, format_duration_ns(static_cast<double>(value)), rank);
+  }
+  return out;
+}
+
+std::string connect_text(const Histogram& h) {
+  if (h.count() == 0) return {};
+  return fmt::format("  Connect   min {:>9}  p50 {:>9}  p99 {:>9}  max {:>9}  mean {:>9}  ({} connections)\n",
+                     format_duration_ns(static_cast<double>(h.min())),
+                     format_duration_ns(static_cast<double>(h.value_at_percentile(50))),
+                     format_duration_ns(static_cast<double>(h.value_at_percentile(99))),
+                     format_duration_ns(static_cast<double>(h.max())), format_duration_ns(h.mean()), h.count());
 }
 
 std::string errors_text(const Errors& e) {

@@ -38,13 +38,19 @@ struct Errors {
 
 // {"connect":0,"read":0,...}
 std::string errors_json(const Errors& errors);
-// {"p50":..,"p90":..,"p99":..,"p999":..,"max":..,"mean":..} in microseconds, from a histogram of ns.
+// {"p50":..,"p75":..,"p90":..,"p99":..,"p999":..,"p9999":..,"max":..,"mean":..} in microseconds, from a
+// histogram of ns.
 std::string latency_json(const Histogram& latency_ns);
 // A JSON string literal (quotes and escapes).
 std::string json_string(const std::string& text);
 // wrk-style lines: "Latency  p50 ... p99.9 ... max ... mean ...", and the errors when there are any.
 std::string latency_text(const Histogram& latency_ns);
 std::string errors_text(const Errors& errors);
+// wrk --latency's table, deeper: the value at 50, 75, 90, 99, 99.9, 99.99 and 99.999% and at 100% (the
+// maximum), one line each, with the samples at or below it.
+std::string latency_distribution_text(const Histogram& latency_ns);
+// "  Connect   min ... mean ... max ..." for the connect times of a run's connections (ns); "" when none.
+std::string connect_text(const Histogram& connect_ns);
 // Writes `json` plus a newline to `path`; throws LoadError naming the path on failure.
 void write_json_file(const std::string& path, const std::string& json);
 // "850.00us", "1.23ms", "2.00s" for a duration in nanoseconds.

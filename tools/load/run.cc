@@ -74,6 +74,16 @@ void Worker::check_timeouts() {
   publish();
 }
 
+Histogram ConnectTimes::histogram() {
+  pending_.wait();
+  Histogram h;
+  for (const auto& took : took_) {
+    const Nanos ns = took.load(std::memory_order_relaxed);
+    if (ns >= 0) h.record(static_cast<std::uint64_t>(ns));
+  }
+  return h;
+}
+
 void Run::add_tallies(std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) add(std::make_unique<Tally>(*this));
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -91,6 +92,31 @@ std::vector<T> await_connects(std::vector<Future<T>>& connects, ConnectFailures&
   }
   return made;
 }
+
+// How long each of a run's connects took, from the call to its future's completion. Calling thread,
+// except the futures' listeners (each writes its own slot).
+class ConnectTimes {
+ public:
+  explicit ConnectTimes(std::size_t count)
+      : began_(count, 0), took_(count), pending_(static_cast<std::ptrdiff_t>(count)) {}
+
+  // Times connect `index`, which `future` completes; call right after issuing it.
+  template <typename T>
+  void watch(std::size_t index, Future<T>& future) {
+    began_[index] = now_ns();
+    future.add_listener([this, index](const Future<T>& f) {
+      took_[index].store(f.is_success() ? now_ns() - began_[index] : -1, std::memory_order_relaxed);
+      pending_.count_down();
+    });
+  }
+  // The successful connects' times (ns), once every watched future has completed (waits for them).
+  Histogram histogram();
+
+ private:
+  std::vector<Nanos> began_;
+  std::vector<std::atomic<Nanos>> took_;
+  std::latch pending_;
+};
 
 // One connection as the core sees it: requests outstanding since some point, and how to end it.
 // Loop thread only (its worker's).
