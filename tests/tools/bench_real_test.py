@@ -286,11 +286,13 @@ class RealGrpcInstructionsRun(unittest.TestCase):
                 out = os.path.join(tmp, name)
                 env = {**os.environ, "WEFT_GRPC_EXECUTOR_THREAD_CACHE": cache}
                 proc = weft_bench("run", "grpc-ir", "--quick", "--columns", "weft-epoll-direct-false", "--rows",
-                                  "streamingCallsMessageThroughput", "--out", out, timeout=230, env=env)
+                                  "streamingCallsMessageThroughput", "--duration", "1", "--out", out, timeout=230,
+                                  env=env)
                 self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
                 doc = load_json(os.path.join(out, "results.json"))
                 (t,) = doc["tables"]
                 (c,) = t["cells"]
+                self.assertNotIn("error", c, proc.stdout[-2000:])
                 self.assertEqual(len(c["repeats"]), 2)
                 self.assertGreater(c["value"], 100)  # instructions per message, not a rate
                 assert_all_stopped(self, doc)

@@ -351,7 +351,7 @@ def grpc_ir(ctx):
         row_label="Benchmark", rows=list(GRPC_BENCHMARKS), load_kind="grpc", metric="instructions_per_op",
         unit="Ir/msg", higher_is_better=False, count_key="messages", columns=_keep(ctx, columns),
         params={"modes": GRPC_BENCHMARKS, "streams": 10, "size": 0}, loader=GrpcWeftLoad(_bin(ctx, "weft-load")),
-        default_repeat=2, duration=1.0 if ctx.quick else 2.0, warmup=0.5 if ctx.quick else 1.0, warmup_each_row=True,
+        default_repeat=2, warmup_each_row=True,
         threshold_pct=GRPC_IR_THRESHOLD_PCT, instructions=True, stop_grace=10.0)]
 
 
