@@ -140,29 +140,26 @@ Worker& LoopRun::worker_of_loop(EventLoop& loop) const noexcept {
   return *workers_.front();  // not reached: every channel runs on one of the group's loops
 }
 
+void LoopRun::on_every_worker(const std::function<void(Worker&)>& fn) {
+  std::latch done(static_cast<std::ptrdiff_t>(workers_.size()));
+  for (Worker* w : workers_) {
+    w->loop().execute([w, &fn, &done] {
+      fn(*w);
+      done.count_down();
+    });
+  }
+  done.wait();
+}
+
 TimePoint LoopRun::warm_up(TimePoint start, double seconds) {
   if (seconds <= 0) return start;
   wait(start, deadline_after(start, seconds), nullptr);
-  std::latch zeroed(static_cast<std::ptrdiff_t>(workers_.size()));
-  for (Worker* w : workers_) {
-    w->loop().execute([w, &zeroed] {
-      w->restart_counting();
-      zeroed.count_down();
-    });
-  }
-  zeroed.wait();
+  on_every_worker([](Worker& w) { w.restart_counting(); });
   return Clock::now();
 }
 
 void LoopRun::stop() {
-  std::latch stopped(static_cast<std::ptrdiff_t>(workers_.size()));
-  for (Worker* w : workers_) {
-    w->loop().execute([w, &stopped] {
-      w->stop();
-      stopped.count_down();
-    });
-  }
-  stopped.wait();
+  on_every_worker([](Worker& w) { w.stop(); });
 }
 
 void LoopRun::shutdown() { loops_.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait(); }

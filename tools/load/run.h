@@ -278,6 +278,8 @@ class LoopRun final : public Run {
 
  private:
   Worker& worker_of_loop(EventLoop& loop) const noexcept;
+  // Runs fn on every worker's loop and returns once all have.
+  void on_every_worker(const std::function<void(Worker&)>& fn);
 
   EventLoopGroup loops_;
   std::vector<Worker*> workers_;  // owned by the Run, in the loops' order
