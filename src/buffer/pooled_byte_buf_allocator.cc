@@ -111,24 +111,31 @@ ByteBufStorage* refill_and_take(PooledByteBufAllocator* self, pool::ThreadCache*
   return s;
 }
 
+// The allocation fast path's sweep, out of line so that the fast path stays a leaf.
+[[gnu::noinline]] ByteBufStorage* sweep_then_return(pool::ThreadCache* tc, ByteBufStorage* s) noexcept {
+  pool::sweep(tc);
+  return s;
+}
+
 }  // namespace
 
-// The fast path is a leaf: a cached class, this thread's cache for this allocator (t_fast), a bin
-// that is not empty and no sweep due. Everything else (a thread's first use, a refill, a sweep) goes
-// to allocate_miss, which does the same bookkeeping the long way.
+// The fast path is a leaf: a cached class, this thread's cache for this allocator (t_fast) and a bin
+// that is not empty (a sweep, when due, is a tail call). Everything else (a thread's first use, a
+// refill) goes to allocate_miss, which does the same bookkeeping the long way.
 ByteBufStorage* PooledByteBufAllocator::allocate_storage(std::size_t min_capacity) {
   if (min_capacity <= kMaxCachedCapacity && pool::t_fast.id == id_) [[likely]] {
     pool::ThreadCache* tc = pool::t_fast.cache;  // never null while t_fast.id names an allocator
     pool::Bin& b = tc->bins[pool::class_index(min_capacity)];
     const std::uint32_t count = b.count.load(std::memory_order_relaxed);
-    if (count != 0 && tc->ops_until_sweep > 1) [[likely]] {
-      --tc->ops_until_sweep;
+    if (count != 0) [[likely]] {
       ++b.allocs_since_sweep;
       b.count.store(count - 1, std::memory_order_relaxed);
       tc->hits.store(tc->hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       ByteBufStorage* s = b.slots[count - 1];
       s->refs.store(1, std::memory_order_relaxed);
       s->leak_record = nullptr;
+      if (--tc->ops_until_sweep == 0) [[unlikely]]
+        return sweep_then_return(tc, s);
       return s;
     }
   }
@@ -213,18 +220,19 @@ ByteBufStorage* PooledByteBufAllocator::reallocate_storage(ByteBufStorage* stora
   return s;
 }
 
-// A leaf too: a cached class, this thread's cache, room in the bin and no sweep due; free_slow does
-// the rest (first use, a full bin, a sweep, the arenas, large buffers).
+// A leaf too: a cached class, this thread's cache and room in the bin (a sweep, when due, is a tail
+// call); free_slow does the rest (first use, a full bin, the arenas, large buffers).
 void PooledByteBufAllocator::free_storage(ByteBufStorage* storage) noexcept {
   const std::uint32_t tag = storage->allocator_tag;
   if (tag < pool::kCachedClasses && pool::t_fast.id == id_) [[likely]] {
     pool::ThreadCache* tc = pool::t_fast.cache;  // never null while t_fast.id names an allocator
     pool::Bin& b = tc->bins[tag];
     const std::uint32_t count = b.count.load(std::memory_order_relaxed);
-    if (count != b.max && tc->ops_until_sweep > 1) [[likely]] {
-      --tc->ops_until_sweep;
+    if (count != b.max) [[likely]] {
       b.slots[count] = storage;
       b.count.store(count + 1, std::memory_order_relaxed);
+      if (--tc->ops_until_sweep == 0) [[unlikely]]
+        pool::sweep(tc);
       return;
     }
   }
