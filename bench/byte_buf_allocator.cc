@@ -26,7 +26,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <thread>
@@ -57,6 +59,14 @@ GlibcFunctions glibc_functions() {
   GlibcFunctions f{reinterpret_cast<void* (*)(std::size_t)>(::dlsym(libc, "malloc")),
                    reinterpret_cast<void (*)(void*)>(::dlsym(libc, "free"))};
   if (f.malloc == nullptr || f.free == nullptr) std::abort();
+  // The rows must measure glibc: the function found has to live in libc.so.6.
+  Dl_info where{};
+  if (::dladdr(reinterpret_cast<void*>(f.malloc), &where) == 0 || where.dli_fname == nullptr ||
+      std::strstr(where.dli_fname, "libc.so.6") == nullptr) {
+    std::fprintf(stderr, "bench_byte_buf_allocator: malloc resolved outside libc.so.6 (%s)\n",
+                 where.dli_fname != nullptr ? where.dli_fname : "?");
+    std::abort();
+  }
   return f;
 }
 const GlibcFunctions kGlibc = glibc_functions();
