@@ -6,10 +6,11 @@
 //   churn/<allocator>               1024 live blocks, each step frees a random one and allocates a
 //                                   random size (64 B .. 64 KiB, log-uniform)
 //
-// glibc is called as __libc_malloc/__libc_free (linking jemalloc or mimalloc replaces the process's
-// malloc, so plain malloc would not be glibc's); jemalloc through mallocx/dallocx and mimalloc through
-// mi_malloc/mi_free, not through LD_PRELOAD. The pooled rows measure the whole ByteBuf path
-// (allocator.buffer() + handle destruction), not only the allocator.
+// glibc's malloc/free are looked up in libc.so.6 itself (dlsym on its handle): linking jemalloc or
+// mimalloc replaces the process's malloc, and mimalloc also exports __libc_malloc/__libc_free, so
+// neither plain malloc nor __libc_malloc is glibc's in this binary. jemalloc is called through
+// mallocx/dallocx and mimalloc through mi_malloc/mi_free, not through LD_PRELOAD. The pooled rows measure the whole
+// ByteBuf path (allocator.buffer() + handle destruction), not only the allocator.
 //
 // Run (pinned, medians of 5):
 //   taskset -c 1 build/release/bin/bench_byte_buf_allocator --benchmark_repetitions=5
@@ -19,11 +20,15 @@
 // (producer/consumer needs two CPUs: pinned to one, the two threads would take turns.)
 
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <thread>
@@ -39,20 +44,38 @@
 #include <mimalloc.h>
 #endif
 
-extern "C" {
-void* __libc_malloc(std::size_t size);
-void __libc_free(void* p);
-}
-
 namespace {
 
 // ---- the allocators under test, as "raw" (pointer) or "buf" (ByteBuf) slots ---------------------
 
+// glibc's own malloc and free, whatever else the binary links (see the file's comment).
+struct GlibcFunctions {
+  void* (*malloc)(std::size_t);
+  void (*free)(void*);
+};
+GlibcFunctions glibc_functions() {
+  void* libc = ::dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  if (libc == nullptr) std::abort();
+  GlibcFunctions f{reinterpret_cast<void* (*)(std::size_t)>(::dlsym(libc, "malloc")),
+                   reinterpret_cast<void (*)(void*)>(::dlsym(libc, "free"))};
+  if (f.malloc == nullptr || f.free == nullptr) std::abort();
+  // The rows must measure glibc: the function found has to live in libc.so.6.
+  Dl_info where{};
+  if (::dladdr(reinterpret_cast<void*>(f.malloc), &where) == 0 || where.dli_fname == nullptr ||
+      std::strstr(where.dli_fname, "libc.so.6") == nullptr) {
+    std::fprintf(stderr, "bench_byte_buf_allocator: malloc resolved outside libc.so.6 (%s)\n",
+                 where.dli_fname != nullptr ? where.dli_fname : "?");
+    std::abort();
+  }
+  return f;
+}
+const GlibcFunctions kGlibc = glibc_functions();
+
 struct Glibc {
   using Slot = void*;
-  static Slot alloc(std::size_t n) { return __libc_malloc(n); }
+  static Slot alloc(std::size_t n) { return kGlibc.malloc(n); }
   static void free(Slot& p) {
-    __libc_free(p);
+    kGlibc.free(p);
     p = nullptr;
   }
 };

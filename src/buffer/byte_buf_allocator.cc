@@ -27,16 +27,13 @@ std::size_t heap_block_size(std::size_t capacity) {
 
 }  // namespace
 
-ByteBuf ByteBufAllocator::buffer(std::size_t initial_capacity, std::size_t max_capacity) {
-  max_capacity = std::min(max_capacity, kMaxCapacityLimit);
-  if (initial_capacity > max_capacity) {
-    throw std::invalid_argument("ByteBufAllocator::buffer: initial_capacity " + std::to_string(initial_capacity) +
-                                " > max_capacity " + std::to_string(max_capacity));
-  }
-  ByteBufStorage* storage = allocate_storage(initial_capacity);
-  if (detail::leak_tracking_enabled()) [[unlikely]] detail::leak_maybe_track(storage, __builtin_return_address(0));
-  const std::size_t capacity = std::min(storage->capacity, max_capacity);
-  return ByteBuf(storage, storage->data, 0, 0, capacity, max_capacity);
+void ByteBufAllocator::throw_capacity_error(std::size_t initial_capacity, std::size_t max_capacity) {
+  throw std::invalid_argument("ByteBufAllocator::buffer: initial_capacity " + std::to_string(initial_capacity) +
+                              " > max_capacity " + std::to_string(max_capacity));
+}
+
+[[gnu::noinline]] void ByteBufAllocator::track_new(ByteBufStorage* storage) noexcept {
+  detail::leak_maybe_track(storage, __builtin_return_address(0));
 }
 
 std::size_t ByteBufAllocator::calculate_new_capacity(std::size_t min_new_capacity, std::size_t max_capacity) {

@@ -87,8 +87,7 @@ std::size_t PooledByteBufAllocator::arena_count() const noexcept { return state_
 namespace {
 
 // The cache miss: refill half a bin from the thread's arena under one lock, hand out the last one.
-[[gnu::noinline]] ByteBufStorage* refill_and_take(PooledByteBufAllocator* self, pool::ThreadCache* tc,
-                                                  std::size_t cls) {
+ByteBufStorage* refill_and_take(PooledByteBufAllocator* self, pool::ThreadCache* tc, std::size_t cls) {
   pool::Bin& b = tc->bins[cls];
   tc->misses.store(tc->misses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   const std::uint32_t want = std::max<std::uint32_t>(1, b.max / 2);
@@ -112,9 +111,38 @@ namespace {
   return s;
 }
 
+// The allocation fast path's sweep, out of line so that the fast path stays a leaf.
+[[gnu::noinline]] ByteBufStorage* sweep_then_return(pool::ThreadCache* tc, ByteBufStorage* s) noexcept {
+  pool::sweep(tc);
+  return s;
+}
+
 }  // namespace
 
+// The fast path is a leaf: a cached class, this thread's cache for this allocator (t_fast) and a bin
+// that is not empty (a sweep, when due, is a tail call). Everything else (a thread's first use, a
+// refill) goes to allocate_miss, which does the same bookkeeping the long way.
 ByteBufStorage* PooledByteBufAllocator::allocate_storage(std::size_t min_capacity) {
+  if (min_capacity <= kMaxCachedCapacity && pool::t_fast.id == id_) [[likely]] {
+    pool::ThreadCache* tc = pool::t_fast.cache;  // never null while t_fast.id names an allocator
+    pool::Bin& b = tc->bins[pool::class_index(min_capacity)];
+    const std::uint32_t count = b.count.load(std::memory_order_relaxed);
+    if (count != 0) [[likely]] {
+      ++b.allocs_since_sweep;
+      b.count.store(count - 1, std::memory_order_relaxed);
+      tc->hits.store(tc->hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      ByteBufStorage* s = b.slots[count - 1];
+      s->refs.store(1, std::memory_order_relaxed);
+      s->leak_record = nullptr;
+      if (--tc->ops_until_sweep == 0) [[unlikely]]
+        return sweep_then_return(tc, s);
+      return s;
+    }
+  }
+  return allocate_miss(min_capacity);
+}
+
+[[gnu::noinline]] ByteBufStorage* PooledByteBufAllocator::allocate_miss(std::size_t min_capacity) {
   if (min_capacity <= kMaxCachedCapacity) [[likely]] {
     const std::size_t cls = pool::class_index(min_capacity);
     pool::ThreadCache* tc = pool::cache_for(state_, id_);
@@ -192,23 +220,26 @@ ByteBufStorage* PooledByteBufAllocator::reallocate_storage(ByteBufStorage* stora
   return s;
 }
 
+// A leaf too: a cached class, this thread's cache and room in the bin (a sweep, when due, is a tail
+// call); free_slow does the rest (first use, a full bin, the arenas, large buffers).
 void PooledByteBufAllocator::free_storage(ByteBufStorage* storage) noexcept {
   const std::uint32_t tag = storage->allocator_tag;
-  if (tag < pool::kCachedClasses) [[likely]] {
-    pool::ThreadCache* tc = pool::cache_for(state_, id_);
-    if (tc != nullptr) [[likely]] {
-      pool::Bin& b = tc->bins[tag];
-      const std::uint32_t count = b.count.load(std::memory_order_relaxed);
-      if (count == b.max || --tc->ops_until_sweep == 0) [[unlikely]] return free_slow(storage);
+  if (tag < pool::kCachedClasses && pool::t_fast.id == id_) [[likely]] {
+    pool::ThreadCache* tc = pool::t_fast.cache;  // never null while t_fast.id names an allocator
+    pool::Bin& b = tc->bins[tag];
+    const std::uint32_t count = b.count.load(std::memory_order_relaxed);
+    if (count != b.max) [[likely]] {
       b.slots[count] = storage;
       b.count.store(count + 1, std::memory_order_relaxed);
+      if (--tc->ops_until_sweep == 0) [[unlikely]]
+        pool::sweep(tc);
       return;
     }
   }
   free_slow(storage);
 }
 
-void PooledByteBufAllocator::free_slow(ByteBufStorage* storage) noexcept {
+[[gnu::noinline]] void PooledByteBufAllocator::free_slow(ByteBufStorage* storage) noexcept {
   const std::uint32_t tag = storage->allocator_tag;
   if (tag < pool::kCachedClasses) {
     pool::ThreadCache* tc = pool::cache_for(state_, id_);

@@ -16,6 +16,7 @@
 #include <cstddef>
 
 #include "weft/buffer/byte_buf.h"
+#include "weft/buffer/leak_detector.h"
 
 namespace weft {
 
@@ -29,8 +30,19 @@ class ByteBufAllocator {
   /// Thread-safe. An empty buffer (indices 0) with at least initial_capacity writable bytes that may
   /// grow up to max_capacity (clamped to kMaxCapacityLimit). Throws std::invalid_argument if
   /// initial_capacity > max_capacity, std::bad_alloc if the allocator has no memory.
+  // Inline, so that a call on a final allocator (pooled_allocator().buffer()) calls its
+  // allocate_storage directly; the rare parts are out of line.
   ByteBuf buffer(std::size_t initial_capacity = kDefaultInitialCapacity,
-                 std::size_t max_capacity = kDefaultMaxCapacity);
+                 std::size_t max_capacity = kDefaultMaxCapacity) {
+    if (max_capacity > kMaxCapacityLimit) max_capacity = kMaxCapacityLimit;
+    if (initial_capacity > max_capacity) [[unlikely]]
+      throw_capacity_error(initial_capacity, max_capacity);
+    ByteBufStorage* storage = allocate_storage(initial_capacity);
+    if (detail::leak_tracking_enabled()) [[unlikely]]
+      track_new(storage);
+    const std::size_t capacity = storage->capacity < max_capacity ? storage->capacity : max_capacity;
+    return ByteBuf(storage, storage->data, 0, 0, capacity, max_capacity);
+  }
 
   /// Thread-safe. The capacity a buffer grows to when it needs min_new_capacity bytes: the next power
   /// of two (at least 64) up to kCapacityGrowthThreshold, above it the next multiple of the threshold;
@@ -59,6 +71,10 @@ class ByteBufAllocator {
  private:
   friend class ByteBuf;
 
+  // buffer()'s rare parts: the argument error, and the leak detector's look at a new block (it
+  // records the address that called track_new, i.e. the code buffer() was inlined into).
+  [[noreturn]] static void throw_capacity_error(std::size_t initial_capacity, std::size_t max_capacity);
+  static void track_new(ByteBufStorage* storage) noexcept;
   // allocate_storage plus leak tracking (caller: the allocation site to record).
   ByteBufStorage* new_storage(std::size_t min_capacity, const void* caller);
   // reallocate_storage; the leak detector's record follows the block.

@@ -150,6 +150,7 @@ class PooledByteBufAllocator final : public ByteBufAllocator {
   void free_storage(ByteBufStorage* storage) noexcept override;
 
  private:
+  ByteBufStorage* allocate_miss(std::size_t min_capacity);
   ByteBufStorage* allocate_slow(std::size_t min_capacity);
   void free_slow(ByteBufStorage* storage) noexcept;
 

@@ -27,13 +27,23 @@ constexpr std::size_t class_capacity(std::size_t i) noexcept {
   return (std::size_t{1} << g) + (k << (g - 2));
 }
 
+// On the allocation fast path: a few instructions, no table, no branch. With x = n - 1 and
+// 2^g <= x < 2^(g+1), the class is 8 + 4 (g - 7) + the quarter of [2^g, 2^(g+1)) that x falls in,
+// (x >> (g - 2)) - 4; with g taken as 6 below 128 the same formula gives x >> 4 (steps of 16).
+// x's low bit does not change the result, and setting it spares bit_width a zero.
 constexpr std::size_t class_index(std::size_t n) noexcept {
-  if (n <= 128) return n == 0 ? 0 : (n + 15) / 16 - 1;
-  const std::size_t g = static_cast<std::size_t>(std::bit_width(n - 1)) - 1;  // 2^g < n <= 2^(g+1)
-  const std::size_t k = (n - (std::size_t{1} << g) + (std::size_t{1} << (g - 2)) - 1) >> (g - 2);
-  return 8 + (g - 7) * 4 + k - 1;
+  const std::size_t x = (n - (n != 0)) | 1;
+  const std::size_t g = std::max<std::size_t>(static_cast<std::size_t>(std::bit_width(x)), 7) - 1;
+  return 4 * g - 24 + (x >> (g - 2));
 }
 
+constexpr bool class_index_inverts_class_capacity() {
+  for (std::size_t i = 0; i < kClasses; ++i) {
+    if (class_index(class_capacity(i)) != i || class_index(class_capacity(i) + 1) != i + 1) return false;
+  }
+  return class_index(0) == 0 && class_index(1) == 0;
+}
+static_assert(class_index_inverts_class_capacity());
 static_assert(class_capacity(kClasses - 1) == PooledByteBufAllocator::kMaxPooledCapacity);
 static_assert(class_index(PooledByteBufAllocator::kMaxPooledCapacity) == kClasses - 1);
 // Classes up to kMaxCachedCapacity have thread cache bins; they are the first kCachedClasses.
