@@ -173,6 +173,7 @@ template <class Section>
     if (is_host) {
       i = pos + 4;
     } else {
+      i += skip_name_bytes(p + i, limit - i);
       while (i < limit && kTchar[static_cast<unsigned char>(p[i])]) ++i;
       if (i >= limit) return ran_out(i);
       if (p[i] != ':' || i == pos) return error(400, "malformed field name");  // also "Name :" (smuggling)
