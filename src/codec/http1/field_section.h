@@ -174,9 +174,12 @@ template <class Section>
       i = pos + 4;
     } else {
       i += skip_name_bytes(p + i, limit - i);
-      while (i < limit && kTchar[static_cast<unsigned char>(p[i])]) ++i;
-      if (i >= limit) return ran_out(i);
-      if (p[i] != ':' || i == pos) return error(400, "malformed field name");  // also "Name :" (smuggling)
+      if (i >= limit || p[i] != ':') {  // a rarer token byte, fewer than 16 bytes left, or no name
+        while (i < limit && kTchar[static_cast<unsigned char>(p[i])]) ++i;
+        if (i >= limit) return ran_out(i);
+        if (p[i] != ':') return error(400, "malformed field name");  // also "Name :" (smuggling)
+      }
+      if (i == pos) return error(400, "malformed field name");
     }
     std::string_view name(p + pos, i - pos);
     std::size_t j = i + 1;
