@@ -72,7 +72,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 
   // GET, HEAD, PUT, DELETE, OPTIONS (RFC 9110 9.2.2): safe to send again when no answer came.
   bool idempotent() const noexcept {
-    return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" || method == "OPTIONS";
+    const std::string_view m = method;  // compared as views: the length first
+    return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS";
   }
   // The request as it goes on the wire now: the target from the URL, the caller's headers, the body.
   http::HttpClientRequest wire_request() const;
