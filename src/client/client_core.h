@@ -70,7 +70,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     Promise<http::HttpClientResponse> result(answer_loop());
     Future<http::HttpClientResponse> future = result.future();
     auto x = make_exchange(std::forward<U>(url), method, std::move(result));
-    x->header_block = header_block;
+    if (!header_block.empty()) x->header_block = header_block;  // an empty one assigned is still a call
     x->timeout = timeout;
     x->body = std::move(body);
     launch(std::move(x));
