@@ -165,7 +165,8 @@ template <class Section>
       if (p[pos + 1] != '\n') return error(400, "bare CR in field section");
       return {ParseResult::Kind::complete, 0, static_cast<std::uint32_t>(pos + 2), ""};
     }
-    if (p[pos] == ' ' || p[pos] == '\t') return error(400, "obsolete line folding");
+    if (p[pos] == ' ' || p[pos] == '\t') [[unlikely]]
+      return error(400, "obsolete line folding");
     std::size_t i = pos;
     // "Host:", in every HTTP/1.1 request, needs no scan of its name (for letters, OR-ing 0x20 maps
     // exactly the upper-case one onto the lower-case one).
