@@ -26,19 +26,23 @@ TlsContextPtr make_tls(const ClientOptions& options) {
   return builder.build();
 }
 
+}  // namespace
+
 // The loop that owns a request's future: the caller's, which runs its listeners and resumes its
 // co_await -- unless the caller is an executor thread (a loop without I/O: ExecutorGroup,
 // executor_driver_factory(), basic_driver_factory()), whose work is to block: there the future has
 // no loop, so that get() blocks until the answer (a future owned by the executor's loop would
 // throw BlockingOperationError, though the request runs on another loop), and its listeners run
 // on the request's loop.
-EventLoop* answer_loop() {
+EventLoop* ClientCore::answer_loop() {
   EventLoop* caller = EventLoop::current();
   if (caller == nullptr) return nullptr;
   const IoDriverFactory* made_by = caller->driver_factory();
   if (made_by == &executor_driver_factory() || made_by == &basic_driver_factory()) return nullptr;
   return caller;
 }
+
+namespace {
 
 bool is_redirect(int status) {
   return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
@@ -58,22 +62,10 @@ TlsContextPtr ClientCore::tls() {
   return tls_;
 }
 
-Future<http::HttpClientResponse> ClientCore::start(Url url, std::string method, std::string header_block, ByteBuf body,
-                                                   std::optional<Duration> timeout) {
-  Promise<http::HttpClientResponse> result(answer_loop());
-  Future<http::HttpClientResponse> future = result.future();
-  auto x = make_exchange(std::move(url), std::move(method), std::move(result));
-  x->header_block = std::move(header_block);
-  x->timeout = timeout;
-  x->body = std::move(body);
-  launch(std::move(x));
-  return future;
-}
-
 Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::string header_block, ByteBuf body,
                                             std::optional<Duration> timeout) {
   Promise<http::HttpClientResponse> head;  // no loop: its listener runs where the head is given, the pool's loop
-  auto x = make_exchange(std::move(url), std::move(method), head);
+  auto x = make_exchange(std::move(url), method, head);
   x->header_block = std::move(header_block);
   x->timeout = timeout;
   x->body = std::move(body);
@@ -85,7 +77,7 @@ Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::st
 Upload ClientCore::upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length,
                           std::optional<Duration> timeout) {
   Promise<http::HttpClientResponse> head;
-  auto x = make_exchange(std::move(url), std::move(method), head);
+  auto x = make_exchange(std::move(url), method, head);
   x->header_block = std::move(header_block);
   x->timeout = timeout;
   x->upload = std::make_shared<UploadStream>(home().loop(), length, x->url.to_string());

@@ -62,9 +62,20 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
   ClientCore(EventLoopGroup& group, ClientOptions options);
   // Thread-safe. Runs the request on a loop; the future's listeners run on the caller's loop.
-  // `timeout`: the request's own request timeout (HttpClientRequest::timeout), else the options'.
-  Future<http::HttpClientResponse> start(Url url, std::string method, std::string header_block, ByteBuf body,
-                                         std::optional<Duration> timeout = {});
+  // `url`: a Url (moved) or a const Url& (copied once, into the request's exchange). `timeout`: the
+  // request's own request timeout (HttpClientRequest::timeout), else the options'.
+  template <class U>
+  Future<http::HttpClientResponse> start(U&& url, std::string_view method, std::string_view header_block, ByteBuf body,
+                                         std::optional<Duration> timeout = {}) {
+    Promise<http::HttpClientResponse> result(answer_loop());
+    Future<http::HttpClientResponse> future = result.future();
+    auto x = make_exchange(std::forward<U>(url), method, std::move(result));
+    if (!header_block.empty()) x->header_block = header_block;  // an empty one assigned is still a call
+    x->timeout = timeout;
+    x->body = std::move(body);
+    launch(std::move(x));
+    return future;
+  }
   // Thread-safe. As start(), the answer being the head and a body read as it comes.
   Future<StreamedResponse> stream(Url url, std::string method, std::string header_block, ByteBuf body,
                                   std::optional<Duration> timeout = {});
@@ -85,6 +96,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   SharedResolver& shared_resolver() noexcept { return shared_resolver_; }
 
  private:
+  // The loop that owns a request's future (see the .cc).
+  static EventLoop* answer_loop();
   void launch(std::shared_ptr<Exchange> x);  // on home()'s loop
   LoopClient& home() const;                  // the caller's loop of the group, else the next one
   Future<StreamedResponse> streamed(std::shared_ptr<Exchange> x, Promise<http::HttpClientResponse> head);

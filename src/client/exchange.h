@@ -62,15 +62,18 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Exchange* deadline_prev = nullptr;
   Exchange* deadline_next = nullptr;
 
-  Exchange(Url&& u, std::string m, Promise<http::HttpClientResponse> r)
-      : url(std::move(u)), method(std::move(m)), result(std::move(r)) {}
+  // `u`: a Url or a const Url&, copied or moved once, into place.
+  template <class U>
+  Exchange(U&& u, std::string_view m, Promise<http::HttpClientResponse>&& r)
+      : url(std::forward<U>(u)), method(m), result(std::move(r)) {}
   ~Exchange();
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
   // GET, HEAD, PUT, DELETE, OPTIONS (RFC 9110 9.2.2): safe to send again when no answer came.
   bool idempotent() const noexcept {
-    return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" || method == "OPTIONS";
+    const std::string_view m = method;  // compared as views: the length first
+    return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS";
   }
   // The request as it goes on the wire now: the target from the URL, the caller's headers, the body.
   http::HttpClientRequest wire_request() const;
@@ -80,9 +83,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 };
 
 // A new exchange, its memory from the per-thread frame pool (one per request: no trip to the heap).
-inline std::shared_ptr<Exchange> make_exchange(Url&& url, std::string method,
-                                               Promise<http::HttpClientResponse> result) {
-  return std::allocate_shared<Exchange>(weft::detail::FramePoolAllocator<Exchange>(), std::move(url), std::move(method),
+template <class U>
+std::shared_ptr<Exchange> make_exchange(U&& url, std::string_view method, Promise<http::HttpClientResponse> result) {
+  return std::allocate_shared<Exchange>(weft::detail::FramePoolAllocator<Exchange>(), std::forward<U>(url), method,
                                         std::move(result));
 }
 

@@ -150,7 +150,7 @@ void Http1Side::bytes_arrived() {
   last_read = channel->loop().now();
 }
 
-void Http1Side::answer(http::HttpClientResponse response) {
+void Http1Side::answer(http::HttpClientResponse&& response) {
   awaiting = false;  // the idle timer, if armed, lapses (idle_due) or serves the next request
   if (auto body = std::move(streamed_body)) body->start();  // its own idle timer from here
   if (auto c = connection.lock()) c->http1_response(std::move(response));

@@ -40,7 +40,9 @@ struct Http1Side : std::enable_shared_from_this<Http1Side> {
 
   void active();
   void bytes_arrived();
-  void answer(http::HttpClientResponse response);  // taken from the codec here: passed on by reference
+  // The codec's response, passed on by reference down to the future, which moves it in (the codec
+  // lets go of what is left of it once this returns).
+  void answer(http::HttpClientResponse&& response);
   void error(std::exception_ptr e);
   void closed();
   // The probed request's first byte was written (true), or the channel closed before (false).

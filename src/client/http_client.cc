@@ -18,21 +18,21 @@ HttpClient::~HttpClient() {
 
 Future<http::HttpClientResponse> HttpClient::request(std::string_view method, std::string_view url, ByteBuf body) {
   try {
-    return core_->start(Url::parse(url), std::string(method), {}, std::move(body));
+    return core_->start(Url::parse(url), method, {}, std::move(body));
   } catch (const UrlError&) {
     return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
   }
 }
 
 Future<http::HttpClientResponse> HttpClient::request(std::string_view method, const Url& url, ByteBuf body) {
-  return core_->start(url, std::string(method), {}, std::move(body));
+  return core_->start(url, method, {}, std::move(body));
 }
 
 Future<http::HttpClientResponse> HttpClient::request(http::HttpClientRequest request) {
   try {
     Url url = Url::parse(request.target());
-    return core_->start(std::move(url), request.method(), std::string(request.header_block()),
-                        std::move(request.owned_body()), request.timeout());
+    return core_->start(std::move(url), request.method(), request.header_block(), std::move(request.owned_body()),
+                        request.timeout());
   } catch (const UrlError&) {
     return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
   }

@@ -46,11 +46,11 @@ void OriginConnection::http1_ready(std::shared_ptr<Http1Side> side, ChannelPtr c
 }
 
 void OriginConnection::http1_response(http::HttpClientResponse&& response) {
-  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   if (pool_loop().in_loop()) {  // no task, and the response (a large value) moved once less
     http1_answered(std::move(response));
     return;
   }
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   on_pool_loop([self, response = std::move(response)]() mutable { self->http1_answered(std::move(response)); });
 }
 

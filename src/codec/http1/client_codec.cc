@@ -93,7 +93,9 @@ ParseResult parse_response_head(std::string_view data, ResponseHead& out, const 
 }
 
 void ClientCodec::write_message(Context& ctx, MessageRef message) {
-  if (upload_ != Upload::none && message.is<ByteBuf>()) {
+  // A request, the usual message, is known at once (its type's address); the others by name.
+  const bool is_request = message.is<HttpClientRequest>();
+  if (!is_request && upload_ != Upload::none && message.is<ByteBuf>()) {
     ByteBuf& bytes = message.as<ByteBuf>();
     if (!bytes.is_readable()) return;  // chunked: an empty chunk would end the body
     if (upload_ == Upload::chunked) {
@@ -121,7 +123,7 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
     ctx.write(std::move(bytes));
     return;
   }
-  if (message.is<RequestBodyEnd>()) {
+  if (!is_request && message.is<RequestBodyEnd>()) {
     if (upload_ == Upload::chunked) {
       const std::string_view last = upload_chunk_open_ ? std::string_view("\r\n0\r\n\r\n") : "0\r\n\r\n";
       ByteBuf end = ctx.allocator().buffer(last.size());
@@ -132,10 +134,11 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
     upload_chunk_open_ = false;
     return;
   }
-  if (!message.is<HttpClientRequest>()) throw_type_mismatch(ctx, "outbound", typeid(HttpClientRequest), message.type());
+  if (!is_request) throw_type_mismatch(ctx, "outbound", typeid(HttpClientRequest), message.type());
   if (upload_ != Upload::none)
     throw std::logic_error("http::ClientCodec: a request written before the streamed body's end");
   HttpClientRequest& request = message.as<HttpClientRequest>();
+  const std::string_view method = request.method();  // compared as a view: the length first, no call
   ByteBuf& body = request.owned_body();
   const std::size_t body_size = body.readable_bytes();
   const std::string_view host = request.has_host() ? std::string_view() : host_for(ctx, request.target());
@@ -161,7 +164,7 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
       length_line_size = kChunked.size();
       upload_ = Upload::chunked;
     }
-  } else if (body_size > 0 || request.method() == "POST" || request.method() == "PUT") {
+  } else if (body_size > 0 || method == "POST" || method == "PUT") {
     content_length(body_size);
   }
   // The head is written in one pass into a buffer of its exact size (plus the body's).
@@ -191,7 +194,7 @@ void ClientCodec::write_message(Context& ctx, MessageRef message) {
   put(kCrlf);
   out.advance_writer(head_size);
   if (body_size > 0) out.write_bytes(body);
-  pending_head_requests_.push_back({request.method() == "HEAD", request.body_sink()});
+  pending_head_requests_.push_back({method == "HEAD", request.body_sink()});
   ctx.write(std::move(out));
 }
 

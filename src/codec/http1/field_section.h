@@ -165,7 +165,8 @@ template <class Section>
       if (p[pos + 1] != '\n') return error(400, "bare CR in field section");
       return {ParseResult::Kind::complete, 0, static_cast<std::uint32_t>(pos + 2), ""};
     }
-    if (p[pos] == ' ' || p[pos] == '\t') return error(400, "obsolete line folding");
+    if (p[pos] == ' ' || p[pos] == '\t') [[unlikely]]
+      return error(400, "obsolete line folding");
     std::size_t i = pos;
     // "Host:", in every HTTP/1.1 request, needs no scan of its name (for letters, OR-ing 0x20 maps
     // exactly the upper-case one onto the lower-case one).
@@ -173,9 +174,13 @@ template <class Section>
     if (is_host) {
       i = pos + 4;
     } else {
-      while (i < limit && kTchar[static_cast<unsigned char>(p[i])]) ++i;
-      if (i >= limit) return ran_out(i);
-      if (p[i] != ':' || i == pos) return error(400, "malformed field name");  // also "Name :" (smuggling)
+      i += skip_name_bytes(p + i, limit - i);
+      if (i >= limit || p[i] != ':') {  // a rarer token byte, fewer than 16 bytes left, or no name
+        while (i < limit && kTchar[static_cast<unsigned char>(p[i])]) ++i;
+        if (i >= limit) return ran_out(i);
+        if (p[i] != ':') return error(400, "malformed field name");  // also "Name :" (smuggling)
+      }
+      if (i == pos) return error(400, "malformed field name");
     }
     std::string_view name(p + pos, i - pos);
     std::size_t j = i + 1;

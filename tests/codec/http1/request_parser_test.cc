@@ -209,6 +209,38 @@ TEST(RequestParserTest, TheHostHeaderIsRecognisedInAnyCaseAndOnlyByItsExactName)
   EXPECT_EQ(h.header("x-a"), "1\t2");
 }
 
+// Field names are scanned 16 bytes at a time for letters, digits and '-', then byte by byte by the
+// token table: every byte, at every place of a name (inside the first 16 bytes, across, and in a
+// tail shorter than 16 before the end of the input), is taken or refused as RFC 9110's tchar says.
+TEST(RequestParserTest, EveryByteOfAFieldNameIsCheckedWhereverItIs) {
+  const std::string tchar_punctuation = "!#$%&'*+-.^_`|~";
+  RequestHead h;
+  constexpr std::size_t kLength = 40;
+  for (std::size_t at = 0; at < kLength; ++at) {
+    for (int b = 0; b < 256; ++b) {
+      const char c = static_cast<char>(b);
+      std::string name(kLength, 'n');
+      name[at] = c;
+      const std::string request = "GET / HTTP/1.1\r\nHost: h\r\n" + name + ":v\r\n\r\n";
+      const bool alnum = (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z');
+      const bool tchar = alnum || (b != 0 && tchar_punctuation.find(c) != std::string::npos);
+      const ParseResult r = parse(request, h);
+      if (tchar) {
+        ASSERT_EQ(r.kind, ParseResult::Kind::complete) << at << " " << b;
+        EXPECT_EQ(h.header(name), "v") << at << " " << b;
+      } else if (c == ':' && at > 0) {  // the name ends there; the rest is the value
+        ASSERT_EQ(r.kind, ParseResult::Kind::complete) << at;
+        EXPECT_EQ(h.header(name.substr(0, at)), name.substr(at + 1) + ":v");
+      } else {
+        EXPECT_EQ(r.status, 400) << at << " " << b;
+      }
+      // With nothing after the name, a short tail: incomplete or refused, never complete.
+      const ParseResult cut = parse(std::string_view(request).substr(0, request.size() - 6), h);
+      EXPECT_NE(cut.kind, ParseResult::Kind::complete) << at << " " << b;
+    }
+  }
+}
+
 TEST(RequestParserTest, AcceptsHostValuesOfTheUriGrammar) {
   // Host = uri-host [ ":" port ] (RFC 9110 7.2), uri-host = IP-literal / IPv4address / reg-name (RFC 3986)
   for (const char* host : {"", "example.com", "EXAMPLE.com", "example.com:8080", "example.com:", "127.0.0.1",
