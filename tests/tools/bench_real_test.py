@@ -196,7 +196,7 @@ class RealGrpcRun(unittest.TestCase):
             self.assertEqual(len(t["cells"]), 6)
             self.assertEqual(t["settings"]["repeat"], 2)
             for c in t["cells"]:
-                self.assertEqual(len(c["repeats"]), 3)
+                self.assertEqual(len(c["repeats"]), 2)
                 self.assertGreater(c["value"], 0)
                 self.assertGreater(c["cpu_us_per_req"], 0)
                 if c["column"] == "weft-epoll-direct-false":
