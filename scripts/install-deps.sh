@@ -13,7 +13,7 @@
 # valgrind: weft-bench's grpc-ir suite (callgrind instruction counts) and scripts/callgrind-*.sh.
 # clang-format: the test `format` (scripts/check-format.sh).
 # libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
-# (shared/peers/grpc) the gRPC interop test builds.
+# (shared/peers/grpc) the gRPC interop test builds. libprotoc-dev: protoc-gen-weft, weft's protoc plugin.
 # prometheus: promtool, which checks the /metrics text weft-hello's admin listener serves
 # (tests/integration/hello_metrics_test.cc).
 set -euo pipefail
@@ -59,6 +59,7 @@ PACKAGES=(
   libgrpc++-dev
   protobuf-compiler-grpc
   libprotobuf-dev
+  libprotoc-dev
   protobuf-compiler
   prometheus
 )
