@@ -1,7 +1,7 @@
 # Install rules (included from CMakeLists.txt when WEFT_INSTALL is on). Components:
 #   dev      headers, libweft.a (or the libweft.so link), the CMake package, weft.pc
 #   runtime  libweft.so.<SOVERSION> (shared builds only)
-#   tools    weft-load, weft-fetch, weft-bench and the example servers and clients
+#   tools    weft-load, weft-fetch, weft-bench, protoc-gen-weft and the example servers and clients
 include(CMakePackageConfigHelpers)
 
 set(WEFT_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/weft)
@@ -35,6 +35,7 @@ install(FILES
     ${PROJECT_BINARY_DIR}/weftConfigVersion.cmake
     ${PROJECT_SOURCE_DIR}/cmake/weftUring.cmake
     ${PROJECT_SOURCE_DIR}/cmake/weftCares.cmake
+    ${PROJECT_SOURCE_DIR}/cmake/weftGrpcGenerate.cmake
   DESTINATION ${WEFT_CMAKE_INSTALL_DIR} COMPONENT dev)
 
 # ---- pkg-config: weft.pc ----------------------------------------------------------------------
@@ -60,6 +61,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} 
 set(_weft_tool_targets ${WEFT_EXAMPLE_TARGETS})
 if(WEFT_BUILD_TOOLS)
   list(APPEND _weft_tool_targets weft-load weft-fetch)
+  # protoc-gen-weft: weft_grpc_generate() (in the dev package's CMake files) finds it in bin/.
+  if(TARGET protoc-gen-weft)
+    list(APPEND _weft_tool_targets protoc-gen-weft)
+  endif()
   # weft-bench: the launcher and its package in share/weft/bench, linked from bin/.
   set(_weft_bench_dir ${CMAKE_INSTALL_DATADIR}/weft/bench)
   install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/bench/weft-bench DESTINATION ${_weft_bench_dir} COMPONENT tools)

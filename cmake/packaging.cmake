@@ -42,6 +42,8 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME libweft-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 # Public headers use fmt (header-only); a static libweft links liburing, OpenSSL 3, zlib and c-ares.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libfmt-dev (>= 9.1), liburing-dev (>= 2.3), libssl-dev (>= 3.0), zlib1g-dev (>= 1:1.2.13), libc-ares-dev (>= 1.18)")
+# weft_grpc_generate() runs protoc with weft-tools' protoc-gen-weft, and its code links libprotobuf.
+set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "weft-tools, protobuf-compiler, libprotobuf-dev")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME weft-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 # The binaries' shared libraries come from dpkg-shlibdeps; weft-bench is Python 3.

@@ -179,7 +179,7 @@ libdir=lib
 for f in include/weft/weft.h include/weft/version.h include/weft/channel/pipeline.h \
          lib/cmake/weft/weftConfig.cmake lib/cmake/weft/weftConfigVersion.cmake \
          lib/cmake/weft/weft-core-targets.cmake lib/cmake/weft/weftUring.cmake lib/cmake/weft/weftCares.cmake lib/pkgconfig/weft.pc \
-         bin/weft-load bin/weft-bench bin/weft-hello bin/weft-echo-server bin/weft-grpc-bench-server \
+         lib/cmake/weft/weftGrpcGenerate.cmake bin/protoc-gen-weft bin/weft-load bin/weft-bench bin/weft-hello bin/weft-echo-server bin/weft-grpc-bench-server \
          share/weft/bench/weft_bench/cli.py; do
   [ -e "$prefix/$f" ] || fail "install: $f is missing"
 done
@@ -203,7 +203,12 @@ ok "install: libweft, its CMake package and weft.pc need no libnghttp2"
 
 # ---- 3. find_package -------------------------------------------------------------------------
 step "find_package(weft CONFIG REQUIRED) against the prefix"
-build_consumer "$tmp/find" "find_package" -DCMAKE_PREFIX_PATH="$prefix"
+# This consumer also generates a gRPC service and its stub with the installed protoc-gen-weft.
+build_consumer "$tmp/find" "find_package" -DCMAKE_PREFIX_PATH="$prefix" -DWEFT_CONSUMER_GRPC=ON
+grep -q -- "$prefix/bin/protoc-gen-weft" "$tmp/find/build.ninja" ||
+  fail "find_package: weft_grpc_generate did not run the installed protoc-gen-weft"
+"$tmp/find/grpc_ping" > "$tmp/grpc_ping.log" 2>&1 || { cat "$tmp/grpc_ping.log" >&2; fail "find_package: grpc_ping failed"; }
+ok "find_package: weft_grpc_generate made ping.proto's service and stub; $(cat "$tmp/grpc_ping.log")"
 grep -q "weft $version from $prefix/lib/cmake/weft" "$tmp/find.configure.log" || fail "find_package: weft was not found in the prefix"
 if grep -q -- "-I$src/include" "$tmp/find/build.ninja"; then fail "find_package: the consumer compiled against the source tree"; fi
 grep -q -- "-luring\|liburing" "$tmp/find/build.ninja" || [ -n "$(ls "$prefix/$libdir"/libweft.so.* 2>/dev/null)" ] ||
@@ -267,11 +272,11 @@ done
 dev_files=$(dpkg-deb -c "$dev_deb")
 tools_files=$(dpkg-deb -c "$tools_deb")
 for f in ./usr/include/weft/weft.h ./usr/include/weft/version.h ./usr/lib/cmake/weft/weftConfig.cmake \
-         ./usr/lib/pkgconfig/weft.pc; do
+         ./usr/lib/cmake/weft/weftGrpcGenerate.cmake ./usr/lib/pkgconfig/weft.pc; do
   grep -q " $f\$" <<< "$dev_files" || fail "deb: libweft-dev lacks $f"
 done
 grep -qE " \./usr/lib/libweft\.(a|so)" <<< "$dev_files" || fail "deb: libweft-dev lacks the library"
-for f in ./usr/bin/weft-load ./usr/bin/weft-hello ./usr/bin/weft-grpc-bench-server ./usr/share/weft/bench/weft_bench/cli.py; do
+for f in ./usr/bin/weft-load ./usr/bin/protoc-gen-weft ./usr/bin/weft-hello ./usr/bin/weft-grpc-bench-server ./usr/share/weft/bench/weft_bench/cli.py; do
   grep -q " $f\$" <<< "$tools_files" || fail "deb: weft-tools lacks $f"
 done
 grep -q " \./usr/bin/weft-bench -> " <<< "$tools_files" || fail "deb: weft-tools lacks the weft-bench link"

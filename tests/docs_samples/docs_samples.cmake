@@ -1,7 +1,8 @@
 # Every C++ sample in README.md and docs/*.md is compiled by a test, docs_sample_<file> (a whole-file
 # sample: docs_sample_<file>_<line>):
 # extract_samples.py writes each as a translation unit (how, the line before the sample says),
-# and the test compiles it with -fsyntax-only against include/. A sample without that line fails
+# and the test compiles it with -fsyntax-only against include/ (and the tests' generated gRPC code,
+# generated/grpc, which docs/grpc.md's samples use). A sample without that line fails
 # its test with the reason. Labelled `docs`. The compiler's verdict does not depend on the preset,
 # so the sanitizer presets leave them out.
 if(NOT WEFT_SANITIZE STREQUAL "")
@@ -27,6 +28,6 @@ foreach(sample IN LISTS samples)
   add_test(NAME docs_sample_${name}
     COMMAND ${CMAKE_CXX_COMPILER} -std=c++20 -fsyntax-only -Wall -Werror -Wno-subobject-linkage
             -Wno-unused-variable -Wno-unused-but-set-variable -I${PROJECT_SOURCE_DIR}/include
-            -I${CMAKE_CURRENT_LIST_DIR} ${unit})
+            -I${CMAKE_CURRENT_LIST_DIR} -I${PROJECT_BINARY_DIR}/generated/grpc ${unit})
   set_tests_properties(docs_sample_${name} PROPERTIES LABELS docs TIMEOUT 120)
 endforeach()

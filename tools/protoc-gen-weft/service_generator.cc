@@ -95,8 +95,8 @@ class Writer {
   void service(const pb::ServiceDescriptor* s) {
     out_ << "\n"
          << doc_comment(s, "") << "/// The gRPC service " << s->full_name() << " (" << file_->name()
-         << "): its methods, the server's side to implement (Service: coroutines; CallbackService:\n"
-         << "/// callbacks and reactors) and the client's (Stub).\n"
+         << "): Methods, Service\n"
+         << "/// (the server's side as coroutines), CallbackService (as callbacks) and Stub (the client's side).\n"
          << "struct " << s->name() << " {\n"
          << "  /// The service's full name.\n"
          << "  static constexpr std::string_view kName = \"" << s->full_name() << "\";\n\n"

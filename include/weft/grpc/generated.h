@@ -5,15 +5,12 @@
 /// that registers a generated service's virtuals on a ServiceRegistry. Header-only, without
 /// protobuf's headers (as protobuf_adapter.h): the application links libprotobuf.
 ///
-/// For `rpc M(A) returns (B)` and its streaming variants, a generated service's virtual and its
-/// stub's method take these shapes:
-///
-///   | shape            | server (Service)                                | client (Stub)                      |
-///   |------------------|-------------------------------------------------|------------------------------------|
-///   | unary            | Task<B> M(ServerCall&, A)                       | Task<TypedUnaryResult<B>> M(const A&) |
-///   | server streaming | Task<> M(ServerCall&, A, ServerWriter<B>&)      | ClientReader<B> M(const A&)        |
-///   | client streaming | Task<B> M(ServerCall&, ServerReader<A>&)        | ClientWriter<A, B> M()             |
-///   | bidi streaming   | Task<> M(ServerCall&, ServerReaderWriter<A, B>&)| ClientReaderWriter<A, B> M()       |
+/// For `rpc M(A) returns (B)`, a generated service's virtual and its stub's method take the shape
+/// of the call (docs/grpc.md has the table):
+/// - unary: `Task<B> M(ServerCall&, A)`; the stub's `Task<TypedUnaryResult<B>> M(const A&)`;
+/// - server streaming: `Task<> M(ServerCall&, A, ServerWriter<B>&)`; `ClientReader<B> M(const A&)`;
+/// - client streaming: `Task<B> M(ServerCall&, ServerReader<A>&)`; `ClientWriter<A, B> M()`;
+/// - bidi streaming: `Task<> M(ServerCall&, ServerReaderWriter<A, B>&)`; `ClientReaderWriter<A, B> M()`.
 
 #include <cstdint>
 #include <memory>
