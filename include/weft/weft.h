@@ -10,6 +10,8 @@
 ///
 /// Left out, include them where you need them:
 /// - weft/grpc/protobuf_adapter.h  typed gRPC methods on protobuf messages (needs libprotobuf)
+/// - weft/grpc/generated.h         what protoc-gen-weft's code uses (its .weft.h headers include it)
+/// - weft/grpc/reflection.h        gRPC server reflection (needs libprotobuf)
 /// - weft/channel/embedded_channel.h     running a pipeline without sockets, for tests
 /// - weft/buffer/leak_detector.h, weft/buffer/pooled_byte_buf_allocator.h
 ///                                       tuning and debugging the allocator behind ByteBufAllocator

@@ -1,5 +1,6 @@
 #include "weft/grpc/service_registry.h"
 
+#include <algorithm>
 #include <exception>
 #include <optional>
 #include <utility>
@@ -49,6 +50,18 @@ Task<ByteBuf> read_unary_request(ServerCall& call) {
 
 void ServiceRegistry::add(std::string path, Handler handler) {
   methods_[std::move(path)] = std::make_shared<const Handler>(std::move(handler));
+}
+
+std::vector<std::string> ServiceRegistry::services() const {
+  std::vector<std::string> names;
+  for (const auto& [path, handler] : methods_) {
+    const std::size_t slash = path.find('/', 1);
+    if (path.size() < 2 || path.front() != '/' || slash == std::string::npos) continue;
+    std::string name = path.substr(1, slash - 1);
+    if (names.empty() || names.back() != name) names.push_back(std::move(name));  // a service's paths are adjacent
+  }
+  std::sort(names.begin(), names.end());  // "/a.B.C/..." sorts before "/a.B/...", "a.B" before "a.B.C"
+  return names;
 }
 
 void ServiceRegistry::add_unary(std::string path, UnaryHandler handler) {

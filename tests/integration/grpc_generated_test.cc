@@ -5,6 +5,8 @@
 // (UNIMPLEMENTED), and requests that break a method's shape or do not parse. grpc++ against the
 // generated code is grpc_interop_test.cc's (bench.proto).
 
+// Built only with the tests' generated protos (protobuf and protoc-gen-weft at configure time).
+#ifdef WEFT_HAVE_TEST_PROTOS
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -326,3 +328,4 @@ WEFT_ON_EVERY_TRANSPORT(GrpcGeneratedTest);
 
 }  // namespace
 }  // namespace weft::grpc
+#endif  // WEFT_HAVE_TEST_PROTOS

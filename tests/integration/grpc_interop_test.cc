@@ -35,7 +35,7 @@
 #include "support/sanitizers.h"
 #include "support/shell.h"
 #include "support/transports.h"
-#ifdef WEFT_HAVE_BENCH_PROTO
+#ifdef WEFT_HAVE_TEST_PROTOS
 #include "bench.weft.h"
 #endif
 #include "weft/grpc/client.h"
@@ -107,7 +107,7 @@ ServiceRegistry benchmark_service() {
   return services;
 }
 
-#ifdef WEFT_HAVE_BENCH_PROTO
+#ifdef WEFT_HAVE_TEST_PROTOS
 // A response of request.response_size bytes, on the generated messages.
 ::grpc::testing::SimpleResponse typed_response(const ::grpc::testing::SimpleRequest& request) {
   ::grpc::testing::SimpleResponse response;
@@ -221,7 +221,7 @@ WEFT_ON_EVERY_TRANSPORT(GrpcInteropReactorTest);
 class GrpcInteropTypedTest : public GrpcInteropTest {
  protected:
   void SetUp() override {
-#ifdef WEFT_HAVE_BENCH_PROTO
+#ifdef WEFT_HAVE_TEST_PROTOS
     start(typed_benchmark_service());
 #else
     GTEST_SKIP()
@@ -503,7 +503,7 @@ Task<std::string> peer_unknown(Client& client) {
 
 TEST_P(GrpcClientInteropTest, AnUnknownMethodIsUnimplemented) { EXPECT_EQ(run(peer_unknown(*client_)), "UNIMPLEMENTED"); }
 
-#ifdef WEFT_HAVE_BENCH_PROTO
+#ifdef WEFT_HAVE_TEST_PROTOS
 // The generated stub (bench.weft.h) against grpc++: unary, bidi, and a server stream cancelled.
 Task<std::string> peer_typed(std::shared_ptr<Client> client) {
   using ::grpc::testing::SimpleRequest;
@@ -535,7 +535,7 @@ Task<std::string> peer_typed(std::shared_ptr<Client> client) {
 #endif
 
 TEST_P(GrpcClientInteropTest, TypedCallsOnGeneratedMessages) {
-#ifdef WEFT_HAVE_BENCH_PROTO
+#ifdef WEFT_HAVE_TEST_PROTOS
   EXPECT_EQ(run(peer_typed(client_)), "CANCELLED");
 #else
   GTEST_SKIP() << "protobuf was not found at configure time (libprotobuf-dev, protobuf-compiler)";
@@ -545,7 +545,7 @@ TEST_P(GrpcClientInteropTest, TypedCallsOnGeneratedMessages) {
 WEFT_ON_EVERY_TRANSPORT(GrpcClientInteropTest);
 
 TEST(GrpcProtobufAdapter, MessagesRoundTripAndBytesThatDoNotParseAreInternal) {
-#ifdef WEFT_HAVE_BENCH_PROTO
+#ifdef WEFT_HAVE_TEST_PROTOS
   ::grpc::testing::SimpleRequest request;
   request.set_response_size(7);
   request.mutable_payload()->set_body("abc");

@@ -26,13 +26,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "weft/buffer/byte_buf.h"
+#include "weft/codec/http2/settings.h"
+#include "weft/core/task.h"
 #include "weft/grpc/server_call.h"
 #include "weft/grpc/server_reactor.h"
 #include "weft/grpc/unary_responder.h"
-#include "weft/codec/http2/settings.h"
-#include "weft/core/task.h"
 
 namespace weft::grpc {
 
@@ -69,6 +70,9 @@ class ServiceRegistry {
   void add_reactor(std::string path, ReactorFactory factory);
   /// Not thread-safe against add(). The number of methods registered.
   std::size_t size() const noexcept { return methods_.size(); }
+  /// Not thread-safe against add(). The services of the methods registered ("package.Service" of
+  /// "/package.Service/Method"), each once, sorted.
+  std::vector<std::string> services() const;
 
   /// Thread-safe once methods are added. For http2::Settings::stream_initializer: serves calls as
   /// described (the methods registered now; later additions are not seen by it).
