@@ -27,14 +27,18 @@ namespace {
 
 std::string run(const std::string& command, int& status) { return run_shell(command + " 2>&1", status); }
 
-// python3 with grpcio (a Debian package: the system's python3, which another python3 on PATH may hide).
-std::string grpcio_python() {
-  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    int status = -1;
-    run(std::string(candidate) + " -c 'import grpc, google.protobuf' 2>/dev/null", status);
-    if (status == 0) return candidate;
-  }
-  return "";
+// python3 with grpcio, looked for once: a Debian package, so the system's python3 first (another
+// python3 on PATH may hide it, and a pyenv shim costs a second to start).
+const std::string& grpcio_python() {
+  static const std::string found = [] {
+    for (const char* candidate : {"/usr/bin/python3", "python3"}) {
+      int status = -1;
+      run(std::string(candidate) + " -c 'import grpc, google.protobuf' 2>/dev/null", status);
+      if (status == 0) return std::string(candidate);
+    }
+    return std::string();
+  }();
+  return found;
 }
 
 class GrpcHealthTest : public ::testing::TestWithParam<const char*> {};
