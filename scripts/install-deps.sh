@@ -14,6 +14,7 @@
 # clang-format: the test `format` (scripts/check-format.sh).
 # libgrpc++-dev, protobuf-compiler-grpc, libprotobuf-dev, protobuf-compiler: the grpc++ reference peer
 # (shared/peers/grpc) the gRPC interop test builds. libprotoc-dev: protoc-gen-weft, weft's protoc plugin.
+# python3-grpcio: the gRPC health and reflection tests' Python clients (stubs from protoc and grpc_python_plugin).
 # prometheus: promtool, which checks the /metrics text weft-hello's admin listener serves
 # (tests/integration/hello_metrics_test.cc).
 set -euo pipefail
@@ -58,6 +59,7 @@ PACKAGES=(
   file
   libgrpc++-dev
   protobuf-compiler-grpc
+  python3-grpcio
   libprotobuf-dev
   libprotoc-dev
   protobuf-compiler

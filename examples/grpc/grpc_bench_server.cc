@@ -19,6 +19,7 @@
 // Prints "weft-grpc-bench-server listening on HOST:PORT ..." once it listens; SIGINT or SIGTERM drains it
 // (weft::drain_server: no new connection, GOAWAY, the calls in flight end) and then stops it.
 // --admin-port P serves /metrics, /healthz and /readyz (503 from the drain's start) on HOST:P.
+// grpc.health.v1.Health answers "" SERVING, NOT_SERVING from the drain's start (Watch calls then end).
 
 #include <signal.h>
 
@@ -35,6 +36,7 @@
 #include "weft/channel/drain.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/core/executor_group.h"
+#include "weft/grpc/health.h"
 #include "weft/metrics/admin/admin_server.h"
 #include "weft/metrics/event_loop_metrics.h"
 #include "weft/transport/transport_named.h"
@@ -203,9 +205,12 @@ int main(int argc, char** argv) {
   weft::http2::Settings settings;
   settings.max_connection_age = std::chrono::milliseconds(options.max_connection_age_ms);
   settings.max_connection_age_grace = std::chrono::milliseconds(options.max_connection_age_grace_ms);
-  settings.stream_initializer = options.reactor
-                                    ? weft::grpc::bench::reactor_benchmark_service().stream_chooser()
-                                    : weft::grpc::bench::benchmark_service(executors ? &*executors : nullptr).stream_chooser();
+  weft::grpc::ServiceRegistry services = options.reactor
+                                             ? weft::grpc::bench::reactor_benchmark_service()
+                                             : weft::grpc::bench::benchmark_service(executors ? &*executors : nullptr);
+  weft::grpc::HealthService health;  // grpc.health.v1.Health: "" SERVING until the drain
+  health.add_to(services);
+  settings.stream_initializer = services.stream_chooser();
   weft::ChannelPtr server;
   try {
     server = weft::ServerBootstrap()
@@ -247,6 +252,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   if (admin) admin->set_not_ready();  // before the listener closes: a load balancer looks here first
+  health.enter_shutdown();            // the same for gRPC health checks; Watch calls end, not held till the deadline
   // The drain: no new connection; each gets the two GOAWAYs, its calls in flight end; what is left
   // at the deadline is closed.
   const weft::DrainReport drained = weft::drain_server(server, std::chrono::seconds(options.drain_timeout_s)).get();

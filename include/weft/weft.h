@@ -93,6 +93,7 @@
 #include "weft/dns/happy_eyeballs.h"
 #include "weft/dns/hosts_file.h"
 #include "weft/dns/resolver.h"
+#include "weft/grpc/health.h"
 #include "weft/grpc/message_framing.h"
 #include "weft/grpc/server_call.h"
 #include "weft/grpc/service_registry.h"

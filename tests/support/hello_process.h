@@ -30,6 +30,8 @@ class HelloProcess {
   bool is_running() const noexcept { return pid_ > 0; }
   const std::string& error() const noexcept { return error_; }
   std::uint16_t port() const noexcept { return port_; }
+  // The server's process id (-1 once stopped), for a peer that signals it.
+  pid_t pid() const noexcept { return pid_; }
   // The server's resident set size now, in KiB (VmRSS); 0 if unknown.
   std::size_t rss_kib() const;
   // Everything the server printed so far.
