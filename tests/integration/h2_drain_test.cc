@@ -23,7 +23,6 @@ namespace {
 using test::frame;
 using test::ServerFrames;
 
-constexpr std::uint8_t kEndHeadersAndStream = NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM;
 
 std::uint32_t word(const std::string& s, std::size_t at) {
   const auto* p = reinterpret_cast<const std::uint8_t*>(s.data() + at);
@@ -85,7 +84,7 @@ TEST_P(Http2DrainTest, TwoGoawaysThenTheStreamsInFlightAreAnsweredAndTheConnecti
   test::RawH2Connection& conn = *owned;
   ASSERT_TRUE(conn.is_open());
   ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
-                        frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 1, test::request_block("GET", "/slow"))));
+                        frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 1, test::request_block("GET", "/slow"))));
   ASSERT_TRUE(slow_->dispatched.future().wait_for(20s));
 
   Future<DrainReport> drained = drain_server(server_, 3600s);
@@ -99,7 +98,7 @@ TEST_P(Http2DrainTest, TwoGoawaysThenTheStreamsInFlightAreAnsweredAndTheConnecti
   EXPECT_EQ(seen[0].code, static_cast<std::uint32_t>(NGHTTP2_NO_ERROR));
 
   // A stream that crossed the first GOAWAY on the wire, then the PING's ACK.
-  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 3, test::request_block("GET", "/plaintext")) +
+  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 3, test::request_block("GET", "/plaintext")) +
                         frame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, first_ping(f))));
   ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return goaways(fr).size() >= 2 && fr.ended.count(3); }))
       << "no second GOAWAY, or stream 3 not answered";
@@ -110,7 +109,7 @@ TEST_P(Http2DrainTest, TwoGoawaysThenTheStreamsInFlightAreAnsweredAndTheConnecti
   EXPECT_EQ(f.data[3], "Hello");
 
   // After the last GOAWAY a new stream is not served; the one in flight still is, then the close.
-  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 5, test::request_block("GET", "/plaintext"))));
+  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 5, test::request_block("GET", "/plaintext"))));
   EXPECT_FALSE(drained.is_done()) << "the drain completed with stream 1 unanswered";
   slow_->release.set_value();
   conn.read_until(f, [](const ServerFrames&) { return false; });  // to the end
@@ -137,7 +136,7 @@ TEST_P(Http2DrainTest, AClientThatNeverAnswersThePingGetsTheLastGoawayAnyway) {
   test::RawH2Connection& conn = *owned;
   ASSERT_TRUE(conn.is_open());
   ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
-                        frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 1, test::request_block("GET", "/plaintext"))));
+                        frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 1, test::request_block("GET", "/plaintext"))));
   ServerFrames f;
   ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(1) > 0; }));
   Future<DrainReport> drained = drain_server(server_, 3600s);
@@ -160,7 +159,7 @@ TEST_P(Http2DrainTest, AConnectionPastItsMaximumAgeIsToldToGoAndItsStreamInFligh
   test::RawH2Connection& conn = *owned;
   ASSERT_TRUE(conn.is_open());
   ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
-                        frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 1, test::request_block("GET", "/slow"))));
+                        frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 1, test::request_block("GET", "/slow"))));
   ASSERT_TRUE(slow_->dispatched.future().wait_for(20s));
 
   ServerFrames f;
@@ -170,7 +169,7 @@ TEST_P(Http2DrainTest, AConnectionPastItsMaximumAgeIsToldToGoAndItsStreamInFligh
   std::vector<Goaway> seen = goaways(f);
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].last_stream_id, 0x7fffffffu);
-  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 3, test::request_block("GET", "/plaintext")) +
+  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 3, test::request_block("GET", "/plaintext")) +
                         frame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, first_ping(f))));
   ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return goaways(fr).size() >= 2 && fr.ended.count(3); }));
   EXPECT_EQ(goaways(f)[1].last_stream_id, 3u);
@@ -192,7 +191,7 @@ TEST_P(Http2DrainTest, PastItsMaximumAgeAndGraceAConnectionClosesWithItsStreamsS
   test::RawH2Connection& conn = *owned;
   ASSERT_TRUE(conn.is_open());
   ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
-                        frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 1, test::request_block("GET", "/slow"))));
+                        frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 1, test::request_block("GET", "/slow"))));
   ASSERT_TRUE(slow_->dispatched.future().wait_for(20s));
   ServerFrames f;
   conn.read_until(f, [](const ServerFrames&) { return false; });  // to the end: /slow is never answered

@@ -20,7 +20,6 @@ namespace {
 using test::frame;
 using test::ServerFrames;
 
-constexpr std::uint8_t kEndHeadersAndStream = NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM;
 
 class Http2VanishedClientTest : public test::H2MatrixTest {};
 WEFT_H2_ON_EVERY_TRANSPORT(Http2VanishedClientTest);
@@ -39,7 +38,7 @@ TEST_P(Http2VanishedClientTest, AStreamStillOpenDoesNotKeepTheConnectionOfAClien
   test::RawH2Connection conn(port(), tls());
   ASSERT_TRUE(conn.is_open());
   ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
-                        frame(NGHTTP2_HEADERS, kEndHeadersAndStream, 1, test::request_block("GET", "/never"))));
+                        frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 1, test::request_block("GET", "/never"))));
   ASSERT_TRUE(dispatched->future().wait_for(20s));
   std::shared_ptr<test::ProbeState> probe = probes->wait(0);
   ASSERT_NE(probe, nullptr);

@@ -23,6 +23,8 @@
 namespace weft::test {
 
 inline constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// HEADERS flags of a request without a body: END_HEADERS | END_STREAM.
+inline constexpr std::uint8_t kEndHeadersAndStream = NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM;
 
 inline std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::string_view payload) {
   std::string f;
