@@ -1,7 +1,6 @@
 // grpc++'s side of the interop suite: grpc's interop cases (doc/interop-test-descriptions.md) as a
 // grpc++ 1.51 client makes them, for weft's interop server to meet. One line per case, exit status
-// 0 when every case passed. grpc++'s public API does not show a response message's compressed
-// flag: server_compressed_unary checks the responses only.
+// 0 when every case passed.
 //
 //   weft-interop-peer-client --server_port=N --test_case=NAME|all
 
@@ -18,6 +17,15 @@
 #include <vector>
 
 #include "grpc/testing/test.grpc.pb.h"
+
+// grpc-core's test-only call inspectors (exported by libgrpc, declared in its internal
+// src/core/lib/surface/call_test_only.h), as grpc's own interop server and client use them: the flags
+// of the last message received and the call's compression. grpc++'s public API shows neither.
+uint32_t grpc_call_test_only_get_message_flags(grpc_call* call);
+grpc_compression_algorithm grpc_call_test_only_get_compression_algorithm(grpc_call* call);
+// grpc-core's flags of a message that came compressed (src/core/lib/surface/call.h): still
+// compressed, or decompressed by the decompression filter (which trades the first for the second).
+constexpr uint32_t kCameCompressed = 0x80000000u | 0x40000000u;
 
 namespace {
 
@@ -217,8 +225,10 @@ class Cases {
       for (bool compressed : {true, false}) {
         SimpleRequest request = large_request();
         request.mutable_response_compressed()->set_value(compressed);
-        std::string wrong = large_unary(&request);
+        bool came_compressed = false;
+        std::string wrong = large_unary(&request, GRPC_COMPRESS_NONE, &came_compressed);
         if (!wrong.empty()) return wrong;
+        if (came_compressed != compressed) return compressed ? "the response came uncompressed" : "came compressed";
       }
       return "";
     }
@@ -226,12 +236,14 @@ class Cases {
   }
 
  private:
-  std::string large_unary(const SimpleRequest* given, grpc_compression_algorithm algorithm = GRPC_COMPRESS_NONE) {
+  std::string large_unary(const SimpleRequest* given, grpc_compression_algorithm algorithm = GRPC_COMPRESS_NONE,
+                          bool* came_compressed = nullptr) {
     ClientContext c;
     c.set_compression_algorithm(algorithm);
     SimpleResponse response;
     Status s = stub_->UnaryCall(&c, given ? *given : large_request(), &response);
     if (!s.ok()) return describe(s);
+    if (came_compressed) *came_compressed = (grpc_call_test_only_get_message_flags(c.c_call()) & kCameCompressed) != 0;
     return is_zeros(response.payload(), 314159) ? "" : "the response's payload";
   }
   std::string echoed_status(const std::string& message, bool streaming_too) {

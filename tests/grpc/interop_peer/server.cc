@@ -1,7 +1,6 @@
 // grpc++'s side of the interop suite: grpc.testing.TestService served by grpc++ 1.51 as grpc's
 // doc/interop-test-descriptions.md describes its server, for weft's interop client to meet.
-// grpc++'s public API does not show a request message's compressed flag: expect_compressed is
-// checked against the call's grpc-encoding instead. Prints its port, serves until killed.
+// Prints its port, serves until killed.
 //
 //   weft-interop-peer-server --port=0    (or --host 127.0.0.1 --port N, as weft's tests start it)
 
@@ -17,6 +16,15 @@
 #include <vector>
 
 #include "grpc/testing/test.grpc.pb.h"
+
+// grpc-core's test-only call inspectors (exported by libgrpc, declared in its internal
+// src/core/lib/surface/call_test_only.h), as grpc's own interop server and client use them: the flags
+// of the last message received and the call's compression. grpc++'s public API shows neither.
+uint32_t grpc_call_test_only_get_message_flags(grpc_call* call);
+grpc_compression_algorithm grpc_call_test_only_get_compression_algorithm(grpc_call* call);
+// grpc-core's flags of a message that came compressed (src/core/lib/surface/call.h): still
+// compressed, or decompressed by the decompression filter (which trades the first for the second).
+constexpr uint32_t kCameCompressed = 0x80000000u | 0x40000000u;
 
 namespace {
 
@@ -41,9 +49,10 @@ void echo_metadata(ServerContext* context) {
   }
 }
 
+// As grpc's interop server checks it: compressed means the call has an encoding and the message's flag.
 bool request_compressed(ServerContext* context) {
-  auto encoding = context->client_metadata().find("grpc-encoding");
-  return encoding != context->client_metadata().end() && encoding->second != "identity";
+  return grpc_call_test_only_get_compression_algorithm(context->c_call()) != GRPC_COMPRESS_NONE &&
+         (grpc_call_test_only_get_message_flags(context->c_call()) & kCameCompressed) != 0;
 }
 
 Payload zeros(int size) {
