@@ -1,5 +1,5 @@
 // grpc's interop suite (doc/interop-test-descriptions.md) with weft on both sides, on every
-// transport: weft's interop cases (examples/grpc_interop/interop, on protoc-gen-weft's stubs for
+// transport, over h2c and TLS: weft's interop cases (examples/grpc_interop/interop, on protoc-gen-weft's stubs for
 // grpc.testing) against its TestService, in process; the cases failing against a server that
 // serves none of it; and weft-grpc-interop-client, the program, as grpc's clients are run.
 
@@ -11,30 +11,43 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "grpc/testing/test.weft.h"
 #include "interop/interop_cases.h"
 #include "interop/interop_service.h"
+#include "support/h2_matrix.h"
 #include "support/shell.h"
-#include "support/transports.h"
+#include "support/tls_certs.h"
 #include "weft/weft.h"
 
 namespace weft::grpc {
 namespace {
 
-class GrpcInteropSuiteTest : public test::TransportTest {
+// On every transport, over h2c and over TLS (h2 by ALPN).
+class GrpcInteropSuiteTest : public ::testing::TestWithParam<std::tuple<Transport*, bool>> {
  protected:
+  Transport& transport() const { return *std::get<0>(GetParam()); }
+  bool tls() const { return std::get<1>(GetParam()); }
+
   void serve(ServiceRegistry services) {
     services_ = std::move(services);
     http2::Settings settings = services_.http2_settings();
+    TlsContextPtr context = tls() ? test::test_server_context(test::test_pki().localhost, {"h2"}) : nullptr;
     server_ = ServerBootstrap()
                   .group(loops_)
-                  .child_handler([settings](Channel& ch) {
+                  .child_handler([settings, context](Channel& ch) {
+                    if (context) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context));
                     ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
                   })
                   .bind(SocketAddress::loopback(0))
                   .get();
-    client_ = Client::connect(loops_, SocketAddress::loopback(server_->local_address().port())).get();
+    Client::Options options;
+    if (tls()) {
+      options.http2.tls = test::test_client_context({"h2"});
+      options.http2.server_name = "localhost";
+    }
+    client_ = Client::connect(loops_, SocketAddress::loopback(server_->local_address().port()), options).get();
   }
   void TearDown() override {
     if (client_) client_->close().wait();
@@ -48,7 +61,7 @@ class GrpcInteropSuiteTest : public test::TransportTest {
   }
 
   // A server loop and a client loop; on the blocking transport a loop per channel.
-  EventLoopGroup loops_{transport(), loops(2, 3)};
+  EventLoopGroup loops_{transport(), transport().name() == "blocking" ? 3u : 2u};
   ServiceRegistry services_;
   ChannelPtr server_;
   std::shared_ptr<Client> client_;
@@ -78,7 +91,7 @@ TEST_P(GrpcInteropSuiteTest, TheCasesFailAgainstAServerThatImplementsNothing) {
   }
 }
 
-WEFT_ON_EVERY_TRANSPORT(GrpcInteropSuiteTest);
+WEFT_H2_ON_EVERY_TRANSPORT(GrpcInteropSuiteTest);
 
 #ifdef WEFT_GRPC_INTEROP_CLIENT_BIN
 // The program: one line per case, exit status 0 when all passed; 2 for a case it does not know.
