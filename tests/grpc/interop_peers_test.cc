@@ -1,7 +1,7 @@
 // grpc's interop suite against real peers, each way they are written (tests/grpc/interop_peer):
 // grpc++ 1.51's interop client against weft's TestService, weft's interop cases against grpc++'s
 // TestService, and Python grpcio 1.51's interop client against weft's; on every transport of
-// weft's side. Skipped, with the reason, where a peer is not installed.
+// weft's side, over h2c and TLS. Skipped, with the reason, where a peer is not installed.
 
 #ifdef WEFT_HAVE_INTEROP  // built with protoc-gen-weft (CMakeLists.txt: weft_grpc_interop)
 
@@ -12,12 +12,15 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "interop/interop_cases.h"
 #include "interop/interop_service.h"
+#include "support/h2_matrix.h"
 #include "support/hello_process.h"
 #include "support/shell.h"
-#include "support/transports.h"
+#include "support/tls_certs.h"
 #include "weft/weft.h"
 
 namespace weft::grpc {
@@ -99,27 +102,49 @@ void expect_every_case_passed(const std::string& out, int status) {
   }
 }
 
-class GrpcInteropPeersTest : public test::TransportTest {
+// On every transport of weft's side, over h2c and over TLS (h2 by ALPN; the peers trust the test CA).
+class GrpcInteropPeersTest : public ::testing::TestWithParam<std::tuple<Transport*, bool>> {
  protected:
+  Transport& transport() const { return *std::get<0>(GetParam()); }
+  bool tls() const { return std::get<1>(GetParam()); }
+
   std::uint16_t serve_test_service() {
     ServiceRegistry services;
     interop::add_test_service(services);
     http2::Settings settings = services.http2_settings();
+    TlsContextPtr context = tls() ? test::test_server_context(test::test_pki().localhost, {"h2"}) : nullptr;
     server_ = ServerBootstrap()
                   .group(loops_)
-                  .child_handler([settings](Channel& ch) {
+                  .child_handler([settings, context](Channel& ch) {
+                    if (context) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(context));
                     ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
                   })
                   .bind(SocketAddress::loopback(0))
                   .get();
     return server_->local_address().port();
   }
+  // A peer client's flags for weft's server on `port`.
+  std::string client_flags(std::uint16_t port) const {
+    std::string flags = " --server_port=" + std::to_string(port) + " --test_case=all";
+    if (tls()) {
+      static const std::string ca = test::write_temp_file(test::test_pki().ca.cert_pem, ".pem");
+      flags += " --use_tls=true --ca_file=" + ca + " --server_host_override=localhost";
+    }
+    return flags;
+  }
+  // grpc++'s server's flags (HelloProcess adds --host and --port).
+  std::vector<std::string> server_flags() const {
+    if (!tls()) return {};
+    static const std::string cert = test::write_temp_file(test::test_pki().localhost.cert_pem, ".pem");
+    static const std::string key = test::write_temp_file(test::test_pki().localhost.key_pem, ".pem");
+    return {"--use_tls=true", "--cert_file=" + cert, "--key_file=" + key};
+  }
   void TearDown() override {
     if (server_) server_->close().wait();
   }
 
   // A loop per connection on the blocking transport (the peers open one or two).
-  EventLoopGroup loops_{transport(), loops(1, 4)};
+  EventLoopGroup loops_{transport(), transport().name() == "blocking" ? 4u : 1u};
   ChannelPtr server_;
 };
 
@@ -127,16 +152,20 @@ TEST_P(GrpcInteropPeersTest, GrpcppClientPassesEveryCaseAgainstWeftsServer) {
   WEFT_REQUIRE_PEER(grpcpp_peer());
   const std::uint16_t port = serve_test_service();
   int status = -1;
-  const std::string out =
-      shell(grpcpp_peer().client + " --server_port=" + std::to_string(port) + " --test_case=all", status);
+  const std::string out = shell(grpcpp_peer().client + client_flags(port), status);
   expect_every_case_passed(out, status);
 }
 
 TEST_P(GrpcInteropPeersTest, WeftsClientPassesEveryCaseAgainstGrpcppsServer) {
   WEFT_REQUIRE_PEER(grpcpp_peer());
-  test::HelloProcess server(grpcpp_peer().server, {});
+  test::HelloProcess server(grpcpp_peer().server, server_flags());
   ASSERT_TRUE(server.is_running()) << server.error();
-  std::shared_ptr<Client> client = Client::connect(loops_, SocketAddress::loopback(server.port())).get();
+  Client::Options options;
+  if (tls()) {
+    options.http2.tls = test::test_client_context({"h2"});
+    options.http2.server_name = "localhost";
+  }
+  std::shared_ptr<Client> client = Client::connect(loops_, SocketAddress::loopback(server.port()), options).get();
   for (std::string_view name : interop::case_names()) {
     Future<std::string> done = spawn(client->loop(), interop::run_case(client, name));
     ASSERT_TRUE(done.wait_for(std::chrono::seconds(60))) << name << " did not end";
@@ -149,12 +178,11 @@ TEST_P(GrpcInteropPeersTest, PythonClientPassesEveryCaseAgainstWeftsServer) {
   WEFT_REQUIRE_PEER(python_peer());
   const std::uint16_t port = serve_test_service();
   int status = -1;
-  const std::string out =
-      shell(python_peer().client + " --server_port=" + std::to_string(port) + " --test_case=all", status);
+  const std::string out = shell(python_peer().client + client_flags(port), status);
   expect_every_case_passed(out, status);
 }
 
-WEFT_ON_EVERY_TRANSPORT(GrpcInteropPeersTest);
+WEFT_H2_ON_EVERY_TRANSPORT(GrpcInteropPeersTest);
 
 }  // namespace
 }  // namespace weft::grpc

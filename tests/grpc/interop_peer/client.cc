@@ -3,6 +3,7 @@
 // 0 when every case passed.
 //
 //   weft-interop-peer-client --server_port=N --test_case=NAME|all
+//                            [--use_tls=true --ca_file=PEM --server_host_override=NAME]
 
 #include <grpcpp/grpcpp.h>
 
@@ -10,8 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -295,11 +298,27 @@ const char* const kCases[] = {"empty_unary",
 int main(int argc, char** argv) {
   std::string port = "10000";
   std::string test_case = "all";
+  bool tls = false;
+  std::string ca_file;
+  std::string host_override = "localhost";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--server_port=", 14) == 0) port = argv[i] + 14;
     if (std::strncmp(argv[i], "--test_case=", 12) == 0) test_case = argv[i] + 12;
+    if (std::strcmp(argv[i], "--use_tls=true") == 0) tls = true;
+    if (std::strncmp(argv[i], "--ca_file=", 10) == 0) ca_file = argv[i] + 10;
+    if (std::strncmp(argv[i], "--server_host_override=", 23) == 0) host_override = argv[i] + 23;
   }
-  Cases cases(grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  grpc::ChannelArguments arguments;
+  if (tls) {
+    std::stringstream ca;
+    ca << std::ifstream(ca_file).rdbuf();
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = ca.str();
+    credentials = grpc::SslCredentials(options);
+    arguments.SetSslTargetNameOverride(host_override);
+  }
+  Cases cases(grpc::CreateCustomChannel("127.0.0.1:" + port, credentials, arguments));
   int failed = 0;
   bool known = false;
   for (const char* name : kCases) {

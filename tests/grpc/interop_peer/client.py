@@ -5,7 +5,7 @@ status 0 when every case passed. Stubs: protoc --python_out --grpc_python_out of
 examples/grpc_interop/protos into STUBS (weft's test makes them). grpcio does not show a response's
 compressed flag: server_compressed_unary checks the responses only.
 
-  client.py STUBS --server_port=N --test_case=NAME|all
+  client.py STUBS --server_port=N --test_case=NAME|all [--use_tls=true --ca_file=PEM --server_host_override=NAME]
 """
 import os
 import queue
@@ -160,7 +160,15 @@ def main():
         print("unknown test case %s" % test_case, file=sys.stderr)
         return 2
     failed = 0
-    with grpc.insecure_channel("127.0.0.1:%s" % flags.get("server_port", "10000")) as channel:
+    target = "127.0.0.1:%s" % flags.get("server_port", "10000")
+    if flags.get("use_tls") == "true":
+        with open(flags["ca_file"], "rb") as ca:
+            credentials = grpc.ssl_channel_credentials(root_certificates=ca.read())
+        override = (("grpc.ssl_target_name_override", flags.get("server_host_override", "localhost")),)
+        channel = grpc.secure_channel(target, credentials, options=override)
+    else:
+        channel = grpc.insecure_channel(target)
+    with channel:
         stub = test_pb2_grpc.TestServiceStub(channel)
         for name in cases:
             try:

@@ -3,6 +3,7 @@
 // Prints its port, serves until killed.
 //
 //   weft-interop-peer-server --port=0    (or --host 127.0.0.1 --port N, as weft's tests start it)
+//                            [--use_tls=true --cert_file=PEM --key_file=PEM]
 
 #include <grpcpp/grpcpp.h>
 
@@ -10,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -141,14 +144,30 @@ class Service final : public TestService::Service {
 
 int main(int argc, char** argv) {
   int port = 0;
+  bool tls = false;
+  std::string cert_file;
+  std::string key_file;
   for (int i = 1; i < argc; ++i) {  // --port=N or --port N; --host is 127.0.0.1 whatever it says
     if (std::strncmp(argv[i], "--port=", 7) == 0) port = std::atoi(argv[i] + 7);
     if (std::strcmp(argv[i], "--port") == 0 && i + 1 < argc) port = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--use_tls=true") == 0) tls = true;
+    if (std::strncmp(argv[i], "--cert_file=", 12) == 0) cert_file = argv[i] + 12;
+    if (std::strncmp(argv[i], "--key_file=", 11) == 0) key_file = argv[i] + 11;
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (tls) {
+    std::stringstream cert;
+    std::stringstream key;
+    cert << std::ifstream(cert_file).rdbuf();
+    key << std::ifstream(key_file).rdbuf();
+    grpc::SslServerCredentialsOptions options;
+    options.pem_key_cert_pairs.push_back({key.str(), cert.str()});
+    credentials = grpc::SslServerCredentials(options);
   }
   Service service;
   int bound = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(), &bound);
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), credentials, &bound);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound == 0) {
