@@ -248,6 +248,8 @@ void ClientCall::cancel() {
   if (state_) state_->end_locally(Status(StatusCode::cancelled, "Cancelled"));
 }
 
+bool ClientCall::last_read_compressed() const noexcept { return state_ && state_->deframer.last_compressed(); }
+
 const http::HttpClientResponse* ClientCall::initial_metadata() const noexcept {
   return state_ && state_->head_seen ? &state_->stream.head() : nullptr;
 }

@@ -220,6 +220,22 @@ TEST(GrpcCompression, TheDeframerDecompressesMixedMessagesCutAtEveryByte) {
   }
 }
 
+// What the interop suite's compression cases read (ServerCall/ClientCall::last_read_compressed()).
+TEST(GrpcCompression, TheDeframerSaysWhetherTheLastMessageCameCompressed) {
+  DecompressingDeframer d(kDefaultMaxMessageBytes, "gzip");
+  EXPECT_FALSE(d.last_compressed());
+  d.feed(ByteBuf::copy_of(compressed_frame(patterned(400), Compression::gzip) + frame("plain") +
+                          compressed_frame(patterned(300), Compression::gzip)));
+  EXPECT_EQ(d.next()->to_string(), patterned(400));
+  EXPECT_TRUE(d.last_compressed());
+  EXPECT_EQ(d.next()->to_string(), "plain");
+  EXPECT_FALSE(d.last_compressed());
+  EXPECT_EQ(d.next()->to_string(), patterned(300));
+  EXPECT_TRUE(d.last_compressed());
+  EXPECT_FALSE(d.next());
+  EXPECT_TRUE(d.last_compressed());  // the last message given, not an attempt that gave none
+}
+
 TEST(GrpcCompression, TheDeframersStatuses) {
   {  // a compressed flag with no encoding, or identity: INTERNAL
     for (const std::string_view encoding : {"", "identity"}) {

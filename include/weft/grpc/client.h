@@ -141,6 +141,9 @@ class ClientCall {
   /// Loop thread only. Cancels the call (RST_STREAM CANCEL): CANCELLED, unless it had ended.
   void cancel();
 
+  /// Loop thread only. Whether the message read() gave last came compressed (compressed flag 1 in its
+  /// prefix); false before the first, and for an empty handle.
+  bool last_read_compressed() const noexcept;
   /// Loop thread only. The response's head (initial metadata), once read() or finish() returned;
   /// null before, and when the response never came.
   const http::HttpClientResponse* initial_metadata() const noexcept;

@@ -112,6 +112,8 @@ class DecompressingDeframer {
   const std::optional<Status>& error() const noexcept { return error_ ? error_ : deframer_.error(); }
   /// Owner only. Whether bytes of an unfinished message are held (at the body's end: a truncated message).
   bool has_partial() const noexcept { return deframer_.has_partial(); }
+  /// Owner only. Whether the message next() gave last came compressed (flag 1 in its prefix).
+  bool last_compressed() const noexcept { return deframer_.last_compressed(); }
   /// Owner only. The encoding compressed messages are in (identity also for an unknown one).
   Compression encoding() const noexcept { return encoding_; }
   /// Owner only. Whether grpc-encoding named an encoding weft does not implement.

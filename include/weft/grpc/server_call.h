@@ -159,6 +159,9 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   /// Loop thread only. The next request message; nullopt once the client has half-closed and every message was
   /// read. Throws CallEnded when the call has ended (or ends meanwhile).
   Task<std::optional<ByteBuf>> read();
+  /// Loop thread only. Whether the message read() gave last came compressed (compressed flag 1 in its
+  /// prefix, as grpc++'s interop server checks a request's compression); false before the first.
+  bool last_read_compressed() const noexcept { return deframer_.last_compressed(); }
   /// Loop thread only. Sends a response message (the response's head first, on the first write). Suspends while the
   /// stream is unwritable (its HTTP/2 flow-control window and the connection's backpressure), and, after every
   /// kWritesPerTurn messages, once through the loop's task queue: a handler that writes in a loop lets the loop
