@@ -23,7 +23,6 @@ namespace {
 using test::frame;
 using test::ServerFrames;
 
-
 std::uint32_t word(const std::string& s, std::size_t at) {
   const auto* p = reinterpret_cast<const std::uint8_t*>(s.data() + at);
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
@@ -98,8 +97,9 @@ TEST_P(Http2DrainTest, TwoGoawaysThenTheStreamsInFlightAreAnsweredAndTheConnecti
   EXPECT_EQ(seen[0].code, static_cast<std::uint32_t>(NGHTTP2_NO_ERROR));
 
   // A stream that crossed the first GOAWAY on the wire, then the PING's ACK.
-  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 3, test::request_block("GET", "/plaintext")) +
-                        frame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, first_ping(f))));
+  ASSERT_TRUE(
+      conn.send(frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 3, test::request_block("GET", "/plaintext")) +
+                frame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, first_ping(f))));
   ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return goaways(fr).size() >= 2 && fr.ended.count(3); }))
       << "no second GOAWAY, or stream 3 not answered";
   seen = goaways(f);
@@ -109,7 +109,8 @@ TEST_P(Http2DrainTest, TwoGoawaysThenTheStreamsInFlightAreAnsweredAndTheConnecti
   EXPECT_EQ(f.data[3], "Hello");
 
   // After the last GOAWAY a new stream is not served; the one in flight still is, then the close.
-  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 5, test::request_block("GET", "/plaintext"))));
+  ASSERT_TRUE(
+      conn.send(frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 5, test::request_block("GET", "/plaintext"))));
   EXPECT_FALSE(drained.is_done()) << "the drain completed with stream 1 unanswered";
   slow_->release.set_value();
   conn.read_until(f, [](const ServerFrames&) { return false; });  // to the end
@@ -135,8 +136,9 @@ TEST_P(Http2DrainTest, AClientThatNeverAnswersThePingGetsTheLastGoawayAnyway) {
   auto owned = std::make_unique<test::RawH2Connection>(port(), tls());
   test::RawH2Connection& conn = *owned;
   ASSERT_TRUE(conn.is_open());
-  ASSERT_TRUE(conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
-                        frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 1, test::request_block("GET", "/plaintext"))));
+  ASSERT_TRUE(
+      conn.send(test::raw_preface() + frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") +
+                frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 1, test::request_block("GET", "/plaintext"))));
   ServerFrames f;
   ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return fr.ended.count(1) > 0; }));
   Future<DrainReport> drained = drain_server(server_, 3600s);
@@ -169,8 +171,9 @@ TEST_P(Http2DrainTest, AConnectionPastItsMaximumAgeIsToldToGoAndItsStreamInFligh
   std::vector<Goaway> seen = goaways(f);
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].last_stream_id, 0x7fffffffu);
-  ASSERT_TRUE(conn.send(frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 3, test::request_block("GET", "/plaintext")) +
-                        frame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, first_ping(f))));
+  ASSERT_TRUE(
+      conn.send(frame(NGHTTP2_HEADERS, test::kEndHeadersAndStream, 3, test::request_block("GET", "/plaintext")) +
+                frame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, first_ping(f))));
   ASSERT_TRUE(conn.read_until(f, [](const ServerFrames& fr) { return goaways(fr).size() >= 2 && fr.ended.count(3); }));
   EXPECT_EQ(goaways(f)[1].last_stream_id, 3u);
   EXPECT_EQ(f.status[3], 200);

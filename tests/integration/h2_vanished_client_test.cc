@@ -20,7 +20,6 @@ namespace {
 using test::frame;
 using test::ServerFrames;
 
-
 class Http2VanishedClientTest : public test::H2MatrixTest {};
 WEFT_H2_ON_EVERY_TRANSPORT(Http2VanishedClientTest);
 
