@@ -66,7 +66,7 @@ TEST_P(GrpcHealthTest, GrpcioChecksAndWatchesUntilTheDrainEndsTheWatch) {
       status);
   ASSERT_EQ(status, 0) << made;
 
-  // A Watch that held the drain would show as a forced close.
+  // A Watch that held the drain would show as a forced close at the 60 s deadline.
   HelloProcess server(WEFT_GRPC_BENCH_SERVER_BIN, {"--transport", GetParam(), "--loops", "1", "--drain-timeout", "60"});
   ASSERT_TRUE(server.is_running()) << server.error();
   const std::string out = run("timeout 120 " + python + " " WEFT_GRPC_HEALTH_DIR "/health_client.py " +
@@ -81,7 +81,10 @@ TEST_P(GrpcHealthTest, GrpcioChecksAndWatchesUntilTheDrainEndsTheWatch) {
             "watch ended: OK\n");
   const int exit = server.stop();
   EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0) << "wait status " << exit << "\n" << server.output();
-  EXPECT_THAT(server.output(), HasSubstr("1 connection(s) open, 1 ended gracefully, 0 closed at the"));
+  // The client may have closed its connection (its Watch ended) before the drain reached it: the
+  // drain then found none open. Either way nothing waited for the deadline.
+  EXPECT_THAT(server.output(), ::testing::ContainsRegex("drained: (0 connection\\(s\\) open, 0|1 connection\\(s\\) "
+                                                        "open, 1) ended gracefully, 0 closed at the"));
 }
 
 INSTANTIATE_TEST_SUITE_P(On, GrpcHealthTest, ::testing::Values("epoll", "io_uring", "blocking"),
