@@ -481,11 +481,13 @@ Task<std::string> peer_deadline(Client& client) {
   long n = 0;
   while (co_await call.read()) ++n;  // until the deadline
   const Status status = co_await call.finish();
-  co_return code_name(status) + (n > 0 ? " after messages" : " before any message");
+  // How many messages came first depends on the machine's load (none, on a slow one): not asserted.
+  if (status.code == StatusCode::deadline_exceeded) co_return "DEADLINE_EXCEEDED";
+  co_return code_name(status) + " (" + status.message + ") after " + std::to_string(n) + " message(s)";
 }
 
 TEST_P(GrpcClientInteropTest, ADeadlineEndsAStreamDeadlineExceeded) {
-  EXPECT_EQ(run(peer_deadline(*client_)), "DEADLINE_EXCEEDED after messages");
+  EXPECT_EQ(run(peer_deadline(*client_)), "DEADLINE_EXCEEDED");
 }
 
 // A SimpleResponse of exactly 4 MiB (body 4,194,294 bytes: 2 tags and two 4-byte lengths), and one byte more.
