@@ -10,12 +10,9 @@
 // methods, a deadline exceeded, a cancel mid-stream, a response at and past the message bound, and
 // an unknown method; and the stub protoc-gen-weft generated from bench.proto.
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,10 +20,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -281,43 +280,52 @@ class PeerServer {
 
  private:
   void start(const std::string& binary, std::uint16_t port) {
+    // The server's output goes to a file (a pipe nobody reads could block it).
+    char path[] = "/tmp/weft-grpc-peer-XXXXXX";
+    const int log_fd = ::mkstemp(path);
+    if (log_fd < 0) {
+      error_ = "mkstemp failed";
+      return;
+    }
     const pid_t pid = ::fork();
     if (pid == 0) {
+      ::dup2(log_fd, STDOUT_FILENO);
+      ::dup2(log_fd, STDERR_FILENO);
+      ::close(log_fd);
       ::execl(binary.c_str(), binary.c_str(), std::to_string(port).c_str(), "1", static_cast<char*>(nullptr));
       ::_exit(127);
     }
+    ::close(log_fd);
     if (pid < 0) {
+      ::unlink(path);
       error_ = "fork failed";
       return;
     }
-    // It listens once grpc++ has bound the port, or exits (the port is taken).
+    // It prints its line once grpc++ has bound the port, or exits when another process holds it (the
+    // peer binds without SO_REUSEPORT). A connect to the port would not tell: it could reach that other
+    // process (a parallel test's server), and this test would talk to it.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        error_ = "the grpc++ server exited (status " + std::to_string(status) + ")";
-        return;
-      }
-      if (accepts(port)) {
+      std::stringstream output;
+      output << std::ifstream(path).rdbuf();
+      if (output.str().find("benchmark service on") != std::string::npos) {
+        ::unlink(path);
         pid_ = pid;
         port_ = port;
         return;
       }
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        ::unlink(path);
+        error_ = "the grpc++ server exited (status " + std::to_string(status) + "): " + output.str();
+        return;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    ::unlink(path);
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     error_ = "the grpc++ server did not listen within a minute";
-  }
-  static bool accepts(std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    return ok;
   }
 
   pid_t pid_ = -1;

@@ -3,11 +3,8 @@
 // every answer checked, ALPN chosen by nginx, the session resumed on the next connection, and
 // nginx's close_notify after a "Connection: close" answer.
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/listens.h"
 #include "support/tls_certs.h"
 #include "support/transports.h"
 #include "weft/client/http2_connection.h"
@@ -35,6 +33,7 @@ using namespace std::chrono_literals;
 namespace weft {
 namespace {
 
+using test::listens_on;
 using test::test_client_context;
 using test::test_pki;
 using test::write_temp_file;
@@ -103,7 +102,7 @@ class NginxTls {
                  std::string(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
         return;
       }
-      if (accepts(port)) {
+      if (listens_on(pid, port)) {  // nginx itself (a connect could reach another test's server)
         pid_ = pid;
         port_ = port;
         return;
@@ -114,17 +113,6 @@ class NginxTls {
     ::waitpid(pid, nullptr, 0);
     error_ = "nginx did not listen within a minute";
   }
-  static bool accepts(std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    return ok;
-  }
-
   pid_t pid_ = -1;
   std::uint16_t port_ = 0;
   std::string error_;

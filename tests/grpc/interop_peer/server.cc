@@ -168,6 +168,9 @@ int main(int argc, char** argv) {
   int bound = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:" + std::to_string(port), credentials, &bound);
+  // Without SO_REUSEPORT (grpc++'s default is with): a port another process listens on fails the bind
+  // (the test tries another), instead of sharing that process's connections with it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound == 0) {
