@@ -5,6 +5,8 @@
 # load (steady state). The message count is the calls of grpc::ServerCall::write_framed.
 #   scripts/callgrind-grpc.sh [SERVER] [LOAD]
 #   e.g. scripts/callgrind-grpc.sh build/release/bin/weft-grpc-bench-server build/release/bin/weft-load
+# WEFT_SERVER_ARGS replaces the server's `--direct false` (e.g. "--api generated": bench.proto's
+# generated service, whose messages are counted the same way).
 # The profile is left in build/callgrind.grpc.out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +14,7 @@ cd "$(dirname "$0")/.."
 server=${1:-build/release/bin/weft-grpc-bench-server} load=${2:-build/release/bin/weft-load}
 p=$(port)
 taskset -c 0 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=build/callgrind.grpc.out \
-  "$server" --port "$p" --direct false >/dev/null 2>&1 &
+  "$server" --port "$p" ${WEFT_SERVER_ARGS:---direct false} >/dev/null 2>&1 &
 vg=$!
 pids+=($vg)
 wait_port "$p"

@@ -7,7 +7,7 @@
 //
 //   weft-grpc-bench-server --port 50051 [--transport epoll|io_uring|blocking] [--direct true|false]
 //                          [--loops N] [--executor-threads N] [--executor-thread-cache true|false]
-//                          [--api coroutine|reactor]
+//                          [--api coroutine|reactor|generated]
 //
 // --direct false (grpc-java's default executor): handlers and (de)serialization run on an
 // ExecutorGroup; --direct true: on the event loop (see bench_service.h). --executor-thread-cache false
@@ -15,7 +15,9 @@
 // release takes an arena's lock): the setting that cost grpc-java's streamingCallsMessageThroughput
 // 14% (shared/seeds/004, Netty's useCacheForAllThreads); the event loops keep theirs. Its default comes
 // from $WEFT_GRPC_EXECUTOR_THREAD_CACHE (true|false) when set. --api reactor serves the methods in
-// callback form (ServerReactor, on the loop: implies --direct true) instead of coroutines.
+// callback form (ServerReactor, on the loop: implies --direct true) instead of coroutines; --api generated
+// serves them on the code protoc-gen-weft generates from bench.proto, with protobuf's messages (on the
+// loop: implies --direct true; bench_generated_service.h).
 // Prints "weft-grpc-bench-server listening on HOST:PORT ..." once it listens; SIGINT or SIGTERM drains it
 // (weft::drain_server: no new connection, GOAWAY, the calls in flight end) and then stops it.
 // --admin-port P serves /metrics, /healthz and /readyz (503 from the drain's start) on HOST:P.
@@ -32,6 +34,9 @@
 #include <string_view>
 
 #include "bench_service.h"
+#ifdef WEFT_BENCH_GENERATED
+#include "bench_generated_service.h"
+#endif
 #include "weft/buffer/pooled_byte_buf_allocator.h"
 #include "weft/channel/drain.h"
 #include "weft/codec/http2/server_codec.h"
@@ -53,7 +58,7 @@ struct Options {
   std::size_t executor_threads = 1;
   bool executor_thread_cache = true;
   std::size_t max_connections = 64;
-  bool reactor = false;  // --api reactor
+  std::string api = "coroutine";         // --api coroutine|reactor|generated
   long drain_timeout_s = 10;             // SIGTERM/SIGINT: calls in flight have this long to end, then are closed
   long max_connection_age_ms = 0;        // http2::Settings::max_connection_age; 0: none
   long max_connection_age_grace_ms = 0;  // http2::Settings::max_connection_age_grace; 0: none
@@ -65,7 +70,7 @@ struct Options {
                "usage: weft-grpc-bench-server [--port P] [--host H] [--transport epoll|io_uring|blocking]\n"
                "                              [--direct true|false] [--loops N] [--executor-threads N]\n"
                "                              [--executor-thread-cache true|false] [--max-connections N]\n"
-               "                              [--api coroutine|reactor] [--drain-timeout S]\n"
+               "                              [--api coroutine|reactor|generated] [--drain-timeout S]\n"
                "                              [--max-connection-age MS] [--max-connection-age-grace MS]\n"
                "                              [--admin-port P]\n"
                "  --port P                    default 50051 (0: any free port, printed)\n"
@@ -78,8 +83,10 @@ struct Options {
                "  --executor-thread-cache B   false: executor threads allocate without a thread cache\n"
                "                              (every pooled buffer takes an arena's lock); default true, or\n"
                "                              $WEFT_GRPC_EXECUTOR_THREAD_CACHE when set\n"
-               "  --api coroutine|reactor     the methods as coroutines (default) or reactors (callback form,\n"
-               "                              on the loop: implies --direct true)\n"
+               "  --api coroutine|reactor|generated\n"
+               "                              the methods as coroutines (default), as reactors (callback form),\n"
+               "                              or on protoc-gen-weft's generated code and protobuf's messages\n"
+               "                              (reactor and generated run on the loop: they imply --direct true)\n"
                "  --max-connections N         blocking: connections served at once, i.e. threads (default 64)\n"
                "  --drain-timeout S           on SIGTERM or SIGINT: stop accepting, GOAWAY, let the calls in\n"
                "                              flight end; close what is left after S seconds (default 10)\n"
@@ -134,12 +141,18 @@ Options parse(int argc, char** argv) {
     else if (a == "--executor-threads") o.executor_threads = static_cast<std::size_t>(number(1, 1024));
     else if (a == "--executor-thread-cache") o.executor_thread_cache = boolean();
     else if (a == "--api") {
-      const std::string api = value();
-      if (api != "coroutine" && api != "reactor") {
-        std::fprintf(stderr, "weft-grpc-bench-server: --api: '%s' is not coroutine or reactor\n", api.c_str());
+      o.api = value();
+      if (o.api != "coroutine" && o.api != "reactor" && o.api != "generated") {
+        std::fprintf(stderr, "weft-grpc-bench-server: --api: '%s' is not coroutine, reactor or generated\n",
+                     o.api.c_str());
         std::exit(2);
       }
-      o.reactor = api == "reactor";
+#ifndef WEFT_BENCH_GENERATED
+      if (o.api == "generated") {
+        std::fprintf(stderr, "weft-grpc-bench-server: --api generated: built without protoc-gen-weft and protobuf\n");
+        std::exit(2);
+      }
+#endif
     } else if (a == "--max-connections") o.max_connections = static_cast<std::size_t>(number(1, 100000));
     else if (a == "--drain-timeout")
       o.drain_timeout_s = number(0, 86400);
@@ -154,7 +167,7 @@ Options parse(int argc, char** argv) {
       usage(2);
     }
   }
-  if (o.reactor) o.direct = true;  // the reactors run on the loop
+  if (o.api != "coroutine") o.direct = true;  // the reactors and the generated service run on the loop
   return o;
 }
 
@@ -205,9 +218,16 @@ int main(int argc, char** argv) {
   weft::http2::Settings settings;
   settings.max_connection_age = std::chrono::milliseconds(options.max_connection_age_ms);
   settings.max_connection_age_grace = std::chrono::milliseconds(options.max_connection_age_grace_ms);
-  weft::grpc::ServiceRegistry services = options.reactor
-                                             ? weft::grpc::bench::reactor_benchmark_service()
-                                             : weft::grpc::bench::benchmark_service(executors ? &*executors : nullptr);
+  weft::grpc::ServiceRegistry services;
+  if (options.api == "reactor") {
+    services = weft::grpc::bench::reactor_benchmark_service();
+#ifdef WEFT_BENCH_GENERATED
+  } else if (options.api == "generated") {
+    services = weft::grpc::bench::generated_benchmark_service();
+#endif
+  } else {
+    services = weft::grpc::bench::benchmark_service(executors ? &*executors : nullptr);
+  }
   weft::grpc::HealthService health;  // grpc.health.v1.Health: "" SERVING until the drain
   health.add_to(services);
   settings.stream_initializer = services.stream_chooser();
@@ -242,11 +262,12 @@ int main(int argc, char** argv) {
     }
     std::printf("weft-grpc-bench-server admin on %s\n", admin->local_address().to_string().c_str());
   }
-  std::printf("weft-grpc-bench-server listening on %s, transport %s, %zu loop(s), direct %s, %zu executor thread(s), "
-              "executor thread cache %s, api %s\n",
-              server->local_address().to_string().c_str(), options.transport.c_str(), loops.size(),
-              options.direct ? "true" : "false", executors ? executors->size() : std::size_t{0},
-              options.executor_thread_cache ? "true" : "false", options.reactor ? "reactor" : "coroutine");
+  std::printf(
+      "weft-grpc-bench-server listening on %s, transport %s, %zu loop(s), direct %s, %zu executor thread(s), "
+      "executor thread cache %s, api %s\n",
+      server->local_address().to_string().c_str(), options.transport.c_str(), loops.size(),
+      options.direct ? "true" : "false", executors ? executors->size() : std::size_t{0},
+      options.executor_thread_cache ? "true" : "false", options.api.c_str());
   std::fflush(stdout);
 
   int sig = 0;

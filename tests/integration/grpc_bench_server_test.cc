@@ -143,14 +143,25 @@ TEST_P(GrpcBenchServerAgeTest, ClientsMoveToNewConnectionsWithoutAFailedCall) {
 INSTANTIATE_TEST_SUITE_P(On, GrpcBenchServerAgeTest,
                          ::testing::Values(Config{"epoll", "true"}, Config{"io_uring", "false"}), config_name);
 
-INSTANTIATE_TEST_SUITE_P(On, GrpcBenchServerTest,
-                         ::testing::Values(Config{"epoll", "true"}, Config{"epoll", "false"},
-                                           Config{"epoll", "false", false}, Config{"io_uring", "true"},
-                                           Config{"io_uring", "false"}, Config{"blocking", "true"},
-                                           Config{"blocking", "false"}, Config{"epoll", "true", true, "reactor"},
-                                           Config{"io_uring", "true", true, "reactor"},
-                                           Config{"blocking", "true", true, "reactor"}),
-                         config_name);
+std::vector<Config> bench_server_configs() {
+  std::vector<Config> configs{Config{"epoll", "true"},
+                              Config{"epoll", "false"},
+                              Config{"epoll", "false", false},
+                              Config{"io_uring", "true"},
+                              Config{"io_uring", "false"},
+                              Config{"blocking", "true"},
+                              Config{"blocking", "false"},
+                              Config{"epoll", "true", true, "reactor"},
+                              Config{"io_uring", "true", true, "reactor"},
+                              Config{"blocking", "true", true, "reactor"}};
+#ifdef WEFT_HAVE_TEST_PROTOS  // built with protoc-gen-weft: the server has --api generated
+  for (const char* transport : {"epoll", "io_uring", "blocking"})
+    configs.push_back(Config{transport, "true", true, "generated"});
+#endif
+  return configs;
+}
+
+INSTANTIATE_TEST_SUITE_P(On, GrpcBenchServerTest, ::testing::ValuesIn(bench_server_configs()), config_name);
 
 }  // namespace
 }  // namespace weft::test

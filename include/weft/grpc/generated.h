@@ -53,9 +53,12 @@ class ServerWriter {
   ServerCall& call() const noexcept { return call_; }
   /// Loop thread only. Sends `response`, serialized; waits while the client's window is full
   /// (ServerCall::write(): throws CallEnded once the call has ended).
+  /// `response` is serialized at once (the Task holds the bytes, not the message).
   Task<> write(const Response& response, WriteOptions options = {}) {
-    ByteBuf bytes = serialize_message(response);
-    co_await call_.write(std::move(bytes), options);
+    // Not a coroutine itself: the call's own write is the one frame a message costs.
+    if (!call_.compresses_responses())
+      return call_.write_framed(serialize_framed(response, call_.allocator()), options);
+    return call_.write(serialize_message(response), options);
   }
 
  private:

@@ -152,6 +152,10 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   /// unless set here). Before the first write() or finish() only (std::logic_error after); a level outside
   /// -1..9 throws std::invalid_argument. Used only when the request's grpc-accept-encoding lists the algorithm.
   void set_compression(CompressionOptions options);
+  /// Loop thread only. Whether this call's responses may be compressed: an algorithm other than identity
+  /// is configured (ServerOptions::response_compression, set_compression()). When false, write_framed()
+  /// sends what write() would.
+  bool compresses_responses() const noexcept { return compression_.algorithm != Compression::identity; }
   /// Loop thread only. The encoding the response's messages are in: known once the head was sent
   /// (grpc-encoding), identity before and when the client does not accept the one configured.
   Compression response_encoding() const noexcept { return response_encoding_; }
