@@ -12,25 +12,21 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
-#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../../examples/grpc/bench_service.h"
 #include "support/grpc_peer.h"
+#include "support/hello_process.h"
 #include "support/sanitizers.h"
 #include "support/shell.h"
 #include "support/transports.h"
@@ -258,80 +254,13 @@ ByteBuf simple_request(std::size_t size, std::size_t payload) {
   return out;
 }
 
-// weft-peer-grpc-server PORT 1 on a port below the ephemeral range; stopped by the destructor.
-class PeerServer {
- public:
-  explicit PeerServer(const std::string& binary) {
-    std::mt19937 random(std::random_device{}());
-    std::uniform_int_distribution<int> ports(20000, 32000);
-    for (int attempt = 0; attempt < 10 && pid_ < 0; ++attempt) start(binary, static_cast<std::uint16_t>(ports(random)));
-  }
-  ~PeerServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  PeerServer(const PeerServer&) = delete;
-  PeerServer& operator=(const PeerServer&) = delete;
-  bool running() const { return pid_ > 0; }
-  std::uint16_t port() const { return port_; }
-  const std::string& error() const { return error_; }
-
- private:
-  void start(const std::string& binary, std::uint16_t port) {
-    // The server's output goes to a file (a pipe nobody reads could block it).
-    char path[] = "/tmp/weft-grpc-peer-XXXXXX";
-    const int log_fd = ::mkstemp(path);
-    if (log_fd < 0) {
-      error_ = "mkstemp failed";
-      return;
-    }
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(log_fd, STDOUT_FILENO);
-      ::dup2(log_fd, STDERR_FILENO);
-      ::close(log_fd);
-      ::execl(binary.c_str(), binary.c_str(), std::to_string(port).c_str(), "1", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(log_fd);
-    if (pid < 0) {
-      ::unlink(path);
-      error_ = "fork failed";
-      return;
-    }
-    // It prints its line once grpc++ has bound the port, or exits when another process holds it (the
-    // peer binds without SO_REUSEPORT). A connect to the port would not tell: it could reach that other
-    // process (a parallel test's server), and this test would talk to it.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::stringstream output;
-      output << std::ifstream(path).rdbuf();
-      if (output.str().find("benchmark service on") != std::string::npos) {
-        ::unlink(path);
-        pid_ = pid;
-        port_ = port;
-        return;
-      }
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        ::unlink(path);
-        error_ = "the grpc++ server exited (status " + std::to_string(status) + "): " + output.str();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ::unlink(path);
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    error_ = "the grpc++ server did not listen within a minute";
-  }
-
-  pid_t pid_ = -1;
-  std::uint16_t port_ = 0;
-  std::string error_;
-};
+// weft-peer-grpc-server PORT 1 on a port below the ephemeral range, once it printed that it listens
+// (it binds without SO_REUSEPORT: a port another process holds makes it exit, and another port is
+// tried); stopped by the destructor.
+std::unique_ptr<test::HelloProcess> start_peer_server(const std::string& binary) {
+  return std::make_unique<test::HelloProcess>(binary, test::HelloProcess::PortFirst{"benchmark service on"},
+                                              std::vector<std::string>{"1"});
+}
 
 constexpr std::string_view kService = "/grpc.testing.BenchmarkService/";
 
@@ -342,8 +271,8 @@ class GrpcClientInteropTest : public test::TransportTest {
   void SetUp() override {
     if (peer().skip) GTEST_SKIP() << peer().error;
     ASSERT_FALSE(peer().server.empty()) << peer().error;
-    server_ = std::make_unique<PeerServer>(peer().server);
-    ASSERT_TRUE(server_->running()) << server_->error();
+    server_ = start_peer_server(peer().server);
+    ASSERT_TRUE(server_->is_running()) << server_->error();
     client_ = Client::connect(loops_, SocketAddress::loopback(server_->port())).get();
   }
   void TearDown() override {
@@ -357,7 +286,7 @@ class GrpcClientInteropTest : public test::TransportTest {
   }
 
   EventLoopGroup loops_{transport(), loops(1, 2)};
-  std::unique_ptr<PeerServer> server_;
+  std::unique_ptr<test::HelloProcess> server_;
   std::shared_ptr<Client> client_;
 };
 

@@ -1,15 +1,16 @@
 #include "hello_process.h"
 
-#include <stdlib.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <iterator>
-#include <thread>
 #include <random>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace weft::test {
@@ -22,6 +23,15 @@ HelloProcess::HelloProcess(const std::string& binary, const std::string& transpo
         args.insert(args.end(), extra_args.begin(), extra_args.end());
         return args;
       }()) {}
+
+HelloProcess::HelloProcess(const std::string& binary, PortFirst port_first, std::vector<std::string> args)
+    : port_first_(std::move(port_first)) {
+  std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> ports(20000, 32000);  // below the ephemeral range
+  for (int attempt = 0; attempt < 20 && pid_ < 0; ++attempt) {
+    if (start_on(binary, static_cast<std::uint16_t>(ports(random)), args)) return;
+  }
+}
 
 HelloProcess::HelloProcess(const std::string& binary, std::vector<std::string> args) {
   std::mt19937 random(std::random_device{}());
@@ -44,7 +54,9 @@ bool HelloProcess::start_on(const std::string& binary, std::uint16_t port, const
     return false;
   }
   const std::string port_text = std::to_string(port);
-  std::vector<std::string> args = {binary, "--host", "127.0.0.1", "--port", port_text};
+  std::vector<std::string> args = port_first_
+                                      ? std::vector<std::string>{binary, port_text}
+                                      : std::vector<std::string>{binary, "--host", "127.0.0.1", "--port", port_text};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -68,7 +80,7 @@ bool HelloProcess::start_on(const std::string& binary, std::uint16_t port, const
   // build on a loaded machine.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (output().find("listening") != std::string::npos) {
+    if (output().find(port_first_ ? port_first_->ready : std::string("listening")) != std::string::npos) {
       pid_ = pid;
       port_ = port;
       return true;

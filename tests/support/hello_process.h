@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ class HelloProcess {
   HelloProcess(const std::string& binary, std::vector<std::string> args);
   // The same on `port` (a restart on the port a previous instance had); no other port is tried.
   HelloProcess(const std::string& binary, std::uint16_t port, std::vector<std::string> args);
+  // Starts `binary PORT [args...]`, a program that takes its port first (grpc++'s reference server,
+  // tests/integration/grpc_peer), and waits until it prints `ready` (which it must print only once bound).
+  struct PortFirst {
+    std::string ready;
+  };
+  HelloProcess(const std::string& binary, PortFirst port_first, std::vector<std::string> args);
   ~HelloProcess();
   HelloProcess(const HelloProcess&) = delete;
   HelloProcess& operator=(const HelloProcess&) = delete;
@@ -44,6 +51,7 @@ class HelloProcess {
  private:
   bool start_on(const std::string& binary, std::uint16_t port, const std::vector<std::string>& args);
 
+  std::optional<PortFirst> port_first_;  // set: `binary PORT args...`, ready at port_first_->ready
   pid_t pid_ = -1;
   std::uint16_t port_ = 0;
   std::string error_;
