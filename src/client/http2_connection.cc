@@ -7,16 +7,18 @@
 
 namespace weft::client {
 
-Future<std::shared_ptr<Http2Connection>> Http2Connection::connect(EventLoopGroup& group, const SocketAddress& address,
-                                                                  Options options) {
+namespace {
+
+// Connects through `bootstrap` (its loops set) with `options`.
+Future<std::shared_ptr<Http2Connection>> connect_with(Bootstrap bootstrap, const SocketAddress& address,
+                                                      Http2Connection::Options options) {
   if (options.tls && options.settings.scheme.empty()) options.settings.scheme = "https";
   auto codec = std::make_shared<http2::ClientCodec>(options.settings);
   std::shared_ptr<TlsHandler> tls;
   if (options.tls) tls = std::make_shared<TlsHandler>(options.tls, options.server_name);
   Promise<std::shared_ptr<Http2Connection>> ready;
-  Future<ChannelPtr> connected = Bootstrap()
-                                     .group(group)
-                                     .option(option::tcp_nodelay, true)
+  if (options.connect_timeout) bootstrap.option(option::connect_timeout, *options.connect_timeout);
+  Future<ChannelPtr> connected = bootstrap.option(option::tcp_nodelay, true)
                                      .handler([codec, tls](Channel& ch) {
                                        if (tls) ch.pipeline().add_last("tls", tls);
                                        ch.pipeline().add_last("http2", codec);
@@ -55,6 +57,22 @@ Future<std::shared_ptr<Http2Connection>> Http2Connection::connect(EventLoopGroup
     });
   });
   return ready.future();
+}
+
+}  // namespace
+
+Future<std::shared_ptr<Http2Connection>> Http2Connection::connect(EventLoopGroup& group, const SocketAddress& address,
+                                                                  Options options) {
+  Bootstrap bootstrap;
+  bootstrap.group(group);
+  return connect_with(std::move(bootstrap), address, std::move(options));
+}
+
+Future<std::shared_ptr<Http2Connection>> Http2Connection::connect(EventLoop& loop, const SocketAddress& address,
+                                                                  Options options) {
+  Bootstrap bootstrap;
+  bootstrap.group(loop);
+  return connect_with(std::move(bootstrap), address, std::move(options));
 }
 
 Future<http::HttpClientResponse> Http2Connection::request(http::HttpClientRequest request) {

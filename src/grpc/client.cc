@@ -2,13 +2,14 @@
 
 #include "weft/grpc/client.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 
 #include "client_call_state.h"
-#include "weft/grpc/metadata.h"
 #include "weft/core/awaitables.h"
 #include "weft/core/spawn.h"
+#include "weft/grpc/metadata.h"
 
 namespace weft::grpc {
 
@@ -46,10 +47,11 @@ Status status_from_http(int http_status) {
   }
 }
 
-Future<std::shared_ptr<Client>> Client::connect(EventLoopGroup& group, const SocketAddress& address, Options options) {
+namespace {
+
+Future<std::shared_ptr<Client>> client_on(Future<std::shared_ptr<client::Http2Connection>> connected,
+                                          ClientOptions options) {
   Promise<std::shared_ptr<Client>> ready;
-  Future<std::shared_ptr<client::Http2Connection>> connected =
-      client::Http2Connection::connect(group, address, options.http2);
   connected.add_listener(
       [ready, options = std::move(options)](const Future<std::shared_ptr<client::Http2Connection>>& f) mutable {
         if (auto error = f.error()) {
@@ -59,6 +61,18 @@ Future<std::shared_ptr<Client>> Client::connect(EventLoopGroup& group, const Soc
         ready.set_value(std::make_shared<Client>(f.get(), std::move(options)));
       });
   return ready.future();
+}
+
+}  // namespace
+
+Future<std::shared_ptr<Client>> Client::connect(EventLoopGroup& group, const SocketAddress& address, Options options) {
+  auto connected = client::Http2Connection::connect(group, address, options.http2);
+  return client_on(std::move(connected), std::move(options));
+}
+
+Future<std::shared_ptr<Client>> Client::connect(EventLoop& loop, const SocketAddress& address, Options options) {
+  auto connected = client::Http2Connection::connect(loop, address, options.http2);
+  return client_on(std::move(connected), std::move(options));
 }
 
 void Client::watch_close(std::weak_ptr<detail::ConnectionCloseWatcher> watcher) {
@@ -90,44 +104,93 @@ void Client::watch_close(std::weak_ptr<detail::ConnectionCloseWatcher> watcher) 
   });
 }
 
-ClientCall Client::call(std::string_view method, const CallOptions& options) {
-  EventLoop& call_loop = loop();
-  const std::size_t max_receive =
-      options.max_receive_message_bytes > 0 ? options.max_receive_message_bytes : options_.max_receive_message_bytes;
-  const CompressionOptions compression = options.compression.value_or(options_.compression);
-  // The metadata is checked (InvalidMetadata) before the call exists: nothing is sent for a bad one.
-  std::vector<std::string> encoded;
-  encoded.reserve(options.metadata.size());
-  for (const auto& [name, value] : options.metadata) encoded.push_back(encode_metadata_value(name, value));
-  auto state = std::make_shared<ClientCall::State>(call_loop, http2_->channel().allocator(), max_receive, compression);
+namespace {
 
+// A call's state with its bounds from `options`, or the client's `defaults`. Throws InvalidMetadata
+// for metadata that cannot be sent (before anything is).
+std::shared_ptr<ClientCall::State> new_call_state(EventLoop& loop, ByteBufAllocator& allocator,
+                                                  const ClientOptions& defaults, const CallOptions& options) {
+  for (const auto& [name, value] : options.metadata) (void)encode_metadata_value(name, value);
+  const std::size_t max_receive =
+      options.max_receive_message_bytes > 0 ? options.max_receive_message_bytes : defaults.max_receive_message_bytes;
+  return std::make_shared<ClientCall::State>(loop, allocator, max_receive,
+                                             options.compression.value_or(defaults.compression));
+}
+
+// Starts `state`'s deadline `timeout` from now.
+void start_deadline(const std::shared_ptr<ClientCall::State>& state, Duration timeout) {
+  state->deadline_at = Clock::now() + timeout;
+  std::weak_ptr<ClientCall::State> weak = state;
+  state->deadline = state->loop->schedule(timeout, [weak] {
+    if (auto s = weak.lock()) {
+      s->deadline.reset();
+      s->end_locally(Status(StatusCode::deadline_exceeded, "Deadline Exceeded"));
+    }
+  });
+}
+
+}  // namespace
+
+void Client::open_stream(ClientCall::State& state, std::string_view method, const CallOptions& options,
+                         std::optional<Duration> timeout) {
   std::array<http::Header, 8> fixed;
   std::size_t count = 0;
   fixed[count++] = {"content-type", "application/grpc"};
   fixed[count++] = {"te", "trailers"};
   fixed[count++] = {"user-agent", options_.user_agent};
   fixed[count++] = {"grpc-accept-encoding", kAcceptEncoding};
-  if (compression.algorithm != Compression::identity) fixed[count++] = {"grpc-encoding", compression_name(compression.algorithm)};
-  if (options.timeout) {
-    scratch_ = format_timeout(*options.timeout);
+  if (state.compression.algorithm != Compression::identity) {
+    fixed[count++] = {"grpc-encoding", compression_name(state.compression.algorithm)};
+  }
+  if (timeout) {
+    scratch_ = format_timeout(*timeout);
     fixed[count++] = {"grpc-timeout", scratch_};
   }
+  state.loop_allocator = &http2_->channel().allocator();
   if (options.metadata.empty()) {
-    state->stream = http2_->open("POST", method, std::span<const http::Header>(fixed.data(), count));
-  } else {
-    std::vector<http::Header> fields(fixed.begin(), fixed.begin() + static_cast<std::ptrdiff_t>(count));
-    for (std::size_t i = 0; i < options.metadata.size(); ++i) fields.push_back({options.metadata[i].first, encoded[i]});
-    state->stream = http2_->open("POST", method, fields);
+    state.stream = http2_->open("POST", method, std::span<const http::Header>(fixed.data(), count));
+    return;
   }
-  if (options.timeout) {
-    std::weak_ptr<ClientCall::State> weak = state;
-    state->deadline = call_loop.schedule(*options.timeout, [weak] {
-      if (auto s = weak.lock()) {
-        s->deadline.reset();
-        s->end_locally(Status(StatusCode::deadline_exceeded, "Deadline Exceeded"));
-      }
-    });
+  std::vector<std::string> encoded;
+  encoded.reserve(options.metadata.size());
+  for (const auto& [name, value] : options.metadata) encoded.push_back(encode_metadata_value(name, value));
+  std::vector<http::Header> fields(fixed.begin(), fixed.begin() + static_cast<std::ptrdiff_t>(count));
+  for (std::size_t i = 0; i < options.metadata.size(); ++i) fields.push_back({options.metadata[i].first, encoded[i]});
+  state.stream = http2_->open("POST", method, fields);
+}
+
+ClientCall Client::call(std::string_view method, const CallOptions& options) {
+  std::shared_ptr<ClientCall::State> state = new_call_state(loop(), http2_->channel().allocator(), options_, options);
+  open_stream(*state, method, options, options.timeout);
+  if (options.timeout) start_deadline(state, *options.timeout);
+  return ClientCall(std::move(state));
+}
+
+void Client::open_pending(ClientCall::State& state) {
+  if (!state.waiting_for_stream()) return;
+  std::unique_ptr<PendingOpen>& pending = state.pending;
+  std::optional<Duration> remaining;
+  if (state.deadline_at) {
+    // The server is told the time left (at least 1 ns: the local deadline ends the call anyway).
+    remaining = std::max<Duration>(*state.deadline_at - Clock::now(), Duration(1));
   }
+  open_stream(state, pending->method, pending->options, remaining);
+  if (state.writes_done) state.stream.end();
+  state.wake_waiters();
+}
+
+ClientCall pending_call(EventLoop& loop, const ClientOptions& defaults, std::string_view method, CallOptions options) {
+  std::shared_ptr<ClientCall::State> state = new_call_state(loop, default_allocator(), defaults, options);
+  const std::optional<Duration> timeout = options.timeout;
+  state->pending = std::make_unique<PendingOpen>(loop, std::string(method), std::move(options));
+  if (timeout) start_deadline(state, *timeout);
+  return ClientCall(std::move(state));
+}
+
+ClientCall ended_call(EventLoop& loop, Status status) {
+  auto state =
+      std::make_shared<ClientCall::State>(loop, default_allocator(), kDefaultMaxMessageBytes, CompressionOptions());
+  state->status = std::move(status);
   return ClientCall(std::move(state));
 }
 

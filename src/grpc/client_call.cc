@@ -34,11 +34,15 @@ bool upload_dropped(std::exception_ptr failure) {
 }
 
 // The status a failed stream or connection means for the call.
-Status status_from_failure(std::exception_ptr failure) {
+// `refused`: set when the server did not process the call (safe to send again).
+Status status_from_failure(std::exception_ptr failure, bool& refused) {
   try {
     std::rethrow_exception(failure);
   } catch (const http2::ClientStreamError& e) {
-    if (e.refused()) return Status(StatusCode::unavailable, e.what());
+    if (e.refused()) {
+      refused = true;
+      return Status(StatusCode::unavailable, e.what());
+    }
     switch (e.error_code()) {
       case 0x8: return Status(StatusCode::cancelled, e.what());             // CANCEL
       case 0xb: return Status(StatusCode::resource_exhausted, e.what());    // ENHANCE_YOUR_CALM
@@ -85,7 +89,8 @@ void ClientCall::State::end_locally(Status why) {
   if (status) return;
   status = std::move(why);
   stop_deadline();
-  stream.reset();  // RST_STREAM CANCEL
+  if (stream.valid()) stream.reset();  // RST_STREAM CANCEL
+  wake_waiters();
   tell_end();
 }
 
@@ -93,7 +98,14 @@ void ClientCall::State::end_with(Status why) {
   if (status) return;
   status = std::move(why);
   stop_deadline();
+  wake_waiters();
   tell_end();
+}
+
+void ClientCall::State::wake_waiters() noexcept {
+  if (!pending) return;
+  pending->writer.notify();
+  pending->reader.notify();
 }
 
 void ClientCall::State::tell_end() noexcept {
@@ -126,6 +138,7 @@ ClientCall::~ClientCall() {
 
 Task<bool> ClientCall::write(ByteBuf message) {
   std::shared_ptr<State> st = state_;
+  while (st->waiting_for_stream()) co_await st->pending->writer.wait();
   if (st->status || st->stream.response_ended()) co_return false;
   if (st->writes_done) throw std::logic_error("grpc::ClientCall::write after writes_done()");
   const std::size_t n = message.readable_bytes();
@@ -145,7 +158,7 @@ Task<bool> ClientCall::write(ByteBuf message) {
   if (failure) {
     // The server's response ended (then its stream, RST_STREAM(NO_ERROR)) before this message
     // left: the call's status is its trailers', which read() gives.
-    if (!upload_dropped(failure)) st->end_with(status_from_failure(failure));
+    if (!upload_dropped(failure)) st->end_with(status_from_failure(failure, st->refused));
     co_return false;
   }
   co_return !st->status.has_value();
@@ -155,7 +168,7 @@ Task<> ClientCall::writes_done() {
   std::shared_ptr<State> st = state_;
   if (!st->writes_done) {
     st->writes_done = true;
-    if (!st->status) st->stream.end();
+    if (!st->status && st->stream.valid()) st->stream.end();  // else: when the stream opens
   }
   co_return;
 }
@@ -164,6 +177,10 @@ Task<std::optional<ByteBuf>> ClientCall::read() {
   std::shared_ptr<State> st = state_;
   for (;;) {
     if (st->status) co_return std::nullopt;
+    if (st->waiting_for_stream()) {
+      co_await st->pending->reader.wait();
+      continue;
+    }
     if (std::optional<ByteBuf> message = st->deframer.next()) {
       // Thousands of buffered messages read back to back: the loop takes a turn every so often
       // (loop_signal.h).
@@ -186,7 +203,7 @@ Task<std::optional<ByteBuf>> ClientCall::read() {
         failure = std::current_exception();
       }
       if (failure) {
-        st->end_with(status_from_failure(failure));
+        st->end_with(status_from_failure(failure, st->refused));
         continue;
       }
       st->head_seen = true;
@@ -211,7 +228,7 @@ Task<std::optional<ByteBuf>> ClientCall::read() {
       failure = std::current_exception();
     }
     if (failure) {
-      st->end_with(status_from_failure(failure));
+      st->end_with(status_from_failure(failure, st->refused));
       continue;
     }
     if (!chunk) {  // the response ended: the status is in the trailers
@@ -239,7 +256,7 @@ Task<Status> ClientCall::finish() {
   // The server has ended the call: end the request too, so that the stream closes.
   if (!st->writes_done) {
     st->writes_done = true;
-    st->stream.end();
+    if (st->stream.valid()) st->stream.end();
   }
   co_return *st->status;
 }
@@ -247,6 +264,8 @@ Task<Status> ClientCall::finish() {
 void ClientCall::cancel() {
   if (state_) state_->end_locally(Status(StatusCode::cancelled, "Cancelled"));
 }
+
+bool ClientCall::refused() const noexcept { return state_ && state_->refused; }
 
 bool ClientCall::last_read_compressed() const noexcept { return state_ && state_->deframer.last_compressed(); }
 

@@ -21,12 +21,6 @@
 
 namespace weft::grpc {
 
-// ClientCall's state, for the end listener of the callback form.
-class ClientCallAccess {
- public:
-  static void on_end(ClientCall& call, UniqueFunction<void()> listener) { call.state_->on_end = std::move(listener); }
-};
-
 struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_from_this<ClientStream::State> {
   explicit State(std::shared_ptr<Client> c)
       : client(std::move(c)), loop(client->loop()), wakes(loop) {}

@@ -16,6 +16,7 @@
 /// on the connection's loop; gRPC's client (weft/grpc/client.h) is built on them.
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@
 #include "weft/codec/http2/client_codec.h"
 #include "weft/codec/http2/client_stream.h"
 #include "weft/codec/tls/tls_context.h"
+#include "weft/core/clock.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/core/future.h"
 
@@ -44,12 +46,18 @@ class Http2Connection {
     std::string server_name;
     /// The connection's settings (see http2::ClientSettings).
     http2::ClientSettings settings;
+    /// A connection not made by then fails with ConnectTimeoutError; unset: the channel's default (30 s).
+    std::optional<Duration> connect_timeout;
   };
 
   /// Connects to `address` on a loop of `group`; completes once the connection is ready: the
   /// server's SETTINGS (its concurrency limit) have arrived, and over TLS the handshake chose h2
   /// (another protocol fails it with Error).
   static Future<std::shared_ptr<Http2Connection>> connect(EventLoopGroup& group, const SocketAddress& address,
+                                                          Options options = {});
+  /// Connects to `address` on `loop` (Bootstrap::group(EventLoop&): on the blocking transport, a
+  /// loop that serves no other channel); as connect() otherwise.
+  static Future<std::shared_ptr<Http2Connection>> connect(EventLoop& loop, const SocketAddress& address,
                                                           Options options = {});
 
   /// Sends `request`; the future completes with its response (see http2::ClientCodec::request).

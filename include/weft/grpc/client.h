@@ -73,6 +73,10 @@ struct CallOptions {
   std::size_t max_receive_message_bytes = 0;
   /// How the call's request messages are compressed; unset: the client's (ClientOptions::compression).
   std::optional<CompressionOptions> compression;
+  /// Through a grpc::Channel (channel.h): while no connection is ready, the call waits for one
+  /// (until its deadline) rather than failing UNAVAILABLE once the channel has failed to connect.
+  /// A Client's calls have their connection already.
+  bool wait_for_ready = false;
 };
 
 /// Thread-safe (pure). `timeout` as grpc-timeout's value: the smallest unit whose count fits in 8
@@ -141,6 +145,10 @@ class ClientCall {
   /// Loop thread only. Cancels the call (RST_STREAM CANCEL): CANCELLED, unless it had ended.
   void cancel();
 
+  /// Loop thread only. Whether the call ended UNAVAILABLE because the server did not process it
+  /// (REFUSED_STREAM, or above the last stream of a GOAWAY): it is safe to send again, as
+  /// grpc::Channel does (channel.h). false for an empty handle.
+  bool refused() const noexcept;
   /// Loop thread only. Whether the message read() gave last came compressed (compressed flag 1 in its
   /// prefix); false before the first, and for an empty handle.
   bool last_read_compressed() const noexcept;
@@ -179,6 +187,8 @@ class Client : public std::enable_shared_from_this<Client> {
   /// Connects to `address` on a loop of `group`; completes once the HTTP/2 connection is ready.
   static Future<std::shared_ptr<Client>> connect(EventLoopGroup& group, const SocketAddress& address,
                                                  Options options = {});
+  /// Connects to `address` on `loop` (a loop of an EventLoopGroup); as connect() otherwise.
+  static Future<std::shared_ptr<Client>> connect(EventLoop& loop, const SocketAddress& address, Options options = {});
 
   /// Loop thread only. Starts a call of `method` ("/package.Service/Method"): its HEADERS leave at once.
   ClientCall call(std::string_view method, const CallOptions& options = {});
@@ -207,6 +217,10 @@ class Client : public std::enable_shared_from_this<Client> {
   Client(std::shared_ptr<client::Http2Connection> http2, Options options) noexcept
       : http2_(std::move(http2)), options_(std::move(options)) {}
 
+  /// Loop thread only. For grpc::Channel: opens the stream of `call`, a call that waited for a
+  /// connection (made on loop(); nothing when it has ended or has its stream).
+  void open_pending(ClientCall::State& call);
+
   /// Loop thread only. For the callback form: `watcher` hears when the connection closes (at once,
   /// from a loop task, when it has).
   void watch_close(std::weak_ptr<detail::ConnectionCloseWatcher> watcher);
@@ -215,6 +229,8 @@ class Client : public std::enable_shared_from_this<Client> {
   std::shared_ptr<client::Http2Connection> http2_;
   Options options_;
   Task<> unary_to(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done);
+  void open_stream(ClientCall::State& state, std::string_view method, const CallOptions& options,
+                   std::optional<Duration> timeout);
 
   std::string scratch_;  // grpc-timeout's value while a call's fields are built
   std::vector<std::weak_ptr<detail::ConnectionCloseWatcher>> close_watchers_;  // loop thread

@@ -1,0 +1,417 @@
+// grpc::Channel::Impl: subchannels, picking, waiting calls, resolution and backoff (channel_impl.h).
+
+#include "channel_impl.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "weft/core/error.h"
+
+namespace weft::grpc {
+
+namespace {
+
+std::string what(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+// Runs `fn(impl)` on the channel's loop: at once when called there (the usual case: connections
+// complete on it), else posted; nothing once the channel is gone or its loop has ended.
+template <class Fn>
+void on_loop(const std::weak_ptr<Channel::Impl>& weak, Fn fn) {
+  std::shared_ptr<Channel::Impl> impl = weak.lock();
+  if (!impl) return;
+  if (impl->loop().in_loop()) {
+    fn(*impl);
+    return;
+  }
+  try {
+    impl->loop().execute([weak, fn = std::move(fn)]() mutable {
+      if (auto again = weak.lock()) fn(*again);
+    });
+  } catch (const RejectedExecutionError&) {
+  }
+}
+
+}  // namespace
+
+Duration ConnectionBackoff::next(std::mt19937& random) {
+  std::uniform_real_distribution<double> spread(-options_.jitter, options_.jitter);
+  const std::chrono::duration<double, std::nano> base = current_;
+  const Duration wait = std::chrono::duration_cast<Duration>(base * (1 + spread(random)));
+  current_ = std::min(std::chrono::duration_cast<Duration>(base * options_.multiplier), options_.max);
+  return std::max(wait, Duration::zero());
+}
+
+Channel::Impl::Impl(EventLoop& loop, ChannelTarget target, ChannelOptions options)
+    : loop_(loop),
+      target_(std::move(target)),
+      options_(std::move(options)),
+      random_(std::random_device{}()),
+      retry_tokens_(options_.retries.max_tokens),
+      resolution_backoff_(options_.backoff),
+      state_(std::make_shared<std::atomic<ConnectivityState>>(ConnectivityState::idle)) {}
+
+void Channel::Impl::start() {
+  if (shut_down_) return;
+  set_state(ConnectivityState::connecting);
+  if (!target_.addresses.empty()) {
+    set_addresses(target_.addresses);
+    return;
+  }
+  resolver_ = std::make_unique<Resolver>(loop_, options_.resolver);
+  resolve();
+}
+
+// ---- resolution ------------------------------------------------------------------------------
+
+void Channel::Impl::resolve() {
+  resolving_ = true;
+  last_resolution_ = Clock::now();
+  ++stats_.resolutions;
+  resolver_->clear_cache();  // a re-resolution asks again: the addresses may have moved
+  std::weak_ptr<Impl> weak = weak_from_this();
+  resolver_->resolve(target_.host, target_.port).add_listener([weak](const Future<std::vector<SocketAddress>>& f) {
+    on_loop(weak, [f](Impl& self) {
+      if (self.shut_down_) return;
+      self.resolving_ = false;
+      if (auto error = f.error()) {
+        self.last_error_ = "resolving '" + self.target_.host + "': " + what(error);
+        // The addresses already known stay in use; the name is asked again after a backoff.
+        std::weak_ptr<Impl> again = self.weak_from_this();
+        self.resolution_timer_ = self.loop_.schedule(self.resolution_backoff_.next(self.random_), [again] {
+          on_loop(again, [](Impl& s) {
+            s.resolution_timer_.reset();
+            if (!s.shut_down_) s.resolve();
+          });
+        });
+        self.update_state();
+        return;
+      }
+      self.resolution_backoff_.reset();
+      self.set_addresses(f.get());
+    });
+  });
+}
+
+void Channel::Impl::request_re_resolution() {
+  if (!resolver_ || resolving_ || resolution_timer_ || shut_down_) return;
+  const TimePoint earliest = *last_resolution_ + options_.min_re_resolution_interval;
+  const TimePoint now = Clock::now();
+  if (now >= earliest) {
+    resolve();
+    return;
+  }
+  std::weak_ptr<Impl> weak = weak_from_this();
+  resolution_timer_ = loop_.schedule(earliest - now, [weak] {
+    on_loop(weak, [](Impl& self) {
+      self.resolution_timer_.reset();
+      if (!self.shut_down_) self.resolve();
+    });
+  });
+}
+
+void Channel::Impl::set_addresses(std::vector<SocketAddress> addresses) {
+  std::vector<std::shared_ptr<Subchannel>> next;
+  for (const SocketAddress& address : addresses) {
+    const std::string key = address.to_string();
+    const auto same = [&key](const std::shared_ptr<Subchannel>& sc) { return sc->address.to_string() == key; };
+    if (std::any_of(next.begin(), next.end(), same)) continue;  // listed twice
+    auto kept = std::find_if(subchannels_.begin(), subchannels_.end(), same);
+    next.push_back(kept != subchannels_.end() ? *kept : std::make_shared<Subchannel>(address, options_.backoff));
+  }
+  for (const std::shared_ptr<Subchannel>& old : subchannels_) {
+    if (std::find(next.begin(), next.end(), old) != next.end()) continue;
+    old->removed = true;
+    if (old->retry_timer) loop_.cancel(*old->retry_timer);
+    if (old->client) (void)old->client->close();  // its calls end UNAVAILABLE
+  }
+  subchannels_ = std::move(next);
+  if (next_pick_ >= subchannels_.size()) next_pick_ = 0;
+  if (subchannels_.empty()) last_error_ = "the target '" + target_.host + "' resolved to no address";
+  if (options_.load_balancing == LoadBalancing::round_robin) {
+    for (const std::shared_ptr<Subchannel>& sc : subchannels_) {
+      if (sc->state == ConnectivityState::idle) connect(sc);
+    }
+  } else {
+    connect_next_first();
+  }
+  update_state();
+  serve_waiting();
+}
+
+// ---- connections -----------------------------------------------------------------------------
+
+void Channel::Impl::connect(const std::shared_ptr<Subchannel>& sc) {
+  sc->state = ConnectivityState::connecting;
+  const std::uint64_t attempt = ++sc->attempt;
+  ++stats_.connects;
+  ClientOptions options = options_.client;
+  options.http2.connect_timeout = sc->backoff.connect_timeout();
+  std::weak_ptr<Impl> weak = weak_from_this();
+  Future<std::shared_ptr<Client>> connecting;
+  try {
+    connecting = Client::connect(loop_, sc->address, std::move(options));
+  } catch (const std::exception& e) {
+    connect_failed(sc, attempt, e.what());
+    return;
+  }
+  connecting.add_listener([weak, sc, attempt](const Future<std::shared_ptr<Client>>& f) {
+    if (weak.expired()) {
+      if (!f.error()) (void)f.get()->close();
+      return;
+    }
+    on_loop(weak, [sc, attempt, f](Impl& self) {
+      if (auto error = f.error()) {
+        self.connect_failed(sc, attempt, what(error));
+      } else {
+        self.connected(sc, attempt, f.get());
+      }
+    });
+  });
+}
+
+void Channel::Impl::connected(const std::shared_ptr<Subchannel>& sc, std::uint64_t attempt,
+                              std::shared_ptr<Client> client) {
+  if (shut_down_ || sc->removed || attempt != sc->attempt) {
+    (void)client->close();
+    return;
+  }
+  sc->client = client;
+  sc->state = ConnectivityState::ready;
+  sc->backoff.reset();
+  if (!first_ready_set_) {
+    first_ready_set_ = true;
+    first_ready_.set_value();
+  }
+  update_state();
+  serve_waiting();
+  std::weak_ptr<Impl> weak = weak_from_this();
+  client->http2().channel().close_future().add_listener([weak, sc, attempt](const Future<void>&) {
+    on_loop(weak, [sc, attempt](Impl& self) {
+      if (!self.shut_down_ && !sc->removed && sc->attempt == attempt && sc->client) self.lost(sc);
+    });
+  });
+}
+
+void Channel::Impl::connect_failed(const std::shared_ptr<Subchannel>& sc, std::uint64_t attempt,
+                                   const std::string& why) {
+  if (shut_down_ || sc->removed || attempt != sc->attempt) return;
+  ++stats_.connect_failures;
+  last_error_ = "connecting to " + sc->address.to_string() + ": " + why;
+  sc->state = ConnectivityState::transient_failure;
+  retry_later(sc);
+  request_re_resolution();
+  if (options_.load_balancing == LoadBalancing::pick_first) connect_next_first();
+  update_state();
+}
+
+// The connection closed, or its server sent GOAWAY (its calls in flight finish on it): a new one
+// is made at once, as the old one was ready.
+void Channel::Impl::lost(const std::shared_ptr<Subchannel>& sc) {
+  sc->client.reset();
+  sc->state = ConnectivityState::idle;
+  ++sc->attempt;
+  request_re_resolution();
+  if (options_.load_balancing == LoadBalancing::round_robin) {
+    connect(sc);
+  } else {
+    connect_next_first();
+  }
+  update_state();
+}
+
+void Channel::Impl::retry_later(const std::shared_ptr<Subchannel>& sc) {
+  std::weak_ptr<Impl> weak = weak_from_this();
+  sc->retry_timer = loop_.schedule(sc->backoff.next(random_), [weak, sc] {
+    on_loop(weak, [sc](Impl& self) {
+      sc->retry_timer.reset();
+      if (self.shut_down_ || sc->removed) return;
+      sc->state = ConnectivityState::idle;
+      if (self.options_.load_balancing == LoadBalancing::round_robin) {
+        self.connect(sc);
+      } else {
+        self.connect_next_first();
+      }
+      self.update_state();
+    });
+  });
+}
+
+void Channel::Impl::connect_next_first() {
+  for (const std::shared_ptr<Subchannel>& sc : subchannels_) {
+    if (sc->state == ConnectivityState::ready || sc->state == ConnectivityState::connecting) return;
+  }
+  for (const std::shared_ptr<Subchannel>& sc : subchannels_) {
+    if (sc->state == ConnectivityState::idle) {
+      connect(sc);
+      return;
+    }
+  }
+}
+
+// ---- calls -----------------------------------------------------------------------------------
+
+bool Channel::Impl::usable(Subchannel& sc) {
+  if (sc.state != ConnectivityState::ready) return false;
+  client::Http2Connection& http2 = sc.client->http2();
+  if (http2.channel().is_active() && !http2.codec().goaway_received()) return true;
+  // Closed, or told to go away: its close listener may not have run yet.
+  for (const std::shared_ptr<Subchannel>& shared : subchannels_) {
+    if (shared.get() == &sc) {
+      lost(shared);
+      break;
+    }
+  }
+  return false;
+}
+
+Subchannel* Channel::Impl::pick() {
+  const std::size_t n = subchannels_.size();
+  if (options_.load_balancing == LoadBalancing::round_robin) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t index = (next_pick_ + i) % n;
+      Subchannel& sc = *subchannels_[index];
+      if (usable(sc)) {
+        next_pick_ = index + 1 == n ? 0 : index + 1;
+        return &sc;
+      }
+    }
+    return nullptr;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (usable(*subchannels_[i])) return subchannels_[i].get();
+  }
+  return nullptr;
+}
+
+ClientCall Channel::Impl::call(std::string_view method, const CallOptions& options) {
+  ++stats_.calls;
+  if (shut_down_) return ended_call(loop_, Status(StatusCode::unavailable, "the channel is closed"));
+  if (Subchannel* sc = pick()) return sc->client->call(method, options);
+  if (state_->load(std::memory_order_relaxed) == ConnectivityState::transient_failure && !options.wait_for_ready) {
+    return ended_call(loop_, Status(StatusCode::unavailable, last_error_));
+  }
+  if (waiting_.size() >= options_.max_pending_calls) {
+    std::erase_if(waiting_, [](const std::weak_ptr<ClientCall::State>& w) {
+      auto st = w.lock();
+      return !st || !st->waiting_for_stream();
+    });
+    if (waiting_.size() >= options_.max_pending_calls) {
+      return ended_call(loop_, Status(StatusCode::resource_exhausted,
+                                      "too many calls wait for a connection (ChannelOptions::max_pending_calls)"));
+    }
+  }
+  ClientCall waiting = pending_call(loop_, options_.client, method, options);
+  ++stats_.waited;
+  waiting_.push_back(ClientCallAccess::state(waiting));
+  if (options_.load_balancing == LoadBalancing::pick_first) connect_next_first();
+  return waiting;
+}
+
+void Channel::Impl::serve_waiting() {
+  while (!waiting_.empty()) {
+    std::shared_ptr<ClientCall::State> st = waiting_.front().lock();
+    if (!st || !st->waiting_for_stream()) {
+      waiting_.pop_front();
+      continue;
+    }
+    Subchannel* sc = pick();
+    if (sc == nullptr) return;
+    waiting_.pop_front();
+    sc->client->open_pending(*st);
+  }
+}
+
+bool Channel::Impl::may_retry(std::size_t attempt) {
+  const RetryOptions& retries = options_.retries;
+  retry_tokens_ = std::max(0.0, retry_tokens_ - 1);
+  if (attempt < retries.max_attempts && retry_tokens_ > retries.max_tokens / 2 && !shut_down_) {
+    ++stats_.transparent_retries;
+    return true;
+  }
+  ++stats_.retries_throttled;
+  return false;
+}
+
+void Channel::Impl::count_result(const Status& status) {
+  const RetryOptions& retries = options_.retries;
+  if (status.ok()) {
+    retry_tokens_ = std::min(retries.max_tokens, retry_tokens_ + retries.token_ratio);
+  } else if (status.code == StatusCode::unavailable) {
+    retry_tokens_ = std::max(0.0, retry_tokens_ - 1);
+  }
+}
+
+// ---- state -----------------------------------------------------------------------------------
+
+void Channel::Impl::update_state() {
+  if (shut_down_) return;
+  bool any_ready = false, any_trying = resolving_ && subchannels_.empty();
+  for (const std::shared_ptr<Subchannel>& sc : subchannels_) {
+    any_ready |= sc->state == ConnectivityState::ready;
+    any_trying |= sc->state == ConnectivityState::connecting || sc->state == ConnectivityState::idle;
+  }
+  const ConnectivityState now = any_ready    ? ConnectivityState::ready
+                                : any_trying ? ConnectivityState::connecting
+                                             : ConnectivityState::transient_failure;
+  set_state(now);
+  if (now != ConnectivityState::transient_failure) return;
+  // Every address has failed: the calls that may not wait longer fail now.
+  for (const std::weak_ptr<ClientCall::State>& w : waiting_) {
+    std::shared_ptr<ClientCall::State> st = w.lock();
+    if (st && st->waiting_for_stream() && !st->pending->options.wait_for_ready) {
+      st->end_with(Status(StatusCode::unavailable, last_error_));
+    }
+  }
+}
+
+void Channel::Impl::set_state(ConnectivityState state) { state_->store(state, std::memory_order_release); }
+
+ChannelStats Channel::Impl::stats() const {
+  ChannelStats out = stats_;
+  out.ready_connections = static_cast<std::size_t>(
+      std::count_if(subchannels_.begin(), subchannels_.end(),
+                    [](const std::shared_ptr<Subchannel>& sc) { return sc->state == ConnectivityState::ready; }));
+  return out;
+}
+
+void Channel::Impl::shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  set_state(ConnectivityState::shutdown);
+  if (resolution_timer_) loop_.cancel(*resolution_timer_);
+  resolver_.reset();
+  auto remaining = std::make_shared<std::size_t>(1);
+  auto one_closed = [remaining, closed = closed_]() mutable {
+    if (--*remaining == 0) closed.set_value();
+  };
+  for (const std::shared_ptr<Subchannel>& sc : subchannels_) {
+    sc->removed = true;
+    if (sc->retry_timer) loop_.cancel(*sc->retry_timer);
+    if (!sc->client) continue;
+    ++*remaining;
+    sc->client->close().add_listener([one_closed](const Future<void>&) mutable { one_closed(); });
+  }
+  subchannels_.clear();
+  std::deque<std::weak_ptr<ClientCall::State>> waiting = std::move(waiting_);
+  waiting_.clear();
+  for (const std::weak_ptr<ClientCall::State>& w : waiting) {
+    if (auto st = w.lock(); st && st->waiting_for_stream()) {
+      st->end_with(Status(StatusCode::unavailable, "the channel is closed"));
+    }
+  }
+  if (!first_ready_set_) {
+    first_ready_set_ = true;
+    first_ready_.set_error(std::make_exception_ptr(Error("the channel closed before a connection was ready")));
+  }
+  one_closed();
+}
+
+}  // namespace weft::grpc

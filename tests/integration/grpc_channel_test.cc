@@ -1,0 +1,361 @@
+// grpc::Channel (weft/grpc/channel.h) against weft's gRPC servers and scripted HTTP/2 peers:
+// target names; round_robin spreading calls over 3 servers; pick_first passing a dead address (and
+// a dns: target whose first address refuses); a killed server's calls moving to the other and
+// coming back once it restarts; calls that wait for a connection (wait_for_ready, their deadline,
+// UNAVAILABLE without it); refused calls sent again (REFUSED_STREAM, GOAWAY) within the retry
+// budget; close() with calls waiting. On epoll and io_uring; the blocking transport, whose loops
+// serve one connection each, is refused with a clear error.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/h2_frames.h"
+#include "support/h2_scripted_server.h"
+#include "support/random_port.h"
+#include "support/transports.h"
+#include "weft/codec/http2/server_codec.h"
+#include "weft/grpc/channel.h"
+#include "weft/grpc/service_registry.h"
+#include "weft/weft.h"
+
+using namespace std::chrono_literals;
+
+namespace weft::grpc {
+namespace {
+
+constexpr std::string_view kWhich = "/test.Which/Name";
+
+// A gRPC server on a loop of its own whose kWhich answers its name; kill() ends it and its
+// connections, restart() serves the same port again.
+class NamedServer {
+ public:
+  NamedServer(Transport& transport, std::string name) : transport_(transport), name_(std::move(name)) {
+    for (int tries = 0; !server_ && tries < 100; ++tries) start(test::random_port());
+    if (!server_) throw std::runtime_error("no free port for the test server");
+  }
+  ~NamedServer() { kill(); }
+
+  void kill() {
+    if (server_) server_->close().wait();
+    server_.reset();
+    group_.reset();  // its loops end, and the connections they served close
+  }
+  void restart() {
+    for (int tries = 0; !server_ && tries < 100; ++tries) start(port_);
+    if (!server_) throw std::runtime_error("port " + std::to_string(port_) + " could not be served again");
+  }
+  std::uint16_t port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::size_t calls() const { return calls_->load(); }
+
+ private:
+  void start(std::uint16_t port) {
+    group_ = std::make_unique<EventLoopGroup>(transport_, 1);
+    ServiceRegistry services;
+    services.add_unary(std::string(kWhich), [calls = calls_, name = name_](ServerCall&, ByteBuf) -> Task<ByteBuf> {
+      calls->fetch_add(1);
+      co_return ByteBuf::copy_of(name);
+    });
+    http2::Settings settings;
+    settings.stream_initializer = services.stream_chooser();
+    try {
+      server_ = ServerBootstrap()
+                    .group(*group_)
+                    .child_handler([settings](weft::Channel& ch) {
+                      ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
+                    })
+                    .bind(SocketAddress::loopback(port))
+                    .get();
+      port_ = port;
+    } catch (const IoError&) {
+      group_.reset();  // taken: the caller tries again
+    }
+  }
+
+  Transport& transport_;
+  std::string name_;
+  std::uint16_t port_ = 0;
+  std::shared_ptr<std::atomic<std::size_t>> calls_ = std::make_shared<std::atomic<std::size_t>>(0);
+  std::unique_ptr<EventLoopGroup> group_;
+  ChannelPtr server_;
+};
+
+// A peer that answers each call's HEADERS with `answer(stream)` (RST_STREAM REFUSED_STREAM...).
+struct ScriptedPeer {
+  ScriptedPeer(EventLoopGroup& group, test::ScriptedH2Script script)
+      : server(test::serve_scripted_h2(group, false, std::move(script), log)) {}
+  std::string address() const { return "127.0.0.1:" + std::to_string(server->local_address().port()); }
+  std::shared_ptr<test::ScriptedH2Log> log = std::make_shared<test::ScriptedH2Log>();
+  ChannelPtr server;
+};
+
+test::ScriptedH2Script refusing() {
+  test::ScriptedH2Script script;
+  script.answer = [](std::uint32_t stream) { return test::frame(NGHTTP2_RST_STREAM, 0, stream, test::u32(0x7)); };
+  return script;
+}
+
+class GrpcChannelTest : public test::TransportTest {
+ protected:
+  void TearDown() override {
+    if (channel_) channel_->close().wait();
+    channel_.reset();
+  }
+
+  std::shared_ptr<Channel> open(const std::string& target, LoadBalancing policy) {
+    ChannelOptions options;
+    options.load_balancing = policy;
+    options.backoff.initial = 10ms;
+    options.backoff.max = 100ms;
+    options.backoff.min_connect_timeout = 10s;
+    channel_ = Channel::create(client_loops_.at(0), target, options);
+    return channel_;
+  }
+
+  template <class T>
+  T run(Task<T> task) {
+    Future<T> done = spawn(channel_->loop(), std::move(task));
+    EXPECT_TRUE(done.wait_for(60s)) << "the task did not end";
+    return done.get();
+  }
+
+  // Waits (on the channel's loop; at most 30 s, then fails) until `pred(stats)` holds.
+  void wait_until(std::function<bool(const ChannelStats&)> pred, const char* what) {
+    auto poll = [](std::shared_ptr<Channel> ch, std::function<bool(const ChannelStats&)> p) -> Task<bool> {
+      for (int i = 0; i < 30'000; ++i) {
+        if (p(ch->stats())) co_return true;
+        co_await weft::sleep(1ms);
+      }
+      co_return false;
+    };
+    ASSERT_TRUE(run(poll(channel_, std::move(pred)))) << "waited in vain for " << what;
+  }
+  void wait_for_ready_connections(std::size_t n) {
+    wait_until([n](const ChannelStats& s) { return s.ready_connections == n; }, "the connections");
+  }
+
+  // `n` unary calls of kWhich one after the other: "name" or "CODE:message" each.
+  std::vector<std::string> calls(std::size_t n, CallOptions options = {}) {
+    auto many = [](std::shared_ptr<Channel> ch, std::size_t count, CallOptions o) -> Task<std::vector<std::string>> {
+      std::vector<std::string> out;
+      for (std::size_t i = 0; i < count; ++i) {
+        UnaryResult r = co_await ch->unary(std::string(kWhich), ByteBuf::copy_of("?"), o);
+        out.push_back(r.status.ok() ? std::string(r.message.view())
+                                    : std::string(status_code_name(r.status.code)) + ":" + r.status.message);
+      }
+      co_return out;
+    };
+    return run(many(channel_, n, std::move(options)));
+  }
+
+  EventLoopGroup client_loops_{transport(), 1};
+  EventLoopGroup peer_loops_{transport(), loops(1, 8)};
+  std::shared_ptr<Channel> channel_;
+};
+
+TEST(GrpcChannelTargetTest, TargetsAreParsedAsGrpcNamesThem) {
+  ChannelTarget dns = parse_target("dns:///example.com:8080");
+  EXPECT_EQ(dns.host, "example.com");
+  EXPECT_EQ(dns.port, 8080);
+  EXPECT_TRUE(dns.addresses.empty());
+  EXPECT_EQ(dns.authority, "example.com:8080");
+  EXPECT_EQ(parse_target("example.com").port, 443);
+  EXPECT_EQ(parse_target("dns:localhost:50051").host, "localhost");
+  EXPECT_EQ(parse_target("dns:[::1]:7").authority, "[::1]:7");
+
+  ChannelTarget v4 = parse_target("ipv4:127.0.0.1:1,10.0.0.2:2");
+  ASSERT_EQ(v4.addresses.size(), 2u);
+  EXPECT_EQ(v4.addresses[1].to_string(), "10.0.0.2:2");
+  EXPECT_EQ(v4.authority, "127.0.0.1:1");
+  ChannelTarget v6 = parse_target("ipv6:[::1]:50051,::1");
+  ASSERT_EQ(v6.addresses.size(), 2u);
+  EXPECT_EQ(v6.addresses[0].to_string(), "[::1]:50051");
+  EXPECT_EQ(v6.addresses[1].port(), 443);
+
+  for (std::string_view bad :
+       {"unix:/tmp/socket", "unix:///tmp/socket", "dns://8.8.8.8/example.com", "ipv4:", "ipv4:1.2.3.4:0", "ipv4:::1",
+        "ipv6:127.0.0.1", "example.com:99999", "", "dns:///", "ipv4:1.2.3.4:80,"}) {
+    EXPECT_THROW(parse_target(bad), std::invalid_argument) << bad;
+  }
+  try {
+    parse_target("unix:/tmp/socket");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("AF_UNIX"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GrpcChannelBlockingTest, TheBlockingTransportIsRefusedWithAClearError) {
+  EventLoopGroup loops(blocking(), 1);
+  try {
+    (void)Channel::create(loops.at(0), "ipv4:127.0.0.1:1", {});
+    ADD_FAILURE() << "a channel was made on a loop of the blocking transport";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("use grpc::Client"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(GrpcChannelTest, RoundRobinSpreadsCallsEvenlyOverThreeServers) {
+  NamedServer a(transport(), "a"), b(transport(), "b"), c(transport(), "c");
+  open("ipv4:" + a.address() + "," + b.address() + "," + c.address(), LoadBalancing::round_robin);
+  wait_for_ready_connections(3);
+  EXPECT_EQ(channel_->state(), ConnectivityState::ready);
+  for (const std::string& answer : calls(300)) ASSERT_TRUE(answer == "a" || answer == "b" || answer == "c") << answer;
+  for (const NamedServer* s : {&a, &b, &c}) {
+    EXPECT_GE(s->calls(), 90u);
+    EXPECT_LE(s->calls(), 110u);
+  }
+  EXPECT_EQ(run([](std::shared_ptr<Channel> ch) -> Task<std::uint64_t> { co_return ch->stats().calls; }(channel_)),
+            300u);
+}
+
+TEST_P(GrpcChannelTest, PickFirstSendsEveryCallToTheFirstAddressThatAnswers) {
+  NamedServer dead(transport(), "dead"), first(transport(), "first"), second(transport(), "second");
+  dead.kill();
+  open("ipv4:" + dead.address() + "," + first.address() + "," + second.address(), LoadBalancing::pick_first);
+  for (const std::string& answer : calls(20)) EXPECT_EQ(answer, "first");
+  EXPECT_EQ(second.calls(), 0u);
+  const ChannelStats stats =
+      run([](std::shared_ptr<Channel> ch) -> Task<ChannelStats> { co_return ch->stats(); }(channel_));
+  EXPECT_EQ(stats.ready_connections, 1u);  // pick_first holds one connection
+  EXPECT_GE(stats.connect_failures, 1u);
+}
+
+TEST_P(GrpcChannelTest, ADnsTargetIsResolvedAndItsRefusingAddressPassed) {
+  // localhost resolves to ::1 (preferred) and 127.0.0.1; the server listens on 127.0.0.1 only.
+  NamedServer server(transport(), "v4");
+  open("dns:///localhost:" + std::to_string(server.port()), LoadBalancing::pick_first);
+  for (const std::string& answer : calls(5)) EXPECT_EQ(answer, "v4");
+  EXPECT_GE(
+      run([](std::shared_ptr<Channel> ch) -> Task<std::uint64_t> { co_return ch->stats().resolutions; }(channel_)), 1u);
+}
+
+TEST_P(GrpcChannelTest, AKilledServersCallsMoveToTheOtherAndComeBackWhenItRestarts) {
+  NamedServer a(transport(), "a"), b(transport(), "b");
+  open("ipv4:" + a.address() + "," + b.address(), LoadBalancing::round_robin);
+  wait_for_ready_connections(2);
+  (void)calls(20);
+  EXPECT_EQ(a.calls(), 10u);
+  EXPECT_EQ(b.calls(), 10u);
+
+  a.kill();
+  wait_for_ready_connections(1);
+  for (const std::string& answer : calls(20)) EXPECT_EQ(answer, "b");
+
+  a.restart();
+  wait_for_ready_connections(2);  // reconnected after its backoff
+  (void)calls(20);
+  EXPECT_EQ(a.calls(), 20u) << "the restarted server got no calls";
+  EXPECT_EQ(b.calls(), 40u);
+}
+
+TEST_P(GrpcChannelTest, CallsWaitForAConnectionOnlyWhenAskedOnceEveryAddressHasFailed) {
+  NamedServer later(transport(), "later");
+  later.kill();
+  open("ipv4:" + later.address(), LoadBalancing::pick_first);
+  EXPECT_FALSE(channel_->ready().wait_for(0ms)) << "ready before any server listens";
+  wait_until([](const ChannelStats& s) { return s.connect_failures >= 1; }, "a failed connection");
+  EXPECT_EQ(channel_->state(), ConnectivityState::transient_failure);
+
+  // Without wait_for_ready: UNAVAILABLE at once, naming the address that failed.
+  const std::string failed = calls(1)[0];
+  EXPECT_EQ(failed.rfind("UNAVAILABLE:connecting to " + later.address(), 0), 0u) << failed;
+
+  // With it: the call waits, and its deadline still counts.
+  CallOptions waiting;
+  waiting.wait_for_ready = true;
+  waiting.timeout = 20ms;
+  EXPECT_EQ(calls(1, waiting)[0], "DEADLINE_EXCEEDED:Deadline Exceeded");
+
+  waiting.timeout = 60s;
+  Future<UnaryResult> answered =
+      spawn(channel_->loop(), channel_->unary(std::string(kWhich), ByteBuf::copy_of("?"), waiting));
+  wait_until([](const ChannelStats& s) { return s.waited == 2; }, "the call to wait");
+  later.restart();
+  ASSERT_TRUE(answered.wait_for(60s));
+  EXPECT_TRUE(answered.get().status.ok()) << answered.get().status.message;
+  EXPECT_EQ(answered.get().message.view(), "later");
+  EXPECT_TRUE(channel_->ready().wait_for(0ms));
+}
+
+TEST_P(GrpcChannelTest, RefusedCallsAreSentAgainOverTheOtherConnection) {
+  ScriptedPeer refuser(peer_loops_, refusing());
+  NamedServer good(transport(), "good");
+  open("ipv4:" + refuser.address() + "," + good.address(), LoadBalancing::round_robin);
+  wait_for_ready_connections(2);
+  for (const std::string& answer : calls(4)) EXPECT_EQ(answer, "good");
+  const ChannelStats stats =
+      run([](std::shared_ptr<Channel> ch) -> Task<ChannelStats> { co_return ch->stats(); }(channel_));
+  // Each call starts on the refusing peer (the retry took the other's turn): 4 retries, from a
+  // budget of 10 tokens (-1 a retry, +0.1 a success: 6.4 left, above the half).
+  EXPECT_EQ(stats.transparent_retries, 4u);
+  EXPECT_EQ(stats.retries_throttled, 0u);
+  EXPECT_EQ(good.calls(), 4u);
+}
+
+TEST_P(GrpcChannelTest, RetriesStopAtTheAttemptLimitAndTheBudget) {
+  ScriptedPeer refuser(peer_loops_, refusing());
+  open("ipv4:" + refuser.address(), LoadBalancing::pick_first);
+  for (const std::string& answer : calls(3)) EXPECT_EQ(answer.rfind("UNAVAILABLE:", 0), 0u) << answer;
+  const ChannelStats stats =
+      run([](std::shared_ptr<Channel> ch) -> Task<ChannelStats> { co_return ch->stats(); }(channel_));
+  // 10 tokens: the first call's 4 retries (5 attempts) leave 6, its failure 5; retries need more than 5.
+  EXPECT_EQ(stats.transparent_retries, 4u);
+  EXPECT_EQ(stats.retries_throttled, 3u);
+
+  // The ClientCall form is not sent again; refused() says it may be.
+  auto streamed = [](std::shared_ptr<Channel> ch) -> Task<std::string> {
+    ClientCall call = ch->call(kWhich);
+    co_await call.write(ByteBuf::copy_of("?"));
+    co_await call.writes_done();
+    Status status = co_await call.finish();
+    co_return std::string(status_code_name(status.code)) + (call.refused() ? " refused" : "");
+  };
+  EXPECT_EQ(run(streamed(channel_)), "UNAVAILABLE refused");
+}
+
+TEST_P(GrpcChannelTest, AServerThatSendsGoawayGetsNoCalls) {
+  // SETTINGS, then GOAWAY (last stream 0, NO_ERROR): it will process nothing; the calls that
+  // reach it before the GOAWAY does are refused and sent again.
+  test::ScriptedH2Script script = refusing();
+  script.greeting =
+      test::frame(NGHTTP2_SETTINGS, 0, 0, "") + test::frame(NGHTTP2_GOAWAY, 0, 0, test::u32(0) + test::u32(0));
+  ScriptedPeer leaving(peer_loops_, std::move(script));
+  NamedServer good(transport(), "good");
+  open("ipv4:" + leaving.address() + "," + good.address(), LoadBalancing::round_robin);
+  wait_until([](const ChannelStats& s) { return s.ready_connections >= 1 && s.connects >= 2; },
+             "both connections tried");
+  for (const std::string& answer : calls(10)) EXPECT_EQ(answer, "good");
+  EXPECT_EQ(good.calls(), 10u);
+}
+
+TEST_P(GrpcChannelTest, CloseEndsTheWaitingCallsAndRefusesNewOnes) {
+  NamedServer nobody(transport(), "nobody");
+  nobody.kill();
+  open("ipv4:" + nobody.address(), LoadBalancing::round_robin);
+  CallOptions waiting;
+  waiting.wait_for_ready = true;
+  Future<UnaryResult> waited =
+      spawn(channel_->loop(), channel_->unary(std::string(kWhich), ByteBuf::copy_of("?"), waiting));
+  wait_until([](const ChannelStats& s) { return s.waited == 1; }, "the call to wait");
+  channel_->close().wait();
+  ASSERT_TRUE(waited.wait_for(60s));
+  EXPECT_EQ(waited.get().status.code, StatusCode::unavailable);
+  EXPECT_EQ(waited.get().status.message, "the channel is closed");
+  EXPECT_EQ(channel_->state(), ConnectivityState::shutdown);
+  EXPECT_EQ(calls(1)[0], "UNAVAILABLE:the channel is closed");
+  EXPECT_THROW(channel_->ready().get(), Error);
+}
+
+}  // namespace
+
+// A channel keeps its connections on one loop: the blocking transport is refused (above).
+INSTANTIATE_TEST_SUITE_P(On, GrpcChannelTest, ::testing::Values(&::weft::epoll(), &::weft::io_uring()),
+                         ::weft::test::transport_name);
+
+}  // namespace weft::grpc
