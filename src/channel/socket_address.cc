@@ -1,12 +1,13 @@
 #include "weft/channel/socket_address.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
+#include <sys/un.h>
 
 #include <charconv>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace weft {
 
@@ -40,7 +41,39 @@ SocketAddress SocketAddress::from(std::string_view host, std::uint16_t port) {
   throw std::invalid_argument(fmt::format("not a numeric IP address: '{}'", host));
 }
 
+namespace {
+
+constexpr std::size_t kMaxUnixPath = sizeof(sockaddr_un::sun_path) - 1;  // and its NUL
+
+}  // namespace
+
+SocketAddress SocketAddress::unix_socket(std::string_view path) {
+  if (path.empty() || path.size() > kMaxUnixPath || path.find('\0') != std::string_view::npos) {
+    throw std::invalid_argument(fmt::format("not a Unix domain socket path (1 to {} bytes): '{}'", kMaxUnixPath, path));
+  }
+  SocketAddress out;
+  auto* un = reinterpret_cast<sockaddr_un*>(&out.storage_);
+  un->sun_family = AF_UNIX;
+  std::memcpy(un->sun_path, path.data(), path.size());
+  out.length_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  return out;
+}
+
+SocketAddress SocketAddress::unix_abstract(std::string_view name) {
+  if (name.empty() || name.size() > kMaxUnixPath) {
+    throw std::invalid_argument(fmt::format("not an abstract socket name (1 to {} bytes): '{}'", kMaxUnixPath, name));
+  }
+  SocketAddress out;
+  auto* un = reinterpret_cast<sockaddr_un*>(&out.storage_);
+  un->sun_family = AF_UNIX;
+  std::memcpy(un->sun_path + 1, name.data(), name.size());  // sun_path[0] == 0: the abstract namespace
+  out.length_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return out;
+}
+
 SocketAddress SocketAddress::parse(std::string_view text) {
+  if (text.starts_with("unix:")) return unix_socket(text.substr(5));
+  if (text.starts_with("unix-abstract:")) return unix_abstract(text.substr(14));
   std::string_view host, port_text;
   if (!text.empty() && text.front() == '[') {
     auto close = text.find(']');
@@ -70,6 +103,14 @@ std::uint16_t SocketAddress::port() const noexcept {
 }
 
 std::string SocketAddress::host() const {
+  if (family() == AF_UNIX) {
+    const auto* un = reinterpret_cast<const sockaddr_un*>(&storage_);
+    const std::size_t offset = offsetof(sockaddr_un, sun_path);
+    if (length_ <= offset) return {};  // unnamed
+    std::size_t n = length_ - offset;
+    if (un->sun_path[0] == '\0') return "@" + std::string(un->sun_path + 1, n - 1);
+    return std::string(un->sun_path, ::strnlen(un->sun_path, n));
+  }
   char buf[INET6_ADDRSTRLEN] = {};
   if (family() == AF_INET) {
     ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr, buf, sizeof buf);
@@ -82,6 +123,12 @@ std::string SocketAddress::host() const {
 std::string SocketAddress::to_string() const {
   if (family() == AF_INET6) return fmt::format("[{}]:{}", host(), port());
   if (family() == AF_INET) return fmt::format("{}:{}", host(), port());
+  if (family() == AF_UNIX) {
+    const auto* un = reinterpret_cast<const sockaddr_un*>(&storage_);
+    const bool abstract = length_ > offsetof(sockaddr_un, sun_path) && un->sun_path[0] == '\0';
+    // host() writes an abstract name "@name"; a file path may itself begin with '@'.
+    return abstract ? "unix-abstract:" + host().substr(1) : "unix:" + host();
+  }
   return "(none)";
 }
 

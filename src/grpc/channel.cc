@@ -1,4 +1,4 @@
-// grpc::Channel: the handle (create, close, the unary forms); Channel::Impl (channel_impl.cc) balances.
+// grpc::ClientChannel: the handle (create, close, the unary forms); ClientChannel::Impl (channel_impl.cc) balances.
 
 #include "weft/grpc/channel.h"
 
@@ -12,26 +12,26 @@
 
 namespace weft::grpc {
 
-std::shared_ptr<Channel> Channel::create(EventLoop& loop, std::string_view target, Options options) {
+std::shared_ptr<ClientChannel> ClientChannel::create(EventLoop& loop, std::string_view target, Options options) {
   if (!transport_of(loop).loops_serve_many_channels()) {
     throw std::invalid_argument(
-        "grpc::Channel keeps its connections on one loop, and a loop of the blocking transport serves one "
+        "grpc::ClientChannel keeps its connections on one loop, and a loop of the blocking transport serves one "
         "connection: use grpc::Client on the blocking transport");
   }
   ChannelTarget parsed = parse_target(target);
   if (options.client.http2.settings.authority.empty()) options.client.http2.settings.authority = parsed.authority;
   auto impl = std::make_shared<Impl>(loop, std::move(parsed), std::move(options));
-  auto channel = std::make_shared<Channel>(loop, impl);
+  auto channel = std::make_shared<ClientChannel>(loop, impl);
   loop.execute([impl] { impl->start(); });
   return channel;
 }
 
-Channel::Channel(EventLoop& loop, std::shared_ptr<Impl> impl) noexcept
+ClientChannel::ClientChannel(EventLoop& loop, std::shared_ptr<Impl> impl) noexcept
     : loop_(loop), impl_(std::move(impl)), state_(impl_->shared_state()) {}
 
-Channel::~Channel() { (void)close(); }
+ClientChannel::~ClientChannel() { (void)close(); }
 
-Future<void> Channel::close() {
+Future<void> ClientChannel::close() {
   Future<void> closed = impl_->closed();
   try {
     loop_.execute([impl = impl_] { impl->shutdown(); });
@@ -41,16 +41,18 @@ Future<void> Channel::close() {
   return closed;
 }
 
-Future<void> Channel::ready() const { return impl_->first_ready(); }
+Future<void> ClientChannel::ready() const { return impl_->first_ready(); }
 
-ChannelStats Channel::stats() const { return impl_->stats(); }
+ChannelStats ClientChannel::stats() const { return impl_->stats(); }
 
-ClientCall Channel::call(std::string_view method, const CallOptions& options) { return impl_->call(method, options); }
+ClientCall ClientChannel::call(std::string_view method, const CallOptions& options) {
+  return impl_->call(method, options);
+}
 
 namespace {
 
 // A unary call over `impl`, sent again while it is refused and the retries allow.
-Task<UnaryResult> unary_over(std::shared_ptr<Channel::Impl> impl, std::string method, ByteBuf request,
+Task<UnaryResult> unary_over(std::shared_ptr<ClientChannel::Impl> impl, std::string method, ByteBuf request,
                              CallOptions options) {
   const std::optional<TimePoint> deadline =
       options.timeout ? std::optional<TimePoint>(Clock::now() + *options.timeout) : std::nullopt;
@@ -69,8 +71,11 @@ Task<UnaryResult> unary_over(std::shared_ptr<Channel::Impl> impl, std::string me
     co_await call.writes_done();
     std::optional<ByteBuf> response = co_await call.read();
     Status status = co_await call.finish();
-    if (call.refused() && impl->may_retry(attempt)) continue;
-    impl->count_result(status);
+    if (call.refused()) {
+      if (impl->may_retry(attempt)) continue;  // the budget has paid for this failure
+    } else {
+      impl->count_result(call, status);
+    }
     if (status.ok() && !response) status = Status(StatusCode::internal, "the server sent no response message");
     ByteBuf message = status.ok() ? std::move(*response) : ByteBuf();
     co_return UnaryResult(std::move(status), std::move(message));
@@ -78,7 +83,7 @@ Task<UnaryResult> unary_over(std::shared_ptr<Channel::Impl> impl, std::string me
 }
 
 // The callback form's coroutine; `impl` is kept until `done` has run.
-Task<> unary_then(std::shared_ptr<Channel::Impl> impl, std::string method, ByteBuf request, CallOptions options,
+Task<> unary_then(std::shared_ptr<ClientChannel::Impl> impl, std::string method, ByteBuf request, CallOptions options,
                   UniqueFunction<void(UnaryResult)> done) {
   std::optional<UnaryResult> result;
   try {
@@ -94,11 +99,12 @@ Task<> unary_then(std::shared_ptr<Channel::Impl> impl, std::string method, ByteB
 
 }  // namespace
 
-Task<UnaryResult> Channel::unary(std::string method, ByteBuf request, CallOptions options) {
+Task<UnaryResult> ClientChannel::unary(std::string method, ByteBuf request, CallOptions options) {
   return unary_over(impl_, std::move(method), std::move(request), std::move(options));
 }
 
-void Channel::unary(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done) {
+void ClientChannel::unary(std::string method, ByteBuf request, CallOptions options,
+                          UniqueFunction<void(UnaryResult)> done) {
   loop_.execute([impl = impl_, method = std::move(method), request = std::move(request), options = std::move(options),
                  done = std::move(done)]() mutable {
     EventLoop& loop = impl->loop();

@@ -1,4 +1,4 @@
-// grpc::Channel::Impl: subchannels, picking, waiting calls, resolution and backoff (channel_impl.h).
+// grpc::ClientChannel::Impl: subchannels, picking, waiting calls, resolution and backoff (channel_impl.h).
 
 #include "channel_impl.h"
 
@@ -24,8 +24,8 @@ std::string what(const std::exception_ptr& error) {
 // Runs `fn(impl)` on the channel's loop: at once when called there (the usual case: connections
 // complete on it), else posted; nothing once the channel is gone or its loop has ended.
 template <class Fn>
-void on_loop(const std::weak_ptr<Channel::Impl>& weak, Fn fn) {
-  std::shared_ptr<Channel::Impl> impl = weak.lock();
+void on_loop(const std::weak_ptr<ClientChannel::Impl>& weak, Fn fn) {
+  std::shared_ptr<ClientChannel::Impl> impl = weak.lock();
   if (!impl) return;
   if (impl->loop().in_loop()) {
     fn(*impl);
@@ -49,7 +49,7 @@ Duration ConnectionBackoff::next(std::mt19937& random) {
   return std::max(wait, Duration::zero());
 }
 
-Channel::Impl::Impl(EventLoop& loop, ChannelTarget target, ChannelOptions options)
+ClientChannel::Impl::Impl(EventLoop& loop, ChannelTarget target, ChannelOptions options)
     : loop_(loop),
       target_(std::move(target)),
       options_(std::move(options)),
@@ -58,7 +58,7 @@ Channel::Impl::Impl(EventLoop& loop, ChannelTarget target, ChannelOptions option
       resolution_backoff_(options_.backoff),
       state_(std::make_shared<std::atomic<ConnectivityState>>(ConnectivityState::idle)) {}
 
-void Channel::Impl::start() {
+void ClientChannel::Impl::start() {
   if (shut_down_) return;
   set_state(ConnectivityState::connecting);
   if (!target_.addresses.empty()) {
@@ -71,7 +71,7 @@ void Channel::Impl::start() {
 
 // ---- resolution ------------------------------------------------------------------------------
 
-void Channel::Impl::resolve() {
+void ClientChannel::Impl::resolve() {
   resolving_ = true;
   last_resolution_ = Clock::now();
   ++stats_.resolutions;
@@ -100,16 +100,14 @@ void Channel::Impl::resolve() {
   });
 }
 
-void Channel::Impl::request_re_resolution() {
+// From a timer, even when due now: the caller may be inside pick() or serve_waiting(), and a
+// resolution can complete at once (a numeric name, the hosts file) and replace subchannels_.
+void ClientChannel::Impl::request_re_resolution() {
   if (!resolver_ || resolving_ || resolution_timer_ || shut_down_) return;
   const TimePoint earliest = *last_resolution_ + options_.min_re_resolution_interval;
-  const TimePoint now = Clock::now();
-  if (now >= earliest) {
-    resolve();
-    return;
-  }
+  const Duration wait = std::max<Duration>(earliest - Clock::now(), Duration::zero());
   std::weak_ptr<Impl> weak = weak_from_this();
-  resolution_timer_ = loop_.schedule(earliest - now, [weak] {
+  resolution_timer_ = loop_.schedule(wait, [weak] {
     on_loop(weak, [](Impl& self) {
       self.resolution_timer_.reset();
       if (!self.shut_down_) self.resolve();
@@ -117,7 +115,7 @@ void Channel::Impl::request_re_resolution() {
   });
 }
 
-void Channel::Impl::set_addresses(std::vector<SocketAddress> addresses) {
+void ClientChannel::Impl::set_addresses(std::vector<SocketAddress> addresses) {
   std::vector<std::shared_ptr<Subchannel>> next;
   for (const SocketAddress& address : addresses) {
     const std::string key = address.to_string();
@@ -130,6 +128,7 @@ void Channel::Impl::set_addresses(std::vector<SocketAddress> addresses) {
     if (std::find(next.begin(), next.end(), old) != next.end()) continue;
     old->removed = true;
     if (old->retry_timer) loop_.cancel(*old->retry_timer);
+    stop_connect_timer(*old);
     if (old->client) (void)old->client->close();  // its calls end UNAVAILABLE
   }
   subchannels_ = std::move(next);
@@ -148,7 +147,7 @@ void Channel::Impl::set_addresses(std::vector<SocketAddress> addresses) {
 
 // ---- connections -----------------------------------------------------------------------------
 
-void Channel::Impl::connect(const std::shared_ptr<Subchannel>& sc) {
+void ClientChannel::Impl::connect(const std::shared_ptr<Subchannel>& sc) {
   sc->state = ConnectivityState::connecting;
   const std::uint64_t attempt = ++sc->attempt;
   ++stats_.connects;
@@ -162,6 +161,16 @@ void Channel::Impl::connect(const std::shared_ptr<Subchannel>& sc) {
     connect_failed(sc, attempt, e.what());
     return;
   }
+  // The whole attempt is bounded, not only its TCP connect: a peer that accepts and never sends its
+  // SETTINGS (a proxy whose backend is down) must not hold the address in CONNECTING.
+  sc->connect_timer = loop_.schedule(sc->backoff.connect_timeout(), [weak, sc, attempt] {
+    on_loop(weak, [sc, attempt](Impl& self) {
+      sc->connect_timer.reset();
+      if (sc->attempt != attempt || sc->state != ConnectivityState::connecting) return;
+      self.connect_failed(sc, attempt, "no HTTP/2 connection within the connect timeout");
+      ++sc->attempt;  // the attempt's late completion is closed (connected())
+    });
+  });
   connecting.add_listener([weak, sc, attempt](const Future<std::shared_ptr<Client>>& f) {
     if (weak.expired()) {
       if (!f.error()) (void)f.get()->close();
@@ -177,15 +186,16 @@ void Channel::Impl::connect(const std::shared_ptr<Subchannel>& sc) {
   });
 }
 
-void Channel::Impl::connected(const std::shared_ptr<Subchannel>& sc, std::uint64_t attempt,
-                              std::shared_ptr<Client> client) {
+void ClientChannel::Impl::connected(const std::shared_ptr<Subchannel>& sc, std::uint64_t attempt,
+                                    std::shared_ptr<Client> client) {
   if (shut_down_ || sc->removed || attempt != sc->attempt) {
     (void)client->close();
     return;
   }
+  stop_connect_timer(*sc);
   sc->client = client;
   sc->state = ConnectivityState::ready;
-  sc->backoff.reset();
+  sc->ready_at = Clock::now();
   if (!first_ready_set_) {
     first_ready_set_ = true;
     first_ready_.set_value();
@@ -200,9 +210,10 @@ void Channel::Impl::connected(const std::shared_ptr<Subchannel>& sc, std::uint64
   });
 }
 
-void Channel::Impl::connect_failed(const std::shared_ptr<Subchannel>& sc, std::uint64_t attempt,
-                                   const std::string& why) {
+void ClientChannel::Impl::connect_failed(const std::shared_ptr<Subchannel>& sc, std::uint64_t attempt,
+                                         const std::string& why) {
   if (shut_down_ || sc->removed || attempt != sc->attempt) return;
+  stop_connect_timer(*sc);
   ++stats_.connect_failures;
   last_error_ = "connecting to " + sc->address.to_string() + ": " + why;
   sc->state = ConnectivityState::transient_failure;
@@ -214,11 +225,21 @@ void Channel::Impl::connect_failed(const std::shared_ptr<Subchannel>& sc, std::u
 
 // The connection closed, or its server sent GOAWAY (its calls in flight finish on it): a new one
 // is made at once, as the old one was ready.
-void Channel::Impl::lost(const std::shared_ptr<Subchannel>& sc) {
+void ClientChannel::Impl::lost(std::shared_ptr<Subchannel> sc) {
   sc->client.reset();
   sc->state = ConnectivityState::idle;
   ++sc->attempt;
   request_re_resolution();
+  if (Clock::now() - sc->ready_at < options_.backoff.initial) {
+    // Lost as soon as it was made (a server that closes or sends GOAWAY at once): the backoff
+    // keeps growing, or the channel would reconnect in a loop.
+    sc->state = ConnectivityState::transient_failure;
+    retry_later(sc);
+    if (options_.load_balancing == LoadBalancing::pick_first) connect_next_first();
+    update_state();
+    return;
+  }
+  sc->backoff.reset();
   if (options_.load_balancing == LoadBalancing::round_robin) {
     connect(sc);
   } else {
@@ -227,7 +248,7 @@ void Channel::Impl::lost(const std::shared_ptr<Subchannel>& sc) {
   update_state();
 }
 
-void Channel::Impl::retry_later(const std::shared_ptr<Subchannel>& sc) {
+void ClientChannel::Impl::retry_later(const std::shared_ptr<Subchannel>& sc) {
   std::weak_ptr<Impl> weak = weak_from_this();
   sc->retry_timer = loop_.schedule(sc->backoff.next(random_), [weak, sc] {
     on_loop(weak, [sc](Impl& self) {
@@ -244,7 +265,7 @@ void Channel::Impl::retry_later(const std::shared_ptr<Subchannel>& sc) {
   });
 }
 
-void Channel::Impl::connect_next_first() {
+void ClientChannel::Impl::connect_next_first() {
   for (const std::shared_ptr<Subchannel>& sc : subchannels_) {
     if (sc->state == ConnectivityState::ready || sc->state == ConnectivityState::connecting) return;
   }
@@ -258,7 +279,7 @@ void Channel::Impl::connect_next_first() {
 
 // ---- calls -----------------------------------------------------------------------------------
 
-bool Channel::Impl::usable(Subchannel& sc) {
+bool ClientChannel::Impl::usable(Subchannel& sc) {
   if (sc.state != ConnectivityState::ready) return false;
   client::Http2Connection& http2 = sc.client->http2();
   if (http2.channel().is_active() && !http2.codec().goaway_received()) return true;
@@ -272,7 +293,7 @@ bool Channel::Impl::usable(Subchannel& sc) {
   return false;
 }
 
-Subchannel* Channel::Impl::pick() {
+Subchannel* ClientChannel::Impl::pick() {
   const std::size_t n = subchannels_.size();
   if (options_.load_balancing == LoadBalancing::round_robin) {
     for (std::size_t i = 0; i < n; ++i) {
@@ -291,7 +312,7 @@ Subchannel* Channel::Impl::pick() {
   return nullptr;
 }
 
-ClientCall Channel::Impl::call(std::string_view method, const CallOptions& options) {
+ClientCall ClientChannel::Impl::call(std::string_view method, const CallOptions& options) {
   ++stats_.calls;
   if (shut_down_) return ended_call(loop_, Status(StatusCode::unavailable, "the channel is closed"));
   if (Subchannel* sc = pick()) return sc->client->call(method, options);
@@ -315,24 +336,26 @@ ClientCall Channel::Impl::call(std::string_view method, const CallOptions& optio
   return waiting;
 }
 
-void Channel::Impl::serve_waiting() {
+void ClientChannel::Impl::serve_waiting() {
   while (!waiting_.empty()) {
     std::shared_ptr<ClientCall::State> st = waiting_.front().lock();
-    if (!st || !st->waiting_for_stream()) {
-      waiting_.pop_front();
-      continue;
-    }
+    waiting_.pop_front();  // before pick(), which may change the channel's state
+    if (!st || !st->waiting_for_stream()) continue;
     Subchannel* sc = pick();
-    if (sc == nullptr) return;
-    waiting_.pop_front();
+    if (sc == nullptr) {
+      waiting_.push_front(st);
+      return;
+    }
     sc->client->open_pending(*st);
   }
 }
 
-bool Channel::Impl::may_retry(std::size_t attempt) {
+// The refused attempt is a failure the budget pays for; a retry needs more than half of it left.
+bool ClientChannel::Impl::may_retry(std::size_t attempt) {
   const RetryOptions& retries = options_.retries;
   retry_tokens_ = std::max(0.0, retry_tokens_ - 1);
-  if (attempt < retries.max_attempts && retry_tokens_ > retries.max_tokens / 2 && !shut_down_) {
+  if (attempt >= retries.max_attempts || shut_down_) return false;
+  if (retry_tokens_ > retries.max_tokens / 2) {
     ++stats_.transparent_retries;
     return true;
   }
@@ -340,7 +363,15 @@ bool Channel::Impl::may_retry(std::size_t attempt) {
   return false;
 }
 
-void Channel::Impl::count_result(const Status& status) {
+void ClientChannel::Impl::stop_connect_timer(Subchannel& sc) {
+  if (!sc.connect_timer) return;
+  loop_.cancel(*sc.connect_timer);
+  sc.connect_timer.reset();
+}
+
+void ClientChannel::Impl::count_result(const ClientCall& call, const Status& status) {
+  const std::shared_ptr<ClientCall::State>& st = ClientCallAccess::state(call);
+  if (!st || !st->stream.valid()) return;  // ended here before it was sent (closed, TRANSIENT_FAILURE)
   const RetryOptions& retries = options_.retries;
   if (status.ok()) {
     retry_tokens_ = std::min(retries.max_tokens, retry_tokens_ + retries.token_ratio);
@@ -351,7 +382,7 @@ void Channel::Impl::count_result(const Status& status) {
 
 // ---- state -----------------------------------------------------------------------------------
 
-void Channel::Impl::update_state() {
+void ClientChannel::Impl::update_state() {
   if (shut_down_) return;
   bool any_ready = false, any_trying = resolving_ && subchannels_.empty();
   for (const std::shared_ptr<Subchannel>& sc : subchannels_) {
@@ -372,9 +403,9 @@ void Channel::Impl::update_state() {
   }
 }
 
-void Channel::Impl::set_state(ConnectivityState state) { state_->store(state, std::memory_order_release); }
+void ClientChannel::Impl::set_state(ConnectivityState state) { state_->store(state, std::memory_order_release); }
 
-ChannelStats Channel::Impl::stats() const {
+ChannelStats ClientChannel::Impl::stats() const {
   ChannelStats out = stats_;
   out.ready_connections = static_cast<std::size_t>(
       std::count_if(subchannels_.begin(), subchannels_.end(),
@@ -382,7 +413,7 @@ ChannelStats Channel::Impl::stats() const {
   return out;
 }
 
-void Channel::Impl::shutdown() {
+void ClientChannel::Impl::shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   set_state(ConnectivityState::shutdown);
@@ -395,6 +426,7 @@ void Channel::Impl::shutdown() {
   for (const std::shared_ptr<Subchannel>& sc : subchannels_) {
     sc->removed = true;
     if (sc->retry_timer) loop_.cancel(*sc->retry_timer);
+    stop_connect_timer(*sc);
     if (!sc->client) continue;
     ++*remaining;
     sc->client->close().add_listener([one_closed](const Future<void>&) mutable { one_closed(); });

@@ -1,5 +1,5 @@
 #pragma once
-// grpc::Channel::Impl: the subchannels (one per address), the picking, the calls that wait, the
+// grpc::ClientChannel::Impl: the subchannels (one per address), the picking, the calls that wait, the
 // resolution and the backoff. Everything here is loop thread only (the channel's loop) except
 // shared_state(), first_ready() and closed(), which are set up at construction.
 
@@ -39,11 +39,13 @@ struct Subchannel {
   ConnectivityState state = ConnectivityState::idle;
   ConnectionBackoff backoff;
   std::optional<TimerId> retry_timer;
-  std::uint64_t attempt = 0;  // callbacks of an older attempt are ignored
-  bool removed = false;       // no longer among the target's addresses
+  std::optional<TimerId> connect_timer;  // the attempt's bound: TCP, TLS and the server's SETTINGS
+  std::uint64_t attempt = 0;             // callbacks of an older attempt are ignored
+  TimePoint ready_at;                    // when its connection was last ready
+  bool removed = false;                  // no longer among the target's addresses
 };
 
-class Channel::Impl : public std::enable_shared_from_this<Channel::Impl> {
+class ClientChannel::Impl : public std::enable_shared_from_this<ClientChannel::Impl> {
  public:
   Impl(EventLoop& loop, ChannelTarget target, ChannelOptions options);
 
@@ -52,8 +54,8 @@ class Channel::Impl : public std::enable_shared_from_this<Channel::Impl> {
   ClientCall call(std::string_view method, const CallOptions& options);
   // Whether a refused call's attempt `attempt` may be sent again (counts the retry or the throttling).
   bool may_retry(std::size_t attempt);
-  // The retry budget hears how a call ended.
-  void count_result(const Status& status);
+  // The retry budget hears how `call` ended (one the channel ended itself, never sent, does not count).
+  void count_result(const ClientCall& call, const Status& status);
   ChannelStats stats() const;
   EventLoop& loop() const noexcept { return loop_; }
 
@@ -69,8 +71,9 @@ class Channel::Impl : public std::enable_shared_from_this<Channel::Impl> {
   void connect(const std::shared_ptr<Subchannel>& sc);
   void connected(const std::shared_ptr<Subchannel>& sc, std::uint64_t attempt, std::shared_ptr<Client> client);
   void connect_failed(const std::shared_ptr<Subchannel>& sc, std::uint64_t attempt, const std::string& why);
-  void lost(const std::shared_ptr<Subchannel>& sc);
+  void lost(std::shared_ptr<Subchannel> sc);  // by value: `sc` may be an element of subchannels_
   void retry_later(const std::shared_ptr<Subchannel>& sc);
+  void stop_connect_timer(Subchannel& sc);
   void connect_next_first();  // pick_first: the first idle address, unless one is ready or connecting
   Subchannel* pick();
   bool usable(Subchannel& sc);

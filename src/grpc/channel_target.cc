@@ -62,12 +62,31 @@ ChannelTarget address_list(std::string_view target, std::string_view list, bool 
   return parsed;
 }
 
+// unix:path, unix:///absolute/path, unix-abstract:name: one address, authority "localhost" (as grpc-core).
+ChannelTarget unix_target(std::string_view target) {
+  ChannelTarget parsed;
+  try {
+    if (target.starts_with("unix-abstract:")) {
+      parsed.addresses.push_back(SocketAddress::unix_abstract(target.substr(14)));
+    } else {
+      std::string_view path = target.substr(5);
+      if (path.starts_with("//")) {
+        if (!path.starts_with("///")) refuse(target, "unix:// needs an absolute path (unix:///path)");
+        path.remove_prefix(2);
+      }
+      parsed.addresses.push_back(SocketAddress::unix_socket(path));
+    }
+  } catch (const std::invalid_argument& e) {
+    refuse(target, e.what());
+  }
+  parsed.authority = "localhost";
+  return parsed;
+}
+
 }  // namespace
 
 ChannelTarget parse_target(std::string_view target) {
-  if (target.starts_with("unix:") || target.starts_with("unix-abstract:")) {
-    refuse(target, "unix: targets need AF_UNIX sockets, which weft's transports do not have yet");
-  }
+  if (target.starts_with("unix:") || target.starts_with("unix-abstract:")) return unix_target(target);
   if (target.starts_with("ipv4:")) return address_list(target, target.substr(5), false);
   if (target.starts_with("ipv6:")) return address_list(target, target.substr(5), true);
   std::string_view name = target;

@@ -175,7 +175,10 @@ void Client::open_pending(ClientCall::State& state) {
     remaining = std::max<Duration>(*state.deadline_at - Clock::now(), Duration(1));
   }
   open_stream(state, pending->method, pending->options, remaining);
-  if (state.writes_done) state.stream.end();
+  if (state.writes_done && !pending->writer_parked) {  // else the parked write() ends it after its message
+    pending->ended = true;
+    state.stream.end();
+  }
   state.wake_waiters();
 }
 

@@ -102,6 +102,12 @@ void ClientCall::State::end_with(Status why) {
   tell_end();
 }
 
+void ClientCall::State::end_after_parked_write(State& st) {
+  if (!st.pending || !st.writes_done || st.pending->ended) return;
+  st.pending->ended = true;
+  if (!st.status && st.stream.valid()) st.stream.end();
+}
+
 void ClientCall::State::wake_waiters() noexcept {
   if (!pending) return;
   pending->writer.notify();
@@ -138,9 +144,19 @@ ClientCall::~ClientCall() {
 
 Task<bool> ClientCall::write(ByteBuf message) {
   std::shared_ptr<State> st = state_;
-  while (st->waiting_for_stream()) co_await st->pending->writer.wait();
-  if (st->status || st->stream.response_ended()) co_return false;
-  if (st->writes_done) throw std::logic_error("grpc::ClientCall::write after writes_done()");
+  bool parked = false;
+  if (st->waiting_for_stream()) {
+    if (st->writes_done) throw std::logic_error("grpc::ClientCall::write after writes_done()");
+    // A writes_done() from another coroutine meanwhile follows this message (end_after_parked_write).
+    parked = st->pending->writer_parked = true;
+    while (st->waiting_for_stream()) co_await st->pending->writer.wait();
+    st->pending->writer_parked = false;
+  }
+  if (st->status || st->stream.response_ended()) {
+    State::end_after_parked_write(*st);
+    co_return false;
+  }
+  if (st->writes_done && !parked) throw std::logic_error("grpc::ClientCall::write after writes_done()");
   const std::size_t n = message.readable_bytes();
   std::exception_ptr failure;
   try {
@@ -155,6 +171,7 @@ Task<bool> ClientCall::write(ByteBuf message) {
   } catch (...) {
     failure = std::current_exception();
   }
+  State::end_after_parked_write(*st);
   if (failure) {
     // The server's response ended (then its stream, RST_STREAM(NO_ERROR)) before this message
     // left: the call's status is its trailers', which read() gives.
@@ -168,7 +185,10 @@ Task<> ClientCall::writes_done() {
   std::shared_ptr<State> st = state_;
   if (!st->writes_done) {
     st->writes_done = true;
-    if (!st->status && st->stream.valid()) st->stream.end();  // else: when the stream opens
+    if (!st->status && st->stream.valid()) {
+      if (st->pending) st->pending->ended = true;
+      st->stream.end();
+    }  // else: when the stream opens, or after the write() waiting for it
   }
   co_return;
 }
@@ -256,7 +276,10 @@ Task<Status> ClientCall::finish() {
   // The server has ended the call: end the request too, so that the stream closes.
   if (!st->writes_done) {
     st->writes_done = true;
-    if (st->stream.valid()) st->stream.end();
+    if (st->stream.valid()) {
+      if (st->pending) st->pending->ended = true;
+      st->stream.end();
+    }
   }
   co_return *st->status;
 }

@@ -15,7 +15,7 @@
 
 namespace weft::grpc {
 
-// What a call that waits for a connection (grpc::Channel, no connection ready) keeps until one
+// What a call that waits for a connection (grpc::ClientChannel, no connection ready) keeps until one
 // opens its stream, and the wake-ups of its writer and reader meanwhile.
 struct PendingOpen {
   PendingOpen(EventLoop& loop, std::string m, CallOptions o)
@@ -24,6 +24,8 @@ struct PendingOpen {
   CallOptions options;
   LoopSignal writer;
   LoopSignal reader;
+  bool writer_parked = false;  // a write() waits for the stream: it ends the stream after its message
+  bool ended = false;          // END_STREAM sent (writes_done() before the stream opened)
 };
 
 struct ClientCall::State {
@@ -37,6 +39,8 @@ struct ClientCall::State {
   void tell_end() noexcept;  // on_end, once
   bool waiting_for_stream() const noexcept { return !status && !stream.valid(); }
   void wake_waiters() noexcept;  // a pending call's writer and reader: its stream opened, or it ended
+  // A pending call's END_STREAM when writes_done() came while its write() was parked, after that write.
+  static void end_after_parked_write(State& st);
 
   EventLoop* loop;
   ByteBufAllocator* loop_allocator;
@@ -50,19 +54,19 @@ struct ClientCall::State {
   bool head_seen = false;
   bool refused = false;                  // the stream failed refused: the server did not process the call
   std::optional<TimePoint> deadline_at;  // when the deadline passes (grpc-timeout of a stream opened late)
-  std::unique_ptr<PendingOpen> pending;  // set while the call waits for a connection (grpc::Channel)
+  std::unique_ptr<PendingOpen> pending;  // set while the call waits for a connection (grpc::ClientChannel)
   std::uint32_t reads_this_turn = 0;  // messages read since the loop last took a turn
   UniqueFunction<void()> on_end;      // told once when status is set (the callback form)
 };
 
-// ClientCall's state, for the callback form and grpc::Channel.
+// ClientCall's state, for the callback form and grpc::ClientChannel.
 class ClientCallAccess {
  public:
   static void on_end(ClientCall& call, UniqueFunction<void()> listener) { call.state_->on_end = std::move(listener); }
   static const std::shared_ptr<ClientCall::State>& state(const ClientCall& call) noexcept { return call.state_; }
 };
 
-/// Loop thread only (`loop`'s). A call that waits for a connection (grpc::Channel): its writes and
+/// Loop thread only (`loop`'s). A call that waits for a connection (grpc::ClientChannel): its writes and
 /// reads wait until Client::open_pending opens its stream, or it ends (its deadline, cancel(), or
 /// State::end_with). Its deadline runs from now. Throws InvalidMetadata as Client::call.
 ClientCall pending_call(EventLoop& loop, const ClientOptions& defaults, std::string_view method, CallOptions options);

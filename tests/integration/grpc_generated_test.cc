@@ -285,6 +285,27 @@ TEST_P(GrpcGeneratedTest, EveryShapeIsServedByTheCoroutineServiceAndCalledByTheS
   EXPECT_EQ(answer.get(), "10");
 }
 
+TEST_P(GrpcGeneratedTest, EveryShapeIsCalledByAStubOverABalancedChannel) {
+  ServiceRegistry services;
+  Shapes::Service::add_to(services, std::make_shared<CoroutineShapes>());
+  serve(std::move(services));
+  if (is_blocking()) {
+    // A ClientChannel keeps its connections on one loop, which the blocking transport does not allow.
+    EXPECT_THROW(ClientChannel::create(loops_.at(0), "ipv4:127.0.0.1:1"), std::invalid_argument);
+    return;
+  }
+  const std::string target = "ipv4:" + server_->local_address().to_string() + "," +
+                             server_->local_address().to_string() + "," +
+                             server_->local_address().to_string();  // the same server, listed 3 times: once
+  auto channel = ClientChannel::create(client_->loop(), target, {});
+  Shapes::Stub stub(channel);
+  EXPECT_EQ(stub.caller().channel(), channel.get());
+  EXPECT_EQ(run(call_every_shape(stub)), "OK");
+  // The callback form of a streaming call needs a Client (Caller::start).
+  EXPECT_THROW(stub.Count(CallOptions{}, std::make_shared<ClientReactor>()), std::logic_error);
+  channel->close().wait();
+}
+
 // The typed writers' compressed branch: a call that compresses its responses (set_compression) sends
 // them through ServerCall::write, which compresses; the others are framed as they are serialized.
 class CompressingShapes final : public Shapes::Service {

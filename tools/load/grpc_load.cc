@@ -9,6 +9,7 @@
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/socket_address.h"
 #include "weft/core/spawn.h"
+#include "weft/grpc/channel.h"
 #include "weft/grpc/client.h"
 
 namespace weft::load {
@@ -48,7 +49,9 @@ class GrpcWorker final : public Worker {
   }
 };
 
-Task<> server_stream(grpc::Client& client, GrpcWorker& w, ByteBuf request) {
+// The calls run over a grpc::Client (one connection) or a grpc::ClientChannel (balanced): `Caller`.
+template <class Caller>
+Task<> server_stream(Caller& client, GrpcWorker& w, ByteBuf request) {
   grpc::ClientCall call = client.call(kStreamingFromServer);
   co_await call.write(std::move(request));
   co_await call.writes_done();
@@ -61,7 +64,8 @@ Task<> server_stream(grpc::Client& client, GrpcWorker& w, ByteBuf request) {
   w.count_end(co_await call.finish());
 }
 
-Task<> unary_calls(grpc::Client& client, GrpcWorker& w, ByteBuf request) {
+template <class Caller>
+Task<> unary_calls(Caller& client, GrpcWorker& w, ByteBuf request) {
   while (!w.stopping()) {
     const Nanos start = now_ns();
     grpc::UnaryResult r = co_await client.unary(std::string(kUnaryCall), request.slice());
@@ -76,7 +80,8 @@ Task<> unary_calls(grpc::Client& client, GrpcWorker& w, ByteBuf request) {
   }
 }
 
-Task<> ping_pong(grpc::Client& client, GrpcWorker& w, ByteBuf request) {
+template <class Caller>
+Task<> ping_pong(Caller& client, GrpcWorker& w, ByteBuf request) {
   grpc::ClientCall call = client.call(kStreamingCall);
   ++w.stats.requests;
   while (!w.stopping()) {
@@ -120,11 +125,8 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
     throw LoadError("connections, streams, threads and duration must be positive");
   }
   if (options.size > (4 << 20) - 16) throw LoadError("size must be below 4 MiB (the default message bound)");
-  SocketAddress address;
-  try {
-    address = SocketAddress::parse(options.target);
-  } catch (const std::exception& e) {
-    throw LoadError(fmt::format("bad target '{}': {}", options.target, e.what()));
+  if (!options.balance.empty() && options.balance != "pick_first" && options.balance != "round_robin") {
+    throw LoadError("the balance must be pick_first or round_robin");
   }
   const std::string request =
       encode_simple_request(options.size, options.call == "stream" ? 0 : options.size);
@@ -133,8 +135,54 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
   run.add_workers([&run](EventLoop& loop) { return std::make_unique<GrpcWorker>(run, loop); });
 
   auto t0 = Clock::now();
+  std::vector<Future<void>> running;
+  // Starts the calls of one connection (or channel) on its loop.
+  auto start_calls = [&](auto& caller) {
+    GrpcWorker& w = run.worker_of<GrpcWorker>(caller.loop());
+    for (int s = 0; s < options.streams; ++s) {
+      ByteBuf bytes = ByteBuf::copy_of(request);
+      if (options.call == "stream") {
+        running.push_back(spawn(caller.loop(), server_stream(caller, w, std::move(bytes))));
+      } else if (options.call == "unary") {
+        running.push_back(spawn(caller.loop(), unary_calls(caller, w, std::move(bytes))));
+      } else {
+        running.push_back(spawn(caller.loop(), ping_pong(caller, w, std::move(bytes))));
+      }
+    }
+  };
+  std::vector<std::shared_ptr<grpc::ClientChannel>> channels;
+  if (!options.balance.empty()) {
+    grpc::ChannelOptions channel_options;
+    channel_options.load_balancing =
+        options.balance == "round_robin" ? grpc::LoadBalancing::round_robin : grpc::LoadBalancing::pick_first;
+    try {
+      for (int i = 0; i < options.connections; ++i) {
+        channels.push_back(grpc::ClientChannel::create(run.loops().next(), options.target, channel_options));
+      }
+    } catch (const std::exception& e) {
+      run.shutdown();
+      throw LoadError(fmt::format("cannot make a channel to '{}': {}", options.target, e.what()));
+    }
+    for (auto& channel : channels) {
+      if (!channel->ready().wait_for(std::chrono::seconds(10))) {
+        for (auto& c : channels) c->close().wait_for(std::chrono::seconds(2));
+        run.shutdown();
+        throw LoadError(fmt::format("no connection to {} became ready", options.target));
+      }
+    }
+    for (auto& channel : channels) start_calls(*channel);
+  }
+  SocketAddress address;
+  if (channels.empty()) {
+    try {
+      address = SocketAddress::parse(options.target);
+    } catch (const std::exception& e) {
+      run.shutdown();
+      throw LoadError(fmt::format("bad target '{}': {}", options.target, e.what()));
+    }
+  }
   std::vector<std::shared_ptr<grpc::Client>> clients;
-  {
+  if (channels.empty()) {
     std::vector<Future<std::shared_ptr<grpc::Client>>> connects;
     for (int i = 0; i < options.connections; ++i) connects.push_back(grpc::Client::connect(run.loops(), address));
     clients = await_connects(connects, run.connect_failures(), [](const std::exception_ptr& error) {
@@ -145,26 +193,13 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
       }
     });
   }
-  if (clients.empty()) {
+  if (clients.empty() && channels.empty()) {
     run.shutdown();
     throw LoadError(
         fmt::format("cannot connect to {}: {}", address.to_string(), run.connect_failures().first_reason()));
   }
 
-  std::vector<Future<void>> running;
-  for (auto& client : clients) {
-    GrpcWorker& w = run.worker_of<GrpcWorker>(client->loop());
-    for (int s = 0; s < options.streams; ++s) {
-      ByteBuf bytes = ByteBuf::copy_of(request);
-      if (options.call == "stream") {
-        running.push_back(spawn(client->loop(), server_stream(*client, w, std::move(bytes))));
-      } else if (options.call == "unary") {
-        running.push_back(spawn(client->loop(), unary_calls(*client, w, std::move(bytes))));
-      } else {
-        running.push_back(spawn(client->loop(), ping_pong(*client, w, std::move(bytes))));
-      }
-    }
-  }
+  for (auto& client : clients) start_calls(*client);
 
   t0 = run.warm_up(t0, options.warmup_s);
   run.wait(t0, deadline_after(t0, options.duration_s), progress);
@@ -176,6 +211,7 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
     if (!f.wait_for(std::chrono::seconds(5))) break;
   }
   for (auto& client : clients) client->close().wait_for(std::chrono::seconds(2));
+  for (auto& channel : channels) channel->close().wait_for(std::chrono::seconds(2));
   for (auto& f : running) f.wait_for(std::chrono::seconds(2));
   run.shutdown();
 

@@ -8,6 +8,9 @@
 //             payload{body=SIZE zero bytes}}; messages = calls = responses.
 //   pingpong: StreamingCall, one request then its response, repeated on each stream; messages =
 //             round trips, calls = streams.
+// With --balance POLICY each of the C "connections" is a grpc::ClientChannel (weft/grpc/channel.h) to a
+// gRPC target ("ipv4:127.0.0.1:P1,127.0.0.1:P2", "dns:///host:port") balanced by POLICY
+// (pick_first or round_robin): the calls go through the channel's picking.
 // The requests are encoded by hand (no protobuf).
 
 #include <cstdint>
@@ -21,7 +24,8 @@ namespace weft::load {
 
 struct GrpcOptions {
   std::string call = "stream";  // stream | unary | pingpong
-  std::string target;            // "HOST:PORT"
+  std::string target;           // "HOST:PORT"; with balance, a gRPC target
+  std::string balance;          // empty: a grpc::Client per connection; pick_first | round_robin: a grpc::ClientChannel
   int connections = 1;
   int streams = 10;  // concurrent calls per connection
   int threads = 1;   // event loops; connections are spread over them

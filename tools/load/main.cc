@@ -280,7 +280,13 @@ int main(int argc, char** argv) {
   grpc_cmd->add_option("call", grpc.call, "stream | unary | pingpong")
       ->required()
       ->check(CLI::IsMember({"stream", "unary", "pingpong"}));
-  grpc_cmd->add_option("target", grpc.target, "HOST:PORT")->required();
+  grpc_cmd->add_option("target", grpc.target, "HOST:PORT; with --balance, a gRPC target (ipv4:H:P,H:P, dns:///H:P)")
+      ->required();
+  grpc_cmd
+      ->add_option(
+          "--balance", grpc.balance,
+          "pick_first | round_robin: each connection is a grpc::ClientChannel balancing over the target's addresses")
+      ->check(CLI::IsMember({"pick_first", "round_robin"}));
   grpc_cmd->add_option("-c,--connections", grpc.connections, "connections (default 1)")->check(CLI::Range(1, 100000));
   grpc_cmd->add_option("-s,--streams", grpc.streams, "concurrent calls per connection (default 10)")
       ->check(CLI::Range(1, 100000));

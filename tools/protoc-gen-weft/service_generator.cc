@@ -205,15 +205,16 @@ class Writer {
 
   void stub(const pb::ServiceDescriptor* s) {
     out_ << "\n"
-         << "  /// The client's side: typed calls over a ::weft::grpc::Client. The coroutine forms are loop thread\n"
-         << "  /// only (the client's loop, as Client::call); the callback forms are thread-safe. A call's\n"
-         << "  /// metadata that Client::call refuses throws ::weft::grpc::InvalidMetadata.\n"
+         << "  /// The client's side: typed calls over a ::weft::grpc::Client (one connection) or a\n"
+         << "  /// ::weft::grpc::ClientChannel (balanced), held as a ::weft::grpc::Caller. The coroutine forms are\n"
+         << "  /// loop thread only (the caller's loop, as Client::call); the callback forms are thread-safe. A\n"
+         << "  /// call's metadata that Client::call refuses throws ::weft::grpc::InvalidMetadata.\n"
          << "  class Stub {\n"
          << "   public:\n"
-         << "    /// Thread-safe. Calls over `client`, which the stub keeps.\n"
-         << "    explicit Stub(std::shared_ptr<::weft::grpc::Client> client) noexcept : client_(std::move(client)) {}\n"
-         << "    /// Thread-safe. The client the calls go over.\n"
-         << "    ::weft::grpc::Client& client() const noexcept { return *client_; }\n";
+         << "    /// Thread-safe. Calls over `caller` (a std::shared_ptr to a Client or a ClientChannel), kept.\n"
+         << "    explicit Stub(::weft::grpc::Caller caller) noexcept : caller_(std::move(caller)) {}\n"
+         << "    /// Thread-safe. What the calls go over.\n"
+         << "    const ::weft::grpc::Caller& caller() const noexcept { return caller_; }\n";
     for (int i = 0; i < s->method_count(); ++i) {
       const pb::MethodDescriptor* m = s->method(i);
       const std::string in = cpp_type(m->input_type());
@@ -224,7 +225,7 @@ class Writer {
       if (shape == "unary") {
         out_ << "    ::weft::Task<::weft::grpc::TypedUnaryResult<" << out << ">> " << m->name() << "(const " << in
              << "& request, ::weft::grpc::CallOptions options = {}) {\n"
-             << "      return ::weft::grpc::unary<" << in << ", " << out << ">(*client_, " << path
+             << "      return ::weft::grpc::unary<" << in << ", " << out << ">(caller_, " << path
              << ", request, std::move(options));\n    }\n"
              << "    /// " << rpc_signature(m)
              << ", callback form. Thread-safe: `done` runs once, on the client's loop.\n"
@@ -232,33 +233,33 @@ class Writer {
              << "& request, ::weft::grpc::CallOptions options, "
                 "::weft::UniqueFunction<void(::weft::grpc::TypedUnaryResult<"
              << out << ">)> done) {\n"
-             << "      ::weft::grpc::unary<" << in << ", " << out << ">(*client_, " << path
+             << "      ::weft::grpc::unary<" << in << ", " << out << ">(caller_, " << path
              << ", request, std::move(options), std::move(done));\n    }\n";
         continue;
       }
       if (shape == "server_streaming") {
         out_ << "    ::weft::grpc::ClientReader<" << out << "> " << m->name() << "(const " << in
              << "& request, const ::weft::grpc::CallOptions& options = {}) {\n"
-             << "      return ::weft::grpc::ClientReader<" << out << ">(client_->call(Methods::" << m->name()
+             << "      return ::weft::grpc::ClientReader<" << out << ">(caller_.call(Methods::" << m->name()
              << ".path, options), ::weft::grpc::serialize_message(request));\n    }\n";
       } else if (shape == "client_streaming") {
         out_ << "    ::weft::grpc::ClientWriter<" << in << ", " << out << "> " << m->name()
              << "(const ::weft::grpc::CallOptions& options = {}) {\n"
              << "      return ::weft::grpc::ClientWriter<" << in << ", " << out
-             << ">(client_->call(Methods::" << m->name() << ".path, options));\n    }\n";
+             << ">(caller_.call(Methods::" << m->name() << ".path, options));\n    }\n";
       } else {
         out_ << "    ::weft::grpc::ClientReaderWriter<" << in << ", " << out << "> " << m->name()
              << "(const ::weft::grpc::CallOptions& options = {}) {\n"
              << "      return ::weft::grpc::ClientReaderWriter<" << in << ", " << out
-             << ">(client_->call(Methods::" << m->name() << ".path, options));\n    }\n";
+             << ">(caller_.call(Methods::" << m->name() << ".path, options));\n    }\n";
       }
       out_ << "    /// " << rpc_signature(m) << ", callback form (weft/grpc/client_reactor.h; messages as bytes).\n"
            << "    /// Thread-safe.\n"
            << "    ::weft::grpc::ClientStream " << m->name()
            << "(::weft::grpc::CallOptions options, std::shared_ptr<::weft::grpc::ClientReactor> reactor) {\n"
-           << "      return client_->start(" << path << ", std::move(options), std::move(reactor));\n    }\n";
+           << "      return caller_.start(" << path << ", std::move(options), std::move(reactor));\n    }\n";
     }
-    out_ << "\n   private:\n    std::shared_ptr<::weft::grpc::Client> client_;\n  };\n";
+    out_ << "\n   private:\n    ::weft::grpc::Caller caller_;\n  };\n";
   }
 
   const pb::FileDescriptor* file_;

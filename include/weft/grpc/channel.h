@@ -1,10 +1,10 @@
 #pragma once
 /// @file
-/// grpc::Channel: calls over connections to every address of a target, balanced, as grpc++'s
+/// grpc::ClientChannel: calls over connections to every address of a target, balanced, as grpc++'s
 /// channel: name resolution, pick_first or round_robin, reconnection with gRPC's backoff, calls
 /// that wait for a connection, and transparent retries of calls the server never started.
 ///
-///   auto channel = weft::grpc::Channel::create(loop, "dns:///backend.local:50051",
+///   auto channel = weft::grpc::ClientChannel::create(loop, "dns:///backend.local:50051",
 ///                                              {.load_balancing = weft::grpc::LoadBalancing::round_robin});
 ///   // on loop (spawn(loop, ...)): the calls of client.h, the same ClientCall
 ///   weft::grpc::UnaryResult r = co_await channel->unary("/pkg.Service/Method", std::move(request));
@@ -12,8 +12,8 @@
 ///
 /// Targets (gRPC's naming.md): `dns:///host:port`, `dns:host:port` or plain `host:port` (resolved
 /// by weft::Resolver: hosts file, then DNS; port 443 when none), `ipv4:a.b.c.d:port,...` and
-/// `ipv6:[::1]:port,...` (the addresses as they are). `unix:` targets are refused
-/// (std::invalid_argument): weft's transports have no AF_UNIX sockets yet.
+/// `ipv6:[::1]:port,...` (the addresses as they are), `unix:path`, `unix:///absolute/path` and
+/// `unix-abstract:name` (a Unix domain socket; :authority "localhost").
 ///
 /// Load balancing: `pick_first` connects to the addresses in order and sends every call over the
 /// first that answers; `round_robin` keeps a connection to each address and sends each call over
@@ -82,7 +82,7 @@ struct ChannelTarget {
   std::string authority;
 };
 /// Thread-safe (pure). Parses `target` (see the file's description). Throws std::invalid_argument
-/// naming what is wrong (an empty host, a bad port or address, a unix: target).
+/// naming what is wrong (an empty host, a bad port or address, a socket path too long).
 ChannelTarget parse_target(std::string_view target);
 
 /// gRPC's connection backoff (connection-backoff.md). A value type.
@@ -123,10 +123,10 @@ struct ChannelOptions {
 
 /// What a channel has done, for tests and metrics. A value type.
 struct ChannelStats {
-  std::uint64_t calls = 0;                ///< calls started (attempts not counted)
+  std::uint64_t calls = 0;                ///< calls started (a transparent retry counts again)
   std::uint64_t waited = 0;               ///< calls that waited for a connection
   std::uint64_t transparent_retries = 0;  ///< refused calls sent again
-  std::uint64_t retries_throttled = 0;    ///< refused calls not sent again: the budget was spent
+  std::uint64_t retries_throttled = 0;    ///< refused calls not sent again because the budget was spent
   std::uint64_t connects = 0;             ///< connection attempts
   std::uint64_t connect_failures = 0;     ///< attempts that failed
   std::uint64_t resolutions = 0;          ///< name resolutions started
@@ -135,7 +135,7 @@ struct ChannelStats {
 
 /// Calls balanced over a target's connections (see the file's description). Held by shared_ptr;
 /// dropping the last one closes it.
-class Channel {
+class ClientChannel {
  public:
   /// How it works.
   using Options = ChannelOptions;
@@ -143,11 +143,11 @@ class Channel {
   /// Thread-safe. A channel to `target` on `loop` (a loop of an epoll or io_uring EventLoopGroup); it
   /// starts resolving and connecting at once. Throws std::invalid_argument for a target
   /// parse_target refuses or a loop of the blocking transport.
-  static std::shared_ptr<Channel> create(EventLoop& loop, std::string_view target, Options options = {});
+  static std::shared_ptr<ClientChannel> create(EventLoop& loop, std::string_view target, Options options = {});
   /// Thread-safe. Closes the channel (close()).
-  ~Channel();
-  Channel(const Channel&) = delete;
-  Channel& operator=(const Channel&) = delete;
+  ~ClientChannel();
+  ClientChannel(const ClientChannel&) = delete;
+  ClientChannel& operator=(const ClientChannel&) = delete;
 
   /// Loop thread only. Starts a call of `method` over the next pick, or one that waits for a
   /// connection (see the file's description); a call the channel cannot start has ended already
@@ -175,7 +175,7 @@ class Channel {
 
   class Impl;
   /// For create(); use create().
-  Channel(EventLoop& loop, std::shared_ptr<Impl> impl) noexcept;
+  ClientChannel(EventLoop& loop, std::shared_ptr<Impl> impl) noexcept;
 
  private:
   EventLoop& loop_;

@@ -73,7 +73,7 @@ struct CallOptions {
   std::size_t max_receive_message_bytes = 0;
   /// How the call's request messages are compressed; unset: the client's (ClientOptions::compression).
   std::optional<CompressionOptions> compression;
-  /// Through a grpc::Channel (channel.h): while no connection is ready, the call waits for one
+  /// Through a grpc::ClientChannel (channel.h): while no connection is ready, the call waits for one
   /// (until its deadline) rather than failing UNAVAILABLE once the channel has failed to connect.
   /// A Client's calls have their connection already.
   bool wait_for_ready = false;
@@ -147,7 +147,7 @@ class ClientCall {
 
   /// Loop thread only. Whether the call ended UNAVAILABLE because the server did not process it
   /// (REFUSED_STREAM, or above the last stream of a GOAWAY): it is safe to send again, as
-  /// grpc::Channel does (channel.h). false for an empty handle.
+  /// grpc::ClientChannel does (channel.h). false for an empty handle.
   bool refused() const noexcept;
   /// Loop thread only. Whether the message read() gave last came compressed (compressed flag 1 in its
   /// prefix); false before the first, and for an empty handle.
@@ -217,7 +217,7 @@ class Client : public std::enable_shared_from_this<Client> {
   Client(std::shared_ptr<client::Http2Connection> http2, Options options) noexcept
       : http2_(std::move(http2)), options_(std::move(options)) {}
 
-  /// Loop thread only. For grpc::Channel: opens the stream of `call`, a call that waited for a
+  /// Loop thread only. For grpc::ClientChannel: opens the stream of `call`, a call that waited for a
   /// connection (made on loop(); nothing when it has ended or has its stream).
   void open_pending(ClientCall::State& call);
 

@@ -22,6 +22,7 @@
 #include "weft/buffer/byte_buf.h"
 #include "weft/core/task.h"
 #include "weft/core/unique_function.h"
+#include "weft/grpc/caller.h"
 #include "weft/grpc/client.h"
 #include "weft/grpc/client_reactor.h"
 #include "weft/grpc/protobuf_adapter.h"
@@ -192,10 +193,11 @@ class ClientWriter {
 template <class Request, class Response>
 using ClientReaderWriter = TypedClientCall<Request, Response>;
 
-/// Thread-safe. The callback form of a typed unary call: `done` runs once, on the client's loop, with
-/// the result (a response that does not parse gives INTERNAL). See Client::unary.
-template <class Request, class Response>
-void unary(Client& client, std::string method, const Request& request, CallOptions options,
+/// Thread-safe. The callback form of a typed unary call over `client` (a Client, a ClientChannel or
+/// a Caller): `done` runs once, on its loop, with the result (a response that does not parse gives
+/// INTERNAL). See Client::unary.
+template <class Request, class Response, class Over>
+void unary(Over& client, std::string method, const Request& request, CallOptions options,
            UniqueFunction<void(TypedUnaryResult<Response>)> done) {
   client.unary(std::move(method), serialize_message(request), std::move(options),
                [done = std::move(done)](UnaryResult r) mutable {

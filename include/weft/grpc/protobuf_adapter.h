@@ -167,18 +167,25 @@ struct TypedUnaryResult {
   TypedUnaryResult(Status s, std::optional<Response> m) : status(std::move(s)), message(std::move(m)) {}
 };
 
-/// Loop thread only (the client's loop). A unary call with typed messages; a response that does
-/// not parse gives INTERNAL.
-template <class Request, class Response>
-Task<TypedUnaryResult<Response>> unary(Client& client, std::string method, Request request, CallOptions options = {}) {
-  ByteBuf bytes = serialize_message(request);
-  UnaryResult r = co_await client.unary(std::move(method), std::move(bytes), std::move(options));
+/// Loop thread only. The typed result of a unary `call` under way: a response that does not parse gives INTERNAL.
+template <class Response>
+Task<TypedUnaryResult<Response>> typed_unary_result(Task<UnaryResult> call) {
+  UnaryResult r = co_await call;
   if (!r.status.ok()) co_return TypedUnaryResult<Response>(std::move(r.status), std::nullopt);
   Response response;
   if (!response.ParseFromArray(r.message.read_ptr(), static_cast<int>(r.message.readable_bytes()))) {
     co_return TypedUnaryResult<Response>(Status(StatusCode::internal, "a response message did not parse"), std::nullopt);
   }
   co_return TypedUnaryResult<Response>(Status(), std::move(response));
+}
+
+/// Loop thread only (the client's loop). A unary call with typed messages over `client` (a Client,
+/// a ClientChannel or a Caller; used only here, so it may go before the call ends); a response that
+/// does not parse gives INTERNAL.
+template <class Request, class Response, class Over>
+Task<TypedUnaryResult<Response>> unary(Over& client, std::string method, const Request& request,
+                                       CallOptions options = {}) {
+  return typed_unary_result<Response>(client.unary(std::move(method), serialize_message(request), std::move(options)));
 }
 
 }  // namespace weft::grpc

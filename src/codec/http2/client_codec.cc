@@ -345,7 +345,10 @@ void ClientCodec::channel_active(Context& ctx) {
   if (!started_) {
     started_ = true;
     if (settings_.scheme.empty()) settings_.scheme = "http";
-    if (settings_.authority.empty()) settings_.authority = ctx.channel().remote_address().to_string();
+    if (settings_.authority.empty()) {
+      const SocketAddress remote = ctx.channel().remote_address();
+      settings_.authority = remote.is_unix() ? "localhost" : remote.to_string();  // as grpc-core for unix: targets
+    }
     send_pending();
     if (settings_.keepalive_time > Duration::zero()) {
       last_read_ = ctx.loop().now();

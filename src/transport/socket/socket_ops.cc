@@ -32,7 +32,11 @@ void set_blocking(int fd) {
 }
 
 void apply_connection_options(int fd, const ChannelConfig& config) {
-  set_int(fd, IPPROTO_TCP, TCP_NODELAY, config.tcp_nodelay ? 1 : 0, "setsockopt(TCP_NODELAY)");
+  const int nodelay = config.tcp_nodelay ? 1 : 0;
+  // A Unix domain socket has no TCP options (EOPNOTSUPP): tried rather than asked, no syscall more for TCP.
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof nodelay) != 0 && errno != EOPNOTSUPP) {
+    throw IoError(errno, "setsockopt(TCP_NODELAY)");
+  }
   if (config.keep_alive) set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "setsockopt(SO_KEEPALIVE)");
   if (config.send_buffer_size > 0) set_int(fd, SOL_SOCKET, SO_SNDBUF, config.send_buffer_size, "setsockopt(SO_SNDBUF)");
   if (config.receive_buffer_size > 0) {
