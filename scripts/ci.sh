@@ -9,7 +9,7 @@
 # Environment:
 #   WEFT_CI_PRESETS  the presets to run (default "release asan tsan"; packaging runs with release)
 #   LABEL            run only the tests of one layer label (core, buffer, channel, ...)
-#   FUZZ_SECONDS     seconds per libFuzzer target (default 10); WEFT_CI_FUZZ=0 skips the fuzz phases
+#   FUZZ_SECONDS     seconds per libFuzzer target (default 6: a smoke run; scripts/run-fuzz.sh alone defaults to 20); WEFT_CI_FUZZ=0 skips the fuzz phases
 # The parallelism of the tests is the test presets' (CMakePresets.json, execution.jobs). Every preset runs
 # its tests as gtest shards here (WEFT_TEST_SHARDS; the release preset's default is a ctest test per gtest
 # test): `ctest -R` then picks shards, and a failing test is named in its shard's output.
@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 presets=${WEFT_CI_PRESETS:-release asan tsan}
-fuzz_seconds=${FUZZ_SECONDS:-10}
+fuzz_seconds=${FUZZ_SECONDS:-6}
 out=build/ci
 mkdir -p "$out"
 phases=$out/phases.tsv
