@@ -49,6 +49,11 @@ ClientCall ClientChannel::call(std::string_view method, const CallOptions& optio
   return impl_->call(method, options);
 }
 
+ClientCall ClientChannel::call_watched(std::string_view method, const CallOptions& options,
+                                       std::weak_ptr<detail::ConnectionCloseWatcher> watcher) {
+  return impl_->call(method, options, std::move(watcher));
+}
+
 namespace {
 
 // A unary call over `impl`, sent again while it is refused and the retries allow.

@@ -312,10 +312,15 @@ Subchannel* ClientChannel::Impl::pick() {
   return nullptr;
 }
 
-ClientCall ClientChannel::Impl::call(std::string_view method, const CallOptions& options) {
+ClientCall ClientChannel::Impl::call(std::string_view method, const CallOptions& options,
+                                     std::weak_ptr<detail::ConnectionCloseWatcher> watcher) {
   ++stats_.calls;
   if (shut_down_) return ended_call(loop_, Status(StatusCode::unavailable, "the channel is closed"));
-  if (Subchannel* sc = pick()) return sc->client->call(method, options);
+  if (Subchannel* sc = pick()) {
+    ClientCall call = sc->client->call(method, options);
+    if (!watcher.expired()) sc->client->watch_close(std::move(watcher));
+    return call;
+  }
   if (state_->load(std::memory_order_relaxed) == ConnectivityState::transient_failure && !options.wait_for_ready) {
     return ended_call(loop_, Status(StatusCode::unavailable, last_error_));
   }
@@ -330,6 +335,7 @@ ClientCall ClientChannel::Impl::call(std::string_view method, const CallOptions&
     }
   }
   ClientCall waiting = pending_call(loop_, options_.client, method, options);
+  ClientCallAccess::state(waiting)->pending->close_watcher = std::move(watcher);
   ++stats_.waited;
   waiting_.push_back(ClientCallAccess::state(waiting));
   if (options_.load_balancing == LoadBalancing::pick_first) connect_next_first();
@@ -347,6 +353,7 @@ void ClientChannel::Impl::serve_waiting() {
       return;
     }
     sc->client->open_pending(*st);
+    if (!st->pending->close_watcher.expired()) sc->client->watch_close(std::move(st->pending->close_watcher));
   }
 }
 

@@ -51,7 +51,9 @@ class ClientChannel::Impl : public std::enable_shared_from_this<ClientChannel::I
 
   void start();
   void shutdown();
-  ClientCall call(std::string_view method, const CallOptions& options);
+  // `watcher`: told when the call's connection closes (the callback form), once it has one.
+  ClientCall call(std::string_view method, const CallOptions& options,
+                  std::weak_ptr<detail::ConnectionCloseWatcher> watcher = {});
   // Whether a refused call's attempt `attempt` may be sent again (counts the retry or the throttling).
   bool may_retry(std::size_t attempt);
   // The retry budget hears how `call` ended (one the channel ended itself, never sent, does not count).

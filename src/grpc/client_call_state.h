@@ -24,6 +24,7 @@ struct PendingOpen {
   CallOptions options;
   LoopSignal writer;
   LoopSignal reader;
+  std::weak_ptr<detail::ConnectionCloseWatcher> close_watcher;  // the callback form's, told of its connection
   bool writer_parked = false;  // a write() waits for the stream: it ends the stream after its message
   bool ended = false;          // END_STREAM sent (writes_done() before the stream opened)
 };

@@ -16,14 +16,20 @@
 #include "weft/core/log.h"
 #include "weft/core/loop_signal.h"
 #include "weft/core/spawn.h"
+#include "weft/grpc/channel.h"
 #include "weft/grpc/metadata.h"
 #include "weft/grpc/server_call.h"  // kWritesPerTurn: the same turn-taking on both sides
 
 namespace weft::grpc {
 
 struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_from_this<ClientStream::State> {
-  explicit State(std::shared_ptr<Client> c)
-      : client(std::move(c)), loop(client->loop()), wakes(loop) {}
+  explicit State(std::shared_ptr<Client> c) : client(std::move(c)), loop(client->loop()), wakes(loop) {}
+  explicit State(std::shared_ptr<ClientChannel> c) : channel(std::move(c)), loop(channel->loop()), wakes(loop) {}
+
+  // Client::start and ClientChannel::start: hands `reactor` the stream and starts the call from a
+  // loop task. `who` names the caller in errors.
+  static ClientStream begin(std::shared_ptr<State> st, std::string method, CallOptions options,
+                            std::shared_ptr<ClientReactor> reactor, std::string_view who);
 
   // A reactor method; one that throws cancels the call (and is logged).
   template <class F>
@@ -81,7 +87,8 @@ struct ClientStream::State : detail::ConnectionCloseWatcher, std::enable_shared_
     wakes.main.notify();  // from the close future's listener
   }
 
-  std::shared_ptr<Client> client;  // dropped after on_done
+  std::shared_ptr<Client> client;          // the call's connection, or
+  std::shared_ptr<ClientChannel> channel;  // its channel: one of the two, dropped after on_done
   EventLoop& loop;
   std::shared_ptr<ClientReactor> reactor;  // dropped after on_done
   ClientCall call;
@@ -142,7 +149,15 @@ Task<> read_responses(std::shared_ptr<ClientState> st) {
 Task<> run_call(std::shared_ptr<ClientState> st, std::string method, CallOptions options) {
   std::optional<Status> refused;
   try {
-    st->call = st->client->call(method, options);
+    // The connection under the call is watched from the start: one that closes while the reactor
+    // neither reads nor writes ends the call (a channel's waiting call is watched once it has one).
+    std::weak_ptr<detail::ConnectionCloseWatcher> watcher(st);
+    if (st->client) {
+      st->call = st->client->call(method, options);
+      st->client->watch_close(std::move(watcher));
+    } else {
+      st->call = st->channel->call_watched(method, options, std::move(watcher));
+    }
   } catch (const InvalidMetadata& e) {
     refused = Status(StatusCode::invalid_argument, e.what());
   } catch (const std::exception& e) {
@@ -159,7 +174,7 @@ Task<> run_call(std::shared_ptr<ClientState> st, std::string method, CallOptions
         s->wakes.main.notify();  // from inside the call's read or write, or its deadline
       }
     });
-    st->client->watch_close(std::weak_ptr<detail::ConnectionCloseWatcher>(st));
+    if (ClientCallAccess::state(st->call)->status) st->ended = true;  // a channel's call it could not start
     spawn_detached(st->loop, read_responses(st));
     std::uint32_t writes_this_turn = 0;
     try {
@@ -224,27 +239,48 @@ Task<> run_call(std::shared_ptr<ClientState> st, std::string method, CallOptions
   }
   st->call = ClientCall();  // its stream is released here, on the loop
   st->client.reset();
+  st->channel.reset();
 }
 
 }  // namespace
 
-ClientStream Client::start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor) {
-  if (!reactor) throw std::invalid_argument("grpc::Client::start: a null reactor");
-  if (reactor->stream_) throw std::logic_error("grpc::Client::start: the reactor has a call already (one per call)");
-  auto st = std::make_shared<ClientState>(shared_from_this());
+ClientStream ClientStream::State::begin(std::shared_ptr<State> st, std::string method, CallOptions options,
+                                        std::shared_ptr<ClientReactor> reactor, std::string_view who) {
   reactor->stream_.emplace(st);  // before anything can reach the reactor
   st->reactor = std::move(reactor);
   // Started from a loop task even on the loop: the reactor hears nothing before start() returned.
-  const bool posted = loop().try_execute(
+  const bool posted = st->loop.try_execute(
       UniqueFunction<void()>([st, method = std::move(method), options = std::move(options)]() mutable {
         spawn_detached(st->loop, run_call(st, std::move(method), std::move(options)));
       }));
   if (!posted) {
     st->reactor->stream_.reset();
     st->reactor.reset();
-    throw RejectedExecutionError("grpc::Client::start: the connection's event loop has terminated");
+    throw RejectedExecutionError(std::string(who) + ": the event loop has terminated");
   }
   return ClientStream(std::move(st));
+}
+
+namespace {
+
+void check_reactor(const std::shared_ptr<ClientReactor>& reactor, const ClientStream* stream, std::string_view who) {
+  if (!reactor) throw std::invalid_argument(std::string(who) + ": a null reactor");
+  if (stream != nullptr) throw std::logic_error(std::string(who) + ": the reactor has a call already (one per call)");
+}
+
+}  // namespace
+
+ClientStream Client::start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor) {
+  check_reactor(reactor, reactor ? reactor->stream_ ? &*reactor->stream_ : nullptr : nullptr, "grpc::Client::start");
+  return ClientState::begin(std::make_shared<ClientState>(shared_from_this()), std::move(method), std::move(options),
+                            std::move(reactor), "grpc::Client::start");
+}
+
+ClientStream ClientChannel::start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor) {
+  check_reactor(reactor, reactor ? reactor->stream_ ? &*reactor->stream_ : nullptr : nullptr,
+                "grpc::ClientChannel::start");
+  return ClientState::begin(std::make_shared<ClientState>(shared_from_this()), std::move(method), std::move(options),
+                            std::move(reactor), "grpc::ClientChannel::start");
 }
 
 void ClientStream::start_read() {

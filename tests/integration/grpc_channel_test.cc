@@ -32,6 +32,32 @@ namespace weft::grpc {
 namespace {
 
 constexpr std::string_view kWhich = "/test.Which/Name";
+constexpr std::string_view kHang = "/test.Which/Hang";
+
+// A callback-form call: sends one message, half-closes, reads what comes if `reads`; `done`
+// completes with "CODE:last message".
+class OneMessage final : public ClientReactor {
+ public:
+  explicit OneMessage(bool reads) : reads_(reads) {}
+  void start() {
+    stream().start_write(ByteBuf::copy_of("?"));
+    stream().writes_done();
+    if (reads_) stream().start_read();
+  }
+  void on_read_done(std::optional<ByteBuf> message) override {
+    if (!message) return;
+    heard_ = std::string(message->view());
+    stream().start_read();
+  }
+  void on_done(const Status& status) override {
+    done.set_value(std::string(status_code_name(status.code)) + ":" + heard_);
+  }
+  Promise<std::string> done;
+
+ private:
+  bool reads_;
+  std::string heard_;
+};
 
 // A gRPC server on a loop of its own whose kWhich answers its name; kill() ends it and its
 // connections, restart() serves the same port again.
@@ -61,6 +87,8 @@ class NamedServer {
   std::uint16_t port() const { return bound_.port(); }
   std::string address() const { return bound_.to_string(); }
   std::size_t calls() const { return calls_->load(); }
+  // Completes when a kHang call first reached the server.
+  Future<void> hung() const { return hung_->future(); }
 
  private:
   void start(const SocketAddress& address) {
@@ -70,6 +98,12 @@ class NamedServer {
     services.add_unary(std::string(kWhich), [calls = calls_, name = name_](ServerCall&, ByteBuf) -> Task<ByteBuf> {
       calls->fetch_add(1);
       co_return ByteBuf::copy_of(name);
+    });
+    // Never answers: reads until the call ends.
+    services.add(std::string(kHang), [hung = hung_](ServerCall& call) -> Task<> {
+      hung->set_value();
+      while (co_await call.read()) {
+      }
     });
     http2::Settings settings;
     settings.stream_initializer = services.stream_chooser();
@@ -91,6 +125,7 @@ class NamedServer {
   std::string name_;
   SocketAddress bound_;
   std::shared_ptr<std::atomic<std::size_t>> calls_ = std::make_shared<std::atomic<std::size_t>>(0);
+  std::shared_ptr<Promise<void>> hung_ = std::make_shared<Promise<void>>();
   std::unique_ptr<EventLoopGroup> group_;
   ChannelPtr server_;
 };
@@ -419,6 +454,36 @@ TEST_P(GrpcChannelTest, AHalfCloseWhileAWriteWaitsForTheConnectionFollowsTheMess
   later.restart();
   ASSERT_TRUE(done.wait_for(60s));
   EXPECT_EQ(done.get(), "OK:later:written");
+}
+
+// The callback form over a channel whose calls wait for a connection: one is answered once the server
+// starts; another, idle (it neither reads nor writes), ends UNAVAILABLE when the connection it got
+// closes (its close watch was set when its stream opened).
+TEST_P(GrpcChannelTest, ReactorCallsWaitForAConnectionAndWatchTheOneTheyGet) {
+  NamedServer later(transport(), "later");
+  later.kill();
+  open("ipv4:" + later.address(), LoadBalancing::pick_first);
+  CallOptions waiting;
+  waiting.wait_for_ready = true;
+  auto answered = std::make_shared<OneMessage>(true);
+  auto idle = std::make_shared<OneMessage>(false);
+  Future<std::string> answer = answered->done.future();
+  Future<std::string> idle_end = idle->done.future();
+  channel_->start(std::string(kWhich), waiting, answered);
+  answered->start();
+  channel_->start(std::string(kHang), waiting, idle);
+  idle->start();
+  wait_until([](const ChannelStats& s) { return s.waited == 2; }, "the calls to wait");
+  later.restart();
+  ASSERT_TRUE(answer.wait_for(60s));
+  EXPECT_EQ(answer.get(), "OK:later");
+  ASSERT_TRUE(later.hung().wait_for(60s));
+  EXPECT_FALSE(idle_end.wait_for(0ms));
+  later.kill();
+  ASSERT_TRUE(idle_end.wait_for(60s)) << "the idle call did not hear its connection close";
+  // The server's shutdown may end the call first (OK trailers) or not (UNAVAILABLE): either way the
+  // idle reactor hears it.
+  EXPECT_TRUE(idle_end.get() == "OK:" || idle_end.get().starts_with("UNAVAILABLE:")) << idle_end.get();
 }
 
 TEST_P(GrpcChannelTest, CloseEndsTheWaitingCallsAndRefusesNewOnes) {

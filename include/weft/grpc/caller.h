@@ -8,7 +8,6 @@
 ///   weft::grpc::ClientCall call = balanced.call("/pkg.Service/Method");   // on balanced.loop()
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,15 +40,10 @@ class Caller {
     if (client_) return client_->unary(std::move(method), std::move(request), std::move(options), std::move(done));
     channel_->unary(std::move(method), std::move(request), std::move(options), std::move(done));
   }
-  /// Thread-safe. Client::start: a call of any shape in callback form. Over a ClientChannel it
-  /// throws std::logic_error: the channel has no callback form of streaming calls yet.
+  /// Thread-safe. Client::start or ClientChannel::start: a call of any shape in callback form.
   ClientStream start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor) const {
-    if (!client_) {
-      throw std::logic_error(
-          "grpc::Caller::start: a ClientChannel has no callback form of streaming calls yet; "
-          "use its coroutine form (call()) or a grpc::Client");
-    }
-    return client_->start(std::move(method), std::move(options), std::move(reactor));
+    if (client_) return client_->start(std::move(method), std::move(options), std::move(reactor));
+    return channel_->start(std::move(method), std::move(options), std::move(reactor));
   }
   /// Thread-safe. The loop of the calls.
   EventLoop& loop() const noexcept { return client_ ? client_->loop() : channel_->loop(); }

@@ -56,6 +56,7 @@
 #include "weft/core/unique_function.h"
 #include "weft/dns/resolver.h"
 #include "weft/grpc/client.h"
+#include "weft/grpc/client_reactor.h"
 
 namespace weft::grpc {
 
@@ -135,7 +136,7 @@ struct ChannelStats {
 
 /// Calls balanced over a target's connections (see the file's description). Held by shared_ptr;
 /// dropping the last one closes it.
-class ClientChannel {
+class ClientChannel : public std::enable_shared_from_this<ClientChannel> {
  public:
   /// How it works.
   using Options = ChannelOptions;
@@ -159,6 +160,13 @@ class ClientChannel {
   /// (metadata Client::call refuses comes as INVALID_ARGUMENT). Throws RejectedExecutionError when
   /// the loop has terminated.
   void unary(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done);
+  /// Thread-safe. A call of any shape in callback form, as Client::start (client_reactor.h): over
+  /// the next pick, or once a connection is ready (a waiting call). Not retried. Throws as Client::start.
+  ClientStream start(std::string method, CallOptions options, std::shared_ptr<ClientReactor> reactor);
+  /// Loop thread only. For the callback form: call(), with `watcher` told when the connection the
+  /// call goes over closes (once the call has one).
+  ClientCall call_watched(std::string_view method, const CallOptions& options,
+                          std::weak_ptr<detail::ConnectionCloseWatcher> watcher);
 
   /// Thread-safe. The channel's state now.
   ConnectivityState state() const noexcept { return state_->load(std::memory_order_acquire); }

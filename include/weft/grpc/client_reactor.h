@@ -104,6 +104,8 @@ class ClientReactor {
 
  private:
   friend class Client;
+  friend class ClientChannel;
+  friend struct ClientStream::State;
   std::optional<ClientStream> stream_;  // set by Client::start
 };
 
