@@ -82,9 +82,10 @@ class NginxTls {
         "}\n";
     const std::string conf_path = dir + "/nginx.conf";
     std::ofstream(conf_path) << conf;
+    const std::string error_log = dir + "/error.log";  // before fork(): the child may not allocate
     const pid_t pid = ::fork();
     if (pid == 0) {
-      ::execlp("nginx", "nginx", "-e", (dir + "/error.log").c_str(), "-p", dir.c_str(), "-c", conf_path.c_str(),
+      ::execlp("nginx", "nginx", "-e", error_log.c_str(), "-p", dir.c_str(), "-c", conf_path.c_str(),
                static_cast<char*>(nullptr));
       ::_exit(127);
     }

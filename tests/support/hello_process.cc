@@ -58,14 +58,16 @@ bool HelloProcess::start_on(const std::string& binary, std::uint16_t port, const
                                       ? std::vector<std::string>{binary, port_text}
                                       : std::vector<std::string>{binary, "--host", "127.0.0.1", "--port", port_text};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  // Built before fork(): the child of a multi-threaded process may not allocate (another thread may
+  // have held the allocator's lock at the fork; the child then waits for it forever).
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     ::close(log_fd);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
     ::execv(binary.c_str(), argv.data());
     ::_exit(127);
   }
