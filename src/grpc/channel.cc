@@ -87,21 +87,6 @@ Task<UnaryResult> unary_over(std::shared_ptr<ClientChannel::Impl> impl, std::str
   }
 }
 
-// The callback form's coroutine; `impl` is kept until `done` has run.
-Task<> unary_then(std::shared_ptr<ClientChannel::Impl> impl, std::string method, ByteBuf request, CallOptions options,
-                  UniqueFunction<void(UnaryResult)> done) {
-  std::optional<UnaryResult> result;
-  try {
-    Task<UnaryResult> call = unary_over(std::move(impl), std::move(method), std::move(request), std::move(options));
-    result.emplace(co_await call);
-  } catch (const InvalidMetadata& e) {
-    result.emplace(Status(StatusCode::invalid_argument, e.what()), ByteBuf());
-  } catch (const std::exception& e) {
-    result.emplace(Status(StatusCode::internal, e.what()), ByteBuf());
-  }
-  done(std::move(*result));
-}
-
 }  // namespace
 
 Task<UnaryResult> ClientChannel::unary(std::string method, ByteBuf request, CallOptions options) {
@@ -112,9 +97,9 @@ void ClientChannel::unary(std::string method, ByteBuf request, CallOptions optio
                           UniqueFunction<void(UnaryResult)> done) {
   loop_.execute([impl = impl_, method = std::move(method), request = std::move(request), options = std::move(options),
                  done = std::move(done)]() mutable {
+    Task<UnaryResult> call = unary_over(impl, std::move(method), std::move(request), std::move(options));
     EventLoop& loop = impl->loop();
-    spawn_detached(
-        loop, unary_then(std::move(impl), std::move(method), std::move(request), std::move(options), std::move(done)));
+    spawn_detached(loop, deliver_unary(std::move(impl), std::move(call), std::move(done)));
   });
 }
 

@@ -11,16 +11,6 @@ namespace weft::grpc {
 
 namespace {
 
-std::string what(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
 // Runs `fn(impl)` on the channel's loop: at once when called there (the usual case: connections
 // complete on it), else posted; nothing once the channel is gone or its loop has ended.
 template <class Fn>
@@ -82,7 +72,7 @@ void ClientChannel::Impl::resolve() {
       if (self.shut_down_) return;
       self.resolving_ = false;
       if (auto error = f.error()) {
-        self.last_error_ = "resolving '" + self.target_.host + "': " + what(error);
+        self.last_error_ = "resolving '" + self.target_.host + "': " + describe_exception(error);
         // The addresses already known stay in use; the name is asked again after a backoff.
         std::weak_ptr<Impl> again = self.weak_from_this();
         self.resolution_timer_ = self.loop_.schedule(self.resolution_backoff_.next(self.random_), [again] {
@@ -178,7 +168,7 @@ void ClientChannel::Impl::connect(const std::shared_ptr<Subchannel>& sc) {
     }
     on_loop(weak, [sc, attempt, f](Impl& self) {
       if (auto error = f.error()) {
-        self.connect_failed(sc, attempt, what(error));
+        self.connect_failed(sc, attempt, describe_exception(error));
       } else {
         self.connected(sc, attempt, f.get());
       }

@@ -212,17 +212,16 @@ void Client::unary(std::string method, ByteBuf request, CallOptions options, Uni
   std::shared_ptr<Client> self = shared_from_this();
   loop().execute([self, method = std::move(method), request = std::move(request), options = std::move(options),
                   done = std::move(done)]() mutable {
-    spawn_detached(self->loop(), self->unary_to(std::move(method), std::move(request), std::move(options), std::move(done)));
+    Task<UnaryResult> call = self->unary(std::move(method), std::move(request), std::move(options));
+    EventLoop& loop = self->loop();
+    spawn_detached(loop, deliver_unary(std::move(self), std::move(call), std::move(done)));
   });
 }
 
-// The callback form's coroutine. `keep` holds the client until `done` has run: the posting task's
-// `self` is gone once the coroutine is spawned.
-Task<> Client::unary_to(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done) {
-  std::shared_ptr<Client> keep = shared_from_this();
+Task<> deliver_unary([[maybe_unused]] std::shared_ptr<const void> keep, Task<UnaryResult> call,
+                     UniqueFunction<void(UnaryResult)> done) {  // `keep`: held by the frame
   std::optional<UnaryResult> result;
   try {
-    Task<UnaryResult> call = unary(std::move(method), std::move(request), std::move(options));
     result.emplace(co_await call);
   } catch (const InvalidMetadata& e) {
     result.emplace(Status(StatusCode::invalid_argument, e.what()), ByteBuf());

@@ -71,6 +71,10 @@ class ClientCallAccess {
 /// reads wait until Client::open_pending opens its stream, or it ends (its deadline, cancel(), or
 /// State::end_with). Its deadline runs from now. Throws InvalidMetadata as Client::call.
 ClientCall pending_call(EventLoop& loop, const ClientOptions& defaults, std::string_view method, CallOptions options);
+/// Loop thread only. The callback form of a unary call: awaits `call` (which has not started) and gives
+/// `done` the result; metadata the call refused comes as INVALID_ARGUMENT, another exception as
+/// INTERNAL. `keep` (the client or the channel) lives until `done` has run.
+Task<> deliver_unary(std::shared_ptr<const void> keep, Task<UnaryResult> call, UniqueFunction<void(UnaryResult)> done);
 /// Loop thread only. A call that has ended with `status` before it started (no stream).
 ClientCall ended_call(EventLoop& loop, Status status);
 

@@ -228,7 +228,6 @@ class Client : public std::enable_shared_from_this<Client> {
  private:
   std::shared_ptr<client::Http2Connection> http2_;
   Options options_;
-  Task<> unary_to(std::string method, ByteBuf request, CallOptions options, UniqueFunction<void(UnaryResult)> done);
   void open_stream(ClientCall::State& state, std::string_view method, const CallOptions& options,
                    std::optional<Duration> timeout);
 
