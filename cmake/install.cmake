@@ -40,17 +40,17 @@ install(FILES
 
 # ---- pkg-config: weft.pc ----------------------------------------------------------------------
 # A static libweft needs -luring, OpenSSL, zlib and c-ares in every link (Requires: liburing libssl
-# libcrypto zlib libcares); a shared one only in static links (Libs.private). fmt is used header-only: its
-# flags, never -lfmt (Requires.private).
+# libcrypto zlib libcares); a shared one only in static links (Libs.private). fmt is in every link either way:
+# the public headers (weft/core/log.h) format with it (Requires).
 file(RELATIVE_PATH WEFT_PC_RELATIVE_PREFIX
   /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" WEFT_PC_RELATIVE_PREFIX "${WEFT_PC_RELATIVE_PREFIX}")
-set(WEFT_PC_REQUIRES_PRIVATE "fmt")
+set(WEFT_PC_REQUIRES_PRIVATE "")
 if(WEFT_BUILD_SHARED)
-  set(WEFT_PC_REQUIRES "")
+  set(WEFT_PC_REQUIRES "fmt")
   set(WEFT_PC_LIBS_PRIVATE "-luring -lssl -lcrypto -lz -lcares")
 else()
-  set(WEFT_PC_REQUIRES "liburing libssl libcrypto zlib libcares")
+  set(WEFT_PC_REQUIRES "fmt liburing libssl libcrypto zlib libcares")
   set(WEFT_PC_LIBS_PRIVATE "")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/weft.pc.in ${PROJECT_BINARY_DIR}/weft.pc @ONLY)

@@ -40,7 +40,7 @@ set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
 set(_weft_deb_version "${PROJECT_VERSION}")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libweft-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-# Public headers use fmt (header-only); a static libweft links liburing, OpenSSL 3, zlib and c-ares.
+# Public headers use fmt (libfmt); a static libweft links liburing, OpenSSL 3, zlib and c-ares.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libfmt-dev (>= 9.1), liburing-dev (>= 2.3), libssl-dev (>= 3.0), zlib1g-dev (>= 1:1.2.13), libc-ares-dev (>= 1.18)")
 # weft_grpc_generate() runs protoc with weft-tools' protoc-gen-weft, and its code links libprotobuf.
 set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "weft-tools, protobuf-compiler, libprotobuf-dev")

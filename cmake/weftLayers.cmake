@@ -54,7 +54,7 @@ function(weft_layer_targets out_var)
     target_include_directories(${name} PUBLIC
       ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
     target_compile_features(${name} PUBLIC cxx_std_20)
-    target_link_libraries(${name} PRIVATE Threads::Threads fmt::fmt-header-only ${WEFT_LAYER_DEPENDS_${layer}})
+    target_link_libraries(${name} PRIVATE Threads::Threads fmt::fmt ${WEFT_LAYER_DEPENDS_${layer}})
     if(WEFT_BUILD_SHARED)
       set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
     endif()

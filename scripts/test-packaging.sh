@@ -266,7 +266,7 @@ for dep in libfmt-dev liburing-dev libssl-dev zlib1g-dev; do
   [[ "$dev_depends" == *"$dep"* ]] || fail "deb: libweft-dev does not depend on $dep"
 done
 [[ "$dev_depends" != *nghttp2* ]] || fail "deb: libweft-dev depends on libnghttp2"
-for dep in liburing2 libnghttp2-14 libssl3 zlib1g libc6 libstdc++6 python3; do
+for dep in libfmt9 liburing2 libnghttp2-14 libssl3 zlib1g libc6 libstdc++6 python3; do
   [[ "$tools_depends" == *"$dep"* ]] || fail "deb: weft-tools does not depend on $dep"
 done
 dev_files=$(dpkg-deb -c "$dev_deb")
