@@ -65,9 +65,10 @@ class WatchReactor final : public ServerReactor, public std::enable_shared_from_
       changed_ = false;
     }
     for (;;) {
-      const State::Now now = state_->now(service_);  // a change made after this read sets changed_
+      State::Now now = state_->now(service_);  // a change made after this read sets changed_
       std::unique_lock lock(mu_);
       if (over_) return;
+      if (draining_) now = {ServingStatus::not_serving, true};
       if (now.status != sent_) {
         sent_ = now.status;
         over_ = now.last;
@@ -117,6 +118,15 @@ class WatchReactor final : public ServerReactor, public std::enable_shared_from_
     over_ = true;
   }
 
+  // The server drains the call's connection: NOT_SERVING, then OK, as enter_shutdown() ends a watch.
+  void on_draining() override {
+    {
+      std::lock_guard lock(mu_);
+      draining_ = true;
+    }
+    pump();
+  }
+
   void on_done() override {
     std::lock_guard lock(state_->mu);
     if (registered_) state_->watchers.erase(watching_);
@@ -132,9 +142,10 @@ class WatchReactor final : public ServerReactor, public std::enable_shared_from_
   bool registered_ = false;
   // mu_:
   std::mutex mu_;
-  bool writing_ = false;  // a write is outstanding, or pump() is deciding one
-  bool changed_ = false;  // told of a change while writing_
-  bool over_ = false;     // finished, or the call ended
+  bool writing_ = false;   // a write is outstanding, or pump() is deciding one
+  bool changed_ = false;   // told of a change while writing_
+  bool over_ = false;      // finished, or the call ended
+  bool draining_ = false;  // the connection drains: the watch ends
   std::optional<ServingStatus> sent_;
 };
 
@@ -162,14 +173,17 @@ HealthService::HealthService() : state_(std::make_shared<State>()) {
 HealthService::~HealthService() = default;
 
 void HealthService::add_to(ServiceRegistry& registry) const {
-  registry.add_unary(std::string(kCheckMethod), [state = state_](ServerCall&, ByteBuf request) -> Task<ByteBuf> {
+  registry.add_unary(std::string(kCheckMethod), [state = state_](ServerCall& call, ByteBuf request) -> Task<ByteBuf> {
     std::optional<std::string> service = health_decode_request(request.view());
     if (!service) throw StatusError(Status(StatusCode::internal, "could not parse the HealthCheckRequest"));
     std::optional<ServingStatus> status;
     {
       std::lock_guard lock(state->mu);
       const auto found = state->statuses.find(*service);
-      if (found != state->statuses.end()) status = state->shutdown ? ServingStatus::not_serving : found->second;
+      // A draining connection answers as a server in shutdown would.
+      if (found != state->statuses.end()) {
+        status = state->shutdown || call.draining() ? ServingStatus::not_serving : found->second;
+      }
     }
     if (!status) throw StatusError(Status(StatusCode::not_found, "service name unknown"));
     co_return health_encode_response(*status);

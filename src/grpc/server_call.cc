@@ -329,6 +329,19 @@ void ServerCall::on_stream_closed() noexcept {
   mark_ended(Status{StatusCode::cancelled, "the stream closed"});
 }
 
+void ServerCall::on_draining(UniqueFunction<void()> listener) {
+  draining_listener_ = std::move(listener);
+  if (draining_) on_connection_draining();
+}
+
+void ServerCall::on_connection_draining() {
+  draining_ = true;
+  if (ended_ || finished_ || !draining_listener_) return;
+  UniqueFunction<void()> listener = std::move(draining_listener_);
+  draining_listener_ = nullptr;
+  listener();
+}
+
 void ServerCall::mark_ended(Status status) noexcept {
   if (ended_) return;
   record_end(status.code);

@@ -70,6 +70,7 @@ struct ServerStream::State {
   std::optional<Status> finish_wanted;
   std::optional<Status> failure;  // a reactor method threw
   bool cancel_told = false;
+  bool draining_due = false;   // the connection drains: on_draining() is owed (loop thread)
   bool over = false;           // the main coroutine is past the call: no more reads are started
   bool reader_reading = false;  // the reader waits in ServerCall::read()
   bool reader_exited = false;
@@ -151,6 +152,12 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
   ReactorDriver::on_end(call, [weak] {
     if (auto s = weak.lock()) s->wakes.main.notify();  // from anywhere (a reset read by the codec)
   });
+  call.on_draining([weak] {
+    auto s = weak.lock();
+    if (s == nullptr) return;
+    s->draining_due = true;  // told from the main coroutine, not nested in whatever fired it
+    s->wakes.main.notify();
+  });
   spawn_detached(call.loop(), read_requests(st));
 
   try {
@@ -158,6 +165,11 @@ Task<> serve_with_reactor(ServerCall& call, const ReactorFactory& factory) {
       if (call.cancelled() && !st->cancel_told) {
         st->cancel_told = true;
         st->invoke([](ServerReactor& r) { r.on_cancel(); });
+        continue;
+      }
+      if (st->draining_due && !call.cancelled() && !call.finished() && !st->finish_wanted) {
+        st->draining_due = false;
+        st->invoke([](ServerReactor& r) { r.on_draining(); });
         continue;
       }
       if (st->write_wanted) {

@@ -13,19 +13,29 @@
 
 namespace weft::grpc {
 
+namespace detail {
+// What the call's watcher knows: the call, once it is made, and whether the connection drains (which
+// may be known before the call is).
+struct CallWatch {
+  std::weak_ptr<ServerCall> call;
+  bool draining = false;
+};
+}  // namespace detail
+
 namespace {
 
 // Before the call's Connection in the child's pipeline: marks the call cancelled as soon as the
 // client resets the stream (the handler may not be reading), then passes everything on.
 class ResetWatcher final : public InboundHandler<http2::StreamMessage, http2::StreamMessage> {
  public:
-  explicit ResetWatcher(std::shared_ptr<std::weak_ptr<ServerCall>> call) noexcept : call_(std::move(call)) {}
+  explicit ResetWatcher(std::shared_ptr<detail::CallWatch> watch) noexcept : watch_(std::move(watch)) {}
   void channel_read(Context& ctx, http2::StreamMessage&& message) override { ctx.fire_read(std::move(message)); }
   void exception_caught(Context& ctx, std::exception_ptr error) override;
   void channel_inactive(Context& ctx) override;
+  void user_event(Context& ctx, const std::any& event) override;
 
  private:
-  std::shared_ptr<std::weak_ptr<ServerCall>> call_;
+  std::shared_ptr<detail::CallWatch> watch_;
 };
 
 }  // namespace
@@ -35,6 +45,7 @@ class ResetNotifier {
  public:
   static void notify(ServerCall& call) noexcept;
   static void notify_closed(ServerCall& call) noexcept { call.on_stream_closed(); }
+  static void notify_draining(ServerCall& call) { call.on_connection_draining(); }
 };
 
 namespace {
@@ -138,7 +149,7 @@ http2::StreamChooser ServiceRegistry::stream_chooser() const {
 
 void ServiceRegistry::serve_call(http2::StreamChannel& channel, std::shared_ptr<const Handler> handler,
                                  ServerOptions options, std::shared_ptr<detail::MethodMetrics> metrics) {
-  auto watched = std::make_shared<std::weak_ptr<ServerCall>>();
+  auto watched = std::make_shared<detail::CallWatch>();
   channel.pipeline().add_last("grpc-reset-watcher", std::make_shared<ResetWatcher>(watched));
   weft::serve<http2::StreamMessage>(
       channel,
@@ -147,13 +158,14 @@ void ServiceRegistry::serve_call(http2::StreamChannel& channel, std::shared_ptr<
 }
 
 Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection, std::shared_ptr<const Handler> handler,
-                                 ServerOptions options, std::shared_ptr<std::weak_ptr<ServerCall>> watched,
+                                 ServerOptions options, std::shared_ptr<detail::CallWatch> watched,
                                  std::shared_ptr<detail::MethodMetrics> metrics) {
   http2::StreamMessage first = co_await connection.read();
   auto* headers = std::get_if<http2::StreamHeaders>(&first);
   if (headers == nullptr) co_return;
   auto call = std::make_shared<ServerCall>(connection, std::move(*headers), options);
-  *watched = call;
+  watched->call = call;
+  if (watched->draining) ResetNotifier::notify_draining(*call);
   if (metrics != nullptr && metrics::instrumentation_enabled()) call->start_metrics(std::move(metrics));
   // The stream may have closed (a reset with the HEADERS) before the watcher knew the call.
   if (connection.is_closed()) ResetNotifier::notify_closed(*call);
@@ -201,15 +213,23 @@ void ResetWatcher::exception_caught(Context& ctx, std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const http2::StreamResetError&) {
-    if (auto call = call_->lock()) ResetNotifier::notify(*call);
+    if (auto call = watch_->call.lock()) ResetNotifier::notify(*call);
   } catch (...) {
   }
   ctx.fire_exception(error);
 }
 
+void ResetWatcher::user_event(Context& ctx, const std::any& event) {
+  if (std::any_cast<http2::ConnectionDrainingEvent>(&event) != nullptr) {
+    watch_->draining = true;
+    if (auto call = watch_->call.lock()) ResetNotifier::notify_draining(*call);
+  }
+  ctx.fire_user_event(event);
+}
+
 void ResetWatcher::channel_inactive(Context& ctx) {
   // The connection went while the handler may be waiting elsewhere (an executor, a reactor).
-  if (auto call = call_->lock()) ResetNotifier::notify_closed(*call);
+  if (auto call = watch_->call.lock()) ResetNotifier::notify_closed(*call);
   ctx.fire_channel_inactive();
 }
 }  // namespace

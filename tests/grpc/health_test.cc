@@ -3,7 +3,8 @@
 // served by weft's HTTP/2 server to weft's gRPC client on every transport: Check (a set service, "",
 // NOT_FOUND, INTERNAL for a request that does not parse), Watch (the status at once, SERVICE_UNKNOWN
 // then the status once set, changes made on other threads, only changes, latest wins for a reader that
-// is behind), and enter_shutdown(): open watches get NOT_SERVING and end OK, so a drain is not held.
+// is behind), and enter_shutdown() or a drain alone: open watches get NOT_SERVING and end OK, so a drain
+// is not held.
 
 #include "weft/grpc/health.h"
 
@@ -229,6 +230,28 @@ TEST_P(HealthServiceTest, EnterShutdownEndsEveryWatchSoTheDrainIsNotHeld) {
   const DrainReport report = drained.get();
   EXPECT_EQ(report.open, 1u);
   EXPECT_EQ(report.forced, 0u);
+  server_ = nullptr;  // drained: closed already
+}
+
+// A drain without enter_shutdown(): the watches of the connection it ends get NOT_SERVING (once) and
+// end OK (the codec tells each call its connection drains), so the drain is not held until its
+// deadline; the service's own statuses are not changed.
+TEST_P(HealthServiceTest, ADrainEndsTheWatchesOfItsConnectionWithoutEnterShutdown) {
+  health_.set_status("pkg.Down", ServingStatus::not_serving);
+  watch(0, "");
+  watch(1, "pkg.Down");
+  EXPECT_EQ(next(0), "SERVING");
+  EXPECT_EQ(next(1), "NOT_SERVING");
+  Future<DrainReport> drained = drain_server(server_, 60s);
+  EXPECT_EQ(next(0), "NOT_SERVING");
+  EXPECT_EQ(next(0), "end:OK");
+  EXPECT_EQ(next(1), "end:OK");
+  ASSERT_TRUE(drained.wait_for(60s));
+  const DrainReport report = drained.get();
+  EXPECT_EQ(report.open, 1u);
+  EXPECT_EQ(report.forced, 0u);
+  EXPECT_FALSE(health_.shutting_down());
+  EXPECT_EQ(health_.status(""), ServingStatus::serving);
   server_ = nullptr;  // drained: closed already
 }
 

@@ -148,6 +148,20 @@ struct Fixture {
       }
       throw std::runtime_error("broken handler");
     });
+    // Writes, then waits until its connection drains (ServerCall::on_draining) and ends OK.
+    services.add("/test.Echo/UntilDrain", [](ServerCall& call) -> Task<> {
+      co_await call.write(ByteBuf::copy_of("watching"));
+      struct Draining {
+        ServerCall& call;
+        bool await_ready() const noexcept { return call.draining(); }
+        void await_suspend(std::coroutine_handle<> h) {
+          call.on_draining([h] { h.resume(); });
+        }
+        void await_resume() const noexcept {}
+      };
+      co_await Draining{call};
+      co_await call.finish(Status{StatusCode::ok, "drained"});
+    });
     services.add_unary_callback("/test.Echo/CallbackNow", [](ServerCall&, ByteBuf request, UnaryResponder responder) {
       responder.respond(std::move(request));
     });
@@ -447,6 +461,29 @@ TEST(GrpcServer, AClientResetIsSeenByAHandlerThatIsNotReading) {
   f.ch.advance_time(50ms);
   f.pump(client);
   EXPECT_TRUE(f.observed->cancelled);
+}
+
+// The connection asked to end (a drain, the loop's shutdown): a call open then, and one opened in the
+// window before the final GOAWAY, each learn it (ServerCall::draining, on_draining) and may finish; a
+// call not told would hold the connection until the drain's deadline.
+TEST(GrpcServer, EveryCallLearnsThatItsConnectionDrains) {
+  Fixture f;
+  H2Client client;
+  const auto before = client.request_streamed("POST", "/test.Echo/UntilDrain", grpc_headers());
+  f.pump(client);
+  ASSERT_EQ(client.response(before).body, frame("watching"));
+  ASSERT_FALSE(client.response(before).closed);
+  f.ch.request_shutdown();
+  const auto after = client.request_streamed("POST", "/test.Echo/UntilDrain", grpc_headers());
+  f.pump(client);
+  for (const auto id : {before, after}) {
+    const H2Response r = client.response(id);
+    EXPECT_TRUE(r.closed) << id;
+    EXPECT_EQ(r.body, frame("watching")) << id;
+    EXPECT_EQ(grpc_status(r), "0") << id;
+    EXPECT_EQ(grpc_message(r), "drained") << id;
+  }
+  EXPECT_EQ(client.goaway_error(), 0u);
 }
 
 TEST(GrpcServer, AHandlerThatThrowsEndsTheCallUnknown) {

@@ -17,6 +17,9 @@
 /// every one in between: a watch holds one status, never a queue). A request that does not parse is
 /// answered INTERNAL. enter_shutdown() makes every service NOT_SERVING for good and ends every Watch
 /// (NOT_SERVING, then OK), so that a draining server is not held until its deadline by Watch streams.
+/// Without it, a drain does the same on each connection it ends (weft::drain_server, the loop's
+/// graceful shutdown: ServerCall::draining()): its Watch calls send NOT_SERVING and end OK, and a
+/// Check that arrives on it meanwhile answers NOT_SERVING; calls on other connections are not touched.
 ///
 /// The two messages are encoded and decoded here (libweft does not link libprotobuf): health_*
 /// functions below, which a client may use too.

@@ -125,6 +125,15 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   bool cancelled() const noexcept { return ended_.has_value(); }
   /// Loop thread only. Whether the response has ended (finished by the handler or ended without it).
   bool finished() const noexcept { return finished_; }
+  /// Loop thread only. Whether the server asked the call's connection to end (weft::drain_server, the
+  /// loop's graceful shutdown): GOAWAY went out, and the drain waits for the open calls. A call that
+  /// would stay open for long (a watch, a subscription) should finish; nothing ends it until the
+  /// drain's deadline does.
+  bool draining() const noexcept { return draining_; }
+  /// Loop thread only. Calls `listener` once, on the call's loop, when the call's connection starts to
+  /// drain (see draining()): at once when it has already. Replaces a listener set before; not called
+  /// once the call has ended. The reactor form's ServerReactor::on_draining.
+  void on_draining(UniqueFunction<void()> listener);
   /// Loop thread only. Whether a write() now would not wait (grpc-java's isReady()): false while the
   /// stream holds what the client's flow-control window has not let leave (past its write-buffer
   /// high-water mark), and once the call has ended. A handler that produces messages may check it to
@@ -203,6 +212,7 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   void end_now(Status status);   // writes `status` past the Connection, marks the call ended, closes
   void on_reset() noexcept;      // the client's RST_STREAM (seen by the registry's watcher)
   void on_stream_closed() noexcept;  // the stream channel went inactive (the connection gone)
+  void on_connection_draining();     // http2::ConnectionDrainingEvent (seen by the registry's watcher)
   void mark_ended(Status status) noexcept;  // ended without the handler: ended_, then end_listener_
   // Metrics (server_metrics.h): the call started now, counted in `metrics`; its end, counted once.
   void start_metrics(std::shared_ptr<detail::MethodMetrics> metrics) noexcept;
@@ -221,6 +231,8 @@ class ServerCall : public std::enable_shared_from_this<ServerCall> {
   bool request_ended_ = false;    // the client half-closed
   bool headers_written_ = false;  // the response's head was written
   bool finished_ = false;         // the response's end was written
+  bool draining_ = false;         // the connection drains (draining())
+  UniqueFunction<void()> draining_listener_;  // on_draining()
   std::uint32_t writes_this_turn_ = 0;  // messages written since the handler last let the loop poll
   UniqueFunction<void()> end_listener_;  // told once when ended_ is set (the reactor form's on_cancel)
   std::shared_ptr<detail::MethodMetrics> metrics_;  // until the end is counted; null while not counted

@@ -67,6 +67,10 @@ class ServerReactor {
   /// The call ended without finish() (deadline, client reset, broken request, connection gone): its
   /// status was sent already, if the connection was there to take it.
   virtual void on_cancel() {}
+  /// The server asked the call's connection to end (weft::drain_server, the loop's graceful
+  /// shutdown: ServerCall::draining()). The call goes on; one that would stay open for long (a watch,
+  /// a subscription) should finish, or the drain's deadline ends it. At most once, never after finish().
+  virtual void on_draining() {}
   /// Last: the call is over and no operation is outstanding. ServerStream methods do nothing after.
   virtual void on_done() {}
 };

@@ -37,6 +37,10 @@
 
 namespace weft::grpc {
 
+namespace detail {
+struct CallWatch;  // service_registry.cc
+}  // namespace detail
+
 /// A method's handler: a coroutine over its call, for the four call shapes (read() as often as the
 /// method takes messages, write() as often as it gives them). Returning ends the call OK unless it
 /// was finished; throwing StatusError ends it with that status, another exception with UNKNOWN.
@@ -88,7 +92,7 @@ class ServiceRegistry {
   static void serve_call(http2::StreamChannel& channel, std::shared_ptr<const Handler> handler, ServerOptions options,
                          std::shared_ptr<detail::MethodMetrics> metrics);
   static Task<> run_call(Connection<http2::StreamMessage>& connection, std::shared_ptr<const Handler> handler,
-                         ServerOptions options, std::shared_ptr<std::weak_ptr<ServerCall>> watched,
+                         ServerOptions options, std::shared_ptr<detail::CallWatch> watched,
                          std::shared_ptr<detail::MethodMetrics> metrics);
 
   ServerOptions options_;

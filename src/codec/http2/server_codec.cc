@@ -940,6 +940,7 @@ void ServerCodec::user_event(Context& ctx, const std::any& event) {
     // then the close.
     ctx.channel().end_for_shutdown_itself();
     announce_shutdown(ctx);
+    tell_children_draining();
   }
   ctx.fire_user_event(event);
 }
@@ -1163,6 +1164,7 @@ int ServerCodec::open_child(Stream& s, bool end_stream) {
     detail::RequestAccess::fill(request, std::move(s.fields), ByteBuf(), static_cast<std::uint64_t>(s.id));
     child->in_headers_.emplace(StreamHeaders{std::move(request), end_stream});
     child->in_ended_ = end_stream;
+    child->draining_owed_ = draining_;
     s.child = child;
     s.dispatched = true;
     s.complete = end_stream;
@@ -1287,6 +1289,23 @@ void ServerCodec::child_stream_closed(Stream& s, std::uint32_t error_code) {
   }
 }
 
+// The connection drains: each child gets ConnectionDrainingEvent (serve_child), and so does each one
+// opened from here on (open_child).
+void ServerCodec::tell_children_draining() {
+  if (!streams_enabled_ || draining_) return;
+  draining_ = true;
+  for (const auto& s : streams_) {
+    if (!s->live || !s->child) continue;
+    s->child->draining_owed_ = true;
+    queue_child(*s->child);
+  }
+  if (child_calling_ != nullptr && !running_children_) {
+    post_children();  // not nested in a child's own call
+  } else {
+    run_children();
+  }
+}
+
 void ServerCodec::queue_child(StreamChannel& child) {
   if (child.work_queued_) return;
   child_work_.push_back(std::static_pointer_cast<StreamChannel>(child.shared_from_this()));
@@ -1345,6 +1364,10 @@ void ServerCodec::serve_child(StreamChannel& ch) {
     if (ch.is_open()) ch.release_held_write_bytes(n);
   }
   ch.deliver();
+  if (ch.draining_owed_ && !ch.stream_closed_ && ch.codec_ == this && ch.is_open()) {
+    ch.draining_owed_ = false;
+    ch.pipeline().fire_user_event(ConnectionDrainingEvent{});
+  }
   if (ch.stream_closed_ && !ch.finished_ && ch.codec_ == this) ch.finish(ch.reset_, ch.reset_code_);
 }
 

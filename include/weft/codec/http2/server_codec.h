@@ -101,7 +101,8 @@ class ServerCodec final : public Handler {
   /// Loop thread only.
   void channel_inactive(Context& ctx) override;
   /// Loop thread only. The client's FIN: GOAWAY, and the close once the streams owed are answered.
-  /// A graceful shutdown (ChannelShutdownRequestedEvent: the loop's, drain_server): announce_shutdown().
+  /// A graceful shutdown (ChannelShutdownRequestedEvent: the loop's, drain_server): announce_shutdown(),
+  /// and ConnectionDrainingEvent on each stream channel.
   void user_event(Context& ctx, const std::any& event) override;
   /// Loop thread only. Reading stops while the channel is unwritable; output resumes when writable.
   void writability_changed(Context& ctx) override;
@@ -146,6 +147,7 @@ class ServerCodec final : public Handler {
   int child_trailer(Stream& s, std::string_view name, std::string_view value);
   void child_stream_closed(Stream& s, std::uint32_t error_code);
   void queue_child(StreamChannel& child);
+  void tell_children_draining();
   void run_children();
   void post_children();
   void run_children_posted();
@@ -221,6 +223,7 @@ class ServerCodec final : public Handler {
   std::vector<Stream*> free_streams_;
   // Streams as channels (empty unless Settings::stream_initializer is set).
   bool streams_enabled_ = false;        // windows are returned by hand (Session::consume)
+  bool draining_ = false;               // asked to shut down: children get ConnectionDrainingEvent
   bool running_children_ = false;       // run_children() is on the stack
   bool in_read_ = false;                // read_message is on the stack: children's flushes wait for its end
   bool flush_wanted_ = false;           // ... and one asked for it

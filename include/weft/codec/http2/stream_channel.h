@@ -161,6 +161,13 @@ struct ResponseHeaders {
   std::size_t message_size() const noexcept { return sizeof(bool) + response.message_size(); }
 };
 
+/// A user event on each open StreamChannel (and each one opened after) when its connection is asked
+/// to end gracefully (weft::drain_server, the loop's graceful shutdown; ChannelShutdownRequestedEvent
+/// on the connection): the codec has sent GOAWAY and waits for the open streams. The stream is not
+/// ended by it; a stream that would stay open for long (a watch, a subscription) should finish now,
+/// or the drain's deadline closes it.
+struct ConnectionDrainingEvent {};
+
 /// The client reset the stream (RST_STREAM), or the stream ended with an error before the
 /// response was complete: the exception a StreamChannel's pipeline sees before it closes.
 class StreamResetError : public Error {
@@ -263,6 +270,7 @@ class StreamChannel final : public Channel {
   bool reset_ = false;            // ... by a reset
   std::uint32_t reset_code_ = 0;
   bool work_queued_ = false;      // in the codec's list of children with work
+  bool draining_owed_ = false;    // ConnectionDrainingEvent to deliver
   // post_delivery. The hold keeps the channel while it is scheduled: its last handle may be let go
   // off the loop, where the callback could not be cancelled.
   LoopCallback delivery_later_{[this] { delivery_posted(); }};
