@@ -502,6 +502,19 @@ TEST_P(GrpcChannelTest, CloseEndsTheWaitingCallsAndRefusesNewOnes) {
   EXPECT_THROW(channel_->ready().get(), Error);
 }
 
+// The name of the server a unary call through `caller` (a Client or a ClientChannel) reached, or the
+// call's status message.
+template <class Caller>
+std::string ask_which(const std::shared_ptr<Caller>& caller) {
+  auto ask = [](std::shared_ptr<Caller> c) -> Task<std::string> {
+    UnaryResult r = co_await c->unary(std::string(kWhich), ByteBuf::copy_of("?"));
+    co_return r.status.ok() ? std::string(r.message.view()) : r.status.message;
+  };
+  Future<std::string> answered = spawn(caller->loop(), ask(caller));
+  if (!answered.wait_for(60s)) return "the call did not end";
+  return answered.get();
+}
+
 // A grpc::Client on every transport, and a channel where it may run, to a server on a Unix socket.
 class GrpcUnixSocketTest : public test::TransportTest {};
 
@@ -510,24 +523,12 @@ TEST_P(GrpcUnixSocketTest, CallsReachAServerOnAUnixSocket) {
   NamedServer server(transport(), "unix", address);
   EventLoopGroup client_loops(transport(), loops(1, 2));
   std::shared_ptr<Client> client = Client::connect(client_loops, address).get();
-  auto one = [](std::shared_ptr<Client> c) -> Task<std::string> {
-    UnaryResult r = co_await c->unary(std::string(kWhich), ByteBuf::copy_of("?"));
-    co_return r.status.ok() ? std::string(r.message.view()) : r.status.message;
-  };
-  Future<std::string> answered = spawn(client->loop(), one(client));
-  ASSERT_TRUE(answered.wait_for(60s));
-  EXPECT_EQ(answered.get(), "unix");
+  EXPECT_EQ(ask_which(client), "unix");
   client->close().wait();
   if (is_blocking()) return;  // a channel is refused there (GrpcChannelBlockingTest)
 
   auto channel = ClientChannel::create(client_loops.at(0), address.to_string(), {});
-  auto two = [](std::shared_ptr<ClientChannel> ch) -> Task<std::string> {
-    UnaryResult r = co_await ch->unary(std::string(kWhich), ByteBuf::copy_of("?"));
-    co_return r.status.ok() ? std::string(r.message.view()) : r.status.message;
-  };
-  Future<std::string> balanced = spawn(channel->loop(), two(channel));
-  ASSERT_TRUE(balanced.wait_for(60s));
-  EXPECT_EQ(balanced.get(), "unix");
+  EXPECT_EQ(ask_which(channel), "unix");
   channel->close().wait();
   EXPECT_EQ(server.calls(), 2u);
 }
