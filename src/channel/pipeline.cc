@@ -179,6 +179,7 @@ void Pipeline::link_after(Context& prev, ContextPtr ctx) {
   prev.next_->prev_ = &c;
   prev.next_ = &c;
   if (handler_reads_timed_) c.read_gate_ |= Context::kReadTimed;
+  if (contexts_.capacity() == 0) contexts_.reserve(kInlineContexts);  // one allocation, not one per growth
   contexts_.push_back(std::move(ctx));
   try {
     check_types();
@@ -337,7 +338,11 @@ Pipeline& Pipeline::add_after(std::string_view base, std::string name, std::shar
 
 std::shared_ptr<Handler> Pipeline::remove(std::string_view name) {
   check_thread("Pipeline::remove");
-  Context& c = find_or_throw(name);
+  return remove_context(find_or_throw(name));
+}
+
+std::shared_ptr<Handler> Pipeline::remove_context(Context& c) {
+  if (removed_.capacity() == 0) removed_.reserve(kInlineContexts);
   unlink(c);
   release(*c.handler_);
   std::shared_ptr<Handler> handler = c.cold_->owner;
@@ -430,7 +435,8 @@ std::vector<std::string> Pipeline::names() const {
 
 void Pipeline::clear() {
   Depth depth(*this);
-  while (head_.next_ != &tail_) remove(std::string(head_.next_->cold_->name));
+  if (head_.next_ != &tail_) check_thread("Pipeline::clear");
+  while (head_.next_ != &tail_) remove_context(*head_.next_);
 }
 
 void Pipeline::fire_channel_active() {

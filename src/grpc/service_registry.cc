@@ -14,31 +14,27 @@
 namespace weft::grpc {
 
 namespace detail {
-// What the call's watcher knows: the call, once it is made, and whether the connection drains (which
-// may be known before the call is).
-struct CallWatch {
-  std::weak_ptr<ServerCall> call;
-  bool draining = false;
-};
-}  // namespace detail
-
-namespace {
-
 // Before the call's Connection in the child's pipeline: marks the call cancelled as soon as the
-// client resets the stream (the handler may not be reading), then passes everything on.
-class ResetWatcher final : public InboundHandler<http2::StreamMessage, http2::StreamMessage> {
- public:
-  explicit ResetWatcher(std::shared_ptr<detail::CallWatch> watch) noexcept : watch_(std::move(watch)) {}
+// client resets the stream (the handler may not be reading), tells it that its connection drains
+// (which may be known before the call is made), then passes everything on.
+struct CallWatch final : InboundHandler<http2::StreamMessage, http2::StreamMessage> {
   void channel_read(Context& ctx, http2::StreamMessage&& message) override { ctx.fire_read(std::move(message)); }
   void exception_caught(Context& ctx, std::exception_ptr error) override;
   void channel_inactive(Context& ctx) override;
   void user_event(Context& ctx, const std::any& event) override;
 
- private:
-  std::shared_ptr<detail::CallWatch> watch_;
+  std::weak_ptr<ServerCall> call;  // once it is made
+  bool draining = false;
 };
 
-}  // namespace
+// A method as the calls find it (ServiceRegistry::stream_chooser): made once per chooser, so that a
+// call's stream initializer holds only a pointer to it (no allocation per call).
+struct MethodEntry : std::enable_shared_from_this<MethodEntry> {
+  std::shared_ptr<const Handler> handler;  // null: an unknown method (UNIMPLEMENTED)
+  std::shared_ptr<MethodMetrics> metrics;
+  ServerOptions options;
+};
+}  // namespace detail
 
 // Outside the anonymous namespace's class body: ServerCall::on_reset is private to friends.
 class ResetNotifier {
@@ -48,8 +44,7 @@ class ResetNotifier {
   static void notify_draining(ServerCall& call) { call.on_connection_draining(); }
 };
 
-namespace {
-// The one request message of a unary call; a missing or second one fails the call INTERNAL.
+namespace detail {
 Task<ByteBuf> read_unary_request(ServerCall& call) {
   std::optional<ByteBuf> request = co_await call.read();
   if (!request) throw StatusError(Status(StatusCode::internal, "a unary call without its request message"));
@@ -57,7 +52,7 @@ Task<ByteBuf> read_unary_request(ServerCall& call) {
   if (extra) throw StatusError(Status(StatusCode::internal, "a unary call with more than one request message"));
   co_return std::move(*request);
 }
-}  // namespace
+}  // namespace detail
 
 void ServiceRegistry::add(std::string path, Handler handler) {
   methods_[std::move(path)] = std::make_shared<const Handler>(std::move(handler));
@@ -77,7 +72,7 @@ std::vector<std::string> ServiceRegistry::services() const {
 
 void ServiceRegistry::add_unary(std::string path, UnaryHandler handler) {
   add(std::move(path), [handler = std::move(handler)](ServerCall& call) -> Task<> {
-    ByteBuf request = co_await read_unary_request(call);
+    ByteBuf request = co_await detail::read_unary_request(call);
     ByteBuf response = co_await handler(call, std::move(request));
     co_await call.write(std::move(response));
     Status ok;
@@ -87,7 +82,7 @@ void ServiceRegistry::add_unary(std::string path, UnaryHandler handler) {
 
 void ServiceRegistry::add_unary_callback(std::string path, UnaryCallback callback) {
   add(std::move(path), [callback = std::move(callback)](ServerCall& call) -> Task<> {
-    ByteBuf request = co_await read_unary_request(call);
+    ByteBuf request = co_await detail::read_unary_request(call);
     auto state = std::make_shared<UnaryResponder::State>(call.loop());
     callback(call, std::move(request), UnaryResponder(state));
     UnaryResponder::Outcome outcome = co_await state->wait();
@@ -116,10 +111,6 @@ http2::Settings ServiceRegistry::http2_settings() const {
 
 http2::StreamChooser ServiceRegistry::stream_chooser() const {
   // Each method with its metrics (made now: a call only finds them); paths not registered share "other".
-  struct Method {
-    std::shared_ptr<const Handler> handler;
-    std::shared_ptr<detail::MethodMetrics> metrics;
-  };
   auto make_metrics = [](std::string_view name) -> std::shared_ptr<detail::MethodMetrics> {
     try {
       return std::make_shared<detail::MethodMetrics>(std::string(name));
@@ -128,45 +119,51 @@ http2::StreamChooser ServiceRegistry::stream_chooser() const {
       return nullptr;
     }
   };
-  auto methods = std::make_shared<std::map<std::string, Method, std::less<>>>();
-  std::shared_ptr<detail::MethodMetrics> other = make_metrics("other");
+  auto entry = [&](std::shared_ptr<const Handler> handler, std::string_view name) {
+    auto method = std::make_shared<detail::MethodEntry>();
+    method->handler = std::move(handler);
+    method->metrics = make_metrics(name);
+    method->options = options_;
+    return method;
+  };
+  using Methods = std::map<std::string, std::shared_ptr<const detail::MethodEntry>, std::less<>>;
+  auto methods = std::make_shared<Methods>();
   for (const auto& [path, handler] : methods_) {
     // A66's grpc.method: the full name without the leading '/'.
-    methods->emplace(path, Method{handler, make_metrics(std::string_view(path).substr(path.starts_with('/') ? 1 : 0))});
+    methods->emplace(path, entry(handler, std::string_view(path).substr(path.starts_with('/') ? 1 : 0)));
   }
-  const ServerOptions options = options_;
-  return [methods = std::shared_ptr<const std::map<std::string, Method, std::less<>>>(std::move(methods)), other,
-          options](const http::RequestHead& head) -> http2::StreamInitializer {
+  std::shared_ptr<const detail::MethodEntry> other = entry(nullptr, "other");
+  // The initializer runs while the codec that holds this chooser (and so the entries) is there.
+  return [methods = std::shared_ptr<const Methods>(std::move(methods)),
+          other](const http::RequestHead& head) -> http2::StreamInitializer {
     const bool grpc = is_grpc_content_type(head.header("content-type").value_or(""));
     const auto found = methods->find(head.path);
     if (!grpc && found == methods->end()) return {};  // not a call: served whole, by the pipeline
-    std::shared_ptr<const Handler> handler = found != methods->end() ? found->second.handler : nullptr;
-    std::shared_ptr<detail::MethodMetrics> metrics = found != methods->end() ? found->second.metrics : other;
-    return
-        [handler, options, metrics](http2::StreamChannel& channel) { serve_call(channel, handler, options, metrics); };
+    const detail::MethodEntry* method = found != methods->end() ? found->second.get() : other.get();
+    return [method](http2::StreamChannel& channel) { serve_call(channel, *method); };
   };
 }
 
-void ServiceRegistry::serve_call(http2::StreamChannel& channel, std::shared_ptr<const Handler> handler,
-                                 ServerOptions options, std::shared_ptr<detail::MethodMetrics> metrics) {
-  auto watched = std::make_shared<detail::CallWatch>();
-  channel.pipeline().add_last("grpc-reset-watcher", std::make_shared<ResetWatcher>(watched));
+void ServiceRegistry::serve_call(http2::StreamChannel& channel, const detail::MethodEntry& method) {
+  auto watch = std::make_shared<detail::CallWatch>();
+  channel.pipeline().add_last("grpc-call", watch);
   weft::serve<http2::StreamMessage>(
-      channel,
-      [handler = std::move(handler), options, watched, metrics = std::move(metrics)](
-          Connection<http2::StreamMessage>& c) -> Task<> { co_await run_call(c, handler, options, watched, metrics); });
+      channel, [method = method.shared_from_this(), watch](Connection<http2::StreamMessage>& c) -> Task<> {
+        co_await run_call(c, method, watch);
+      });
 }
 
-Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection, std::shared_ptr<const Handler> handler,
-                                 ServerOptions options, std::shared_ptr<detail::CallWatch> watched,
-                                 std::shared_ptr<detail::MethodMetrics> metrics) {
+Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection,
+                                 std::shared_ptr<const detail::MethodEntry> method,
+                                 std::shared_ptr<detail::CallWatch> watch) {
   http2::StreamMessage first = co_await connection.read();
   auto* headers = std::get_if<http2::StreamHeaders>(&first);
   if (headers == nullptr) co_return;
-  auto call = std::make_shared<ServerCall>(connection, std::move(*headers), options);
-  watched->call = call;
-  if (watched->draining) ResetNotifier::notify_draining(*call);
-  if (metrics != nullptr && metrics::instrumentation_enabled()) call->start_metrics(std::move(metrics));
+  auto call = std::make_shared<ServerCall>(connection, std::move(*headers), method->options);
+  watch->call = call;
+  if (watch->draining) ResetNotifier::notify_draining(*call);
+  const std::shared_ptr<const Handler>& handler = method->handler;
+  if (method->metrics != nullptr && metrics::instrumentation_enabled()) call->start_metrics(method->metrics);
   // The stream may have closed (a reset with the HEADERS) before the watcher knew the call.
   if (connection.is_closed()) ResetNotifier::notify_closed(*call);
   std::optional<Status> outcome;
@@ -208,30 +205,30 @@ Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection, s
 
 void ResetNotifier::notify(ServerCall& call) noexcept { call.on_reset(); }
 
-namespace {
-void ResetWatcher::exception_caught(Context& ctx, std::exception_ptr error) {
+namespace detail {
+void CallWatch::exception_caught(Context& ctx, std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const http2::StreamResetError&) {
-    if (auto call = watch_->call.lock()) ResetNotifier::notify(*call);
+    if (auto made = call.lock()) ResetNotifier::notify(*made);
   } catch (...) {
   }
   ctx.fire_exception(error);
 }
 
-void ResetWatcher::user_event(Context& ctx, const std::any& event) {
+void CallWatch::user_event(Context& ctx, const std::any& event) {
   if (std::any_cast<http2::ConnectionDrainingEvent>(&event) != nullptr) {
-    watch_->draining = true;
-    if (auto call = watch_->call.lock()) ResetNotifier::notify_draining(*call);
+    draining = true;
+    if (auto made = call.lock()) ResetNotifier::notify_draining(*made);
   }
   ctx.fire_user_event(event);
 }
 
-void ResetWatcher::channel_inactive(Context& ctx) {
+void CallWatch::channel_inactive(Context& ctx) {
   // The connection went while the handler may be waiting elsewhere (an executor, a reactor).
-  if (auto call = watch_->call.lock()) ResetNotifier::notify_closed(*call);
+  if (auto made = call.lock()) ResetNotifier::notify_closed(*made);
   ctx.fire_channel_inactive();
 }
-}  // namespace
+}  // namespace detail
 
 }  // namespace weft::grpc

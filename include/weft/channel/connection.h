@@ -67,11 +67,10 @@ void log_connection_failure(const Channel& channel, std::exception_ptr error) no
 template <class In>
 class Connection final : public std::enable_shared_from_this<Connection<In>> {
  public:
-  /// The ring starts small and doubles as messages queue up: a slot holds a whole message (an
-  /// HttpRequest is over 2 KiB), so max_queued slots up front would cost every idle connection ~150 KiB.
-  explicit Connection(ConnectionOptions options = {}) : options_(options) {
-    queue_.resize(std::clamp<std::size_t>(options_.max_queued, 1, kInitialSlots));
-  }
+  /// The ring is made when a message first has to wait (none does while the coroutine is reading),
+  /// small, and doubles as messages queue up: a slot holds a whole message (an HttpRequest is over
+  /// 2 KiB), so max_queued slots up front would cost every idle connection ~150 KiB.
+  explicit Connection(ConnectionOptions options = {}) : options_(options) {}
 
   // ---- for the coroutine
 
@@ -304,7 +303,8 @@ class Connection final : public std::enable_shared_from_this<Connection<In>> {
   }
 
   void grow_queue() {
-    std::vector<std::optional<In>> bigger(queue_.size() * 2);
+    const std::size_t first = std::clamp<std::size_t>(options_.max_queued, 1, kInitialSlots);
+    std::vector<std::optional<In>> bigger(queue_.empty() ? first : queue_.size() * 2);
     for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(queue_[(head_ + i) % queue_.size()]);
     queue_ = std::move(bigger);
     head_ = 0;

@@ -281,6 +281,7 @@ class Pipeline {
   void check_thread(const char* operation) const noexcept;
   Context* find(std::string_view name) const noexcept;
   Context& find_or_throw(std::string_view name) const;
+  std::shared_ptr<Handler> remove_context(Context& c);  // remove(name) once found
   void link_after(Context& prev, ContextPtr ctx);
   // In a free inline slot when there is one and the handler runs on the loop, else on the heap.
   ContextPtr new_context(std::string name, std::shared_ptr<Handler> handler, ExecutorGroup* executors = nullptr);

@@ -15,9 +15,10 @@ namespace weft::frame_pool {
 
 /// Size classes are multiples of this many bytes.
 inline constexpr std::size_t kGranule = 64;
-/// Frames larger than this come from the heap directly.
-inline constexpr std::size_t kMaxPooledSize = 4096;
-/// The most bytes one thread's list of one class keeps.
+/// Frames larger than this come from the heap directly. (A gRPC call's coroutine that holds the
+/// request's head takes about 4.8 KiB.)
+inline constexpr std::size_t kMaxPooledSize = 8192;
+/// The most bytes one thread's list of one class keeps (so at most 128 x 64 KiB = 8 MiB in all).
 inline constexpr std::size_t kMaxCachedBytesPerClass = 64 * 1024;
 
 /// Thread-safe (each thread uses its own lists). A block of at least `size` bytes.

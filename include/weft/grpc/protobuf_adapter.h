@@ -116,10 +116,19 @@ void add_method(ServiceRegistry& services, std::string path,
 template <class Request, class Response>
 void add_unary(ServiceRegistry& services, std::string path,
                std::function<Task<Response>(ServerCall&, Request)> handler) {
-  services.add_unary(std::move(path), [handler = std::move(handler)](ServerCall& call, ByteBuf bytes) -> Task<ByteBuf> {
+  // As ServiceRegistry::add_unary, in one frame, the response framed as it is serialized.
+  services.add(std::move(path), [handler = std::move(handler)](ServerCall& call) -> Task<> {
+    ByteBuf bytes = co_await detail::read_unary_request(call);
     Request request = parse_message<Request>(bytes);
+    bytes = ByteBuf();
     Response response = co_await handler(call, std::move(request));
-    co_return serialize_message(response);
+    if (!call.compresses_responses()) {
+      co_await call.write_framed(serialize_framed(response, call.allocator()));
+    } else {
+      co_await call.write(serialize_message(response));
+    }
+    Status ok;
+    co_await call.finish(std::move(ok));
   });
 }
 

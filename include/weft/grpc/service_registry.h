@@ -38,7 +38,11 @@
 namespace weft::grpc {
 
 namespace detail {
-struct CallWatch;  // service_registry.cc
+struct CallWatch;    // service_registry.cc
+struct MethodEntry;  // service_registry.cc
+/// Loop thread only. The one request message of a unary call (ServiceRegistry::add_unary, and the
+/// typed add_unary); a missing or second one throws StatusError(INTERNAL), as grpc-java answers.
+Task<ByteBuf> read_unary_request(ServerCall& call);
 }  // namespace detail
 
 /// A method's handler: a coroutine over its call, for the four call shapes (read() as often as the
@@ -89,11 +93,9 @@ class ServiceRegistry {
 
  private:
   using Methods = std::map<std::string, std::shared_ptr<const Handler>, std::less<>>;
-  static void serve_call(http2::StreamChannel& channel, std::shared_ptr<const Handler> handler, ServerOptions options,
-                         std::shared_ptr<detail::MethodMetrics> metrics);
-  static Task<> run_call(Connection<http2::StreamMessage>& connection, std::shared_ptr<const Handler> handler,
-                         ServerOptions options, std::shared_ptr<detail::CallWatch> watched,
-                         std::shared_ptr<detail::MethodMetrics> metrics);
+  static void serve_call(http2::StreamChannel& channel, const detail::MethodEntry& method);
+  static Task<> run_call(Connection<http2::StreamMessage>& connection,
+                         std::shared_ptr<const detail::MethodEntry> method, std::shared_ptr<detail::CallWatch> watch);
 
   ServerOptions options_;
   Methods methods_;
