@@ -156,6 +156,27 @@ class HealthServiceTest : public test::TransportTest {
     run(open_watch(*client_, watches_[i], health_encode_request(service)));
   }
 
+  // Two watches ("" SERVING, "pkg.Down" NOT_SERVING), each read at its first status; then the drain.
+  Future<DrainReport> watch_two_and_drain() {
+    health_.set_status("pkg.Down", ServingStatus::not_serving);
+    watch(0, "");
+    watch(1, "pkg.Down");
+    EXPECT_EQ(next(0), "SERVING");
+    EXPECT_EQ(next(1), "NOT_SERVING");
+    return drain_server(server_, 60s);
+  }
+  // Each watch got NOT_SERVING (once) and ended OK, and the drain closed nothing at its deadline.
+  void expect_watches_ended_and_drained(Future<DrainReport>& drained) {
+    EXPECT_EQ(next(0), "NOT_SERVING");
+    EXPECT_EQ(next(0), "end:OK");
+    EXPECT_EQ(next(1), "end:OK");
+    ASSERT_TRUE(drained.wait_for(60s));
+    const DrainReport report = drained.get();
+    EXPECT_EQ(report.open, 1u);
+    EXPECT_EQ(report.forced, 0u);
+    server_ = nullptr;  // drained: closed already
+  }
+
   HealthService health_;
   EventLoopGroup loops_{transport(), loops(2, 4)};
   ChannelPtr server_;
@@ -213,46 +234,22 @@ TEST_P(HealthServiceTest, AWatchBehindGetsTheNewestStatusNotEveryChange) {
 // enter_shutdown() while the server drains: each watch gets NOT_SERVING (once) and ends OK, a watch
 // made later too, set_status() is ignored, and the drain ends with no connection left to force.
 TEST_P(HealthServiceTest, EnterShutdownEndsEveryWatchSoTheDrainIsNotHeld) {
-  health_.set_status("pkg.Down", ServingStatus::not_serving);
-  watch(0, "");
-  watch(1, "pkg.Down");
-  EXPECT_EQ(next(0), "SERVING");
-  EXPECT_EQ(next(1), "NOT_SERVING");
-  Future<DrainReport> drained = drain_server(server_, 60s);
+  Future<DrainReport> drained = watch_two_and_drain();
   std::thread([this] { health_.enter_shutdown(); }).join();
   EXPECT_TRUE(health_.shutting_down());
-  EXPECT_EQ(next(0), "NOT_SERVING");
-  EXPECT_EQ(next(0), "end:OK");
-  EXPECT_EQ(next(1), "end:OK");
+  expect_watches_ended_and_drained(drained);
   health_.set_status("", ServingStatus::serving);
   EXPECT_EQ(health_.status(""), ServingStatus::not_serving);
-  ASSERT_TRUE(drained.wait_for(60s));
-  const DrainReport report = drained.get();
-  EXPECT_EQ(report.open, 1u);
-  EXPECT_EQ(report.forced, 0u);
-  server_ = nullptr;  // drained: closed already
 }
 
 // A drain without enter_shutdown(): the watches of the connection it ends get NOT_SERVING (once) and
 // end OK (the codec tells each call its connection drains), so the drain is not held until its
 // deadline; the service's own statuses are not changed.
 TEST_P(HealthServiceTest, ADrainEndsTheWatchesOfItsConnectionWithoutEnterShutdown) {
-  health_.set_status("pkg.Down", ServingStatus::not_serving);
-  watch(0, "");
-  watch(1, "pkg.Down");
-  EXPECT_EQ(next(0), "SERVING");
-  EXPECT_EQ(next(1), "NOT_SERVING");
-  Future<DrainReport> drained = drain_server(server_, 60s);
-  EXPECT_EQ(next(0), "NOT_SERVING");
-  EXPECT_EQ(next(0), "end:OK");
-  EXPECT_EQ(next(1), "end:OK");
-  ASSERT_TRUE(drained.wait_for(60s));
-  const DrainReport report = drained.get();
-  EXPECT_EQ(report.open, 1u);
-  EXPECT_EQ(report.forced, 0u);
+  Future<DrainReport> drained = watch_two_and_drain();
+  expect_watches_ended_and_drained(drained);
   EXPECT_FALSE(health_.shutting_down());
   EXPECT_EQ(health_.status(""), ServingStatus::serving);
-  server_ = nullptr;  // drained: closed already
 }
 
 // A watch that starts once the service is shutting down ends at once.
