@@ -140,22 +140,22 @@ http2::StreamChooser ServiceRegistry::stream_chooser() const {
     const auto found = methods->find(head.path);
     if (!grpc && found == methods->end()) return {};  // not a call: served whole, by the pipeline
     const detail::MethodEntry* method = found != methods->end() ? found->second.get() : other.get();
-    return [method](http2::StreamChannel& channel) { serve_call(channel, *method); };
+    return [method, grpc](http2::StreamChannel& channel) { serve_call(channel, *method, grpc); };
   };
 }
 
-void ServiceRegistry::serve_call(http2::StreamChannel& channel, const detail::MethodEntry& method) {
+void ServiceRegistry::serve_call(http2::StreamChannel& channel, const detail::MethodEntry& method, bool grpc) {
   auto watch = std::make_shared<detail::CallWatch>();
   channel.pipeline().add_last("grpc-call", watch);
   weft::serve<http2::StreamMessage>(
-      channel, [method = method.shared_from_this(), watch](Connection<http2::StreamMessage>& c) -> Task<> {
-        co_await run_call(c, method, watch);
+      channel, [method = method.shared_from_this(), watch, grpc](Connection<http2::StreamMessage>& c) -> Task<> {
+        co_await run_call(c, method, watch, grpc);
       });
 }
 
 Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection,
                                  std::shared_ptr<const detail::MethodEntry> method,
-                                 std::shared_ptr<detail::CallWatch> watch) {
+                                 std::shared_ptr<detail::CallWatch> watch, bool grpc) {
   http2::StreamMessage first = co_await connection.read();
   auto* headers = std::get_if<http2::StreamHeaders>(&first);
   if (headers == nullptr) co_return;
@@ -168,7 +168,7 @@ Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection,
   if (connection.is_closed()) ResetNotifier::notify_closed(*call);
   std::optional<Status> outcome;
   try {
-    if (!is_grpc_content_type(call->request().header("content-type").value_or(""))) {
+    if (!grpc) {  // a registered path with another content-type (the chooser looked)
       Status unsupported(StatusCode::internal, "invalid gRPC request content-type");
       co_await call->finish_with(415, std::move(unsupported));
       co_return;

@@ -93,9 +93,11 @@ class ServiceRegistry {
 
  private:
   using Methods = std::map<std::string, std::shared_ptr<const Handler>, std::less<>>;
-  static void serve_call(http2::StreamChannel& channel, const detail::MethodEntry& method);
+  // `grpc`: the request's content-type is gRPC's.
+  static void serve_call(http2::StreamChannel& channel, const detail::MethodEntry& method, bool grpc);
   static Task<> run_call(Connection<http2::StreamMessage>& connection,
-                         std::shared_ptr<const detail::MethodEntry> method, std::shared_ptr<detail::CallWatch> watch);
+                         std::shared_ptr<const detail::MethodEntry> method, std::shared_ptr<detail::CallWatch> watch,
+                         bool grpc);
 
   ServerOptions options_;
   Methods methods_;

@@ -13,6 +13,7 @@
 #include "response_headers.h"
 #include "session.h"
 #include "stream.h"
+#include "stream_channel_allocator.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/events.h"
 #include "weft/codec/codec_error.h"
@@ -1160,7 +1161,8 @@ int ServerCodec::open_child(Stream& s, bool end_stream) {
   if (!init) return 0;  // served whole
   try {
     auto child =
-        std::make_shared<StreamChannel>(StreamChannel::Private{}, *this, ctx_->channel(), s.id, std::move(init));
+        std::allocate_shared<StreamChannel>(detail::StreamChannelAllocator<StreamChannel>{}, StreamChannel::Private{},
+                                            *this, ctx_->channel(), s.id, std::move(init));
     detail::RequestAccess::fill(request, std::move(s.fields), ByteBuf(), static_cast<std::uint64_t>(s.id));
     child->in_headers_.emplace(StreamHeaders{std::move(request), end_stream});
     child->in_ended_ = end_stream;
