@@ -532,6 +532,32 @@ TEST(Http2StreamChannelTest, AWholeResponseWrittenOnAStreamChannelEndsIt) {
   EXPECT_EQ(response.header("content-length"), "14");
 }
 
+// A stream channel's memory is kept for the next stream on the thread once the channel is freed
+// (glibc's 64-byte-aligned allocation was 4% of a unary gRPC call): the next stream's channel is made
+// in the same block.
+TEST(Http2StreamChannelTest, AFreedStreamChannelsMemoryServesTheNextStream) {
+  Fixture f([](StreamChannel&, Recorder& r) {
+    r.on_message = [](Context& ctx, StreamMessage& message) {
+      if (std::holds_alternative<StreamHeaders>(message)) ctx.write(HttpResponse(200).body("ok"));
+    };
+  });
+  H2Client client;
+  const auto first = client.request("GET", "/stream/1");
+  f.pump(client);
+  ASSERT_TRUE(client.response(first).closed);
+  ASSERT_EQ(f.children.size(), 1u);
+  const void* block = f.children[0].get();
+  f.children.clear();
+  f.recorders.clear();
+  f.ch.run_pending();
+  const auto second = client.request("GET", "/stream/2");
+  f.pump(client);
+  ASSERT_TRUE(client.response(second).closed);
+  EXPECT_EQ(client.response(second).body, "ok");
+  ASSERT_EQ(f.children.size(), 1u);
+  EXPECT_EQ(f.children[0].get(), block);
+}
+
 TEST(Http2StreamChannelTest, WritingDataBeforeTheHeadIsAnError) {
   Fixture f([](StreamChannel&, Recorder& r) {
     r.on_message = [](Context& ctx, StreamMessage& message) {
