@@ -11,7 +11,7 @@
 #
 # Targets: StreamingFromServer (stream) weft >= 3x grpc++'s messages per server CPU second; UnaryCall
 # (unary) and StreamingCall ping-pong (pingpong) >= 2x. BENCH_SERVER overrides the binary (default
-# build/release/bin/weft-grpc-bench-server).
+# build/release/bin/weft-grpc-bench-server); MODES the modes measured (default "stream unary pingpong").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peers=$(cd ../shared/peers && pwd)
@@ -53,7 +53,7 @@ wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/n
 
 declare -A rate cpu
 for round in $(seq "$rounds"); do
-  for mode in stream unary pingpong; do
+  for mode in ${MODES:-stream unary pingpong}; do
     for who in weft grpc++; do
       p=$(port)
       if [ "$who" = weft ]; then
@@ -73,7 +73,7 @@ for round in $(seq "$rounds"); do
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-for mode in stream unary pingpong; do
+for mode in ${MODES:-stream unary pingpong}; do
   wr=$(median <<< "${rate[$mode,weft]}"); wc=$(median <<< "${cpu[$mode,weft]}")
   gr=$(median <<< "${rate[$mode,grpc++]}"); gc=$(median <<< "${cpu[$mode,grpc++]}")
   awk -v m="$mode" -v wr="$wr" -v wc="$wc" -v gr="$gr" -v gc="$gc" 'BEGIN{

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -71,6 +72,28 @@ TEST(FutureTest, GetFromAnotherThreadBlocksUntilSet) {
   });
   EXPECT_EQ(p.future().get(), 5);
   t.join();
+}
+
+// The completion races blocked waiters, a timed waiter and listeners added from other threads: each
+// sees the one value, once (a lost wake-up hangs a waiter, and the test times out).
+TEST(FutureTest, WaitersAndListenersOnOtherThreadsEachSeeTheValueOnce) {
+  for (int round = 0; round < 300; ++round) {
+    Promise<int> p;
+    const Future<int> f = p.future();
+    std::atomic<int> seen{0};
+    std::vector<std::thread> threads;
+    threads.emplace_back([&] { seen += f.get(); });
+    threads.emplace_back([&] {
+      while (!f.wait_for(1h)) {
+      }
+      seen += f.get();
+    });
+    threads.emplace_back([&] { f.add_listener([&](const Future<int>& done) { seen += done.get(); }); });
+    threads.emplace_back([&] { p.set_value(1); });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(seen.load(), 3) << "round " << round;
+    EXPECT_FALSE(p.set_value(2));
+  }
 }
 
 TEST(FutureTest, WaitForTimesOut) {

@@ -276,6 +276,8 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   virtual void on_unhandled_exception(std::exception_ptr error);
 
   // ---- helpers for transports; loop thread only
+  /// register_channel() on the loop thread, without its future: throws what would fail it.
+  void register_on_loop();
   /// The write queue.
   OutboundBuffer& outbound() noexcept { return outbound_; }
   /// Whether the transport should read now: auto-read on and not suspended, or a read() requested.
@@ -333,7 +335,6 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   void arm_close_timer(Duration after);  // closes the channel then, unless it has closed
   // channel_inactive and what follows it: the close future, the pipeline's teardown.
   void finish_close(bool was_active, const ChannelPtr& keep_alive);
-  void register_on_loop();
   // What follows bytes leaving the queue, ByteBufs' or a file's: completions, FIN, close.
   void after_bytes_written(std::size_t n);
   void set_writable(bool writable);

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -46,9 +47,32 @@ void log_listener_exception(std::exception_ptr error) noexcept;
 template <class T>
 using Stored = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
 
+// A future state's lock: its sections are a few moves long, so a waiter spins (yielding after a
+// while, for a holder that was preempted) rather than paying a mutex's calls on every completion.
+class SpinLock {
+ public:
+  void lock() noexcept {
+    for (unsigned spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
+      while (locked_.load(std::memory_order_relaxed)) {
+        if (++spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+          __builtin_ia32_pause();
+#endif
+        } else {
+          std::this_thread::yield();
+        }
+      }
+    }
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
 // The listeners of a pending future in the order they were added: the first one inline (most
 // futures have one: a request's caller, a co_await), the others in a vector, so that one listener
-// costs no allocation. Not thread-safe (the state's mutex guards it).
+// costs no allocation. Not thread-safe (the state's lock guards it).
 template <class Listener>
 class ListenerList {
  public:
@@ -106,12 +130,32 @@ struct FutureState : std::enable_shared_from_this<FutureState<T>> {
 
   EventLoop* const loop;
   std::atomic<std::uint32_t> promises{1};  // Promise handles; the last one breaks a pending future
-  std::mutex mutex;
+  SpinLock lock;                           // guards listeners, waiters and the completion itself
+  // Set (release) once value or error is in place; neither changes after. Read without the lock.
+  std::atomic<bool> done{false};
+  std::uint32_t waiters = 0;  // threads that blocked (or are about to) in wait(): completion wakes them
+  std::mutex wait_mutex;      // blocking waits only, with done_cv
   std::condition_variable done_cv;
-  bool done = false;
   std::optional<Stored<T>> value;
   std::exception_ptr error;
   Listeners listeners;  // never hold the state itself: no cycle if never completed
+
+  bool is_done() const noexcept { return done.load(std::memory_order_acquire); }
+
+  // Blocks until done (the caller checked it may block); `until` is null for no deadline.
+  bool block_until_done(const TimePoint* until) {
+    {
+      std::lock_guard guard(lock);
+      if (done.load(std::memory_order_relaxed)) return true;
+      ++waiters;
+    }
+    std::unique_lock wait_lock(wait_mutex);
+    if (until == nullptr) {
+      done_cv.wait(wait_lock, [&] { return is_done(); });
+      return true;
+    }
+    return done_cv.wait_until(wait_lock, *until, [&] { return is_done(); });
+  }
 
   // Runs the listeners on the owning loop (inline when already there).
   void run_listeners(Listeners fns) {
@@ -135,19 +179,25 @@ struct FutureState : std::enable_shared_from_this<FutureState<T>> {
     }
   }
 
+  // The caller holds a reference (a Promise's) for the whole call, and run_listeners holds one while
+  // listeners run (one may drop the caller's), so `this` outlives every use below.
   template <class Setter>
   bool complete(Setter&& set) {
-    // A waiter may drop the last other reference as soon as it sees `done`.
-    auto keep_alive = this->shared_from_this();
     Listeners to_run;
+    bool wake = false;
     {
-      std::lock_guard lock(mutex);
-      if (done) return false;
+      std::lock_guard guard(lock);
+      if (done.load(std::memory_order_relaxed)) return false;
       set();
-      done = true;
+      done.store(true, std::memory_order_release);
       to_run = listeners.take();
+      wake = waiters != 0;
     }
-    done_cv.notify_all();
+    if (wake) {
+      // Under wait_mutex: a waiter checks `done` and sleeps atomically with respect to this.
+      std::lock_guard wait_lock(wait_mutex);
+      done_cv.notify_all();
+    }
     run_listeners(std::move(to_run));
     return true;
   }
@@ -160,7 +210,7 @@ std::exception_ptr broken_promise_error() noexcept;
 template <class T>
 void break_promise(FutureState<T>& state, bool sole_owner) noexcept {
   if (sole_owner) {
-    std::lock_guard lock(state.mutex);
+    std::lock_guard guard(state.lock);
     if (state.listeners.empty()) return;
   }
   try {
@@ -196,33 +246,23 @@ class Future {
   /// Thread-safe.
   bool valid() const noexcept { return state_ != nullptr; }
   /// Thread-safe.
-  bool is_done() const {
-    std::lock_guard lock(state_->mutex);
-    return state_->done;
-  }
+  bool is_done() const noexcept { return state_->is_done(); }
   /// Thread-safe. True when done without error.
-  bool is_success() const {
-    std::lock_guard lock(state_->mutex);
-    return state_->done && !state_->error;
-  }
+  bool is_success() const noexcept { return state_->is_done() && !state_->error; }
   /// Thread-safe. The failure, or null while pending or after success.
-  std::exception_ptr error() const {
-    std::lock_guard lock(state_->mutex);
-    return state_->error;
-  }
+  std::exception_ptr error() const noexcept { return state_->is_done() ? state_->error : nullptr; }
   /// Thread-safe; the owning loop may call it only once the future is done.
   void wait() const {
-    std::unique_lock lock(state_->mutex);
-    if (state_->done) return;
+    if (state_->is_done()) return;
     if (detail::loop_in_loop(state_->loop)) detail::throw_blocking_on_loop(state_->loop);
-    state_->done_cv.wait(lock, [&] { return state_->done; });
+    state_->block_until_done(nullptr);
   }
   /// Thread-safe; as wait(). Returns false on timeout.
   bool wait_for(Duration timeout) const {
-    std::unique_lock lock(state_->mutex);
-    if (state_->done) return true;
+    if (state_->is_done()) return true;
     if (detail::loop_in_loop(state_->loop)) detail::throw_blocking_on_loop(state_->loop);
-    return state_->done_cv.wait_for(lock, timeout, [&] { return state_->done; });
+    const TimePoint until = Clock::now() + timeout;
+    return state_->block_until_done(&until);
   }
   /// Thread-safe; as wait(). Returns the value or rethrows the failure.
   decltype(auto) get() const {
@@ -251,9 +291,9 @@ class Future {
   template <class F>
   void add_listener(F&& fn) const {
     typename detail::FutureState<T>::Listener listener(std::forward<F>(fn));
-    {
-      std::lock_guard lock(state_->mutex);
-      if (!state_->done) {
+    if (!state_->is_done()) {
+      std::lock_guard guard(state_->lock);
+      if (!state_->done.load(std::memory_order_relaxed)) {
         state_->listeners.push_back(std::move(listener));
         return;
       }
@@ -378,10 +418,7 @@ class Promise {
     }
   }
   /// Thread-safe.
-  bool is_done() const {
-    std::lock_guard lock(state_->mutex);
-    return state_->done;
-  }
+  bool is_done() const noexcept { return state_->is_done(); }
 
  private:
   void release() noexcept {

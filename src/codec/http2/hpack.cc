@@ -346,7 +346,8 @@ bool DynamicTable::insert(std::string_view name, std::string_view value) {
   if (!name.empty()) std::memcpy(w, name.data(), name.size());
   if (!value.empty()) std::memcpy(w + name.size(), value.data(), value.size());
   ++inserted_;
-  slot(inserted_) = Slot{tail_pos_, static_cast<std::uint32_t>(name.size()), static_cast<std::uint32_t>(value.size()), 0, 0, 0};
+  slot(inserted_) = Slot{
+      tail_pos_, static_cast<std::uint32_t>(name.size()), static_cast<std::uint32_t>(value.size()), 0, 0, 0, false};
   tail_pos_ += len;
   ++count_;
   size_ += static_cast<std::uint32_t>(need);
@@ -420,12 +421,14 @@ int Decoder::decode(const std::uint8_t* p, std::size_t size, FieldSink sink, voi
       int rc;
       if (index - 1 < kStaticCount) {
         const StaticEntry& e = kStatic[index];
+        field_vouched_ = false;
         rc = sink(context, e.name, e.value);
       } else {
         const std::uint32_t i = index - kFirstDynamic;
         if (index == 0 || i >= table_.count()) return kCompressionError;
         const auto& s = table_.slot(table_.inserted() - i);
         const char* name = table_.name_of(s);
+        field_vouched_ = s.vouched;
         rc = sink(context, {name, s.name_len}, {name + s.name_len, s.value_len});
       }
       if (rc != 0) return rc;
@@ -455,8 +458,10 @@ int Decoder::decode(const std::uint8_t* p, std::size_t size, FieldSink sink, voi
     }
     std::string_view value;
     if (!read_string(p, end, scratch, value)) return kCompressionError;
+    field_vouched_ = false;
+    literal_vouched_ = false;
     if (const int rc = sink(context, name, value); rc != 0) return rc;
-    if (add) table_.insert(name, value);
+    if (add && table_.insert(name, value)) table_.slot(table_.inserted()).vouched = literal_vouched_;
   }
   return 0;
 }

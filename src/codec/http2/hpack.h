@@ -40,6 +40,7 @@ class DynamicTable {
     std::uint32_t hash;        // the Encoder's hash of the name (unused by the Decoder)
     std::uint32_t value_hash;  // the Encoder's hash of the value (unused by the Decoder)
     std::uint64_t next;        // the Encoder's chain: an older entry of the same bucket, 0 for none
+    bool vouched;              // the Decoder's sink vouched for the field (unused by the Encoder)
   };
 
   explicit DynamicTable(std::uint32_t capacity);
@@ -102,6 +103,13 @@ class Decoder {
   // Never reads outside [block, block + size). Loop thread only.
   int decode(const std::uint8_t* block, std::size_t size, FieldSink sink, void* context);
 
+  // For the sink, during its call: whether the field is a dynamic table entry that the sink vouched
+  // for when it was inserted (see vouch()), so that checks of its bytes alone need not run again.
+  bool field_vouched() const noexcept { return field_vouched_; }
+  // For the sink, during its call for a literal field: the field's bytes passed the sink's checks;
+  // if it is inserted in the dynamic table, later references to it are field_vouched().
+  void vouch() noexcept { literal_vouched_ = true; }
+
   // A new announced limit (call it when the peer has acknowledged the SETTINGS that carried it).
   // When it is below the table's capacity, the next block must start with a size update to at most
   // n, or it is a compression error. Loop thread only.
@@ -118,6 +126,8 @@ class Decoder {
   detail::DynamicTable table_;
   std::uint32_t max_table_size_;
   bool update_required_ = false;
+  bool field_vouched_ = false;
+  bool literal_vouched_ = false;
   std::unique_ptr<char[]> scratch_;  // Huffman-decoded strings of the current field
   std::size_t scratch_size_ = 0;
 };

@@ -1250,8 +1250,12 @@ int Session::header_field(void* context, std::string_view name, std::string_view
   return rv;
 }
 
-// RFC 9113 8.2 and 8.3: what a request's (or trailers') field may be. Sets field_error_.
+// RFC 9113 8.2 and 8.3: what a request's (or trailers') field may be. Sets field_error_. The checks
+// of the bytes alone are skipped for a table entry that passed them when it was inserted (a client
+// indexes most fields, and sends them again on every request); the checks of a field's place and
+// meaning run every time.
 int Session::check_field(std::string_view name, std::string_view value) {
+  const bool vouched = decoder_.field_vouched();
   if (name.empty()) {
     field_error_ = "empty field name";
     return 1;
@@ -1292,11 +1296,11 @@ int Session::check_field(std::string_view name, std::string_view value) {
     pseudo_seen_ |= bit;
   } else {
     regular_seen_ = true;
-    if (!valid_name(name)) {
+    if (!vouched && !valid_name(name)) {
       field_error_ = "invalid field name";
       return 1;
     }
-    if (connection_specific(name) || (equals(name, "te") && !equals(value, "trailers"))) {
+    if (!vouched && (connection_specific(name) || (equals(name, "te") && !equals(value, "trailers")))) {
       field_error_ = "connection-specific field";
       return 1;
     }
@@ -1320,10 +1324,12 @@ int Session::check_field(std::string_view name, std::string_view value) {
       decoding_->content_length = length;
     }
   }
+  if (vouched) return 0;
   if (!valid_value(value)) {
     field_error_ = "invalid field value";
     return 1;
   }
+  decoder_.vouch();
   return 0;
 }
 

@@ -58,8 +58,7 @@ void StreamChannel::start() {
     StreamInitializer init = std::move(init_);
     init_ = nullptr;
     init(*this);
-    Future<void> registered = register_channel();  // on the loop: done when it returns
-    if (std::exception_ptr error = registered.error()) std::rethrow_exception(error);
+    register_on_loop();
   } catch (const std::exception& e) {
     log(LogLevel::warn, "channel {}: HTTP/2 stream {}: its initializer failed: {}; stream reset", parent_->id(), id_,
         e.what());

@@ -502,6 +502,43 @@ TEST(Http2SessionTest, MalformedRequestsAreStreamErrors) {
   }
 }
 
+// The server checks a field's bytes once, when the client first sends it: a dynamic table entry that
+// failed them fails every reference to it, and one that passed serves every reference.
+TEST(Http2SessionTest, AMalformedFieldInTheDynamicTableIsRefusedEachTimeItIsReferenced) {
+  const std::pair<const char*, const char*> fields[] = {
+      {"X-Upper", "1"}, {"x y", "1"},     {"connection", "close"},  {"te", "gzip"},
+      {"x-a", "a\rb"},  {"x-a", " lead"}, {"content-length", "1x"}, {"upgrade", "h2c"}};
+  for (const auto& [name, value] : fields) {
+    SCOPED_TRACE(std::string(name) + ": " + value);
+    Conn c;
+    c.send(raw_preface() + frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 1,
+                                 request_block("GET", "/plaintext", indexed_literal(name, value))));
+    c.expect_stream_error(1, NGHTTP2_PROTOCOL_ERROR, 3);
+    // 0xbe: index 62, the table's only entry (request_block's fields are not indexed).
+    c.send(frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 5, request_block("GET", "/plaintext", "\xbe")));
+    c.expect_stream_error(5, NGHTTP2_PROTOCOL_ERROR, 7);
+  }
+  Conn c;
+  c.send(raw_preface() + frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 1,
+                               request_block("GET", "/plaintext", indexed_literal("x-a", "1"))));
+  EXPECT_EQ(c.frames.status[1], 200);
+  for (std::uint32_t id = 3; id <= 7; id += 2) {
+    c.send(frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, id, request_block("GET", "/plaintext", "\xbe")));
+    EXPECT_EQ(c.frames.status[id], 200) << "stream " << id;
+  }
+  EXPECT_TRUE(c.frames.resets.empty());
+  // A pseudo-header's place is checked on every reference: the indexed :path, then after a field.
+  Conn p;
+  p.send(raw_preface() + frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 1,
+                               "\x82\x86" + indexed_literal(":path", "/plaintext") + "\x01\x0ctest.example"));
+  EXPECT_EQ(p.frames.status[1], 200);
+  p.send(frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 3, "\x82\x86\x01\x0ctest.example\xbe" + literal("x-b", "1")));
+  EXPECT_EQ(p.frames.status[3], 200);
+  p.send(frame(NGHTTP2_HEADERS, kEndHeaders | kEndStream, 5,
+               "\x82\x86" + literal("x-b", "1") + "\xbe\x01\x0ctest.example"));
+  p.expect_stream_error(5, NGHTTP2_PROTOCOL_ERROR, 7);
+}
+
 TEST(Http2SessionTest, WellFormedOddRequestsAreServed) {
   struct Ok {
     const char* what;
