@@ -130,7 +130,7 @@ void Pipeline::free_removed() noexcept {
   // A removed handler may hold the last reference to the channel, and so to this pipeline: keep it
   // while the contexts go (one in an inline slot gives the slot back), and touch nothing after.
   const std::shared_ptr<Channel> keep = channel_.weak_from_this().lock();
-  std::vector<ContextPtr> freed = std::move(removed_);
+  ContextList freed = std::move(removed_);
   removed_.clear();
   freed.clear();
 }

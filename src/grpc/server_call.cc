@@ -2,6 +2,7 @@
 
 #include <coroutine>
 #include <exception>
+#include <iterator>
 #include <stdexcept>
 
 #include "message_copy.h"
@@ -262,17 +263,29 @@ void ServerCall::fail(Status status) {
 }
 
 http::HttpResponse ServerCall::response_head(int http_status) const {
+  // Every call's head: checked once, and its HTTP/2 fields reused by the codec (a HeaderBlock).
+  static const http::HeaderBlock kCallHead = http::HeaderBlock()
+                                                 .add("content-type", "application/grpc")
+                                                 .add("grpc-accept-encoding", kAcceptEncoding);  // the compression spec
   http::HttpResponse head(http_status);
-  head.header("content-type", "application/grpc");
-  head.header("grpc-accept-encoding", kAcceptEncoding);  // always (the compression spec)
+  head.headers(kCallHead);
   for (const auto& [name, value] : response_headers_) head.header(name, value);
   return head;
 }
 
 http2::Fields ServerCall::status_fields(const Status& status) const {
+  static constexpr std::string_view kCodes[] = {"0", "1",  "2",  "3",  "4",  "5",  "6",  "7", "8",
+                                                "9", "10", "11", "12", "13", "14", "15", "16"};
   http2::Fields fields;
-  fields.add("grpc-status", std::to_string(static_cast<int>(status.code)));
-  if (!status.message.empty()) fields.add("grpc-message", percent_encode(status.message));
+  fields.reserve(2 + trailing_metadata_.size());
+  const auto code = static_cast<std::size_t>(status.code);
+  if (code < std::size(kCodes)) {
+    fields.add_unchecked("grpc-status", kCodes[code]);
+  } else {
+    fields.add("grpc-status", std::to_string(static_cast<int>(status.code)));
+  }
+  // (percent_encode's output is printable ASCII)
+  if (!status.message.empty()) fields.add_unchecked("grpc-message", percent_encode(status.message));
   for (const auto& [name, value] : trailing_metadata_) fields.add(name, value);
   return fields;
 }

@@ -8,6 +8,7 @@
 #include "server_metrics.h"
 #include "weft/channel/handler.h"
 #include "weft/codec/http1/request_parser.h"
+#include "weft/core/frame_pool.h"
 #include "weft/core/log.h"
 #include "weft/metrics/instrumentation.h"
 
@@ -145,7 +146,7 @@ http2::StreamChooser ServiceRegistry::stream_chooser() const {
 }
 
 void ServiceRegistry::serve_call(http2::StreamChannel& channel, const detail::MethodEntry& method, bool grpc) {
-  auto watch = std::make_shared<detail::CallWatch>();
+  auto watch = std::allocate_shared<detail::CallWatch>(frame_pool::Allocator<detail::CallWatch>());
   channel.pipeline().add_last("grpc-call", watch);
   weft::serve<http2::StreamMessage>(
       channel, [method = method.shared_from_this(), watch, grpc](Connection<http2::StreamMessage>& c) -> Task<> {
@@ -159,7 +160,8 @@ Task<> ServiceRegistry::run_call(Connection<http2::StreamMessage>& connection,
   http2::StreamMessage first = co_await connection.read();
   auto* headers = std::get_if<http2::StreamHeaders>(&first);
   if (headers == nullptr) co_return;
-  auto call = std::make_shared<ServerCall>(connection, std::move(*headers), method->options);
+  auto call = std::allocate_shared<ServerCall>(frame_pool::Allocator<ServerCall>(), connection, std::move(*headers),
+                                               method->options);
   watch->call = call;
   if (watch->draining) ResetNotifier::notify_draining(*call);
   const std::shared_ptr<const Handler>& handler = method->handler;

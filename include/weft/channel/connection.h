@@ -46,6 +46,7 @@
 #include "weft/channel/handler.h"
 #include "weft/channel/pipeline.h"
 #include "weft/core/error.h"
+#include "weft/core/frame_pool.h"
 #include "weft/core/spawn.h"
 #include "weft/core/task.h"
 #include "weft/core/unique_function.h"
@@ -355,9 +356,11 @@ std::shared_ptr<Connection<In>> serve(Channel& channel, Fn fn, ConnectionOptions
                 "serve<In>(channel, fn): fn must return weft::Task<>: make it a coroutine, "
                 "[](weft::Connection<In>& c) -> weft::Task<> { ... co_await c.read(); ... }, "
                 "or a function that returns one");
-  auto connection = std::make_shared<Connection<In>>(options);
+  // (from the frame pool: a connection is made per HTTP/2 stream served as a channel)
+  auto connection = std::allocate_shared<Connection<In>>(frame_pool::Allocator<Connection<In>>(), options);
   connection->set_body(std::move(fn));
-  channel.pipeline().add_last("connection", std::make_shared<typename Connection<In>::Tail>(connection));
+  using Tail = typename Connection<In>::Tail;
+  channel.pipeline().add_last("connection", std::allocate_shared<Tail>(frame_pool::Allocator<Tail>(), connection));
   return connection;
 }
 

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "weft/channel/context.h"
+#include "weft/core/frame_pool.h"
 #include "weft/core/stall_watch.h"
 
 namespace weft {
@@ -315,9 +316,10 @@ class Pipeline {
   Context head_;
   Context tail_;
   ContextSlot slots_[kInlineContexts];
-  // ---- cold
-  std::vector<ContextPtr> contexts_;  // owns the contexts between head and tail
-  std::vector<ContextPtr> removed_;   // freed by the task schedule_free() posts
+  // ---- cold (a stream's pipeline is made per request: the lists come from the frame pool)
+  using ContextList = std::vector<ContextPtr, frame_pool::Allocator<ContextPtr>>;
+  ContextList contexts_;  // owns the contexts between head and tail
+  ContextList removed_;   // freed by the task schedule_free() posts
   detail::ContextCold head_cold_;
   detail::ContextCold tail_cold_;
   detail::ContextCold slot_cold_[kInlineContexts];

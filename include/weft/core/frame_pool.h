@@ -35,6 +35,24 @@ struct Stats {
 /// Thread-safe. The calling thread's counters.
 Stats thread_stats() noexcept;
 
+/// A standard allocator over the pool, for objects and containers made and freed per request or
+/// per stream (std::allocate_shared, a vector that holds a few entries): they stay off the general
+/// heap once the lists are warm. Thread-safe as allocate() and deallocate().
+template <class T>
+struct Allocator {
+  using value_type = T;
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "frame_pool blocks have operator new's alignment");
+  Allocator() noexcept = default;
+  template <class U>
+  Allocator(const Allocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor): rebinding
+  T* allocate(std::size_t n) { return static_cast<T*>(frame_pool::allocate(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { frame_pool::deallocate(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const Allocator<U>&) const noexcept {
+    return true;
+  }
+};
+
 /// A promise type derives from this to take its frames from the pool.
 struct PooledFrame {
   /// A frame from the pool.

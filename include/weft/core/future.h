@@ -107,19 +107,7 @@ class ListenerList {
 // (frame_pool.h), so that a promise made and completed per request costs no trip to the general
 // heap once the lists are warm (an HTTP response's state is larger than malloc's thread cache).
 template <class T>
-struct FramePoolAllocator {
-  using value_type = T;
-  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "frame_pool blocks have operator new's alignment");
-  FramePoolAllocator() noexcept = default;
-  template <class U>
-  FramePoolAllocator(const FramePoolAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor): rebinding
-  T* allocate(std::size_t n) { return static_cast<T*>(frame_pool::allocate(n * sizeof(T))); }
-  void deallocate(T* p, std::size_t n) noexcept { frame_pool::deallocate(p, n * sizeof(T)); }
-  template <class U>
-  bool operator==(const FramePoolAllocator<U>&) const noexcept {
-    return true;
-  }
-};
+using FramePoolAllocator = frame_pool::Allocator<T>;
 
 template <class T>
 struct FutureState : std::enable_shared_from_this<FutureState<T>> {

@@ -67,6 +67,7 @@
 #include "weft/codec/http1/http_message.h"
 #include "weft/codec/http2/settings.h"
 #include "weft/core/error.h"
+#include "weft/core/frame_pool.h"
 #include "weft/core/inline_ring.h"
 #include "weft/core/loop_callback.h"
 
@@ -101,9 +102,11 @@ class Fields {
   void add_unchecked(std::string_view name, std::string_view value) {
     fields_.push_back({std::string(name), std::string(value)});
   }
+  /// Room for `n` fields, so that adding them does not allocate again.
+  void reserve(std::size_t n) { fields_.reserve(n); }
 
  private:
-  std::vector<Field> fields_;
+  std::vector<Field, frame_pool::Allocator<Field>> fields_;  // (trailers are made per call)
 };
 
 /// Inbound, first: the request's head. `request.body()` is empty (the body follows as StreamData);
