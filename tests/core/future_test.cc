@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -93,6 +94,24 @@ TEST(FutureTest, WaitersAndListenersOnOtherThreadsEachSeeTheValueOnce) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(seen.load(), 3) << "round " << round;
     EXPECT_FALSE(p.set_value(2));
+  }
+}
+
+// The waiter may destroy the promise as soon as get() returns, while the thread that completed it
+// through a reference is still inside set_value (ASan and TSan see the state used after it went).
+TEST(FutureTest, APromiseMayGoAsSoonAsItsWaiterSeesItDone) {
+  for (int round = 0; round < 2000; ++round) {
+    auto promise = std::make_unique<Promise<int>>();
+    Promise<int>& completes = *promise;
+    std::thread completer([&completes, round] {
+      std::atomic<int> spin{0};  // (completions at every point of the waiter's way into its wait)
+      while (spin.fetch_add(1, std::memory_order_relaxed) < round % 500) {
+      }
+      completes.set_value(round);
+    });
+    EXPECT_EQ(promise->future().get(), round);
+    promise.reset();
+    completer.join();
   }
 }
 

@@ -167,10 +167,11 @@ struct FutureState : std::enable_shared_from_this<FutureState<T>> {
     }
   }
 
-  // The caller holds a reference (a Promise's) for the whole call, and run_listeners holds one while
-  // listeners run (one may drop the caller's), so `this` outlives every use below.
   template <class Setter>
   bool complete(Setter&& set) {
+    // A waiter may drop the last other reference as soon as it sees `done` (a promise completed
+    // through a reference, on another thread, by a task that outlives its owner's wait).
+    const auto keep_alive = this->shared_from_this();
     Listeners to_run;
     bool wake = false;
     {
