@@ -40,13 +40,19 @@ Stats thread_stats() noexcept;
 /// heap once the lists are warm. Thread-safe as allocate() and deallocate().
 template <class T>
 struct Allocator {
+  /// What it allocates.
   using value_type = T;
   static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "frame_pool blocks have operator new's alignment");
+  /// Stateless: every instance shares this thread's lists.
   Allocator() noexcept = default;
+  /// Rebinding (std::allocate_shared allocates its control block with the object).
   template <class U>
   Allocator(const Allocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor): rebinding
+  /// Room for `n` objects: a pooled block, or the heap's beyond kMaxPooledSize.
   T* allocate(std::size_t n) { return static_cast<T*>(frame_pool::allocate(n * sizeof(T))); }
+  /// Gives back what allocate(n) returned.
   void deallocate(T* p, std::size_t n) noexcept { frame_pool::deallocate(p, n * sizeof(T)); }
+  /// Always equal: any instance frees what another allocated.
   template <class U>
   bool operator==(const Allocator<U>&) const noexcept {
     return true;
