@@ -3,27 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
-
+#include "support/allocation_counter.h"
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/embedded_channel.h"
-
-// The replacement operator new/delete pair is malloc/free on both sides.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-thread_local bool g_counting = false;
-thread_local long g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_counting) ++g_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace weft {
 namespace {
@@ -51,12 +33,11 @@ TEST(NoAllocationTest, ReadingAlongThePipelineDoesNotAllocate) {
   auto sink = std::make_shared<Sink>();
   ch.pipeline().add_last("sink", sink);
   ByteBuf buf = ByteBuf::copy_of("payload");
-  g_allocations = 0;
-  g_counting = true;
-  ch.pipeline().fire_read(std::move(buf));
-  ch.pipeline().fire_read_complete();
-  g_counting = false;
-  EXPECT_EQ(g_allocations, 0);
+  EXPECT_EQ(test::allocations_of([&] {
+              ch.pipeline().fire_read(std::move(buf));
+              ch.pipeline().fire_read_complete();
+            }),
+            0);
   EXPECT_EQ(sink->bytes, 7u);
 }
 

@@ -5,32 +5,15 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "support/allocation_counter.h"
 #include "support/h2_client.h"
 #include "weft/channel/embedded_channel.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/grpc/service_registry.h"
-
-// The replacement operator new/delete pair is malloc/free on both sides.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-thread_local bool g_counting = false;
-thread_local long g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_counting) ++g_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace weft::grpc {
 namespace {
@@ -40,9 +23,8 @@ namespace {
 class Uncounted final : public OutboundHandler<ByteBuf, ByteBuf> {
  public:
   void write(Context& ctx, ByteBuf&& bytes) override {
-    const bool counting = std::exchange(g_counting, false);
+    const test::Uncounted harness;
     ctx.write(std::move(bytes));
-    g_counting = counting;
   }
 };
 
@@ -64,12 +46,11 @@ struct Server {
     client.send(id, std::string("\0\0\0\0\5hello", 10));
     client.finish(id);
     ByteBuf request = ByteBuf::copy_of(client.take_output());
-    g_allocations = 0;
-    g_counting = true;
-    ch.write_inbound(std::move(request));
-    ch.run_pending();
-    while (auto b = ch.read_outbound<ByteBuf>()) written.push_back(std::move(*b));
-    g_counting = false;
+    const long allocations = test::allocations_of([&] {
+      ch.write_inbound(std::move(request));
+      ch.run_pending();
+      while (auto b = ch.read_outbound<ByteBuf>()) written.push_back(std::move(*b));
+    });
     for (const ByteBuf& b : written) client.receive(b.to_string());
     written.clear();
     const test::H2Response& r = client.response(id);
@@ -77,7 +58,7 @@ struct Server {
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, std::string("\0\0\0\0\5hello", 10));
     EXPECT_EQ(r.trailers, (std::vector<std::pair<std::string, std::string>>{{"grpc-status", "0"}}));
-    return g_allocations;
+    return allocations;
   }
 
   EmbeddedChannel ch;

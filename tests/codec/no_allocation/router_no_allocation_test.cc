@@ -4,40 +4,17 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
 #include <string>
 
+#include "support/allocation_counter.h"
 #include "weft/channel/embedded_channel.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
 
-// The replacement operator new/delete pair is malloc/free on both sides.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-thread_local bool g_counting = false;
-thread_local long g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_counting) ++g_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-
 namespace weft::http {
 namespace {
 
-long allocations_of(auto&& fn) {
-  g_allocations = 0;
-  g_counting = true;
-  fn();
-  g_counting = false;
-  return g_allocations;
-}
+using test::allocations_of;
 
 std::shared_ptr<Router> make_router() {
   auto router = std::make_shared<Router>();
