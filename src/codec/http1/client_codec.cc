@@ -25,6 +25,7 @@ void check_header_value(std::string_view name, std::string_view value) {
 // The authority of an absolute-form target ("http://user@host:port/path" -> "host:port"), or
 // nullopt for an origin-form one ("/path").
 std::optional<std::string_view> absolute_form_authority(std::string_view target) noexcept {
+  if (!target.empty() && target.front() == '/') return std::nullopt;  // origin-form: the usual one, without a search
   std::size_t scheme_end = target.find("://");
   if (scheme_end == std::string_view::npos || target.substr(0, scheme_end).find('/') != std::string_view::npos) {
     return std::nullopt;
@@ -74,12 +75,13 @@ ParseResult parse_response_head(std::string_view data, ResponseHead& out, const 
     return error(400, "malformed status line");
   }
   out.version = line[7] == '1' ? Version::http11 : Version::http10;
-  int status = 0;
-  auto [end, ec] = std::from_chars(line.data() + 9, line.data() + 12, status);
-  if (ec != std::errc() || end != line.data() + 12 || status < 100 || status > 999) {
-    return error(400, "malformed status code");
-  }
-  out.status = status;
+  // Three digits, the first not 0 (RFC 9112 4: status-code = 3DIGIT; 100-999 are the meaningful ones).
+  const auto digit = [&line](std::size_t i) {
+    return static_cast<unsigned>(static_cast<unsigned char>(line[i]) - '0');
+  };
+  const unsigned d0 = digit(9), d1 = digit(10), d2 = digit(11);
+  if (d0 - 1 > 8 || d1 > 9 || d2 > 9) return error(400, "malformed status code");
+  out.status = static_cast<int>(d0 * 100 + d1 * 10 + d2);
   out.reason = line.size() > 13 ? line.substr(13) : std::string_view();
   detail::FieldSection fields(out.inline_headers.data(), static_cast<std::uint32_t>(out.inline_headers.size()));
   ParseResult r = detail::parse_field_section(data, line_end + 1, fields, limits);

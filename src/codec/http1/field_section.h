@@ -226,6 +226,13 @@ template <class Section>
           break;
         case 14:
           if (equals_lowercase_token(name, "content-length")) {
+            // The usual value, plain digits and the first Content-Length: no list to walk.
+            std::uint64_t v = 0;
+            if (!out.has_content_length && parse_decimal(value, v)) {
+              out.content_length = v;
+              out.has_content_length = true;
+              break;
+            }
             bool ok = !value.empty();
             // "5, 5" repeats one value: allowed; differing values are a smuggling attempt.
             for_each_token(value, [&](std::string_view t) {

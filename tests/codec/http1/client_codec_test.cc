@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "weft/channel/embedded_channel.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
@@ -134,6 +138,53 @@ TEST(ClientCodecTest, MalformedResponseFailsAndCloses) {
   f.ch.write_inbound(ByteBuf::copy_of("HTTP/1.1 2x0 OK\r\n\r\n"));
   EXPECT_THROW(f.ch.check_exception(), HttpProtocolError);
   EXPECT_FALSE(f.ch.is_open());
+}
+
+// The status code is three digits, 100 to 999; anything else in its place is refused.
+TEST(ClientCodecTest, StatusCodesAreThreeDigitsFrom100) {
+  const Limits limits;
+  for (const auto& [code, status] :
+       std::vector<std::pair<std::string, int>>{{"100", 100}, {"200", 200}, {"404", 404}, {"599", 599}, {"999", 999}}) {
+    ResponseHead head;
+    const std::string text = "HTTP/1.1 " + code + " X\r\n\r\n";
+    ParseResult r = parse_response_head(text, head, limits);
+    ASSERT_EQ(r.kind, ParseResult::Kind::complete) << code;
+    EXPECT_EQ(head.status, status);
+  }
+  for (const std::string code : {"099", "000", "2x0", "20x", "-20", "+20", " 20", "2 0", "20:", "/00",
+                                 "2\x80"
+                                 "0"}) {
+    ResponseHead head;
+    const std::string text = "HTTP/1.1 " + code + " X\r\n\r\n";
+    ParseResult r = parse_response_head(text, head, limits);
+    EXPECT_EQ(r.kind, ParseResult::Kind::error) << code;
+  }
+}
+
+// Content-Length: plain digits (the common case), a repeated equal value, and each refused form.
+TEST(ClientCodecTest, ContentLengthIsDigitsAndOneValue) {
+  const Limits limits;
+  auto parse = [&limits](const std::string& fields, ResponseHead& head) {
+    return parse_response_head("HTTP/1.1 200 OK\r\n" + fields + "\r\n", head, limits);
+  };
+  for (const auto& [fields, length] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"Content-Length: 13\r\n", 13},
+           {"content-length:0\r\n", 0},
+           {"Content-Length: 5\r\nContent-Length: 5\r\n", 5},
+           {"Content-Length: 5, 5\r\n", 5},
+           {"Content-Length: 18446744073709551\r\n", 18446744073709551ull}}) {
+    ResponseHead head;
+    ASSERT_EQ(parse(fields, head).kind, ParseResult::Kind::complete) << fields;
+    ASSERT_TRUE(head.content_length) << fields;
+    EXPECT_EQ(*head.content_length, length) << fields;
+  }
+  for (const std::string fields :
+       {"Content-Length: 5\r\nContent-Length: 6\r\n", "Content-Length: 5, 6\r\n", "Content-Length: \r\n",
+        "Content-Length: -1\r\n", "Content-Length: +1\r\n", "Content-Length: 1x\r\n",
+        "Content-Length: 12345678901234567890\r\n", "Content-Length: 5\r\nContent-Length: 05, 6\r\n"}) {
+    ResponseHead head;
+    EXPECT_EQ(parse(fields, head).kind, ParseResult::Kind::error) << fields;
+  }
 }
 
 // Found by fuzz_http1_response: two 204s for one request both reached the application.
