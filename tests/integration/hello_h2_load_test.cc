@@ -56,13 +56,14 @@ class HelloH2LoadTest : public ::testing::TestWithParam<LoadConfig> {
   }
 
   // `weft-load h2 URL args`: its exit status and output.
-  std::string load(const HelloProcess& server, const std::string& args, int& status) {
+  std::string load(const HelloProcess& server, const std::string& args, int& status,
+                   const std::string& path = "/plaintext") {
     std::string command = std::string(WEFT_LOAD_BIN) + " h2 ";
     if (GetParam().tls) {
-      command += "https://localhost:" + std::to_string(server.port()) + "/plaintext --cacert " +
+      command += "'https://localhost:" + std::to_string(server.port()) + path + "' --cacert " +
                  write_temp_file(test_pki().ca.cert_pem, ".pem");
     } else {
-      command += "http://127.0.0.1:" + std::to_string(server.port()) + "/plaintext";
+      command += "'http://127.0.0.1:" + std::to_string(server.port()) + path + "'";
     }
     return run_shell(command + " " + args + " 2>&1", status);
   }
@@ -112,6 +113,37 @@ TEST_P(HelloH2LoadTest, ADurationRunKeepsEveryConnectionsStreamsFull) {
   };
   EXPECT_GT(number("responses"), 0u) << j;
   EXPECT_LE(number("requests") - number("responses"), 3u * 4u) << j;
+}
+
+// --rate: an open loop over the connections' free streams. Requests cannot leave before their
+// intended times, so 400 at 2,000/s take at least the schedule's 0.2 s (a slow machine only makes
+// it longer); the report names the target rate.
+TEST_P(HelloH2LoadTest, AConstantRateSendsEveryRequestNoFasterThanItsSchedule) {
+  HelloProcess server = start_hello();
+  ASSERT_TRUE(server.is_running()) << server.error();
+  const std::string json = ::testing::TempDir() + "weft_load_h2_rate." + std::to_string(::getpid()) + ".json";
+  int status = -1;
+  const std::string out = load(server, "-t 2 -c 3 -m 4 --rate 2000 -n 400 --json " + json, status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_THAT(out, HasSubstr("400 requests sent, 400 responses")) << out;
+  EXPECT_THAT(out, HasSubstr("constant rate: target 2000 req/s")) << out;
+  const std::string j = read_file(json);
+  EXPECT_THAT(j, HasSubstr("\"rate\":2000.000,")) << j;
+  const std::size_t at = j.find("\"duration_s\":");
+  ASSERT_NE(at, std::string::npos) << j;
+  EXPECT_GE(std::stod(j.substr(at + 13)), 0.199) << j;
+}
+
+// An open loop whose server answers each request after 300 ms, on one stream: most of the schedule
+// never leaves, and the report says so instead of printing a rate it did not send.
+TEST_P(HelloH2LoadTest, AnOpenLoopThatFallsShortSaysByHowMuch) {
+  HelloProcess server = start_hello();
+  ASSERT_TRUE(server.is_running()) << server.error();
+  int status = -1;
+  const std::string out = load(server, "-c 1 -m 1 --rate 1000 -d 0.5 --timeout 5", status, "/downstream?ms=300");
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_THAT(out, HasSubstr("constant rate: target 1000 req/s, sent ")) << out;
+  EXPECT_THAT(out, HasSubstr("WARNING: the target rate was not reached")) << out;
 }
 
 TEST_P(HelloH2LoadTest, AServerThatDoesNotSpeakHttp2IsAnErrorWithItsReason) {

@@ -153,6 +153,64 @@ TEST_F(GrpcLoadTest, PingPongRoundTripsOnEachStream) {
   EXPECT_EQ(r.latency.count(), r.messages);
 }
 
+// -n: exactly that many messages, shared by every stream and connection, then the run ends by itself.
+TEST_F(GrpcLoadTest, AMessageCountIsSentExactlyInEveryCall) {
+  GrpcOptions o;
+  o.target = "127.0.0.1:" + std::to_string(server_->local_address().port());
+  o.duration_s = 0;  // no time limit: the count ends the run
+  o.connections = 2;
+  o.streams = 5;
+  o.call = "unary";
+  o.size = 10;
+  o.messages = 1001;
+  GrpcResult unary = run_grpc(o);
+  EXPECT_EQ(unary.errors.total(), 0u);
+  EXPECT_EQ(unary.messages, 1001u);
+  EXPECT_EQ(unary.sent, 1001u);
+  EXPECT_EQ(unary.calls, 1001u);
+  EXPECT_EQ(requests_->load(), 1001);
+
+  o.call = "pingpong";
+  o.messages = 777;
+  GrpcResult pingpong = run_grpc(o);
+  EXPECT_EQ(pingpong.errors.total(), 0u);
+  EXPECT_EQ(pingpong.messages, 777u);
+  EXPECT_EQ(pingpong.sent, 777u);
+  EXPECT_EQ(pingpong.calls, 10u);  // one StreamingCall per stream
+  EXPECT_EQ(pingpong.latency.count(), 777u);
+
+  o.call = "stream";
+  o.messages = 500;
+  GrpcResult stream = run_grpc(o);
+  EXPECT_EQ(stream.errors.total(), 0u);
+  EXPECT_EQ(stream.messages, 500u);
+  EXPECT_EQ(stream.calls, 10u);
+}
+
+// --rate: an open loop; its messages cannot leave before their intended times, so 400 at 2,000/s
+// take at least the schedule's 0.2 s (a lower bound: a slow machine only makes it longer).
+TEST_F(GrpcLoadTest, AConstantRateSendsNoFasterThanItsSchedule) {
+  for (const char* call : {"unary", "pingpong"}) {
+    GrpcOptions o;
+    o.target = "127.0.0.1:" + std::to_string(server_->local_address().port());
+    o.duration_s = 0;
+    o.streams = 4;
+    o.call = call;
+    o.rate = 2000;
+    o.messages = 400;
+    GrpcResult r = run_grpc(o);
+    EXPECT_EQ(r.errors.total(), 0u) << call;
+    EXPECT_EQ(r.messages, 400u) << call;
+    EXPECT_EQ(r.latency.count(), 400u) << call;
+    EXPECT_GE(r.duration_s, 399.0 / 2000) << call;
+  }
+  GrpcOptions stream;
+  stream.target = "127.0.0.1:" + std::to_string(server_->local_address().port());
+  stream.call = "stream";
+  stream.rate = 100;
+  EXPECT_THROW(run_grpc(stream), LoadError) << "a server stream has no rate of ours to keep";
+}
+
 TEST(GrpcLoadEncoding, SimpleRequestIsEncodedAsProtobufDoes) {
   // protoc --encode: response_size: 2, payload { body: "\0\0\0" }
   EXPECT_EQ(encode_simple_request(2, 3), std::string("\x10\x02\x1a\x05\x12\x03\0\0\0", 9));

@@ -49,6 +49,33 @@ TEST(HttpLoadTest, ConstantRateHoldsWithinTwoPercent) {
   EXPECT_LE(r.requests - r.responses, 16u) << "only the requests in flight at the end may lack a response";
 }
 
+// -n: exactly that many requests, shared by the loops and connections (a last batch shorter than
+// the pipeline), in the closed loop and the open one; the run then ends by itself.
+TEST(HttpLoadTest, ARequestCountIsSentExactly) {
+  test::TestServers servers;
+  const auto port = servers.start_http();
+  HttpOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(port) + "/plaintext";
+  o.connections = 3;
+  o.threads = 2;
+  o.pipeline = 4;
+  o.duration_s = 0;  // no time limit: the count ends the run
+  o.requests = 1001;
+  HttpResult closed = run_http(o);
+  EXPECT_EQ(closed.requests, 1001u);
+  EXPECT_EQ(closed.responses, 1001u);
+  EXPECT_EQ(closed.errors.total(), 0u);
+
+  // The open loop cannot send before the schedule: 300 at 2,000/s take at least 0.15 s.
+  o.rate = 2000;
+  o.requests = 300;
+  HttpResult open = run_http(o);
+  EXPECT_EQ(open.requests, 300u);
+  EXPECT_EQ(open.responses, 300u);
+  EXPECT_EQ(open.latency.count(), 300u);
+  EXPECT_GE(open.duration_s, 299.0 / 2000);
+}
+
 TEST(HttpLoadTest, ClosedLoopKeepsThePipelineFullAndCountsEveryResponse) {
   test::TestServers servers;
   const auto port = servers.start_http();

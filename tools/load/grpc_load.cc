@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <vector>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/socket_address.h"
+#include "weft/core/awaitables.h"
 #include "weft/core/spawn.h"
 #include "weft/grpc/channel.h"
 #include "weft/grpc/client.h"
@@ -32,7 +35,44 @@ void put_varint(std::string& out, std::uint64_t value) {
 // responses) without sessions: the calls run as coroutines on weft's gRPC client until stopping().
 class GrpcWorker final : public Worker {
  public:
-  GrpcWorker(Run& run, EventLoop& loop) : Worker(run, loop, 0) {}
+  // budget: -n's messages still to send, shared by every loop (null: a timed run). rate: this
+  // loop's share of --rate (0: the closed loop).
+  GrpcWorker(Run& run, EventLoop& loop, std::atomic<std::uint64_t>* budget, double rate)
+      : Worker(run, loop, 0), budget_(budget), interval_ns_(rate > 0 ? 1e9 / rate : 0) {}
+
+  bool open_loop() const noexcept { return interval_ns_ > 0; }
+
+  // Takes one message to send: false once -n's count is spent or the run stops.
+  bool take() noexcept {
+    if (stopping()) return false;
+    if (budget_ == nullptr) return true;
+    std::uint64_t left = budget_->load(std::memory_order_relaxed);
+    while (left > 0) {
+      if (budget_->compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
+  // Open loop: the intended send time of this loop's next message (the schedule starts with the
+  // first one asked for). Streams that are free claim them in turn.
+  Nanos next_intended(Nanos now) noexcept {
+    if (next_index_ == 0) start_ = now;
+    return start_ + static_cast<Nanos>(static_cast<double>(next_index_++) * interval_ns_);
+  }
+  void count_sent() noexcept { ++sent; }
+
+  // A stream's coroutine begins and ends: in a counted run, the loop is done when its last one
+  // has (the count spent, or its calls failed).
+  void enter() noexcept { ++active_; }
+  void leave() {
+    if (--active_ == 0 && budget_ != nullptr) finish();
+  }
+
+  void restart_counting() override {
+    Worker::restart_counting();
+    sent = 0;
+  }
+
+  std::uint64_t sent = 0;  // messages sent in the counted part of the run
 
   void count_message() {
     ++stats.responses;
@@ -47,53 +87,90 @@ class GrpcWorker final : public Worker {
       ++stats.errors.status;
     }
   }
+
+ private:
+  std::atomic<std::uint64_t>* budget_;
+  double interval_ns_;
+  Nanos start_ = 0;
+  std::uint64_t next_index_ = 0;
+  std::size_t active_ = 0;
 };
+
+// Open loop: waits for the next message's intended send time and returns it (latency counts from
+// it); closed loop: now. The caller has taken the message.
+Task<Nanos> send_time(GrpcWorker& w) {
+  const Nanos now = now_ns();
+  if (!w.open_loop()) co_return now;
+  const Nanos intended = w.next_intended(now);
+  if (intended > now) co_await sleep(std::chrono::nanoseconds(intended - now));
+  co_return intended;
+}
 
 // The calls run over a grpc::Client (one connection) or a grpc::ClientChannel (balanced): `Caller`.
 template <class Caller>
 Task<> server_stream(Caller& client, GrpcWorker& w, ByteBuf request) {
+  w.enter();
   grpc::ClientCall call = client.call(kStreamingFromServer);
   co_await call.write(std::move(request));
   co_await call.writes_done();
   ++w.stats.requests;
-  while (!w.stopping()) {
-    if (!co_await call.read()) break;
+  w.count_sent();
+  bool ended = false;  // by the server or the connection, not by this run
+  while (w.take()) {
+    if (!co_await call.read()) {
+      ended = true;
+      break;
+    }
     w.count_message();
   }
-  if (w.stopping()) call.cancel();
-  w.count_end(co_await call.finish());
+  if (!ended) call.cancel();  // the run stopped, or -n's count is read
+  const grpc::Status status = co_await call.finish();
+  if (ended) w.count_end(status);
+  w.leave();
 }
 
 template <class Caller>
 Task<> unary_calls(Caller& client, GrpcWorker& w, ByteBuf request) {
-  while (!w.stopping()) {
-    const Nanos start = now_ns();
+  w.enter();
+  while (w.take()) {
+    const Nanos start = co_await send_time(w);
+    if (w.stopping()) break;
+    w.count_sent();
     grpc::UnaryResult r = co_await client.unary(std::string(kUnaryCall), request.slice());
     if (w.stopping()) break;
     if (!r.status.ok()) {
       w.count_end(r.status);
       break;
     }
-    w.stats.latency.record(static_cast<std::uint64_t>(now_ns() - start));
+    w.stats.latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, now_ns() - start)));
     ++w.stats.requests;
     w.count_message();
   }
+  w.leave();
 }
 
 template <class Caller>
 Task<> ping_pong(Caller& client, GrpcWorker& w, ByteBuf request) {
+  w.enter();
   grpc::ClientCall call = client.call(kStreamingCall);
   ++w.stats.requests;
-  while (!w.stopping()) {
-    const Nanos start = now_ns();
-    if (!co_await call.write(request.slice())) break;
-    if (!co_await call.read()) break;
-    w.stats.latency.record(static_cast<std::uint64_t>(now_ns() - start));
+  bool ended = false;  // by the server or the connection, not by this run
+  while (w.take()) {
+    const Nanos start = co_await send_time(w);
+    if (w.stopping()) break;
+    w.count_sent();
+    if (!co_await call.write(request.slice()) || !co_await call.read()) {
+      ended = true;
+      break;
+    }
+    w.stats.latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, now_ns() - start)));
     w.count_message();
   }
   co_await call.writes_done();
   if (w.stopping()) call.cancel();
-  w.count_end(co_await call.finish());
+  const grpc::Status status = co_await call.finish();
+  if (ended || !status.ok()) w.count_end(status);  // -n's end closes the call with OK
+  w.leave();
 }
 
 }  // namespace
@@ -121,8 +198,11 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
     throw LoadError("the call must be stream, unary or pingpong");
   }
   if (options.connections < 1 || options.threads < 1 || options.streams < 1 || options.size < 0 ||
-      options.duration_s <= 0) {
-    throw LoadError("connections, streams, threads and duration must be positive");
+      options.duration_s < 0 || options.rate < 0 || (options.duration_s == 0 && options.messages == 0)) {
+    throw LoadError("connections, streams and threads must be positive, and a duration or a message count given");
+  }
+  if (options.rate > 0 && options.call == "stream") {
+    throw LoadError("--rate paces unary and pingpong calls; a stream's server sends at its own pace");
   }
   if (options.size > (4 << 20) - 16) throw LoadError("size must be below 4 MiB (the default message bound)");
   if (!options.balance.empty() && options.balance != "pick_first" && options.balance != "round_robin") {
@@ -132,7 +212,11 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
       encode_simple_request(options.size, options.call == "stream" ? 0 : options.size);
 
   LoopRun run(options.threads);
-  run.add_workers([&run](EventLoop& loop) { return std::make_unique<GrpcWorker>(run, loop); });
+  std::atomic<std::uint64_t> budget{options.messages};
+  const double rate_per_loop = options.rate / static_cast<double>(options.threads);
+  run.add_workers([&](EventLoop& loop) {
+    return std::make_unique<GrpcWorker>(run, loop, options.messages > 0 ? &budget : nullptr, rate_per_loop);
+  });
 
   auto t0 = Clock::now();
   std::vector<Future<void>> running;
@@ -217,6 +301,7 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
 
   Stats all = run.merge();
   GrpcResult result;
+  for (std::size_t i = 0; i < run.size(); ++i) result.sent += run.worker<GrpcWorker>(i).sent;
   result.duration_s = elapsed;
   result.messages = all.responses;
   result.calls = all.requests;

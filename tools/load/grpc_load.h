@@ -32,6 +32,13 @@ struct GrpcOptions {
   int size = 0;      // response_size (and the request payload's, for unary and pingpong)
   double duration_s = 10;
   double warmup_s = 0;  // seconds of load before the counted duration_s (--warmup)
+  // -n: messages in all (unary: calls; pingpong: round trips; stream: responses read); the run ends
+  // when each has ended. 0: run for duration_s.
+  std::uint64_t messages = 0;
+  // --rate (unary, pingpong): messages per second over all connections, an open loop: each message
+  // has an intended send time, leaves on the first free stream at or after it, and its latency counts
+  // from that time. 0: each stream sends its next message when the last one is answered.
+  double rate = 0;
 };
 
 struct GrpcResult {
@@ -40,6 +47,7 @@ struct GrpcResult {
   double duration_s = 0;
   Histogram latency;  // ns per call (unary) or per round trip (pingpong); empty for stream
   Errors errors;      // status: calls that ended with a status other than OK (or CANCELLED at the end)
+  std::uint64_t sent = 0;  // messages sent (unary: calls; pingpong: requests written); stream: calls
 };
 
 // SimpleRequest{response_size=size, payload{body=payload zero bytes}} (field 2, varint; field 3, message

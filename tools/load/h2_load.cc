@@ -35,6 +35,7 @@ struct H2Config {
   std::vector<nghttp2_nv> nva;                              // points into `fields`: encoded by nghttp2, not copied
   std::size_t streams = 1;
   bool counted = false;  // a request count, not a duration, ends the run
+  bool open_loop = false;  // --rate: requests leave on a schedule, not as streams end
   bool tls = false;
   Nanos timeout_ns = 0;
   nghttp2_session_callbacks* callbacks = nullptr;
@@ -80,8 +81,11 @@ class H2Connection;
 // One event loop's share of the run: the core's Worker plus a counted run's budget.
 class H2Worker final : public Worker {
  public:
-  H2Worker(Run& run, EventLoop& loop, std::size_t index, const H2Config& config, SetupSync& sync)
-      : Worker(run, loop, config.timeout_ns), index_(index), config_(config), sync_(sync) {}
+  // rate: this loop's share of --rate (requests per second), 0 for the closed loop.
+  H2Worker(Run& run, EventLoop& loop, std::size_t index, const H2Config& config, SetupSync& sync, double rate)
+      : Worker(run, loop, config.timeout_ns), index_(index), config_(config), sync_(sync) {
+    interval_ns_ = rate > 0 ? 1e9 / rate : 0;
+  }
 
   std::size_t index() const noexcept { return index_; }
   const H2Config& config() const noexcept { return config_; }
@@ -106,13 +110,26 @@ class H2Worker final : public Worker {
   void attach(H2Connection* c);
   void detach(H2Connection* c, std::size_t in_flight);
   void begin(std::uint64_t budget);
+  // Open loop: hands the requests due by `now` to connections with a free stream, each stamped with
+  // its intended send time (latency counts from it, so a server's stall is in the figures).
+  void pump(Nanos now);
 
  private:
+  void schedule_pump(Nanos now);
+  H2Connection& connection(std::size_t i) const noexcept;
+
   std::size_t index_;
   const H2Config& config_;
   SetupSync& sync_;
   std::uint64_t budget_ = 0;     // counted runs: requests still to send
   std::uint64_t in_flight_ = 0;  // over all connections
+  // The open loop's schedule: request k is due at start_ + k * interval_ns_.
+  double interval_ns_ = 0;
+  Nanos start_ = 0;
+  std::uint64_t next_index_ = 0;
+  std::size_t cursor_ = 0;  // the connection the next due request tries first
+  bool pump_scheduled_ = false;
+  std::vector<H2Connection*> touched_;  // connections given requests by this pump, to write once each
 };
 
 // One HTTP/2 connection: an nghttp2 client session fed from the channel; its output leaves in one
@@ -163,7 +180,11 @@ class H2Connection final : public InboundHandler<ByteBuf>, public Session {
       return;
     }
     if (closing_) return;
-    fill(now_);
+    if (worker_.config().open_loop) {
+      worker_.pump(now_);  // streams that ended took the due requests' turn
+    } else {
+      fill(now_);
+    }
     send(ctx);
     worker_.publish();
   }
@@ -213,9 +234,24 @@ class H2Connection final : public InboundHandler<ByteBuf>, public Session {
   // Opens streams up to the limit (while the run sends) and writes what nghttp2 has to send.
   void start(Nanos now) {
     last_progress_ = now;
-    fill(now);
+    if (!worker_.config().open_loop) fill(now);
     if (ctx_ != nullptr) send(*ctx_);
   }
+  // Open loop: streams free for the schedule's requests.
+  std::size_t room() const noexcept { return goaway_ || closing_ || ctx_ == nullptr ? 0 : free_.size(); }
+  // Open loop: opens one stream for a request due at `intended`; written by flush(). False when
+  // nghttp2 takes no more streams on this connection.
+  bool submit(Nanos intended, Nanos now) {
+    if (!open_stream(intended, now)) return false;
+    touched = true;
+    return true;
+  }
+  // Writes what nghttp2 has to send.
+  void flush() {
+    touched = false;
+    if (ctx_ != nullptr && !closing_) send(*ctx_);
+  }
+  bool touched = false;  // given a request by the pump since its last flush
   // Gives up on the open streams (they are counted by the caller) and closes.
   void abandon() override {
     worker_.ended(in_flight_);
@@ -313,23 +349,29 @@ class H2Connection final : public InboundHandler<ByteBuf>, public Session {
 
   void fill(Nanos now) {
     while (!free_.empty() && !goaway_ && worker_.take()) {
-      Slot& slot = slots_[free_.back()];
-      slot.index = free_.back();
-      slot.start = now;
-      slot.status = 0;
-      const H2Config& config = worker_.config();
-      const std::int32_t id =
-          nghttp2_submit_request(session_, nullptr, config.nva.data(), config.nva.size(), nullptr, &slot);
-      if (id < 0) {  // nghttp2 ran out of stream ids: this connection sends no more
-        worker_.ended(0);
-        goaway_ = true;
-        break;
-      }
-      free_.pop_back();
-      if (in_flight_ == 0) last_progress_ = now;
-      ++in_flight_;
-      worker_.sent();
+      if (!open_stream(now, now)) break;
     }
+  }
+
+  // Submits one request (taken from the worker) on a free slot, its latency counted from `start`.
+  bool open_stream(Nanos start, Nanos now) {
+    Slot& slot = slots_[free_.back()];
+    slot.index = free_.back();
+    slot.start = start;
+    slot.status = 0;
+    const H2Config& config = worker_.config();
+    const std::int32_t id =
+        nghttp2_submit_request(session_, nullptr, config.nva.data(), config.nva.size(), nullptr, &slot);
+    if (id < 0) {  // nghttp2 ran out of stream ids: this connection sends no more
+      worker_.ended(0);
+      goaway_ = true;
+      return false;
+    }
+    free_.pop_back();
+    if (in_flight_ == 0) last_progress_ = now;
+    ++in_flight_;
+    worker_.sent();
+    return true;
   }
 
   void stream_ended(Slot& slot, std::uint32_t error_code) {
@@ -376,8 +418,12 @@ class H2Connection final : public InboundHandler<ByteBuf>, public Session {
 
 void H2Worker::attach(H2Connection* c) { add_session(c); }
 
+H2Connection& H2Worker::connection(std::size_t i) const noexcept { return static_cast<H2Connection&>(*sessions()[i]); }
+
 void H2Worker::detach(H2Connection* c, std::size_t in_flight) {
   remove_session(c);
+  std::erase(touched_, c);
+  if (cursor_ >= sessions().size()) cursor_ = 0;
   if (!sending()) return;
   stats.errors.read += in_flight;  // the connection ended with streams open
   ended(in_flight);
@@ -389,8 +435,52 @@ void H2Worker::begin(std::uint64_t budget) {
   budget_ = budget;
   Worker::begin();
   const Nanos now = now_ns();
+  start_ = now;
   for (Session* c : std::vector<Session*>(sessions())) static_cast<H2Connection*>(c)->start(now);
-  if (sessions().empty() || (config_.counted && in_flight_ == 0)) finish();
+  if (config_.open_loop) pump(now);
+  if (sessions().empty() || (config_.counted && in_flight_ == 0 && budget_ == 0)) finish();
+}
+
+void H2Worker::pump(Nanos now) {
+  if (!sending() || (config_.counted && budget_ == 0)) return;
+  const auto due = static_cast<std::uint64_t>(static_cast<double>(now - start_) / interval_ns_) + 1;
+  const std::size_t n = sessions().size();
+  std::size_t full_in_a_row = 0;
+  while (next_index_ < due && n > 0 && full_in_a_row < n && sessions().size() == n) {
+    H2Connection& c = connection(cursor_);
+    cursor_ = (cursor_ + 1) % n;
+    if (c.room() == 0) {
+      ++full_in_a_row;
+      continue;
+    }
+    full_in_a_row = 0;
+    if (!take()) break;  // the request count is spent
+    if (!c.touched) touched_.push_back(&c);
+    if (!c.submit(start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_), now)) {
+      if (config_.counted) ++budget_;  // not sent: another connection sends it
+      continue;
+    }
+    ++next_index_;
+  }
+  // One write per connection for what this pump gave it (a flush may close it: detach drops it).
+  while (!touched_.empty()) {
+    H2Connection* c = touched_.back();
+    touched_.pop_back();
+    c->flush();
+  }
+  // Requests still due wait for a stream to end (each end pumps again); they keep their intended
+  // times, so the wait counts in their latency.
+  if (next_index_ >= due && !(config_.counted && budget_ == 0)) schedule_pump(now);
+}
+
+void H2Worker::schedule_pump(Nanos now) {
+  if (pump_scheduled_) return;
+  pump_scheduled_ = true;
+  const Nanos next = start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_);
+  loop().schedule(std::chrono::nanoseconds(std::max<Nanos>(0, next - now)), [this] {
+    pump_scheduled_ = false;
+    pump(now_ns());
+  });
 }
 
 // Header fields HTTP/2 forbids (RFC 9113 8.2.2); Host is :authority.
@@ -443,7 +533,7 @@ struct Callbacks {
 
 HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
   if (options.connections < 1 || options.threads < 1 || options.streams < 1 || options.timeout_s <= 0 ||
-      options.duration_s < 0 || (options.duration_s == 0 && options.requests == 0)) {
+      options.duration_s < 0 || options.rate < 0 || (options.duration_s == 0 && options.requests == 0)) {
     throw LoadError("connections, threads, streams and timeout must be positive, and a duration or a request count given");
   }
   if (options.threads > options.connections) throw LoadError("threads must not exceed connections");
@@ -453,6 +543,7 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
   build_fields(config, target, options.headers);
   config.streams = static_cast<std::size_t>(options.streams);
   config.counted = options.requests > 0;
+  config.open_loop = options.rate > 0;
   config.tls = target.tls;
   config.timeout_ns = static_cast<Nanos>(options.timeout_s * 1e9);
   config.callbacks = callbacks.callbacks;
@@ -478,7 +569,10 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
   LoopRun run(options.threads);
   SetupSync sync(run.loops().size());
   std::size_t next_index = 0;
-  run.add_workers([&](EventLoop& loop) { return std::make_unique<H2Worker>(run, loop, next_index++, config, sync); });
+  run.add_workers([&](EventLoop& loop) {
+    return std::make_unique<H2Worker>(run, loop, next_index++, config, sync,
+                                      options.rate / static_cast<double>(run.loops().size()));
+  });
 
   Bootstrap bootstrap;
   bootstrap.group(run.loops())

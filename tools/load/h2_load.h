@@ -5,6 +5,8 @@
 // fields are encoded once, a request costs nghttp2's stream and no allocation of this tool's, and
 // what one read batch makes nghttp2 send leaves in one write. The run lasts `duration_s`, or until
 // `requests` have ended (answered or failed). A connection that ends is not replaced (as h2load).
+// With `rate`, an open loop as http's: requests leave at their intended times on free streams, and
+// latency counts from those times.
 
 #include <cstdint>
 #include <string>
@@ -22,6 +24,7 @@ struct H2Options {
   double duration_s = 10;  // with `requests`: an upper bound on the run
   double warmup_s = 0;     // seconds of load before the counted duration_s (--warmup)
   std::uint64_t requests = 0;  // total requests; 0: run for duration_s
+  double rate = 0;  // requests per second over all connections (an open loop); 0: streams refilled as they end
   std::vector<std::string> headers;  // "Name: value"
   double timeout_s = 2;  // connect, TLS handshake, the server's SETTINGS, and no response while streams are open
   bool insecure = false;  // https: accept any certificate (no verification)

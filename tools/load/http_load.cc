@@ -29,6 +29,8 @@ struct RunConfig {
   bool open_loop = false;  // --rate given
   bool reconnect = false;  // one batch per connection (closed loop only)
   Nanos timeout_ns = 0;
+  // -n: the requests still to send, shared by every loop (null: the run is timed). Thread-safe.
+  std::atomic<std::uint64_t>* budget = nullptr;
 };
 
 class Connection;
@@ -48,6 +50,11 @@ class HttpWorker final : public Worker {
   void begin();
   // Open loop: hands the requests that are due by `now` to connections with room.
   void pump(Nanos now);
+  // Takes up to `want` requests to send: fewer (or none) once -n's count is spent, none once the
+  // run stops sending.
+  std::size_t take(std::size_t want) noexcept;
+  // -n: every request of the count has been sent and none is outstanding here: this loop is done.
+  void finish_if_spent();
 
   std::function<void()> reconnect;  // set by the runner
   std::string handshake_failure;    // the first TLS handshake's failure, if any
@@ -113,6 +120,7 @@ class Connection final : public InboundHandler<ByteBuf>, public Session {
       worker_.pump(now);
     }
     worker_.publish();
+    if (in_flight_ == 0) worker_.finish_if_spent();
   }
 
   void channel_inactive(Context& ctx) override {
@@ -149,8 +157,10 @@ class Connection final : public InboundHandler<ByteBuf>, public Session {
 
   // Closed loop: the whole pipeline at once, all intended now.
   void send_batch(Nanos now) {
-    for (std::size_t i = 0; i < intended_.size(); ++i) queue(now);
+    const std::size_t n = worker_.take(intended_.size());
+    for (std::size_t i = 0; i < n; ++i) queue(now);
     flush_queued(now);
+    if (n == 0) worker_.finish_if_spent();
   }
   // Adds one request (intended at `intended`) to the next write.
   void queue(Nanos intended) noexcept {
@@ -222,12 +232,39 @@ void HttpWorker::detach(Connection* c, std::size_t in_flight) {
   if (stopping()) return;
   if (in_flight > 0) ++stats.errors.read;  // the server closed with requests outstanding
   publish();
+  if (config_.budget != nullptr && config_.budget->load(std::memory_order_relaxed) == 0) {
+    finish_if_spent();  // nothing left to send: no replacement
+    return;
+  }
   if (reconnect) reconnect();
+}
+
+std::size_t HttpWorker::take(std::size_t want) noexcept {
+  if (!sending()) return 0;
+  if (config_.budget == nullptr) return want;
+  std::uint64_t left = config_.budget->load(std::memory_order_relaxed);
+  while (left > 0) {
+    const std::uint64_t n = std::min<std::uint64_t>(left, want);
+    if (config_.budget->compare_exchange_weak(left, left - n, std::memory_order_relaxed)) return n;
+  }
+  return 0;
+}
+
+void HttpWorker::finish_if_spent() {
+  if (config_.budget == nullptr || config_.budget->load(std::memory_order_relaxed) > 0) return;
+  for (Session* s : sessions()) {
+    if (s->in_flight() > 0) return;
+  }
+  finish();
 }
 
 void HttpWorker::begin() {
   start_ = now_ns();
   Worker::begin();
+  if (config_.budget != nullptr && sessions().empty()) {
+    finish();  // -n: no connection here to send on (its connects failed); the others send the count
+    return;
+  }
   if (config_.open_loop) {
     pump(start_);
   } else {
@@ -241,6 +278,7 @@ void HttpWorker::pump(Nanos now) {
   touched_.clear();
   const std::size_t n = sessions().size();
   std::size_t full_in_a_row = 0;
+  bool spent = false;
   while (next_index_ < due && n > 0 && full_in_a_row < n) {
     Connection& c = connection(cursor_);
     cursor_ = (cursor_ + 1) % n;
@@ -249,6 +287,10 @@ void HttpWorker::pump(Nanos now) {
       continue;
     }
     full_in_a_row = 0;
+    if (take(1) == 0) {
+      spent = true;
+      break;
+    }
     if (c.unsent() == 0) touched_.push_back(&c);
     c.queue(start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_));
     ++next_index_;
@@ -256,7 +298,11 @@ void HttpWorker::pump(Nanos now) {
   for (Connection* c : touched_) c->flush_queued(now);
   // Requests still due wait for a response to free room (each response pumps again); they keep
   // their intended times, so the wait counts in their latency.
-  if (next_index_ >= due) schedule_pump(now);
+  if (spent) {
+    finish_if_spent();
+  } else if (next_index_ >= due) {
+    schedule_pump(now);
+  }
 }
 
 void HttpWorker::schedule_pump(Nanos now) {
@@ -331,9 +377,10 @@ HttpResult http_result(Stats stats, double duration_s) {
 }
 
 HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
-  if (options.connections < 1 || options.threads < 1 || options.pipeline < 1 || options.duration_s <= 0 ||
-      options.rate < 0 || options.timeout_s <= 0) {
-    throw LoadError("connections, threads, pipeline, duration and timeout must be positive");
+  if (options.connections < 1 || options.threads < 1 || options.pipeline < 1 || options.duration_s < 0 ||
+      (options.duration_s == 0 && options.requests == 0) || options.rate < 0 || options.timeout_s <= 0) {
+    throw LoadError(
+        "connections, threads, pipeline and timeout must be positive, and a duration or a request count given");
   }
   if (options.threads > options.connections) throw LoadError("threads must not exceed connections");
   if (options.reconnect && options.rate > 0) throw LoadError("--reconnect runs the closed loop only: drop --rate");
@@ -344,6 +391,8 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
   config.open_loop = options.rate > 0;
   config.reconnect = options.reconnect;
   config.timeout_ns = static_cast<Nanos>(options.timeout_s * 1e9);
+  std::atomic<std::uint64_t> budget{options.requests};
+  if (options.requests > 0) config.budget = &budget;
   TlsContextPtr tls;
   TlsHandlerOptions tls_options;
   if (target.tls) {

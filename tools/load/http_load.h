@@ -36,6 +36,7 @@ struct HttpOptions {
   double warmup_s = 0;  // seconds of load before the counted duration_s (--warmup)
   int pipeline = 1;
   double rate = 0;  // requests per second over all connections; 0: closed loop
+  std::uint64_t requests = 0;        // -n: total requests, the run ends when each has ended; 0: run for duration_s
   std::vector<std::string> headers;  // "Name: value"
   double timeout_s = 2;              // no response for this long while requests are outstanding
   bool insecure = false;             // https: accept any certificate (no verification)

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -34,23 +35,48 @@ ProgressFn request_progress(bool tty) {
 std::string json_number(double v) { return fmt::format("{:.3f}", v); }
 
 // An open-loop run's shortfall: what it sent per second, and the requests its schedule made due
-// (rate x duration) that never left.
+// (rate x duration, at most -n's count when one was given) that never left.
 struct OpenLoopShortfall {
   double sent_rate = 0;
   std::uint64_t unsent = 0;
 };
-OpenLoopShortfall open_loop_shortfall(double rate, double duration_s, std::uint64_t sent) {
+OpenLoopShortfall open_loop_shortfall(double rate, double duration_s, std::uint64_t sent, std::uint64_t count) {
   if (rate <= 0 || duration_s <= 0) return {};
-  const auto due = static_cast<std::uint64_t>(rate * duration_s);
+  auto due = static_cast<std::uint64_t>(rate * duration_s);
+  if (count > 0) due = std::min(due, count);
   return {static_cast<double>(sent) / duration_s, due > sent ? due - sent : 0};
+}
+
+// An open loop's line on what it sent against its target, and the warning when it fell short.
+void print_shortfall(double rate, const OpenLoopShortfall& shortfall) {
+  if (rate <= 0) return;
+  std::printf("  constant rate: target %.0f req/s, sent %.0f req/s (%.1f%%); %llu requests due but never sent\n", rate,
+              shortfall.sent_rate, shortfall.sent_rate / rate * 100.0,
+              static_cast<unsigned long long>(shortfall.unsent));
+  if (shortfall.sent_rate < 0.95 * rate) {
+    std::printf(
+        "WARNING: the target rate was not reached (the server or this client could not keep up): "
+        "latencies count from the intended send times, the unsent requests are not in them\n");
+  }
+}
+
+// The JSON keys of an open loop: "rate", "sent_rate", "unsent" (null in a closed loop).
+std::string shortfall_json(double rate, const OpenLoopShortfall& shortfall) {
+  return fmt::format(R"("rate":{},"sent_rate":{},"unsent":{})", rate > 0 ? json_number(rate) : "null",
+                     rate > 0 ? json_number(shortfall.sent_rate) : "null",
+                     rate > 0 ? std::to_string(shortfall.unsent) : "null");
+}
+
+// " (constant rate R req/s, latency from intended send times)" for an open loop's heading.
+std::string rate_heading(double rate) {
+  return rate > 0 ? fmt::format(", constant rate {:.0f} req/s (latency from intended send times)", rate) : "";
 }
 
 void http_report(const HttpOptions& o, const HttpResult& r, const std::string& json_path, bool distribution) {
   const double rps = r.duration_s > 0 ? static_cast<double>(r.responses) / r.duration_s : 0;
-  std::printf("Running %.1fs test @ %s\n  %d threads and %d connections, pipeline %d%s\n", r.duration_s, o.url.c_str(),
-              o.threads, o.connections, o.pipeline,
-              o.rate > 0 ? fmt::format(", constant rate {:.0f} req/s (latency from intended send times)", o.rate).c_str()
-                         : "");
+  std::printf("Running %.1fs test @ %s\n  %d threads and %d connections, pipeline %d%s%s\n", r.duration_s,
+              o.url.c_str(), o.threads, o.connections, o.pipeline,
+              o.requests > 0 ? fmt::format(", {} requests", o.requests).c_str() : "", rate_heading(o.rate).c_str());
   std::fputs(latency_text(r.latency).c_str(), stdout);
   if (distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
   std::fputs(connect_text(r.connect).c_str(), stdout);
@@ -60,57 +86,48 @@ void http_report(const HttpOptions& o, const HttpResult& r, const std::string& j
   std::fputs(errors_text(r.errors).c_str(), stdout);
   std::printf("Requests/sec: %10.2f\nTransfer/sec: %9.2fMB\n", rps,
               r.duration_s > 0 ? static_cast<double>(r.bytes_read) / 1e6 / r.duration_s : 0);
-  const OpenLoopShortfall shortfall = open_loop_shortfall(o.rate, r.duration_s, r.requests);
-  if (o.rate > 0) {
-    std::printf("  constant rate: target %.0f req/s, sent %.0f req/s (%.1f%%); %llu requests due but never sent\n",
-                o.rate, shortfall.sent_rate, shortfall.sent_rate / o.rate * 100.0,
-                static_cast<unsigned long long>(shortfall.unsent));
-    if (shortfall.sent_rate < 0.95 * o.rate) {
-      std::printf(
-          "WARNING: the target rate was not reached (the server or this client could not keep up): "
-          "latencies count from the intended send times, the unsent requests are not in them\n");
-    }
-  }
+  const OpenLoopShortfall shortfall = open_loop_shortfall(o.rate, r.duration_s, r.requests, o.requests);
+  print_shortfall(o.rate, shortfall);
+  std::fflush(stdout);
+  if (json_path.empty()) return;
+  write_json_file(
+      json_path,
+      fmt::format(R"({{"tool":"weft-load","version":{},"mode":"http","target":{},"connections":{},"threads":{},)"
+                  R"("pipeline":{},{},"warmup_s":{},"duration_s":{},"requests":{},"responses":{},)"
+                  R"("rps":{},"bytes_read":{},"latency_us":{},"connect_us":{},"errors":{}}})",
+                  json_string(weft::version()), json_string(o.url), o.connections, o.threads, o.pipeline,
+                  shortfall_json(o.rate, shortfall), json_number(o.warmup_s), json_number(r.duration_s), r.requests,
+                  r.responses, json_number(rps), r.bytes_read, latency_json(r.latency),
+                  r.connect.count() > 0 ? latency_json(r.connect) : std::string("null"), errors_json(r.errors)));
+}
+
+void h2_report(const H2Options& o, const HttpResult& r, const std::string& json_path, bool distribution) {
+  const double rps = r.duration_s > 0 ? static_cast<double>(r.responses) / r.duration_s : 0;
+  std::printf("Running %.2fs test @ %s (HTTP/2)\n  %d threads and %d connections, %d streams each%s%s\n", r.duration_s,
+              o.url.c_str(), o.threads, o.connections, o.streams,
+              o.requests > 0 ? fmt::format(", {} requests", o.requests).c_str() : "", rate_heading(o.rate).c_str());
+  std::fputs(latency_text(r.latency).c_str(), stdout);
+  if (distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
+  std::fputs(connect_text(r.connect).c_str(), stdout);
+  std::printf("  %llu requests sent, %llu responses in %.2fs, %.2fMB read\n",
+              static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.responses), r.duration_s,
+              static_cast<double>(r.bytes_read) / 1e6);
+  std::fputs(errors_text(r.errors).c_str(), stdout);
+  std::printf("Requests/sec: %10.2f\nTransfer/sec: %9.2fMB\n", rps,
+              r.duration_s > 0 ? static_cast<double>(r.bytes_read) / 1e6 / r.duration_s : 0);
+  const OpenLoopShortfall shortfall = open_loop_shortfall(o.rate, r.duration_s, r.requests, o.requests);
+  print_shortfall(o.rate, shortfall);
   std::fflush(stdout);
   if (json_path.empty()) return;
   write_json_file(
       json_path,
       fmt::format(
-          R"({{"tool":"weft-load","version":{},"mode":"http","target":{},"connections":{},"threads":{},)"
-          R"("pipeline":{},"rate":{},"sent_rate":{},"unsent":{},"warmup_s":{},"duration_s":{},"requests":{},"responses":{},)"
-          R"("rps":{},"bytes_read":{},"latency_us":{},"connect_us":{},"errors":{}}})",
-          json_string(weft::version()), json_string(o.url), o.connections, o.threads, o.pipeline,
-          o.rate > 0 ? json_number(o.rate) : "null", o.rate > 0 ? json_number(shortfall.sent_rate) : "null",
-          o.rate > 0 ? std::to_string(shortfall.unsent) : "null", json_number(o.warmup_s), json_number(r.duration_s),
-          r.requests, r.responses, json_number(rps), r.bytes_read, latency_json(r.latency),
-          r.connect.count() > 0 ? latency_json(r.connect) : std::string("null"), errors_json(r.errors)));
-}
-
-void h2_report(const H2Options& o, const HttpResult& r, const std::string& json_path, bool distribution) {
-  const double rps = r.duration_s > 0 ? static_cast<double>(r.responses) / r.duration_s : 0;
-  std::printf("Running %.2fs test @ %s (HTTP/2)\n  %d threads and %d connections, %d streams each%s\n", r.duration_s,
-              o.url.c_str(), o.threads, o.connections, o.streams,
-              o.requests > 0 ? fmt::format(", {} requests", o.requests).c_str() : "");
-  std::fputs(latency_text(r.latency).c_str(), stdout);
-  if (distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
-  if (distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
-  std::fputs(connect_text(r.connect).c_str(), stdout);
-  std::printf("  %llu requests sent, %llu responses in %.2fs, %.2fMB read\n",
-              static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.responses), r.duration_s,
-              static_cast<double>(r.bytes_read) / 1e6);
-  std::fputs(errors_text(r.errors).c_str(), stdout);
-  std::printf("Requests/sec: %10.2f\nTransfer/sec: %9.2fMB\n", rps,
-              r.duration_s > 0 ? static_cast<double>(r.bytes_read) / 1e6 / r.duration_s : 0);
-  std::fflush(stdout);
-  if (json_path.empty()) return;
-  write_json_file(
-      json_path,
-      fmt::format(R"({{"tool":"weft-load","mode":"h2","target":{},"connections":{},"threads":{},"streams":{},)"
-                  R"("warmup_s":{},"duration_s":{},"requests":{},"responses":{},"rps":{},"bytes_read":{},)"
-                  R"("latency_us":{},"errors":{}}})",
-                  json_string(o.url), o.connections, o.threads, o.streams, json_number(o.warmup_s),
-                  json_number(r.duration_s), r.requests, r.responses, json_number(rps), r.bytes_read,
-                  latency_json(r.latency), errors_json(r.errors)));
+          R"({{"tool":"weft-load","version":{},"mode":"h2","target":{},"connections":{},"threads":{},"streams":{},{},)"
+          R"("warmup_s":{},"duration_s":{},"requests":{},"responses":{},"rps":{},"bytes_read":{},)"
+          R"("latency_us":{},"errors":{}}})",
+          json_string(weft::version()), json_string(o.url), o.connections, o.threads, o.streams,
+          shortfall_json(o.rate, shortfall), json_number(o.warmup_s), json_number(r.duration_s), r.requests,
+          r.responses, json_number(rps), r.bytes_read, latency_json(r.latency), errors_json(r.errors)));
 }
 
 void echo_report(const EchoOptions& o, const EchoResult& r, const std::string& json_path) {
@@ -160,14 +177,17 @@ void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& j
   const double d = r.duration_s > 0 ? r.duration_s : 1;
   const double mps = static_cast<double>(r.messages) / d;
   const double cps = static_cast<double>(r.calls) / d;
-  std::printf("gRPC %s @ %s: %d connections x %d streams, %d threads, %d-byte messages, %.2fs\n", o.call.c_str(),
-              o.target.c_str(), o.connections, o.streams, o.threads, o.size, r.duration_s);
+  std::printf("gRPC %s @ %s: %d connections x %d streams, %d threads, %d-byte messages, %.2fs%s%s\n", o.call.c_str(),
+              o.target.c_str(), o.connections, o.streams, o.threads, o.size, r.duration_s,
+              o.messages > 0 ? fmt::format(", {} messages", o.messages).c_str() : "", rate_heading(o.rate).c_str());
   if (r.latency.count() > 0) std::fputs(latency_text(r.latency).c_str(), stdout);
   if (r.latency.count() > 0 && distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
   std::printf("  %llu messages, %llu calls in %.2fs\n", static_cast<unsigned long long>(r.messages),
               static_cast<unsigned long long>(r.calls), r.duration_s);
   std::fputs(errors_text(r.errors).c_str(), stdout);
   std::printf("Messages/sec: %10.2f\nCalls/sec: %13.2f\n", mps, cps);
+  const OpenLoopShortfall shortfall = open_loop_shortfall(o.rate, r.duration_s, r.sent, o.messages);
+  print_shortfall(o.rate, shortfall);
   // One line in the grpc++ reference client's form (shared/peers/grpc/client.cc), for scripts.
   std::printf("mode=%s threads=%d connections=%d streams=%d size=%d messages=%llu calls=%llu seconds=%.2f rate=%.0f "
               "failures=%llu\n",
@@ -179,11 +199,12 @@ void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& j
   write_json_file(
       json_path,
       fmt::format(
-          R"({{"tool":"weft-load","mode":"grpc","call":{},"target":{},"connections":{},"streams":{},)"
-          R"("threads":{},"size":{},"warmup_s":{},"duration_s":{},"messages":{},"calls":{},"messages_per_s":{},)"
+          R"({{"tool":"weft-load","version":{},"mode":"grpc","call":{},"target":{},"connections":{},"streams":{},)"
+          R"("threads":{},"size":{},{},"warmup_s":{},"duration_s":{},"sent":{},"messages":{},"calls":{},"messages_per_s":{},)"
           R"("calls_per_s":{},"latency_us":{},"errors":{}}})",
-          json_string(o.call), json_string(o.target), o.connections, o.streams, o.threads, o.size,
-          json_number(o.warmup_s), json_number(r.duration_s), r.messages, r.calls, json_number(mps), json_number(cps),
+          json_string(weft::version()), json_string(o.call), json_string(o.target), o.connections, o.streams, o.threads,
+          o.size, shortfall_json(o.rate, shortfall), json_number(o.warmup_s), json_number(r.duration_s), r.sent,
+          r.messages, r.calls, json_number(mps), json_number(cps),
           r.latency.count() > 0 ? latency_json(r.latency) : "null", errors_json(r.errors)));
 }
 
@@ -200,11 +221,17 @@ int main(int argc, char** argv) {
   http_cmd->add_option("url", http.url, "http[s]://HOST[:PORT][/PATH]")->required();
   http_cmd->add_option("-c,--connections", http.connections, "connections (default 10)")->check(CLI::Range(1, 1000000));
   http_cmd->add_option("-t,--threads", http.threads, "threads, one event loop each (default 1)")->check(CLI::Range(1, 1024));
-  http_cmd->add_option("-d,--duration", http.duration_s, "seconds to run (default 10)")->check(CLI::Range(0.001, 86400.0));
+  CLI::Option* http_duration = http_cmd->add_option("-d,--duration", http.duration_s, "seconds to run (default 10)")
+                                   ->check(CLI::Range(0.001, 86400.0));
+  CLI::Option* http_warmup =
+      http_cmd
+          ->add_option("--warmup", http.warmup_s,
+                       "seconds of load before the counted duration, its counts then dropped (default 0)")
+          ->check(CLI::Range(0.0, 86400.0));
   http_cmd
-      ->add_option("--warmup", http.warmup_s,
-                   "seconds of load before the counted duration, its counts then dropped (default 0)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->add_option("-n,--requests", http.requests,
+                   "requests in all; the run ends when each is answered or failed (with -d: or at that time)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
   http_cmd->add_option("--pipeline", http.pipeline, "requests in flight per connection, written as one batch (default 1)")
       ->check(CLI::Range(1, 1024));
   http_cmd->add_option("--rate", http.rate, "constant total request rate; latency from intended send times")
@@ -239,6 +266,8 @@ int main(int argc, char** argv) {
   h2_cmd->add_option("-n,--requests", h2.requests,
                      "requests in all; the run ends when each is answered or failed (with -d: or at that time)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
+  h2_cmd->add_option("--rate", h2.rate, "constant total request rate; latency from intended send times")
+      ->check(CLI::Range(0.001, 1e9));
   h2_cmd->add_option("-H,--header", h2.headers, "extra header \"Name: value\" (repeatable)");
   h2_cmd->add_option("--timeout", h2.timeout_s,
                      "seconds for connect, handshake and SETTINGS, and without a response while streams are open (default 2)")
@@ -294,11 +323,22 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   grpc_cmd->add_option("--size", grpc.size, "response_size, and the request payload for unary and pingpong (default 0)")
       ->check(CLI::Range(0, (4 << 20) - 16));
-  grpc_cmd->add_option("-d,--duration", grpc.duration_s, "seconds to run (default 10)")->check(CLI::Range(0.001, 86400.0));
+  CLI::Option* grpc_duration = grpc_cmd->add_option("-d,--duration", grpc.duration_s, "seconds to run (default 10)")
+                                   ->check(CLI::Range(0.001, 86400.0));
+  CLI::Option* grpc_warmup =
+      grpc_cmd
+          ->add_option("--warmup", grpc.warmup_s,
+                       "seconds of load before the counted duration, its counts then dropped (default 0)")
+          ->check(CLI::Range(0.0, 86400.0));
   grpc_cmd
-      ->add_option("--warmup", grpc.warmup_s,
-                   "seconds of load before the counted duration, its counts then dropped (default 0)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->add_option("-n,--messages", grpc.messages,
+                   "messages in all (unary: calls; pingpong: round trips; stream: responses); the run ends when each "
+                   "has ended (with -d: or at that time)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
+  grpc_cmd
+      ->add_option("--rate", grpc.rate,
+                   "unary, pingpong: constant total message rate; latency from intended send times")
+      ->check(CLI::Range(0.001, 1e9));
   grpc_cmd->add_option("--json", grpc_json, "write the result as JSON to FILE");
   bool grpc_distribution = false;
   grpc_cmd->add_flag("--latency", grpc_distribution,
@@ -309,6 +349,11 @@ int main(int argc, char** argv) {
   const bool tty = progress_enabled();
   try {
     if (*http_cmd) {
+      if (http.requests > 0 && http_duration->count() == 0) http.duration_s = 0;  // no time limit: the count ends it
+      if (http.requests > 0 && http_warmup->count() > 0) {
+        std::fprintf(stderr, "weft-load: --warmup counts time, -n requests: use one of them\n");
+        return 2;
+      }
       http_report(http, run_http(http, request_progress(tty)), http_json, http_distribution);
     } else if (*h2_cmd) {
       if (h2.requests > 0 && h2_duration->count() == 0) h2.duration_s = 0;  // no time limit: the count ends it
@@ -350,6 +395,11 @@ int main(int argc, char** argv) {
           print_progress(fmt::format("  {:5.1f}s  {:>10} msg/s", t, messages - last));
           last = messages;
         };
+      }
+      if (grpc.messages > 0 && grpc_duration->count() == 0) grpc.duration_s = 0;  // no time limit: the count ends it
+      if (grpc.messages > 0 && grpc_warmup->count() > 0) {
+        std::fprintf(stderr, "weft-load: --warmup counts time, -n messages: use one of them\n");
+        return 2;
       }
       GrpcResult r = run_grpc(grpc, progress);
       grpc_report(grpc, r, grpc_json, grpc_distribution);

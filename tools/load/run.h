@@ -156,7 +156,8 @@ class Tally {
   std::uint64_t published_errors() const noexcept { return progress_errors_.load(std::memory_order_relaxed); }
 
   // Zeroes the counts: the warm-up is over, what comes from now on is the run's (LoopRun::warm_up).
-  void restart_counting() {
+  // A mode that counts more than `stats` zeroes that too.
+  virtual void restart_counting() {
     stats = Stats{};
     publish();
   }
