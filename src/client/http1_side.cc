@@ -95,7 +95,7 @@ void Http1Side::write(const ChannelPtr& ch, http::HttpClientRequest&& request, b
   awaiting = true;
   answer_started = false;
   target = request.target();
-  last_read = ch->loop().now();
+  last_read = ch->loop().turn_time();  // activity marks: a turn's clock read will do
   // One timer per connection, not per request: armed, it finds the quiet time from last_read when
   // it fires and waits the rest (idle_due); answered, it lapses at its time.
   if (idle_timeout > Duration::zero() && !idle_timer) arm_idle(idle_timeout);
@@ -147,7 +147,7 @@ void Http1Side::writability_changed(bool writable) {
 void Http1Side::bytes_arrived() {
   if (!awaiting) return;
   answer_started = true;
-  last_read = channel->loop().now();
+  last_read = channel->loop().turn_time();
 }
 
 void Http1Side::answer(http::HttpClientResponse&& response) {

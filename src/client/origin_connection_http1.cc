@@ -73,7 +73,7 @@ void OriginConnection::http1_answered(http::HttpClientResponse&& response) {
   }
   in_flight = 0;
   ++served;
-  idle_since = pool_loop().now();
+  idle_since = pool_loop().turn_time();
   if (!response.keep_alive()) {
     dead = true;  // the server closes it: never handed out again
     if (channel_) channel_->close();

@@ -159,7 +159,9 @@ void EventLoop::run() {
       }
     }
     const TimePoint poll_start = timed ? Clock::now() : TimePoint{};
+    turn_time_fresh_ = false;  // the I/O this poll dispatches reads the clock after its wait
     driver_->poll(timeout);
+    turn_time_fresh_ = false;  // the timers and tasks: read again
     sleeping_.store(false, std::memory_order_relaxed);
     if (timed) [[unlikely]] {
       const TimePoint poll_end = Clock::now();
@@ -577,6 +579,7 @@ void EventLoop::cancel_timers() noexcept {
 
 std::size_t EventLoop::run_pending() {
   assert_in_loop("EventLoop::run_pending");
+  turn_time_fresh_ = false;  // a turn of its own
   std::size_t total = 0;
   for (;;) {
     std::size_t ran = run_due_timers() + run_tasks();

@@ -96,6 +96,36 @@ TEST(EventLoopTest, ScheduleRunsAfterDelayInDeadlineOrder) {
   EXPECT_GE(fired_at - start, 60ms);
 }
 
+// turn_time(): one clock read per turn. Within a task it holds still while the clock moves on; a
+// timer 2 ms later runs in another turn, which reads the clock again.
+TEST(EventLoopTest, TurnTimeIsReadOncePerTurn) {
+  StartedLoop s;
+  Promise<void> done;
+  TimePoint first{};
+  s.loop.execute([&] {
+    first = s.loop.turn_time();
+    const TimePoint moved = first + 1us;
+    while (s.loop.now() <= moved) {
+    }
+    EXPECT_EQ(s.loop.turn_time(), first) << "the same turn: no second read";
+    EXPECT_GT(s.loop.now(), s.loop.turn_time());
+    s.loop.schedule(2ms, [&] {
+      EXPECT_GE(s.loop.turn_time() - first, 2ms) << "a later turn reads the clock again";
+      done.set_value();
+    });
+  });
+  done.future().get();
+}
+
+// With a manual clock, turn_time() is now(): it moves with advance_time().
+TEST(EventLoopTest, TurnTimeFollowsTheManualClock) {
+  EventLoop loop(std::make_unique<BasicDriver>(), EventLoop::Options{.name = "manual", .manual_clock = true});
+  const TimePoint start = loop.turn_time();
+  EXPECT_EQ(start, loop.now());
+  loop.advance_time(7ms);
+  EXPECT_EQ(loop.turn_time() - start, 7ms);
+}
+
 TEST(EventLoopTest, CancelledTimerDoesNotRun) {
   EventLoop loop(std::make_unique<BasicDriver>(), EventLoop::Options{.name = "manual", .manual_clock = true});
   int runs = 0;

@@ -151,6 +151,18 @@ class EventLoop {
 
   /// Loop thread only (any thread for a real clock). The loop's notion of now.
   TimePoint now() const noexcept;
+  /// Loop thread only. now() as read the first time this turn of the loop asked (a turn: the
+  /// I/O of one poll, then the timers and tasks due): later calls in the turn take no clock read,
+  /// and trail now() by what ran since in the turn. For marks where a turn's length does not
+  /// matter (the last activity of a connection, a request's start in a report); deadlines want now().
+  TimePoint turn_time() noexcept {
+    if (options_.manual_clock) return now();
+    if (!turn_time_fresh_) {
+      turn_time_ = now();
+      turn_time_fresh_ = true;
+    }
+    return turn_time_;
+  }
   /// Loop thread only; manual-clock loops. Moves time forward and runs what became due.
   void advance_time(Duration d);
   /// Loop thread only; manual-clock loops. Runs ready tasks and due timers until none are left.
@@ -363,6 +375,8 @@ class EventLoop {
   Promise<void> terminated_;
   Duration manual_offset_{0};
   TimePoint manual_base_{};
+  TimePoint turn_time_{};         // turn_time(): read this turn when turn_time_fresh_
+  bool turn_time_fresh_ = false;  // cleared as each poll begins and ends, and by run_pending()
 };
 
 }  // namespace weft
