@@ -646,6 +646,33 @@ asyncio.run(asyncio.wait_for(main(int(sys.argv[1])), 60))
             "/echo none\n");
 }
 
+// A raw client agrees on permessage-deflate, sends RFC 7692's compressed "Hello", then half of a
+// compressed message, and goes: the connection's zlib state and buffers go with it (the leak check
+// at exit, under ASan), and the server goes on serving.
+TEST_P(WebSocketTest, AConnectionThatEndsInsideACompressedMessageLeavesNothingBehind) {
+  for (int round = 0; round < 2; ++round) {
+    std::string head;
+    BlockingClient c = open("/deflate", &head, "Sec-WebSocket-Extensions: permessage-deflate\r\n");
+    EXPECT_NE(head.find("Sec-WebSocket-Extensions: permessage-deflate\r\n"), std::string::npos) << head;
+    auto agreed = read_reply(c);
+    ASSERT_TRUE(agreed.has_value());
+    EXPECT_EQ(*agreed, (Reply{1, "deflate:15/15"}));
+    ASSERT_TRUE(c.send_all(bytes({1, "\xf2\x48\xcd\xc9\xc9\x07\x00", true, 4})));
+    auto hello = read_reply(c);  // too short to shrink: sent back uncompressed
+    ASSERT_TRUE(hello.has_value());
+    EXPECT_EQ(*hello, (Reply{1, "Hello"}));
+    ASSERT_TRUE(c.send_all(bytes({2, std::string(300, 'x'), true, 0})));  // the server's deflater is made
+    auto back = c.recv_exact(2, 10000ms);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(static_cast<std::uint8_t>((*back)[0]), 0xC2) << "compressed: RSV1";
+    const std::size_t n = static_cast<std::uint8_t>((*back)[1]);
+    ASSERT_LT(n, 126u);
+    ASSERT_TRUE(c.recv_exact(n, 10000ms).has_value());
+    ASSERT_TRUE(c.send_all(bytes({2, "\xf2\x48\xcd", false, 4})));  // a first fragment, then the end
+    c.close();
+  }
+}
+
 WEFT_ON_EVERY_TRANSPORT(WebSocketTest);
 
 // ---- the parts on their own
