@@ -73,6 +73,7 @@
 #include "weft/codec/tls/tls_events.h"
 #include "weft/codec/tls/tls_handler.h"
 #include "weft/codec/websocket/codec.h"
+#include "weft/codec/websocket/deflate.h"
 #include "weft/codec/websocket/frame.h"
 #include "weft/codec/websocket/message.h"
 #include "weft/codec/websocket/upgrade.h"

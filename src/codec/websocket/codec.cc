@@ -17,10 +17,29 @@ namespace {
 // it, the payload goes to the channel by reference.
 constexpr std::size_t kCopyPayloadBelow = 1024;
 
+// The bytes a compressed message may take on the wire: deflate grows incompressible data a little
+// (stored blocks: 5 bytes in 64 KiB; fixed Huffman codes: at most 9 bits a byte).
+std::size_t compressed_limit(std::size_t max_message_size) noexcept {
+  const std::size_t extra = max_message_size / 8 + 64;
+  return max_message_size > SIZE_MAX - extra ? SIZE_MAX : max_message_size + extra;
+}
+
 }  // namespace
 
 Codec::Codec(Options options, ByteBuf received) noexcept
-    : options_(options), in_(std::move(received)), decoder_(FrameDecoder::Role::server, options.max_message_size) {}
+    : options_(options),
+      compressed_limit_(options.max_message_size),
+      in_(std::move(received)),
+      decoder_(FrameDecoder::Role::server, options.max_message_size) {}
+
+Codec::Codec(Options options, ByteBuf received, PerMessageDeflate::Config deflate) noexcept
+    : options_(options),
+      compressed_limit_(compressed_limit(options.max_message_size)),
+      in_(std::move(received)),
+      deflate_(std::in_place, deflate),
+      decoder_(FrameDecoder::Role::server, compressed_limit_) {
+  decoder_.allow_compressed(true);
+}
 
 Codec::~Codec() = default;
 
@@ -84,6 +103,8 @@ bool Codec::on_header(Context& ctx) {
     }
     in_message_ = true;
     message_text_ = h.opcode == Opcode::text;
+    message_compressed_ = h.rsv1;  // the decoder allows it only when permessage-deflate was agreed
+    if (message_compressed_) deflate_->begin_message();
     fragments_ = 0;
     message_bytes_ = 0;
     utf8_.reset();
@@ -92,7 +113,9 @@ bool Codec::on_header(Context& ctx) {
     fail(ctx, close_code::too_big, "too many fragments in one message");
     return false;
   }
-  if (h.length > options_.max_message_size - message_bytes_) {
+  // A compressed message's inflated size is checked as it is inflated (inflate()).
+  const std::size_t limit = message_compressed_ ? compressed_limit_ : options_.max_message_size;
+  if (h.length > limit - message_bytes_) {
     fail(ctx, close_code::too_big, "message over max_message_size");
     return false;
   }
@@ -102,7 +125,7 @@ bool Codec::on_header(Context& ctx) {
 
 // Payload bytes as they arrive: text is validated at once, so it fails at the first bad byte.
 bool Codec::on_fresh(Context& ctx) {
-  if (!frame_is_data_ || !message_text_ || decoder_.fresh().empty()) return true;
+  if (!frame_is_data_ || !message_text_ || message_compressed_ || decoder_.fresh().empty()) return true;
   if (utf8_.feed(decoder_.fresh())) return true;
   fail(ctx, close_code::invalid_payload, "text is not UTF-8");
   return false;
@@ -121,7 +144,14 @@ bool Codec::on_frame(Context& ctx, ByteBuf payload) {
 
 bool Codec::on_data(Context& ctx, ByteBuf payload) {
   const bool fin = decoder_.header().fin;
-  if (!fin || assembled_.has_storage()) {
+  if (message_compressed_) {
+    // Inflated frame by frame into one buffer; the compressed frame is let go at once.
+    const bool inflated = inflate(ctx, payload.view(), fin);
+    payload.release();
+    if (!inflated) return false;
+    if (!fin) return true;
+    payload = std::move(assembled_);
+  } else if (!fin || assembled_.has_storage()) {
     // A fragmented message: gathered into one buffer (its size is bounded by on_header's checks).
     if (!assembled_.has_storage())
       assembled_ = ctx.allocator().buffer(std::max<std::size_t>(payload.readable_bytes(), 256));
@@ -138,6 +168,29 @@ bool Codec::on_data(Context& ctx, ByteBuf payload) {
   if (state_ != State::open) return true;  // closing: data is no longer delivered
   ctx.fire_read(message_text_ ? Message::text(std::move(payload)) : Message::binary(std::move(payload)));
   return state_ != State::closed;
+}
+
+// The next bytes of a compressed message, inflated into assembled_ (at most max_message_size bytes)
+// and validated as UTF-8 if text; `last`: the message ends with them.
+bool Codec::inflate(Context& ctx, std::string_view compressed, bool last) {
+  const std::size_t before = assembled_.readable_bytes();
+  using Status = PerMessageDeflate::InflateStatus;
+  Status status = deflate_->inflate(compressed, assembled_, options_.max_message_size, ctx.allocator());
+  if (status == Status::ok && last)
+    status = deflate_->end_message(assembled_, options_.max_message_size, ctx.allocator());
+  if (status == Status::too_big) {
+    fail(ctx, close_code::too_big, "message over max_message_size once inflated");
+    return false;
+  }
+  if (status == Status::bad_data) {
+    fail(ctx, close_code::invalid_payload, "compressed message is not valid DEFLATE data");
+    return false;
+  }
+  if (message_text_ && !utf8_.feed(assembled_.view().substr(before))) {
+    fail(ctx, close_code::invalid_payload, "text is not UTF-8");
+    return false;
+  }
+  return true;
 }
 
 bool Codec::on_peer_close(Context& ctx, const ByteBuf& payload) {
@@ -234,6 +287,15 @@ void Codec::encode(Context& ctx, Message& message) {
   const Opcode opcode = message.is_text() ? Opcode::text : Opcode::binary;
   ByteBuf& payload = message.data();
   const std::size_t n = payload.readable_bytes();
+  if (deflate_ && deflate_->compresses(n)) {
+    // Compressed into one buffer, the header in front; sent as it is if it would not shrink.
+    ByteBuf frame = deflate_->deflate(payload.view(), kMaxServerHeaderSize, ctx.allocator());
+    if (frame.has_storage()) {
+      encoder_.prepend_header(frame, opcode, true, true);
+      ctx.write(std::move(frame));
+      return;
+    }
+  }
   if (n < kCopyPayloadBelow) {
     ByteBuf out = ctx.allocator().buffer(4 + n);
     encoder_.encode(out, opcode, true, payload.view());

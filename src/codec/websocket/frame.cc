@@ -62,10 +62,15 @@ FrameDecoder::Status FrameDecoder::next(ByteBuf& in, ByteBuf& out) {
   const std::uint8_t b0 = p[0];
   const std::uint8_t b1 = p[1];
   // Checked from the first two bytes, before the rest of the header has arrived: fail fast.
-  if ((b0 & 0x70) != 0) return fail(close_code::protocol_error, "reserved bits set");
+  if ((b0 & 0x30) != 0) return fail(close_code::protocol_error, "reserved bits set");
   const std::uint8_t op = b0 & 0x0F;
+  const bool rsv1 = (b0 & 0x40) != 0;
+  if (rsv1 && !compressed_allowed_) return fail(close_code::protocol_error, "reserved bits set");
   if ((op > 0x2 && op < 0x8) || op > 0xA) return fail(close_code::protocol_error, "reserved opcode");
   const auto opcode = static_cast<Opcode>(op);
+  // RFC 7692 section 6.1: RSV1 marks a compressed message on its first frame only.
+  if (rsv1 && is_control(opcode)) return fail(close_code::protocol_error, "RSV1 set on a control frame");
+  if (rsv1 && opcode == Opcode::continuation) return fail(close_code::protocol_error, "RSV1 set on a continuation");
   const bool fin = (b0 & 0x80) != 0;
   const bool masked = (b1 & 0x80) != 0;
   if (is_control(opcode) && !fin) return fail(close_code::protocol_error, "fragmented control frame");
@@ -89,6 +94,7 @@ FrameDecoder::Status FrameDecoder::next(ByteBuf& in, ByteBuf& out) {
   if (length > max_frame_length_) return fail(close_code::too_big, "frame over the message size limit");
   header_.opcode = opcode;
   header_.fin = fin;
+  header_.rsv1 = rsv1;
   header_.masked = masked;
   if (masked) std::memcpy(header_.mask_key, p + 2 + length_bytes, 4);
   header_.length = length;
@@ -110,22 +116,41 @@ void FrameEncoder::next_key(std::uint8_t key[4]) {
   used_ = static_cast<std::uint8_t>(used_ + 4);
 }
 
-void FrameEncoder::encode_header(ByteBuf& out, Opcode opcode, bool fin, std::uint64_t length) {
-  std::uint8_t header[14];
+std::size_t FrameEncoder::write_header(std::uint8_t* out, std::uint8_t first_byte,
+                                       std::uint64_t length) const noexcept {
   std::size_t n = 0;
-  header[n++] = static_cast<std::uint8_t>((fin ? 0x80 : 0) | static_cast<std::uint8_t>(opcode));
+  out[n++] = first_byte;
   const std::uint8_t mask_bit = masked_ ? 0x80 : 0;
   if (length < 126) {
-    header[n++] = static_cast<std::uint8_t>(mask_bit | length);
+    out[n++] = static_cast<std::uint8_t>(mask_bit | length);
   } else if (length <= 0xFFFF) {
-    header[n++] = static_cast<std::uint8_t>(mask_bit | 126);
-    header[n++] = static_cast<std::uint8_t>(length >> 8);
-    header[n++] = static_cast<std::uint8_t>(length);
+    out[n++] = static_cast<std::uint8_t>(mask_bit | 126);
+    out[n++] = static_cast<std::uint8_t>(length >> 8);
+    out[n++] = static_cast<std::uint8_t>(length);
   } else {
-    header[n++] = static_cast<std::uint8_t>(mask_bit | 127);
-    for (int shift = 56; shift >= 0; shift -= 8) header[n++] = static_cast<std::uint8_t>(length >> shift);
+    out[n++] = static_cast<std::uint8_t>(mask_bit | 127);
+    for (int shift = 56; shift >= 0; shift -= 8) out[n++] = static_cast<std::uint8_t>(length >> shift);
   }
+  return n;
+}
+
+void FrameEncoder::encode_header(ByteBuf& out, Opcode opcode, bool fin, std::uint64_t length) {
+  std::uint8_t header[14];
+  const std::size_t n =
+      write_header(header, static_cast<std::uint8_t>((fin ? 0x80 : 0) | static_cast<std::uint8_t>(opcode)), length);
   out.write_bytes(header, n);
+}
+
+void FrameEncoder::prepend_header(ByteBuf& payload, Opcode opcode, bool fin, bool compressed) {
+  if (masked_) throw std::logic_error("ws::FrameEncoder::prepend_header: a masking encoder copies its payload");
+  std::uint8_t header[14];
+  const auto first =
+      static_cast<std::uint8_t>((fin ? 0x80 : 0) | (compressed ? 0x40 : 0) | static_cast<std::uint8_t>(opcode));
+  const std::size_t n = write_header(header, first, payload.readable_bytes());
+  if (payload.reader_index() < n) throw std::logic_error("ws::FrameEncoder::prepend_header: no room for the header");
+  const std::size_t at = payload.reader_index() - n;
+  payload.set_bytes(at, header, n);
+  payload.set_reader_index(at);
 }
 
 void FrameEncoder::encode(ByteBuf& out, Opcode opcode, bool fin, std::string_view payload) {

@@ -76,8 +76,19 @@ std::string_view subprotocol_for(const HttpRequest& request, const UpgradeOption
   return {};
 }
 
+// The client's permessage-deflate offer accepted, if any (all its Sec-WebSocket-Extensions fields).
+std::optional<DeflateAgreement> deflate_for(const HttpRequest& request, const UpgradeOptions& options) {
+  if (!options.deflate.enabled) return std::nullopt;
+  std::vector<std::string_view> offers;
+  for (const http::Header& field : request.head()) {
+    if (iequals(field.name, "Sec-WebSocket-Extensions")) offers.push_back(field.value);
+  }
+  return negotiate_deflate(offers, options.deflate);
+}
+
 // The handshake's answer: 101, or the refusal (see upgrade.h).
-HttpResponse answer(const HttpRequest& request, const UpgradeOptions& options) {
+HttpResponse answer(const HttpRequest& request, const UpgradeOptions& options,
+                    const std::optional<DeflateAgreement>& deflate) {
   if (request.version() != http::Version::http11) {
     return refuse(400, "WebSocket needs HTTP/1.1 (over HTTP/2, RFC 8441 is not supported yet)");
   }
@@ -98,13 +109,16 @@ HttpResponse answer(const HttpRequest& request, const UpgradeOptions& options) {
   response.header("Sec-WebSocket-Accept", accept_key(trim(*key)));
   const std::string_view chosen = subprotocol_for(request, options);
   if (!chosen.empty()) response.header("Sec-WebSocket-Protocol", chosen);
+  if (deflate) response.header("Sec-WebSocket-Extensions", deflate->response);
   return response;
 }
 
-Handshake handshake_of(const HttpRequest& request, const UpgradeOptions& options) {
+Handshake handshake_of(const HttpRequest& request, const UpgradeOptions& options,
+                       const std::optional<DeflateAgreement>& deflate) {
   Handshake h;
   h.target = request.target();
   h.subprotocol = subprotocol_for(request, options);
+  if (deflate) h.deflate = deflate->parameters;
   const http::RequestHead& head = request.head();
   h.headers.reserve(head.header_count);
   for (const http::Header& field : head) h.headers.emplace_back(field.name, field.value);
@@ -141,7 +155,7 @@ Task<> run_with_handshake(std::shared_ptr<const HandshakeCoroutineFn> fn, std::s
 // Puts the WebSocket in HTTP's place: the codec after the transport (and TLS), then the handler.
 // `add_handler(channel, handshake)` adds the handler at the pipeline's end.
 template <class AddHandler>
-void take_over(Channel& channel, const Handler& router, const Options& options, Handshake handshake,
+void take_over(Channel& channel, const Handler& router, const UpgradeOptions& options, Handshake handshake,
                AddHandler add_handler) {
   Pipeline& pipeline = channel.pipeline();
   try {
@@ -155,7 +169,10 @@ void take_over(Channel& channel, const Handler& router, const Options& options, 
       }
     }
     if (http == nullptr) throw std::logic_error("no HTTP/1.1 codec in the pipeline");
-    auto codec = std::make_shared<Codec>(options, http->take_switched_input());
+    auto codec = handshake.deflate
+                     ? std::make_shared<Codec>(options.connection, http->take_switched_input(),
+                                               PerMessageDeflate::server_config(*handshake.deflate, options.deflate))
+                     : std::make_shared<Codec>(options.connection, http->take_switched_input());
     pipeline.remove(router);
     pipeline.replace(http_name, "websocket", codec);
     add_handler(channel, std::move(handshake));
@@ -168,17 +185,19 @@ void take_over(Channel& channel, const Handler& router, const Options& options, 
 
 template <class AddHandler>
 http::Router::RouteFn make_route(UpgradeOptions options, AddHandler add_handler) {
+  options.deflate.validate();
   return [options = std::make_shared<const UpgradeOptions>(std::move(options)), add_handler](Context& ctx,
                                                                                              HttpRequest& request) {
-    HttpResponse response = answer(request, *options);
+    const std::optional<DeflateAgreement> deflate = deflate_for(request, *options);
+    HttpResponse response = answer(request, *options, deflate);
     const bool switching = response.status() == 101;
     ctx.write(std::move(response.for_request(request)));
     ctx.flush();
     if (!switching) return;
     const Handler& router = ctx.handler();
     auto swap = [channel = ctx.channel().shared_from_this(), &router, options, add_handler,
-                 handshake = handshake_of(request, *options)]() mutable {
-      take_over(*channel, router, options->connection, std::move(handshake), add_handler);
+                 handshake = handshake_of(request, *options, deflate)]() mutable {
+      take_over(*channel, router, *options, std::move(handshake), add_handler);
     };
     // On the loop the swap happens at once (nothing else can read the connection meanwhile); a
     // router on an executor (offload) posts it after the 101 it wrote.

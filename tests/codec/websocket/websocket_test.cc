@@ -17,6 +17,7 @@
 #include "support/blocking_client.h"
 #include "support/channel_probe.h"
 #include "support/shell.h"
+#include "support/tls_certs.h"
 #include "support/transports.h"
 #include "weft/channel/bootstrap.h"
 #include "weft/codec/http1/router.h"
@@ -183,6 +184,31 @@ class WebSocketTest : public test::TransportTest {
           }
         },
         chat);
+    // permessage-deflate: an echo that first says what was agreed; one with every option set.
+    auto deflate_echo = ws::Callbacks{.on_open =
+                                          [](Context& ctx, const ws::Handshake& h) {
+                                            std::string agreed = "deflate:";
+                                            if (!h.deflate) {
+                                              agreed += "none";
+                                            } else {
+                                              agreed += std::to_string(h.deflate->server_max_window_bits) + "/" +
+                                                        std::to_string(h.deflate->client_max_window_bits) +
+                                                        (h.deflate->server_no_context_takeover ? " snct" : "") +
+                                                        (h.deflate->client_no_context_takeover ? " cnct" : "");
+                                            }
+                                            ctx.write_and_flush(ws::Message::text(agreed));
+                                          },
+                                      .on_message = echo.on_message};
+    ws::UpgradeOptions deflate;
+    deflate.deflate.enabled = true;
+    ws::websocket(*router, "/deflate", deflate_echo, deflate);
+    ws::UpgradeOptions deflate_strict = deflate;
+    deflate_strict.deflate.server_no_context_takeover = true;
+    deflate_strict.deflate.client_no_context_takeover = true;
+    deflate_strict.deflate.server_max_window_bits = 10;
+    deflate_strict.deflate.client_max_window_bits = 9;
+    deflate_strict.deflate.min_message_size = 1;
+    ws::websocket(*router, "/deflate-strict", deflate_echo, deflate_strict);
     router->get("/plain", [](http::Request&) { return http::HttpResponse(200).body_view("plain"); });
     ServerBootstrap bootstrap;
     bootstrap.group(*group_).child_handler([this, router, small_buffers](Channel& ch) {
@@ -571,6 +597,80 @@ asyncio.run(asyncio.wait_for(main(int(sys.argv[1])), 20))
   const std::string out = test::run_shell(python + " -c '" + script + "' " + std::to_string(port_) + " 2>&1", status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out, "/echo chat\n1000\n/co None\n1000\n");
+}
+
+// python3-websockets offers permessage-deflate ("; client_max_window_bits") on every connection and
+// compresses every message it sends: text and binary of several sizes, up to the 1 MiB limit, come
+// back byte-exact, compressed or not as the server decides, with the default options and with
+// every option set (no context takeover both ways, small windows).
+TEST_P(WebSocketTest, PythonWebsocketsAgreesOnPermessageDeflateAndEchoesByteExact) {
+  int status = -1;
+  test::run_shell("/usr/bin/python3 -c 'import websockets' 2>/dev/null", status);
+  if (status != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with python3-websockets is not installed (scripts/install-deps.sh)";
+  // Each message is checked as it comes back; 28 messages a path: 7 sizes, text and binary, two
+  // kinds of content (compressible, and noise that does not shrink).
+  const std::string script = test::write_temp_file(R"PY(
+import asyncio, random, sys, websockets
+async def main(port):
+    rng = random.Random(7)
+    for path in ("/deflate", "/deflate-strict", "/echo"):
+        async with websockets.connect(f"ws://127.0.0.1:{port}{path}", max_size=2**20) as ws:
+            header = ws.response_headers.get("Sec-WebSocket-Extensions", "none")
+            names = [e.name for e in ws.extensions]
+            assert names == ([] if header == "none" else ["permessage-deflate"]), names
+            if header == "none":
+                print(path, header)
+                continue
+            agreed = await ws.recv()
+            echoed = 0
+            for size in (0, 1, 127, 128, 4000, 70000, 2**20):
+                words = "".join(rng.choice(["h\u00e9llo ", "w\u00f6rld ", "\u263a ", "deflate "]) for _ in range(size // 6 + 1))
+                texts = [words.encode()[:size].decode("utf-8", "ignore"), "".join(chr(rng.randrange(32, 127)) for _ in range(size))]
+                blobs = [bytes(range(256)) * (size // 256) + bytes(size % 256), rng.randbytes(size)]
+                for message in texts + blobs:
+                    await ws.send(message)
+                    back = await ws.recv()
+                    assert back == message, (path, size, type(message), len(back))
+                    echoed += 1
+            print(path, header, agreed, "echoed", echoed)
+asyncio.run(asyncio.wait_for(main(int(sys.argv[1])), 60))
+)PY",
+                                                   ".py");
+  const std::string out = test::run_shell("/usr/bin/python3 " + script + " " + std::to_string(port_) + " 2>&1", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out,
+            "/deflate permessage-deflate deflate:15/15 echoed 28\n"
+            "/deflate-strict permessage-deflate; server_no_context_takeover; client_no_context_takeover; "
+            "server_max_window_bits=10; client_max_window_bits=9 deflate:10/9 snct cnct echoed 28\n"
+            "/echo none\n");
+}
+
+// A raw client agrees on permessage-deflate, sends RFC 7692's compressed "Hello", then half of a
+// compressed message, and goes: the connection's zlib state and buffers go with it (the leak check
+// at exit, under ASan), and the server goes on serving.
+TEST_P(WebSocketTest, AConnectionThatEndsInsideACompressedMessageLeavesNothingBehind) {
+  for (int round = 0; round < 2; ++round) {
+    std::string head;
+    BlockingClient c = open("/deflate", &head, "Sec-WebSocket-Extensions: permessage-deflate\r\n");
+    EXPECT_NE(head.find("Sec-WebSocket-Extensions: permessage-deflate\r\n"), std::string::npos) << head;
+    auto agreed = read_reply(c);
+    ASSERT_TRUE(agreed.has_value());
+    EXPECT_EQ(*agreed, (Reply{1, "deflate:15/15"}));
+    ASSERT_TRUE(c.send_all(bytes({1, "\xf2\x48\xcd\xc9\xc9\x07\x00", true, 4})));
+    auto hello = read_reply(c);  // too short to shrink: sent back uncompressed
+    ASSERT_TRUE(hello.has_value());
+    EXPECT_EQ(*hello, (Reply{1, "Hello"}));
+    ASSERT_TRUE(c.send_all(bytes({2, std::string(300, 'x'), true, 0})));  // the server's deflater is made
+    auto back = c.recv_exact(2, 10000ms);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(static_cast<std::uint8_t>((*back)[0]), 0xC2) << "compressed: RSV1";
+    const std::size_t n = static_cast<std::uint8_t>((*back)[1]);
+    ASSERT_LT(n, 126u);
+    ASSERT_TRUE(c.recv_exact(n, 10000ms).has_value());
+    ASSERT_TRUE(c.send_all(bytes({2, "\xf2\x48\xcd", false, 4})));  // a first fragment, then the end
+    c.close();
+  }
 }
 
 WEFT_ON_EVERY_TRANSPORT(WebSocketTest);

@@ -14,6 +14,15 @@
 /// per message (max_fragments) -> 1009. A frame is buffered until whole, so what one connection
 /// holds is bounded by max_message_size.
 ///
+/// permessage-deflate (RFC 7692, deflate.h), when the handshake agreed it: RSV1 on a message's first
+/// frame marks it compressed (RSV1 elsewhere fails with 1002). Each frame of a compressed message is
+/// inflated once whole, into one buffer bounded by max_message_size (more fails with 1009 before it
+/// is stored: a zip bomb costs the bound), and text is validated as it is inflated (1007); invalid
+/// DEFLATE data fails with 1007. The compressed bytes of a message may exceed max_message_size by an
+/// eighth plus 64 bytes (incompressible data grows a little). What a connection holds is then one
+/// compressed frame plus the inflated message. Messages of at least min_message_size are sent
+/// compressed, unless compression would not shrink them.
+///
 /// Close: a peer's close is checked (a code in the valid set, a UTF-8 reason; 1002 or 1007 otherwise),
 /// echoed, and the connection ends (the server closes TCP, gracefully: FIN, then unread input is
 /// drained for close_timeout). Writing Message::close() sends a close and waits close_timeout for the
@@ -27,11 +36,14 @@
 /// Loop thread only; one per channel.
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/context.h"
 #include "weft/channel/handler.h"
+#include "weft/codec/websocket/deflate.h"
 #include "weft/codec/websocket/frame.h"
 #include "weft/codec/websocket/message.h"
 #include "weft/codec/websocket/utf8.h"
@@ -54,6 +66,8 @@ class Codec final : public Handler {
   /// A server's codec with `options`; `received` holds bytes that arrived before it was added
   /// (after the upgrade request), decoded once feed() is called.
   explicit Codec(Options options = {}, ByteBuf received = {}) noexcept;
+  /// As Codec(Options, ByteBuf), with permessage-deflate as agreed (`deflate`: see deflate.h).
+  Codec(Options options, ByteBuf received, PerMessageDeflate::Config deflate) noexcept;
   ~Codec() override;
 
   MessageTypes message_types() const noexcept override {
@@ -91,6 +105,7 @@ class Codec final : public Handler {
   bool on_fresh(Context& ctx);
   bool on_frame(Context& ctx, ByteBuf payload);
   bool on_data(Context& ctx, ByteBuf payload);
+  bool inflate(Context& ctx, std::string_view compressed, bool last);
   bool on_peer_close(Context& ctx, const ByteBuf& payload);
   void fail(Context& ctx, std::uint16_t code, std::string_view reason);
   void send_control(Context& ctx, Opcode opcode, std::string_view payload);
@@ -105,14 +120,17 @@ class Codec final : public Handler {
   State state_ = State::open;
   bool in_message_ = false;        // a fragmented message has begun and not ended
   bool message_text_ = false;      // the message being received is text
+  bool message_compressed_ = false;  // the message being received is compressed (RSV1)
   bool frame_is_data_ = false;     // the frame being received is text, binary or a continuation
   bool wrote_ = false;             // frames written since the last flush (pongs, a close)
   bool ended_ = false;             // the close message has gone to the next handler
   bool graceful_ = false;          // the connection's graceful end has started (end())
   std::size_t fragments_ = 0;      // frames of the message being received
   std::size_t message_bytes_ = 0;  // its payload so far, counting the frame being received
+  std::size_t compressed_limit_;   // a compressed message's bytes on the wire, at most
   ByteBuf in_;                     // received bytes not yet decoded (a frame still arriving)
-  ByteBuf assembled_;              // the fragments of an unfinished message, gathered
+  ByteBuf assembled_;              // the fragments of an unfinished message, gathered (or inflated)
+  std::optional<PerMessageDeflate> deflate_;  // permessage-deflate, when agreed
   FrameDecoder decoder_;
   FrameEncoder encoder_{false};
   Utf8Validator utf8_;

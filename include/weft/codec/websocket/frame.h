@@ -60,6 +60,7 @@ struct FrameHeader {
   Opcode opcode = Opcode::continuation;  ///< what the frame carries
   bool fin = false;                      ///< the last frame of its message
   bool masked = false;                   ///< the payload is masked with mask_key
+  bool rsv1 = false;                     ///< RSV1: a compressed message's first frame (permessage-deflate)
   std::uint8_t mask_key[4] = {};         ///< the masking key, when masked
   std::uint64_t length = 0;              ///< the payload's length
 };
@@ -84,6 +85,10 @@ class FrameDecoder {
   explicit FrameDecoder(Role role, std::uint64_t max_frame_length) noexcept
       : role_(role), max_frame_length_(max_frame_length) {}
 
+  /// Allows RSV1 on the first frame of a data message (permessage-deflate was agreed, RFC 7692
+  /// section 6): RSV1 then still fails a control frame and a continuation. Off: RSV1 is an error.
+  void allow_compressed(bool allowed) noexcept { compressed_allowed_ = allowed; }
+
   /// Decodes from `in` (the received bytes: a frame's header and payload are consumed once whole;
   /// bytes of a payload still arriving stay in `in`, unmasked). On `payload`, `out` is a slice of
   /// `in`. `in` must be writable (unmasking happens in place) and only grow between calls.
@@ -102,6 +107,7 @@ class FrameDecoder {
 
   Role role_;
   bool in_payload_ = false;
+  bool compressed_allowed_ = false;
   std::uint16_t error_code_ = 0;
   std::uint64_t max_frame_length_;
   std::uint64_t remaining_ = 0;  // the current frame's payload length
@@ -110,6 +116,9 @@ class FrameDecoder {
   std::string_view fresh_;
   std::string_view error_reason_;
 };
+
+/// The room prepend_header needs before a payload: the longest unmasked header.
+inline constexpr std::size_t kMaxServerHeaderSize = 10;
 
 /// Frame encoder: writes headers, masking payloads with a fresh key from OpenSSL's random generator
 /// when `masked` (a client's frames, RFC 6455 section 10.3). Loop thread only.
@@ -123,11 +132,17 @@ class FrameEncoder {
   /// One frame's header only, for a payload the caller writes after it unchanged (unmasked
   /// encoders only: a server sends a large payload by reference, without copying it).
   void encode_header(ByteBuf& out, Opcode opcode, bool fin, std::uint64_t length);
+  /// Puts a frame's header in front of `payload`'s readable bytes, in the room before its reader
+  /// index (at least 10 bytes), and moves the reader index back over it: the frame in one buffer,
+  /// without a copy. `compressed` sets RSV1 (permessage-deflate). Unmasked encoders only.
+  void prepend_header(ByteBuf& payload, Opcode opcode, bool fin, bool compressed);
   /// Whether this encoder masks (a client's).
   bool masked() const noexcept { return masked_; }
 
  private:
   void next_key(std::uint8_t key[4]);
+  // Writes a header without its mask key into `out` (14 bytes of room); returns its size.
+  std::size_t write_header(std::uint8_t* out, std::uint8_t first_byte, std::uint64_t length) const noexcept;
   bool masked_;
   std::uint8_t used_ = sizeof(keys_);  // keys_ bytes taken; refilled from OpenSSL's RAND_bytes
   std::uint8_t keys_[64] = {};

@@ -18,8 +18,10 @@
 /// 426 (with `Upgrade: websocket` or `Sec-WebSocket-Version: 13`) where another protocol or version
 /// was asked for, 400 for any other flaw, each with a body that says what was wrong; else 101 with
 /// `Sec-WebSocket-Accept` and the subprotocol chosen (the first of UpgradeOptions::subprotocols that
-/// the client offers; none if it offers none of them). Then the connection leaves HTTP: the HTTP/1.1
-/// codec and the router give way to a ws::Codec (codec.h) and the application's handler.
+/// the client offers; none if it offers none of them) and, when UpgradeOptions::deflate is enabled,
+/// `Sec-WebSocket-Extensions` with the permessage-deflate offer accepted (deflate.h). Then the
+/// connection leaves HTTP: the HTTP/1.1 codec and the router give way to a ws::Codec (codec.h) and
+/// the application's handler.
 ///
 /// It is a function rather than a member of Router because the router's layer (codec/http1) comes
 /// below this one. Over HTTP/2 (RFC 8441's extended CONNECT) the route answers 400: not yet.
@@ -42,6 +44,7 @@
 #include "weft/channel/context.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/websocket/codec.h"
+#include "weft/codec/websocket/deflate.h"
 #include "weft/codec/websocket/message.h"
 #include "weft/core/task.h"
 
@@ -52,6 +55,8 @@ namespace weft::ws {
 struct Handshake {
   std::string target;       ///< the request target as sent: path and query ("/chat?room=7")
   std::string subprotocol;  ///< the subprotocol chosen (UpgradeOptions::subprotocols); empty: none
+  /// permessage-deflate's parameters, when the handshake agreed it (UpgradeOptions::deflate); nullopt: none.
+  std::optional<DeflateParameters> deflate;
   std::vector<std::pair<std::string, std::string>> headers;  ///< the request's header fields, in order
 
   /// The first header field named `name` (case-insensitive), if any.
@@ -81,6 +86,7 @@ using HandshakeCoroutineFn = std::function<Task<>(Connection<Message>& connectio
 struct UpgradeOptions {
   Options connection;                     ///< limits and timeouts of each connection
   std::vector<std::string> subprotocols;  ///< the server's subprotocols, preferred first
+  DeflateOptions deflate;                 ///< permessage-deflate (RFC 7692): off unless enabled
 };
 
 /// The Sec-WebSocket-Accept value for a Sec-WebSocket-Key: base64(SHA-1(key + RFC 6455's GUID)).
