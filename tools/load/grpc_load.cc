@@ -35,10 +35,11 @@ void put_varint(std::string& out, std::uint64_t value) {
 // responses) without sessions: the calls run as coroutines on weft's gRPC client until stopping().
 class GrpcWorker final : public Worker {
  public:
-  // budget: -n's messages still to send, shared by every loop (null: a timed run). rate: this
-  // loop's share of --rate (0: the closed loop).
-  GrpcWorker(Run& run, EventLoop& loop, std::atomic<std::uint64_t>* budget, double rate)
-      : Worker(run, loop, 0), budget_(budget), interval_ns_(rate > 0 ? 1e9 / rate : 0) {}
+  // budget: -n's messages still to send, shared by every loop (null: a timed run).
+  GrpcWorker(Run& run, EventLoop& loop, std::atomic<std::uint64_t>* budget) : Worker(run, loop, 0), budget_(budget) {}
+
+  // This loop's share of --rate (0: the closed loop). Before its calls start.
+  void set_rate(double rate) noexcept { interval_ns_ = rate > 0 ? 1e9 / rate : 0; }
 
   bool open_loop() const noexcept { return interval_ns_ > 0; }
 
@@ -90,7 +91,7 @@ class GrpcWorker final : public Worker {
 
  private:
   std::atomic<std::uint64_t>* budget_;
-  double interval_ns_;
+  double interval_ns_ = 0;
   Nanos start_ = 0;
   std::uint64_t next_index_ = 0;
   std::size_t active_ = 0;
@@ -213,10 +214,19 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
 
   LoopRun run(options.threads);
   std::atomic<std::uint64_t> budget{options.messages};
-  const double rate_per_loop = options.rate / static_cast<double>(options.threads);
   run.add_workers([&](EventLoop& loop) {
-    return std::make_unique<GrpcWorker>(run, loop, options.messages > 0 ? &budget : nullptr, rate_per_loop);
+    return std::make_unique<GrpcWorker>(run, loop, options.messages > 0 ? &budget : nullptr);
   });
+  // --rate is shared by the loops as the connections are, set before any call starts.
+  auto share_rate = [&](const std::vector<EventLoop*>& loops_of_connections) {
+    if (options.rate <= 0) return;
+    for (EventLoop* loop : loops_of_connections) {
+      GrpcWorker& w = run.worker_of<GrpcWorker>(*loop);
+      std::size_t mine = 0;
+      for (EventLoop* other : loops_of_connections) mine += other == loop ? 1 : 0;
+      w.set_rate(options.rate * static_cast<double>(mine) / static_cast<double>(loops_of_connections.size()));
+    }
+  };
 
   auto t0 = Clock::now();
   std::vector<Future<void>> running;
@@ -254,6 +264,9 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
         throw LoadError(fmt::format("no connection to {} became ready", options.target));
       }
     }
+    std::vector<EventLoop*> loops_of_connections;
+    for (auto& channel : channels) loops_of_connections.push_back(&channel->loop());
+    share_rate(loops_of_connections);
     for (auto& channel : channels) start_calls(*channel);
   }
   SocketAddress address;
@@ -283,6 +296,11 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
         fmt::format("cannot connect to {}: {}", address.to_string(), run.connect_failures().first_reason()));
   }
 
+  if (channels.empty()) {
+    std::vector<EventLoop*> loops_of_connections;
+    for (auto& client : clients) loops_of_connections.push_back(&client->loop());
+    share_rate(loops_of_connections);
+  }
   for (auto& client : clients) start_calls(*client);
 
   t0 = run.warm_up(t0, options.warmup_s);

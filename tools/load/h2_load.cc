@@ -81,11 +81,8 @@ class H2Connection;
 // One event loop's share of the run: the core's Worker plus a counted run's budget.
 class H2Worker final : public Worker {
  public:
-  // rate: this loop's share of --rate (requests per second), 0 for the closed loop.
-  H2Worker(Run& run, EventLoop& loop, std::size_t index, const H2Config& config, SetupSync& sync, double rate)
-      : Worker(run, loop, config.timeout_ns), index_(index), config_(config), sync_(sync) {
-    interval_ns_ = rate > 0 ? 1e9 / rate : 0;
-  }
+  H2Worker(Run& run, EventLoop& loop, std::size_t index, const H2Config& config, SetupSync& sync)
+      : Worker(run, loop, config.timeout_ns), index_(index), config_(config), sync_(sync) {}
 
   std::size_t index() const noexcept { return index_; }
   const H2Config& config() const noexcept { return config_; }
@@ -109,7 +106,9 @@ class H2Worker final : public Worker {
   }
   void attach(H2Connection* c);
   void detach(H2Connection* c, std::size_t in_flight);
-  void begin(std::uint64_t budget);
+  // The run begins: `budget` requests to send (a counted run), at `rate` per second (this loop's
+  // share of --rate: its part of the ready connections; 0 for the closed loop).
+  void begin(std::uint64_t budget, double rate);
   // Open loop: hands the requests due by `now` to connections with a free stream, each stamped with
   // its intended send time (latency counts from it, so a server's stall is in the figures).
   void pump(Nanos now);
@@ -239,7 +238,7 @@ class H2Connection final : public InboundHandler<ByteBuf>, public Session {
   }
   // Open loop: streams free for the schedule's requests.
   std::size_t room() const noexcept { return goaway_ || closing_ || ctx_ == nullptr ? 0 : free_.size(); }
-  // Open loop: opens one stream for a request due at `intended`; written by flush(). False when
+  // Open loop: opens one stream for a request due at `intended`; written by write_pending(). False when
   // nghttp2 takes no more streams on this connection.
   bool submit(Nanos intended, Nanos now) {
     if (!open_stream(intended, now)) return false;
@@ -247,11 +246,11 @@ class H2Connection final : public InboundHandler<ByteBuf>, public Session {
     return true;
   }
   // Writes what nghttp2 has to send.
-  void flush() {
+  void write_pending() {
     touched = false;
     if (ctx_ != nullptr && !closing_) send(*ctx_);
   }
-  bool touched = false;  // given a request by the pump since its last flush
+  bool touched = false;  // given a request by the pump since its last write_pending()
   // Gives up on the open streams (they are counted by the caller) and closes.
   void abandon() override {
     worker_.ended(in_flight_);
@@ -431,13 +430,14 @@ void H2Worker::detach(H2Connection* c, std::size_t in_flight) {
   if (sessions().empty()) finish();  // nothing left to send on
 }
 
-void H2Worker::begin(std::uint64_t budget) {
+void H2Worker::begin(std::uint64_t budget, double rate) {
   budget_ = budget;
+  interval_ns_ = rate > 0 ? 1e9 / rate : 0;
   Worker::begin();
   const Nanos now = now_ns();
   start_ = now;
   for (Session* c : std::vector<Session*>(sessions())) static_cast<H2Connection*>(c)->start(now);
-  if (config_.open_loop) pump(now);
+  if (config_.open_loop && interval_ns_ > 0) pump(now);
   if (sessions().empty() || (config_.counted && in_flight_ == 0 && budget_ == 0)) finish();
 }
 
@@ -466,7 +466,7 @@ void H2Worker::pump(Nanos now) {
   while (!touched_.empty()) {
     H2Connection* c = touched_.back();
     touched_.pop_back();
-    c->flush();
+    c->write_pending();
   }
   // Requests still due wait for a stream to end (each end pumps again); they keep their intended
   // times, so the wait counts in their latency.
@@ -569,10 +569,7 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
   LoopRun run(options.threads);
   SetupSync sync(run.loops().size());
   std::size_t next_index = 0;
-  run.add_workers([&](EventLoop& loop) {
-    return std::make_unique<H2Worker>(run, loop, next_index++, config, sync,
-                                      options.rate / static_cast<double>(run.loops().size()));
-  });
+  run.add_workers([&](EventLoop& loop) { return std::make_unique<H2Worker>(run, loop, next_index++, config, sync); });
 
   Bootstrap bootstrap;
   bootstrap.group(run.loops())
@@ -632,7 +629,9 @@ HttpResult run_h2(const H2Options& options, const ProgressFn& progress) {
   auto t0 = Clock::now();
   for (std::size_t i = 0; i < run.size(); ++i) {
     H2Worker& w = run.worker<H2Worker>(i);
-    w.loop().execute([&w, budget = budgets[i]] { w.begin(budget); });
+    // --rate is shared as the requests are: by the loop's part of the ready connections.
+    const double rate = options.rate * ready_per_worker[i] / ready;
+    w.loop().execute([&w, budget = budgets[i], rate] { w.begin(budget, rate); });
   }
   t0 = run.warm_up(t0, options.warmup_s);
   run.wait(t0, deadline_after(t0, options.duration_s), progress);

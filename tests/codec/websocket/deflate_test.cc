@@ -164,7 +164,9 @@ TEST(WebSocketDeflateNegotiation, TheServersOptionsShapeTheAnswer) {
   // Out-of-range options are refused when the route is made.
   DeflateOptions bad = on();
   bad.level = 10;
-  EXPECT_THROW(ws::upgrade(ws::Callbacks{}, ws::UpgradeOptions{.deflate = bad}), std::invalid_argument);
+  ws::UpgradeOptions with_bad;
+  with_bad.deflate = bad;
+  EXPECT_THROW(ws::upgrade(ws::Callbacks{}, with_bad), std::invalid_argument);
   bad = on();
   bad.server_max_window_bits = 7;
   EXPECT_THROW(bad.validate(), std::invalid_argument);
