@@ -6,8 +6,12 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "proto_request.h"
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/socket_address.h"
 #include "weft/core/awaitables.h"
@@ -131,13 +135,13 @@ Task<> server_stream(Caller& client, GrpcWorker& w, ByteBuf request) {
 }
 
 template <class Caller>
-Task<> unary_calls(Caller& client, GrpcWorker& w, ByteBuf request) {
+Task<> unary_calls(Caller& client, GrpcWorker& w, std::string path, ByteBuf request) {
   w.enter();
   while (w.take()) {
     const Nanos start = co_await send_time(w);
     if (w.stopping()) break;
     w.count_sent();
-    grpc::UnaryResult r = co_await client.unary(std::string(kUnaryCall), request.slice());
+    grpc::UnaryResult r = co_await client.unary(path, request.slice());
     if (w.stopping()) break;
     if (!r.status.ok()) {
       w.count_end(r.status);
@@ -151,9 +155,9 @@ Task<> unary_calls(Caller& client, GrpcWorker& w, ByteBuf request) {
 }
 
 template <class Caller>
-Task<> ping_pong(Caller& client, GrpcWorker& w, ByteBuf request) {
+Task<> ping_pong(Caller& client, GrpcWorker& w, std::string path, ByteBuf request) {
   w.enter();
-  grpc::ClientCall call = client.call(kStreamingCall);
+  grpc::ClientCall call = client.call(path);
   ++w.stats.requests;
   bool ended = false;  // by the server or the connection, not by this run
   while (w.take()) {
@@ -171,6 +175,72 @@ Task<> ping_pong(Caller& client, GrpcWorker& w, ByteBuf request) {
   if (w.stopping()) call.cancel();
   const grpc::Status status = co_await call.finish();
   if (ended || !status.ok()) w.count_end(status);  // -n's end closes the call with OK
+  w.leave();
+}
+
+// method, server streaming: calls back to back on one stream slot, each the request, the
+// half-close, then every response until the server ends the call. -n and --rate count calls; a
+// call's latency runs from its (intended) start to its end.
+template <class Caller>
+Task<> server_stream_calls(Caller& client, GrpcWorker& w, std::string path, ByteBuf request) {
+  w.enter();
+  while (w.take()) {
+    const Nanos start = co_await send_time(w);
+    if (w.stopping()) break;
+    w.count_sent();
+    grpc::ClientCall call = client.call(path);
+    if (co_await call.write(request.slice())) co_await call.writes_done();
+    while (!w.stopping()) {
+      std::optional<ByteBuf> response = co_await call.read();
+      if (!response) break;
+      w.count_message();
+    }
+    if (w.stopping()) {
+      call.cancel();
+      const grpc::Status cancelled = co_await call.finish();
+      static_cast<void>(cancelled);
+      break;
+    }
+    const grpc::Status status = co_await call.finish();
+    if (!status.ok()) {
+      w.count_end(status);
+      break;
+    }
+    w.stats.latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, now_ns() - start)));
+    ++w.stats.requests;
+  }
+  w.leave();
+}
+
+// method, client streaming: calls back to back on one stream slot, each `count` copies of the
+// request, the half-close, then the one response. messages = calls; latency per call.
+template <class Caller>
+Task<> client_stream_calls(Caller& client, GrpcWorker& w, std::string path, ByteBuf request, int count) {
+  w.enter();
+  while (w.take()) {
+    const Nanos start = co_await send_time(w);
+    if (w.stopping()) break;
+    w.count_sent();
+    grpc::ClientCall call = client.call(path);
+    bool open = true;
+    for (int i = 0; i < count && open; ++i) open = co_await call.write(request.slice());
+    if (open) co_await call.writes_done();
+    std::optional<ByteBuf> response = co_await call.read();
+    if (w.stopping()) {
+      call.cancel();
+      const grpc::Status cancelled = co_await call.finish();
+      static_cast<void>(cancelled);
+      break;
+    }
+    const grpc::Status status = co_await call.finish();
+    if (!status.ok() || !response) {
+      w.count_end(status.ok() ? grpc::Status(grpc::StatusCode::internal, "no response") : status);
+      break;
+    }
+    w.stats.latency.record(static_cast<std::uint64_t>(std::max<Nanos>(0, now_ns() - start)));
+    ++w.stats.requests;
+    w.count_message();
+  }
   w.leave();
 }
 
@@ -195,8 +265,8 @@ std::string encode_simple_request(int response_size, int payload) {
 }
 
 GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
-  if (options.call != "stream" && options.call != "unary" && options.call != "pingpong") {
-    throw LoadError("the call must be stream, unary or pingpong");
+  if (options.call != "stream" && options.call != "unary" && options.call != "pingpong" && options.call != "method") {
+    throw LoadError("the call must be stream, unary, pingpong or method");
   }
   if (options.connections < 1 || options.threads < 1 || options.streams < 1 || options.size < 0 ||
       options.duration_s < 0 || options.rate < 0 || (options.duration_s == 0 && options.messages == 0)) {
@@ -209,8 +279,40 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
   if (!options.balance.empty() && options.balance != "pick_first" && options.balance != "round_robin") {
     throw LoadError("the balance must be pick_first or round_robin");
   }
-  const std::string request =
-      encode_simple_request(options.size, options.call == "stream" ? 0 : options.size);
+  if (options.stream_messages < 1) throw LoadError("--stream-messages must be positive");
+  // The call each stream slot runs: the bench's, or the .proto method's by its shape (loaded and its
+  // request serialized once, before any connection).
+  enum class Shape { server_stream, unary, ping_pong, server_stream_calls, client_stream_calls };
+  Shape shape = Shape::server_stream;
+  std::string path(kStreamingFromServer);
+  std::string request;
+  GrpcResult result;
+  if (options.call == "method") {
+    ProtoMethod method = load_proto_method(options.proto_file, options.import_dirs, options.method, options.data);
+    path = method.path;
+    request = std::move(method.request);
+    result.path = method.path;
+    result.kind = method.kind();
+    result.request_bytes = request.size();
+    if (method.client_streaming && method.server_streaming) {
+      shape = Shape::ping_pong;
+    } else if (method.client_streaming) {
+      shape = Shape::client_stream_calls;
+    } else if (method.server_streaming) {
+      shape = Shape::server_stream_calls;
+    } else {
+      shape = Shape::unary;
+    }
+  } else {
+    request = encode_simple_request(options.size, options.call == "stream" ? 0 : options.size);
+    if (options.call == "unary") {
+      shape = Shape::unary;
+      path = kUnaryCall;
+    } else if (options.call == "pingpong") {
+      shape = Shape::ping_pong;
+      path = kStreamingCall;
+    }
+  }
 
   LoopRun run(options.threads);
   std::atomic<std::uint64_t> budget{options.messages};
@@ -235,12 +337,23 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
     GrpcWorker& w = run.worker_of<GrpcWorker>(caller.loop());
     for (int s = 0; s < options.streams; ++s) {
       ByteBuf bytes = ByteBuf::copy_of(request);
-      if (options.call == "stream") {
-        running.push_back(spawn(caller.loop(), server_stream(caller, w, std::move(bytes))));
-      } else if (options.call == "unary") {
-        running.push_back(spawn(caller.loop(), unary_calls(caller, w, std::move(bytes))));
-      } else {
-        running.push_back(spawn(caller.loop(), ping_pong(caller, w, std::move(bytes))));
+      switch (shape) {
+        case Shape::server_stream:
+          running.push_back(spawn(caller.loop(), server_stream(caller, w, std::move(bytes))));
+          break;
+        case Shape::unary:
+          running.push_back(spawn(caller.loop(), unary_calls(caller, w, path, std::move(bytes))));
+          break;
+        case Shape::ping_pong:
+          running.push_back(spawn(caller.loop(), ping_pong(caller, w, path, std::move(bytes))));
+          break;
+        case Shape::server_stream_calls:
+          running.push_back(spawn(caller.loop(), server_stream_calls(caller, w, path, std::move(bytes))));
+          break;
+        case Shape::client_stream_calls:
+          running.push_back(
+              spawn(caller.loop(), client_stream_calls(caller, w, path, std::move(bytes), options.stream_messages)));
+          break;
       }
     }
   };
@@ -318,7 +431,6 @@ GrpcResult run_grpc(const GrpcOptions& options, const ProgressFn& progress) {
   run.shutdown();
 
   Stats all = run.merge();
-  GrpcResult result;
   for (std::size_t i = 0; i < run.size(); ++i) result.sent += run.worker<GrpcWorker>(i).sent;
   result.duration_s = elapsed;
   result.messages = all.responses;

@@ -1,6 +1,7 @@
 // weft-load: a load generator built on weft. Modes: http (wrk's closed loop, or a constant rate
 // without coordinated omission), h2 (HTTP/2, h2load's model), echo (blocking client threads),
-// stream (length-prefixed messages), grpc (bench.proto's BenchmarkService: stream, unary, pingpong).
+// stream (length-prefixed messages), grpc (bench.proto's BenchmarkService: stream, unary, pingpong;
+// or any method of a .proto: method).
 // See docs/weft-load.md.
 
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "echo_load.h"
@@ -177,9 +180,16 @@ void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& j
   const double d = r.duration_s > 0 ? r.duration_s : 1;
   const double mps = static_cast<double>(r.messages) / d;
   const double cps = static_cast<double>(r.calls) / d;
-  std::printf("gRPC %s @ %s: %d connections x %d streams, %d threads, %d-byte messages, %.2fs%s%s\n", o.call.c_str(),
-              o.target.c_str(), o.connections, o.streams, o.threads, o.size, r.duration_s,
-              o.messages > 0 ? fmt::format(", {} messages", o.messages).c_str() : "", rate_heading(o.rate).c_str());
+  if (o.call == "method") {
+    std::printf("gRPC %s (%s) @ %s: %d connections x %d streams, %d threads, %zu-byte request, %.2fs%s%s\n",
+                r.path.c_str(), r.kind.c_str(), o.target.c_str(), o.connections, o.streams, o.threads, r.request_bytes,
+                r.duration_s, o.messages > 0 ? fmt::format(", {} messages", o.messages).c_str() : "",
+                rate_heading(o.rate).c_str());
+  } else {
+    std::printf("gRPC %s @ %s: %d connections x %d streams, %d threads, %d-byte messages, %.2fs%s%s\n", o.call.c_str(),
+                o.target.c_str(), o.connections, o.streams, o.threads, o.size, r.duration_s,
+                o.messages > 0 ? fmt::format(", {} messages", o.messages).c_str() : "", rate_heading(o.rate).c_str());
+  }
   if (r.latency.count() > 0) std::fputs(latency_text(r.latency).c_str(), stdout);
   if (r.latency.count() > 0 && distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
   std::printf("  %llu messages, %llu calls in %.2fs\n", static_cast<unsigned long long>(r.messages),
@@ -200,12 +210,15 @@ void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& j
       json_path,
       fmt::format(
           R"({{"tool":"weft-load","version":{},"mode":"grpc","call":{},"target":{},"connections":{},"streams":{},)"
-          R"("threads":{},"size":{},{},"warmup_s":{},"duration_s":{},"sent":{},"messages":{},"calls":{},"messages_per_s":{},)"
+          R"("threads":{},"size":{},{}{},"warmup_s":{},"duration_s":{},"sent":{},"messages":{},"calls":{},"messages_per_s":{},)"
           R"("calls_per_s":{},"latency_us":{},"errors":{}}})",
           json_string(weft::version()), json_string(o.call), json_string(o.target), o.connections, o.streams, o.threads,
-          o.size, shortfall_json(o.rate, shortfall), json_number(o.warmup_s), json_number(r.duration_s), r.sent,
-          r.messages, r.calls, json_number(mps), json_number(cps),
-          r.latency.count() > 0 ? latency_json(r.latency) : "null", errors_json(r.errors)));
+          o.size,
+          o.call == "method" ? fmt::format(R"("method":{},"kind":{},)", json_string(r.path), json_string(r.kind))
+                             : std::string(),
+          shortfall_json(o.rate, shortfall), json_number(o.warmup_s), json_number(r.duration_s), r.sent, r.messages,
+          r.calls, json_number(mps), json_number(cps), r.latency.count() > 0 ? latency_json(r.latency) : "null",
+          errors_json(r.errors)));
 }
 
 }  // namespace
@@ -305,10 +318,19 @@ int main(int argc, char** argv) {
   GrpcOptions grpc;
   std::string grpc_json;
   CLI::App* grpc_cmd = app.add_subcommand(
-      "grpc", "gRPC calls of bench.proto's BenchmarkService: stream (StreamingFromServer), unary, pingpong (StreamingCall)");
-  grpc_cmd->add_option("call", grpc.call, "stream | unary | pingpong")
+      "grpc",
+      "gRPC calls of bench.proto's BenchmarkService: stream (StreamingFromServer), unary, pingpong (StreamingCall); "
+      "or method: any method of a .proto (--proto, --call, --data)");
+  grpc_cmd->footer(
+      "method: weft-load grpc method HOST:PORT --proto FILE.proto [-I DIR]... --call pkg.Service/Method\n"
+      "          [--data JSON | --data-file FILE] [--stream-messages K] [-c -s -t -d -n --rate --warmup --latency "
+      "--json]\n"
+      "  unary: calls back to back (messages = calls); server streaming: calls back to back, each read to\n"
+      "  its end (-n and --rate count calls; messages = responses); client streaming: K requests, then one\n"
+      "  response, per call (messages = calls); bidi streaming: as pingpong (-n, --rate: round trips).");
+  grpc_cmd->add_option("call", grpc.call, "stream | unary | pingpong | method")
       ->required()
-      ->check(CLI::IsMember({"stream", "unary", "pingpong"}));
+      ->check(CLI::IsMember({"stream", "unary", "pingpong", "method"}));
   grpc_cmd->add_option("target", grpc.target, "HOST:PORT; with --balance, a gRPC target (ipv4:H:P,H:P, dns:///H:P)")
       ->required();
   grpc_cmd
@@ -332,17 +354,31 @@ int main(int argc, char** argv) {
           ->check(CLI::Range(0.0, 86400.0));
   grpc_cmd
       ->add_option("-n,--messages", grpc.messages,
-                   "messages in all (unary: calls; pingpong: round trips; stream: responses); the run ends when each "
-                   "has ended (with -d: or at that time)")
+                   "messages in all (unary: calls; pingpong: round trips; stream: responses; method: calls, bidi: "
+                   "round trips); the run ends when each has ended (with -d: or at that time)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
   grpc_cmd
       ->add_option("--rate", grpc.rate,
-                   "unary, pingpong: constant total message rate; latency from intended send times")
+                   "unary, pingpong, method: constant total message rate (method: calls per second, bidi: round "
+                   "trips); latency from intended send times")
       ->check(CLI::Range(0.001, 1e9));
+  grpc_cmd->add_option("--proto", grpc.proto_file, "method: the .proto that describes the service (read at run time)");
+  grpc_cmd->add_option("-I,--import-path", grpc.import_dirs,
+                       "method: a directory the .proto's imports are looked up in, as protoc's -I (repeatable; the "
+                       ".proto's own directory is one)");
+  grpc_cmd->add_option("--call", grpc.method, "method: the method, pkg.Service/Method or pkg.Service.Method");
+  std::string grpc_data_file;
+  CLI::Option* grpc_data =
+      grpc_cmd->add_option("--data", grpc.data, "method: the request message as JSON (protobuf's mapping; default {})");
+  grpc_cmd->add_option("--data-file", grpc_data_file, "method: read the request's JSON from FILE")->excludes(grpc_data);
+  grpc_cmd
+      ->add_option("--stream-messages", grpc.stream_messages,
+                   "method, client streaming: the request is written K times per call (default 1)")
+      ->check(CLI::Range(1, 1 << 30));
   grpc_cmd->add_option("--json", grpc_json, "write the result as JSON to FILE");
   bool grpc_distribution = false;
   grpc_cmd->add_flag("--latency", grpc_distribution,
-                     "print the latency distribution (50% .. 99.999%, max; unary, pingpong)");
+                     "print the latency distribution (50% .. 99.999%, max; unary, pingpong, method)");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -401,10 +437,22 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "weft-load: --warmup counts time, -n messages: use one of them\n");
         return 2;
       }
+      if (grpc.call == "method" && (grpc.proto_file.empty() || grpc.method.empty())) {
+        std::fprintf(stderr, "weft-load: grpc method needs --proto FILE.proto and --call pkg.Service/Method\n");
+        return 2;
+      }
+      if (!grpc_data_file.empty()) {
+        std::ifstream in(grpc_data_file, std::ios::binary);
+        std::ostringstream text;
+        if (!in) throw LoadError("cannot read --data-file " + grpc_data_file);
+        text << in.rdbuf();
+        grpc.data = text.str();
+      }
       GrpcResult r = run_grpc(grpc, progress);
       grpc_report(grpc, r, grpc_json, grpc_distribution);
-      if (r.messages == 0) {
-        std::fprintf(stderr, "weft-load: no gRPC message was answered\n");
+      // A server streaming method may answer a call with no message: there, a call must have ended OK.
+      if (r.kind == "server streaming" ? r.calls == 0 : r.messages == 0) {
+        std::fprintf(stderr, "weft-load: no gRPC %s was answered\n", r.kind == "server streaming" ? "call" : "message");
         return 1;
       }
     }
