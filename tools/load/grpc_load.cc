@@ -43,9 +43,9 @@ class GrpcWorker final : public Worker {
   GrpcWorker(Run& run, EventLoop& loop, std::atomic<std::uint64_t>* budget) : Worker(run, loop, 0), budget_(budget) {}
 
   // This loop's share of --rate (0: the closed loop). Before its calls start.
-  void set_rate(double rate) noexcept { interval_ns_ = rate > 0 ? 1e9 / rate : 0; }
+  void set_rate(double rate) noexcept { schedule_.set_rate(rate); }
 
-  bool open_loop() const noexcept { return interval_ns_ > 0; }
+  bool open_loop() const noexcept { return schedule_.active(); }
 
   // Takes one message to send: false once -n's count is spent or the run stops.
   bool take() noexcept {
@@ -60,8 +60,10 @@ class GrpcWorker final : public Worker {
   // Open loop: the intended send time of this loop's next message (the schedule starts with the
   // first one asked for). Streams that are free claim them in turn.
   Nanos next_intended(Nanos now) noexcept {
-    if (next_index_ == 0) start_ = now;
-    return start_ + static_cast<Nanos>(static_cast<double>(next_index_++) * interval_ns_);
+    if (schedule_.next_index() == 0) schedule_.start(now);
+    const Nanos intended = schedule_.next_time();
+    schedule_.advance();
+    return intended;
   }
   void count_sent() noexcept { ++sent; }
 
@@ -95,9 +97,7 @@ class GrpcWorker final : public Worker {
 
  private:
   std::atomic<std::uint64_t>* budget_;
-  double interval_ns_ = 0;
-  Nanos start_ = 0;
-  std::uint64_t next_index_ = 0;
+  OpenLoopSchedule schedule_;
   std::size_t active_ = 0;
 };
 

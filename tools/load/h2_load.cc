@@ -122,10 +122,8 @@ class H2Worker final : public Worker {
   SetupSync& sync_;
   std::uint64_t budget_ = 0;     // counted runs: requests still to send
   std::uint64_t in_flight_ = 0;  // over all connections
-  // The open loop's schedule: request k is due at start_ + k * interval_ns_.
-  double interval_ns_ = 0;
-  Nanos start_ = 0;
-  std::uint64_t next_index_ = 0;
+  // The open loop's schedule (--rate).
+  OpenLoopSchedule schedule_;
   std::size_t cursor_ = 0;  // the connection the next due request tries first
   bool pump_scheduled_ = false;
   std::vector<H2Connection*> touched_;  // connections given requests by this pump, to write once each
@@ -432,21 +430,21 @@ void H2Worker::detach(H2Connection* c, std::size_t in_flight) {
 
 void H2Worker::begin(std::uint64_t budget, double rate) {
   budget_ = budget;
-  interval_ns_ = rate > 0 ? 1e9 / rate : 0;
+  schedule_.set_rate(rate);
   Worker::begin();
   const Nanos now = now_ns();
-  start_ = now;
+  schedule_.start(now);
   for (Session* c : std::vector<Session*>(sessions())) static_cast<H2Connection*>(c)->start(now);
-  if (config_.open_loop && interval_ns_ > 0) pump(now);
+  if (config_.open_loop && schedule_.active()) pump(now);
   if (sessions().empty() || (config_.counted && in_flight_ == 0 && budget_ == 0)) finish();
 }
 
 void H2Worker::pump(Nanos now) {
   if (!sending() || (config_.counted && budget_ == 0)) return;
-  const auto due = static_cast<std::uint64_t>(static_cast<double>(now - start_) / interval_ns_) + 1;
+  const std::uint64_t due = schedule_.due_by(now);
   const std::size_t n = sessions().size();
   std::size_t full_in_a_row = 0;
-  while (next_index_ < due && n > 0 && full_in_a_row < n && sessions().size() == n) {
+  while (schedule_.next_index() < due && n > 0 && full_in_a_row < n && sessions().size() == n) {
     H2Connection& c = connection(cursor_);
     cursor_ = (cursor_ + 1) % n;
     if (c.room() == 0) {
@@ -456,11 +454,11 @@ void H2Worker::pump(Nanos now) {
     full_in_a_row = 0;
     if (!take()) break;  // the request count is spent
     if (!c.touched) touched_.push_back(&c);
-    if (!c.submit(start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_), now)) {
+    if (!c.submit(schedule_.next_time(), now)) {
       if (config_.counted) ++budget_;  // not sent: another connection sends it
       continue;
     }
-    ++next_index_;
+    schedule_.advance();
   }
   // One write per connection for what this pump gave it (a flush may close it: detach drops it).
   while (!touched_.empty()) {
@@ -470,13 +468,13 @@ void H2Worker::pump(Nanos now) {
   }
   // Requests still due wait for a stream to end (each end pumps again); they keep their intended
   // times, so the wait counts in their latency.
-  if (next_index_ >= due && !(config_.counted && budget_ == 0)) schedule_pump(now);
+  if (schedule_.next_index() >= due && !(config_.counted && budget_ == 0)) schedule_pump(now);
 }
 
 void H2Worker::schedule_pump(Nanos now) {
   if (pump_scheduled_) return;
   pump_scheduled_ = true;
-  const Nanos next = start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_);
+  const Nanos next = schedule_.next_time();
   loop().schedule(std::chrono::nanoseconds(std::max<Nanos>(0, next - now)), [this] {
     pump_scheduled_ = false;
     pump(now_ns());

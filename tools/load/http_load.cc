@@ -40,7 +40,7 @@ class HttpWorker final : public Worker {
  public:
   HttpWorker(Run& run, EventLoop& loop, const RunConfig& config, double rate)
       : Worker(run, loop, config.timeout_ns), config_(config) {
-    interval_ns_ = rate > 0 ? 1e9 / rate : 0;
+    schedule_.set_rate(rate);
   }
 
   const RunConfig& config() const noexcept { return config_; }
@@ -66,9 +66,7 @@ class HttpWorker final : public Worker {
   const RunConfig& config_;
   std::vector<Connection*> touched_;
   bool pump_scheduled_ = false;
-  Nanos start_ = 0;
-  double interval_ns_ = 0;
-  std::uint64_t next_index_ = 0;  // the next request to schedule: intended at start_ + index * interval
+  OpenLoopSchedule schedule_;
   std::size_t cursor_ = 0;
 };
 
@@ -259,27 +257,28 @@ void HttpWorker::finish_if_spent() {
 }
 
 void HttpWorker::begin() {
-  start_ = now_ns();
+  const Nanos start = now_ns();
+  schedule_.start(start);
   Worker::begin();
   if (config_.budget != nullptr && sessions().empty()) {
     finish();  // -n: no connection here to send on (its connects failed); the others send the count
     return;
   }
   if (config_.open_loop) {
-    pump(start_);
+    pump(start);
   } else {
-    for (Session* c : std::vector<Session*>(sessions())) static_cast<Connection*>(c)->send_batch(start_);
+    for (Session* c : std::vector<Session*>(sessions())) static_cast<Connection*>(c)->send_batch(start);
   }
 }
 
 void HttpWorker::pump(Nanos now) {
   if (!sending()) return;
-  const auto due = static_cast<std::uint64_t>(static_cast<double>(now - start_) / interval_ns_) + 1;
+  const std::uint64_t due = schedule_.due_by(now);
   touched_.clear();
   const std::size_t n = sessions().size();
   std::size_t full_in_a_row = 0;
   bool spent = false;
-  while (next_index_ < due && n > 0 && full_in_a_row < n) {
+  while (schedule_.next_index() < due && n > 0 && full_in_a_row < n) {
     Connection& c = connection(cursor_);
     cursor_ = (cursor_ + 1) % n;
     if (c.room() == 0) {
@@ -292,15 +291,15 @@ void HttpWorker::pump(Nanos now) {
       break;
     }
     if (c.unsent() == 0) touched_.push_back(&c);
-    c.queue(start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_));
-    ++next_index_;
+    c.queue(schedule_.next_time());
+    schedule_.advance();
   }
   for (Connection* c : touched_) c->flush_queued(now);
   // Requests still due wait for a response to free room (each response pumps again); they keep
   // their intended times, so the wait counts in their latency.
   if (spent) {
     finish_if_spent();
-  } else if (next_index_ >= due) {
+  } else if (schedule_.next_index() >= due) {
     schedule_pump(now);
   }
 }
@@ -308,7 +307,7 @@ void HttpWorker::pump(Nanos now) {
 void HttpWorker::schedule_pump(Nanos now) {
   if (pump_scheduled_) return;
   pump_scheduled_ = true;
-  const Nanos next = start_ + static_cast<Nanos>(static_cast<double>(next_index_) * interval_ns_);
+  const Nanos next = schedule_.next_time();
   loop().schedule(std::chrono::nanoseconds(std::max<Nanos>(0, next - now)), [this] {
     pump_scheduled_ = false;
     pump(now_ns());

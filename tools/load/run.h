@@ -118,6 +118,29 @@ class ConnectTimes {
   std::latch pending_;
 };
 
+// An open loop's schedule (--rate): request k is due at start + k / rate, whatever answers came.
+// http, h2 and grpc keep one per loop. Not thread-safe (its loop's).
+class OpenLoopSchedule {
+ public:
+  // Requests per second; 0: no schedule (the closed loop).
+  void set_rate(double rate) noexcept { interval_ns_ = rate > 0 ? 1e9 / rate : 0; }
+  bool active() const noexcept { return interval_ns_ > 0; }
+  void start(Nanos at) noexcept { start_ = at; }
+  // How many requests are due by `now`, counted from the first.
+  std::uint64_t due_by(Nanos now) const noexcept {
+    return static_cast<std::uint64_t>(static_cast<double>(now - start_) / interval_ns_) + 1;
+  }
+  // The next request: its index and intended send time; advance() once it has left.
+  std::uint64_t next_index() const noexcept { return next_; }
+  Nanos next_time() const noexcept { return start_ + static_cast<Nanos>(static_cast<double>(next_) * interval_ns_); }
+  void advance() noexcept { ++next_; }
+
+ private:
+  double interval_ns_ = 0;
+  Nanos start_ = 0;
+  std::uint64_t next_ = 0;
+};
+
 // One connection as the core sees it: requests outstanding since some point, and how to end it.
 // Loop thread only (its worker's).
 class Session {
