@@ -1,7 +1,7 @@
 // The WebSocket server (codec/websocket) over real sockets, on every transport: a raw client writes
 // exact frames -- whole, and one byte at a time -- and checks the exact frames and close codes that
 // come back. The cases are named after Autobahn|Testsuite's groups (1 framing, 2 ping/pong, 3 reserved
-// bits, 4 opcodes, 5 fragmentation, 6 UTF-8, 7 close, 9 limits). Then the handshake's refusals,
+// bits, 4 opcodes, 5 fragmentation, 6 UTF-8, 7 close, 9 limits, 10 auto-fragmentation). Then the handshake's refusals,
 // backpressure, and interop with python3-websockets as the client.
 
 #include <gtest/gtest.h>
@@ -307,6 +307,12 @@ std::vector<Case> cases() {
   Frame over_limit = binary("");
   over_limit.declared = 65;  // /small's limit is 64: refused from the header, no payload sent
   const std::string sample = utf8_sample();
+  // Autobahn 10.1.1: 64 KiB of text auto-fragmented into 1,300-byte frames (51 of them).
+  std::vector<Frame> auto_fragmented;
+  for (std::size_t at = 0; at < k64k.size(); at += 1300) {
+    const bool last = at + 1300 >= k64k.size();
+    auto_fragmented.push_back(at == 0 ? text(k64k.substr(at, 1300), false) : cont(k64k.substr(at, 1300), last));
+  }
   return {
       {"1_1_1_EmptyText", "/echo", {text("")}, {{1, ""}}},
       {"1_1_2_Text125", "/echo", {text(k125)}, {{1, k125}}},
@@ -375,6 +381,7 @@ std::vector<Case> cases() {
        {binary(std::string(16, 'a'), false), cont(std::string(16, 'b'), false), cont(std::string(16, 'c'), false),
         cont(std::string(16, 'd'))},
        {{2, std::string(16, 'a') + std::string(16, 'b') + std::string(16, 'c') + std::string(16, 'd')}}},
+      {"10_1_1_Text64KiBIn1300ByteFragments", "/co", auto_fragmented, {{1, k64k}}, 0, false},
   };
 }
 
