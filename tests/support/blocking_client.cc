@@ -94,6 +94,12 @@ BlockingClient::BlockingClient(std::uint16_t port, Options options) {
   fd_ = fd;
 }
 
+BlockingClient BlockingClient::adopt(int fd) noexcept {
+  BlockingClient c;
+  c.fd_ = fd;
+  return c;
+}
+
 BlockingClient::BlockingClient(BlockingClient&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)), error_(other.error_) {}
 

@@ -45,6 +45,8 @@ class BlockingClient {
   // Connects to 127.0.0.1:port. On failure the client is not open and error() holds errno.
   explicit BlockingClient(std::uint16_t port) : BlockingClient(port, Options{}) {}
   BlockingClient(std::uint16_t port, Options options);
+  // Takes over a connected socket (one accepted by a test's own raw server); closes it when done.
+  static BlockingClient adopt(int fd) noexcept;
   BlockingClient(BlockingClient&& other) noexcept;
   BlockingClient& operator=(BlockingClient&& other) noexcept;
   BlockingClient(const BlockingClient&) = delete;
