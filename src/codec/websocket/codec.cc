@@ -1,6 +1,7 @@
 #include "weft/codec/websocket/codec.h"
 
 #include <cstring>
+#include <stdexcept>
 
 #include "weft/channel/events.h"
 #include "weft/codec/byte_to_message_decoder.h"
@@ -113,10 +114,13 @@ bool Codec::on_header(Context& ctx) {
     fail(ctx, close_code::too_big, "too many fragments in one message");
     return false;
   }
-  // A compressed message's inflated size is checked as it is inflated (inflate()).
+  // A compressed message's inflated size is checked as it is inflated (inflate()). Streamed
+  // fragments: the bound is each frame's, not the message's.
   const std::size_t limit = message_compressed_ ? compressed_limit_ : options_.max_message_size;
+  if (options_.stream_fragments) message_bytes_ = 0;
   if (h.length > limit - message_bytes_) {
-    fail(ctx, close_code::too_big, "message over max_message_size");
+    fail(ctx, close_code::too_big,
+         options_.stream_fragments ? "frame over max_message_size" : "message over max_message_size");
     return false;
   }
   message_bytes_ += static_cast<std::size_t>(h.length);
@@ -144,6 +148,7 @@ bool Codec::on_frame(Context& ctx, ByteBuf payload) {
 
 bool Codec::on_data(Context& ctx, ByteBuf payload) {
   const bool fin = decoder_.header().fin;
+  if (options_.stream_fragments) return on_fragment(ctx, std::move(payload), fin);
   if (message_compressed_) {
     // Inflated frame by frame into one buffer; the compressed frame is let go at once.
     const bool inflated = inflate(ctx, payload.view(), fin);
@@ -167,6 +172,29 @@ bool Codec::on_data(Context& ctx, ByteBuf payload) {
   }
   if (state_ != State::open) return true;  // closing: data is no longer delivered
   ctx.fire_read(message_text_ ? Message::text(std::move(payload)) : Message::binary(std::move(payload)));
+  return state_ != State::closed;
+}
+
+// Options::stream_fragments: the frame is handed on as it is (compressed: once inflated, bounded by
+// max_message_size on its own).
+bool Codec::on_fragment(Context& ctx, ByteBuf payload, bool fin) {
+  if (message_compressed_) {
+    assembled_.release();  // each frame inflates into a buffer of its own
+    const bool inflated = inflate(ctx, payload.view(), fin);
+    payload.release();
+    if (!inflated) return false;
+    payload = std::move(assembled_);
+  }
+  if (fin) {
+    in_message_ = false;
+    if (message_text_ && !utf8_.complete()) {
+      fail(ctx, close_code::invalid_payload, "text ends inside a UTF-8 character");
+      return false;
+    }
+  }
+  if (state_ != State::open) return true;  // closing: data is no longer delivered
+  ctx.fire_read(Message::fragment(message_text_ ? Message::Kind::text : Message::Kind::binary, std::move(payload),
+                                  fragments_ == 1, fin));
   return state_ != State::closed;
 }
 
@@ -284,10 +312,19 @@ void Codec::encode(Context& ctx, Message& message) {
     start_close_timer(ctx);
     return;
   }
-  const Opcode opcode = message.is_text() ? Opcode::text : Opcode::binary;
+  Opcode opcode = message.is_text() ? Opcode::text : Opcode::binary;
+  const bool fin = message.is_last();
+  if (message.is_fragment() || sending_fragments_) {
+    // A message written as fragments: a first, then continuations; never compressed.
+    if (message.is_first() == sending_fragments_)
+      throw std::logic_error(sending_fragments_ ? "ws::Message: a new message while a fragmented one is being written"
+                                                : "ws::Message::fragment: a continuation without a first fragment");
+    if (!message.is_first()) opcode = Opcode::continuation;
+    sending_fragments_ = !fin;
+  }
   ByteBuf& payload = message.data();
   const std::size_t n = payload.readable_bytes();
-  if (deflate_ && deflate_->compresses(n)) {
+  if (deflate_ && !message.is_fragment() && deflate_->compresses(n)) {
     // Compressed into one buffer, the header in front; sent as it is if it would not shrink.
     ByteBuf frame = deflate_->deflate(payload.view(), kMaxServerHeaderSize, ctx.allocator());
     if (frame.has_storage()) {
@@ -298,12 +335,12 @@ void Codec::encode(Context& ctx, Message& message) {
   }
   if (n < kCopyPayloadBelow) {
     ByteBuf out = ctx.allocator().buffer(4 + n);
-    encoder_.encode(out, opcode, true, payload.view());
+    encoder_.encode(out, opcode, fin, payload.view());
     ctx.write(std::move(out));
     return;
   }
   ByteBuf header = ctx.allocator().buffer(10);
-  encoder_.encode_header(header, opcode, true, n);
+  encoder_.encode_header(header, opcode, fin, n);
   ctx.write(std::move(header));
   ctx.write(std::move(payload));
 }

@@ -1,7 +1,8 @@
 // permessage-deflate (RFC 7692) in the WebSocket server: the negotiation of the offers, then the
 // codec on an EmbeddedChannel -- RFC 7692 section 7.2.3's example frames, whole and one byte at a
 // time, context takeover both ways, RSV1 where it is not allowed, a zip bomb refused within the
-// bound, invalid text after inflating -- and the handshake through a Router. Interop with a real
+// bound, invalid text after inflating -- and the handshake through a Router. Then streamed fragments
+// (Options::stream_fragments) on the same codec harness, plain and compressed. Interop with a real
 // peer (python3-websockets) is in websocket_test.cc, on every transport.
 
 #include "weft/codec/websocket/deflate.h"
@@ -709,6 +710,142 @@ TEST(WebSocketDeflateHandshake, TheRouteAnswersTheOfferAndTheHandlerHearsIt) {
     EXPECT_EQ(frames[1].first, kCompressedText);
     EXPECT_EQ(Zlib(9).inflate(frames[1].payload), text);
   }
+}
+
+// ---- streamed fragments (Options::stream_fragments)
+
+ws::Options streaming(std::size_t max_message_size = 1 << 20) {
+  ws::Options o;
+  o.stream_fragments = true;
+  o.max_message_size = max_message_size;
+  return o;
+}
+
+// What a message handed on as fragments says: "first/last:payload" each.
+std::vector<std::string> fragments(std::vector<ws::Message> got) {
+  std::vector<std::string> out;
+  for (ws::Message& m : got) {
+    if (m.is_close()) {
+      out.push_back("close " + std::to_string(m.close_code()));
+      continue;
+    }
+    out.push_back(std::string(m.is_text() ? "t" : "b") + (m.is_first() ? "F" : "-") + (m.is_last() ? "L" : "-") + ":" +
+                  std::string(m.view()));
+  }
+  return out;
+}
+
+TEST(WebSocketStreamedFragments, EachFrameIsHandedOnAsItArrivesWithControlFramesBetween) {
+  const std::string wire =
+      frame(0x01, "frag") + frame(0x89, "p") + frame(0x00, "men") + frame(0x80, "ted") + frame(0x82, "whole");
+  for (const bool bytewise : {false, true}) {
+    SCOPED_TRACE(bytewise ? "one byte at a time" : "whole");
+    Conn c(std::nullopt, streaming());
+    c.send(wire, bytewise ? 1 : 0);
+    EXPECT_EQ(fragments(c.messages()), (std::vector<std::string>{"tF-:frag", "t--:men", "t-L:ted", "bFL:whole"}));
+    const std::vector<Sent> sent = c.written();
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_EQ(sent[0].first, 0x8A);  // the pong, between the fragments
+  }
+}
+
+TEST(WebSocketStreamedFragments, AMessageLongerThanTheBoundPassesFrameByFrame) {
+  // A bound of 64 bytes: five frames of 40 (200 bytes in all) pass; the bound applies to each frame.
+  Conn c(std::nullopt, streaming(64));
+  const std::string part(40, 'x');
+  c.send(frame(0x02, part) + frame(0x00, part) + frame(0x00, part) + frame(0x00, part) + frame(0x80, part));
+  const std::vector<std::string> got = fragments(c.messages());
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got.front(), "bF-:" + part);
+  EXPECT_EQ(got.back(), "b-L:" + part);
+  // A frame over the bound is refused from its header.
+  c.send(frame(0x82, std::string(65, 'y')));
+  expect_failed_with(c, 1009);
+}
+
+TEST(WebSocketStreamedFragments, TextIsValidatedAcrossFragments) {
+  // κ (ce ba) split between two fragments: each is handed on, the message is valid.
+  Conn ok(std::nullopt, streaming());
+  ok.send(frame(0x01, "a\xce") + frame(0x80, "\xba"));
+  EXPECT_EQ(fragments(ok.messages()), (std::vector<std::string>{"tF-:a\xce", "t-L:\xba"}));
+  // An invalid byte fails at once, before its fragment is handed on.
+  Conn bad(std::nullopt, streaming());
+  bad.send(frame(0x01, "ok") + frame(0x00, "\xff"));
+  EXPECT_EQ(fragments(bad.messages()).front(), "tF-:ok");
+  const std::vector<Sent> sent = bad.written();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].first, 0x88);
+  EXPECT_EQ(sent[0].payload, hex({0x03, 0xef}));  // 1007
+  // A message that ends inside a character: 1007 in place of its last fragment.
+  Conn cut(std::nullopt, streaming());
+  cut.send(frame(0x01, "a") + frame(0x80, "\xce"));
+  expect_failed_with(cut, 1007);
+}
+
+TEST(WebSocketStreamedFragments, CompressedFramesAreInflatedEachWithinTheBound) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "line " + std::to_string(i) + ": streamed \xce\xba\n";
+  Zlib z;
+  const std::string compressed = z.compress(text);
+  // Frames of 50 compressed bytes, RSV1 on the first only; each inflates to less than 4 KiB.
+  std::string wire;
+  for (std::size_t i = 0; i < compressed.size(); i += 50) {
+    const bool first = i == 0, last = i + 50 >= compressed.size();
+    wire += frame(static_cast<std::uint8_t>((last ? 0x80 : 0) | (first ? 0x41 : 0x00)), compressed.substr(i, 50));
+  }
+  for (const bool bytewise : {false, true}) {
+    SCOPED_TRACE(bytewise ? "one byte at a time" : "whole");
+    Conn c(server(), streaming(4096));
+    c.send(wire, bytewise ? 1 : 0);
+    std::string joined;
+    std::vector<ws::Message> got = c.messages();
+    ASSERT_GT(got.size(), 1u);
+    for (const ws::Message& m : got) {
+      EXPECT_TRUE(m.is_text());
+      EXPECT_LE(m.view().size(), 4096u);
+      joined += m.view();
+    }
+    EXPECT_TRUE(got.front().is_first());
+    EXPECT_TRUE(got.back().is_last());
+    EXPECT_EQ(joined, text);
+  }
+  // One frame that inflates past the bound: 1009, the inflated bytes never stored past it.
+  Zlib bomb;
+  Conn c(server(), streaming(4096));
+  c.send(frame(0xC2, bomb.compress(std::string(100000, '\0'))));
+  expect_failed_with(c, 1009);
+}
+
+TEST(WebSocketStreamedFragments, AMessageWrittenAsFragmentsLeavesInOrderUncompressed) {
+  Conn c(server(), ws::Options{});  // permessage-deflate agreed: fragments still go uncompressed
+  c.write(ws::Message::fragment(ws::Message::Kind::text, ByteBuf::copy_of(std::string(200, 'a')), true, false));
+  c.write(ws::Message::fragment(ws::Message::Kind::text, ByteBuf::copy_of("b"), false, false));
+  c.write(ws::Message::fragment(ws::Message::Kind::text, ByteBuf::copy_of("c"), false, true));
+  c.write(ws::Message::text(std::string(200, 'd')));  // a whole message after: compressed as before
+  const std::vector<Sent> sent = c.written();
+  ASSERT_EQ(sent.size(), 4u);
+  EXPECT_EQ(sent[0].first, 0x01);
+  EXPECT_EQ(sent[0].payload, std::string(200, 'a'));
+  EXPECT_EQ(sent[1].first, 0x00);
+  EXPECT_EQ(sent[1].payload, "b");
+  EXPECT_EQ(sent[2].first, 0x80);
+  EXPECT_EQ(sent[2].payload, "c");
+  EXPECT_EQ(sent[3].first, kCompressedText);
+}
+
+TEST(WebSocketStreamedFragments, FragmentsOutOfOrderAreRefused) {
+  Conn c(std::nullopt, ws::Options{});
+  // Each misuse is an exception event in the pipeline (write_message throws); nothing is sent.
+  c.write(ws::Message::fragment(ws::Message::Kind::binary, ByteBuf::copy_of("x"), false, true));
+  EXPECT_THROW(c.ch.check_exception(), std::logic_error);
+  c.write(ws::Message::fragment(ws::Message::Kind::binary, ByteBuf::copy_of("a"), true, false));
+  c.write(ws::Message::binary("whole"));
+  EXPECT_THROW(c.ch.check_exception(), std::logic_error);
+  c.write(ws::Message::fragment(ws::Message::Kind::binary, ByteBuf::copy_of("z"), false, true));
+  const std::vector<Sent> sent = c.written();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].first, 0x02);
+  EXPECT_EQ(sent[1].first, 0x80);
 }
 
 }  // namespace

@@ -128,6 +128,21 @@ class WebSocketTest : public test::TransportTest {
     deflate_strict.deflate.client_max_window_bits = 9;
     deflate_strict.deflate.min_message_size = 1;
     ws::websocket(*router, "/deflate-strict", deflate_echo, deflate_strict);
+    // Streamed fragments: each frame echoed as it arrives, with callbacks and with a coroutine.
+    ws::UpgradeOptions streamed;
+    streamed.connection.stream_fragments = true;
+    ws::websocket(*router, "/stream", echo, streamed);
+    ws::websocket(
+        *router, "/co-stream",
+        [](Connection<ws::Message>& c) -> Task<> {
+          for (;;) {
+            ws::Message m = co_await c.read();
+            if (m.is_close()) co_return;
+            co_await c.write(std::move(m));
+            c.flush();
+          }
+        },
+        streamed);
     router->get("/plain", [](http::Request&) { return http::HttpResponse(200).body_view("plain"); });
     ServerBootstrap bootstrap;
     bootstrap.group(*group_).child_handler([this, router, small_buffers](Channel& ch) {
@@ -409,6 +424,34 @@ asyncio.run(asyncio.wait_for(main(int(sys.argv[1])), 20))
   const std::string out = test::run_shell(python + " -c '" + script + "' " + std::to_string(port_) + " 2>&1", status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out, "/echo chat\n1000\n/co None\n1000\n");
+}
+
+// Streamed fragments through a real peer: python3-websockets sends a message as fragments (a list),
+// the server echoes each as it arrives, and the peer reassembles it; 3 MiB in three frames passes a
+// server whose bound (max_message_size, 1 MiB) is each frame's.
+TEST_P(WebSocketTest, StreamedFragmentsEchoAMessageLargerThanTheBoundFrameByFrame) {
+  int status = -1;
+  test::run_shell("/usr/bin/python3 -c 'import websockets' 2>/dev/null", status);
+  if (status != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with python3-websockets is not installed (scripts/install-deps.sh)";
+  const std::string script = test::write_temp_file(R"PY(
+import asyncio, sys, websockets
+async def main(port):
+    for path in ("/stream", "/co-stream"):
+        async with websockets.connect(f"ws://127.0.0.1:{port}{path}", max_size=2**23, compression=None) as ws:
+            await ws.send(["frag", "men", "ted"])
+            assert await ws.recv() == "fragmented"
+            parts = [bytes([i]) * (2**20 - 16) for i in range(1, 4)]
+            await ws.send(parts)
+            got = await ws.recv()
+            assert got == b"".join(parts), len(got)
+            print(path, len(got))
+asyncio.run(asyncio.wait_for(main(int(sys.argv[1])), 30))
+)PY",
+                                                   ".py");
+  const std::string out = test::run_shell("/usr/bin/python3 " + script + " " + std::to_string(port_) + " 2>&1", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "/stream 3145680\n/co-stream 3145680\n");
 }
 
 // python3-websockets offers permessage-deflate ("; client_max_window_bits") on every connection and

@@ -23,6 +23,14 @@
 /// compressed frame plus the inflated message. Messages of at least min_message_size are sent
 /// compressed, unless compression would not shrink them.
 ///
+/// Streamed fragments (Options::stream_fragments): each frame of a text or binary message is handed
+/// on as it is whole (a Message::fragment: is_first(), is_last()), a compressed one once inflated,
+/// instead of the message gathered. max_message_size then bounds each frame (inflated, too), not the
+/// message, so a message of any length passes in the memory of one frame; max_fragments still
+/// bounds frames per message. Text is validated across fragments as before (a fragment may end
+/// inside a UTF-8 character; the message may not). Outbound, a message written as fragments leaves
+/// as they come, uncompressed.
+///
 /// Close: a peer's close is checked (a code in the valid set, a UTF-8 reason; 1002 or 1007 otherwise),
 /// echoed, and the connection ends (the server closes TCP, gracefully: FIN, then unread input is
 /// drained for close_timeout). Writing Message::close() sends a close and waits close_timeout for the
@@ -57,6 +65,9 @@ struct Options {
   std::size_t max_message_size = 1 << 20;            ///< a message's payload, all fragments together (1009 over it)
   std::size_t max_fragments = 1024;                  ///< frames per message (1009 over it)
   Duration close_timeout = std::chrono::seconds(5);  ///< waiting for the peer's close, or its FIN after ours
+  /// Hand on each frame of a message as it arrives (Message::fragment), not the whole message; see
+  /// the file's description.
+  bool stream_fragments = false;
 };
 
 /// The WebSocket connection as a pipeline handler (see the file's description): ByteBuf in, Message
@@ -105,6 +116,7 @@ class Codec final : public Handler {
   bool on_fresh(Context& ctx);
   bool on_frame(Context& ctx, ByteBuf payload);
   bool on_data(Context& ctx, ByteBuf payload);
+  bool on_fragment(Context& ctx, ByteBuf payload, bool fin);
   bool inflate(Context& ctx, std::string_view compressed, bool last);
   bool on_peer_close(Context& ctx, const ByteBuf& payload);
   void fail(Context& ctx, std::uint16_t code, std::string_view reason);
@@ -134,6 +146,7 @@ class Codec final : public Handler {
   FrameDecoder decoder_;
   FrameEncoder encoder_{false};
   Utf8Validator utf8_;
+  bool sending_fragments_ = false;  // a message written as fragments has begun and not ended
   ReadSuspension reading_;  // held while the channel is not writable
   TimerId close_timer_ = 0;
 };

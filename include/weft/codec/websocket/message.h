@@ -1,12 +1,16 @@
 #pragma once
 /// @file
-/// ws::Message: a whole WebSocket message (text or binary), or the close of the connection.
+/// ws::Message: a whole WebSocket message (text or binary), a fragment of one, or the close of the
+/// connection.
 ///
 /// Inbound, the codec (codec.h) hands the application whole messages -- a message of one frame as a
-/// slice of the received bytes, without a copy -- and, last, one close message with the close code
-/// and reason the connection ended with (the peer's, the one weft sent for a protocol error, or
-/// 1006 when the connection ended without a close). Outbound, the application writes messages, and
-/// a close message starts the close handshake.
+/// slice of the received bytes, without a copy -- or, with Options::stream_fragments, each frame of
+/// a message as it arrives (is_first() on the first, is_last() on the last); and, last, one close
+/// message with the close code and reason the connection ended with (the peer's, the one weft sent
+/// for a protocol error, or 1006 when the connection ended without a close). Outbound, the
+/// application writes whole messages, or a message as fragments (Message::fragment: the first, any
+/// number in between, the last; control frames may go between them), and a close message starts
+/// the close handshake.
 
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +41,15 @@ class Message {
   static Message binary(ByteBuf bytes) noexcept { return Message(Kind::binary, std::move(bytes), 0); }
   /// A binary message holding a copy of `bytes`.
   static Message binary(std::string_view bytes) { return Message(Kind::binary, ByteBuf::copy_of(bytes), 0); }
+  /// A fragment of a text (`kind` text) or binary message: `first` and `last` say where it stands
+  /// (a fragment that is both is a whole message). Outbound, a message's fragments must be written
+  /// in order, with nothing but control frames between them, and are sent uncompressed.
+  static Message fragment(Kind kind, ByteBuf bytes, bool first, bool last) noexcept {
+    Message m(kind, std::move(bytes), 0);
+    m.first_ = first;
+    m.last_ = last;
+    return m;
+  }
   /// A close with `code` (a valid close code, see is_valid_close_code) and a UTF-8 `reason` of at
   /// most 123 bytes.
   static Message close(std::uint16_t code = 1000, std::string_view reason = {}) {
@@ -51,6 +64,12 @@ class Message {
   bool is_binary() const noexcept { return kind_ == Kind::binary; }
   /// Whether it is a close.
   bool is_close() const noexcept { return kind_ == Kind::close; }
+  /// Whether it begins its message (true for a whole message).
+  bool is_first() const noexcept { return first_; }
+  /// Whether it ends its message (true for a whole message).
+  bool is_last() const noexcept { return last_; }
+  /// Whether it is a fragment, not a whole message.
+  bool is_fragment() const noexcept { return !(first_ && last_); }
   /// The payload (a close's reason), to read or to take (std::move(message.data())).
   ByteBuf& data() noexcept { return data_; }
   /// The payload (a close's reason), read-only.
@@ -69,6 +88,8 @@ class Message {
   ByteBuf data_;
   std::uint16_t code_ = 0;
   Kind kind_ = Kind::binary;
+  bool first_ = true;
+  bool last_ = true;
 };
 
 }  // namespace weft::ws
