@@ -48,6 +48,7 @@ void Codec::handler_added(Context& ctx) { update_read_suspension(ctx); }
 
 void Codec::handler_removed(Context& ctx) {
   stop_close_timer(ctx);
+  fail_overflowed_.cancel();
   reading_.release(ctx.channel());
 }
 
@@ -324,6 +325,15 @@ void Codec::encode(Context& ctx, Message& message) {
   }
   ByteBuf& payload = message.data();
   const std::size_t n = payload.readable_bytes();
+  if (overflow_ctx_ != nullptr) return;  // over max_queued_bytes: failing on the next turn
+  if (n > options_.max_queued_bytes - std::min(options_.max_queued_bytes, ctx.channel().pending_write_bytes()))
+      [[unlikely]] {
+    // The message is dropped and the connection fails, on the loop's next turn: the writer may be
+    // another channel's handler, which must not run this one's events nested in its own.
+    overflow_ctx_ = &ctx;
+    if (!fail_overflowed_.schedule(ctx.loop())) fail_overflowed();
+    return;
+  }
   if (deflate_ && !message.is_fragment() && deflate_->compresses(n)) {
     // Compressed into one buffer, the header in front; sent as it is if it would not shrink.
     ByteBuf frame = deflate_->deflate(payload.view(), kMaxServerHeaderSize, ctx.allocator());
@@ -343,6 +353,10 @@ void Codec::encode(Context& ctx, Message& message) {
   encoder_.encode_header(header, opcode, fin, n);
   ctx.write(std::move(header));
   ctx.write(std::move(payload));
+}
+
+void Codec::fail_overflowed() {
+  if (state_ == State::open) fail(*overflow_ctx_, close_code::policy, "the peer is not reading: over max_queued_bytes");
 }
 
 void Codec::start_close_timer(Context& ctx) {

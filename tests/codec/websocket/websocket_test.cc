@@ -143,6 +143,18 @@ class WebSocketTest : public test::TransportTest {
           }
         },
         streamed);
+    // A broadcast to a peer that does not read: 1,000 messages of 64 KiB written at once, past a
+    // queue bound of 256 KiB.
+    ws::UpgradeOptions bounded;
+    bounded.connection.max_queued_bytes = 256 * 1024;
+    ws::websocket(*router, "/flood",
+                  ws::Callbacks{.on_open =
+                                    [](Context& ctx, const ws::Handshake&) {
+                                      for (int i = 0; i < 1000; ++i)
+                                        ctx.write_and_flush(ws::Message::binary(std::string(64 * 1024, 'f')));
+                                    },
+                                .on_close = echo.on_close},
+                  bounded);
     router->get("/plain", [](http::Request&) { return http::HttpResponse(200).body_view("plain"); });
     ServerBootstrap bootstrap;
     bootstrap.group(*group_).child_handler([this, router, small_buffers](Channel& ch) {
@@ -424,6 +436,46 @@ asyncio.run(asyncio.wait_for(main(int(sys.argv[1])), 20))
   const std::string out = test::run_shell(python + " -c '" + script + "' " + std::to_string(port_) + " 2>&1", status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out, "/echo chat\n1000\n/co None\n1000\n");
+}
+
+// An application that writes to a peer that does not read meets max_queued_bytes: the connection
+// fails with 1008 (the application hears it), and the peer, once it reads, finds whole messages,
+// fewer than were written, then the close -- never dropped -- and the end.
+// On the blocking transport a send blocks until the kernel takes its bytes, so nothing queues: every
+// message arrives, and the connection ends with the peer's normal close.
+TEST_P(WebSocketTest, WritesPastTheQueueBoundFailTheConnectionWith1008) {
+  BlockingClient c = open("/flood");
+  if (is_blocking()) {
+    for (int i = 0; i < 1000; ++i) {
+      auto got = read_reply(c);
+      ASSERT_TRUE(got.has_value());
+      ASSERT_EQ(*got, (Reply{2, std::string(64 * 1024, 'f')}));
+    }
+    ASSERT_TRUE(c.send_all(bytes(close_frame(1000))));
+    EXPECT_EQ(read_reply(c), close_reply(1000));
+    EXPECT_EQ(c.recv_until_end(nullptr, 10000ms), test::StreamEnd::eof);
+    EXPECT_TRUE(test::eventually([&] { return closes_.load() == 1; }, 10000ms));
+    EXPECT_EQ(last_close_code_.load(), 1000);
+    return;
+  }
+  // Nothing is read until the server has given up: what it queued is bounded, not the 64 MiB written.
+  ASSERT_TRUE(test::eventually([&] { return closes_.load() == 1; }, 20000ms));
+  EXPECT_EQ(last_close_code_.load(), 1008);
+  int messages = 0;
+  for (;;) {
+    auto got = read_reply(c);
+    ASSERT_TRUE(got.has_value());
+    if (got->opcode == 8) {
+      EXPECT_EQ(*got, close_reply(1008));
+      break;
+    }
+    EXPECT_EQ(*got, (Reply{2, std::string(64 * 1024, 'f')}));
+    ++messages;
+  }
+  EXPECT_GT(messages, 0);
+  EXPECT_LT(messages, 1000);
+  ASSERT_TRUE(c.send_all(bytes(close_frame(1008))));
+  EXPECT_EQ(c.recv_until_end(nullptr, 10000ms), test::StreamEnd::eof);
 }
 
 // Streamed fragments through a real peer: python3-websockets sends a message as fragments (a list),

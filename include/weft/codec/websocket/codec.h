@@ -39,7 +39,9 @@
 ///
 /// Backpressure: while the channel is not writable the codec stops reading (a peer that sends and
 /// never reads is not read either, so the pongs it asks for are bounded); the application waits on
-/// writability too (Connection::write does). A close or a pong is never dropped.
+/// writability too (Connection::write does). One that writes regardless (a broadcast to a slow
+/// consumer) meets max_queued_bytes: the connection fails with 1008. A close or a pong is never
+/// dropped.
 ///
 /// Loop thread only; one per channel.
 
@@ -57,6 +59,7 @@
 #include "weft/codec/websocket/utf8.h"
 #include "weft/core/clock.h"
 #include "weft/core/event_loop.h"
+#include "weft/core/loop_callback.h"
 
 namespace weft::ws {
 
@@ -65,6 +68,10 @@ struct Options {
   std::size_t max_message_size = 1 << 20;            ///< a message's payload, all fragments together (1009 over it)
   std::size_t max_fragments = 1024;                  ///< frames per message (1009 over it)
   Duration close_timeout = std::chrono::seconds(5);  ///< waiting for the peer's close, or its FIN after ours
+  /// Bytes the connection may have queued for sending (not yet taken by the socket) when the
+  /// application writes a message: a message that would pass it fails the connection with 1008, as a
+  /// peer that does not read must not hold the server's memory. Pongs and a close are never refused.
+  std::size_t max_queued_bytes = 16 << 20;
   /// Hand on each frame of a message as it arrives (Message::fragment), not the whole message; see
   /// the file's description.
   bool stream_fragments = false;
@@ -125,6 +132,7 @@ class Codec final : public Handler {
   void end(Context& ctx, std::uint16_t code, std::string_view reason);
   void encode(Context& ctx, Message& message);
   void start_close_timer(Context& ctx);
+  void fail_overflowed();
   void stop_close_timer(Context& ctx);
   void update_read_suspension(Context& ctx);
 
@@ -146,7 +154,9 @@ class Codec final : public Handler {
   FrameDecoder decoder_;
   FrameEncoder encoder_{false};
   Utf8Validator utf8_;
-  bool sending_fragments_ = false;  // a message written as fragments has begun and not ended
+  bool sending_fragments_ = false;   // a message written as fragments has begun and not ended
+  Context* overflow_ctx_ = nullptr;  // set once a write passed max_queued_bytes
+  LoopCallback fail_overflowed_{[this] { fail_overflowed(); }};
   ReadSuspension reading_;  // held while the channel is not writable
   TimerId close_timer_ = 0;
 };
