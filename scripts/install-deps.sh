@@ -3,7 +3,8 @@
 # Works as root, or as a normal user with sudo.
 # doxygen: `make docs`; dpkg-dev and file: `make package` (cpack's dpkg-shlibdeps); pkg-config and
 # curl: scripts/test-packaging.sh. libnghttp2-dev: the HTTP/2 tests' peer and weft-load h2; nghttp2-client (h2load, nghttp)
-# and python3-h2: the HTTP/2 interop and attack tests. python3-websockets: the WebSocket interop test.
+# and python3-h2: the HTTP/2 interop and attack tests. python3-websockets: the WebSocket interop tests.
+# nodejs and node-ws: the WebSocket client's interop test against node's ws server.
 # libssl-dev: weft's TLS; openssl: the TLS
 # interop tests (openssl s_client) and weft-bench's tls suite; nginx-light: the TLS client test against nginx.
 # zlib1g-dev: gRPC message compression (gzip, deflate). libc-ares-dev: weft/dns's resolver;
@@ -45,6 +46,8 @@ PACKAGES=(
   nghttp2-client
   python3-h2
   python3-websockets
+  nodejs
+  node-ws
   libssl-dev
   zlib1g-dev
   libc-ares-dev
