@@ -98,6 +98,8 @@ class HttpClient {
   /// TimeoutError (connect), TlsHandshakeError (wss: an untrusted or misnamed certificate),
   /// ws::HandshakeError (any flaw in the server's answer, see client_upgrade.h),
   /// std::invalid_argument (options that cannot be sent). On failure the connection is closed.
+  /// The WebSocket ends with its handler (a close, the coroutine's return) or its group's shutdown;
+  /// close() does not end it.
   Future<ws::Handshake> websocket(std::string_view url, ws::Callbacks callbacks, WebSocketOptions options = {});
   /// As websocket(url, Callbacks, options), with a coroutine that reads and writes ws::Message
   /// through a Connection (as the server's coroutine handlers do); the connection closes when it
