@@ -3,8 +3,8 @@
 # Works as root, or as a normal user with sudo.
 # doxygen: `make docs`; dpkg-dev and file: `make package` (cpack's dpkg-shlibdeps); pkg-config and
 # curl: scripts/test-packaging.sh. libnghttp2-dev: the HTTP/2 tests' peer and weft-load h2; nghttp2-client (h2load, nghttp)
-# and python3-h2: the HTTP/2 interop and attack tests. python3-websockets, node-ws (with nodejs) and libwebsockets-test-server (its
-# test client): the WebSocket interop tests.
+# and python3-h2: the HTTP/2 interop and attack tests. python3-websockets, nodejs and node-ws, and
+# libwebsockets-test-server (its test client): the WebSocket interop tests, both ways.
 # libssl-dev: weft's TLS; openssl: the TLS
 # interop tests (openssl s_client) and weft-bench's tls suite; nginx-light: the TLS client test against nginx.
 # zlib1g-dev: gRPC message compression (gzip, deflate). libc-ares-dev: weft/dns's resolver;

@@ -21,6 +21,9 @@
 #include "weft/client/client_stats.h"
 #include "weft/client/request_body.h"
 #include "weft/client/response_body.h"
+#include "weft/client/websocket_options.h"
+#include "weft/codec/websocket/client_upgrade.h"
+#include "weft/codec/websocket/upgrade.h"
 #include "weft/core/event_loop_group.h"
 
 namespace weft::client::detail {
@@ -36,6 +39,9 @@ class LoopClient final : public ExchangeSink {
   void answered(std::shared_ptr<Exchange> x, http::HttpClientResponse&& response) override;
   void failed(std::shared_ptr<Exchange> x, std::exception_ptr error) override;
   EventLoop& loop() const noexcept { return loop_; }
+  // Connects to `url` (TLS with `tls` when set) and hands the channel to `upgrade` (websocket.cc).
+  void open_websocket(const Url& url, TlsContextPtr tls, std::shared_ptr<ws::ClientUpgrade> upgrade,
+                      Promise<ws::Handshake> result);
 
  private:
   void route(std::shared_ptr<Exchange> x);
@@ -82,6 +88,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // Thread-safe. As stream(), the body being written as it goes (RequestBody); `length`: declared.
   Upload upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length,
                 std::optional<Duration> timeout = {});
+  // Thread-safe. Opens a WebSocket (HttpClient::websocket, websocket.cc).
+  Future<ws::Handshake> websocket(std::string_view url, ws::TailFn tail, WebSocketOptions options);
   // Thread-safe. Closes every pool on its loop; the future completes when all have.
   Future<void> close();
   ClientStats stats() const noexcept { return counters_.snapshot(); }
@@ -92,6 +100,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // store costs milliseconds, which a client that never speaks https does not pay). Throws what
   // building it throws (and builds again on the next call).
   TlsContextPtr tls();
+  // Thread-safe. The wss context when WebSocketOptions::tls is null (see websocket_options.h).
+  TlsContextPtr websocket_tls();
   StatsCounters& counters() noexcept { return counters_; }
   SharedResolver& shared_resolver() noexcept { return shared_resolver_; }
 
@@ -106,6 +116,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::shared_ptr<const ClientOptions> options_;
   std::mutex tls_mutex_;
   TlsContextPtr tls_;  // under tls_mutex_
+  TlsContextPtr ws_tls_;  // wss's default context (ALPN http/1.1 only), under tls_mutex_
   StatsCounters counters_;
   SharedResolver shared_resolver_;  // the blocking transport's (see origin_connector.h)
   std::vector<std::unique_ptr<LoopClient>> loops_;

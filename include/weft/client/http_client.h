@@ -39,7 +39,10 @@
 #include "weft/client/request_body.h"
 #include "weft/client/response_body.h"
 #include "weft/client/url.h"
+#include "weft/client/websocket_options.h"
 #include "weft/codec/http1/client_codec.h"
+#include "weft/codec/websocket/client_upgrade.h"
+#include "weft/codec/websocket/upgrade.h"
 #include "weft/core/event_loop_group.h"
 #include "weft/core/future.h"
 
@@ -86,6 +89,24 @@ class HttpClient {
   Upload upload(std::string_view method, std::string_view url, std::optional<std::uint64_t> content_length = {});
   /// As upload(method, url, content_length) for `request` (its headers; its body must be empty).
   Upload upload(http::HttpClientRequest request, std::optional<std::uint64_t> content_length = {});
+
+  /// Opens a WebSocket to `url` ("ws://host[:port]/path?query" or "wss://..."; RFC 6455 over
+  /// HTTP/1.1) on a connection of its own -- it leaves HTTP and never returns to a pool -- and runs
+  /// `callbacks` on it, on the connection's loop. The future completes, on the caller's loop as
+  /// request()'s does, with what the handshake settled (subprotocol, deflate, the 101's fields)
+  /// once the WebSocket is open, or fails: UrlError, HostResolutionError, IoError (refused),
+  /// TimeoutError (connect), TlsHandshakeError (wss: an untrusted or misnamed certificate),
+  /// ws::HandshakeError (any flaw in the server's answer, see client_upgrade.h),
+  /// std::invalid_argument (options that cannot be sent). On failure the connection is closed.
+  /// The WebSocket ends with its handler (a close, the coroutine's return) or its group's shutdown;
+  /// close() does not end it.
+  Future<ws::Handshake> websocket(std::string_view url, ws::Callbacks callbacks, WebSocketOptions options = {});
+  /// As websocket(url, Callbacks, options), with a coroutine that reads and writes ws::Message
+  /// through a Connection (as the server's coroutine handlers do); the connection closes when it
+  /// returns.
+  Future<ws::Handshake> websocket(std::string_view url, ws::CoroutineFn fn, WebSocketOptions options = {});
+  /// As websocket(url, CoroutineFn, options), the coroutine also taking what the handshake settled.
+  Future<ws::Handshake> websocket(std::string_view url, ws::HandshakeCoroutineFn fn, WebSocketOptions options = {});
 
   /// Closes every pooled connection; requests still waiting or under way fail with
   /// ClientClosedError, later ones too. The future completes once every loop has closed its pools.

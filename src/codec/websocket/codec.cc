@@ -27,28 +27,40 @@ std::size_t compressed_limit(std::size_t max_message_size) noexcept {
 
 }  // namespace
 
-Codec::Codec(Options options, ByteBuf received) noexcept
+Codec::Codec(Role role, Options options, ByteBuf received, std::optional<PerMessageDeflate::Config> deflate) noexcept
     : options_(options),
-      compressed_limit_(options.max_message_size),
+      role_(role),
+      compressed_limit_(deflate ? compressed_limit(options.max_message_size) : options.max_message_size),
       in_(std::move(received)),
-      decoder_(FrameDecoder::Role::server, options.max_message_size) {}
+      decoder_(role == Role::client ? FrameDecoder::Role::client : FrameDecoder::Role::server, compressed_limit_),
+      encoder_(role == Role::client) {
+  if (deflate) {
+    deflate_.emplace(*deflate);
+    decoder_.allow_compressed(true);
+  }
+}
+
+Codec::Codec(Options options, ByteBuf received) noexcept
+    : Codec(Role::server, options, std::move(received), std::nullopt) {}
 
 Codec::Codec(Options options, ByteBuf received, PerMessageDeflate::Config deflate) noexcept
-    : options_(options),
-      compressed_limit_(compressed_limit(options.max_message_size)),
-      in_(std::move(received)),
-      deflate_(std::in_place, deflate),
-      decoder_(FrameDecoder::Role::server, compressed_limit_) {
-  decoder_.allow_compressed(true);
-}
+    : Codec(Role::server, options, std::move(received), std::optional<PerMessageDeflate::Config>(deflate)) {}
 
 Codec::~Codec() = default;
 
-void Codec::handler_added(Context& ctx) { update_read_suspension(ctx); }
+void Codec::handler_added(Context& ctx) {
+  update_read_suspension(ctx);
+  if (options_.ping_interval > Duration::zero()) {
+    last_received_ = ctx.loop().turn_time();
+    schedule_ping_timer(ctx, options_.ping_interval);
+  }
+}
 
 void Codec::handler_removed(Context& ctx) {
   stop_close_timer(ctx);
   fail_overflowed_.cancel();
+  if (ping_timer_ != 0) ctx.loop().cancel(ping_timer_);
+  ping_timer_ = 0;
   reading_.release(ctx.channel());
 }
 
@@ -61,6 +73,10 @@ void Codec::read_message(Context& ctx, MessageRef message) {
   if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
   ByteBuf& bytes = message.as<ByteBuf>();
   if (state_ == State::closed) return;  // the WebSocket has ended: what still arrives is dropped
+  if (ping_timer_ != 0) {
+    last_received_ = ctx.loop().turn_time();
+    ping_outstanding_ = false;
+  }
   weft::detail::cumulate(ctx.allocator(), in_, std::move(bytes));
   if (in_.is_read_only()) in_ = in_.copy();  // unmasking writes in place
   decode(ctx);
@@ -260,7 +276,8 @@ void Codec::fail(Context& ctx, std::uint16_t code, std::string_view reason) {
 }
 
 // The WebSocket is over: the next handler learns how, and the connection ends gracefully once what
-// was written has left (the server closes the TCP connection first, RFC 6455 7.1.1).
+// was written has left (the server closes the TCP connection first, RFC 6455 7.1.1; a client
+// waits for that, close_timeout at most).
 void Codec::end(Context& ctx, std::uint16_t code, std::string_view reason) {
   if (state_ == State::closed) return;
   state_ = State::closed;
@@ -271,7 +288,19 @@ void Codec::end(Context& ctx, std::uint16_t code, std::string_view reason) {
   wrote_ = false;
   ctx.flush();
   graceful_ = true;
-  ctx.channel().close_gracefully(options_.close_timeout, options_.close_timeout);
+  if (ping_timer_ != 0) ctx.loop().cancel(ping_timer_);
+  ping_timer_ = 0;
+  if (role_ == Role::client) {
+    // RFC 6455 7.1.1: the server closes TCP first; a client that waits in vain closes it itself.
+    close_timer_ = ctx.loop().schedule(options_.close_timeout, [this, &ctx] {
+      close_timer_ = 0;
+      log(LogLevel::debug, "channel {}: websocket: the server kept TCP open after the close; closing",
+          ctx.channel().id());
+      ctx.close();
+    });
+  } else {
+    ctx.channel().close_gracefully(options_.close_timeout, options_.close_timeout);
+  }
   if (!ended_) {
     ended_ = true;
     ctx.fire_read(Message::close(code, reason));
@@ -336,15 +365,17 @@ void Codec::encode(Context& ctx, Message& message) {
   }
   if (deflate_ && !message.is_fragment() && deflate_->compresses(n)) {
     // Compressed into one buffer, the header in front; sent as it is if it would not shrink.
-    ByteBuf frame = deflate_->deflate(payload.view(), kMaxServerHeaderSize, ctx.allocator());
+    ByteBuf frame = deflate_->deflate(payload.view(), kMaxHeaderSize, ctx.allocator());
     if (frame.has_storage()) {
       encoder_.prepend_header(frame, opcode, true, true);
       ctx.write(std::move(frame));
       return;
     }
   }
-  if (n < kCopyPayloadBelow) {
-    ByteBuf out = ctx.allocator().buffer(4 + n);
+  if (n < kCopyPayloadBelow || encoder_.masked()) {
+    // A client's payload is masked as it is copied behind the header (the caller's bytes stay as
+    // they are).
+    ByteBuf out = ctx.allocator().buffer(kMaxHeaderSize + n);
     encoder_.encode(out, opcode, fin, payload.view());
     ctx.write(std::move(out));
     return;
@@ -368,6 +399,48 @@ void Codec::start_close_timer(Context& ctx) {
   });
 }
 
+void Codec::schedule_ping_timer(Context& ctx, Duration after) {
+  ping_timer_ = ctx.loop().schedule(after, [this, &ctx] {
+    ping_timer_ = 0;
+    on_ping_timer(ctx);
+  });
+}
+
+// Idle keepalive (Options::ping_interval): a ping once nothing has arrived for ping_interval; the
+// connection is cut when nothing arrives within ping_timeout after it.
+void Codec::on_ping_timer(Context& ctx) {
+  if (state_ == State::closed) return;
+  const TimePoint now = ctx.loop().turn_time();
+  if (ping_outstanding_) {
+    cut_for_silence(ctx);
+    return;
+  }
+  const Duration idle = now - last_received_;
+  if (idle < options_.ping_interval) {
+    schedule_ping_timer(ctx, options_.ping_interval - idle);
+    return;
+  }
+  send_control(ctx, Opcode::ping, {});
+  wrote_ = false;
+  ctx.flush();
+  ping_outstanding_ = true;
+  schedule_ping_timer(ctx, options_.ping_timeout);
+}
+
+void Codec::cut_for_silence(Context& ctx) {
+  log(LogLevel::debug, "channel {}: websocket: no answer to a ping within ping_timeout; closing", ctx.channel().id());
+  stop_close_timer(ctx);
+  state_ = State::closed;
+  reading_.release(ctx.channel());
+  in_.release();
+  assembled_.release();
+  if (!ended_) {
+    ended_ = true;
+    ctx.fire_read(Message::close(close_code::abnormal, "no answer to a ping within ping_timeout"));
+  }
+  ctx.close();
+}
+
 void Codec::stop_close_timer(Context& ctx) {
   if (close_timer_ == 0) return;
   ctx.loop().cancel(close_timer_);
@@ -384,6 +457,8 @@ void Codec::channel_read_complete(Context& ctx) {
 
 void Codec::channel_inactive(Context& ctx) {
   stop_close_timer(ctx);
+  if (ping_timer_ != 0) ctx.loop().cancel(ping_timer_);
+  ping_timer_ = 0;
   in_.release();
   assembled_.release();
   if (!ended_) {
@@ -409,9 +484,12 @@ void Codec::update_read_suspension(Context& ctx) {
 }
 
 void Codec::user_event(Context& ctx, const std::any& event) {
-  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr && state_ != State::closed) {
-    log(LogLevel::debug, "channel {}: websocket: the peer ended its input without a close", ctx.channel().id());
-    end(ctx, close_code::abnormal, {});
+  if (std::any_cast<ChannelInputShutdownEvent>(&event) != nullptr) {
+    if (state_ != State::closed) {
+      log(LogLevel::debug, "channel {}: websocket: the peer ended its input without a close", ctx.channel().id());
+      end(ctx, close_code::abnormal, {});
+    }
+    if (role_ == Role::client) ctx.close();  // the server's FIN after the close (RFC 6455 7.1.1)
   }
   ctx.fire_user_event(event);
 }

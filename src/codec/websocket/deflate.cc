@@ -224,6 +224,100 @@ std::optional<DeflateAgreement> negotiate_deflate(const std::vector<std::string_
   return std::nullopt;
 }
 
+std::string deflate_offer(const DeflateOptions& options) {
+  std::string offer(kName);
+  if (options.server_no_context_takeover) offer += "; server_no_context_takeover";
+  if (options.client_no_context_takeover) offer += "; client_no_context_takeover";
+  if (options.server_max_window_bits < 15) {
+    offer += "; server_max_window_bits=" + std::to_string(options.server_max_window_bits);
+  }
+  offer += "; client_max_window_bits";
+  if (options.client_max_window_bits < 15) offer += "=" + std::to_string(options.client_max_window_bits);
+  return offer;
+}
+
+std::optional<DeflateParameters> check_deflate_answer(std::string_view value, const DeflateOptions& options,
+                                                      std::string& why) {
+  OfferReader reader(value);
+  Offer answer;
+  if (!reader.next(answer)) {
+    why = "an empty Sec-WebSocket-Extensions";
+    return std::nullopt;
+  }
+  if (answer.malformed) {
+    why = "a malformed Sec-WebSocket-Extensions";
+    return std::nullopt;
+  }
+  if (!name_equals(answer.name, kName)) {
+    why = "an extension not offered: " + std::string(answer.name);
+    return std::nullopt;
+  }
+  DeflateParameters agreed;
+  bool seen[4] = {};
+  for (const Param& p : answer.params) {
+    int which = -1;
+    if (name_equals(p.name, "server_no_context_takeover")) which = 0;
+    if (name_equals(p.name, "client_no_context_takeover")) which = 1;
+    if (name_equals(p.name, "server_max_window_bits")) which = 2;
+    if (name_equals(p.name, "client_max_window_bits")) which = 3;
+    if (which < 0) {
+      why = "an unknown permessage-deflate parameter: " + std::string(p.name);
+      return std::nullopt;
+    }
+    if (seen[which]) {
+      why = "a repeated permessage-deflate parameter: " + std::string(p.name);
+      return std::nullopt;
+    }
+    seen[which] = true;
+    std::optional<int> bits;
+    if (which >= 2 && !(p.value && (bits = window_bits(*p.value)))) {
+      why = "a malformed " + std::string(p.name);
+      return std::nullopt;
+    }
+    switch (which) {
+      case 0:
+      case 1:
+        if (p.value) {
+          why = std::string(p.name) + " with a value";
+          return std::nullopt;
+        }
+        (which == 0 ? agreed.server_no_context_takeover : agreed.client_no_context_takeover) = true;
+        break;
+      case 2:
+        // RFC 7692 7.1.2.1: the server may name its window unasked; never larger than asked.
+        if (*bits > options.server_max_window_bits) {
+          why = "server_max_window_bits larger than offered";
+          return std::nullopt;
+        }
+        agreed.server_max_window_bits = *bits;
+        break;
+      default:
+        // 7.1.2.2: offered (always, deflate_offer), and never larger than offered.
+        if (*bits > options.client_max_window_bits) {
+          why = "client_max_window_bits larger than offered";
+          return std::nullopt;
+        }
+        agreed.client_max_window_bits = *bits;
+        break;
+    }
+  }
+  if (reader.next(answer)) {
+    why = "more than the one extension offered";
+    return std::nullopt;
+  }
+  if (options.server_no_context_takeover && !agreed.server_no_context_takeover) {
+    why = "server_no_context_takeover was asked for and not agreed";
+    return std::nullopt;
+  }
+  if (options.server_max_window_bits < 15 && !seen[2]) {
+    why = "server_max_window_bits was asked for and not agreed";
+    return std::nullopt;
+  }
+  agreed.client_no_context_takeover = agreed.client_no_context_takeover || options.client_no_context_takeover;
+  agreed.client_max_window_bits = std::min(agreed.client_max_window_bits, options.client_max_window_bits);
+  return agreed;
+}
+
 // ---- a connection's streams
 
 struct PerMessageDeflate::Streams {
@@ -248,6 +342,19 @@ PerMessageDeflate::Config PerMessageDeflate::server_config(const DeflateParamete
   c.inflate_no_context_takeover = agreed.client_no_context_takeover;
   c.deflate_window_bits = agreed.server_max_window_bits;
   c.deflate_no_context_takeover = agreed.server_no_context_takeover;
+  c.level = options.level;
+  c.memory_level = options.memory_level;
+  c.min_message_size = options.min_message_size;
+  return c;
+}
+
+PerMessageDeflate::Config PerMessageDeflate::client_config(const DeflateParameters& agreed,
+                                                           const DeflateOptions& options) noexcept {
+  Config c;
+  c.inflate_window_bits = agreed.server_max_window_bits;
+  c.inflate_no_context_takeover = agreed.server_no_context_takeover;
+  c.deflate_window_bits = agreed.client_max_window_bits;
+  c.deflate_no_context_takeover = agreed.client_no_context_takeover;
   c.level = options.level;
   c.memory_level = options.memory_level;
   c.min_message_size = options.min_message_size;

@@ -142,11 +142,15 @@ void FrameEncoder::encode_header(ByteBuf& out, Opcode opcode, bool fin, std::uin
 }
 
 void FrameEncoder::prepend_header(ByteBuf& payload, Opcode opcode, bool fin, bool compressed) {
-  if (masked_) throw std::logic_error("ws::FrameEncoder::prepend_header: a masking encoder copies its payload");
   std::uint8_t header[14];
   const auto first =
       static_cast<std::uint8_t>((fin ? 0x80 : 0) | (compressed ? 0x40 : 0) | static_cast<std::uint8_t>(opcode));
-  const std::size_t n = write_header(header, first, payload.readable_bytes());
+  std::size_t n = write_header(header, first, payload.readable_bytes());
+  if (masked_) {
+    next_key(header + n);
+    apply_mask(payload.data() + payload.reader_index(), payload.readable_bytes(), header + n, 0);
+    n += 4;
+  }
   if (payload.reader_index() < n) throw std::logic_error("ws::FrameEncoder::prepend_header: no room for the header");
   const std::size_t at = payload.reader_index() - n;
   payload.set_bytes(at, header, n);

@@ -224,26 +224,38 @@ std::string accept_key(std::string_view key) {
   return std::string(reinterpret_cast<const char*>(encoded), static_cast<std::size_t>(n));
 }
 
-http::Router::RouteFn upgrade(Callbacks callbacks, UpgradeOptions options) {
+TailFn tail_for(Callbacks callbacks) {
   auto shared = std::make_shared<const Callbacks>(std::move(callbacks));
-  return make_route(std::move(options), [shared](Channel& channel, Handshake handshake) {
+  return [shared](Channel& channel, Handshake handshake) {
     channel.pipeline().add_last("websocket-handler", std::make_shared<CallbackTail>(shared, std::move(handshake)));
-  });
+  };
+}
+
+TailFn tail_for(CoroutineFn fn) {
+  auto shared = std::make_shared<const CoroutineFn>(std::move(fn));
+  return [shared](Channel& channel, Handshake) {
+    serve<Message>(channel, [shared](Connection<Message>& c) { return (*shared)(c); });
+  };
+}
+
+TailFn tail_for(HandshakeCoroutineFn fn) {
+  auto shared = std::make_shared<const HandshakeCoroutineFn>(std::move(fn));
+  return [shared](Channel& channel, Handshake handshake) {
+    serve<Message>(channel, [shared, kept = std::make_shared<const Handshake>(std::move(handshake))](
+                                Connection<Message>& c) { return run_with_handshake(shared, kept, c); });
+  };
+}
+
+http::Router::RouteFn upgrade(Callbacks callbacks, UpgradeOptions options) {
+  return make_route(std::move(options), tail_for(std::move(callbacks)));
 }
 
 http::Router::RouteFn upgrade(CoroutineFn fn, UpgradeOptions options) {
-  auto shared = std::make_shared<const CoroutineFn>(std::move(fn));
-  return make_route(std::move(options), [shared](Channel& channel, Handshake) {
-    serve<Message>(channel, [shared](Connection<Message>& c) { return (*shared)(c); });
-  });
+  return make_route(std::move(options), tail_for(std::move(fn)));
 }
 
 http::Router::RouteFn upgrade(HandshakeCoroutineFn fn, UpgradeOptions options) {
-  auto shared = std::make_shared<const HandshakeCoroutineFn>(std::move(fn));
-  return make_route(std::move(options), [shared](Channel& channel, Handshake handshake) {
-    serve<Message>(channel, [shared, kept = std::make_shared<const Handshake>(std::move(handshake))](
-                                Connection<Message>& c) { return run_with_handshake(shared, kept, c); });
-  });
+  return make_route(std::move(options), tail_for(std::move(fn)));
 }
 
 std::optional<std::string_view> Handshake::header(std::string_view name) const noexcept {

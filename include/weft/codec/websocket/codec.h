@@ -1,7 +1,7 @@
 #pragma once
 /// @file
-/// ws::Codec: the WebSocket connection (RFC 6455), server side, as a pipeline handler. Bytes in,
-/// whole messages out (ws::Message); messages in, frames out.
+/// ws::Codec: the WebSocket connection (RFC 6455), server or client side (Codec::Role), as a
+/// pipeline handler. Bytes in, whole messages out (ws::Message); messages in, frames out.
 ///
 /// Inbound: frames are decoded as they arrive (frame.h); text and binary messages are assembled
 /// and handed on whole, a single-frame message without a copy (a fragmented one is gathered into
@@ -33,7 +33,8 @@
 ///
 /// Close: a peer's close is checked (a code in the valid set, a UTF-8 reason; 1002 or 1007 otherwise),
 /// echoed, and the connection ends (the server closes TCP, gracefully: FIN, then unread input is
-/// drained for close_timeout). Writing Message::close() sends a close and waits close_timeout for the
+/// drained for close_timeout; a client waits for the server to close TCP, RFC 6455 7.1.1, and closes
+/// it itself after close_timeout). Writing Message::close() sends a close and waits close_timeout for the
 /// peer's; data written after it is dropped. A failure sends its close code and ends the connection.
 /// The next handler gets one close message, last, whatever the way (see Message).
 ///
@@ -42,6 +43,15 @@
 /// writability too (Connection::write does). One that writes regardless (a broadcast to a slow
 /// consumer) meets max_queued_bytes: the connection fails with 1008. A close or a pong is never
 /// dropped.
+///
+/// A client's codec (Role::client) masks every frame it sends with a fresh key from OpenSSL's random
+/// generator (drawn 64 bytes at a time, frame.h), so its messages are copied into the frame as they
+/// are masked; a masked frame from the server fails the connection with 1002.
+///
+/// Idle keepalive (Options::ping_interval, off by default): after ping_interval without a byte
+/// received, a ping is sent; when nothing at all (its pong or any frame) arrives within ping_timeout
+/// after it, the connection is cut: the application gets a close with 1006 (the peer is not
+/// answering, so no close handshake is tried) and the TCP connection is closed.
 ///
 /// Loop thread only; one per channel.
 
@@ -68,6 +78,13 @@ struct Options {
   std::size_t max_message_size = 1 << 20;            ///< a message's payload, all fragments together (1009 over it)
   std::size_t max_fragments = 1024;                  ///< frames per message (1009 over it)
   Duration close_timeout = std::chrono::seconds(5);  ///< waiting for the peer's close, or its FIN after ours
+  /// Idle keepalive: a ping after this long without a byte received; zero (the default): never. Off
+  /// by default because a ping costs both sides a frame, and an application whose peers come and go
+  /// behind NATs or proxies knows the idle time these drop connections at.
+  Duration ping_interval = Duration::zero();
+  /// How long after a keepalive ping an answer (its pong or any frame) may take; then the connection
+  /// is cut and the application gets a close with 1006.
+  Duration ping_timeout = std::chrono::seconds(10);
   /// Bytes the connection may have queued for sending (not yet taken by the socket) when the
   /// application writes a message: a message that would pass it fails the connection with 1008, as a
   /// peer that does not read must not hold the server's memory. Pongs and a close are never refused.
@@ -81,6 +98,14 @@ struct Options {
 /// out; Message in, ByteBuf out. Loop thread only; one per channel.
 class Codec final : public Handler {
  public:
+  /// Which side of the connection the codec speaks for: a client masks what it sends and refuses
+  /// masked frames, a server the reverse.
+  enum class Role : std::uint8_t { server, client };
+
+  /// A codec for `role` with `options`; `received` holds bytes that arrived before it was added
+  /// (after the handshake), decoded once feed() is called; `deflate`: permessage-deflate as agreed
+  /// (PerMessageDeflate::server_config or client_config), nullopt: none.
+  Codec(Role role, Options options, ByteBuf received, std::optional<PerMessageDeflate::Config> deflate) noexcept;
   /// A server's codec with `options`; `received` holds bytes that arrived before it was added
   /// (after the upgrade request), decoded once feed() is called.
   explicit Codec(Options options = {}, ByteBuf received = {}) noexcept;
@@ -135,8 +160,12 @@ class Codec final : public Handler {
   void fail_overflowed();
   void stop_close_timer(Context& ctx);
   void update_read_suspension(Context& ctx);
+  void schedule_ping_timer(Context& ctx, Duration after);
+  void on_ping_timer(Context& ctx);
+  void cut_for_silence(Context& ctx);
 
   Options options_;
+  Role role_;
   State state_ = State::open;
   bool in_message_ = false;        // a fragmented message has begun and not ended
   bool message_text_ = false;      // the message being received is text
@@ -152,13 +181,16 @@ class Codec final : public Handler {
   ByteBuf assembled_;              // the fragments of an unfinished message, gathered (or inflated)
   std::optional<PerMessageDeflate> deflate_;  // permessage-deflate, when agreed
   FrameDecoder decoder_;
-  FrameEncoder encoder_{false};
+  FrameEncoder encoder_;
   Utf8Validator utf8_;
   bool sending_fragments_ = false;   // a message written as fragments has begun and not ended
   Context* overflow_ctx_ = nullptr;  // set once a write passed max_queued_bytes
   LoopCallback fail_overflowed_{[this] { fail_overflowed(); }};
   ReadSuspension reading_;  // held while the channel is not writable
   TimerId close_timer_ = 0;
+  TimerId ping_timer_ = 0;
+  bool ping_outstanding_ = false;  // a keepalive ping was sent and nothing has arrived since
+  TimePoint last_received_{};      // when bytes last arrived (the loop's turn time)
 };
 
 }  // namespace weft::ws

@@ -9,6 +9,12 @@
 /// is tried), and so is one that cannot meet the server's DeflateOptions (a client window limit the
 /// client did not offer to obey). It also says what the 101 answers.
 ///
+/// Negotiation (client side): deflate_offer() makes the offer from the client's DeflateOptions, and
+/// check_deflate_answer() checks the server's answer against it (RFC 7692 section 7.1): one
+/// permessage-deflate element, each parameter known, once, well-formed, and one the client offered
+/// where the RFC requires that (client_max_window_bits, a window no larger than offered); what was
+/// asked of the server (server_no_context_takeover, server_max_window_bits) must be in the answer.
+///
 /// PerMessageDeflate is one connection's state, for either side: a message is inflated into a buffer
 /// bounded by a size (what comes beyond it is refused before it is stored: a zip bomb costs at most
 /// the bound), and deflated into a buffer with room for the frame header in front. Its zlib streams
@@ -31,23 +37,28 @@
 
 namespace weft::ws {
 
-/// A route's permessage-deflate settings (UpgradeOptions::deflate).
+/// A route's permessage-deflate settings (UpgradeOptions::deflate), or a client's
+/// (client::WebSocketOptions::deflate), where each field says what it means to the client.
 ///
 /// Off by default: a compressed connection costs CPU on every message and up to about 300 KiB of
 /// zlib state (with context takeover and 15-bit windows), and browsers offer the extension on every
 /// connection, so turning it on is the application's decision. Throws std::invalid_argument from
 /// ws::upgrade() when a value is out of its range.
 struct DeflateOptions {
-  bool enabled = false;  ///< accept permessage-deflate offers
-  /// Compress each message on its own (the deflater's window is reset per message: less ratio, and
-  /// no secret in one message can be probed through the compressed size of another).
+  bool enabled = false;  ///< server: accept permessage-deflate offers; client: offer it
+  /// Server: compress each message on its own (the deflater's window is reset per message: less
+  /// ratio, and no secret in one message can be probed through the compressed size of another).
+  /// Client: ask the server to (its answer must agree).
   bool server_no_context_takeover = false;
-  /// Ask the client to compress each message on its own (answered to every offer it accepts).
+  /// Server: ask the client to compress each message on its own (answered to every offer it
+  /// accepts). Client: compress each message on its own, and say so in the offer.
   bool client_no_context_takeover = false;
-  /// The largest window (8..15) the server compresses with; a client may ask for less.
+  /// Server: the largest window (8..15) it compresses with; a client may ask for less. Client:
+  /// below 15, ask the server for at most this window (its answer must agree).
   int server_max_window_bits = 15;
-  /// The largest window (8..15) the server accepts for the client's messages: below 15 an offer
-  /// without client_max_window_bits is declined (the client would not be bound by it).
+  /// Server: the largest window (8..15) it accepts for the client's messages: below 15 an offer
+  /// without client_max_window_bits is declined (the client would not be bound by it). Client: the
+  /// largest window it compresses with (offered; the server may ask for less).
   int client_max_window_bits = 15;
   int level = 6;                       ///< zlib's compression level, 0..9 (1 fastest, 9 smallest)
   int memory_level = 8;                ///< zlib's memLevel, 1..9: the compressor's hash memory
@@ -81,6 +92,17 @@ struct DeflateAgreement {
 std::optional<DeflateAgreement> negotiate_deflate(const std::vector<std::string_view>& header_values,
                                                   const DeflateOptions& options);
 
+/// The client's permessage-deflate offer for `options` (a Sec-WebSocket-Extensions value), which
+/// always names client_max_window_bits (the client obeys a smaller window the server asks for).
+/// Thread-safe.
+std::string deflate_offer(const DeflateOptions& options);
+
+/// The parameters agreed by the server's answer `value` (its Sec-WebSocket-Extensions fields joined
+/// with ", ") to deflate_offer(options), or nullopt with `why` saying what is wrong with it (see the
+/// file's description). Thread-safe.
+std::optional<DeflateParameters> check_deflate_answer(std::string_view value, const DeflateOptions& options,
+                                                      std::string& why);
+
 /// One connection's compression state for permessage-deflate (see the file's description). Movable;
 /// loop thread only.
 class PerMessageDeflate {
@@ -97,6 +119,9 @@ class PerMessageDeflate {
   };
   /// A server's configuration for what was agreed and its route's options. Thread-safe.
   static Config server_config(const DeflateParameters& agreed, const DeflateOptions& options) noexcept;
+  /// A client's configuration for what was agreed and its options (the mirror of server_config).
+  /// Thread-safe.
+  static Config client_config(const DeflateParameters& agreed, const DeflateOptions& options) noexcept;
 
   /// What inflating found.
   enum class InflateStatus : std::uint8_t {

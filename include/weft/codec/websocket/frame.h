@@ -117,8 +117,10 @@ class FrameDecoder {
   std::string_view error_reason_;
 };
 
-/// The room prepend_header needs before a payload: the longest unmasked header.
+/// The longest unmasked header (a server's).
 inline constexpr std::size_t kMaxServerHeaderSize = 10;
+/// The room prepend_header needs before a payload: the longest header, masking key included.
+inline constexpr std::size_t kMaxHeaderSize = 14;
 
 /// Frame encoder: writes headers, masking payloads with a fresh key from OpenSSL's random generator
 /// when `masked` (a client's frames, RFC 6455 section 10.3). Loop thread only.
@@ -133,8 +135,9 @@ class FrameEncoder {
   /// encoders only: a server sends a large payload by reference, without copying it).
   void encode_header(ByteBuf& out, Opcode opcode, bool fin, std::uint64_t length);
   /// Puts a frame's header in front of `payload`'s readable bytes, in the room before its reader
-  /// index (at least 10 bytes), and moves the reader index back over it: the frame in one buffer,
-  /// without a copy. `compressed` sets RSV1 (permessage-deflate). Unmasked encoders only.
+  /// index (at least kMaxHeaderSize bytes), and moves the reader index back over it: the frame in
+  /// one buffer, without a copy. `compressed` sets RSV1 (permessage-deflate). A masking encoder
+  /// masks the payload in place (it must be the caller's own, writable buffer).
   void prepend_header(ByteBuf& payload, Opcode opcode, bool fin, bool compressed);
   /// Whether this encoder masks (a client's).
   bool masked() const noexcept { return masked_; }

@@ -50,14 +50,15 @@
 
 namespace weft::ws {
 
-/// What a connection's handshake asked for and settled, kept for the connection's life. Read-only:
-/// safe from any thread.
+/// What a connection's handshake asked for and settled, kept for the connection's life; a server's
+/// or a client's (client_upgrade.h). Read-only: safe from any thread.
 struct Handshake {
   std::string target;       ///< the request target as sent: path and query ("/chat?room=7")
   std::string subprotocol;  ///< the subprotocol chosen (UpgradeOptions::subprotocols); empty: none
   /// permessage-deflate's parameters, when the handshake agreed it (UpgradeOptions::deflate); nullopt: none.
   std::optional<DeflateParameters> deflate;
-  std::vector<std::pair<std::string, std::string>> headers;  ///< the request's header fields, in order
+  /// The header fields, in order: a server's the request's, a client's the 101 response's.
+  std::vector<std::pair<std::string, std::string>> headers;
 
   /// The first header field named `name` (case-insensitive), if any.
   std::optional<std::string_view> header(std::string_view name) const noexcept;
@@ -81,6 +82,16 @@ struct Callbacks {
 using CoroutineFn = std::function<Task<>(Connection<Message>& connection)>;
 /// The coroutine form that also takes what the handshake settled (alive until the task ends).
 using HandshakeCoroutineFn = std::function<Task<>(Connection<Message>& connection, const Handshake& handshake)>;
+
+/// What puts the application after the codec once a connection has switched (loop thread): adds
+/// its handler at the pipeline's end (a callbacks handler, or a Connection and its coroutine).
+using TailFn = std::function<void(Channel& channel, Handshake handshake)>;
+/// The TailFn of the callback form (for a server's route or a client). Thread-safe.
+TailFn tail_for(Callbacks callbacks);
+/// The TailFn of the coroutine form. Thread-safe.
+TailFn tail_for(CoroutineFn fn);
+/// The TailFn of the coroutine form that takes the handshake. Thread-safe.
+TailFn tail_for(HandshakeCoroutineFn fn);
 
 /// The settings of a WebSocket route.
 struct UpgradeOptions {
