@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # WebSocket echo: server CPU per message (µs, from /proc/PID/schedstat: exact) of weft-hello's /ws
-# (loop and coroutine modes), Boost.Beast's echo and node's ws echo, each server pinned to CPU 0,
+# (loop and coroutine modes on epoll, loop on io_uring), Boost.Beast's echo and node's ws echo, each server pinned to CPU 0,
 # weft-load ws on CPU 1: 100 connections, one binary message in flight each, 64 B and 16 KiB.
 # The servers run side by side and alternate within each round; the medians of RUNS rounds are printed,
 # with weft's ratios to Beast and to node. (docs/weft-bench.md, "WebSocket")
@@ -13,7 +13,8 @@ build=${1:-build/release} runs=${2:-3} secs=${3:-5}
 peers=${WEFT_WS_PEER_DIR:-$PWD/../shared/peers/ws}
 tmp=$(mktemp -d)
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-g++ -std=c++20 -O2 -DNDEBUG -o "$tmp/beast-ws-echo" "$peers/beast_echo.cc" -lpthread
+beast_dir=${WEFT_WS_PEER_OUT:-${TMPDIR:-/tmp}/weft-peer-ws}  # serve-peer.sh's; built once (build.sh)
+bash "$peers/build.sh" "$beast_dir"
 
 declare -A pid portof
 start() {  # NAME CMD...: the server on CPU 0
@@ -28,9 +29,10 @@ start() {  # NAME CMD...: the server on CPU 0
 }
 start weft-loop "$build/bin/weft-hello" --loops 1 --port '{port}' --mode loop
 start weft-coroutine "$build/bin/weft-hello" --loops 1 --port '{port}' --mode coroutine
-start beast "$tmp/beast-ws-echo" '{port}'
+start weft-io_uring "$build/bin/weft-hello" --loops 1 --port '{port}' --mode loop --transport io_uring
+start beast "$beast_dir/beast-ws-echo" '{port}'
 NODE_PATH=/usr/share/nodejs start node node "$peers/node_ws_echo.js" '{port}'
-servers=(weft-loop weft-coroutine beast node)
+servers=(weft-loop weft-coroutine weft-io_uring beast node)
 
 ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 task_ns() { local s=0 t; for t in /proc/"$1"/task/*/schedstat; do s=$((s + $(awk '{print $1}' "$t"))); done; echo $s; }
@@ -42,8 +44,9 @@ us_per_message() {
   taskset -c 1 "$build/bin/weft-load" ws "ws://127.0.0.1:${portof[$name]}/ws" -c 100 -m 1 -s "$size" --binary \
     -d "$secs" --json "$tmp/load.json" >"$tmp/load.out" 2>&1 || { cat "$tmp/load.out" >&2; return 1; }
   after=$(task_ns "${pid[$name]}")
-  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); n=j["responses"]
-print(f"{(int(sys.argv[3])-int(sys.argv[2]))/1e3/n:.3f} {j[\"rps\"]:.0f} {sum(j[\"errors\"].values())}")' \
+  python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print("%.3f %.0f %d" % ((int(sys.argv[3]) - int(sys.argv[2])) / 1e3 / j["responses"], j["rps"], sum(j["errors"].values())))' \
     "$tmp/load.json" "$before" "$after"
 }
 # idle_kib SERVER: RSS growth per idle WebSocket connection (KiB): 1,000 connections opened (handshake
@@ -88,7 +91,7 @@ for size in 64 16384; do
     printf '%6s B  %-15s %8s µs/msg  (%s msg/s)   runs: %s\n' "$size" "$name" "${m[$name]}" \
       "$(median <<<"${rates[$name.$size]}")" "${results[$name.$size]}"
   done
-  for w in weft-loop weft-coroutine; do
+  for w in weft-loop weft-coroutine weft-io_uring; do
     awk -v w="${m[$w]}" -v b="${m[beast]}" -v n="${m[node]}" -v name="$w" -v s="$size" \
       'BEGIN{printf "%6s B  %-15s %.2fx Beast, %.3fx node\n", s, name, w/b, w/n}'
   done

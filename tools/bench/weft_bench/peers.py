@@ -173,18 +173,26 @@ def ws_peer_dir():
     return None
 
 
+def beast_ws_binary():
+    """Where the Beast peer is built: $WEFT_WS_PEER_OUT, else $TMPDIR/weft-peer-ws (shared/peers/serve-peer.sh's
+    place), so that one build serves every run until its source changes."""
+    out = os.environ.get("WEFT_WS_PEER_OUT") or os.path.join(os.environ.get("TMPDIR", "/tmp"), "weft-peer-ws")
+    return os.path.join(out, "beast-ws-echo")
+
+
 def beast_ws(column, deflate=False):
-    """Boost.Beast's WebSocket echo (shared/peers/ws/beast_echo.cc, compiled once per run), one thread, echoing
-    every message at any path; permessage-deflate accepted when `deflate`."""
+    """Boost.Beast's WebSocket echo (shared/peers/ws/beast_echo.cc, compiled when its binary is older than the
+    source: about two minutes of g++), one thread, echoing every message at any path; permessage-deflate
+    accepted when `deflate`."""
     from .suites import Column
     src = ws_peer_dir()
     gxx = shutil.which("g++")
     if src is None or gxx is None or not os.path.exists("/usr/include/boost/beast.hpp"):
         return Column(column, [], note=BEAST_MISSING)
-    d = _workdir("beast")
-    source = shlex.quote(os.path.join(src, "beast_echo.cc"))
-    script = (f"[ -x {d}/beast-ws-echo ] || {gxx} -std=c++20 -O2 -DNDEBUG -o {d}/beast-ws-echo {source} -lpthread "
-              f"|| exit 1\nexec {d}/beast-ws-echo {{port}}{' deflate' if deflate else ''}")
+    binary = beast_ws_binary()
+    out, exe, source = shlex.quote(os.path.dirname(binary)), shlex.quote(binary), shlex.quote(os.path.join(src, "beast_echo.cc"))
+    script = (f"[ {exe} -nt {source} ] || (mkdir -p {out} && {gxx} -std=c++20 -O2 -DNDEBUG -o {exe}.$$ {source} "
+              f"-lpthread && mv {exe}.$$ {exe}) || exit 1\nexec {exe} {{port}}{' deflate' if deflate else ''}")
     return Column(column, _sh(script))
 
 
