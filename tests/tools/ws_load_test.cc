@@ -15,6 +15,7 @@
 #include <string>
 
 #include "support/shell.h"
+#include "support/tls_certs.h"
 #include "support/transports.h"
 #include "ws_server.h"
 
@@ -30,7 +31,7 @@ namespace {
 class WsLoadTest : public weft::test::TransportTest {
  protected:
   // A server for `connections` client connections on this test's transport.
-  std::unique_ptr<test::WsEchoServer> serve(int connections, test::WsServerOptions options = {}) {
+  std::unique_ptr<test::WsEchoServer> serve(int connections, test::WsServerOptions options = test::WsServerOptions()) {
     return std::make_unique<test::WsEchoServer>(transport(), loops(1, static_cast<std::size_t>(connections) + 1),
                                                 options);
   }
@@ -66,7 +67,9 @@ TEST_P(WsLoadTest, EveryMessageOfTheCountIsEchoedAndChecked) {
 // Every 7th echo has one byte flipped: each of those is a parse error, not an echo, and the run
 // goes on to the end of the count on the same connections.
 TEST_P(WsLoadTest, AnEchoThatDiffersIsCountedAsAnError) {
-  auto server = serve(2, {.corrupt_every = 7});
+  test::WsServerOptions corrupting;
+  corrupting.corrupt_every = 7;
+  auto server = serve(2, corrupting);
   WsOptions o;
   o.url = server->url();
   o.connections = 2;
@@ -107,7 +110,9 @@ TEST_P(WsLoadTest, AConstantRateSendsTheCountNoFasterThanItsSchedule) {
 // server compresses messages of 128 bytes and more), checked after inflating; on the wire the echoes
 // are smaller than the messages. To a server that declines, the same run goes uncompressed.
 TEST_P(WsLoadTest, DeflateOfferedIsAgreedAndUsedBothWays) {
-  auto server = serve(2, {.deflate = true});
+  test::WsServerOptions deflating;
+  deflating.deflate = true;
+  auto server = serve(2, deflating);
   WsOptions o;
   o.url = server->url();
   o.connections = 2;
@@ -134,6 +139,34 @@ TEST_P(WsLoadTest, DeflateOfferedIsAgreedAndUsedBothWays) {
   EXPECT_EQ(declined.compressed, 0u);
   EXPECT_EQ(declined.errors.total(), 0u);
   EXPECT_GE(declined.bytes_read, 200u * 4096);
+}
+
+// wss://: the handshake and the frames go through weft's TlsHandler; the server's certificate is
+// checked against the CA given, and an untrusted one ends the run with the reason.
+TEST_P(WsLoadTest, OverTlsEveryMessageIsEchoedAndAnUntrustedCertificateIsRefused) {
+  test::WsServerOptions secure;
+  secure.tls = weft::test::test_server_context(weft::test::test_pki().localhost);
+  auto server = serve(2, secure);
+  WsOptions o;
+  o.url = "wss://localhost:" + std::to_string(server->port()) + "/ws";
+  o.ca_file = weft::test::write_temp_file(weft::test::test_pki().ca.cert_pem, ".pem");
+  o.connections = 2;
+  o.in_flight = 2;
+  o.size = 1000;
+  o.duration_s = 0;
+  o.messages = 200;
+  WsResult r = run_ws(o);
+  EXPECT_EQ(r.echoed, 200u);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_EQ(server->messages(), 200u);
+
+  o.ca_file.clear();  // the system's CAs do not know the test CA
+  try {
+    (void)run_ws(o);
+    FAIL() << "expected a LoadError";
+  } catch (const LoadError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("TLS handshake failed")) << e.what();
+  }
 }
 
 TEST_P(WsLoadTest, ARefusedUpgradeIsAnErrorWithItsReason) {
@@ -165,7 +198,7 @@ std::string ws_json_text(const std::string& path) {
 // one message in flight cannot keep up with says by how much it fell short.
 TEST(WsLoadBinaryTest, ReportsMessagesAndAShortfallInTextAndJson) {
   if (std::string(WEFT_LOAD_BIN).empty()) GTEST_SKIP() << "weft-load is not built";
-  test::WsEchoServer server(epoll(), 1, {});
+  test::WsEchoServer server(epoll(), 1, test::WsServerOptions());
   const std::string json = ::testing::TempDir() + "weft_load_ws." + std::to_string(::getpid()) + ".json";
   int status = -1;
   std::string out = weft::test::run_shell(

@@ -2,7 +2,8 @@
 // A real WebSocket echo server for the weft-load ws tests, in process on 127.0.0.1: weft's own
 // route (ws::upgrade) on an ephemeral port, on one event loop of the transport given. It counts the
 // messages it echoes and the handshakes that agreed permessage-deflate, and can be told to corrupt
-// every n-th echo (one byte flipped). Any other path answers 404. Stopped by its destructor.
+// every n-th echo (one byte flipped), or to serve over TLS. Any other path answers 404. Stopped by
+// its destructor.
 
 #include <atomic>
 #include <memory>
@@ -18,6 +19,7 @@ namespace weft::load::test {
 struct WsServerOptions {
   bool deflate = false;             // accept permessage-deflate offers
   std::uint64_t corrupt_every = 0;  // flip a byte of every n-th echo (0: none)
+  TlsContextPtr tls;                // serve wss:// with this server context (null: ws://)
 };
 
 class WsEchoServer {
@@ -49,7 +51,8 @@ class WsEchoServer {
     server_ = ServerBootstrap()
                   .group(loops_)
                   .child_option(option::tcp_nodelay, true)
-                  .child_handler([router](Channel& ch) {
+                  .child_handler([router, tls = options.tls](Channel& ch) {
+                    if (tls) ch.pipeline().add_last("tls", std::make_shared<TlsHandler>(tls));
                     ch.pipeline().add_last("http", std::make_shared<http::ServerCodec>());
                     ch.pipeline().add_last("router", router);
                   })
