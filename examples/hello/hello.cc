@@ -6,7 +6,8 @@
 //   /downstream?ms=N  waits N ms (default 250) like a slow downstream call; see downstream.h for how
 //                     each mode waits (loop-async hands the wait to --offload-threads executors)
 //   /ws               WebSocket (HTTP/1.1 upgrade): echoes each text and binary message; callbacks in
-//                     the loop modes, a coroutine per connection in the coroutine modes
+//                     the loop modes, a coroutine per connection in the coroutine modes; accepts
+//                     permessage-deflate when the client offers it (--no-ws-deflate: never)
 //
 //   weft-hello --port 8080 --loops 1 --transport epoll --mode coroutine
 //   weft-hello --port 8443 --tls-cert cert.pem --tls-key key.pem     (HTTPS: ALPN h2 or http/1.1)
@@ -78,6 +79,7 @@ struct Options {
   long admin_port = -1;          // -1: no admin listener
   long stall_threshold_ms = -1;  // -1: the loops' default (100 ms)
   bool metrics = true;
+  bool ws_deflate = true;  // /ws accepts permessage-deflate offers
 };
 
 [[noreturn]] void usage(int code) {
@@ -88,6 +90,7 @@ struct Options {
       "[--offload-threads T] "
       "[--max-connections N] [--http1-only]\n"
       "                  [--tls-cert FILE --tls-key FILE] [--drain-timeout S] [--admin-port P] [--no-metrics]\n"
+      "                  [--no-ws-deflate]\n"
       "                  [--stall-threshold MS]\n"
       "  --loops N            event loops (default: one per core; epoll)\n"
       "  --transport NAME     epoll, or blocking (a thread per connection: with it, `loop` means\n"
@@ -112,6 +115,7 @@ struct Options {
       "  --admin-port P       serve /metrics (Prometheus or OpenMetrics text), /healthz and /readyz\n"
       "                       (503 once draining) on port P of --host, on a loop of their own\n"
       "  --no-metrics         weft's request metrics off\n"
+      "  --no-ws-deflate      /ws declines permessage-deflate (default: accepted when offered)\n"
       "  --stall-threshold MS with --admin-port: a task or read running longer than MS is a stall,\n"
       "                       logged and counted (default 100; 0: stalls are not watched)\n");
   std::exit(code);
@@ -160,6 +164,8 @@ Options parse(int argc, char** argv) {
       o.admin_port = number(0, 65535);
     else if (a == "--no-metrics")
       o.metrics = false;
+    else if (a == "--no-ws-deflate")
+      o.ws_deflate = false;
     else if (a == "--stall-threshold")
       o.stall_threshold_ms = number(0, 3600000);
     else {
@@ -288,23 +294,31 @@ std::shared_ptr<weft::http::Router> make_coroutine_router(weft::EventLoopGroup& 
   return router;
 }
 
-// /ws: an echo of every text and binary message, in the form the mode's routes take.
-void add_websocket_echo(weft::http::Router& router, bool coroutine) {
+// /ws: an echo of every text and binary message, in the form the mode's routes take; with `deflate`,
+// permessage-deflate accepted when offered (weft's defaults: context takeover, 15-bit windows,
+// messages under 128 bytes sent uncompressed).
+void add_websocket_echo(weft::http::Router& router, bool coroutine, bool deflate) {
+  weft::ws::UpgradeOptions options;
+  options.deflate.enabled = deflate;
   if (coroutine) {
-    weft::ws::websocket(router, "/ws", [](weft::Connection<weft::ws::Message>& c) -> weft::Task<> {
-      for (;;) {
-        weft::ws::Message message = co_await c.read();
-        if (message.is_close()) co_return;
-        co_await c.write(std::move(message));
-        c.flush();
-      }
-    });
+    weft::ws::websocket(
+        router, "/ws",
+        [](weft::Connection<weft::ws::Message>& c) -> weft::Task<> {
+          for (;;) {
+            weft::ws::Message message = co_await c.read();
+            if (message.is_close()) co_return;
+            co_await c.write(std::move(message));
+            c.flush();
+          }
+        },
+        std::move(options));
     return;
   }
-  weft::ws::websocket(router, "/ws",
-                      weft::ws::Callbacks{.on_message = [](weft::Context& ctx, weft::ws::Message& message) {
-                        ctx.write_and_flush(std::move(message));
-                      }});
+  weft::ws::websocket(
+      router, "/ws",
+      weft::ws::Callbacks{.on_message = [](weft::Context& ctx,
+                                           weft::ws::Message& message) { ctx.write_and_flush(std::move(message)); }},
+      std::move(options));
 }
 
 }  // namespace
@@ -346,7 +360,7 @@ int main(int argc, char** argv) {
     router = make_router(executors);
     hello::add_downstream_route(*router, options.mode, downstream_pool ? &*downstream_pool : nullptr);
   }
-  add_websocket_echo(*router, coroutine);
+  add_websocket_echo(*router, coroutine, options.ws_deflate);
   weft::ExecutorGroup* offload = offload_group ? &*offload_group : nullptr;
   weft::TlsContextPtr tls;
   if (!options.tls_cert.empty()) {

@@ -237,6 +237,34 @@ class RealScalingRun(unittest.TestCase):
             assert_all_stopped(self, doc)
 
 
+@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-hello"), os.X_OK) and
+                     os.access(os.path.join(BIN_DIR, "weft-load"), os.X_OK), f"weft-hello or weft-load not built in {BIN_DIR}")
+class RealWsRun(unittest.TestCase):
+    """weft-bench run ws, quick: weft-hello's /ws and Boost.Beast's echo (when installed and already built: its
+    compile takes minutes) each echo every message of both tables, with the server's CPU per message, and
+    every process stops."""
+
+    def test_ws_quick_run(self):
+        beast = peers.beast_ws("beast-ws").note is None and os.access(peers.beast_ws_binary(), os.X_OK)
+        columns = ["loop"] + (["beast-ws"] if beast else [])
+        with tempfile.TemporaryDirectory(prefix="weft-bench-ws-") as tmp:
+            proc = weft_bench("run", "ws", "--quick", "--repeat", "1", "--duration", "0.25", "--warmup", "0.25",
+                              "--columns", ",".join(columns), "--out", tmp, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+            self.assertIn("WebSocket echo: 64-byte binary messages", proc.stdout)
+            doc = load_json(os.path.join(tmp, "results.json"))
+            self.assertEqual([t["id"] for t in doc["tables"]], ["ws-64", "ws-16384"])
+            for t in doc["tables"]:
+                self.assertEqual([c["name"] for c in t["columns"]], columns)
+                self.assertEqual(len(t["cells"]), len(columns))
+                for c in t["cells"]:
+                    self.assertGreater(c["value"], 0, c)
+                    self.assertGreater(c["cpu_us_per_req"], 0, c)
+                    for r in c["repeats"]:
+                        self.assertEqual(sum(r["load"]["errors"].values()), 0, r["load"])
+            assert_all_stopped(self, doc)
+
+
 @unittest.skipUnless(shutil.which("curl"), "needs curl")
 class RealPeerRecipes(unittest.TestCase):
     """The installed peers' recipes start real servers that answer /plaintext over the protocol of their suite."""

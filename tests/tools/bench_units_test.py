@@ -395,7 +395,7 @@ class InstalledPeers(unittest.TestCase):
 
 class InstalledPeerRecipes(unittest.TestCase):
     EXPECTED = {"tfb": ["nginx", "h2o", "netty"], "echo": ["netty"], "h2": ["nginx", "h2o"], "tls": ["nginx", "h2o"],
-                "scaling": ["nginx"], "stream": [], "downstream": []}
+                "scaling": ["nginx"], "stream": [], "downstream": [], "ws": ["beast-ws", "node-ws"]}
 
     def test_each_suite_has_its_peers_as_columns_or_lines_saying_how_to_add_them(self):
         ctx = suites.Context("/b", True, 2, {}, build_peers=False)
@@ -404,7 +404,7 @@ class InstalledPeerRecipes(unittest.TestCase):
             self.assertEqual([c.name for c in cols], names, suite)
             for c in cols:
                 if c.note is not None:
-                    self.assertRegex(c.note, r"^n/a: .*\(apt-get install [a-z0-9 -]+\)", f"{suite} {c.name}")
+                    self.assertRegex(c.note, r"^n/a: .*\(apt-get install [a-z0-9 .-]+\)", f"{suite} {c.name}")
                     self.assertEqual(c.argv, [])
                 else:
                     self.assertEqual(c.argv[:2], ["sh", "-c"], f"{suite} {c.name}")
@@ -553,6 +553,23 @@ class Options(unittest.TestCase):
                               load.WeftLoad)
         with self.assertRaisesRegex(ValueError, "HTTP/2 only"):
             load.WeftLoad("weft-load").h2("https://127.0.0.1:1/", 1, 1, 1, h1=True)
+
+    def test_ws_suite_echoes_64_bytes_and_16_kib_over_100_connections_against_the_peers(self):
+        ctx = suites.Context("/b", True, 1, {"ws": [("uws", "uws-echo {port}")]})
+        tables = suites.build(["ws"], ctx)
+        self.assertEqual([t.id for t in tables], ["ws-64", "ws-16384"])
+        for t, size in zip(tables, (64, 16384)):
+            self.assertEqual(t.rows, [100])
+            self.assertEqual([c.name for c in t.columns], ["loop", "coroutine", "io_uring", "beast-ws", "node-ws", "uws"])
+            self.assertEqual(t.count_key, "responses")
+            self.assertTrue(t.precise_cpu)
+            argv, _ = t.load_argv(load.WeftLoad("/b/weft-load"), t.columns[0], 9000, 100, 2.5)
+            self.assertEqual(argv[:12], ["/b/weft-load", "ws", "ws://127.0.0.1:9000/ws", "-c", "100", "-m", "1",
+                                         "-s", str(size), "-d", "2.5", "--binary"])
+            self.assertNotIn("--deflate", argv)
+            os.unlink(argv[-1])
+        self.assertIn("blocking", [c.name for c in suites.build(["ws"], suites.Context("/b", False, 1, {}))[0].columns])
+        self.assertNotIn("ws", suites.ALL)  # `all` stays within its five minutes
 
     def test_h2_suite_uses_h2load_without_weft_load(self):
         ctx = suites.Context("/b", False, 2, {"h2": [("h2o", "h2o-wrapper {port}")]})

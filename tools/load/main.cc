@@ -1,8 +1,7 @@
 // weft-load: a load generator built on weft. Modes: http (wrk's closed loop, or a constant rate
 // without coordinated omission), h2 (HTTP/2, h2load's model), echo (blocking client threads),
-// stream (length-prefixed messages), grpc (bench.proto's BenchmarkService: stream, unary, pingpong;
-// or any method of a .proto: method).
-// See docs/weft-load.md.
+// stream (length-prefixed messages), ws (WebSocket echo: msg/s, latency), grpc (bench.proto's BenchmarkService: stream,
+// unary, pingpong; or any method of a .proto: method). See docs/weft-load.md.
 
 #include <fmt/format.h>
 
@@ -21,6 +20,7 @@
 #include "report.h"
 #include "stream_load.h"
 #include "weft/version.h"
+#include "ws_load.h"
 
 namespace {
 
@@ -221,10 +221,47 @@ void grpc_report(const GrpcOptions& o, const GrpcResult& r, const std::string& j
           errors_json(r.errors)));
 }
 
+void ws_report(const WsOptions& o, const WsResult& r, const std::string& json_path, bool distribution) {
+  const double mps = r.duration_s > 0 ? static_cast<double>(r.echoed) / r.duration_s : 0;
+  std::printf(
+      "Running %.2fs test @ %s (WebSocket)\n  %d threads and %d connections, %d messages in flight each, "
+      "%d-byte %s messages%s%s%s\n",
+      r.duration_s, o.url.c_str(), o.threads, o.connections, o.in_flight, o.size, o.text ? "text" : "binary",
+      o.deflate ? fmt::format(", permessage-deflate on {} connections", r.deflate_connections).c_str() : "",
+      o.messages > 0 ? fmt::format(", {} messages", o.messages).c_str() : "", rate_heading(o.rate).c_str());
+  std::fputs(latency_text(r.latency).c_str(), stdout);
+  if (distribution) std::fputs(latency_distribution_text(r.latency).c_str(), stdout);
+  if (r.handshake.count() > 0) {
+    std::fputs(connect_text(r.handshake).c_str(), stdout);
+  }
+  std::printf("  %llu messages sent, %llu echoed (%llu compressed) in %.2fs, %.2fMB read\n",
+              static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.echoed),
+              static_cast<unsigned long long>(r.compressed), r.duration_s, static_cast<double>(r.bytes_read) / 1e6);
+  std::fputs(errors_text(r.errors).c_str(), stdout);
+  std::printf("Messages/sec: %10.2f\nTransfer/sec: %9.2fMB\n", mps,
+              r.duration_s > 0 ? static_cast<double>(r.bytes_read) / 1e6 / r.duration_s : 0);
+  const OpenLoopShortfall shortfall = open_loop_shortfall(o.rate, r.duration_s, r.sent, o.messages);
+  print_shortfall(o.rate, shortfall);
+  std::fflush(stdout);
+  if (json_path.empty()) return;
+  write_json_file(
+      json_path,
+      fmt::format(
+          R"({{"tool":"weft-load","version":{},"mode":"ws","target":{},"connections":{},"threads":{},"in_flight":{},)"
+          R"("size":{},"text":{},"deflate":{},"deflate_connections":{},{},"warmup_s":{},"duration_s":{},)"
+          R"("requests":{},"responses":{},"compressed":{},"rps":{},"bytes_read":{},"latency_us":{},"connect_us":{},)"
+          R"("errors":{}}})",
+          json_string(weft::version()), json_string(o.url), o.connections, o.threads, o.in_flight, o.size,
+          o.text ? "true" : "false", o.deflate ? "true" : "false", r.deflate_connections,
+          shortfall_json(o.rate, shortfall), json_number(o.warmup_s), json_number(r.duration_s), r.sent, r.echoed,
+          r.compressed, json_number(mps), r.bytes_read, latency_json(r.latency),
+          r.handshake.count() > 0 ? latency_json(r.handshake) : std::string("null"), errors_json(r.errors)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"weft-load: HTTP/1.1, HTTP/2, echo, stream and gRPC load generator built on weft"};
+  CLI::App app{"weft-load: HTTP/1.1, HTTP/2, WebSocket, echo, stream and gRPC load generator built on weft"};
   app.set_version_flag("--version", std::string("weft-load ") + weft::version());
   app.require_subcommand(1);
 
@@ -380,6 +417,43 @@ int main(int argc, char** argv) {
   grpc_cmd->add_flag("--latency", grpc_distribution,
                      "print the latency distribution (50% .. 99.999%, max; unary, pingpong, method)");
 
+  WsOptions ws;
+  std::string ws_json;
+  CLI::App* ws_cmd = app.add_subcommand("ws", "WebSocket echo load: masked messages, each echo checked byte-exact");
+  ws_cmd->add_option("url", ws.url, "ws[s]://HOST[:PORT][/PATH]")->required();
+  ws_cmd->add_option("-c,--connections", ws.connections, "connections (default 10)")->check(CLI::Range(1, 1000000));
+  ws_cmd->add_option("-t,--threads", ws.threads, "threads, one event loop each (default 1)")
+      ->check(CLI::Range(1, 1024));
+  CLI::Option* ws_duration = ws_cmd->add_option("-d,--duration", ws.duration_s, "seconds to run (default 10)")
+                                 ->check(CLI::Range(0.001, 86400.0));
+  CLI::Option* ws_warmup =
+      ws_cmd
+          ->add_option("--warmup", ws.warmup_s,
+                       "seconds of load before the counted duration, its counts then dropped (default 0)")
+          ->check(CLI::Range(0.0, 86400.0));
+  ws_cmd
+      ->add_option("-m,--in-flight", ws.in_flight,
+                   "messages in flight per connection, written as one batch (default 1)")
+      ->check(CLI::Range(1, 1 << 16));
+  ws_cmd->add_option("-s,--size", ws.size, "payload bytes per message (default 64)")->check(CLI::Range(0, 64 << 20));
+  ws_cmd->add_flag("--text,!--binary", ws.text, "text frames (--text) or binary frames (--binary, the default)");
+  ws_cmd->add_flag("--deflate", ws.deflate, "offer permessage-deflate, and compress the messages when it is agreed");
+  ws_cmd
+      ->add_option("-n,--messages", ws.messages,
+                   "messages in all; the run ends when each is echoed or failed (with -d: or at that time)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 62));
+  ws_cmd->add_option("--rate", ws.rate, "constant total message rate; latency from intended send times")
+      ->check(CLI::Range(0.001, 1e9));
+  ws_cmd
+      ->add_option("--timeout", ws.timeout_s,
+                   "seconds for connect and handshake, and without an echo while messages are out (default 2)")
+      ->check(CLI::Range(0.001, 3600.0));
+  ws_cmd->add_flag("-k,--insecure", ws.insecure, "wss: accept any server certificate (no verification)");
+  ws_cmd->add_option("--cacert", ws.ca_file, "wss: trust the CA certificates in this PEM file (default: the system's)");
+  ws_cmd->add_option("--json", ws_json, "write the result as JSON to FILE");
+  bool ws_distribution = false;
+  ws_cmd->add_flag("--latency", ws_distribution, "print the latency distribution (50% .. 99.999%, max)");
+
   CLI11_PARSE(app, argc, argv);
 
   const bool tty = progress_enabled();
@@ -398,6 +472,18 @@ int main(int argc, char** argv) {
         return 2;
       }
       h2_report(h2, run_h2(h2, request_progress(tty)), h2_json, h2_distribution);
+    } else if (*ws_cmd) {
+      if (ws.messages > 0 && ws_duration->count() == 0) ws.duration_s = 0;  // no time limit: the count ends it
+      if (ws.messages > 0 && ws_warmup->count() > 0) {
+        std::fprintf(stderr, "weft-load: --warmup counts time, -n messages: use one of them\n");
+        return 2;
+      }
+      WsResult r = run_ws(ws, request_progress(tty));
+      ws_report(ws, r, ws_json, ws_distribution);
+      if (r.echoed == 0) {
+        std::fprintf(stderr, "weft-load: no message was echoed\n");
+        return 1;
+      }
     } else if (*echo_cmd) {
       ProgressFn progress;
       if (tty) {

@@ -52,7 +52,7 @@ def parser():
     p = argparse.ArgumentParser(prog="weft-bench", description="weft's benchmark suites, tables, results and comparisons")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a suite and print its tables")
-    r.add_argument("suite", nargs="?", default="all", help=f"{', '.join(list(suites.SUITES) + ['all'])} (default all: every suite but scaling)")
+    r.add_argument("suite", nargs="?", default="all", help=f"{', '.join(list(suites.SUITES) + ['all'])} (default all: every suite but grpc-ir, scaling and ws)")
     r.add_argument("--quick", action="store_true", help="fewer rows and columns, 0.5 s points: 'all' in under five minutes on 2 cores")
     r.add_argument("--peer", action="append", default=[], type=parse_peer, metavar="[SUITE:]NAME=COMMAND",
                    help="another server as a column; {port} (and {ports} for echo) are filled in")

@@ -53,6 +53,14 @@ class WeftLoad:
                 "-d", f"{duration:g}", "--json", path]
         return argv, self._parser(path)
 
+    def ws(self, url, connections, in_flight, size, duration, text=False, deflate=False):
+        """weft-load ws: `connections` WebSockets each keeping `in_flight` messages of `size` bytes out."""
+        path = self._json_file()
+        argv = [self.binary, "ws", url, "-c", str(connections), "-m", str(in_flight), "-s", str(size),
+                "-d", f"{duration:g}", "--text" if text else "--binary", "--json", path]
+        argv += ["--deflate"] if deflate else []
+        return argv, self._parser(path)
+
     def echo(self, host, port, ports, threads, rounds, size):
         path = self._json_file()
         argv = [self.binary, "echo", f"{host}:{port}+{ports}", "--threads", str(threads), "--rounds", str(rounds),

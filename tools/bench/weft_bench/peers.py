@@ -10,6 +10,7 @@ add it. `--peer [SUITE:]NAME=CMD` replaces the installed peer of the same name.
     tls         nginx (TLS), h2o (TLS)
     scaling     nginx (a worker per loop)
     grpc        grpc++ (suites.grpc builds it from tests/integration/grpc_peer)
+    ws          Boost.Beast 1.81's WebSocket echo, node's ws echo (shared/peers/ws; one thread each)
 """
 import atexit
 import glob
@@ -155,6 +156,59 @@ def netty(column, main_class, args):
     return Column(column, _sh(script), min_warmup=JVM_WARMUP_S)
 
 
+BEAST_MISSING = ("n/a: Boost.Beast needs g++, Boost's headers (apt-get install libboost1.81-dev) and its peer source "
+                 "(WEFT_WS_PEER_DIR=<dir of beast_echo.cc and node_ws_echo.js>)")
+NODE_WS_MISSING = ("n/a: node's ws needs node and its ws module (apt-get install nodejs node-ws) and its peer source "
+                   "(WEFT_WS_PEER_DIR=<dir of beast_echo.cc and node_ws_echo.js>)")
+NODE_MODULES = "/usr/share/nodejs"
+
+
+def ws_peer_dir():
+    """Where the WebSocket peers' sources are: $WEFT_WS_PEER_DIR, else shared/peers/ws beside the source
+    tree; None when neither has them."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.environ.get("WEFT_WS_PEER_DIR"), os.path.join(here, "..", "..", "..", "..", "shared", "peers", "ws")):
+        if d and os.path.exists(os.path.join(d, "beast_echo.cc")):
+            return os.path.abspath(d)
+    return None
+
+
+def beast_ws_binary():
+    """Where the Beast peer is built: $WEFT_WS_PEER_OUT, else $TMPDIR/weft-peer-ws (shared/peers/serve-peer.sh's
+    place), so that one build serves every run until its source changes."""
+    out = os.environ.get("WEFT_WS_PEER_OUT") or os.path.join(os.environ.get("TMPDIR", "/tmp"), "weft-peer-ws")
+    return os.path.join(out, "beast-ws-echo")
+
+
+def beast_ws(column, deflate=False):
+    """Boost.Beast's WebSocket echo (shared/peers/ws/beast_echo.cc, compiled when its binary is older than the
+    source: about two minutes of g++), one thread, echoing every message at any path; permessage-deflate
+    accepted when `deflate`."""
+    from .suites import Column
+    src = ws_peer_dir()
+    gxx = shutil.which("g++")
+    if src is None or gxx is None or not os.path.exists("/usr/include/boost/beast.hpp"):
+        return Column(column, [], note=BEAST_MISSING)
+    binary = beast_ws_binary()
+    out, exe, source = shlex.quote(os.path.dirname(binary)), shlex.quote(binary), shlex.quote(os.path.join(src, "beast_echo.cc"))
+    script = (f"[ {exe} -nt {source} ] || (mkdir -p {out} && {gxx} -std=c++20 -O2 -DNDEBUG -o {exe}.$$ {source} "
+              f"-lpthread && mv {exe}.$$ {exe}) || exit 1\nexec {exe} {{port}}{' deflate' if deflate else ''}")
+    return Column(column, _sh(script))
+
+
+def node_ws(column, deflate=False):
+    """node's ws WebSocket echo (shared/peers/ws/node_ws_echo.js), one thread; permessage-deflate accepted when
+    `deflate`. Warmed up like a JVM: V8 compiles the hot path in the first seconds."""
+    from .suites import Column
+    src = ws_peer_dir()
+    node = shutil.which("node") or shutil.which("nodejs")
+    if src is None or node is None or not os.path.exists(os.path.join(NODE_MODULES, "ws")):
+        return Column(column, [], note=NODE_WS_MISSING)
+    script = (f"NODE_PATH={NODE_MODULES} exec {node} {shlex.quote(os.path.join(src, 'node_ws_echo.js'))} "
+              f"{{port}}{' deflate' if deflate else ''}")
+    return Column(column, _sh(script), min_warmup=JVM_WARMUP_S)
+
+
 def installed(ctx, suite, cert=None, key=None):
     """The installed peers' columns for `suite` (a note for each one missing), less those given by --peer
     under the same name, and none when ctx.installed_peers is off."""
@@ -167,6 +221,7 @@ def installed(ctx, suite, cert=None, key=None):
         "h2": lambda: [nginx("nginx", n, " http2"), h2o("h2o", n)],
         "tls": lambda: [nginx("nginx", n, " ssl http2", cert, key), h2o("h2o", n, cert, key)],
         "scaling": lambda: [nginx("nginx")],
+        "ws": lambda: [beast_ws("beast-ws"), node_ws("node-ws")],
     }.get(suite)
     if make is None:
         return []

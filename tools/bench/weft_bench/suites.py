@@ -33,7 +33,7 @@ class Table:
     title: str
     row_label: str
     rows: list
-    load_kind: str         # http | echo | stream | h2 | https | handshake: what the load generator must support
+    load_kind: str         # http | echo | stream | h2 | https | handshake | grpc | ws: what the load generator must support
     metric: str            # key of the load result shown in the cells
     unit: str
     higher_is_better: bool
@@ -73,6 +73,9 @@ class Table:
         if self.load_kind == "https":
             url = f"https://127.0.0.1:{port}{p['path']}{column.path_suffix}"
             return adapter.h2(url, row, p["pipeline"], duration, h1=True)
+        if self.load_kind == "ws":
+            url = f"ws://127.0.0.1:{port}{p['path']}"
+            return adapter.ws(url, row, p["in_flight"], p["size"], duration)
         if self.load_kind == "handshake":
             return adapter.handshake("127.0.0.1", port, p["resumed"], duration)
         if self.load_kind == "grpc":
@@ -170,6 +173,30 @@ def h2(ctx):
         row_label="connections", rows=[64] if ctx.quick else [16, 64, 256], load_kind="h2", metric="rps",
         unit="req/s", higher_is_better=True, count_key="responses", columns=_keep(ctx, columns),
         params={"path": "/plaintext", "streams": 16}, loader=choose_h2(ctx.h2_load, ctx.bin_dir))]
+
+
+WS_SIZES = [64, 16384]
+
+
+def ws(ctx):
+    """Issue 32: a WebSocket echo, binary messages of 64 B and of 16 KiB, one in flight per connection, 100
+    connections (weft-load ws: masked frames, every echo checked). Columns: weft-hello's /ws as callbacks
+    on the loop (epoll, io_uring), as a coroutine per connection, and on the blocking transport; Boost.Beast's
+    and node's ws echo servers (one thread each). No compression: the load does not offer it."""
+    hello = _bin(ctx, "weft-hello")
+    base = [hello, "--port", "{port}", "--loops", str(ctx.server_cpus)]
+    columns = [Column("loop", base + ["--mode", "loop"]),
+               Column("coroutine", base + ["--mode", "coroutine"]),
+               Column("io_uring", base + ["--mode", "loop", "--transport", "io_uring"])]
+    if not ctx.quick:
+        columns.append(Column("blocking", base + ["--mode", "loop", "--transport", "blocking"]))
+    columns += peers.installed(ctx, "ws") + _peer_columns(ctx, "ws")
+    return [Table(
+        id=f"ws-{size}", suite="ws", title=f"WebSocket echo: {size}-byte binary messages, 1 in flight per connection, "
+                                           "Result: messages/s",
+        row_label="connections", rows=[100], load_kind="ws", metric="rps", unit="msg/s", higher_is_better=True,
+        count_key="responses", columns=_keep(ctx, columns), params={"path": "/ws", "size": size, "in_flight": 1},
+        precise_cpu=True, show=["rps", "cpu"]) for size in WS_SIZES]
 
 
 def _test_certificate():
@@ -385,7 +412,7 @@ def scaling(ctx):
 
 
 SUITES = {"tfb": tfb, "echo": echo, "stream": stream, "downstream": downstream, "h2": h2, "tls": tls, "grpc": grpc,
-          "grpc-ir": grpc_ir, "scaling": scaling}
+          "grpc-ir": grpc_ir, "scaling": scaling, "ws": ws}
 ALL = ["tfb", "echo", "stream", "downstream", "h2", "tls", "grpc"]
 
 

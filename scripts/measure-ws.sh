@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# WebSocket echo: server CPU per message (µs, from /proc/PID/schedstat: exact) of weft-hello's /ws
+# (loop and coroutine modes on epoll, loop on io_uring), Boost.Beast's echo and node's ws echo, each server pinned to CPU 0,
+# weft-load ws on CPU 1: 100 connections, one binary message in flight each, 64 B and 16 KiB.
+# The servers run side by side and alternate within each round; the medians of RUNS rounds are printed,
+# with weft's ratios to Beast and to node. (docs/weft-bench.md, "WebSocket")
+#   scripts/measure-ws.sh [BUILD] [RUNS] [SECONDS]       e.g. scripts/measure-ws.sh build/release 3 5
+# Needs libboost1.81-dev (Beast) and nodejs node-ws; the peers' sources in ../shared/peers/ws.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/measure-lib.sh
+build=${1:-build/release} runs=${2:-3} secs=${3:-5}
+peers=${WEFT_WS_PEER_DIR:-$PWD/../shared/peers/ws}
+tmp=$(mktemp -d)
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+beast_dir=${WEFT_WS_PEER_OUT:-${TMPDIR:-/tmp}/weft-peer-ws}  # serve-peer.sh's; built once (build.sh)
+bash "$peers/build.sh" "$beast_dir"
+
+declare -A pid portof
+start() {  # NAME CMD...: the server on CPU 0
+  local name=$1 p
+  shift
+  p=$(port)
+  taskset -c 0 "${@//\{port\}/$p}" >"$tmp/$name.log" 2>&1 &
+  pid[$name]=$!
+  portof[$name]=$p
+  pids+=($!)
+  wait_port "$p"
+}
+start weft-loop "$build/bin/weft-hello" --loops 1 --port '{port}' --mode loop
+start weft-coroutine "$build/bin/weft-hello" --loops 1 --port '{port}' --mode coroutine
+start weft-io_uring "$build/bin/weft-hello" --loops 1 --port '{port}' --mode loop --transport io_uring
+start beast "$beast_dir/beast-ws-echo" '{port}'
+NODE_PATH=/usr/share/nodejs start node node "$peers/node_ws_echo.js" '{port}'
+servers=(weft-loop weft-coroutine weft-io_uring beast node)
+
+ns() { awk '{print $1}' "/proc/$1/schedstat"; }
+task_ns() { local s=0 t; for t in /proc/"$1"/task/*/schedstat; do s=$((s + $(awk '{print $1}' "$t"))); done; echo $s; }
+# us_per_message SERVER SIZE: one run; prints "µs msg/s errors". The CPU counted spans the 100
+# handshakes too (under 1% of a run's messages' cost).
+us_per_message() {
+  local name=$1 size=$2 before after
+  before=$(task_ns "${pid[$name]}")
+  taskset -c 1 "$build/bin/weft-load" ws "ws://127.0.0.1:${portof[$name]}/ws" -c 100 -m 1 -s "$size" --binary \
+    -d "$secs" --json "$tmp/load.json" >"$tmp/load.out" 2>&1 || { cat "$tmp/load.out" >&2; return 1; }
+  after=$(task_ns "${pid[$name]}")
+  python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print("%.3f %.0f %d" % ((int(sys.argv[3]) - int(sys.argv[2])) / 1e3 / j["responses"], j["rps"], sum(j["errors"].values())))' \
+    "$tmp/load.json" "$before" "$after"
+}
+# idle_kib SERVER: RSS growth per idle WebSocket connection (KiB): 1,000 connections opened (handshake
+# done, no compression, no message but one) and held while the server's VmRSS is read.
+idle_kib() {
+  local name=$1 before during
+  before=$(awk '/VmRSS/{print $2}' "/proc/${pid[$name]}/status")
+  (ulimit -n 4096; taskset -c 1 "$build/bin/weft-load" ws "ws://127.0.0.1:${portof[$name]}/ws" -c 1000 \
+    --rate 0.001 -d 4 --timeout 10 >"$tmp/idle.out" 2>&1) &
+  local lp=$!
+  for _ in $(seq 300); do  # until the server holds every connection
+    (($(ss -Htn state established "( sport = :${portof[$name]} )" | wc -l) >= 1000)) && break
+    sleep 0.01
+  done
+  sleep 0.5
+  during=$(awk '/VmRSS/{print $2}' "/proc/${pid[$name]}/status")
+  wait "$lp" || { cat "$tmp/idle.out" >&2; return 1; }
+  awk -v a="$before" -v b="$during" 'BEGIN{printf "%.2f\n", (b-a)/1000}'
+}
+declare -A results rates
+for name in "${servers[@]}"; do  # node's V8 (and every server's caches) warmed up before the first round
+  for size in 64 16384; do us_per_message "$name" "$size" >/dev/null; done
+done
+for round in $(seq "$runs"); do
+  for size in 64 16384; do
+    for name in "${servers[@]}"; do
+      read -r us rate errors < <(us_per_message "$name" "$size")
+      [[ $errors == 0 ]] || echo "warning: $name $size B: $errors errors" >&2
+      results[$name.$size]+="$us "
+      rates[$name.$size]+="$rate "
+    done
+  done
+done
+echo "RSS growth per idle WebSocket connection (KiB, 1,000 connections, no compression):"
+for name in "${servers[@]}"; do printf '  %-15s %s KiB\n' "$name" "$(idle_kib "$name")"; done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+echo "server CPU µs per message (median of $runs; msg/s), server on CPU 0, weft-load ws on CPU 1, 100 connections"
+for size in 64 16384; do
+  declare -A m
+  for name in "${servers[@]}"; do
+    m[$name]=$(median <<<"${results[$name.$size]}")
+    printf '%6s B  %-15s %8s µs/msg  (%s msg/s)   runs: %s\n' "$size" "$name" "${m[$name]}" \
+      "$(median <<<"${rates[$name.$size]}")" "${results[$name.$size]}"
+  done
+  for w in weft-loop weft-coroutine weft-io_uring; do
+    awk -v w="${m[$w]}" -v b="${m[beast]}" -v n="${m[node]}" -v name="$w" -v s="$size" \
+      'BEGIN{printf "%6s B  %-15s %.2fx Beast, %.3fx node\n", s, name, w/b, w/n}'
+  done
+done
