@@ -214,6 +214,10 @@ class StreamChannel final : public Channel {
   void do_flush() override;
   /// Resets the stream (RST_STREAM(CANCEL)) unless its response has ended.
   void do_close() override;
+  /// Ends the response (END_STREAM after what was written; the head must have been written): what
+  /// Channel::shutdown_output and close_gracefully do to a stream. The client's end of the request
+  /// then closes the channel, without a reset.
+  void do_shutdown_output(Promise<void> promise) override;
   /// Takes ResponseHeaders, StreamData, PrefixedStreamData, StreamTrailers and http::HttpResponse.
   void do_write_message(MessageRef message) override;
   /// StreamMessage.
