@@ -28,6 +28,7 @@ namespace detail {
 // Builds an http::HttpRequest from a stream (HttpRequest's members are private).
 struct RequestAccess {
   static http::RequestHead& head(http::HttpRequest& r) noexcept { return r.head_; }
+  static ByteBuf take_body(http::HttpRequest& r) noexcept { return std::move(r.body_); }
   static void fill(http::HttpRequest& r, ByteBuf fields, ByteBuf body, std::uint64_t sequence) noexcept {
     r.head_bytes_ = std::move(fields);
     r.body_ = std::move(body);
@@ -99,13 +100,14 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     if (s == nullptr || s->error_status != 0) return 0;  // too large already: the rest is not kept
     s->header_list_size += static_cast<std::uint32_t>(n.size() + v.size() + 32);
     const bool pseudo = !n.empty() && n[0] == ':';
-    if (!pseudo) ++s->header_count;
+    if (!pseudo || n == ":protocol") ++s->header_count;  // (:protocol is kept as a field: fill_head)
     if (s->header_list_size > c.settings_.max_header_list_size || s->header_count > c.settings_.max_headers) {
       s->error_status = 431;
       s->fields.release();
       c.glitch("header list too large");
       return c.calm_requested_ ? detail::Result::end_session : 0;
     }
+    if (pseudo && n == ":protocol") s->tunnel = true;  // (the session let it through: the setting was sent)
     if (n.size() == 14 && n == "content-length") {
       std::uint64_t length = 0;
       if (std::from_chars(v.data(), v.data() + v.size(), length).ec == std::errc()) s->content_length = length;
@@ -124,6 +126,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     if (c.streams_enabled_) {
       // Windows are returned by hand: a child's stream as it reads; the rest at once.
       if (s != nullptr && s->child) return c.child_data(*s, data, len);
+      if (s != nullptr && s->tunnel && s->error_status == 0) return c.tunnel_data(*s, data, len);
       c.session_->consume(stream_id, len);
     }
     if (s == nullptr || s->error_status != 0) return 0;
@@ -179,13 +182,16 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
           if (rv != 0) return rv;
           break;
         }
-        if (c.streams_enabled_ && frame.type == detail::FrameType::headers && frame.request && s->error_status == 0) {
+        if (c.settings_.stream_initializer && frame.type == detail::FrameType::headers && frame.request &&
+            s->error_status == 0) {
           const int rv = c.open_child(*s, whole);
           if (rv != 0) return rv;
           if (s->child) break;
         }
         if (whole) s->complete = true;
-        if ((whole || s->error_status != 0) && !s->dispatched) {
+        // An extended CONNECT goes to the pipeline at its HEADERS: its stream stays open both ways.
+        const bool tunnel_head = s->tunnel && frame.type == detail::FrameType::headers && frame.request;
+        if ((whole || s->error_status != 0 || tunnel_head) && !s->dispatched) {
           try {
             c.ready_.push_back(frame.stream_id);
           } catch (const std::exception&) {
@@ -435,7 +441,7 @@ void ServerCodec::handler_added(Context& ctx) {
   if (config.send_timeout == Duration::zero()) config.send_timeout = settings_.send_timeout;
 
   // The stream API returns windows by hand: a child's stream window as it reads.
-  streams_enabled_ = static_cast<bool>(settings_.stream_initializer);
+  streams_enabled_ = static_cast<bool>(settings_.stream_initializer) || settings_.enable_connect_protocol;
   hooks_ = std::make_unique<Callbacks>(*this);
   session_ = std::make_unique<detail::Session>(*hooks_, streams_enabled_);
   const detail::SettingEntry entries[] = {
@@ -445,8 +451,10 @@ void ServerCodec::handler_added(Context& ctx) {
       {detail::SettingId::max_header_list_size, settings_.max_header_list_size},
       {detail::SettingId::header_table_size, settings_.header_table_size},
       {detail::SettingId::enable_push, 0},
+      {detail::SettingId::enable_connect_protocol, 1},  // (sent only when Settings::enable_connect_protocol)
   };
-  if (!session_->submit_settings(entries, std::size(entries))) {
+  const std::size_t sent = std::size(entries) - (settings_.enable_connect_protocol ? 0 : 1);
+  if (!session_->submit_settings(entries, sent)) {
     throw std::invalid_argument("http2::Settings: a value is out of range");
   }
   if (max_connection_body() < settings_.max_body) {
@@ -615,6 +623,8 @@ void ServerCodec::fill_head(Stream& s, http::RequestHead& head) {
       if (name == ":method") head.method = value;
       else if (name == ":path") head.target = value;
       else if (name == ":authority") authority = value;
+      // An extended CONNECT's :protocol is kept as a field (request.header(":protocol")).
+      if (name == ":protocol") head.inline_headers[count++] = {name, value};
       return;
     }
     if (name == "host" && host.empty()) host = value;
@@ -765,6 +775,10 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
     return;
   }
   s.answered = true;
+  if (s.tunnel) {  // an extended CONNECT refused: what it sent is dropped, its window given back
+    if (s.body.is_readable()) consume_stream(s.id, s.body.readable_bytes());
+    drop_body(s);
+  }
   note_answer(s, status);
   const bool bodiless_status = status == 204 || status == 304;
   const std::string_view body = response.body_bytes();
@@ -1559,6 +1573,68 @@ void ServerCodec::child_closed(StreamChannel& ch) {
     }
   }
   flush_soon();
+}
+
+// ---- extended CONNECT (RFC 8441): a stream dispatched at its HEADERS, then served as a channel
+
+// DATA on an extended CONNECT's stream before its route has decided: kept (its stream's window is
+// not returned, so the client can send at most that much); after an answer that was not a channel,
+// dropped.
+int ServerCodec::tunnel_data(Stream& s, const std::uint8_t* data, std::size_t len) {
+  session_->consume_connection(len);
+  if (s.answered) {
+    consume_stream(s.id, len);
+    return 0;
+  }
+  const std::size_t held_before = s.body.has_storage() ? s.body.capacity() : 0;
+  try {
+    if (!s.body.has_storage()) s.body = ctx_->allocator().buffer(std::max(len, kInChunk));
+    s.body.write_bytes(data, len);
+  } catch (const std::exception&) {
+    return detail::Result::reset_stream;
+  }
+  body_bytes_ += s.body.capacity() - held_before;
+  return 0;
+}
+
+bool ServerCodec::serve_as_channel(http::HttpRequest& request, StreamInitializer init) {
+  if (session_ == nullptr || finished_ || ctx_ == nullptr || !init || request.sequence() > 0x7fffffffu) return false;
+  Stream* s = stream(static_cast<std::int32_t>(request.sequence()));
+  if (s == nullptr || !s->tunnel || !s->dispatched || s->answered || s->child) return false;
+  std::shared_ptr<StreamChannel> child;
+  try {
+    child =
+        std::allocate_shared<StreamChannel>(detail::StreamChannelAllocator<StreamChannel>{}, StreamChannel::Private{},
+                                            *this, ctx_->channel(), s->id, std::move(init));
+    // What arrived before: with the HEADERS (the request's body), then since (the stream's).
+    ByteBuf early[2] = {detail::RequestAccess::take_body(request), std::move(s->body)};
+    if (early[1].has_storage()) body_bytes_ -= early[1].capacity();
+    for (ByteBuf& bytes : early) {
+      if (!bytes.is_readable()) continue;
+      child->in_bytes_ += bytes.readable_bytes();
+      child->in_retained_ += bytes.capacity();
+      child->in_data_.push_back(StreamData{std::move(bytes), false});
+    }
+    if (s->complete) {  // the client has ended its side already
+      if (child->in_data_.empty()) child->in_data_.push_back(StreamData{ByteBuf(), true});
+      child->in_data_[child->in_data_.size() - 1].end_stream = true;
+      child->in_ended_ = true;
+    }
+    child->draining_owed_ = draining_;
+    s->child = child;
+    s->answered = true;  // (its answer is the child's: no whole response goes to it)
+    session_->keep_open_after_end(s->id);
+    s->header_list_size = s->header_count = 0;
+    queue_child(*child);
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "channel {}: HTTP/2 stream {} could not be served as a channel: {}", ctx_->channel().id(),
+        s->id, e.what());
+    s->child.reset();
+    return false;
+  }
+  // Inside the codec's dispatch the read's end runs the children; otherwise a loop turn does.
+  if (dispatching_ == 0) post_children();
+  return true;
 }
 
 }  // namespace weft::http2

@@ -135,7 +135,8 @@ enum Pseudo : std::uint8_t {
   kAuthority = 8,
   kAsteriskPath = 16,
   kOptions = 32,
-  kStatus = 64,  // (a response's)
+  kStatus = 64,     // (a response's)
+  kProtocol = 128,  // (an extended CONNECT's, RFC 8441 4)
 };
 
 }  // namespace
@@ -154,6 +155,7 @@ struct Session::Stream {
   std::uint64_t data_received = 0;
   bool end_received = false;     // half-closed (remote)
   bool end_sent = false;         // half-closed (local), once the END_STREAM frame left
+  bool tunnel = false;           // each side ends on its own (keep_open_after_end): no RST_STREAM(NO_ERROR)
   bool final_head = false;       // a final response's HEADERS is queued
   bool resetting = false;        // RST_STREAM queued: nothing more is sent
   bool has_source = false;
@@ -341,6 +343,7 @@ bool Session::submit_settings(const SettingEntry* entries, std::size_t n) {
     const std::uint32_t v = entries[i].value;
     switch (entries[i].id) {
       case SettingId::enable_push:
+      case SettingId::enable_connect_protocol:
         if (v > 1) return false;
         break;
       case SettingId::initial_window_size:
@@ -364,6 +367,7 @@ bool Session::submit_settings(const SettingEntry* entries, std::size_t n) {
       case SettingId::max_frame_size: local_max_frame_size_ = entries[i].value; break;
       case SettingId::max_concurrent_streams: local_max_concurrent_ = entries[i].value; break;
       case SettingId::header_table_size: local_header_table_size_ = entries[i].value; break;
+      case SettingId::enable_connect_protocol: local_connect_protocol_ = entries[i].value == 1; break;
       default: break;
     }
   }
@@ -1088,8 +1092,14 @@ int Session::on_header_block(const std::uint8_t* block, std::size_t n) {
   if (s == nullptr || find(id) != s) return 0;
   if (field_error_ != nullptr) return stream_error(id, ErrorCode::protocol_error, field_error_);
   if (decoding_frame_.request) {
-    const bool complete = connect_ ? (pseudo_seen_ & kAuthority) != 0 && (pseudo_seen_ & (kScheme | kPath)) == 0
-                                   : (pseudo_seen_ & (kMethod | kScheme | kPath)) == (kMethod | kScheme | kPath);
+    // An extended CONNECT (RFC 8441 4) has all four; a plain CONNECT only :authority (RFC 9113 8.5).
+    if ((pseudo_seen_ & kProtocol) != 0 && !connect_) {
+      return stream_error(id, ErrorCode::protocol_error, ":protocol on a request other than CONNECT");
+    }
+    constexpr std::uint8_t kAll = kMethod | kScheme | kPath | kAuthority;
+    const bool complete = (pseudo_seen_ & kProtocol) != 0 ? (pseudo_seen_ & kAll) == kAll
+                          : connect_ ? (pseudo_seen_ & kAuthority) != 0 && (pseudo_seen_ & (kScheme | kPath)) == 0
+                                     : (pseudo_seen_ & (kMethod | kScheme | kPath)) == (kMethod | kScheme | kPath);
     if (!complete) return stream_error(id, ErrorCode::protocol_error, "request pseudo-headers missing");
     if ((pseudo_seen_ & (kAsteriskPath | kOptions)) == kAsteriskPath) {
       return stream_error(id, ErrorCode::protocol_error, ":path * without OPTIONS");
@@ -1282,6 +1292,10 @@ int Session::check_field(std::string_view name, std::string_view value) {
         } else if (equals(name, ":scheme") && !value.empty()) {
           bit = kScheme;
         }
+        break;
+      case 9:
+        // RFC 8441 4: only where SETTINGS_ENABLE_CONNECT_PROTOCOL=1 was sent (else unknown: 8.3).
+        if (equals(name, ":protocol") && local_connect_protocol_ && !value.empty()) bit = kProtocol;
         break;
       case 10:
         if (equals(name, ":authority")) bit = kAuthority;
@@ -1622,9 +1636,13 @@ void Session::sent_end_stream(Stream& s) {
   s.end_sent = true;
   if (s.end_received) {
     close(s, ErrorCode::no_error, StreamFate::ended);
-  } else if (!client_) {
+  } else if (!client_ && !s.tunnel) {
     submit_rst_stream(s.id, ErrorCode::no_error);
   }
+}
+
+void Session::keep_open_after_end(std::int32_t id) noexcept {
+  if (Stream* s = find(id)) s->tunnel = true;
 }
 
 int Session::send_item(const Item& item) {

@@ -157,6 +157,10 @@ class Session {
   std::int32_t last_proc_stream_id() const noexcept { return last_proc_stream_id_; }
   // A deferred data source has more: it is asked again at the next send().
   int resume_data(std::int32_t id);
+  // Server: the stream's request goes on after the response ends (an accepted extended CONNECT,
+  // RFC 8441: a tunnel whose sides end on their own), so the response's END_STREAM does not ask the
+  // client to stop with RST_STREAM(NO_ERROR) (sent_end_stream).
+  void keep_open_after_end(std::int32_t id) noexcept;
   // manual_window: bytes the application has consumed.
   void consume_connection(std::size_t n);
   void consume_stream(std::int32_t id, std::size_t n);
@@ -266,6 +270,8 @@ class Session {
   bool regular_seen_ = false;
   std::uint8_t pseudo_seen_ = 0;  // bits: method, scheme, path, authority, path "*", OPTIONS, status
   bool connect_ = false;
+  // SETTINGS_ENABLE_CONNECT_PROTOCOL=1 was sent (RFC 8441 3): a request may carry :protocol.
+  bool local_connect_protocol_ = false;
   int response_status_ = 0;            // client: the block's :status
   const char* field_error_ = nullptr;  // why the block's fields make the request malformed
   std::int32_t decoding_id_ = 0;   // the stream the block is for (0: decoded for HPACK's state only)

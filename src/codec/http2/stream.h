@@ -51,6 +51,9 @@ struct ServerCodec::Stream {
   // body's chunks both ways. Null for a stream served whole.
   std::shared_ptr<StreamChannel> child;
   bool cancelled = false;  // reset by the server for its child's close (not a glitch)
+  // An extended CONNECT (RFC 8441, :protocol): dispatched at its HEADERS; its DATA is kept (body)
+  // until the route serves it as a channel (serve_as_channel) or answers it (then it is dropped).
+  bool tunnel = false;
 
   std::size_t out_remaining() const noexcept {
     if (out_file) return static_cast<std::size_t>(out_file.length());
@@ -112,6 +115,7 @@ struct ServerCodec::Stream {
     out_file = FileRegion();
     if (child) child.reset();
     cancelled = false;
+    tunnel = false;
   }
 };
 

@@ -106,6 +106,10 @@ void StreamChannel::deliver() {
   if (in_ended_ && !in_shutdown_fired_ && is_open() && !input_closed_ && !in_headers_ && in_data_.empty() &&
       !in_trailers_) {
     in_shutdown_fired_ = true;
+    if (is_output_shutdown()) {  // both sides have ended (a tunnel's graceful close): nothing follows
+      close_now();
+      return;
+    }
     pipeline().fire_user_event(ChannelInputShutdownEvent{});
   }
 }
@@ -172,6 +176,24 @@ void StreamChannel::detach() noexcept {
 
 void StreamChannel::do_flush() {
   if (codec_ != nullptr) codec_->child_flush(*this);
+}
+
+// The response's end (END_STREAM) once what was written has left; the client's end then closes the
+// channel (deliver), as a socket's FIN does after ours.
+void StreamChannel::do_shutdown_output(Promise<void> promise) {
+  if (codec_ != nullptr && !stream_closed_ && !headers_sent_) {
+    promise.fail(Error("http2::StreamChannel: shutdown_output before the response's head"));
+    return;
+  }
+  set_output_shutdown();
+  if (codec_ != nullptr && !stream_closed_ && !out_ended_) {
+    out_ended_ = true;
+    codec_->child_flush(*this);
+  }
+  promise.set_value();
+  if (!is_open()) return;
+  pipeline().fire_user_event(ChannelOutputShutdownEvent{});
+  if (is_open() && (in_shutdown_fired_ || codec_ == nullptr)) close_now();
 }
 
 void StreamChannel::do_close() {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "header_tokens.h"
 #include "weft/channel/channel.h"
 #include "weft/channel/context.h"
 #include "weft/channel/pipeline.h"
@@ -17,35 +18,11 @@ namespace weft::ws {
 
 namespace {
 
+using detail::has_token;
+using detail::iequals;
+using detail::trim;
+
 constexpr std::size_t kMaxAnswerHead = 16 * 1024;
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Whether the comma-separated `list` holds `token` (case-insensitive).
-bool has_token(std::string_view list, std::string_view token) noexcept {
-  while (!list.empty()) {
-    const std::size_t comma = list.find(',');
-    if (iequals(trim(list.substr(0, comma)), token)) return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
-}
 
 bool breaks_request(std::string_view s) noexcept { return s.find_first_of(std::string_view("\r\n\0", 3)) != s.npos; }
 

@@ -5,51 +5,28 @@
 #include <memory>
 #include <utility>
 
+#include "header_tokens.h"
+#include "http2_stream.h"
 #include "weft/channel/pipeline.h"
 #include "weft/codec/http1/server_codec.h"
+#include "weft/codec/http2/server_codec.h"
 #include "weft/core/log.h"
 
 namespace weft::ws {
 
 namespace {
 
+using detail::any_token;
+using detail::iequals;
+using detail::trim;
 using http::HttpRequest;
 using http::HttpResponse;
 
 constexpr std::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Calls fn(token) for each element of a comma-separated header value; stops when fn returns true.
-template <class Fn>
-bool any_token(std::string_view list, Fn fn) {
-  while (!list.empty()) {
-    const std::size_t comma = list.find(',');
-    if (fn(trim(list.substr(0, comma)))) return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
 bool has_token(const HttpRequest& request, std::string_view header, std::string_view token) {
   const auto value = request.header(header);
-  return value && any_token(*value, [&](std::string_view t) { return iequals(t, token); });
+  return value && detail::has_token(*value, token);
 }
 
 // A key is 16 bytes in base64: 22 characters of the alphabet and "==".
@@ -90,7 +67,7 @@ std::optional<DeflateAgreement> deflate_for(const HttpRequest& request, const Up
 HttpResponse answer(const HttpRequest& request, const UpgradeOptions& options,
                     const std::optional<DeflateAgreement>& deflate) {
   if (request.version() != http::Version::http11) {
-    return refuse(400, "WebSocket needs HTTP/1.1 (over HTTP/2, RFC 8441 is not supported yet)");
+    return refuse(400, "WebSocket needs HTTP/1.1, or over HTTP/2 an extended CONNECT (RFC 8441)");
   }
   if (request.method() != "GET") return refuse(400, "a WebSocket handshake is a GET");
   if (!has_token(request, "Upgrade", "websocket")) {
@@ -113,15 +90,33 @@ HttpResponse answer(const HttpRequest& request, const UpgradeOptions& options,
   return response;
 }
 
+// Over HTTP/2 (RFC 8441 5): an extended CONNECT with :protocol websocket and version 13; no key, no
+// accept. A refusal, or nullopt: accepted.
+std::optional<HttpResponse> refusal_over_http2(const HttpRequest& request) {
+  const auto protocol = request.header(":protocol");
+  if (!protocol || *protocol != "websocket") {
+    return refuse(400, "a WebSocket over HTTP/2 is an extended CONNECT with :protocol websocket");
+  }
+  const auto version = request.header("Sec-WebSocket-Version");
+  if (!version || trim(*version) != "13") {
+    return std::move(refuse(426, "only Sec-WebSocket-Version 13 is supported").header("Sec-WebSocket-Version", "13"));
+  }
+  return std::nullopt;
+}
+
 Handshake handshake_of(const HttpRequest& request, const UpgradeOptions& options,
                        const std::optional<DeflateAgreement>& deflate) {
   Handshake h;
+  h.version = request.version();
   h.target = request.target();
   h.subprotocol = subprotocol_for(request, options);
   if (deflate) h.deflate = deflate->parameters;
   const http::RequestHead& head = request.head();
   h.headers.reserve(head.header_count);
-  for (const http::Header& field : head) h.headers.emplace_back(field.name, field.value);
+  for (const http::Header& field : head) {
+    if (!field.name.empty() && field.name[0] == ':') continue;  // (HTTP/2's :protocol)
+    h.headers.emplace_back(field.name, field.value);
+  }
   return h;
 }
 
@@ -152,6 +147,14 @@ Task<> run_with_handshake(std::shared_ptr<const HandshakeCoroutineFn> fn, std::s
   co_await (*fn)(connection, *handshake);
 }
 
+// The codec with what the handshake agreed, for a connection or a stream.
+std::shared_ptr<Codec> make_codec(const UpgradeOptions& options, const Handshake& handshake, ByteBuf received) {
+  return handshake.deflate
+             ? std::make_shared<Codec>(options.connection, std::move(received),
+                                       PerMessageDeflate::server_config(*handshake.deflate, options.deflate))
+             : std::make_shared<Codec>(options.connection, std::move(received));
+}
+
 // Puts the WebSocket in HTTP's place: the codec after the transport (and TLS), then the handler.
 // `add_handler(channel, handshake)` adds the handler at the pipeline's end.
 template <class AddHandler>
@@ -169,10 +172,7 @@ void take_over(Channel& channel, const Handler& router, const UpgradeOptions& op
       }
     }
     if (http == nullptr) throw std::logic_error("no HTTP/1.1 codec in the pipeline");
-    auto codec = handshake.deflate
-                     ? std::make_shared<Codec>(options.connection, http->take_switched_input(),
-                                               PerMessageDeflate::server_config(*handshake.deflate, options.deflate))
-                     : std::make_shared<Codec>(options.connection, http->take_switched_input());
+    auto codec = make_codec(options, handshake, http->take_switched_input());
     pipeline.remove(router);
     pipeline.replace(http_name, "websocket", codec);
     add_handler(channel, std::move(handshake));
@@ -183,11 +183,54 @@ void take_over(Channel& channel, const Handler& router, const UpgradeOptions& op
   }
 }
 
+http2::ServerCodec* http2_codec_of(Pipeline& pipeline) {
+  for (const std::string& name : pipeline.names()) {
+    if (auto* codec = pipeline.get_as<http2::ServerCodec>(name)) return codec;
+  }
+  return nullptr;
+}
+
+// RFC 8441: the extended CONNECT's stream becomes a channel of its own (http2::StreamChannel) with
+// the bridge, the codec and the handler; its 200 is the bridge's first write.
+template <class AddHandler>
+void accept_over_http2(Context& ctx, HttpRequest& request, const std::shared_ptr<const UpgradeOptions>& options,
+                       const AddHandler& add_handler) {
+  if (std::optional<HttpResponse> refusal = refusal_over_http2(request)) {
+    ctx.write(std::move(refusal->for_request(request)));
+    ctx.flush();
+    return;
+  }
+  const std::optional<DeflateAgreement> deflate = deflate_for(request, *options);
+  Handshake handshake = handshake_of(request, *options, deflate);
+  std::string extensions = deflate ? deflate->response : std::string();
+  std::string subprotocol = handshake.subprotocol;
+  auto init = [options, add_handler, handshake = std::move(handshake), subprotocol = std::move(subprotocol),
+               extensions = std::move(extensions)](http2::StreamChannel& stream) {
+    auto start = [options, add_handler, handshake](Channel& channel) mutable {
+      channel.pipeline().add_last("websocket", make_codec(*options, handshake, ByteBuf()));
+      add_handler(channel, std::move(handshake));
+    };
+    stream.pipeline().add_last("websocket-stream",
+                               std::make_shared<detail::Http2StreamBridge>(subprotocol, extensions, std::move(start)));
+  };
+  http2::ServerCodec* codec = http2_codec_of(ctx.channel().pipeline());
+  if (codec == nullptr || !codec->serve_as_channel(request, std::move(init))) {
+    log(LogLevel::debug, "channel {}: websocket over HTTP/2: stream {} is gone or not an extended CONNECT",
+        ctx.channel().id(), request.sequence());
+    ctx.write(std::move(refuse(400, "not an extended CONNECT").for_request(request)));
+    ctx.flush();
+  }
+}
+
 template <class AddHandler>
 http::Router::RouteFn make_route(UpgradeOptions options, AddHandler add_handler) {
   options.deflate.validate();
   return [options = std::make_shared<const UpgradeOptions>(std::move(options)), add_handler](Context& ctx,
                                                                                              HttpRequest& request) {
+    if (request.version() == http::Version::http2 && request.method() == "CONNECT") {
+      accept_over_http2(ctx, request, options, add_handler);
+      return;
+    }
     const std::optional<DeflateAgreement> deflate = deflate_for(request, *options);
     HttpResponse response = answer(request, *options, deflate);
     const bool switching = response.status() == 101;

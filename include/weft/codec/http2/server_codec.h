@@ -125,6 +125,16 @@ class ServerCodec final : public Handler {
   /// it once the codec is in the pipeline, before it has read anything (the client's preface
   /// follows). False when the settings are malformed.
   bool upgrade(Context& ctx, std::string_view settings, const http::RequestHead& head);
+  /// Loop thread only. Serves the stream of `request`, an extended CONNECT (RFC 8441; see
+  /// Settings::enable_connect_protocol) handed to the pipeline and not answered yet, as a
+  /// StreamChannel from now on: `init` builds its pipeline, as a Settings::stream_initializer's
+  /// does. The child reads no StreamHeaders (the head is `request`): its first message is
+  /// StreamData, with the DATA that came before this call (moved out of `request`'s body) first,
+  /// and a StreamData with end_stream when the client ends its side. It answers with
+  /// ResponseHeaders (2xx accepts the tunnel), then StreamData both ways; ending its output
+  /// (StreamData with end_stream, or Channel::shutdown_output / close_gracefully) sends END_STREAM.
+  /// False, and nothing done, when the stream is gone (reset), answered, or not an extended CONNECT.
+  bool serve_as_channel(http::HttpRequest& request, StreamInitializer init);
   /// Loop thread only. Streams whose request has begun and that are not closed yet.
   std::size_t open_streams() const noexcept { return live_streams_; }
 
@@ -163,6 +173,7 @@ class ServerCodec final : public Handler {
   void flush_posted();
   void child_flush(StreamChannel& child);
   void child_closed(StreamChannel& child);
+  int tunnel_data(Stream& s, const std::uint8_t* data, std::size_t len);
 
   Stream* stream(std::int32_t id) const noexcept;
   Stream* acquire_stream(std::int32_t id);

@@ -115,6 +115,16 @@ struct Settings {
   /// at most this long before it closes (see Channel::close_gracefully).
   Duration linger_timeout = std::chrono::seconds(2);
 
+  /// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441 3): sent as 1 when set, and then a request may be an
+  /// extended CONNECT (`:method CONNECT` with `:protocol`, `:scheme`, `:path` and `:authority`): such a
+  /// request is handed to the pipeline as soon as its HEADERS arrive (its stream stays open both
+  /// ways; `request.header(":protocol")` names the protocol), and the route that accepts it makes the
+  /// stream a channel with ServerCodec::serve_as_channel(). ws::websocket routes do so for
+  /// `:protocol websocket` (WebSocket over HTTP/2). Unset (the default): not advertised, and a
+  /// request with `:protocol` is a stream error (PROTOCOL_ERROR). A plain CONNECT is not affected.
+  /// Set, the codec returns flow-control windows itself, as with stream_initializer.
+  bool enable_connect_protocol = false;
+
   /// The stream API (stream_channel.h): called with each request's head when its HEADERS have
   /// arrived, before any body. An initializer returned serves that stream as a StreamChannel built
   /// by it (body chunks, trailers, backpressure per stream); an empty one serves it whole, as

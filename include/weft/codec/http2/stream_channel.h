@@ -24,7 +24,9 @@
 /// as the client's windows allow. StreamData before the head, or anything after the end, fails the write with
 /// std::logic_error (an exception event in the child's pipeline). Closing the child before its response has ended
 /// resets the stream: RST_STREAM(CANCEL), after what it flushed; closing it after (a coroutine that returns once it
-/// wrote the end) lets the response finish leaving.
+/// wrote the end) lets the response finish leaving. Channel::shutdown_output (and close_gracefully) ends the
+/// response once its head is written: END_STREAM after what was written, then the client's end closes the
+/// channel (a tunnel's graceful end: an extended CONNECT served with ServerCodec::serve_as_channel).
 ///
 /// Backpressure, both ways and bounded:
 /// - Out: the bytes written to the child and not yet framed count toward its writability (see
@@ -214,6 +216,10 @@ class StreamChannel final : public Channel {
   void do_flush() override;
   /// Resets the stream (RST_STREAM(CANCEL)) unless its response has ended.
   void do_close() override;
+  /// Ends the response (END_STREAM after what was written; the head must have been written): what
+  /// Channel::shutdown_output and close_gracefully do to a stream. The client's end of the request
+  /// then closes the channel, without a reset.
+  void do_shutdown_output(Promise<void> promise) override;
   /// Takes ResponseHeaders, StreamData, PrefixedStreamData, StreamTrailers and http::HttpResponse.
   void do_write_message(MessageRef message) override;
   /// StreamMessage.

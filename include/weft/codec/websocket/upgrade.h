@@ -24,7 +24,18 @@
 /// the application's handler.
 ///
 /// It is a function rather than a member of Router because the router's layer (codec/http1) comes
-/// below this one. Over HTTP/2 (RFC 8441's extended CONNECT) the route answers 400: not yet.
+/// below this one.
+///
+/// Over HTTP/2 (RFC 8441), with http2::Settings::enable_connect_protocol set, the same route answers
+/// an extended CONNECT (`:protocol websocket`, `:path` the route's): `Sec-WebSocket-Version: 13` is
+/// checked (426 otherwise), there is no key or accept (RFC 8441 5), the subprotocol and
+/// permessage-deflate are negotiated as over HTTP/1.1, and `:status 200` accepts; then the stream is
+/// served as a channel (http2::ServerCodec::serve_as_channel) whose DATA frames carry the WebSocket's
+/// frames, and the same ws::Codec and handler run on it. The close handshake ends the stream with
+/// END_STREAM both ways; a client's RST_STREAM or the connection's end reaches the handler as a
+/// close with 1006; the connection's graceful end (GOAWAY: a drain, the loop's shutdown) starts the
+/// close handshake with 1001. Backpressure is the stream's: a WebSocket that does not read holds at
+/// most its stream window, and stalls no other stream. Handshake::version says which carried it.
 ///
 /// What the handshake asked and settled (the target, the subprotocol, the request's headers) reaches
 /// the application as a ws::Handshake: Callbacks::on_open, or a coroutine that takes it as its
@@ -53,6 +64,9 @@ namespace weft::ws {
 /// What a connection's handshake asked for and settled, kept for the connection's life; a server's
 /// or a client's (client_upgrade.h). Read-only: safe from any thread.
 struct Handshake {
+  /// The HTTP version that carried the handshake: http11 (an upgraded GET) or http2 (an extended
+  /// CONNECT, RFC 8441: the WebSocket is one stream of an HTTP/2 connection).
+  http::Version version = http::Version::http11;
   std::string target;       ///< the request target as sent: path and query ("/chat?room=7")
   std::string subprotocol;  ///< the subprotocol chosen (UpgradeOptions::subprotocols); empty: none
   /// permessage-deflate's parameters, when the handshake agreed it (UpgradeOptions::deflate); nullopt: none.
@@ -112,10 +126,13 @@ http::Router::RouteFn upgrade(CoroutineFn fn, UpgradeOptions options = {});
 /// As upgrade(CoroutineFn, UpgradeOptions), with a coroutine that takes the handshake.
 http::Router::RouteFn upgrade(HandshakeCoroutineFn fn, UpgradeOptions options = {});
 
-/// router.get(path, upgrade(handler, options)). Not thread-safe (the router's setup).
+/// router.get(path, route) and router.route("CONNECT", path, route) with route = upgrade(handler,
+/// options): the GET of HTTP/1.1 and the extended CONNECT of HTTP/2. Not thread-safe (the router's setup).
 template <class Handler>
 http::Router& websocket(http::Router& router, std::string path, Handler&& handler, UpgradeOptions options = {}) {
-  return router.get(std::move(path), upgrade(std::forward<Handler>(handler), std::move(options)));
+  http::Router::RouteFn route = upgrade(std::forward<Handler>(handler), std::move(options));
+  router.route("CONNECT", path, route);
+  return router.get(std::move(path), std::move(route));
 }
 
 }  // namespace weft::ws
