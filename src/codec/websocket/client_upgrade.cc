@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::size_t kMaxAnswerHead = 16 * 1024;
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
+bool same_name(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     char x = a[i], y = b[i];
@@ -30,17 +30,17 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
-std::string_view trim(std::string_view s) noexcept {
+std::string_view trim_ows(std::string_view s) noexcept {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
 
 // Whether the comma-separated `list` holds `token` (case-insensitive).
-bool has_token(std::string_view list, std::string_view token) noexcept {
+bool list_has_token(std::string_view list, std::string_view token) noexcept {
   while (!list.empty()) {
     const std::size_t comma = list.find(',');
-    if (iequals(trim(list.substr(0, comma)), token)) return true;
+    if (same_name(trim_ows(list.substr(0, comma)), token)) return true;
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);
   }
@@ -61,7 +61,7 @@ std::string fresh_key() {
 std::optional<std::string> joined(const Handshake& h, std::string_view name) {
   std::optional<std::string> out;
   for (const auto& [field, value] : h.headers) {
-    if (!iequals(field, name)) continue;
+    if (!same_name(field, name)) continue;
     if (out) {
       *out += ", ";
       *out += value;
@@ -91,7 +91,7 @@ int parse_head(std::string_view head, Handshake& h) {
     if (colon == std::string_view::npos || colon == 0 || line[0] == ' ' || line[0] == '\t') {
       throw HandshakeError(status, "a malformed header field in the answer");
     }
-    h.headers.emplace_back(std::string(line.substr(0, colon)), std::string(trim(line.substr(colon + 1))));
+    h.headers.emplace_back(std::string(line.substr(0, colon)), std::string(trim_ows(line.substr(colon + 1))));
   }
   return status;
 }
@@ -198,9 +198,9 @@ void ClientUpgrade::read_message(Context& ctx, MessageRef message) {
     const int status = parse_head(seen.substr(0, end + 2), h);
     if (status != 101) throw HandshakeError(status, "the server answered " + std::to_string(status) + ", not 101");
     const auto upgrade = joined(h, "Upgrade");
-    if (!upgrade || !has_token(*upgrade, "websocket")) throw HandshakeError(101, "no Upgrade: websocket");
+    if (!upgrade || !list_has_token(*upgrade, "websocket")) throw HandshakeError(101, "no Upgrade: websocket");
     const auto connection = joined(h, "Connection");
-    if (!connection || !has_token(*connection, "upgrade")) throw HandshakeError(101, "no Connection: upgrade");
+    if (!connection || !list_has_token(*connection, "upgrade")) throw HandshakeError(101, "no Connection: upgrade");
     const auto accept = joined(h, "Sec-WebSocket-Accept");
     if (!accept || *accept != accept_key(key_)) throw HandshakeError(101, "a wrong Sec-WebSocket-Accept");
     if (const auto protocol = joined(h, "Sec-WebSocket-Protocol")) {
