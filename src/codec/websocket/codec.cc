@@ -411,6 +411,13 @@ void Codec::schedule_ping_timer(Context& ctx, Duration after) {
 void Codec::on_ping_timer(Context& ctx) {
   if (state_ == State::closed) return;
   const TimePoint now = ctx.loop().turn_time();
+  if (ctx.channel().read_suspensions() > 0) {
+    // Not reading (backpressure): the peer's answers would wait unread, so silence proves nothing.
+    ping_outstanding_ = false;
+    last_received_ = now;
+    schedule_ping_timer(ctx, options_.ping_interval);
+    return;
+  }
   if (ping_outstanding_) {
     cut_for_silence(ctx);
     return;

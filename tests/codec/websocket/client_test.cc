@@ -201,6 +201,21 @@ TEST(WebSocketKeepalive, PingsWhenIdleAndCutsASilentPeer) {
   check_keepalive(ws::Codec::Role::server);
 }
 
+TEST(WebSocketKeepalive, SilenceIsNotCountedWhileReadingIsSuspended) {
+  ws::Options options;
+  options.ping_interval = 30s;
+  options.ping_timeout = 10s;
+  EmbeddedChannel ch;
+  ch.pipeline().add_last("ws", client_codec(options));
+  ch.suspend_reading();  // as backpressure does
+  ch.advance_time(100s);
+  EXPECT_EQ(ch.outbound_count(), 0u) << "no ping while not reading";
+  EXPECT_TRUE(ch.is_open());
+  ch.resume_reading();
+  ch.advance_time(60s);
+  ASSERT_TRUE(ch.read_outbound<ByteBuf>()) << "idle and reading again: a ping";
+}
+
 TEST(WebSocketKeepalive, OffByDefault) {
   EmbeddedChannel ch;
   ch.pipeline().add_last("ws", client_codec());

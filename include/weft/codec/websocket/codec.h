@@ -51,7 +51,8 @@
 /// Idle keepalive (Options::ping_interval, off by default): after ping_interval without a byte
 /// received, a ping is sent; when nothing at all (its pong or any frame) arrives within ping_timeout
 /// after it, the connection is cut: the application gets a close with 1006 (the peer is not
-/// answering, so no close handshake is tried) and the TCP connection is closed.
+/// answering, so no close handshake is tried) and the TCP connection is closed. While the channel's
+/// reading is suspended (backpressure), silence is not counted: answers would be waiting unread.
 ///
 /// Loop thread only; one per channel.
 
