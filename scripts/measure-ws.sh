@@ -5,6 +5,8 @@
 # The servers run side by side and alternate within each round; the medians of RUNS rounds are printed,
 # with weft's ratios to Beast and to node. (docs/weft-bench.md, "WebSocket")
 #   scripts/measure-ws.sh [BUILD] [RUNS] [SECONDS]       e.g. scripts/measure-ws.sh build/release 3 5
+#   WS_IN_FLIGHT=16 scripts/measure-ws.sh ...   (messages in flight per connection, default 1)
+#   WS_IDLE=0 scripts/measure-ws.sh ...         (leave out the idle-connection RSS)
 # Needs libboost1.81-dev (Beast) and nodejs node-ws; the peers' sources in ../shared/peers/ws.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +43,7 @@ task_ns() { local s=0 t; for t in /proc/"$1"/task/*/schedstat; do s=$((s + $(awk
 us_per_message() {
   local name=$1 size=$2 before after
   before=$(task_ns "${pid[$name]}")
-  taskset -c 1 "$build/bin/weft-load" ws "ws://127.0.0.1:${portof[$name]}/ws" -c 100 -m 1 -s "$size" --binary \
+  taskset -c 1 "$build/bin/weft-load" ws "ws://127.0.0.1:${portof[$name]}/ws" -c 100 -m "${WS_IN_FLIGHT:-1}" -s "$size" --binary \
     -d "$secs" --json "$tmp/load.json" >"$tmp/load.out" 2>&1 || { cat "$tmp/load.out" >&2; return 1; }
   after=$(task_ns "${pid[$name]}")
   python3 -c 'import json, sys
@@ -80,10 +82,13 @@ for round in $(seq "$runs"); do
     done
   done
 done
-echo "RSS growth per idle WebSocket connection (KiB, 1,000 connections, no compression):"
-for name in "${servers[@]}"; do printf '  %-15s %s KiB\n' "$name" "$(idle_kib "$name")"; done
+if [[ ${WS_IDLE:-1} != 0 ]]; then
+  echo "RSS growth per idle WebSocket connection (KiB, 1,000 connections, no compression):"
+  for name in "${servers[@]}"; do printf '  %-15s %s KiB\n' "$name" "$(idle_kib "$name")"; done
+fi
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-echo "server CPU µs per message (median of $runs; msg/s), server on CPU 0, weft-load ws on CPU 1, 100 connections"
+echo "server CPU µs per message (median of $runs; msg/s), server on CPU 0, weft-load ws on CPU 1, 100 connections," \
+  "${WS_IN_FLIGHT:-1} in flight each"
 for size in 64 16384; do
   declare -A m
   for name in "${servers[@]}"; do
