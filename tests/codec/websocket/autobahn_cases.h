@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "support/blocking_client.h"
+#include "weft/channel/connection.h"
 #include "weft/codec/websocket/codec.h"
+#include "weft/core/task.h"
 
 // The case table leaves its rarely used fields to their defaults.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -117,6 +119,16 @@ inline std::optional<Reply> read_reply(test::BlockingClient& c, bool from_client
 }
 
 inline Reply close_reply(std::uint16_t code) { return {8, code_bytes(code)}; }
+
+// The "/co" endpoint: a coroutine that echoes every message (or fragment) until the close.
+inline Task<> echo_coroutine(Connection<ws::Message>& c) {
+  for (;;) {
+    ws::Message m = co_await c.read();
+    if (m.is_close()) co_return;
+    co_await c.write(std::move(m));
+    c.flush();
+  }
+}
 
 // The limits of "/small": a message of at most 64 bytes in at most 4 frames.
 inline ws::Options small_limits() {

@@ -102,15 +102,7 @@ class WebSocketClientConformanceTest : public test::TransportTest {
     if (path == "/small") options.connection = small_limits();
     const std::string url = "ws://127.0.0.1:" + std::to_string(listener.port()) + std::string(path);
     if (path == "/co") {
-      return client_->websocket(url, ws::CoroutineFn([](Connection<ws::Message>& c) -> Task<> {
-                                  for (;;) {
-                                    ws::Message m = co_await c.read();
-                                    if (m.is_close()) co_return;
-                                    co_await c.write(std::move(m));
-                                    c.flush();
-                                  }
-                                }),
-                                options);
+      return client_->websocket(url, ws::CoroutineFn(echo_coroutine), options);
     }
     return client_->websocket(
         url, ws::Callbacks{.on_message = [](Context& ctx, ws::Message& m) { ctx.write_and_flush(std::move(m)); }},

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "autobahn_cases.h"
 #include "support/blocking_client.h"
 #include "support/shell.h"
 #include "support/tls_certs.h"
@@ -28,6 +29,8 @@ using namespace std::chrono_literals;
 
 namespace weft::websocket_peer_clients_test {
 namespace {
+
+using websocket_cases::echo_coroutine;
 
 bool installed(const std::string& probe) {
   int status = -1;
@@ -91,17 +94,7 @@ class WebSocketPeerClientsTest : public test::TransportTest {
     ws::websocket(*router, "/echo", echo, chat);
     ws::UpgradeOptions deflate = chat;
     deflate.deflate.enabled = true;
-    ws::websocket(
-        *router, "/co",
-        [](Connection<ws::Message>& c) -> Task<> {
-          for (;;) {
-            ws::Message m = co_await c.read();
-            if (m.is_close()) co_return;
-            co_await c.write(std::move(m));
-            c.flush();
-          }
-        },
-        deflate);
+    ws::websocket(*router, "/co", echo_coroutine, deflate);
     ws::websocket(*router, "/deflate", echo, deflate);
     // libwebsockets' test client opens the path twice: lws-mirror-protocol, which sends drawing
     // commands ("c #RRGGBB X Y R;") as fast as it can, and dumb-increment-protocol, which only

@@ -69,17 +69,7 @@ class WebSocketTest : public test::TransportTest {
     // A close_timeout far longer than the test's waits: each end of a connection is the handshake's.
     ws::UpgradeOptions patient;
     patient.connection.close_timeout = 60s;
-    ws::websocket(
-        *router, "/co",
-        [](Connection<ws::Message>& c) -> Task<> {
-          for (;;) {
-            ws::Message m = co_await c.read();
-            if (m.is_close()) co_return;
-            co_await c.write(std::move(m));
-            c.flush();
-          }
-        },
-        patient);
+    ws::websocket(*router, "/co", echo_coroutine, patient);
     // Both forms answer first with what the handshake settled, then echo.
     auto settled = [](const ws::Handshake& h) {
       return ws::Message::text(h.target + "|" + h.subprotocol + "|" + std::string(h.header("x-user").value_or("-")) +
@@ -132,17 +122,7 @@ class WebSocketTest : public test::TransportTest {
     ws::UpgradeOptions streamed;
     streamed.connection.stream_fragments = true;
     ws::websocket(*router, "/stream", echo, streamed);
-    ws::websocket(
-        *router, "/co-stream",
-        [](Connection<ws::Message>& c) -> Task<> {
-          for (;;) {
-            ws::Message m = co_await c.read();
-            if (m.is_close()) co_return;
-            co_await c.write(std::move(m));
-            c.flush();
-          }
-        },
-        streamed);
+    ws::websocket(*router, "/co-stream", echo_coroutine, streamed);
     // A broadcast to a peer that does not read: 1,000 messages of 64 KiB written at once, past a
     // queue bound of 256 KiB.
     ws::UpgradeOptions bounded;
