@@ -16,6 +16,16 @@ namespace detail {
 
 namespace {
 
+// Behind TLS until the WebSocket handshake starts: a failed TLS handshake is reported through its
+// future (the caller's), so the exception event the TlsHandler also fires stops here instead of
+// reaching the pipeline's tail (a stray WARN line, and a second reader of the error on the loop
+// while the caller holds it). Removed before ws::ClientUpgrade is added.
+class TlsFailureSink final : public Handler {
+ public:
+  static constexpr const char* kName = "websocket-tls-failure";
+  void exception_caught(Context&, std::exception_ptr) override {}
+};
+
 // "ws://..." as the "http://..." Url::parse reads ("wss": "https"); throws UrlError.
 Url parse_websocket_url(std::string_view text) {
   std::string_view scheme = text.substr(0, text.find("://"));
@@ -100,7 +110,10 @@ void LoopClient::open_websocket(const Url& url, TlsContextPtr tls, std::shared_p
     tls_handler = std::make_shared<TlsHandler>(std::move(tls), tls_options);
   }
   Future<ChannelPtr> connected = connector_.connect(url, [tls_handler](Channel& ch) {
-    if (tls_handler) ch.pipeline().add_last("tls", tls_handler);
+    if (tls_handler) {
+      ch.pipeline().add_last("tls", tls_handler);
+      ch.pipeline().add_last(TlsFailureSink::kName, std::make_shared<TlsFailureSink>());
+    }
   });
   connected.add_listener([url, tls_handler, upgrade, result](const Future<ChannelPtr>& f) mutable {
     if (auto error = f.error()) {
@@ -115,6 +128,8 @@ void LoopClient::open_websocket(const Url& url, TlsContextPtr tls, std::shared_p
         return;
       }
       try {
+        if (channel->pipeline().context(TlsFailureSink::kName) != nullptr)
+          channel->pipeline().remove(TlsFailureSink::kName);
         channel->pipeline().add_last("websocket-handshake", upgrade);
       } catch (...) {
         result.set_error(std::current_exception());
