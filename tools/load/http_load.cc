@@ -395,18 +395,9 @@ HttpResult run_http(const HttpOptions& options, const ProgressFn& progress) {
   TlsContextPtr tls;
   TlsHandlerOptions tls_options;
   if (target.tls) {
-    TlsContextBuilder builder = TlsContext::client();
-    builder.application_protocols({"http/1.1"});
-    if (options.insecure) builder.verify(TlsVerify::none);
-    if (!options.ca_file.empty()) builder.trust_file(options.ca_file);
-    try {
-      tls = builder.build();
-    } catch (const std::exception& e) {
-      throw LoadError(fmt::format("TLS: {}", e.what()));
-    }
-    tls_options.server_name = target.host;
-    tls_options.verify_hostname = !options.insecure;
-    tls_options.handshake_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_s * 1000));
+    ClientTls client = client_tls("http/1.1", target.host, options.insecure, options.ca_file, options.timeout_s);
+    tls = std::move(client.context);
+    tls_options = client.options;
   }
 
   LoopRun run(options.threads);

@@ -1,5 +1,7 @@
 #include "run.h"
 
+#include <fmt/format.h>
+
 #include <latch>
 #include <system_error>
 
@@ -169,5 +171,23 @@ TimePoint deadline_after(TimePoint start, double seconds) noexcept {
 }
 
 double seconds_since(TimePoint start) noexcept { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+ClientTls client_tls(std::string_view protocol, const std::string& host, bool insecure, const std::string& ca_file,
+                     double timeout_s) {
+  TlsContextBuilder builder = TlsContext::client();
+  builder.application_protocols({std::string(protocol)});
+  if (insecure) builder.verify(TlsVerify::none);
+  if (!ca_file.empty()) builder.trust_file(ca_file);
+  ClientTls tls;
+  try {
+    tls.context = builder.build();
+  } catch (const std::exception& e) {
+    throw LoadError(fmt::format("TLS: {}", e.what()));
+  }
+  tls.options.server_name = host;
+  tls.options.verify_hostname = !insecure;
+  tls.options.handshake_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
+  return tls;
+}
 
 }  // namespace weft::load

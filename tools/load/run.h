@@ -23,6 +23,8 @@
 
 #include "histogram.h"
 #include "report.h"
+#include "weft/codec/tls/tls_context.h"
+#include "weft/codec/tls/tls_handler.h"
 #include "weft/core/clock.h"
 #include "weft/core/event_loop.h"
 #include "weft/core/event_loop_group.h"
@@ -308,6 +310,17 @@ class LoopRun final : public Run {
   EventLoopGroup loops_;
   std::vector<Worker*> workers_;  // owned by the Run, in the loops' order
 };
+
+// What a load client's connections need for https:// or wss://: the context (ALPN `protocol`, the
+// server's certificate verified unless `insecure`, trusted from `ca_file` when given) and the
+// handler's options (the name sent and checked, the handshake's timeout). Throws LoadError.
+// Thread-safe.
+struct ClientTls {
+  TlsContextPtr context;
+  TlsHandlerOptions options;
+};
+ClientTls client_tls(std::string_view protocol, const std::string& host, bool insecure, const std::string& ca_file,
+                     double timeout_s);
 
 // The end of a run that started at `start` and lasts `seconds` (0: no deadline). Thread-safe (pure).
 TimePoint deadline_after(TimePoint start, double seconds) noexcept;
