@@ -294,15 +294,6 @@ std::shared_ptr<weft::http::Router> make_coroutine_router(weft::EventLoopGroup& 
   return router;
 }
 
-// Flushes what the handlers before it wrote, once each read batch has been decoded. Loop thread only.
-class FlushAfterReads final : public weft::Handler {
- public:
-  void channel_read_complete(weft::Context& ctx) override {
-    ctx.flush();
-    ctx.fire_read_complete();
-  }
-};
-
 // /ws: an echo of every text and binary message, in the form the mode's routes take; with `deflate`,
 // permessage-deflate accepted when offered (weft's defaults: context takeover, 15-bit windows,
 // messages under 128 bytes sent uncompressed).
@@ -323,17 +314,12 @@ void add_websocket_echo(weft::http::Router& router, bool coroutine, bool deflate
         std::move(options));
     return;
   }
-  // Each echo is written as it is decoded, and flushed once per read batch by a handler after the
-  // callbacks (as the coroutine form's flush is deferred to the batch's end): a client with several
-  // messages in flight gets their echoes in one write, not one write (a system call) each.
+  // write_and_flush per message: the codec holds a flush asked while it decodes a read batch until
+  // the batch's end, so a client with several messages in flight gets their echoes in one write.
   weft::ws::websocket(
       router, "/ws",
-      weft::ws::Callbacks{
-          .on_open =
-              [](weft::Context& ctx, const weft::ws::Handshake&) {
-                ctx.pipeline().add_last("ws-flush", std::make_shared<FlushAfterReads>());
-              },
-          .on_message = [](weft::Context& ctx, weft::ws::Message& message) { ctx.write(std::move(message)); }},
+      weft::ws::Callbacks{.on_message = [](weft::Context& ctx,
+                                           weft::ws::Message& message) { ctx.write_and_flush(std::move(message)); }},
       std::move(options));
 }
 

@@ -65,14 +65,17 @@ void Codec::handler_removed(Context& ctx) {
 }
 
 void Codec::feed(Context& ctx) {
+  in_read_batch_ = true;
   if (in_.is_readable()) decode(ctx);
   if (wrote_) channel_read_complete(ctx);
+  in_read_batch_ = false;
 }
 
 void Codec::read_message(Context& ctx, MessageRef message) {
   if (!message.is<ByteBuf>()) throw_type_mismatch(ctx, "inbound", typeid(ByteBuf), message.type());
   ByteBuf& bytes = message.as<ByteBuf>();
   if (state_ == State::closed) return;  // the WebSocket has ended: what still arrives is dropped
+  in_read_batch_ = true;
   if (ping_timer_ != 0) {
     last_received_ = ctx.loop().turn_time();
     ping_outstanding_ = false;
@@ -455,6 +458,8 @@ void Codec::stop_close_timer(Context& ctx) {
 }
 
 void Codec::channel_read_complete(Context& ctx) {
+  in_read_batch_ = false;
+  deferred_flushes_ = 0;
   if (wrote_) {
     wrote_ = false;
     ctx.flush();
@@ -462,7 +467,18 @@ void Codec::channel_read_complete(Context& ctx) {
   ctx.fire_read_complete();
 }
 
+void Codec::flush(Context& ctx) {
+  if (in_read_batch_ && state_ != State::closed && ++deferred_flushes_ < kFlushesPerWrite) {
+    wrote_ = true;
+    return;
+  }
+  deferred_flushes_ = 0;
+  wrote_ = false;
+  ctx.flush();
+}
+
 void Codec::channel_inactive(Context& ctx) {
+  in_read_batch_ = false;
   stop_close_timer(ctx);
   if (ping_timer_ != 0) ctx.loop().cancel(ping_timer_);
   ping_timer_ = 0;

@@ -44,6 +44,23 @@ ws::UpgradeOptions small_limits() {
   return options;
 }
 
+// Counts, on the connection's side of every handler, the read batches that arrive and the flushes
+// that leave. Shared by the server's connections; the test that reads it opens one.
+class FlushCounter final : public Handler {
+ public:
+  void channel_read_complete(Context& ctx) override {
+    batches.fetch_add(1);
+    ctx.fire_read_complete();
+  }
+  void flush(Context& ctx) override {
+    flushes.fetch_add(1);
+    ctx.flush();
+  }
+  bool is_sharable() const noexcept override { return true; }
+  std::atomic<int> batches{0};
+  std::atomic<int> flushes{0};
+};
+
 class WebSocketTest : public test::TransportTest {
  protected:
   void SetUp() override {
@@ -138,6 +155,7 @@ class WebSocketTest : public test::TransportTest {
     router->get("/plain", [](http::Request&) { return http::HttpResponse(200).body_view("plain"); });
     ServerBootstrap bootstrap;
     bootstrap.group(*group_).child_handler([this, router, small_buffers](Channel& ch) {
+      ch.pipeline().add_last("flush-counter", flush_counter_);
       if (small_buffers) {
         ch.pipeline().add_last("probe", std::make_shared<test::ChannelProbe>(probes_.add()));
         ch.pipeline().add_last("meter", meter_);
@@ -190,6 +208,7 @@ class WebSocketTest : public test::TransportTest {
   static constexpr std::size_t kHighWaterMark = 64 * 1024;
   test::ProbeRegistry probes_;  // declared before the group: the server's channels refer to it
   std::shared_ptr<test::PendingMeter> meter_ = std::make_shared<test::PendingMeter>();
+  std::shared_ptr<FlushCounter> flush_counter_ = std::make_shared<FlushCounter>();
   std::optional<EventLoopGroup> group_;
   ChannelPtr server_;
   std::uint16_t port_ = 0;
@@ -365,6 +384,25 @@ TEST_P(WebSocketTest, ThePeerThatNeverReadsIsNotReadEitherAndGetsEveryPong) {
   auto got = read_reply(c);
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(*got, close_reply(1000));
+}
+
+// An echo that flushes each answer (write_and_flush in on_message) still answers a batch of
+// messages with one flush: the codec holds the flushes asked while it decodes until the batch ends.
+TEST_P(WebSocketTest, AnswersToOneReadBatchLeaveInOneFlush) {
+  BlockingClient c = open("/echo");
+  std::string burst;
+  constexpr int kMessages = 32;
+  for (int i = 0; i < kMessages; ++i) burst += bytes(text("message " + std::to_string(i)));
+  ASSERT_TRUE(c.send_all(burst));
+  for (int i = 0; i < kMessages; ++i) {
+    auto got = read_reply(c);
+    ASSERT_TRUE(got.has_value()) << i;
+    ASSERT_EQ(*got, (Reply{1, "message " + std::to_string(i)}));
+  }
+  // Each batch counts before its flush goes: every flush so far (the 101's and the echoes') was
+  // one batch's, and a flush per message would pass the batches.
+  EXPECT_LE(flush_counter_->flushes.load(), flush_counter_->batches.load());
+  EXPECT_GE(flush_counter_->flushes.load(), 2);
 }
 
 TEST_P(WebSocketTest, TheApplicationSeesHowEachConnectionEnded) {

@@ -99,6 +99,8 @@ struct Options {
 /// out; Message in, ByteBuf out. Loop thread only; one per channel.
 class Codec final : public Handler {
  public:
+  /// The most flushes that wait for a read batch's end before one goes through (flush()).
+  static constexpr std::uint32_t kFlushesPerWrite = 64;
   /// Which side of the connection the codec speaks for: a client masks what it sends and refuses
   /// masked frames, a server the reverse.
   enum class Role : std::uint8_t { server, client };
@@ -122,6 +124,10 @@ class Codec final : public Handler {
   void read_message(Context& ctx, MessageRef message) override;
   void write_message(Context& ctx, MessageRef message) override;
   void channel_read_complete(Context& ctx) override;
+  /// A flush asked while a read batch is being decoded (an echo's write_and_flush in on_message)
+  /// waits for the batch's end, so that the answers to a batch of messages leave in one write
+  /// (Netty's FlushConsolidationHandler); at most kFlushesPerWrite wait. Other flushes go at once.
+  void flush(Context& ctx) override;
   void channel_inactive(Context& ctx) override;
   void writability_changed(Context& ctx) override;
   /// The peer's FIN without a close (ChannelInputShutdownEvent) ends the WebSocket with 1006.
@@ -172,7 +178,9 @@ class Codec final : public Handler {
   bool message_text_ = false;      // the message being received is text
   bool message_compressed_ = false;  // the message being received is compressed (RSV1)
   bool frame_is_data_ = false;     // the frame being received is text, binary or a continuation
-  bool wrote_ = false;             // frames written since the last flush (pongs, a close)
+  bool wrote_ = false;             // frames written since the last flush (pongs, a close, deferred flushes)
+  bool in_read_batch_ = false;     // from a read to its read_complete: flushes wait for it
+  std::uint32_t deferred_flushes_ = 0;  // flushes waiting for the batch's end
   bool ended_ = false;             // the close message has gone to the next handler
   bool graceful_ = false;          // the connection's graceful end has started (end())
   std::size_t fragments_ = 0;      // frames of the message being received
