@@ -114,7 +114,6 @@ class H2Worker final : public Worker {
   void pump(Nanos now);
 
  private:
-  void schedule_pump(Nanos now);
   H2Connection& connection(std::size_t i) const noexcept;
 
   std::size_t index_;
@@ -122,10 +121,7 @@ class H2Worker final : public Worker {
   SetupSync& sync_;
   std::uint64_t budget_ = 0;     // counted runs: requests still to send
   std::uint64_t in_flight_ = 0;  // over all connections
-  // The open loop's schedule (--rate).
-  OpenLoopSchedule schedule_;
-  std::size_t cursor_ = 0;  // the connection the next due request tries first
-  bool pump_scheduled_ = false;
+  OpenLoopPump pump_;            // the open loop's schedule (--rate) and dispatch
   std::vector<H2Connection*> touched_;  // connections given requests by this pump, to write once each
 };
 
@@ -420,7 +416,7 @@ H2Connection& H2Worker::connection(std::size_t i) const noexcept { return static
 void H2Worker::detach(H2Connection* c, std::size_t in_flight) {
   remove_session(c);
   std::erase(touched_, c);
-  if (cursor_ >= sessions().size()) cursor_ = 0;
+  pump_.connections_now(sessions().size());
   if (!sending()) return;
   stats.errors.read += in_flight;  // the connection ended with streams open
   ended(in_flight);
@@ -430,55 +426,36 @@ void H2Worker::detach(H2Connection* c, std::size_t in_flight) {
 
 void H2Worker::begin(std::uint64_t budget, double rate) {
   budget_ = budget;
-  schedule_.set_rate(rate);
+  pump_.schedule.set_rate(rate);
   Worker::begin();
   const Nanos now = now_ns();
-  schedule_.start(now);
+  pump_.schedule.start(now);
   for (Session* c : std::vector<Session*>(sessions())) static_cast<H2Connection*>(c)->start(now);
-  if (config_.open_loop && schedule_.active()) pump(now);
+  if (config_.open_loop && pump_.schedule.active()) pump(now);
   if (sessions().empty() || (config_.counted && in_flight_ == 0 && budget_ == 0)) finish();
 }
 
 void H2Worker::pump(Nanos now) {
   if (!sending() || (config_.counted && budget_ == 0)) return;
-  const std::uint64_t due = schedule_.due_by(now);
   const std::size_t n = sessions().size();
-  std::size_t full_in_a_row = 0;
-  while (schedule_.next_index() < due && n > 0 && full_in_a_row < n && sessions().size() == n) {
-    H2Connection& c = connection(cursor_);
-    cursor_ = (cursor_ + 1) % n;
-    if (c.room() == 0) {
-      ++full_in_a_row;
-      continue;
-    }
-    full_in_a_row = 0;
-    if (!take()) break;  // the request count is spent
-    if (!c.touched) touched_.push_back(&c);
-    if (!c.submit(schedule_.next_time(), now)) {
-      if (config_.counted) ++budget_;  // not sent: another connection sends it
-      continue;
-    }
-    schedule_.advance();
-  }
+  pump_.give_due(
+      now, n, [this](std::size_t i) -> H2Connection& { return connection(i); },
+      [this, n, now](H2Connection& c, Nanos intended) {
+        if (!take()) return OpenLoopPump::Given::spent;
+        if (!c.touched) touched_.push_back(&c);
+        if (c.submit(intended, now)) return OpenLoopPump::Given::sent;
+        if (config_.counted) ++budget_;  // not sent: another connection sends it
+        return sessions().size() == n ? OpenLoopPump::Given::not_sent : OpenLoopPump::Given::stop;
+      });
   // One write per connection for what this pump gave it (a flush may close it: detach drops it).
   while (!touched_.empty()) {
     H2Connection* c = touched_.back();
     touched_.pop_back();
     c->write_pending();
   }
-  // Requests still due wait for a stream to end (each end pumps again); they keep their intended
-  // times, so the wait counts in their latency.
-  if (schedule_.next_index() >= due && !(config_.counted && budget_ == 0)) schedule_pump(now);
-}
-
-void H2Worker::schedule_pump(Nanos now) {
-  if (pump_scheduled_) return;
-  pump_scheduled_ = true;
-  const Nanos next = schedule_.next_time();
-  loop().schedule(std::chrono::nanoseconds(std::max<Nanos>(0, next - now)), [this] {
-    pump_scheduled_ = false;
-    pump(now_ns());
-  });
+  if (pump_.caught_up() && !(config_.counted && budget_ == 0)) {
+    pump_.wake_at_next(loop(), now, [this] { pump(now_ns()); });
+  }
 }
 
 // Header fields HTTP/2 forbids (RFC 9113 8.2.2); Host is :authority.

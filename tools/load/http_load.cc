@@ -40,7 +40,7 @@ class HttpWorker final : public Worker {
  public:
   HttpWorker(Run& run, EventLoop& loop, const RunConfig& config, double rate)
       : Worker(run, loop, config.timeout_ns), config_(config) {
-    schedule_.set_rate(rate);
+    pump_.schedule.set_rate(rate);
   }
 
   const RunConfig& config() const noexcept { return config_; }
@@ -60,14 +60,11 @@ class HttpWorker final : public Worker {
   std::string handshake_failure;    // the first TLS handshake's failure, if any
 
  private:
-  void schedule_pump(Nanos now);
   Connection& connection(std::size_t index) const noexcept;
 
   const RunConfig& config_;
   std::vector<Connection*> touched_;
-  bool pump_scheduled_ = false;
-  OpenLoopSchedule schedule_;
-  std::size_t cursor_ = 0;
+  OpenLoopPump pump_;
 };
 
 // One HTTP connection: writes pre-encoded request batches, counts the responses.
@@ -226,7 +223,7 @@ void HttpWorker::attach(Connection* c) {
 
 void HttpWorker::detach(Connection* c, std::size_t in_flight) {
   remove_session(c);
-  if (cursor_ >= sessions().size()) cursor_ = 0;
+  pump_.connections_now(sessions().size());
   if (stopping()) return;
   if (in_flight > 0) ++stats.errors.read;  // the server closed with requests outstanding
   publish();
@@ -258,7 +255,7 @@ void HttpWorker::finish_if_spent() {
 
 void HttpWorker::begin() {
   const Nanos start = now_ns();
-  schedule_.start(start);
+  pump_.schedule.start(start);
   Worker::begin();
   if (config_.budget != nullptr && sessions().empty()) {
     finish();  // -n: no connection here to send on (its connects failed); the others send the count
@@ -273,45 +270,21 @@ void HttpWorker::begin() {
 
 void HttpWorker::pump(Nanos now) {
   if (!sending()) return;
-  const std::uint64_t due = schedule_.due_by(now);
   touched_.clear();
-  const std::size_t n = sessions().size();
-  std::size_t full_in_a_row = 0;
-  bool spent = false;
-  while (schedule_.next_index() < due && n > 0 && full_in_a_row < n) {
-    Connection& c = connection(cursor_);
-    cursor_ = (cursor_ + 1) % n;
-    if (c.room() == 0) {
-      ++full_in_a_row;
-      continue;
-    }
-    full_in_a_row = 0;
-    if (take(1) == 0) {
-      spent = true;
-      break;
-    }
-    if (c.unsent() == 0) touched_.push_back(&c);
-    c.queue(schedule_.next_time());
-    schedule_.advance();
-  }
+  const bool spent = pump_.give_due(
+      now, sessions().size(), [this](std::size_t i) -> Connection& { return connection(i); },
+      [this](Connection& c, Nanos intended) {
+        if (take(1) == 0) return OpenLoopPump::Given::spent;
+        if (c.unsent() == 0) touched_.push_back(&c);
+        c.queue(intended);
+        return OpenLoopPump::Given::sent;
+      });
   for (Connection* c : touched_) c->flush_queued(now);
-  // Requests still due wait for a response to free room (each response pumps again); they keep
-  // their intended times, so the wait counts in their latency.
   if (spent) {
     finish_if_spent();
-  } else if (schedule_.next_index() >= due) {
-    schedule_pump(now);
+  } else if (pump_.caught_up()) {
+    pump_.wake_at_next(loop(), now, [this] { pump(now_ns()); });
   }
-}
-
-void HttpWorker::schedule_pump(Nanos now) {
-  if (pump_scheduled_) return;
-  pump_scheduled_ = true;
-  const Nanos next = schedule_.next_time();
-  loop().schedule(std::chrono::nanoseconds(std::max<Nanos>(0, next - now)), [this] {
-    pump_scheduled_ = false;
-    pump(now_ns());
-  });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // stream_load.cc) subclasses Worker for its loop-side state and makes its connections Sessions.
 // echo_load.cc's blocking threads count in a Run of their own. The calling thread drives the run.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -141,6 +142,69 @@ class OpenLoopSchedule {
   double interval_ns_ = 0;
   Nanos start_ = 0;
   std::uint64_t next_ = 0;
+};
+
+// The open loop's dispatch, shared by http, h2 and ws: hands the requests due by `now` to the
+// connections with room, round robin from where the last pass stopped, and wakes its worker when
+// the next request is due. Requests due while every connection is full wait for a response to free
+// room (each response pumps again); they keep their intended times, so the wait counts in their
+// latency. Not thread-safe (its worker's loop).
+class OpenLoopPump {
+ public:
+  // What give() did with the request it was handed.
+  enum class Given : std::uint8_t {
+    sent,      // the connection took it
+    not_sent,  // it did not (the next connection may)
+    stop,      // it did not, and the connections changed (one closed): end this pass
+    spent,     // none left to send (-n's count): end this pass
+  };
+
+  OpenLoopSchedule schedule;
+
+  // One pass over the n connections (at(i)): while a request is due, give(c, intended time) for
+  // the next connection c with room (c.room() > 0). Returns whether give() said spent.
+  template <class At, class Give>
+  bool give_due(Nanos now, std::size_t n, At&& at, Give&& give) {
+    due_ = schedule.due_by(now);
+    std::size_t full_in_a_row = 0;
+    while (schedule.next_index() < due_ && n > 0 && full_in_a_row < n) {
+      auto& c = at(cursor_);
+      cursor_ = (cursor_ + 1) % n;
+      if (c.room() == 0) {
+        ++full_in_a_row;
+        continue;
+      }
+      full_in_a_row = 0;
+      switch (give(c, schedule.next_time())) {
+        case Given::sent: schedule.advance(); break;
+        case Given::not_sent: break;
+        case Given::stop: return false;
+        case Given::spent: return true;
+      }
+    }
+    return false;
+  }
+  // Whether the last pass gave every request then due: the next one waits for its time (wake_at_next).
+  bool caught_up() const noexcept { return schedule.next_index() >= due_; }
+  // Once, until it runs: fn() on `loop` when the next request is due.
+  template <class Fn>
+  void wake_at_next(EventLoop& loop, Nanos now, Fn fn) {
+    if (wake_armed_) return;
+    wake_armed_ = true;
+    loop.schedule(std::chrono::nanoseconds(std::max<Nanos>(0, schedule.next_time() - now)), [this, fn = std::move(fn)] {
+      wake_armed_ = false;
+      fn();
+    });
+  }
+  // A connection left: `n` remain.
+  void connections_now(std::size_t n) noexcept {
+    if (cursor_ >= n) cursor_ = 0;
+  }
+
+ private:
+  std::uint64_t due_ = 0;   // requests due by the last pass's time
+  std::size_t cursor_ = 0;  // the connection the next due request tries first
+  bool wake_armed_ = false;
 };
 
 // One connection as the core sees it: requests outstanding since some point, and how to end it.

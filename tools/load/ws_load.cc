@@ -252,7 +252,7 @@ class WsWorker final : public Worker {
  public:
   WsWorker(Run& run, EventLoop& loop, const RunConfig& config, double rate)
       : Worker(run, loop, config.timeout_ns), config_(config) {
-    schedule_.set_rate(rate);
+    pump_.schedule.set_rate(rate);
   }
 
   const RunConfig& config() const noexcept { return config_; }
@@ -274,14 +274,11 @@ class WsWorker final : public Worker {
   }
 
  private:
-  void schedule_pump(Nanos now);
   WsConnection& connection(std::size_t index) const noexcept;
 
   const RunConfig& config_;
   std::vector<WsConnection*> touched_;
-  bool pump_scheduled_ = false;
-  OpenLoopSchedule schedule_;
-  std::size_t cursor_ = 0;
+  OpenLoopPump pump_;
 };
 
 // One WebSocket connection: the handshake, then masked message frames out, echoes checked in.
@@ -657,7 +654,7 @@ void WsWorker::attach(WsConnection* c) {
 
 void WsWorker::detach(WsConnection* c, std::size_t in_flight) {
   remove_session(c);
-  if (cursor_ >= sessions().size()) cursor_ = 0;
+  pump_.connections_now(sessions().size());
   if (stopping()) return;
   if (in_flight > 0) ++stats.errors.read;  // the server closed with messages outstanding
   publish();
@@ -686,7 +683,7 @@ void WsWorker::finish_if_spent() {
 
 void WsWorker::begin() {
   const Nanos start = now_ns();
-  schedule_.start(start);
+  pump_.schedule.start(start);
   Worker::begin();
   if (sessions().empty()) {
     finish();  // no connection here to send on (its handshakes failed); the others send
@@ -701,45 +698,21 @@ void WsWorker::begin() {
 
 void WsWorker::pump(Nanos now) {
   if (!sending()) return;
-  const std::uint64_t due = schedule_.due_by(now);
   touched_.clear();
-  const std::size_t n = sessions().size();
-  std::size_t full_in_a_row = 0;
-  bool spent = false;
-  while (schedule_.next_index() < due && n > 0 && full_in_a_row < n) {
-    WsConnection& c = connection(cursor_);
-    cursor_ = (cursor_ + 1) % n;
-    if (c.room() == 0) {
-      ++full_in_a_row;
-      continue;
-    }
-    full_in_a_row = 0;
-    if (take(1) == 0) {
-      spent = true;
-      break;
-    }
-    if (c.unsent() == 0) touched_.push_back(&c);
-    c.queue(schedule_.next_time());
-    schedule_.advance();
-  }
+  const bool spent = pump_.give_due(
+      now, sessions().size(), [this](std::size_t i) -> WsConnection& { return connection(i); },
+      [this](WsConnection& c, Nanos intended) {
+        if (take(1) == 0) return OpenLoopPump::Given::spent;
+        if (c.unsent() == 0) touched_.push_back(&c);
+        c.queue(intended);
+        return OpenLoopPump::Given::sent;
+      });
   for (WsConnection* c : touched_) c->flush_queued(now);
-  // Messages still due wait for an echo to free room (each echo pumps again); they keep their
-  // intended times, so the wait counts in their latency.
   if (spent) {
     finish_if_spent();
-  } else if (schedule_.next_index() >= due) {
-    schedule_pump(now);
+  } else if (pump_.caught_up()) {
+    pump_.wake_at_next(loop(), now, [this] { pump(now_ns()); });
   }
-}
-
-void WsWorker::schedule_pump(Nanos now) {
-  if (pump_scheduled_) return;
-  pump_scheduled_ = true;
-  const Nanos next = schedule_.next_time();
-  loop().schedule(std::chrono::nanoseconds(std::max<Nanos>(0, next - now)), [this] {
-    pump_scheduled_ = false;
-    pump(now_ns());
-  });
 }
 
 // The message's bytes: readable text (valid UTF-8 for text frames, and compressible as real
