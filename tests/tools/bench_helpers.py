@@ -38,3 +38,11 @@ def table(values_by_row, column="loop", higher_is_better=True, table_id="tfb-pla
 def results_doc(*tables):
     return {"tool": "weft-bench", "schema": 1, "suite": "tfb", "environment": {"git_commit": "abc"},
             "settings": {}, "notes": [], "tables": list(tables), "processes": []}
+
+
+def assert_all_stopped(test, doc):
+    """Every process the run recorded has exited, and its children with it."""
+    from weft_bench.processes import session_members  # tools/bench is on the path once this module loads
+    test.assertTrue(doc["processes"], "the run recorded the processes it started")
+    for p in doc["processes"]:
+        test.assertEqual(session_members(p["pid"]), [], f"{p['name']} (pid {p['pid']}) or a child is still running")

@@ -10,19 +10,13 @@ import tempfile
 import time
 import unittest
 
-from bench_helpers import BIN_DIR, LAUNCHER, load_json, weft_bench
+from bench_helpers import BIN_DIR, LAUNCHER, assert_all_stopped, load_json, weft_bench
 from weft_bench import peers, results, suites
 from weft_bench.processes import Supervisor, free_port, session_members
 
 # Quarter-second points: these tests check the mechanics (every point measured, compare, the report,
 # the processes stopped), not the figures.
 QUICK_LOOP = ["run", "tfb", "--quick", "--columns", "loop", "--duration", "0.25", "--warmup", "0.25"]
-
-
-def assert_all_stopped(test, doc):
-    test.assertTrue(doc["processes"], "the run recorded the processes it started")
-    for p in doc["processes"]:
-        test.assertEqual(session_members(p["pid"]), [], f"{p['name']} (pid {p['pid']}) or a child is still running")
 
 
 @unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-hello"), os.X_OK), f"weft-hello not built in {BIN_DIR}")
@@ -167,6 +161,102 @@ class Interrupt(unittest.TestCase):
             self.assertEqual(proc.returncode, 130, err)
             self.assertIn("interrupted", err)
             assert_all_stopped(self, load_json(os.path.join(out, "results.json")))
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-hello"), os.X_OK), f"weft-hello not built in {BIN_DIR}")
+class RealScalingRun(unittest.TestCase):
+    """weft-bench run scaling, quick, on this machine's server share: a fresh server per loop count, pinned
+    to that many CPUs, both accept modes measured, every process stopped."""
+
+    def test_scaling_quick_run(self):
+        with tempfile.TemporaryDirectory(prefix="weft-bench-scaling-") as tmp:
+            proc = weft_bench("run", "scaling", "--quick", "--repeat", "1", "--duration", "0.25", "--warmup", "0.25",
+                              "--columns", "weft acceptor,weft reuseport", "--out", tmp)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+            self.assertIn("Scaling: /plaintext, pipeline 16", proc.stdout)
+            doc = load_json(os.path.join(tmp, "results.json"))
+            (t,) = doc["tables"]
+            self.assertEqual(t["row_label"], "loops")
+            self.assertEqual(t["rows"][0], 1)
+            self.assertEqual(len(t["cells"]), 2 * len(t["rows"]))
+            for c in t["cells"]:
+                self.assertGreater(c["value"], 0)
+                self.assertGreater(c["cpu_us_per_req"], 0)
+            for p in doc["processes"]:
+                if p["name"].startswith("scaling-weft") and not p["name"].endswith("-load"):  # the row's loops and CPUs
+                    argv = p["argv"]
+                    self.assertEqual(argv[argv.index("--loops") + 1], "1")
+                    if argv[0] == "taskset":
+                        self.assertEqual(len(argv[2].split(",")), 1)
+            assert_all_stopped(self, doc)
+
+
+@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-hello"), os.X_OK) and
+                     os.access(os.path.join(BIN_DIR, "weft-load"), os.X_OK), f"weft-hello or weft-load not built in {BIN_DIR}")
+class RealWsRun(unittest.TestCase):
+    """weft-bench run ws, quick: weft-hello's /ws and Boost.Beast's echo (when installed and already built: its
+    compile takes minutes) each echo every message of both tables, with the server's CPU per message, and
+    every process stops."""
+
+    def test_ws_quick_run(self):
+        beast = peers.beast_ws("beast-ws").note is None and os.access(peers.beast_ws_binary(), os.X_OK)
+        columns = ["loop"] + (["beast-ws"] if beast else [])
+        with tempfile.TemporaryDirectory(prefix="weft-bench-ws-") as tmp:
+            proc = weft_bench("run", "ws", "--quick", "--repeat", "1", "--duration", "0.25", "--warmup", "0.25",
+                              "--columns", ",".join(columns), "--out", tmp, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+            self.assertIn("WebSocket echo: 64-byte binary messages", proc.stdout)
+            doc = load_json(os.path.join(tmp, "results.json"))
+            self.assertEqual([t["id"] for t in doc["tables"]], ["ws-64", "ws-16384"])
+            for t in doc["tables"]:
+                self.assertEqual([c["name"] for c in t["columns"]], columns)
+                self.assertEqual(len(t["cells"]), len(columns))
+                for c in t["cells"]:
+                    self.assertGreater(c["value"], 0, c)
+                    self.assertGreater(c["cpu_us_per_req"], 0, c)
+                    for r in c["repeats"]:
+                        self.assertEqual(sum(r["load"]["errors"].values()), 0, r["load"])
+            assert_all_stopped(self, doc)
+
+
+@unittest.skipUnless(shutil.which("curl"), "needs curl")
+class RealPeerRecipes(unittest.TestCase):
+    """The installed peers' recipes start real servers that answer /plaintext over the protocol of their suite."""
+
+    def fetch(self, port, suite):
+        url = f"{'https' if suite == 'tls' else 'http'}://127.0.0.1:{port}/plaintext"
+        how = {"tfb": ["--http1.1"], "h2": ["--http2-prior-knowledge"], "tls": ["-k", "--http2"]}[suite]
+        done = subprocess.run(["curl", "-s", "--max-time", "20", "-w", " %{http_version}", *how, url],
+                              capture_output=True, text=True)
+        return done.stdout
+
+    def check(self, program):
+        if not peers.find_program(program):
+            self.skipTest(f"{program} is not installed")
+        ctx = suites.Context(BIN_DIR, True, 1, {}, build_peers=False)
+        cert, key = suites._test_certificate()
+        with tempfile.TemporaryDirectory(prefix="weft-bench-peers-") as tmp:
+            sup = Supervisor(os.path.join(tmp, "logs"))
+            try:
+                for suite, version in (("tfb", "1.1"), ("h2", "2"), ("tls", "2")):
+                    (column,) = [c for c in peers.installed(ctx, suite, cert, key) if c.name == program]
+                    port = free_port()
+                    server = sup.start(f"{suite}-{program}", [a.format(port=port, loops=1) for a in column.argv])
+                    server.wait_listening(port)
+                    self.assertEqual(self.fetch(port, suite), f"Hello, World! {version}", f"{program} in {suite}")
+                    sup.release(server, 1.0)
+            finally:
+                sup.stop_all()
+
+    def test_nginx(self):
+        self.check("nginx")
+
+    def test_h2o(self):
+        self.check("h2o")
 
 
 if __name__ == "__main__":
