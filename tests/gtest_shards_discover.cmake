@@ -23,7 +23,7 @@ if(shards GREATER 0)
     math(EXPR shown "${index} + 1")
     set(name "${shards_target}[${shown}/${shards}]")
     add_test("${name}" "${shards_exe}")
-    set_tests_properties("${name}" PROPERTIES LABELS ${shards_label} TIMEOUT 1200 RUN_SERIAL ${shards_serial}
+    set_tests_properties("${name}" PROPERTIES LABELS ${shards_label} TIMEOUT 1200
                          ENVIRONMENT "GTEST_TOTAL_SHARDS=${shards};GTEST_SHARD_INDEX=${index}")
   endforeach()
 endif()

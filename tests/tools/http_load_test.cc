@@ -32,23 +32,6 @@ std::pair<int, std::string> run_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-TEST(HttpLoadTest, ConstantRateHoldsWithinTwoPercent) {
-  test::TestServers servers;
-  const auto port = servers.start_http();
-  HttpOptions o;
-  o.url = "http://127.0.0.1:" + std::to_string(port) + "/plaintext";
-  o.connections = 8;
-  o.threads = 2;
-  o.duration_s = 3;
-  o.rate = 2000;
-  HttpResult r = run_http(o);
-  const double achieved = static_cast<double>(r.responses) / r.duration_s;
-  EXPECT_NEAR(achieved, o.rate, o.rate * 0.02) << r.responses << " responses in " << r.duration_s << " s";
-  EXPECT_EQ(r.errors.total(), 0u);
-  EXPECT_EQ(r.latency.count(), r.responses);
-  EXPECT_LE(r.requests - r.responses, 16u) << "only the requests in flight at the end may lack a response";
-}
-
 // -n: exactly that many requests, shared by the loops and connections (a last batch shorter than
 // the pipeline), in the closed loop and the open one; the run then ends by itself.
 TEST(HttpLoadTest, ARequestCountIsSentExactly) {
