@@ -41,6 +41,8 @@ class OutboundBuffer {
   bool add_file(FileRegion file);
   /// Marks everything queued so far as flushed.
   void add_flush() noexcept { flushed_ = ring_.size(); }
+  /// How many entries (buffers, file markers) are flushed and not yet sent.
+  std::size_t flushed_entries() const noexcept { return flushed_; }
   /// Fills up to `max_iov` entries with flushed bytes (at most `max_bytes`), stopping at a file.
   /// Returns the count: 0 while has_flushed() means the front is a file (flushed_file()).
   int collect_iovecs(iovec* iov, int max_iov, std::size_t max_bytes) const noexcept;

@@ -220,11 +220,18 @@ void IoUringSocketChannel::do_flush() {
 
 void IoUringSocketChannel::start_send() {
   if (!outbound().has_flushed()) return;
-  send_entries_ = outbound().collect_iovecs(iov_, kMaxIovecs, kMaxBytesPerSend);
+  iovec* iov = inline_iov_;
+  int max_iov = kInlineIovecs;
+  if (outbound().flushed_entries() > static_cast<std::size_t>(kInlineIovecs)) {
+    if (!many_iov_) many_iov_ = std::make_unique<iovec[]>(kMaxIovecs);
+    iov = many_iov_.get();
+    max_iov = kMaxIovecs;
+  }
+  send_entries_ = outbound().collect_iovecs(iov, max_iov, kMaxBytesPerSend);
   std::size_t bytes = 0;
-  for (int i = 0; i < send_entries_; ++i) bytes += iov_[i].iov_len;
+  for (int i = 0; i < send_entries_; ++i) bytes += iov[i].iov_len;
   msg_ = {};
-  msg_.msg_iov = iov_;
+  msg_.msg_iov = iov;
   msg_.msg_iovlen = static_cast<std::size_t>(send_entries_);
   io_uring_sqe* sqe = driver_->prepare(send_op_);
   const std::size_t zero_copy_threshold = driver_->options().zero_copy_threshold;
@@ -233,9 +240,9 @@ void IoUringSocketChannel::start_send() {
   if (send_entries_ == 1) {
     // One buffer (a typical response): a plain send spares the kernel importing a msghdr and iovec.
     if (zero_copy) {
-      io_uring_prep_send_zc(sqe, fd_, iov_[0].iov_base, iov_[0].iov_len, MSG_NOSIGNAL, 0);
+      io_uring_prep_send_zc(sqe, fd_, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL, 0);
     } else {
-      io_uring_prep_send(sqe, fd_, iov_[0].iov_base, iov_[0].iov_len, MSG_NOSIGNAL);
+      io_uring_prep_send(sqe, fd_, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL);
     }
   } else if (zero_copy) {
     io_uring_prep_sendmsg_zc(sqe, fd_, &msg_, MSG_NOSIGNAL);

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <memory>
 #include <vector>
 
 #include "io_uring_driver.h"
@@ -32,6 +33,9 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
 
  private:
   static constexpr int kMaxIovecs = 256;
+  // A send of a few buffers (a response batch, a head and its body) uses the channel's own iovecs;
+  // deeper queues a heap array made on first need, so an idle connection does not carry 4 KiB.
+  static constexpr int kInlineIovecs = 8;
 
   void on_receive(int result, unsigned flags);
   void on_send(int result, unsigned flags);
@@ -74,8 +78,10 @@ class IoUringSocketChannel final : public Channel, private IoUringBatchEnd {
   bool eof_parked_ = false;
   bool hangup_armed_ = false;  // the multishot poll for POLLERR | POLLHUP (see watch_hangup)
 
-  // writing: the kernel reads iov_ and the buffers it points into until the send's last completion
-  iovec iov_[kMaxIovecs];
+  // writing: the kernel reads the iovecs (inline_iov_ or many_iov_) and the buffers they point
+  // into until the send's last completion
+  iovec inline_iov_[kInlineIovecs];
+  std::unique_ptr<iovec[]> many_iov_;
   msghdr msg_{};
   int send_entries_ = 0;
   bool send_in_flight_ = false;
