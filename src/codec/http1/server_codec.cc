@@ -559,6 +559,7 @@ void ServerCodec::switch_protocols(Context& ctx, HttpResponse& response) {
 
 ByteBuf ServerCodec::take_switched_input() noexcept {
   if (state_ != State::switched) return {};
+  if (!in_.is_readable()) in_.release();  // not the upgrade request's buffer, held for nothing
   return std::move(in_);
 }
 

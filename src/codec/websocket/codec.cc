@@ -66,7 +66,11 @@ void Codec::handler_removed(Context& ctx) {
 
 void Codec::feed(Context& ctx) {
   in_read_batch_ = true;
-  if (in_.is_readable()) decode(ctx);
+  if (in_.is_readable()) {
+    decode(ctx);
+  } else {
+    in_.release();  // an empty buffer from the handshake: an idle WebSocket holds no receive buffer
+  }
   if (wrote_) channel_read_complete(ctx);
   in_read_batch_ = false;
 }

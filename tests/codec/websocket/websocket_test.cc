@@ -21,6 +21,7 @@
 #include "support/tls_certs.h"
 #include "support/transports.h"
 #include "weft/channel/bootstrap.h"
+#include "weft/channel/embedded_channel.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
 #include "weft/codec/websocket/frame.h"
@@ -403,6 +404,28 @@ TEST_P(WebSocketTest, AnswersToOneReadBatchLeaveInOneFlush) {
   // one batch's, and a flush per message would pass the batches.
   EXPECT_LE(flush_counter_->flushes.load(), flush_counter_->batches.load());
   EXPECT_GE(flush_counter_->flushes.load(), 2);
+}
+
+// An idle WebSocket keeps no receive buffer: the one its upgrade request came in, empty once the
+// head is decoded, is let go by the HTTP codec and by the WebSocket codec (it was kept for the
+// life of the connection, a whole receive buffer per idle connection: 4 KiB on io_uring).
+TEST(WebSocketIdleTest, AnUpgradedConnectionHoldsNoReceiveBuffer) {
+  auto router = std::make_shared<http::Router>();
+  ws::websocket(*router, "/idle", ws::Callbacks{});
+  auto channel = std::make_shared<EmbeddedChannel>();  // the upgrade keeps it alive
+  channel->pipeline().add_last("http", std::make_shared<http::ServerCodec>());
+  channel->pipeline().add_last("router", router);
+  const ByteBuf request = ByteBuf::copy_of(
+      "GET /idle HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " +
+      std::string(websocket_cases::kKey) + "\r\n\r\n");
+  channel->write_inbound(request.duplicate());
+  channel->run_pending();
+  std::string out;
+  while (auto b = channel->read_outbound<ByteBuf>()) out += b->to_string();
+  ASSERT_EQ(out.rfind("HTTP/1.1 101 ", 0), 0u) << out;
+  ASSERT_NE(channel->pipeline().context("websocket"), nullptr);
+  EXPECT_EQ(request.ref_count(), 1u) << "a codec still holds the buffer the upgrade request came in";
 }
 
 TEST_P(WebSocketTest, TheApplicationSeesHowEachConnectionEnded) {
