@@ -1,5 +1,5 @@
 """weft-bench against the built gRPC servers: a quick grpc run beside grpc++'s, and the grpc-ir run that
-flags seed 004's allocator cache turned off (bench_real_test.py has the rest; the two files run side by side)."""
+flags seed 004's allocator cache turned off (bench_real_test.py has the rest; the two run side by side)."""
 import os
 import shutil
 import subprocess
@@ -43,6 +43,39 @@ class RealGrpcRun(unittest.TestCase):
             path = os.path.join(tmp, "results.json")
             same = weft_bench("compare", path, path)
             self.assertEqual(same.returncode, 0, same.stdout)
+
+
+@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-grpc-bench-server"), os.X_OK) and shutil.which("valgrind"),
+                     "needs weft-grpc-bench-server and valgrind")
+class RealGrpcInstructionsRun(unittest.TestCase):
+    """Seed 004 made deterministic: the executor threads' allocator cache turned off between two quick runs
+    of grpc-ir, on whatever else this machine runs meanwhile, is flagged by compare. A whole second of
+    warm-up: a new server's first messages cost more (its caches and arenas fill), and three repeats, so
+    that one slow repeat does not move the median."""
+
+    def test_compare_flags_the_allocator_cache_turned_off(self):
+        with tempfile.TemporaryDirectory(prefix="weft-bench-grpc-ir-") as tmp:
+            paths = []
+            for name, cache in (("with-cache", "true"), ("without-cache", "false")):
+                out = os.path.join(tmp, name)
+                env = {**os.environ, "WEFT_GRPC_EXECUTOR_THREAD_CACHE": cache}
+                proc = weft_bench("run", "grpc-ir", "--quick", "--columns", "weft-epoll-direct-false", "--rows",
+                                  "streamingCallsMessageThroughput", "--duration", "1", "--warmup", "1", "--repeat", "3",
+                                  "--out", out, timeout=230, env=env)
+                self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+                doc = load_json(os.path.join(out, "results.json"))
+                (t,) = doc["tables"]
+                (c,) = t["cells"]
+                self.assertNotIn("error", c, proc.stdout[-2000:])
+                self.assertEqual(len(c["repeats"]), 3)
+                self.assertGreater(c["value"], 100)  # instructions per message, not a rate
+                assert_all_stopped(self, doc)
+                paths.append(os.path.join(out, "results.json"))
+            same = weft_bench("compare", paths[0], paths[0])
+            self.assertEqual(same.returncode, 0, same.stdout)
+            flagged = weft_bench("compare", *paths)
+            self.assertEqual(flagged.returncode, 1, flagged.stdout)
+            self.assertIn("REGRESSION grpc-ir streamingCallsMessageThroughput weft-epoll-direct-false", flagged.stdout)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import unittest
 
 from bench_helpers import BIN_DIR, LAUNCHER, assert_all_stopped, load_json, weft_bench
 from weft_bench import peers, results, suites
-from weft_bench.processes import Supervisor, free_port, session_members
+from weft_bench.processes import Supervisor, free_port
 
 # Quarter-second points: these tests check the mechanics (every point measured, compare, the report,
 # the processes stopped), not the figures.
@@ -163,10 +163,6 @@ class Interrupt(unittest.TestCase):
             assert_all_stopped(self, load_json(os.path.join(out, "results.json")))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 @unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-hello"), os.X_OK), f"weft-hello not built in {BIN_DIR}")
 class RealScalingRun(unittest.TestCase):
     """weft-bench run scaling, quick, on this machine's server share: a fresh server per loop count, pinned
@@ -261,164 +257,3 @@ class RealPeerRecipes(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
-
-
-def _grpc_peer_installed():
-    return subprocess.run(["pkg-config", "--exists", "grpc++", "protobuf"]).returncode == 0 and \
-        shutil.which("grpc_cpp_plugin") is not None
-
-
-@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-grpc-bench-server"), os.X_OK),
-                     f"weft-grpc-bench-server not built in {BIN_DIR}")
-@unittest.skipUnless(_grpc_peer_installed(), "grpc++ not installed (libgrpc++-dev protobuf-compiler-grpc)")
-class RealGrpcRun(unittest.TestCase):
-    """weft-bench run grpc, quick: the weft server with its executors and grpc++'s, interleaved, the JMH
-    table, the executors' CPU measured, every process stopped, and a run compared with itself passes."""
-
-    def test_grpc_quick_run(self):
-        with tempfile.TemporaryDirectory(prefix="weft-bench-grpc-") as tmp:
-            proc = weft_bench("run", "grpc", "--quick", "--repeat", "2", "--columns", "weft-epoll-direct-false,grpc++",
-                              "--out", tmp, timeout=230)
-            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
-            self.assertRegex(proc.stdout, r"Benchmark +\(direct\) +\(transport\) +Mode +Cnt +Score +Error +Units")
-            doc = load_json(os.path.join(tmp, "results.json"))
-            (t,) = doc["tables"]
-            self.assertEqual(len(t["cells"]), 6)
-            self.assertEqual(t["settings"]["repeat"], 2)
-            for c in t["cells"]:
-                self.assertEqual(len(c["repeats"]), 2)
-                self.assertGreater(c["value"], 0)
-                self.assertGreater(c["cpu_us_per_req"], 0)
-                if c["column"] == "weft-epoll-direct-false":
-                    self.assertGreater(c["exec_cpu_us_per_req"], 0)  # its handlers ran on the executors
-                else:
-                    self.assertIsNone(c["exec_cpu_us_per_req"])
-            assert_all_stopped(self, doc)
-            path = os.path.join(tmp, "results.json")
-            same = weft_bench("compare", path, path)
-            self.assertEqual(same.returncode, 0, same.stdout)
-
-
-@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-hello"), os.X_OK), f"weft-hello not built in {BIN_DIR}")
-class RealScalingRun(unittest.TestCase):
-    """weft-bench run scaling, quick, on this machine's server share: a fresh server per loop count, pinned
-    to that many CPUs, both accept modes measured, every process stopped."""
-
-    def test_scaling_quick_run(self):
-        with tempfile.TemporaryDirectory(prefix="weft-bench-scaling-") as tmp:
-            proc = weft_bench("run", "scaling", "--quick", "--repeat", "1", "--duration", "0.25", "--warmup", "0.25",
-                              "--columns", "weft acceptor,weft reuseport", "--out", tmp)
-            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
-            self.assertIn("Scaling: /plaintext, pipeline 16", proc.stdout)
-            doc = load_json(os.path.join(tmp, "results.json"))
-            (t,) = doc["tables"]
-            self.assertEqual(t["row_label"], "loops")
-            self.assertEqual(t["rows"][0], 1)
-            self.assertEqual(len(t["cells"]), 2 * len(t["rows"]))
-            for c in t["cells"]:
-                self.assertGreater(c["value"], 0)
-                self.assertGreater(c["cpu_us_per_req"], 0)
-            for p in doc["processes"]:
-                if p["name"].startswith("scaling-weft") and not p["name"].endswith("-load"):  # the row's loops and CPUs
-                    argv = p["argv"]
-                    self.assertEqual(argv[argv.index("--loops") + 1], "1")
-                    if argv[0] == "taskset":
-                        self.assertEqual(len(argv[2].split(",")), 1)
-            assert_all_stopped(self, doc)
-
-
-@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-hello"), os.X_OK) and
-                     os.access(os.path.join(BIN_DIR, "weft-load"), os.X_OK), f"weft-hello or weft-load not built in {BIN_DIR}")
-class RealWsRun(unittest.TestCase):
-    """weft-bench run ws, quick: weft-hello's /ws and Boost.Beast's echo (when installed and already built: its
-    compile takes minutes) each echo every message of both tables, with the server's CPU per message, and
-    every process stops."""
-
-    def test_ws_quick_run(self):
-        beast = peers.beast_ws("beast-ws").note is None and os.access(peers.beast_ws_binary(), os.X_OK)
-        columns = ["loop"] + (["beast-ws"] if beast else [])
-        with tempfile.TemporaryDirectory(prefix="weft-bench-ws-") as tmp:
-            proc = weft_bench("run", "ws", "--quick", "--repeat", "1", "--duration", "0.25", "--warmup", "0.25",
-                              "--columns", ",".join(columns), "--out", tmp, timeout=120)
-            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
-            self.assertIn("WebSocket echo: 64-byte binary messages", proc.stdout)
-            doc = load_json(os.path.join(tmp, "results.json"))
-            self.assertEqual([t["id"] for t in doc["tables"]], ["ws-64", "ws-16384"])
-            for t in doc["tables"]:
-                self.assertEqual([c["name"] for c in t["columns"]], columns)
-                self.assertEqual(len(t["cells"]), len(columns))
-                for c in t["cells"]:
-                    self.assertGreater(c["value"], 0, c)
-                    self.assertGreater(c["cpu_us_per_req"], 0, c)
-                    for r in c["repeats"]:
-                        self.assertEqual(sum(r["load"]["errors"].values()), 0, r["load"])
-            assert_all_stopped(self, doc)
-
-
-@unittest.skipUnless(shutil.which("curl"), "needs curl")
-class RealPeerRecipes(unittest.TestCase):
-    """The installed peers' recipes start real servers that answer /plaintext over the protocol of their suite."""
-
-    def fetch(self, port, suite):
-        url = f"{'https' if suite == 'tls' else 'http'}://127.0.0.1:{port}/plaintext"
-        how = {"tfb": ["--http1.1"], "h2": ["--http2-prior-knowledge"], "tls": ["-k", "--http2"]}[suite]
-        done = subprocess.run(["curl", "-s", "--max-time", "20", "-w", " %{http_version}", *how, url],
-                              capture_output=True, text=True)
-        return done.stdout
-
-    def check(self, program):
-        if not peers.find_program(program):
-            self.skipTest(f"{program} is not installed")
-        ctx = suites.Context(BIN_DIR, True, 1, {}, build_peers=False)
-        cert, key = suites._test_certificate()
-        with tempfile.TemporaryDirectory(prefix="weft-bench-peers-") as tmp:
-            sup = Supervisor(os.path.join(tmp, "logs"))
-            try:
-                for suite, version in (("tfb", "1.1"), ("h2", "2"), ("tls", "2")):
-                    (column,) = [c for c in peers.installed(ctx, suite, cert, key) if c.name == program]
-                    port = free_port()
-                    server = sup.start(f"{suite}-{program}", [a.format(port=port, loops=1) for a in column.argv])
-                    server.wait_listening(port)
-                    self.assertEqual(self.fetch(port, suite), f"Hello, World! {version}", f"{program} in {suite}")
-                    sup.release(server, 1.0)
-            finally:
-                sup.stop_all()
-
-    def test_nginx(self):
-        self.check("nginx")
-
-    def test_h2o(self):
-        self.check("h2o")
-
-
-@unittest.skipUnless(os.access(os.path.join(BIN_DIR, "weft-grpc-bench-server"), os.X_OK) and shutil.which("valgrind"),
-                     "needs weft-grpc-bench-server and valgrind")
-class RealGrpcInstructionsRun(unittest.TestCase):
-    """Seed 004 made deterministic: the executor threads' allocator cache turned off between two quick runs
-    of grpc-ir, on whatever else this machine runs meanwhile, is flagged by compare. A whole second of
-    warm-up: a new server's first messages cost more (its caches and arenas fill), and three repeats, so
-    that one slow repeat does not move the median."""
-
-    def test_compare_flags_the_allocator_cache_turned_off(self):
-        with tempfile.TemporaryDirectory(prefix="weft-bench-grpc-ir-") as tmp:
-            paths = []
-            for name, cache in (("with-cache", "true"), ("without-cache", "false")):
-                out = os.path.join(tmp, name)
-                env = {**os.environ, "WEFT_GRPC_EXECUTOR_THREAD_CACHE": cache}
-                proc = weft_bench("run", "grpc-ir", "--quick", "--columns", "weft-epoll-direct-false", "--rows",
-                                  "streamingCallsMessageThroughput", "--duration", "1", "--warmup", "1", "--repeat", "3",
-                                  "--out", out, timeout=230, env=env)
-                self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
-                doc = load_json(os.path.join(out, "results.json"))
-                (t,) = doc["tables"]
-                (c,) = t["cells"]
-                self.assertNotIn("error", c, proc.stdout[-2000:])
-                self.assertEqual(len(c["repeats"]), 3)
-                self.assertGreater(c["value"], 100)  # instructions per message, not a rate
-                assert_all_stopped(self, doc)
-                paths.append(os.path.join(out, "results.json"))
-            same = weft_bench("compare", paths[0], paths[0])
-            self.assertEqual(same.returncode, 0, same.stdout)
-            flagged = weft_bench("compare", *paths)
-            self.assertEqual(flagged.returncode, 1, flagged.stdout)
-            self.assertIn("REGRESSION grpc-ir streamingCallsMessageThroughput weft-epoll-direct-false", flagged.stdout)
