@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "downstream.h"
+#include "streams.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
 #include "weft/codec/websocket/upgrade.h"
@@ -363,6 +364,7 @@ int main(int argc, char** argv) {
     hello::add_downstream_route(*router, options.mode, downstream_pool ? &*downstream_pool : nullptr);
   }
   add_websocket_echo(*router, coroutine, options.ws_deflate);
+  hello::add_stream_routes(*router);
   weft::ExecutorGroup* offload = offload_group ? &*offload_group : nullptr;
   weft::TlsContextPtr tls;
   if (!options.tls_cert.empty()) {

@@ -46,6 +46,8 @@
 #include "weft/codec/delimiter_based_frame_decoder.h"
 #include "weft/codec/fixed_length_frame_decoder.h"
 #include "weft/codec/http1/access_log.h"
+#include "weft/codec/http1/body_reader.h"
+#include "weft/codec/http1/body_writer.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/codec/http1/compression.h"
 #include "weft/codec/http1/cors.h"

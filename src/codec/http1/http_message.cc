@@ -69,6 +69,7 @@ HttpResponse& HttpResponse::body(ByteBuf bytes) & noexcept {
   body_ = std::move(bytes);
   body_view_ = {};
   file_ = FileRegion();
+  drop_producer();
   return *this;
 }
 
@@ -76,6 +77,17 @@ HttpResponse& HttpResponse::body(FileRegion file) & noexcept {
   body_.release();
   body_view_ = {};
   file_ = std::move(file);
+  drop_producer();
+  return *this;
+}
+
+HttpResponse& HttpResponse::stream(BodyProducer producer, std::optional<std::uint64_t> content_length) & {
+  if (!producer) throw std::invalid_argument("HttpResponse::stream: an empty producer");
+  body_.release();
+  body_view_ = {};
+  file_ = FileRegion();
+  producer_ = std::make_shared<const BodyProducer>(std::move(producer));
+  stream_length_ = content_length;
   return *this;
 }
 
@@ -88,7 +100,9 @@ HttpResponse::HttpResponse(HttpResponse&& other) noexcept
       overflow_(std::move(other.overflow_)),
       body_(std::move(other.body_)),
       body_view_(other.body_view_),
-      file_(std::move(other.file_)) {
+      file_(std::move(other.file_)),
+      producer_(std::move(other.producer_)),
+      stream_length_(other.stream_length_) {
   std::memcpy(inline_.data(), other.inline_.data(), inline_size_);
 }
 
@@ -104,6 +118,8 @@ HttpResponse& HttpResponse::operator=(HttpResponse&& other) noexcept {
   body_ = std::move(other.body_);
   body_view_ = other.body_view_;
   file_ = std::move(other.file_);
+  producer_ = std::move(other.producer_);
+  stream_length_ = other.stream_length_;
   return *this;
 }
 

@@ -100,6 +100,21 @@ Router& Router::route(std::string method, std::string path, AsyncFn fn) {
   return add(std::move(method), std::move(path), target_of(&Target::async, std::move(fn)));
 }
 
+Router& Router::route(std::string method, std::string path, StreamFn fn) {
+  return add(std::move(method), std::move(path), target_of(&Target::streamed, std::move(fn)));
+}
+
+bool Router::has_streamed_routes() const noexcept {
+  const auto streamed = [](const auto& r) { return static_cast<bool>(r.target.streamed); };
+  return std::any_of(routes_.begin(), routes_.end(), streamed) ||
+         std::any_of(patterns_.begin(), patterns_.end(), streamed);
+}
+
+bool Router::streams_body(std::string_view method, std::string_view path) const noexcept {
+  const RouteMatch found = match(method, path);
+  return found && static_cast<const Target*>(found.target_)->streamed;
+}
+
 std::vector<Router::Segment> Router::parse_pattern(const std::string& pattern) {
   if (pattern.empty() || pattern[0] != '/') bad_pattern(pattern, "must start with '/'");
   if (pattern.size() > std::numeric_limits<std::uint32_t>::max()) bad_pattern(pattern.substr(0, 64), "too long");
@@ -245,7 +260,9 @@ void Router::channel_read(Context& ctx, HttpRequest&& request) {
   if (target != nullptr) {
     if (target->respond && middleware_.empty()) {
       Request r(ctx.channel(), request, params, pattern);
-      ctx.write(respond(target->respond, r));
+      // Named for its request: on an executor it reaches the codec after the handover, when a
+      // coroutine route's request before it may still be owed.
+      ctx.write(respond(target->respond, r).for_request(request.sequence()));
       return;
     }
     if (target->write) {
@@ -361,8 +378,8 @@ void Router::run_wrapped(Context& ctx, HttpRequest& request, const Target* targe
   if (answering == nullptr && (fallback_.respond || fallback_.async) && allowed_methods(request.path()).empty()) {
     answering = &fallback_;
   }
-  if (answering != nullptr && answering->async) {
-    start_task(ctx, std::move(request), answering->async, params, pattern);
+  if (answering != nullptr && (answering->async || answering->streamed)) {
+    start_task(ctx, std::move(request), *answering, params, pattern);
     return;
   }
   Request r(ctx.channel(), request, params, pattern);
@@ -378,6 +395,7 @@ void Router::run_wrapped(Context& ctx, HttpRequest& request, const Target* targe
     response.emplace(failed(r, std::current_exception()));
   }
   run_after(r, *response, passed);
+  response->for_request(request.sequence());
   ctx.write(std::move(*response));
 }
 

@@ -5,6 +5,9 @@
 #include <memory>
 #include <optional>
 
+#include "body_sink.h"
+#include "body_source.h"
+#include "weft/codec/http1/body_writer.h"
 #include "weft/codec/http1/router.h"
 #include "weft/core/frame_pool.h"
 #include "weft/core/log.h"
@@ -12,6 +15,44 @@
 
 namespace weft::http {
 namespace {
+
+// HTTP/2 for now: a streamed answer's body is collected up to this and sent whole.
+constexpr std::size_t kCollectedBodyBound = 16u << 20;
+
+// The body of `message` for a streamed route: as the HTTP/1.1 codec streams it, or (HTTP/2, or a
+// router not behind weft's HTTP/1.1 codec) the whole body it came with, ended.
+std::shared_ptr<detail::BodySource> body_source_of(HttpRequest& message, EventLoop& loop) {
+  if (message.body_stream() != nullptr) return std::move(message.body_stream());
+  const std::optional<std::uint64_t> length = message.header("transfer-encoding").has_value()
+                                                  ? std::nullopt
+                                                  : std::optional<std::uint64_t>(message.body().readable_bytes());
+  auto source = std::make_shared<detail::BodySource>(loop, length);
+  if (message.body().is_readable()) source->push(std::move(message.body()));
+  source->end({});
+  return source;
+}
+
+// Runs a streamed answer's producer into a collecting sink: `response` then carries the body whole,
+// or becomes a 500 when the producer failed or went past kCollectedBodyBound.
+Task<void> collect_stream(EventLoop& loop, HttpResponse& response, const Router::ErrorPageFn& error_page,
+                          Request& request) {
+  auto sink = std::make_shared<detail::BodySink>(loop, nullptr, response.stream_length(), kCollectedBodyBound);
+  std::shared_ptr<const BodyProducer> producer = response.producer();
+  bool failed = false;
+  try {
+    BodyWriter writer(sink);
+    co_await (*producer)(writer);
+  } catch (const std::exception& e) {
+    log(LogLevel::warn, "channel {}: {} {}: a streamed answer's body failed: {}", request.channel().id(),
+        request.method(), request.path(), e.what());
+    failed = true;
+  }
+  if (failed || !sink->finished()) {
+    response = error_page ? error_page(500, request) : HttpResponse(500);
+    co_return;
+  }
+  response.body(std::move(sink->collected()));
+}
 
 // Set while the router's channel_read that started a task is on the stack: a task that ends
 // before it returns answers through the router's context (flushed with the read batch).
@@ -52,22 +93,38 @@ struct Router::RouteTask {
 // Holds the router, the channel and the request until it ends.
 Router::RouteTask Router::run_task(const Router& router, std::shared_ptr<const Router> keep, ChannelPtr channel,
                                    HttpRequest message, RouteParams params, std::string_view pattern,
-                                   const Router::AsyncFn& fn) {
+                                   const Router::Target& target) {
   (void)keep;
   Router::RouteTask::promise_type& self = co_await RouteTask::OwnPromise{};
   Request request(*channel, message, params, pattern);
+  BodyReader body;
+  if (target.streamed) body = BodyReader(body_source_of(message, channel->loop()));
   if (!router.middleware_.empty()) request.set_received(std::chrono::system_clock::now());
   std::size_t passed = 0;
   std::optional<HttpResponse> response;
   std::exception_ptr error;
+  bool too_large = false;
   try {
     response = router.run_before(request, passed);
-    if (!response) response.emplace(co_await fn(request));
+    // (if/else, not ?: -- g++ 12 evaluates both arms of a conditional that is co_awaited.)
+    if (!response && target.streamed) {
+      response.emplace(co_await target.streamed(request, body));
+    } else if (!response) {
+      response.emplace(co_await target.async(request));
+    }
+  } catch (const BodyTooLargeError&) {
+    too_large = true;
   } catch (...) {
     error = std::current_exception();
   }
+  if (too_large) response.emplace(router.error_response(413, request));
   if (error) response.emplace(router.failed(request, error));
+  // Let go of the body before answering: an unread rest decides whether the connection goes on.
+  body = BodyReader();
   router.run_after(request, *response, passed);
+  if (response->producer() && message.version() == Version::http2) [[unlikely]] {
+    co_await collect_stream(channel->loop(), *response, router.error_page_, request);
+  }
   response->for_request(message.sequence());
   try {
     if (self.start != nullptr) {
@@ -85,12 +142,12 @@ Router::RouteTask Router::run_task(const Router& router, std::shared_ptr<const R
   }
 }
 
-void Router::start_task(Context& ctx, HttpRequest&& request, const AsyncFn& fn, const RouteParams& params,
+void Router::start_task(Context& ctx, HttpRequest&& request, const Target& target, const RouteParams& params,
                         std::string_view pattern) const {
   ChannelPtr channel = ctx.channel().shared_from_this();
   EventLoop& loop = channel->loop();
   RouteTask task =
-      run_task(*this, weak_from_this().lock(), std::move(channel), std::move(request), params, pattern, fn);
+      run_task(*this, weak_from_this().lock(), std::move(channel), std::move(request), params, pattern, target);
   if (!loop.in_loop()) {  // the router runs on an executor: the task runs on the channel's loop
     if (!weft::detail::start_on(loop, task.handle))
       log(LogLevel::debug, "router: a route's task was refused, the loop has ended");

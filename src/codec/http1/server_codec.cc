@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 
+#include "body_sink.h"
+#include "body_source.h"
 #include "date_cache.h"
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/channel.h"
@@ -14,6 +16,7 @@
 #include "weft/channel/pipeline.h"
 #include "weft/codec/byte_to_message_decoder.h"
 #include "weft/codec/codec_error.h"
+#include "weft/codec/http1/client_codec.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
 #include "weft/metrics/http_server_metrics.h"
@@ -122,6 +125,8 @@ struct HeadParts {
   std::size_t body_size;  // Content-Length: body's, or a file body's
   std::size_t body_copy;  // bytes of `body` to copy after the head
   std::string_view connection_line;
+  bool streamed = false;               // a streamed body: framing_line instead of Content-Length
+  std::string_view framing_line = {};  // (empty: none, the close ends the body)
 };
 
 // Formats a head that is not cached (and caches it when `cache` is given), then the copied body.
@@ -133,7 +138,10 @@ struct HeadParts {
   char length_line[48];
   std::size_t length_size = 0;
   const bool interim = parts.status >= 100 && parts.status < 200;
-  if (!interim && parts.status != 204 && parts.status != 304) {
+  if (parts.streamed) {
+    std::memcpy(length_line, parts.framing_line.data(), parts.framing_line.size());
+    length_size = parts.framing_line.size();
+  } else if (!interim && parts.status != 204 && parts.status != 304) {
     length_size = format_content_length(length_line, parts.body_size);
   }
   const std::size_t head_size = status_size + parts.date_line.size() + parts.shared.size() + parts.headers.size() +
@@ -172,9 +180,13 @@ void put_status_line(ByteBuf& out, int status) {
 }  // namespace
 
 ServerCodec::ServerCodec(Limits limits) : limits_(limits) {}
-ServerCodec::~ServerCodec() = default;
+ServerCodec::~ServerCodec() {
+  if (body_in_ != nullptr) body_in_->detach();
+  if (body_out_ != nullptr) body_out_->detach();
+}
 
 void ServerCodec::handler_added(Context& ctx) {
+  ctx_ = &ctx;
   // The end of the client's input is answered (every answer owed still goes out), not a reset.
   ChannelConfig& config = ctx.channel().config();
   config.allow_half_closure = true;
@@ -216,13 +228,20 @@ void ServerCodec::read_message(Context& ctx, MessageRef message) {
 void ServerCodec::decode(Context& ctx) {
   bool progressed = true;
   // Suspended reading also stops decoding what is buffered: the client is too far ahead.
-  while (progressed && (state_ == State::head || state_ == State::body) && in_.is_readable() && !reading_.held()) {
-    progressed = state_ == State::head ? decode_head(ctx) : decode_body(ctx);
+  while (progressed && (state_ == State::head || state_ == State::body || state_ == State::body_stream) &&
+         in_.is_readable() && !reading_.held()) {
+    progressed = state_ == State::head          ? decode_head(ctx)
+                 : state_ == State::body_stream ? decode_body_stream(ctx)
+                                                : decode_body(ctx);
   }
   if (state_ == State::closed) in_.release();
   detail::keep_undecoded(in_);
   if (state_ == State::closed || state_ == State::switched || state_ == State::awaiting_switch) return;
-  if (state_ == State::head && !in_.is_readable()) {
+  if (state_ == State::body_stream) [[unlikely]] {
+    // A streamed body's time runs while bytes are owed, not while its reader holds the socket's reading.
+    request_started_ = body_reading_.held() ? TimePoint{} : (in_read_batch_ ? batch_now_ : ctx.loop().now());
+    if (request_started_ != TimePoint{}) want_deadline(ctx, request_started_ + limits_.request_timeout);
+  } else if (state_ == State::head && !in_.is_readable()) {
     request_started_ = {};
   } else if (request_started_ == TimePoint{}) {
     request_started_ = in_read_batch_ ? batch_now_ : ctx.loop().now();
@@ -246,6 +265,12 @@ bool ServerCodec::decode_head(Context& ctx) {
   in_.skip_bytes(r.consumed);
   // RFC 9110 10.1.1: no 100 Continue to an HTTP/1.0 client.
   const bool send_continue = head.expect_continue && head.version != Version::http10;
+  const bool has_body = head.chunked || head.content_length.value_or(0) > 0;
+  if (has_body && !stream_body_test_found_) [[unlikely]]
+    find_stream_body_test(ctx);
+  if (has_body && stream_body_test_ && !head.upgrade && stream_body_test_(head.method, head.path)) [[unlikely]] {
+    return start_body_stream(ctx, request, send_continue);
+  }
   if (head.chunked) {
     if (send_continue) write_interim_continue(ctx);
     body_decoder_.start_chunked();
@@ -287,7 +312,7 @@ bool ServerCodec::decode_body(Context& ctx) {
   return in_.readable_bytes() != before;
 }
 
-void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
+void ServerCodec::emit_request(Context& ctx, HttpRequest& request, bool body_follows) {
   const RequestHead& head = request.head_;
   std::uint8_t flags =
       static_cast<std::uint8_t>((head.keep_alive ? kKeepAlive : 0) | (head.version == Version::http10 ? kHttp10 : 0));
@@ -303,8 +328,8 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
   pending_.push_back(flags);
   request.sequence_ = sequence;
   request_started_ = {};  // the next request's time starts with its first byte
-  state_ = head.keep_alive ? State::head : State::closed;
-  if (head.upgrade && head.keep_alive) [[unlikely]] {
+  state_ = body_follows ? State::body_stream : head.keep_alive ? State::head : State::closed;
+  if (head.upgrade && head.keep_alive && !body_follows) [[unlikely]] {
     // Whatever follows may be another protocol's: held, undecoded, until this request's answer.
     state_ = State::awaiting_switch;
     reading_.hold(ctx.channel());
@@ -345,6 +370,7 @@ void ServerCodec::emit_request(Context& ctx, HttpRequest& request) {
 }
 
 void ServerCodec::fail(Context& ctx, int status, std::string_view reason) {
+  if (body_in_ != nullptr) end_body_stream(std::make_exception_ptr(HttpProtocolError(status, reason)));
   log(LogLevel::debug, "channel {}: HTTP {} ({}); closing after the answers owed", ctx.channel().id(), status, reason);
   ctx.channel().note_close_reason(status == 408 ? CloseReason::timeout : CloseReason::protocol_error);
   state_ = State::closed;
@@ -358,7 +384,7 @@ void ServerCodec::write_interim_continue(Context& ctx) {
   const std::uint64_t sequence = front_sequence_ + pending_.size();
   constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
   if (!pending_.empty()) {
-    early_.push_back({sequence, ByteBuf::copy_of(kContinue), ByteBuf(), false, false, FileRegion()});
+    early_.push_back({sequence, ByteBuf::copy_of(kContinue), ByteBuf(), false, false, FileRegion(), nullptr});
     early_bytes_ += kContinue.size();
     return;
   }
@@ -406,7 +432,13 @@ std::uint64_t ServerCodec::answered_sequence(const HttpResponse& response) const
 // when given, else straight after `out` into the channel.
 [[gnu::always_inline]] inline void ServerCodec::encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out,
                                                             HttpResponse& response, std::uint8_t flags,
-                                                            FileRegion* file_out) {
+                                                            FileRegion* file_out,
+                                                            std::shared_ptr<detail::BodySink>* stream_out) {
+  if (response.producer()) [[unlikely]] {
+    std::shared_ptr<detail::BodySink> sink = encode_stream_head(ctx, out, response, flags);
+    if (stream_out != nullptr) *stream_out = std::move(sink);
+    return;
+  }
   const int status = response.status();
   const bool last = response.closes_connection() || !(flags & kKeepAlive);
   std::string_view shared = response.shared_header_block();
@@ -456,13 +488,54 @@ std::uint64_t ServerCodec::answered_sequence(const HttpResponse& response) const
   }
 }
 
+// The head of a streamed answer: chunked, or its declared Content-Length, or (HTTP/1.0 without a
+// length) neither, the connection ending after the body. Returns the body's sink, or null when the
+// answer has no body to produce (HEAD, 204, 304, an interim answer).
+std::shared_ptr<detail::BodySink> ServerCodec::encode_stream_head(Context& ctx, ByteBuf& out, HttpResponse& response,
+                                                                  std::uint8_t flags) {
+  const int status = response.status();
+  const std::optional<std::uint64_t> length = response.stream_length();
+  const bool bodiless = status < 200 || status == 204 || status == 304;
+  const bool chunked = !length && !(flags & kHttp10);
+  if (!bodiless && !length && (flags & kHttp10)) response.close_connection();  // the close ends the body
+  const bool last = response.closes_connection() || !(flags & kKeepAlive);
+  const ConnectionLine connection = last                ? ConnectionLine::close
+                                    : (flags & kHttp10) ? ConnectionLine::keep_alive
+                                                        : ConnectionLine::none;
+  char framing[48];
+  std::string_view framing_line;  // none when bodiless, or when the close ends the body
+  if (!bodiless && length) {
+    framing_line = std::string_view(framing, format_content_length(framing, static_cast<std::size_t>(*length)));
+  } else if (!bodiless && chunked) {
+    framing_line = "Transfer-Encoding: chunked\r\n";
+  }
+  const DateLine date = in_read_batch_ ? DateLine{batch_date_line_, batch_date_second_} : current_date_line();
+  const HeadParts parts{status,
+                        date.line,
+                        response.shared_header_block(),
+                        response.header_block(),
+                        {},
+                        0,
+                        0,
+                        connection_line_text(connection),
+                        true,
+                        framing_line};
+  write_new_head(out, ctx, out_size_hint_, parts, nullptr, HeadKey{});
+  if (bodiless || (flags & kHeadRequest)) return nullptr;
+  auto sink = std::make_shared<detail::BodySink>(ctx.loop(), this, length);
+  sink->producer_ = response.producer();
+  sink->chunked_ = chunked;
+  return sink;
+}
+
 void ServerCodec::encode(Context& ctx, HttpResponse& response) {
   const int status = response.status();
   // The common case, kept short: the answer to the oldest request owed -- made while that request is
   // handed over, or later in turn -- on a connection that goes on.
   std::uint64_t sequence = response.request_sequence();
   if (sequence == 0) sequence = dispatching_ != 0 ? dispatching_ : front_sequence_;
-  if (sequence == front_sequence_ && !pending_.empty() && status >= 200 && !finished_) [[likely]] {
+  if (sequence == front_sequence_ && !pending_.empty() && status >= 200 && !finished_ && body_out_ == nullptr &&
+      !response.producer()) [[likely]] {
     const std::uint8_t flags = pending_.pop_front();
     ++front_sequence_;
     note_answer(ctx, flags, status);
@@ -526,10 +599,25 @@ void ServerCodec::encode_out_of_turn(Context& ctx, HttpResponse& response) {
     pending_[static_cast<std::size_t>(index)] = static_cast<std::uint8_t>(flags | kAnswered);
     return;
   }
-  pending_.drop_front();
-  ++front_sequence_;
-  note_answer(ctx, flags, status);
-  encode_into(ctx, out_, nullptr, response, flags);
+  if (response.producer()) [[unlikely]] {
+    note_answer(ctx, flags, status);
+    std::shared_ptr<detail::BodySink> sink;
+    encode_into(ctx, out_, nullptr, response, flags, nullptr, &sink);
+    if (sink != nullptr) {
+      // It stays the oldest request owed until its body has ended: the answers behind it wait.
+      pending_[0] = static_cast<std::uint8_t>(flags | kAnswered);
+      if (response.closes_connection()) pending_[0] = static_cast<std::uint8_t>(pending_[0] & ~kKeepAlive);
+      start_stream(ctx, std::move(sink));
+      return;
+    }
+    pending_.drop_front();  // HEAD, 204, 304: the head is the whole answer
+    ++front_sequence_;
+  } else {
+    pending_.drop_front();
+    ++front_sequence_;
+    note_answer(ctx, flags, status);
+    encode_into(ctx, out_, nullptr, response, flags);
+  }
   answer_sent(ctx, response.closes_connection() || !(flags & kKeepAlive));
   if (!early_.empty()) send_early_answers(ctx);
 }
@@ -565,9 +653,9 @@ ByteBuf ServerCodec::take_switched_input() noexcept {
 
 void ServerCodec::hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags) {
   // Encoded now: what the response borrows (a body view) may not outlive this call.
-  EarlyAnswer early{sequence,    ByteBuf(), ByteBuf(), true, response.closes_connection() || !(flags & kKeepAlive),
-                    FileRegion()};
-  encode_into(ctx, early.bytes, &early.body, response, flags, &early.file);
+  EarlyAnswer early{sequence, ByteBuf(), ByteBuf(), true, false, FileRegion(), nullptr};
+  encode_into(ctx, early.bytes, &early.body, response, flags, &early.file, &early.stream);
+  early.last = response.closes_connection() || !(flags & kKeepAlive);  // after: a streamed body may end it
   early_bytes_ += early.bytes.readable_bytes() + early.body.readable_bytes();
   early_.push_back(std::move(early));
   update_read_suspension(ctx);
@@ -587,6 +675,11 @@ void ServerCodec::send_early_answers(Context& ctx) {
     if (early.body.is_readable()) ctx.write(std::move(early.body));
     if (early.file) write_file(ctx, std::move(early.file));
     if (!early.final) continue;  // 100 Continue: the final answer follows
+    if (early.stream != nullptr) [[unlikely]] {
+      if (early.last) pending_[0] = static_cast<std::uint8_t>(pending_[0] & ~kKeepAlive);
+      start_stream(ctx, std::move(early.stream));
+      break;  // the answers behind wait for its end
+    }
     pending_.drop_front();
     ++front_sequence_;
     answer_sent(ctx, early.last);
@@ -754,6 +847,8 @@ void ServerCodec::end_input(Context& ctx) {
     if (state_ == State::body || in_.is_readable()) {
       log(LogLevel::debug, "channel {}: the client's input ended inside a request; it is dropped", ctx.channel().id());
     }
+    if (body_in_ != nullptr)
+      end_body_stream(std::make_exception_ptr(ChannelClosedError("the client's input ended mid-body")));
     state_ = State::closed;
     request_started_ = {};
     if (!lending_) in_.release();
@@ -780,6 +875,7 @@ void ServerCodec::writability_changed(Context& ctx) {
     unwritable_since_ = {};
   }
   update_read_suspension(ctx);
+  if (body_out_ != nullptr && ctx.channel().is_writable()) body_out_->writable();
   ctx.fire_writability_changed();
 }
 
@@ -884,6 +980,9 @@ void ServerCodec::channel_inactive(Context& ctx) {
   out_.release();
   early_.clear();
   early_bytes_ = 0;
+  if (body_in_ != nullptr)
+    end_body_stream(std::make_exception_ptr(ChannelClosedError("the connection closed mid-body")));
+  if (body_out_ != nullptr) std::exchange(body_out_, nullptr)->detach();
   ctx.fire_channel_inactive();
 }
 
@@ -894,6 +993,10 @@ void ServerCodec::handler_removed(Context& ctx) {
   stop_deadline(ctx);
   resume_decoding_.cancel();
   reading_.release(ctx.channel());
+  if (body_in_ != nullptr)
+    end_body_stream(std::make_exception_ptr(ChannelClosedError("the HTTP/1.1 codec was removed")));
+  body_reading_.release(ctx.channel());
+  if (body_out_ != nullptr) std::exchange(body_out_, nullptr)->detach();
   if (in_.is_readable() && !ctx.channel().is_open() && !lending_) in_.release();
 }
 

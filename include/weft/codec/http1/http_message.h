@@ -4,18 +4,31 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/file_region.h"
 #include "weft/codec/http1/request_parser.h"
+#include "weft/core/task.h"
 
 namespace weft::http2::detail {
 struct RequestAccess;  // builds HttpRequests from HTTP/2 streams (src/codec/http2)
 }  // namespace weft::http2::detail
 
 namespace weft::http {
+
+class BodyWriter;
+namespace detail {
+class BodySource;
+}
+
+/// A streamed response's producer (HttpResponse::stream): writes the body through the writer and
+/// ends it with finish() (see body_writer.h).
+using BodyProducer = std::function<Task<void>(BodyWriter& body)>;
 
 /// A whole request: head and body (bodies are aggregated up to Limits::max_body). The views of the
 /// head point into a buffer the request shares, so they stay valid as long as the request lives,
@@ -29,13 +42,18 @@ class HttpRequest {
   HttpRequest() noexcept = default;
   /// Takes `other`'s head, body and sequence (the head's bytes with it: the views stay valid).
   HttpRequest(HttpRequest&& other) noexcept
-      : head_bytes_(other.take_head_bytes()), body_(std::move(other.body_)), sequence_(other.sequence_), head_(other.head_) {}
+      : head_bytes_(other.take_head_bytes()),
+        body_(std::move(other.body_)),
+        body_stream_(std::move(other.body_stream_)),
+        sequence_(other.sequence_),
+        head_(other.head_) {}
   /// Replaces this request with `other`'s head, body and sequence.
   HttpRequest& operator=(HttpRequest&& other) noexcept {
     if (this != &other) {
       head_bytes_ = other.take_head_bytes();
       lender_ = nullptr;
       body_ = std::move(other.body_);
+      body_stream_ = std::move(other.body_stream_);
       sequence_ = other.sequence_;
       head_ = other.head_;
     }
@@ -71,6 +89,9 @@ class HttpRequest {
   ByteBuf& body() noexcept { return body_; }
   /// The body's bytes as a view.
   std::string_view body_view() const noexcept { return body_.view(); }
+  /// For the router: the body as the codec streams it, for a streamed route (see body_reader.h);
+  /// null when the body came whole.
+  std::shared_ptr<detail::BodySource>& body_stream() noexcept { return body_stream_; }
 
  private:
   friend class ServerCodec;
@@ -93,6 +114,7 @@ class HttpRequest {
   std::uint32_t lent_index_ = 0;
   std::uint32_t lent_length_ = 0;
   ByteBuf body_;
+  std::shared_ptr<detail::BodySource> body_stream_;
   std::uint64_t sequence_ = 0;
   RequestHead head_;    // last: its fields first, then the inline header array
 };
@@ -191,6 +213,14 @@ class HttpResponse {
   HttpResponse& body(FileRegion file) & noexcept;
   /// As the `&` overload, for an rvalue (returned as one).
   HttpResponse&& body(FileRegion file) && noexcept { return std::move(body(std::move(file))); }
+  /// The body is produced chunk by chunk by `producer`, with backpressure, once the answer's turn
+  /// has come (see body_writer.h): HTTP/1.1 chunked, or `Content-Length: content_length` when one
+  /// is given. Replaces any other body.
+  HttpResponse& stream(BodyProducer producer, std::optional<std::uint64_t> content_length = std::nullopt) &;
+  /// As the `&` overload, for an rvalue (returned as one).
+  HttpResponse&& stream(BodyProducer producer, std::optional<std::uint64_t> content_length = std::nullopt) && {
+    return std::move(stream(std::move(producer), content_length));
+  }
   /// Names the request this response answers (see the class comment).
   HttpResponse& for_request(const HttpRequest& request) & noexcept {
     request_sequence_ = request.sequence();
@@ -218,6 +248,7 @@ class HttpResponse {
   HttpResponse& body_view(std::string_view bytes) & noexcept {
     if (body_.has_storage()) body_.release();
     if (file_) file_ = FileRegion();
+    if (producer_) drop_producer();
     body_view_ = bytes;
     return *this;
   }
@@ -249,10 +280,14 @@ class HttpResponse {
   ByteBuf& owned_body() noexcept { return body_; }
   /// For the encoder: the file body (empty unless body(FileRegion) set one).
   FileRegion& file_body() noexcept { return file_; }
-  /// For the encoder: the body's length, a file body's included.
+  /// For the encoder: the body's length, a file body's included (a streamed body's declared one, or 0).
   std::size_t body_size() const noexcept {
     return file_ ? static_cast<std::size_t>(file_.length()) : body_bytes().size();
   }
+  /// For the encoder: the producer of a streamed body (null unless stream() set one).
+  const std::shared_ptr<const BodyProducer>& producer() const noexcept { return producer_; }
+  /// For the encoder: a streamed body's declared length, if any.
+  std::optional<std::uint64_t> stream_length() const noexcept { return stream_length_; }
   /// Whether close_connection() was asked for.
   bool closes_connection() const noexcept { return close_; }
   /// The value of the first header named `name` (case-insensitive), among the attached HeaderBlock's
@@ -261,6 +296,10 @@ class HttpResponse {
 
  private:
   void append(std::string_view a, std::string_view b, std::string_view c, std::string_view d);
+  void drop_producer() noexcept {
+    producer_.reset();
+    stream_length_.reset();
+  }
 
   int status_;
   bool close_ = false;
@@ -272,6 +311,8 @@ class HttpResponse {
   ByteBuf body_;
   std::string_view body_view_;
   FileRegion file_;
+  std::shared_ptr<const BodyProducer> producer_;
+  std::optional<std::uint64_t> stream_length_;
 };
 
 }  // namespace weft::http

@@ -8,10 +8,17 @@
 ///     co_await weft::sleep(10ms);
 ///     co_return HttpResponse(200).body(std::string(*r.param("id")));
 ///   });
+///   router->post("/upload", [](Request&, BodyReader& body) -> Task<HttpResponse> {      // a streamed body
+///     while (auto chunk = co_await body.next()) consume(*chunk);
+///     co_return HttpResponse(204);
+///   });
 ///   router->use(std::make_shared<RequestId>());                                        // middleware
 ///   router->fallback([](Request& r) { ... });                                          // instead of 404
 ///
-/// Routes: a callback `HttpResponse(Request&)`, a coroutine `Task<HttpResponse>(Request&)`, or the
+/// Routes: a callback `HttpResponse(Request&)`, a coroutine `Task<HttpResponse>(Request&)`, a
+/// coroutine that reads its request's body as a stream `Task<HttpResponse>(Request&, BodyReader&)`
+/// (body_reader.h: weft's HTTP/1.1 codec finds the router in its pipeline and asks it which
+/// requests to hand over at their head), or the
 /// low-level form that writes its answer itself, `void(Context&, HttpRequest&[, const RouteParams&])`
 /// (not wrapped by the middleware). A coroutine route's request runs as a task of its own on the
 /// channel's loop: the requests of one HTTP/2 connection run concurrently (as many as the codec's
@@ -48,6 +55,7 @@
 
 #include "weft/channel/context.h"
 #include "weft/channel/handler.h"
+#include "weft/codec/http1/body_reader.h"
 #include "weft/codec/http1/http_message.h"
 #include "weft/codec/http1/middleware.h"
 #include "weft/codec/http1/route_request.h"
@@ -105,6 +113,9 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest>, public std
   using ResponseFn = std::function<HttpResponse(Request& request)>;
   /// A coroutine route: a task of its own per request, on the channel's loop (wrapped by the middleware).
   using AsyncFn = std::function<Task<HttpResponse>(Request& request)>;
+  /// A coroutine route that reads the request's body as it arrives (body_reader.h); its Request's
+  /// body() is empty. A task of its own per request, like AsyncFn (wrapped by the middleware).
+  using StreamFn = std::function<Task<HttpResponse>(Request& request, BodyReader& body)>;
   /// Builds the answer the router gives itself: 404 (no route, no fallback), 405 (the router adds
   /// Allow), 500 (a route or middleware threw). `request.pattern()` is empty for 404 and 405.
   using ErrorPageFn = std::function<HttpResponse(int status, Request& request)>;
@@ -119,7 +130,9 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest>, public std
   Router& route(std::string method, std::string path, ResponseFn fn);
   /// As route(std::string, std::string, RouteFn), for a coroutine.
   Router& route(std::string method, std::string path, AsyncFn fn);
-  /// route("GET", path, fn) (also answers HEAD), for any of the four forms. Not thread-safe (setup).
+  /// As route(std::string, std::string, RouteFn), for a coroutine that streams the request's body.
+  Router& route(std::string method, std::string path, StreamFn fn);
+  /// route("GET", path, fn) (also answers HEAD), for any of the five forms. Not thread-safe (setup).
   template <class Fn>
   Router& get(std::string path, Fn&& fn) {
     return route("GET", std::move(path), std::forward<Fn>(fn));
@@ -151,6 +164,12 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest>, public std
   /// Not thread-safe (setup). Replaces the router's own 404, 405 and 500 answers (see ErrorPageFn).
   Router& error_page(ErrorPageFn fn);
 
+  /// Thread-safe once set up (reads only). Whether the route for `method` and `path` takes its
+  /// request's body as a stream (a StreamFn route): the HTTP/1.1 ServerCodec asks it.
+  bool streams_body(std::string_view method, std::string_view path) const noexcept;
+  /// Thread-safe once set up (reads only). Whether any route is a StreamFn route.
+  bool has_streamed_routes() const noexcept;
+
   /// Thread-safe once set up (reads only). The route for `method` and `path`, as channel_read would
   /// choose it. Allocates nothing.
   RouteMatch match(std::string_view method, std::string_view path) const noexcept;
@@ -163,12 +182,13 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest>, public std
 
  private:
   friend class RouteMatch;
-  // What a route runs: exactly one of the four is set.
+  // What a route runs: exactly one of the five is set.
   struct Target {
     RouteFn write;
     ParamRouteFn param_write;
     ResponseFn respond;
     AsyncFn async;
+    StreamFn streamed;
   };
   struct Route {
     std::string method;
@@ -206,9 +226,10 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest>, public std
                                      const RouteParams& params, std::string_view pattern) const;
   struct RouteTask;  // router_task.cc
   static RouteTask run_task(const Router& router, std::shared_ptr<const Router> keep, ChannelPtr channel,
-                            HttpRequest message, RouteParams params, std::string_view pattern, const AsyncFn& fn);
-  void start_task(Context& ctx, HttpRequest&& request, const AsyncFn& fn, const RouteParams& params,
+                            HttpRequest message, RouteParams params, std::string_view pattern, const Target& target);
+  void start_task(Context& ctx, HttpRequest&& request, const Target& target, const RouteParams& params,
                   std::string_view pattern) const;
+
   // The Allow list of a path with routes for other methods ("GET, HEAD"); empty when it has none.
   std::string allowed_methods(std::string_view path) const;
   // 404 or 405 (with Allow) for a request no route answers and no fallback takes.

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,15 @@
 #include "weft/core/loop_callback.h"
 
 namespace weft::http {
+
+namespace detail {
+class BodySource;
+class BodySink;
+}  // namespace detail
+
+/// Which requests a ServerCodec hands over at their head, their body following as a stream
+/// (BodyReader): true for those. Called with the method and the path as sent.
+using StreamBodyTest = std::function<bool(std::string_view method, std::string_view path)>;
 
 /// The HTTP/1.1 server codec: ByteBuf in, HttpRequest out; HttpResponse in, ByteBuf out (see the
 /// file's description). One per channel; loop thread only.
@@ -86,10 +96,23 @@ class ServerCodec final : public Handler {
   /// over; the codec is then removed. Empty before a 101, or when nothing followed the request.
   ByteBuf take_switched_input() noexcept;
 
+  /// Loop thread only. The requests for which `test` is true and that have a body are handed over
+  /// as soon as their head has arrived; their body follows as a stream (HttpRequest::body_stream(),
+  /// read with a BodyReader) with the backpressure and rules of body_reader.h, and Limits::max_body
+  /// does not apply to it. Without a test set, the codec asks the first Router in its pipeline with
+  /// StreamFn routes (Router::streams_body), found at the first request with a body.
+  void stream_bodies_where(StreamBodyTest test) {
+    stream_body_test_ = std::move(test);
+    stream_body_test_found_ = true;
+  }
+
  private:
+  friend class detail::BodySource;
+  friend class detail::BodySink;
   // awaiting_switch: a request asked to upgrade and waits for its answer; what follows it is not
   // decoded meanwhile (after a 101 it is the next protocol's).
-  enum class State : std::uint8_t { head, body, closed, switched, awaiting_switch };
+  // body_stream: a streamed request's body is arriving (body_in_), handed on as it comes.
+  enum class State : std::uint8_t { head, body, closed, switched, awaiting_switch, body_stream };
   // An answer encoded before its turn: it leaves once every answer before it has.
   struct EarlyAnswer {
     std::uint64_t sequence;
@@ -98,12 +121,30 @@ class ServerCodec final : public Handler {
     bool final;         ///< false: an interim answer (100 Continue) before the final one
     bool last;          ///< the connection ends after it
     FileRegion file;    ///< a file body, sent after `bytes`
+    std::shared_ptr<detail::BodySink> stream;  ///< a streamed body, produced once its turn comes
   };
 
   void decode(Context& ctx);
   bool decode_head(Context& ctx);
   bool decode_body(Context& ctx);
-  void emit_request(Context& ctx, HttpRequest& request);
+  void emit_request(Context& ctx, HttpRequest& request, bool body_follows = false);
+  [[gnu::noinline]] void find_stream_body_test(Context& ctx);
+  // Streamed request bodies (body_reader.h).
+  bool start_body_stream(Context& ctx, HttpRequest& request, bool send_continue);
+  bool decode_body_stream(Context& ctx);
+  void end_body_stream(std::exception_ptr error);
+  void body_taken(detail::BodySource& source);
+  void body_wanted(detail::BodySource& source, std::uint64_t sequence);
+  void body_abandoned(detail::BodySource& source);
+  void end_after_owed(Context& ctx);
+  // Streamed response bodies (body_writer.h).
+  [[gnu::noinline]] std::shared_ptr<detail::BodySink> encode_stream_head(Context& ctx, ByteBuf& out,
+                                                                         HttpResponse& response, std::uint8_t flags);
+  void start_stream(Context& ctx, std::shared_ptr<detail::BodySink> sink);
+  bool stream_write(ByteBuf chunk);
+  bool stream_writable() const noexcept;
+  void stream_finish(std::string_view trailer_block);
+  void stream_ended(detail::BodySink& sink, bool finished);
   // Counts an answer with `status` to the request with pending_ `flags` in the metrics: into the
   // batch of alike answers (answers_*), observed at the flush.
   void note_answer(Context& ctx, std::uint8_t flags, int status) noexcept;
@@ -116,7 +157,7 @@ class ServerCodec final : public Handler {
   std::uint64_t answered_sequence(const HttpResponse& response) const noexcept;
   void put_error_body(Context& ctx, int status);
   void encode_into(Context& ctx, ByteBuf& out, ByteBuf* body_out, HttpResponse& response, std::uint8_t flags,
-                   FileRegion* file_out = nullptr);
+                   FileRegion* file_out = nullptr, std::shared_ptr<detail::BodySink>* stream_out = nullptr);
   void write_file(Context& ctx, FileRegion file);
   void hold_early(Context& ctx, HttpResponse& response, std::uint64_t sequence, std::uint8_t flags);
   void send_early_answers(Context& ctx);
@@ -173,6 +214,15 @@ class ServerCodec final : public Handler {
   LoopCallback resume_decoding_{[this] { resume_decoding(); }};
   detail::BodyDecoder body_decoder_;
   HttpRequest request_;  // a request whose body is still arriving
+  // Streamed bodies: the request body arriving (State::body_stream) and the answer being produced.
+  Context* ctx_ = nullptr;
+  StreamBodyTest stream_body_test_;
+  std::shared_ptr<detail::BodySource> body_in_;
+  std::shared_ptr<detail::BodySink> body_out_;
+  ReadSuspension body_reading_;  // held while the body's reader is kStreamBodyBufferBound behind
+  std::uint64_t discarded_ = 0;  // of a body its reader let go of
+  bool body_keep_alive_ = false;
+  bool stream_body_test_found_ = false;  // looked for (or set): stream_body_test_ is final
 };
 
 }  // namespace weft::http

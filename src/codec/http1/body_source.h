@@ -1,0 +1,84 @@
+#pragma once
+// detail::BodySource: what a streamed request body's codec and its BodyReader share (loop thread
+// only). The codec pushes chunks and ends or fails the body; the reader takes them. Each side lets
+// the other know through the codec's link: the reader's take (the codec may read again), its first
+// want (100 Continue), its letting go (the rest is dropped or the connection closes).
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "weft/buffer/byte_buf.h"
+#include "weft/codec/http1/body_reader.h"
+#include "weft/core/inline_ring.h"
+#include "weft/core/loop_signal.h"
+
+namespace weft::http {
+class ServerCodec;
+}
+
+namespace weft::http::detail {
+
+class BodySource {
+ public:
+  BodySource(EventLoop& loop, std::optional<std::uint64_t> content_length) noexcept
+      : signal_(loop), content_length_(content_length) {}
+  BodySource(const BodySource&) = delete;
+  BodySource& operator=(const BodySource&) = delete;
+
+  // ---- the codec's side
+  // Links the codec, which hears of takes, the first want and letting go, for request `sequence`.
+  void attach(ServerCodec& codec, std::uint64_t sequence, bool continue_owed) noexcept {
+    codec_ = &codec;
+    sequence_ = sequence;
+    continue_owed_ = continue_owed;
+  }
+  // The codec no longer feeds the body (it ended, failed, or the codec went away).
+  void detach() noexcept { codec_ = nullptr; }
+  // Whether the codec should stop handing chunks over (and stop reading).
+  bool full() const noexcept { return buffered_ >= kStreamBodyBufferBound || queue_.size() >= kStreamBodyMaxChunks; }
+  // Whether it may read again: down to half of both bounds.
+  bool drained() const noexcept {
+    return buffered_ <= kStreamBodyBufferBound / 2 && queue_.size() <= kStreamBodyMaxChunks / 2;
+  }
+  bool abandoned() const noexcept { return abandoned_; }
+  bool ended() const noexcept { return ended_ || error_ != nullptr; }
+  bool failed() const noexcept { return error_ != nullptr; }
+  // Whether 100 Continue is still owed (the reader never asked for the body).
+  bool continue_owed() const noexcept { return continue_owed_; }
+  void push(ByteBuf chunk);
+  void end(std::string trailer_block);
+  void fail(std::exception_ptr error);
+
+  // ---- the reader's side
+  Task<std::optional<ByteBuf>> next();
+  void abandon() noexcept;
+  void limit(std::uint64_t max_bytes);
+  std::optional<std::uint64_t> content_length() const noexcept { return content_length_; }
+  std::uint64_t received_bytes() const noexcept { return received_; }
+  std::uint64_t arrived_bytes() const noexcept { return arrived_; }
+  std::size_t buffered_bytes() const noexcept { return buffered_; }
+  std::size_t peak_buffered_bytes() const noexcept { return peak_buffered_; }
+  const std::string& trailer_block() const noexcept { return trailers_; }
+
+ private:
+  LoopSignal signal_;
+  InlineRing<ByteBuf, kStreamBodyMaxChunks> queue_;
+  std::optional<std::uint64_t> content_length_;
+  std::uint64_t limit_ = UINT64_MAX;
+  std::uint64_t arrived_ = 0;   // pushed so far
+  std::uint64_t received_ = 0;  // taken so far
+  std::size_t buffered_ = 0;
+  std::size_t peak_buffered_ = 0;
+  std::uint64_t sequence_ = 0;
+  ServerCodec* codec_ = nullptr;
+  std::exception_ptr error_;
+  std::string trailers_;
+  bool ended_ = false;
+  bool abandoned_ = false;
+  bool waiting_ = false;
+  bool continue_owed_ = false;
+};
+
+}  // namespace weft::http::detail
