@@ -38,6 +38,9 @@ Http2TunnelChannel::~Http2TunnelChannel() = default;
 void Http2TunnelChannel::start() {
   register_on_loop();
   activate(parent_->local_address(), parent_->remote_address());
+  // What the pipeline wrote and flushed before the channel was active (an on_open's greeting) was
+  // held: it leaves now.
+  if (is_open() && outbound().has_flushed()) do_flush();
 }
 
 void Http2TunnelChannel::do_begin_read() {
