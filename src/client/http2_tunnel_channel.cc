@@ -60,7 +60,9 @@ void Http2TunnelChannel::wake_reader() {
         self->wake_posted_ = false;
         if (self->read_waiter_ && (self->reading_ || !self->is_open())) std::exchange(self->read_waiter_, {}).resume();
       })) {
+    // A terminated loop runs no task: a closed channel's reader ends here (it only lets go of it).
     wake_posted_ = false;
+    if (!is_open() && read_waiter_) std::exchange(read_waiter_, {}).resume();
   }
 }
 

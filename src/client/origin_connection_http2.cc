@@ -375,9 +375,13 @@ namespace {
 
 // On the connection's loop: the extended CONNECT, its answer's head, and a 2xx's stream handed to
 // the opener. Only on a connection whose server enabled extended CONNECT (RFC 8441 3).
-Task<http::HttpClientResponse> open_tunnel(std::shared_ptr<Http2Connection> h2, std::shared_ptr<TunnelOpener> opener,
-                                           std::string path, Http2Calls* calls, std::uint64_t number,
-                                           std::shared_ptr<void> keep) {
+struct TunnelHead {
+  http::HttpClientResponse head;
+  std::optional<Future<void>> ended;  // the tunnel's end, when it opened
+};
+
+Task<TunnelHead> open_tunnel(std::shared_ptr<Http2Connection> h2, std::shared_ptr<TunnelOpener> opener,
+                             std::string path, Http2Calls* calls, std::uint64_t number, std::shared_ptr<void> keep) {
   (void)keep;  // the connection `calls` is in, until the coroutine's frame goes
   if (!h2->codec().peer_enable_connect_protocol()) {
     throw TunnelUnavailableError("the server's SETTINGS did not enable extended CONNECT (RFC 8441)");
@@ -393,9 +397,10 @@ Task<http::HttpClientResponse> open_tunnel(std::shared_ptr<Http2Connection> h2, 
     ~Ended() { calls->ended(number); }
   } ended{calls, number};
   const int status = co_await stream.response();
-  http::HttpClientResponse head = stream.take_head();
-  if (status >= 200 && status < 300) opener->opened(h2->channel(), std::move(stream), head);
-  co_return head;  // (another answer: the stream is reset as the handle goes, unless it has ended)
+  TunnelHead out;
+  out.head = stream.take_head();
+  if (status >= 200 && status < 300) out.ended = opener->opened(h2->channel(), std::move(stream), out.head);
+  co_return out;  // (another answer: the stream is reset as the handle goes, unless it has ended)
 }
 
 }  // namespace
@@ -407,14 +412,25 @@ void OriginConnection::tunnel_http2(std::shared_ptr<Exchange> x) {
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   const bool reused = served > 0;
   spawn(http2_->loop(), open_tunnel(http2_, x->tunnel, x->url.target(), &h2_calls_, x->h2_call, self))
-      .add_listener([self, x, reused](const Future<http::HttpClientResponse>& f) {
+      .add_listener([self, x, reused](const Future<TunnelHead>& f) {
         std::exception_ptr error = f.error();
-        std::optional<http::HttpClientResponse> head;
+        std::optional<TunnelHead> head;
         if (!error) head.emplace(f.take());
+        if (head && head->ended) {
+          // An open tunnel holds its stream until it ends: then the slot is the pool's again.
+          head->ended->add_listener([self](const Future<void>&) {
+            self->on_pool_loop([self] {
+              --self->in_flight;
+              self->idle_since = self->pool_loop().now();
+              if (auto p = self->pool()) p->released(*self);
+            });
+          });
+        }
         self->on_pool_loop([self, x, reused, error, head = std::move(head)]() mutable {
-          // The stream's slot is given back at its head, as a streamed answer's is.
-          --self->in_flight;
-          self->idle_since = self->pool_loop().now();
+          if (!head || !head->ended) {  // no tunnel: the stream's slot is free now
+            --self->in_flight;
+            self->idle_since = self->pool_loop().now();
+          }
           if (error) {
             self->http2_failed(x, error, reused);
             return;
@@ -425,7 +441,7 @@ void OriginConnection::tunnel_http2(std::shared_ptr<Exchange> x) {
             return;
           }
           ++self->served;
-          p->answered(*self, x, std::move(*head));
+          p->answered(*self, x, std::move(head->head));
         });
       });
 }

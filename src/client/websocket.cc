@@ -97,8 +97,9 @@ class WebSocketTunnel final : public TunnelOpener {
     if (settle()) result_.set_error(std::move(error));
   }
 
-  void opened(Channel& connection, http2::ClientStream stream, const http::HttpClientResponse& head) override {
-    if (!settle()) return;  // given up (the handshake timeout): the stream is reset as it goes
+  std::optional<Future<void>> opened(Channel& connection, http2::ClientStream stream,
+                                     const http::HttpClientResponse& head) override {
+    if (!settle()) return std::nullopt;  // given up (the handshake timeout): the stream is reset as it goes
     ws::Handshake h;
     h.version = http::Version::http2;
     h.target = request_.target;
@@ -107,6 +108,7 @@ class WebSocketTunnel final : public TunnelOpener {
     for (std::size_t i = 0; i < fields.header_count; ++i) {
       h.headers.emplace_back(std::string(fields.inline_headers[i].name), std::string(fields.inline_headers[i].value));
     }
+    std::optional<Future<void>> ended;
     try {
       std::optional<ws::PerMessageDeflate::Config> config;
       if (const auto deflate = ws::check_negotiation(request_, head.status(), h)) {
@@ -117,11 +119,13 @@ class WebSocketTunnel final : public TunnelOpener {
           "websocket", std::make_shared<ws::Codec>(ws::Codec::Role::client, request_.connection, ByteBuf(), config));
       tail_(*channel, h);
       channel->start();
+      ended = channel->close_future();
     } catch (...) {
       result_.set_error(std::current_exception());  // the stream is reset as its handle goes
-      return;
+      return std::nullopt;
     }
     result_.set_value(std::move(h));
+    return ended;
   }
 
  private:

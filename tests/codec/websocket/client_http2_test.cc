@@ -119,9 +119,10 @@ class WebSocketHttp2ClientTest : public test::TransportTest {
 
   // HTTP/1.1 and h2c on one port (CleartextDetector); `connect_protocol`: extended CONNECT enabled.
   // Or h2 over TLS (ALPN "h2" only). Returns the port.
-  std::uint16_t serve(bool tls, bool connect_protocol) {
+  std::uint16_t serve(bool tls, bool connect_protocol, std::uint32_t max_streams = 100) {
     http2::Settings settings;
     settings.enable_connect_protocol = connect_protocol;
+    settings.max_concurrent_streams = max_streams;
     TlsContextPtr context = tls ? test::test_server_context(test::test_pki().localhost, {"h2"}) : TlsContextPtr();
     auto router = router_;
     auto accepted = accepted_;
@@ -266,6 +267,32 @@ TEST_P(WebSocketHttp2ClientTest, ManyWebSocketsAndRequestsShareOneConnection) {
   client.close().get();
   for (Open& o : open) EXPECT_EQ(o.closed->future().get(), ws::close_code::going_away);
   EXPECT_TRUE(test::eventually([&] { return server_closes().size() == kSockets; }));
+}
+
+TEST_P(WebSocketHttp2ClientTest, AnOpenWebSocketHoldsItsStreamInThePool) {
+  // A server that takes two streams at once: two WebSockets fill its connection, so the pool opens
+  // another for a request (which would otherwise wait behind them until its request timeout).
+  const std::uint16_t port = serve(false, true, 2);
+  client::ClientOptions options = h2_options();
+  options.request_timeout = 5s;  // (bounds the failure only)
+  client::HttpClient client(*clients_, options);
+  std::vector<std::shared_ptr<Promise<std::uint16_t>>> closed;
+  for (int i = 0; i < 2; ++i) {
+    auto done = std::make_shared<Promise<std::uint16_t>>();
+    closed.push_back(done);
+    Future<ws::Handshake> opened = on_client_loop([&] {
+      return client.websocket(
+          url("ws", port, "/echo"),
+          ws::Callbacks{.on_close = [done](Context&, const ws::Message& m) { done->set_value(m.close_code()); }},
+          client::WebSocketOptions{.http2 = client::WebSocketHttp2::require});
+    });
+    EXPECT_EQ(opened.get().version, http::Version::http2);
+  }
+  EXPECT_EQ(get(client, url("http", port, "/hello")).body_view(), "hello");
+  EXPECT_EQ(client.stats().connections_opened, 2u);
+  EXPECT_EQ(accepted_->load(), 2);
+  client.close().get();
+  for (auto& c : closed) EXPECT_EQ(c->future().get(), ws::close_code::going_away);
 }
 
 TEST_P(WebSocketHttp2ClientTest, AServerWithoutExtendedConnectFallsBackOrFails) {
