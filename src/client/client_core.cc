@@ -116,6 +116,12 @@ LoopClient& ClientCore::home() const {
 }
 
 void ClientCore::launch(std::shared_ptr<Exchange> x) {
+  if (closing_.load(std::memory_order_acquire)) {
+    auto error = std::make_exception_ptr(ClientClosedError());
+    if (x->upload) x->upload->stop(error);
+    x->result.set_error(error);
+    return;
+  }
   LoopClient* home = nullptr;
   if (x->upload) {  // its body's loop, chosen when it was made
     for (const auto& l : loops_) {
@@ -133,7 +139,7 @@ void ClientCore::launch(std::shared_ptr<Exchange> x) {
   }
 }
 
-Future<void> ClientCore::close() {
+Future<void> ClientCore::close_pools() {
   std::vector<Future<void>> closed;
   for (auto& l : loops_) {
     Promise<void> done;

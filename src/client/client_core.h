@@ -4,6 +4,7 @@
 // one loop from start to end: the caller's when the caller is on one of the group's loops, else
 // the next one round-robin.
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -90,7 +91,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                 std::optional<Duration> timeout = {});
   // Thread-safe. Opens a WebSocket (HttpClient::websocket, websocket.cc).
   Future<ws::Handshake> websocket(std::string_view url, ws::TailFn tail, WebSocketOptions options);
-  // Thread-safe. Closes every pool on its loop; the future completes when all have.
+  // Thread-safe. Ends the open WebSockets (a close with 1001 each, websocket.cc), then closes
+  // every pool on its loop; the future completes when all have. Later requests are refused.
   Future<void> close();
   ClientStats stats() const noexcept { return counters_.snapshot(); }
 
@@ -108,6 +110,16 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
  private:
   // The loop that owns a request's future (see the .cc).
   static EventLoop* answer_loop();
+  Future<void> close_pools();  // close()'s second half
+  // websocket(): on a connection of its own, or as a stream of the pool's HTTP/2 connection
+  // (`fallback`: HTTP/1.1 where that cannot be).
+  void websocket_http1(const Url& url, ws::ClientHandshakeRequest request, Promise<ws::Handshake> result,
+                       ws::TailFn tail, TlsContextPtr tls);
+  void websocket_http2(Url url, ws::ClientHandshakeRequest request, Promise<ws::Handshake> result, ws::TailFn tail,
+                       bool fallback, TlsContextPtr fallback_tls);
+  // The tail of a WebSocket, which notes its channel for close() before it adds `tail`.
+  ws::TailFn tracked(ws::TailFn tail);
+  void track_websocket(Channel& channel);    // thread-safe
   void launch(std::shared_ptr<Exchange> x);  // on home()'s loop
   LoopClient& home() const;                  // the caller's loop of the group, else the next one
   Future<StreamedResponse> streamed(std::shared_ptr<Exchange> x, Promise<http::HttpClientResponse> head);
@@ -120,6 +132,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   StatsCounters counters_;
   SharedResolver shared_resolver_;  // the blocking transport's (see origin_connector.h)
   std::vector<std::unique_ptr<LoopClient>> loops_;
+  std::atomic<bool> closing_{false};  // close() was called: nothing new starts
+  std::mutex websockets_mutex_;
+  std::vector<std::weak_ptr<Channel>> websockets_;  // open WebSockets' channels, under websockets_mutex_
+  std::size_t websockets_pruned_at_ = 16;           // the size at which the closed ones are dropped next
 };
 
 }  // namespace weft::client::detail

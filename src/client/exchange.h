@@ -37,6 +37,7 @@ void for_each_header_line(std::string_view lines, Add&& add) {
 class BodyStream;
 class PooledConnection;
 class RequestDeadlines;
+class TunnelOpener;
 class UploadStream;
 
 struct Exchange : std::enable_shared_from_this<Exchange> {
@@ -53,6 +54,7 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   bool streamed = false;           // the answer is its head; the body is read from body_stream
   std::shared_ptr<BodyStream> body_stream;  // streamed: the body of the answer, once it came
   std::shared_ptr<UploadStream> upload;     // the request's body is written as it goes (never retried)
+  std::shared_ptr<TunnelOpener> tunnel;     // an extended CONNECT (tunnel_opener.h): HTTP/2 only
   PooledConnection* on = nullptr;  // the connection carrying it, while one does
   std::uint64_t h2_call = 0;       // HTTP/2: its number on that connection (OriginConnection::abandon)
   std::optional<Duration> timeout;  // its own request timeout (HttpClientRequest::timeout), else the options'

@@ -7,6 +7,7 @@
 #include "http1_side.h"
 #include "origin_connector.h"
 #include "origin_pool.h"
+#include "tunnel_opener.h"
 #include "upload_stream.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/tls/tls_events.h"
@@ -239,6 +240,16 @@ void OriginConnection::close() {
 void OriginConnection::send(std::shared_ptr<Exchange> x) {
   if (http2) {
     send_http2(std::move(x));
+    return;
+  }
+  if (x->tunnel) {  // an extended CONNECT needs HTTP/2: the exchange fails, from a task of its own
+    pool_loop().try_execute(
+        [self = std::static_pointer_cast<OriginConnection>(shared_from_this()), x = std::move(x)]() mutable {
+          if (auto p = self->pool()) {
+            p->failed(*self, std::move(x),
+                      std::make_exception_ptr(TunnelUnavailableError("the server chose HTTP/1.1, not h2")), false);
+          }
+        });
     return;
   }
   ++in_flight;

@@ -70,6 +70,7 @@ class OriginConnection final : public PooledConnection {
   void http1_answered(http::HttpClientResponse&& response);                    // pool loop
   void send_http2(std::shared_ptr<Exchange> x);
   void stream_http2(std::shared_ptr<Exchange> x);
+  void tunnel_http2(std::shared_ptr<Exchange> x);  // an extended CONNECT (Exchange::tunnel)
   // Pool loop: an HTTP/2 request of `x` failed with `error` (`reused`: on a connection that had served).
   void http2_failed(const std::shared_ptr<Exchange>& x, std::exception_ptr error, bool reused);
 

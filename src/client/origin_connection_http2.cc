@@ -12,6 +12,7 @@
 #include "exchange.h"
 #include "origin_connection.h"
 #include "origin_pool.h"
+#include "tunnel_opener.h"
 #include "upload_stream.h"
 #include "weft/client/client_errors.h"
 #include "weft/codec/http2/client_codec.h"
@@ -70,6 +71,10 @@ void OriginConnection::install_http2(Channel& ch) {
 }
 
 void OriginConnection::send_http2(std::shared_ptr<Exchange> x) {
+  if (x->tunnel) {
+    tunnel_http2(std::move(x));
+    return;
+  }
   if (x->streamed) {
     stream_http2(std::move(x));
     return;
@@ -361,6 +366,81 @@ void OriginConnection::stream_http2(std::shared_ptr<Exchange> x) {
           }
           ++self->served;
           x->body_stream = std::move(head->body);
+          p->answered(*self, x, std::move(head->head));
+        });
+      });
+}
+
+namespace {
+
+// On the connection's loop: the extended CONNECT, its answer's head, and a 2xx's stream handed to
+// the opener. Only on a connection whose server enabled extended CONNECT (RFC 8441 3).
+struct TunnelHead {
+  http::HttpClientResponse head;
+  std::optional<Future<void>> ended;  // the tunnel's end, when it opened
+};
+
+Task<TunnelHead> open_tunnel(std::shared_ptr<Http2Connection> h2, std::shared_ptr<TunnelOpener> opener,
+                             std::string path, Http2Calls* calls, std::uint64_t number, std::shared_ptr<void> keep) {
+  (void)keep;  // the connection `calls` is in, until the coroutine's frame goes
+  if (!h2->codec().peer_enable_connect_protocol()) {
+    throw TunnelUnavailableError("the server's SETTINGS did not enable extended CONNECT (RFC 8441)");
+  }
+  std::vector<http::Header> headers;
+  headers.reserve(opener->fields().size());
+  for (const auto& [name, value] : opener->fields()) headers.push_back({name, value});
+  http2::ClientStream stream = h2->codec().open_extended_connect(opener->protocol(), path, headers);
+  calls->opened(number, stream.id());
+  struct Ended {  // however the coroutine ends: the head came, or the stream failed
+    Http2Calls* calls;
+    std::uint64_t number;
+    ~Ended() { calls->ended(number); }
+  } ended{calls, number};
+  const int status = co_await stream.response();
+  TunnelHead out;
+  out.head = stream.take_head();
+  if (status >= 200 && status < 300) out.ended = opener->opened(h2->channel(), std::move(stream), out.head);
+  co_return out;  // (another answer: the stream is reset as the handle goes, unless it has ended)
+}
+
+}  // namespace
+
+void OriginConnection::tunnel_http2(std::shared_ptr<Exchange> x) {
+  ++in_flight;
+  x->on = this;
+  x->h2_call = ++h2_calls_made_;
+  auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
+  const bool reused = served > 0;
+  spawn(http2_->loop(), open_tunnel(http2_, x->tunnel, x->url.target(), &h2_calls_, x->h2_call, self))
+      .add_listener([self, x, reused](const Future<TunnelHead>& f) {
+        std::exception_ptr error = f.error();
+        std::optional<TunnelHead> head;
+        if (!error) head.emplace(f.take());
+        if (head && head->ended) {
+          // An open tunnel holds its stream until it ends: then the slot is the pool's again.
+          head->ended->add_listener([self](const Future<void>&) {
+            self->on_pool_loop([self] {
+              --self->in_flight;
+              self->idle_since = self->pool_loop().now();
+              if (auto p = self->pool()) p->released(*self);
+            });
+          });
+        }
+        self->on_pool_loop([self, x, reused, error, head = std::move(head)]() mutable {
+          if (!head || !head->ended) {  // no tunnel: the stream's slot is free now
+            --self->in_flight;
+            self->idle_since = self->pool_loop().now();
+          }
+          if (error) {
+            self->http2_failed(x, error, reused);
+            return;
+          }
+          auto p = self->pool();
+          if (!p) {
+            x->fail_closed(self->pool_loop());
+            return;
+          }
+          ++self->served;
           p->answered(*self, x, std::move(head->head));
         });
       });

@@ -91,15 +91,18 @@ class HttpClient {
   Upload upload(http::HttpClientRequest request, std::optional<std::uint64_t> content_length = {});
 
   /// Opens a WebSocket to `url` ("ws://host[:port]/path?query" or "wss://..."; RFC 6455 over
-  /// HTTP/1.1) on a connection of its own -- it leaves HTTP and never returns to a pool -- and runs
-  /// `callbacks` on it, on the connection's loop. The future completes, on the caller's loop as
-  /// request()'s does, with what the handshake settled (subprotocol, deflate, the 101's fields)
-  /// once the WebSocket is open, or fails: UrlError, HostResolutionError, IoError (refused),
-  /// TimeoutError (connect), TlsHandshakeError (wss: an untrusted or misnamed certificate),
-  /// ws::HandshakeError (any flaw in the server's answer, see client_upgrade.h),
-  /// std::invalid_argument (options that cannot be sent). On failure the connection is closed.
-  /// The WebSocket ends with its handler (a close, the coroutine's return) or its group's shutdown;
-  /// close() does not end it.
+  /// HTTP/1.1) on a connection of its own -- it leaves HTTP and never returns to a pool -- or, as
+  /// WebSocketOptions::http2 asks, as a stream of the pooled HTTP/2 connection to the origin (RFC
+  /// 8441), and runs `callbacks` on it, on the connection's loop. The future completes, on the
+  /// caller's loop as request()'s does, with what the handshake settled (subprotocol, deflate, the
+  /// answer's fields, the version) once the WebSocket is open, or fails: UrlError,
+  /// HostResolutionError, IoError (refused), TimeoutError (connect), TlsHandshakeError (wss: an
+  /// untrusted or misnamed certificate), ws::HandshakeError (any flaw in the server's answer, see
+  /// client_upgrade.h; over HTTP/2 an answer other than 2xx), http2::ClientStreamError (HTTP/2: the
+  /// server reset the CONNECT's stream), ClientClosedError (after close()), std::invalid_argument
+  /// (options that cannot be sent). On failure the connection (HTTP/2: the stream) is closed.
+  /// The WebSocket ends with its handler (a close, the coroutine's return), close(), or its
+  /// group's shutdown.
   Future<ws::Handshake> websocket(std::string_view url, ws::Callbacks callbacks, WebSocketOptions options = {});
   /// As websocket(url, Callbacks, options), with a coroutine that reads and writes ws::Message
   /// through a Connection (as the server's coroutine handlers do); the connection closes when it
@@ -108,8 +111,11 @@ class HttpClient {
   /// As websocket(url, CoroutineFn, options), the coroutine also taking what the handshake settled.
   Future<ws::Handshake> websocket(std::string_view url, ws::HandshakeCoroutineFn fn, WebSocketOptions options = {});
 
-  /// Closes every pooled connection; requests still waiting or under way fail with
-  /// ClientClosedError, later ones too. The future completes once every loop has closed its pools.
+  /// Closes the client. Each open WebSocket first gets a close with 1001 (going away) and ends its
+  /// close handshake (its handler's close comes as usual; close_timeout bounds the wait); then every
+  /// pooled connection closes, and requests still waiting or under way fail with ClientClosedError.
+  /// Requests and WebSockets asked for after the call fail with ClientClosedError. The future
+  /// completes once the WebSockets have ended and every loop has closed its pools.
   Future<void> close();
   /// What the pools did so far.
   ClientStats stats() const noexcept;

@@ -489,6 +489,28 @@ std::int32_t ClientCodec::submit(http::HttpClientRequest request, Promise<http::
 }
 
 ClientStream ClientCodec::open(std::string_view method, std::string_view path, std::span<const http::Header> headers) {
+  return open_stream(method, {}, path, headers);
+}
+
+ClientStream ClientCodec::open_extended_connect(std::string_view protocol, std::string_view path,
+                                                std::span<const http::Header> headers) {
+  if (!peer_enable_connect_protocol()) {
+    auto state = std::make_shared<StreamState>();
+    state->error = std::make_exception_ptr(
+        ClientStreamError("the server did not enable extended CONNECT (SETTINGS_ENABLE_CONNECT_PROTOCOL, RFC 8441)",
+                          detail::ErrorCode::protocol_error, false));
+    state->closed = true;
+    return ClientStream(std::move(state));
+  }
+  return open_stream("CONNECT", protocol, path, headers);
+}
+
+bool ClientCodec::peer_enable_connect_protocol() const noexcept {
+  return session_ != nullptr && session_->peer_connect_protocol();
+}
+
+ClientStream ClientCodec::open_stream(std::string_view method, std::string_view protocol, std::string_view path,
+                                      std::span<const http::Header> headers) {
   auto state = std::make_shared<StreamState>();
   ClientStream handle(state);
   auto fail = [&](std::exception_ptr error) {
@@ -512,6 +534,7 @@ ClientStream ClientCodec::open(std::string_view method, std::string_view path, s
   std::vector<detail::HeaderField>& nva = nva_->nv;
   nva.clear();
   nva.push_back(ref_field(":method", method));
+  if (!protocol.empty()) nva.push_back(ref_field(":protocol", protocol));
   nva.push_back(ref_field(":scheme", settings_.scheme));
   nva.push_back(ref_field(":authority", settings_.authority));
   nva.push_back(ref_field(":path", path));

@@ -1385,7 +1385,11 @@ int Session::apply_peer_setting(std::uint16_t id, std::uint32_t value) {
     case SettingId::enable_push:
       // (A server may only say 0: RFC 9113 6.5.2.)
       return value > 1 || (client_ && value != 0) ? ErrorCode::protocol_error : 0;
-    case SettingId::enable_connect_protocol: return value > 1 ? ErrorCode::protocol_error : 0;
+    case SettingId::enable_connect_protocol:
+      // RFC 8441 3: 0 or 1, and a 1 once sent may not be taken back.
+      if (value > 1 || (peer_connect_protocol_ && value == 0)) return ErrorCode::protocol_error;
+      peer_connect_protocol_ = value == 1;
+      return 0;
     case SettingId::max_concurrent_streams:
       peer_max_concurrent_ = value;  // (the client opens no more; the server opens none)
       return 0;

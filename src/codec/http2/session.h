@@ -134,6 +134,9 @@ class Session {
   std::int32_t submit_request(const HeaderField* nv, std::size_t n, const DataSource* body);
   // Client: the server's SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS say).
   std::uint32_t peer_max_concurrent_streams() const noexcept { return peer_max_concurrent_; }
+  // Client: whether the server's SETTINGS said SETTINGS_ENABLE_CONNECT_PROTOCOL=1 (RFC 8441 3):
+  // extended CONNECT (a :protocol pseudo-header) may be sent.
+  bool peer_connect_protocol() const noexcept { return peer_connect_protocol_; }
   // Client: requests that wait for the server's concurrency limit.
   std::size_t waiting_requests() const noexcept { return waiting_.size(); }
   // The connection's receive window, raised to `size` (a WINDOW_UPDATE on stream 0 now); smaller
@@ -291,6 +294,7 @@ class Session {
   std::uint32_t unacked_settings_ = 0;
   std::uint32_t peer_initial_window_ = 65535;
   std::uint32_t peer_max_frame_size_ = 16384;
+  bool peer_connect_protocol_ = false;       // SETTINGS_ENABLE_CONNECT_PROTOCOL=1 received (never withdrawn)
   std::uint32_t peer_max_concurrent_ = 100;  // until the peer's SETTINGS say (client: the limit it opens under)
 
   // flow control

@@ -81,22 +81,44 @@ HandshakeError::HandshakeError(int status, std::string reason)
       status_(status),
       reason_(std::move(reason)) {}
 
-ClientUpgrade::ClientUpgrade(ClientHandshakeRequest request, Promise<Handshake> done, TailFn add_tail)
-    : request_(std::move(request)), done_(std::move(done)), add_tail_(std::move(add_tail)), key_(fresh_key()) {
-  request_.deflate.validate();
-  if (breaks_request(request_.host) || breaks_request(request_.target)) {
+void validate(const ClientHandshakeRequest& request) {
+  request.deflate.validate();
+  if (breaks_request(request.host) || breaks_request(request.target)) {
     throw std::invalid_argument("ws::ClientUpgrade: CR, LF or NUL in the host or target");
   }
-  for (const auto& [name, value] : request_.headers) {
+  for (const auto& [name, value] : request.headers) {
     if (name.empty() || breaks_request(name) || name.find(':') != std::string::npos || breaks_request(value)) {
       throw std::invalid_argument("ws::ClientUpgrade: a header field that would break the request: " + name);
     }
   }
-  for (const std::string& p : request_.subprotocols) {
+  for (const std::string& p : request.subprotocols) {
     if (p.empty() || breaks_request(p) || p.find(',') != std::string::npos) {
       throw std::invalid_argument("ws::ClientUpgrade: a subprotocol must be a token: " + p);
     }
   }
+}
+
+std::optional<DeflateParameters> check_negotiation(const ClientHandshakeRequest& request, int status, Handshake& h) {
+  if (const auto protocol = joined(h, "Sec-WebSocket-Protocol")) {
+    bool offered = false;
+    for (const std::string& p : request.subprotocols) offered = offered || p == *protocol;
+    if (!offered) throw HandshakeError(status, "a subprotocol not offered: " + *protocol);
+    h.subprotocol = *protocol;
+  }
+  std::optional<DeflateParameters> deflate;
+  if (const auto extensions = joined(h, "Sec-WebSocket-Extensions")) {
+    if (!request.deflate.enabled) throw HandshakeError(status, "an extension not offered: " + *extensions);
+    std::string why;
+    deflate = check_deflate_answer(*extensions, request.deflate, why);
+    if (!deflate) throw HandshakeError(status, "permessage-deflate: " + why);
+    h.deflate = deflate;
+  }
+  return deflate;
+}
+
+ClientUpgrade::ClientUpgrade(ClientHandshakeRequest request, Promise<Handshake> done, TailFn add_tail)
+    : request_(std::move(request)), done_(std::move(done)), add_tail_(std::move(add_tail)), key_(fresh_key()) {
+  validate(request_);
 }
 
 ClientUpgrade::~ClientUpgrade() = default;
@@ -180,19 +202,7 @@ void ClientUpgrade::read_message(Context& ctx, MessageRef message) {
     if (!connection || !has_token(*connection, "upgrade")) throw HandshakeError(101, "no Connection: upgrade");
     const auto accept = joined(h, "Sec-WebSocket-Accept");
     if (!accept || *accept != accept_key(key_)) throw HandshakeError(101, "a wrong Sec-WebSocket-Accept");
-    if (const auto protocol = joined(h, "Sec-WebSocket-Protocol")) {
-      bool offered = false;
-      for (const std::string& p : request_.subprotocols) offered = offered || p == *protocol;
-      if (!offered) throw HandshakeError(101, "a subprotocol not offered: " + *protocol);
-      h.subprotocol = *protocol;
-    }
-    if (const auto extensions = joined(h, "Sec-WebSocket-Extensions")) {
-      if (!request_.deflate.enabled) throw HandshakeError(101, "an extension not offered: " + *extensions);
-      std::string why;
-      deflate = check_deflate_answer(*extensions, request_.deflate, why);
-      if (!deflate) throw HandshakeError(101, "permessage-deflate: " + why);
-      h.deflate = deflate;
-    }
+    deflate = check_negotiation(request_, 101, h);
   } catch (const HandshakeError&) {
     fail(ctx, std::current_exception());
     return;

@@ -213,13 +213,28 @@ void accept_over_http2(Context& ctx, HttpRequest& request, const std::shared_ptr
     stream.pipeline().add_last("websocket-stream",
                                std::make_shared<detail::Http2StreamBridge>(subprotocol, extensions, std::move(start)));
   };
-  http2::ServerCodec* codec = http2_codec_of(ctx.channel().pipeline());
-  if (codec == nullptr || !codec->serve_as_channel(request, std::move(init))) {
+  // The stream is the codec's, on the connection's loop: a route offloaded to an executor (the
+  // router added with an ExecutorGroup) hands the request back to the loop for it.
+  auto serve = [init = std::move(init)](Channel& channel, HttpRequest& request) mutable {
+    http2::ServerCodec* codec = http2_codec_of(channel.pipeline());
+    if (codec != nullptr && codec->serve_as_channel(request, std::move(init))) return true;
     log(LogLevel::debug, "channel {}: websocket over HTTP/2: stream {} is gone or not an extended CONNECT",
-        ctx.channel().id(), request.sequence());
-    ctx.write(std::move(refuse(400, "not an extended CONNECT").for_request(request)));
-    ctx.flush();
+        channel.id(), request.sequence());
+    return false;
+  };
+  if (ctx.channel().loop().in_loop()) {
+    if (!serve(ctx.channel(), request)) {
+      ctx.write(std::move(refuse(400, "not an extended CONNECT").for_request(request)));
+      ctx.flush();
+    }
+    return;
   }
+  ctx.channel().loop().execute(
+      [channel = ctx.channel().shared_from_this(), request = std::move(request), serve = std::move(serve)]() mutable {
+        if (!serve(*channel, request)) {
+          channel->write_and_flush(std::move(refuse(400, "not an extended CONNECT").for_request(request)));
+        }
+      });
 }
 
 template <class AddHandler>

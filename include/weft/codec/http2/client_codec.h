@@ -156,6 +156,17 @@ class ClientCodec final : public Handler {
   /// stream that cannot open is returned failed (its calls throw ClientStreamError or
   /// ChannelClosedError).
   ClientStream open(std::string_view method, std::string_view path, std::span<const http::Header> headers);
+  /// Loop thread only. Opens an extended CONNECT (RFC 8441 4): `:method CONNECT`, `:protocol`
+  /// `protocol`, `:scheme` and `:authority` from the settings, `:path` `path`, then `headers` as
+  /// open() takes them. Once its response's head is a 2xx the stream is a tunnel: DATA both ways
+  /// (write(), read()) until each side ends its half (end(), read() giving nullopt). Only after the
+  /// server's SETTINGS said SETTINGS_ENABLE_CONNECT_PROTOCOL=1 (peer_enable_connect_protocol()):
+  /// otherwise the stream is returned failed with ClientStreamError (PROTOCOL_ERROR, not refused).
+  ClientStream open_extended_connect(std::string_view protocol, std::string_view path,
+                                     std::span<const http::Header> headers);
+  /// Loop thread only. Whether the server's SETTINGS said SETTINGS_ENABLE_CONNECT_PROTOCOL=1 (RFC
+  /// 8441 3); false until its first SETTINGS (ready()).
+  bool peer_enable_connect_protocol() const noexcept;
   /// Loop thread only. Requests sent or queued whose response has not ended.
   std::size_t outstanding() const noexcept { return streams_.size(); }
   /// Thread-safe. Completes when the server's first SETTINGS have arrived (requests sent earlier are
@@ -175,6 +186,9 @@ class ClientCodec final : public Handler {
   using StreamState = ClientStream::State;
 
   std::int32_t submit(http::HttpClientRequest request, Promise<http::HttpClientResponse> done, bool fire);
+  // open() and open_extended_connect(): `protocol` empty for a plain request.
+  ClientStream open_stream(std::string_view method, std::string_view protocol, std::string_view path,
+                           std::span<const http::Header> headers);
   void send_pending();
   void write_out();  // out_ to the channel
   void finish(std::int32_t id, std::uint32_t error_code);

@@ -61,6 +61,18 @@ struct ClientHandshakeRequest {
   Duration timeout = std::chrono::seconds(10);               ///< the whole answer's head must arrive within it
 };
 
+/// Checks what an accepting answer negotiated against what `request` offered -- HTTP/1.1's 101 or
+/// HTTP/2's 2xx to an extended CONNECT (RFC 8441 5) -- from its fields in `h.headers`: a
+/// subprotocol only one offered (set in `h.subprotocol`), extensions only the permessage-deflate
+/// offered, with parameters check_deflate_answer() accepts (set in `h.deflate`, returned). Throws
+/// HandshakeError with `status` naming the flaw. Thread-safe.
+std::optional<DeflateParameters> check_negotiation(const ClientHandshakeRequest& request, int status, Handshake& h);
+
+/// Throws std::invalid_argument when `request` could not be sent as given: CR, LF or NUL in its
+/// host, target, a field or a subprotocol, an empty field name or one with ':', a subprotocol with
+/// ',', DeflateOptions out of range. Thread-safe.
+void validate(const ClientHandshakeRequest& request);
+
 /// The client's handshake as a pipeline handler (see the file's description). Loop thread only.
 class ClientUpgrade final : public Handler {
  public:
