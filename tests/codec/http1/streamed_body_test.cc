@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -67,7 +68,21 @@ struct Observed {
   std::optional<Promise<std::string>> error;  // the typed error a route met, by name
   std::optional<Promise<void>> reading;       // the upload route has its first chunk
   std::atomic<bool> reading_set{false};
-  std::string trailers;
+
+  // The upload route's last trailer block: written on the route's loop, read by the test thread
+  // (the reply it waits for is no synchronisation TSan can see).
+  void set_trailers(std::string block) {
+    std::lock_guard lock(mutex_);
+    trailers_ = std::move(block);
+  }
+  std::string trailers() const {
+    std::lock_guard lock(mutex_);
+    return trailers_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string trailers_;
 };
 
 std::string error_name(std::exception_ptr error) {
@@ -109,7 +124,7 @@ std::shared_ptr<Router> routes(Observed& seen) {
       throw;
     }
     note_max(seen.peak_buffered, body.peak_buffered_bytes());
-    seen.trailers = std::string(body.trailer_block());
+    seen.set_trailers(std::string(body.trailer_block()));
     co_return HttpResponse(200).body(std::to_string(bytes) + " " + std::to_string(hash.h));
   });
   router->post("/ignore",
@@ -316,7 +331,7 @@ TEST_P(StreamedBodyTest, UploadsReachASlowReaderWhole) {
   ASSERT_TRUE(client.send_all(chunked, 30000ms));
   r = reader.reply();
   EXPECT_EQ(r.body, std::to_string(second.size()) + " " + hash_of(second));
-  EXPECT_EQ(seen_.trailers, "X-Checksum: yes\r\n");
+  EXPECT_EQ(seen_.trailers(), "X-Checksum: yes\r\n");
 }
 
 // 1 MiB chunked, then 512 KiB with Content-Length, to a client that reads 16 KiB at a time: the
