@@ -15,6 +15,8 @@
 // knowledge in every mode on epoll, h2 over TLS (ALPN) in one mode per transport (sanitizers: three
 // rows in all).
 
+#include "support/threading_modes.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -37,18 +39,7 @@ using http::HttpClientResponse;
 using http::HttpResponse;
 using ResponseFuture = Future<HttpClientResponse>;
 
-enum class Mode { loop, loop_async, offload, coroutine, coroutine_async };
-
-const char* mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::loop: return "loop";
-    case Mode::loop_async: return "loop_async";
-    case Mode::offload: return "offload";
-    case Mode::coroutine: return "coroutine";
-    case Mode::coroutine_async: return "coroutine_async";
-  }
-  return "?";
-}
+using Mode = test::ThreadingMode;
 
 // What the origins speak: HTTP/1.1, h2c (the client by prior knowledge), or h2 over TLS (by ALPN).
 enum class Origin { http1, h2c, h2_tls };
@@ -61,7 +52,7 @@ struct Config {
 
 std::string config_name(const ::testing::TestParamInfo<Config>& info) {
   const Origin o = info.param.origin;
-  return std::string(info.param.transport->name()) + "_" + mode_name(info.param.mode) +
+  return std::string(info.param.transport->name()) + "_" + test::threading_mode_name(info.param.mode) +
          (o == Origin::h2c      ? "_h2c"
           : o == Origin::h2_tls ? "_h2_tls"
                                 : "");

@@ -12,6 +12,8 @@
 // closes with 1000, and checks the thread each answer came on. Release runs every mode on every
 // transport; the sanitizers every mode on epoll and one mode on each other transport.
 
+#include "support/threading_modes.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -42,18 +44,7 @@ using namespace std::chrono_literals;
 namespace weft::ws_threading_modes_test {
 namespace {
 
-enum class Mode { loop, loop_async, offload, coroutine, coroutine_async };
-
-const char* mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::loop: return "loop";
-    case Mode::loop_async: return "loop_async";
-    case Mode::offload: return "offload";
-    case Mode::coroutine: return "coroutine";
-    case Mode::coroutine_async: return "coroutine_async";
-  }
-  return "?";
-}
+using Mode = test::ThreadingMode;
 
 struct Config {
   Transport* transport;
@@ -61,7 +52,7 @@ struct Config {
 };
 
 std::string config_name(const ::testing::TestParamInfo<Config>& info) {
-  return std::string(info.param.transport->name()) + "_" + mode_name(info.param.mode);
+  return std::string(info.param.transport->name()) + "_" + test::threading_mode_name(info.param.mode);
 }
 
 // What one client WebSocket saw: the echoes in order, then the close's code; or what went wrong
