@@ -2,6 +2,7 @@
 import argparse
 import contextlib
 import copy
+import hashlib
 import io
 import os
 import shutil
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 from bench_helpers import results_doc, table
 from weft_bench import cli, compare, conditions, html_report, instructions, load, peers, processes, results, suites, tables
@@ -442,6 +444,62 @@ class InstalledPeerRecipes(unittest.TestCase):
             self.assertEqual(netty.min_warmup, peers.JVM_WARMUP_S)
         else:
             self.assertIn("libnetty-java", netty.note)
+
+
+class BeastPeerBuild(unittest.TestCase):
+    """The Beast peer is rebuilt when its source's bytes change, not when a fresh checkout makes the source
+    newer than the binary; a column that must build first waits for its build, not the usual 10 s."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="weft-beast-peer-")
+        self.src, self.out = os.path.join(self.tmp.name, "src"), os.path.join(self.tmp.name, "out")
+        os.makedirs(self.src)
+        os.makedirs(self.out)
+        self.source, self.binary = os.path.join(self.src, "beast_echo.cc"), os.path.join(self.out, "beast-ws-echo")
+        with open(self.source, "w") as f:
+            f.write("int main() {}\n")
+        with open(self.binary, "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(self.binary, 0o755)
+        self.env = unittest.mock.patch.dict(os.environ, {"WEFT_WS_PEER_DIR": self.src, "WEFT_WS_PEER_OUT": self.out})
+        self.env.start()
+
+    def tearDown(self):
+        self.env.stop()
+        self.tmp.cleanup()
+
+    def stamp(self, digest):
+        with open(self.binary + ".sha256", "w") as f:
+            f.write(digest + "\n")
+
+    def test_a_stamped_binary_counts_whatever_the_mtimes(self):
+        self.stamp(hashlib.sha256(b"int main() {}\n").hexdigest())
+        os.utime(self.binary, (1, 1))  # older than the source, as after a fresh checkout of the peers
+        self.assertTrue(peers.beast_ws_built())
+        with open(self.source, "a") as f:
+            f.write("// changed\n")
+        self.assertFalse(peers.beast_ws_built())
+
+    def test_an_unstamped_binary_counts_when_newer_than_its_source(self):
+        os.utime(self.source, (1, 1))
+        self.assertTrue(peers.beast_ws_built())
+        os.utime(self.binary, (0, 0))
+        self.assertFalse(peers.beast_ws_built())
+        os.remove(self.binary)
+        self.assertFalse(peers.beast_ws_built())
+
+    @unittest.skipUnless(shutil.which("g++") and os.path.exists("/usr/include/boost/beast.hpp"), "needs g++ and Boost.Beast")
+    def test_the_column_builds_and_stamps_only_when_it_must_and_then_waits_for_its_build(self):
+        self.stamp("0" * 64)
+        column = peers.beast_ws("beast-ws")
+        script = column.argv[2]
+        self.assertIn("g++", script)
+        self.assertIn(hashlib.sha256(b"int main() {}\n").hexdigest(), script)
+        self.assertGreater(column.start_timeout, 60)
+        self.stamp(hashlib.sha256(b"int main() {}\n").hexdigest())
+        column = peers.beast_ws("beast-ws")
+        self.assertNotIn("g++", column.argv[2])
+        self.assertIsNone(column.start_timeout)
 
 
 class Logs(unittest.TestCase):

@@ -145,7 +145,8 @@ class Runner:
         argv = [a.format(port=port, ports=table.ports, loops=row) for a in column.argv]
         server = self.sup.start(f"{table.id}-{column.name}", argv, cpus=self.server_cpus_for(table, row))
         try:
-            server.wait_listening(port, timeout=60.0 if table.instructions else 10.0)  # valgrind starts slowly
+            timeout = 60.0 if table.instructions else 10.0  # valgrind starts slowly
+            server.wait_listening(port, timeout=max(timeout, column.start_timeout or 0))
             server.idle_rss_kib = memory_kib(server.pid).get("VmRSS")
             if warmup > 0:
                 warmup = max(warmup, column.min_warmup or 0)  # a JVM peer's JIT needs its seconds

@@ -24,6 +24,7 @@ class Column:
     note: str = None       # set when the column cannot run (then it shows n/a)
     params: dict = None    # what the column stands for, as JMH's parameter columns (the grpc table's layout)
     min_warmup: float = None  # seconds of warm-up this server needs at least (a JVM's JIT), when warmed up at all
+    start_timeout: float = None  # seconds it may take to accept, when more than usual (it compiles itself first)
 
 
 @dataclass
