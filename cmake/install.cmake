@@ -1,7 +1,7 @@
 # Install rules (included from CMakeLists.txt when WEFT_INSTALL is on). Components:
 #   dev      headers, libweft.a (or the libweft.so link), the CMake package, weft.pc
 #   runtime  libweft.so.<SOVERSION> (shared builds only)
-#   tools    weft-load, weft-fetch, weft-bench, protoc-gen-weft and the example servers and clients
+#   tools    weft-load, weft-fetch, weft-proxy, weft-bench, protoc-gen-weft and the example servers and clients
 include(CMakePackageConfigHelpers)
 
 set(WEFT_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/weft)
@@ -60,7 +60,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} 
 # ---- tools ------------------------------------------------------------------------------------
 set(_weft_tool_targets ${WEFT_EXAMPLE_TARGETS})
 if(WEFT_BUILD_TOOLS)
-  list(APPEND _weft_tool_targets weft-load weft-fetch)
+  list(APPEND _weft_tool_targets weft-load weft-fetch weft-proxy)
   # protoc-gen-weft: weft_grpc_generate() (in the dev package's CMake files) finds it in bin/.
   if(TARGET protoc-gen-weft)
     list(APPEND _weft_tool_targets protoc-gen-weft)

@@ -1,4 +1,4 @@
-// examples/proxy (weft-proxy) relaying 100 MB to a slow reader, on every transport: every byte
+// examples/proxy (weft-tcp-proxy) relaying 100 MB to a slow reader, on every transport: every byte
 // arrives in order, each FIN follows the last byte of its direction (half-close both ways, in either
 // order), and the proxy's memory stays bounded by its backpressure, not by the stream's size. On
 // SIGTERM the proxy drains: the relay open goes on to its end, and only then does the proxy exit.
@@ -234,7 +234,7 @@ class ProxyRelayTest : public ::testing::TestWithParam<const char*> {
     done = true;
     sampler.join();
     expect_relayed(r, kRequestBytes, kReplyBytes);
-    std::printf("weft-proxy %s: RSS %zu KiB, at most %zu KiB while relaying %zu MiB to a slow reader\n", GetParam(),
+    std::printf("weft-tcp-proxy %s: RSS %zu KiB, at most %zu KiB while relaying %zu MiB to a slow reader\n", GetParam(),
                 before, peak, kRequestBytes >> 20);
 #if !defined(WEFT_TEST_SANITIZED)
     // (Under a sanitizer freed memory waits in a quarantine: RSS says nothing about the proxy's bound.)
@@ -278,7 +278,7 @@ TEST_P(ProxyRelayTest, SigtermLetsTheOpenRelayEndBeforeTheProxyExits) {
   std::thread stopper([&] { status = proxy->stop(); });  // SIGTERM, then waits for the exit
   bool draining = false;
   for (int i = 0; i < 2000 && !draining; ++i) {  // a bound, not a pace: the line comes within ms
-    draining = proxy->output().find("weft-proxy: SIGTERM, draining") != std::string::npos;
+    draining = proxy->output().find("weft-tcp-proxy: SIGTERM, draining") != std::string::npos;
     if (!draining) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(draining) << proxy->output();

@@ -106,12 +106,13 @@ Router& Router::route(std::string method, std::string path, StreamFn fn) {
 
 bool Router::has_streamed_routes() const noexcept {
   const auto streamed = [](const auto& r) { return static_cast<bool>(r.target.streamed); };
-  return std::any_of(routes_.begin(), routes_.end(), streamed) ||
+  return fallback_.streamed || std::any_of(routes_.begin(), routes_.end(), streamed) ||
          std::any_of(patterns_.begin(), patterns_.end(), streamed);
 }
 
 bool Router::streams_body(std::string_view method, std::string_view path) const noexcept {
   const RouteMatch found = match(method, path);
+  if (found.outcome() == RouteMatch::Outcome::not_found) return static_cast<bool>(fallback_.streamed);
   return found && static_cast<const Target*>(found.target_)->streamed;
 }
 
@@ -156,6 +157,11 @@ Router& Router::fallback(ResponseFn fn) {
 
 Router& Router::fallback(AsyncFn fn) {
   fallback_ = target_of(&Target::async, std::move(fn));
+  return *this;
+}
+
+Router& Router::fallback(StreamFn fn) {
+  fallback_ = target_of(&Target::streamed, std::move(fn));
   return *this;
 }
 
@@ -375,7 +381,8 @@ void Router::run_after(Request& request, HttpResponse& response, std::size_t pas
 void Router::run_wrapped(Context& ctx, HttpRequest& request, const Target* target, const RouteParams& params,
                          std::string_view pattern) const {
   const Target* answering = target;
-  if (answering == nullptr && (fallback_.respond || fallback_.async) && allowed_methods(request.path()).empty()) {
+  if (answering == nullptr && (fallback_.respond || fallback_.async || fallback_.streamed) &&
+      allowed_methods(request.path()).empty()) {
     answering = &fallback_;
   }
   if (answering != nullptr && (answering->async || answering->streamed)) {

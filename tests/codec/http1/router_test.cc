@@ -163,6 +163,21 @@ TEST(RouterFallbackTest, ReplacesThe404ButNotThe405) {
   EXPECT_EQ(body_of(s.ask("GET", "/x")), "x");
 }
 
+// A streamed fallback (a reverse proxy's one route): the codec is told to hand over the body of
+// every request no route's path matches, and only of those.
+TEST(RouterFallbackTest, AStreamedFallbackStreamsTheBodiesOfUnroutedRequestsOnly) {
+  auto router = std::make_shared<Router>();
+  router->post("/whole", [](Request&) { return HttpResponse(200); });
+  EXPECT_FALSE(router->has_streamed_routes());
+  EXPECT_FALSE(router->streams_body("POST", "/nowhere"));
+  router->fallback([](Request&, BodyReader&) -> Task<HttpResponse> { co_return HttpResponse(200); });
+  EXPECT_TRUE(router->has_streamed_routes());
+  EXPECT_TRUE(router->streams_body("POST", "/nowhere"));
+  EXPECT_TRUE(router->streams_body("PUT", "/a/b?c"));
+  EXPECT_FALSE(router->streams_body("POST", "/whole"));  // its route gathers it
+  EXPECT_FALSE(router->streams_body("PUT", "/whole"));   // 405: no body to hand over
+}
+
 TEST(RouterMatchTest, ReportsOutcomePatternAndParams) {
   Router router;
   router.get("/plain", answer("plain"));

@@ -158,6 +158,10 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest>, public std
   Router& fallback(ResponseFn fn);
   /// As fallback(RouteFn), with a coroutine (through the middleware).
   Router& fallback(AsyncFn fn);
+  /// As fallback(RouteFn), with a coroutine that streams the request's body (through the
+  /// middleware): every request no route's path matches has its body handed over as it arrives
+  /// (a reverse proxy's one route).
+  Router& fallback(StreamFn fn);
   /// Not thread-safe (setup). Appends `middleware` to the chain (see middleware.h): the first
   /// added runs first before the route and last after it.
   Router& use(std::shared_ptr<Middleware> middleware);
@@ -167,7 +171,7 @@ class Router final : public InboundHandler<HttpRequest, HttpRequest>, public std
   /// Thread-safe once set up (reads only). Whether the route for `method` and `path` takes its
   /// request's body as a stream (a StreamFn route): the HTTP/1.1 ServerCodec asks it.
   bool streams_body(std::string_view method, std::string_view path) const noexcept;
-  /// Thread-safe once set up (reads only). Whether any route is a StreamFn route.
+  /// Thread-safe once set up (reads only). Whether any route, or the fallback, is a StreamFn route.
   bool has_streamed_routes() const noexcept;
 
   /// Thread-safe once set up (reads only). The route for `method` and `path`, as channel_read would

@@ -1,7 +1,7 @@
-// weft-proxy: a TCP relay (Netty's HexDumpProxy, without the dump). Every connection accepted on
+// weft-tcp-proxy: a TCP relay (Netty's HexDumpProxy, without the dump). Every connection accepted on
 // --port gets a connection of its own to --remote; bytes flow both ways unchanged.
 //
-//   weft-proxy --port 9500 --remote 127.0.0.1:9400 [--loops 2] [--transport epoll|io_uring|blocking]
+//   weft-tcp-proxy --port 9500 --remote 127.0.0.1:9400 [--loops 2] [--transport epoll|io_uring|blocking]
 //
 // What it shows (docs/proxy.md walks through it):
 // - Both channels on one loop: the outbound channel connects with Bootstrap::group(inbound.loop()),
@@ -220,7 +220,7 @@ struct Options {
 
 void print_usage(std::FILE* out) {
   std::fprintf(out,
-               "usage: weft-proxy --port P --remote HOST:PORT [--host H] [--loops L] [--transport T]\n"
+               "usage: weft-tcp-proxy --port P --remote HOST:PORT [--host H] [--loops L] [--transport T]\n"
                "                  [--drain-timeout S] [--admin-port P]\n"
                "\n"
                "Relays every connection accepted on H:P to HOST:PORT, both ways, until SIGINT or SIGTERM.\n"
@@ -266,7 +266,7 @@ int parse_flags(int argc, char** argv, Options& options) {
       return -1;
     }
     if (i + 1 >= argc) {
-      std::fprintf(stderr, "weft-proxy: %s needs a value (see --help)\n", argv[i]);
+      std::fprintf(stderr, "weft-tcp-proxy: %s needs a value (see --help)\n", argv[i]);
       return 1;
     }
     std::string_view value = argv[++i];
@@ -287,16 +287,16 @@ int parse_flags(int argc, char** argv, Options& options) {
       options.transport = std::string(value);
       ok = value == "epoll" || value == "io_uring" || value == "blocking";
     } else {
-      std::fprintf(stderr, "weft-proxy: unknown flag %s (see --help)\n", argv[i - 1]);
+      std::fprintf(stderr, "weft-tcp-proxy: unknown flag %s (see --help)\n", argv[i - 1]);
       return 1;
     }
     if (!ok) {
-      std::fprintf(stderr, "weft-proxy: bad value '%s' for %s (see --help)\n", argv[i], argv[i - 1]);
+      std::fprintf(stderr, "weft-tcp-proxy: bad value '%s' for %s (see --help)\n", argv[i], argv[i - 1]);
       return 1;
     }
   }
   if (options.port < 0 || options.remote.empty()) {
-    std::fprintf(stderr, "weft-proxy: --port and --remote are required (see --help)\n");
+    std::fprintf(stderr, "weft-tcp-proxy: --port and --remote are required (see --help)\n");
     return 1;
   }
   return 0;
@@ -312,7 +312,7 @@ int main(int argc, char** argv) {
     local = weft::SocketAddress::from(options.host, static_cast<std::uint16_t>(options.port));
     remote = parse_address(options.remote);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "weft-proxy: bad address: %s\n", e.what());
+    std::fprintf(stderr, "weft-tcp-proxy: bad address: %s\n", e.what());
     return 1;
   }
 
@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   if (int err = pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr); err != 0) {
-    std::fprintf(stderr, "weft-proxy: pthread_sigmask: %s\n", std::strerror(err));
+    std::fprintf(stderr, "weft-tcp-proxy: pthread_sigmask: %s\n", std::strerror(err));
     return 1;
   }
 
@@ -343,7 +343,7 @@ int main(int argc, char** argv) {
   try {
     server = bootstrap.bind(local).get();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "weft-proxy: cannot listen on %s: %s\n", local.to_string().c_str(), e.what());
+    std::fprintf(stderr, "weft-tcp-proxy: cannot listen on %s: %s\n", local.to_string().c_str(), e.what());
     loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
     return 1;
   }
@@ -356,14 +356,14 @@ int main(int argc, char** argv) {
       admin.emplace(weft::SocketAddress::from(options.host, static_cast<std::uint16_t>(options.admin_port)),
                     weft::metrics::Registry::global(), "proxy-admin");
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "weft-proxy: cannot listen on admin port %d: %s\n", options.admin_port, e.what());
+      std::fprintf(stderr, "weft-tcp-proxy: cannot listen on admin port %d: %s\n", options.admin_port, e.what());
       server->close();
       loops.shutdown_gracefully(std::chrono::milliseconds(0), std::chrono::seconds(2)).wait();
       return 1;
     }
-    std::printf("weft-proxy: admin on %s\n", admin->local_address().to_string().c_str());
+    std::printf("weft-tcp-proxy: admin on %s\n", admin->local_address().to_string().c_str());
   }
-  std::printf("weft-proxy: listening on %s, relaying to %s with %zu event loops (%s)\n", local.to_string().c_str(),
+  std::printf("weft-tcp-proxy: listening on %s, relaying to %s with %zu event loops (%s)\n", local.to_string().c_str(),
               remote.to_string().c_str(), loops.size(), options.transport.c_str());
   std::fflush(stdout);
 
@@ -371,10 +371,10 @@ int main(int argc, char** argv) {
   while (sigwait(&stop_signals, &signal_number) != 0) {
   }
   if (admin) admin->set_not_ready();  // before the listener closes: a load balancer looks here first
-  std::printf("weft-proxy: %s, draining\n", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  std::printf("weft-tcp-proxy: %s, draining\n", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
   const weft::DrainReport drained = weft::drain_server(server, std::chrono::seconds(options.drain_timeout_s)).get();
-  std::printf("weft-proxy: drained: %zu relay(s) open, %zu ended by their peers, %zu closed at the %d s deadline\n",
+  std::printf("weft-tcp-proxy: drained: %zu relay(s) open, %zu ended by their peers, %zu closed at the %d s deadline\n",
               drained.open, drained.drained, drained.forced, options.drain_timeout_s);
   std::fflush(stdout);
   const bool clean = loops.shutdown_gracefully(std::chrono::milliseconds(100), std::chrono::seconds(5))
@@ -382,7 +382,7 @@ int main(int argc, char** argv) {
   admin.reset();
   loop_metrics.reset();
   if (!clean) {
-    std::fprintf(stderr, "weft-proxy: event loops did not terminate in time\n");
+    std::fprintf(stderr, "weft-tcp-proxy: event loops did not terminate in time\n");
     return 1;
   }
   return 0;
