@@ -285,12 +285,33 @@ class Http2Upload final : public UploadSink, public std::enable_shared_from_this
   bool timer_armed_ = false;
 };
 
+// HTTP/2 field names are lowercase (RFC 9113 8.2.1); an HttpClientRequest keeps them as written,
+// for HTTP/1.1. Lowercases the names of `block`'s lines in place.
+void lowercase_names(std::string& block) {
+  bool in_name = true;
+  for (char& c : block) {
+    if (in_name && c == ':')
+      in_name = false;
+    else if (c == '\n')
+      in_name = true;
+    else if (in_name && c >= 'A' && c <= 'Z')
+      c = static_cast<char>(c - 'A' + 'a');
+  }
+}
+
+// The fields of HTTP/1.1's connection that HTTP/2 does not carry (RFC 9113 8.2.2); TE only as "trailers".
+bool connection_specific(std::string_view name, std::string_view value) {
+  return name == "connection" || name == "keep-alive" || name == "proxy-connection" || name == "transfer-encoding" ||
+         name == "upgrade" || (name == "te" && value != "trailers");
+}
+
 // On the connection's loop: opens the stream, sends the request (or hands the stream to its
 // streamed body), waits for the response's head.
 Task<StreamedHead> open_streamed(std::shared_ptr<Http2Connection> h2, StreamedCall call) {
   std::vector<http::Header> headers;
+  lowercase_names(call.header_block);
   for_each_header_line(call.header_block, [&headers](std::string_view name, std::string_view value) {
-    headers.push_back({name, value});
+    if (!connection_specific(name, value)) headers.push_back({name, value});
   });
   const std::string length = call.upload_length ? std::to_string(*call.upload_length) : std::string();
   if (call.upload_length) headers.push_back({"content-length", length});

@@ -55,6 +55,28 @@ TEST_P(Http2TlsClientTest, H2cByPriorKnowledge) {
   EXPECT_EQ(test::answer_of(echoed).body_view(), body);
 }
 
+// A request's fields as the caller wrote them for HTTP/1.1 ("Content-Type", "Connection"): over
+// HTTP/2 their names go lowercase (RFC 9113 8.2.1) and HTTP/1.1's connection fields are left out
+// (8.2.2), where they made a streamed request (stream(), upload()) fail before it left.
+TEST_P(Http2TlsClientTest, H2cLowercasesTheCallersFieldNamesAndLeavesOutTheConnectionOnes) {
+  ChannelPtr server = test::serve_origin(servers_, OriginKind::h2c, accepted_);
+  ClientOptions options;
+  options.http2_prior_knowledge = true;
+  HttpClient client(clients_, options);
+  for (const char* name : {"x-mixed-case", "connection", "keep-alive"}) {
+    http::HttpClientRequest request("GET", test::url_of(server, "http", std::string("/header/") + name));
+    request.header("X-Mixed-Case", "kept").header("Connection", "X-Mixed-Case-2").header("Keep-Alive", "timeout=5");
+    Future<client::StreamedResponse> answer = client.stream(std::move(request));
+    ASSERT_TRUE(answer.wait_for(std::chrono::seconds(60)));
+    ASSERT_FALSE(answer.error()) << name;
+    client::StreamedResponse r = answer.take();
+    EXPECT_EQ(r.head.status(), 200) << name;
+    std::string body;
+    while (std::optional<ByteBuf> chunk = r.body.next().take()) body += chunk->view();
+    EXPECT_EQ(body, std::string_view(name) == "x-mixed-case" ? "kept" : "none") << name;
+  }
+}
+
 TEST_P(Http2TlsClientTest, H2OverTlsByAlpn) {
   ChannelPtr server = test::serve_origin(servers_, OriginKind::h2_tls, accepted_);
   HttpClient client(clients_, trusting_test_ca());

@@ -18,7 +18,8 @@
 namespace weft::test {
 
 // What the HTTP servers answer: GET /hello -> "hello"; POST /echo -> the body; GET /big -> 200,000
-// bytes; GET /r/{n} -> 302 to /r/{n-1} until /r/0 -> "done"; POST /see-other -> 303 to /hello.
+// bytes; GET /r/{n} -> 302 to /r/{n-1} until /r/0 -> "done"; POST /see-other -> 303 to /hello;
+// GET /header/{name} -> the request's field `name`, or "none".
 inline std::shared_ptr<http::Router> origin_routes(bool close_after_each) {
   auto router = std::make_shared<http::Router>();
   auto answer = [close_after_each](http::HttpResponse r) {
@@ -40,6 +41,10 @@ inline std::shared_ptr<http::Router> origin_routes(bool close_after_each) {
     } else {
       ctx.write(answer(http::HttpResponse(302).header("Location", "/r/" + std::to_string(n - 1))));
     }
+  });
+  router->get("/header/{name}", [answer](Context& ctx, http::HttpRequest& request, const http::RouteParams& params) {
+    const std::optional<std::string_view> value = request.header(*params.get("name"));
+    ctx.write(answer(http::HttpResponse(200).body(value ? std::string(*value) : std::string("none"))));
   });
   router->post("/see-other", [answer](Context& ctx, http::HttpRequest&) {
     ctx.write(answer(http::HttpResponse(303).header("Location", "/hello")));

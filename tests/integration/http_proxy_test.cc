@@ -146,6 +146,24 @@ TEST_P(HttpProxyTest, ForwardsAnswersAndUploadsByteExactOverHttp1AndH2c) {
   EXPECT_EQ(chunked.body, upload_answer(upload));
 }
 
+// HTTP/2 to the backend (h2c by prior knowledge): the client's fields, written for HTTP/1.1, go
+// out lowercased and without the connection ones.
+TEST_P(HttpProxyTest, ForwardsToAnHttp2Backend) {
+  auto proxy = start_proxy({backends().hello_url()}, {"--backend-http2"});
+  ASSERT_TRUE(proxy->is_running());
+  for (bool h2 : {false, true}) {
+    SCOPED_TRACE(h2 ? "h2c" : "HTTP/1.1");
+    Answer plain = read_all(client(h2).stream("GET", url(*proxy, "/plaintext")));
+    EXPECT_EQ(plain.status, 200) << plain.error << plain.body;
+    EXPECT_EQ(plain.body, "Hello, World!");
+    Answer download = read_all(client(h2).stream("GET", url(*proxy, "/download?bytes=100003")));
+    EXPECT_TRUE(download.body == pattern(100003)) << download.body.size() << " bytes " << download.error;
+    const std::string body = pattern(100001);
+    Answer sent = read_all(client(h2).stream("POST", url(*proxy, "/upload"), ByteBuf::copy_of(body)));
+    EXPECT_EQ(sent.body, upload_answer(body)) << sent.error;
+  }
+}
+
 TEST_P(HttpProxyTest, DropsHopByHopFieldsAndAddsTheForwardingOnes) {
   auto proxy = start_proxy({backends().python_url()});
   ASSERT_TRUE(proxy->is_running());
