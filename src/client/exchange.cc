@@ -8,8 +8,7 @@ namespace weft::client::detail {
 
 http::HttpClientRequest Exchange::wire_request() const {
   http::HttpClientRequest request(method, url.target());
-  for_each_header_line(header_block,
-                       [&request](std::string_view name, std::string_view value) { request.header(name, value); });
+  request.append_checked_lines(header_block);  // the caller's request checked them
   if (body.readable_bytes() > 0) request.body(body.slice());
   return request;
 }

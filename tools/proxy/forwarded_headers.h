@@ -1,8 +1,10 @@
 #pragma once
 // The header rules of a reverse proxy (RFC 9110 7.6): what it drops between the hops, what it adds.
 
+#include <string>
 #include <string_view>
 
+#include "weft/channel/socket_address.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/codec/http1/http_message.h"
 
@@ -12,6 +14,9 @@ namespace weft::proxy {
 // (Connection, Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade), those the
 // message's `connection` field names, and the framing the next hop sets itself (Content-Length).
 bool is_hop_by_hop(std::string_view name, std::string_view connection) noexcept;
+
+// The address of `peer` without its port ("unknown" for none, as RFC 7239 6.3 says).
+std::string client_ip(const SocketAddress& peer);
 
 // Who the request came from, for the fields the proxy adds.
 struct Origin {

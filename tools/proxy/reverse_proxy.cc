@@ -144,8 +144,7 @@ http::HttpClientRequest ReverseProxy::backend_request(const http::Request& reque
     if (!in.query().empty()) target.append("?").append(in.query());
   }
   http::HttpClientRequest out(std::string(in.method()), std::move(target));
-  const SocketAddress peer = request.channel().remote_address();
-  const std::string ip = peer.is_valid() && !peer.is_unix() ? peer.host() : std::string("unknown");
+  const std::string ip = client_ip(request.channel().remote_address());
   const Origin origin{ip, options_.scheme_in, in.version() == http::Version::http2 ? "2 weft-proxy" : "1.1 weft-proxy"};
   forward_request_headers(in.head(), origin, out);
   return out;

@@ -16,6 +16,9 @@ namespace weft::http {
 
 namespace {
 
+// A request's header lines usually fit: reserved at the first, so that adding a few reallocates none.
+constexpr std::size_t kTypicalHeaderBytes = 256;
+
 void check_header_value(std::string_view name, std::string_view value) {
   if (detail::find_invalid_value_byte(value.data(), value.size()) != value.size()) {
     throw std::invalid_argument("HTTP header value of '" + std::string(name) + "' contains CR, LF, NUL or another control");
@@ -41,8 +44,19 @@ std::optional<std::string_view> absolute_form_authority(std::string_view target)
 HttpClientRequest& HttpClientRequest::header(std::string_view name, std::string_view value) & {
   if (!detail::all_tchar(name)) throw std::invalid_argument("HTTP header name is not a token: '" + std::string(name) + "'");
   check_header_value(name, value);
+  if (headers_.empty()) headers_.reserve(kTypicalHeaderBytes);  // one allocation for the usual few lines
   headers_.append(name).append(": ").append(value).append("\r\n");
   if (iequals(name, "Host")) has_host_ = true;
+  return *this;
+}
+
+HttpClientRequest& HttpClientRequest::append_checked_lines(std::string_view lines) {
+  headers_.append(lines);
+  for (std::size_t at = 0; at < lines.size();) {
+    const std::size_t end = std::min(lines.find("\r\n", at), lines.size());
+    if (end - at > 5 && iequals(lines.substr(at, 5), "host:")) has_host_ = true;
+    at = end + 2;
+  }
   return *this;
 }
 

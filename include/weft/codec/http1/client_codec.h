@@ -62,6 +62,12 @@ class ResponseBodySink {
 /// (a body of declared length has ended with its last byte already; its end is then taken and ignored).
 struct RequestBodyEnd {};
 
+}  // namespace weft::http
+namespace weft::client::detail {
+struct Exchange;
+}
+namespace weft::http {
+
 /// A request to send. Header rules as HttpResponse (no CR/LF in values). The encoder adds
 /// Content-Length when there is a body, and Host when the request has none (see ClientCodec).
 class HttpClientRequest {
@@ -123,6 +129,11 @@ class HttpClientRequest {
   ByteBuf& owned_body() noexcept { return body_; }
 
  private:
+  friend struct client::detail::Exchange;
+  // The HTTP client's copy of a request it was given: `lines` were that request's header_block(),
+  // checked as they were added there, so they are appended whole, unchecked.
+  HttpClientRequest& append_checked_lines(std::string_view lines);
+
   std::string method_;
   std::string target_;
   std::string headers_;
