@@ -60,6 +60,10 @@
 #include "weft/core/inline_ring.h"
 #include "weft/core/loop_callback.h"
 
+namespace weft::http {
+class Router;
+}  // namespace weft::http
+
 namespace weft::http2 {
 
 namespace detail {
@@ -141,6 +145,7 @@ class ServerCodec final : public Handler {
  private:
   struct Stream;
   struct Callbacks;  // the session's callbacks (server_codec.cc)
+  struct RouteBody;  // a stream's streamed bodies for a Router (route_body.h)
   friend class StreamChannel;
 
   // ---- streams served as channels (stream_channel.cc holds the child's side)
@@ -174,6 +179,16 @@ class ServerCodec final : public Handler {
   void child_flush(StreamChannel& child);
   void child_closed(StreamChannel& child);
   int tunnel_data(Stream& s, const std::uint8_t* data, std::size_t len);
+
+  // ---- a Router's streamed bodies (server_codec_route.cc)
+  bool wants_streamed_body(const Stream& s);
+  int open_route_body(Stream& s);
+  int route_data(Stream& s, const std::uint8_t* data, std::size_t len);
+  int route_trailer(Stream& s, std::string_view name, std::string_view value);
+  void end_route_body(Stream& s);
+  void submit_streamed(Context& ctx, Stream& s, http::HttpResponse& response);
+  void wake_route_writers() noexcept;
+  void close_route_bodies() noexcept;
 
   Stream* stream(std::int32_t id) const noexcept;
   Stream* acquire_stream(std::int32_t id);
@@ -234,6 +249,10 @@ class ServerCodec final : public Handler {
   std::vector<Stream*> free_streams_;
   // Streams as channels (empty unless Settings::stream_initializer is set).
   bool streams_enabled_ = false;        // windows are returned by hand (Session::consume)
+  // The first Router in the pipeline with StreamFn routes (looked for at the first request): the
+  // bodies of its streamed routes are handed over as they arrive.
+  std::shared_ptr<const http::Router> router_;
+  bool router_looked_ = false;
   bool draining_ = false;               // asked to shut down: children get ConnectionDrainingEvent
   bool running_children_ = false;       // run_children() is on the stack
   bool in_read_ = false;                // read_message is on the stack: children's flushes wait for its end
