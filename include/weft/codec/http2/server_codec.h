@@ -19,7 +19,7 @@
 /// Requests: the pseudo-headers become the head (:method, :path as target, path and query,
 /// :authority as authority and, when the client sent no Host, as a "host" header); header names
 /// are lowercase (HTTP/2 requires it; HttpRequest::header() is case-insensitive anyway); version()
-/// is http::Version::http2. Trailers are dropped.
+/// is http::Version::http2. Trailers are dropped (but for streamed routes' bodies, below).
 ///
 /// Responses: the header names of HttpResponse and HeaderBlock are sent in lowercase, and the
 /// connection-specific ones (Connection, Keep-Alive, Transfer-Encoding, Upgrade, Proxy-Connection)
@@ -35,6 +35,12 @@
 /// Backpressure: frames are serialised only while the channel is writable, and reading stops while
 /// it is not, so a client that never reads costs a bounded amount of memory; response bodies follow
 /// the client's flow-control windows.
+///
+/// A Router's streamed routes (body_reader.h, body_writer.h): when the pipeline holds a Router
+/// with StreamFn routes, a request for one is handed over at its HEADERS with its body to come
+/// (HttpRequest::body_stream()), its stream's window returned as the route reads; a response made
+/// with HttpResponse::stream() is sent as DATA frames as its producer writes, its trailers as
+/// trailing HEADERS.
 ///
 /// Streams as channels: with Settings::stream_initializer set, the streams it chooses are served as
 /// http2::StreamChannel children (request body in chunks, response body streamed, trailers,
