@@ -3,7 +3,8 @@
 // reaches a slow reader as its DATA arrive, byte-exact, within the stream's window; a 2 MiB
 // download leaves as its producer writes, byte-exact, with its trailers; the client's trailers reach
 // the reader; a client that resets its stream fails the reader or the writer with
-// ChannelClosedError and the connection serves on; limit() gets 413; a producer that ends without
+// ChannelClosedError and the connection serves on; an unread body ends its stream, not the
+// connection; limit() gets 413; a producer that ends without
 // finish() resets the stream; a slow streamed route does not hold a fast request on its connection.
 
 #include <gtest/gtest.h>
@@ -117,6 +118,8 @@ std::shared_ptr<http::Router> routes(Observed& seen) {
     }
     co_return HttpResponse(200).body(std::to_string(bytes) + " " + std::to_string(hash));
   });
+  router->post("/ignore",
+               [](Request&, BodyReader&) -> Task<HttpResponse> { co_return HttpResponse(200).body_view("ignored"); });
   router->post("/limited", [](Request&, BodyReader& body) -> Task<HttpResponse> {
     body.limit(1000);
     while (co_await body.next()) {
@@ -317,6 +320,24 @@ TEST_P(StreamedRoutesH2Test, ABodyPastTheRoutesLimitGets413) {
   (void)up.body.finish();
   ASSERT_TRUE(up.response.wait_for(kWait));
   EXPECT_EQ(up.response.take().head.status(), 413);
+  expect_the_connection_serves_on();
+}
+
+// A route that answers without reading its body: the answer arrives, the upload ends (its writes
+// complete or fail, never hang: the rest is dropped, the stream reset with NO_ERROR after the
+// answer), and the connection serves on.
+TEST_P(StreamedRoutesH2Test, AnUnreadBodyEndsItsStreamNotTheConnection) {
+  Upload up = on_client(upload_to(*client_, url("/ignore")));
+  for (std::size_t at = 0; at < 256 * 1024; at += kPiece) {
+    Future<void> written = up.body.write(ByteBuf::copy_of(pattern(at, kPiece)));
+    ASSERT_TRUE(written.wait_for(kWait));
+    if (written.error()) break;
+  }
+  ASSERT_TRUE(up.response.wait_for(kWait));
+  StreamedResponse response = up.response.take();
+  EXPECT_EQ(response.head.status(), 200);
+  EXPECT_EQ(drain(response.body).bytes, "ignored");
+  up.body.abandon();
   expect_the_connection_serves_on();
 }
 
