@@ -126,25 +126,29 @@ std::shared_ptr<http::Router> routes(Observed& seen) {
     }
     co_return HttpResponse(200);
   });
-  // /download?bytes=N[&unfinished]: N bytes in kChunk writes, then the trailer x-bytes.
+  // /download?bytes=N[&length][&unfinished]: N bytes in kChunk writes, then the trailer x-bytes.
   router->get("/download", [&seen](Request& request) -> Task<HttpResponse> {
     const http::QueryParams query = http::QueryParams::parse(request.query()).value();
     const std::uint64_t n = std::stoull(std::string(query.get("bytes").value_or("0")));
     const bool unfinished = query.get("unfinished").has_value();
+    std::optional<std::uint64_t> length;
+    if (query.get("length")) length = n;
     Channel& channel = request.channel();
-    co_return HttpResponse(200).stream([&seen, &channel, n, unfinished](BodyWriter& body) -> Task<void> {
-      try {
-        for (std::uint64_t at = 0; at < n; at += kChunk) {
-          if (unfinished && at >= n / 2) co_return;
-          const std::size_t size = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, n - at));
-          co_await body.write(ByteBuf::copy_of(pattern(at, size)));
-          note_max(seen.peak_unsent, channel.pending_write_bytes());
-        }
-        co_await body.finish(http::HeaderBlock().add("X-Bytes", std::to_string(n)));
-      } catch (...) {
-        seen.error.set_value(error_name(std::current_exception()));
-      }
-    });
+    co_return HttpResponse(200).stream(
+        [&seen, &channel, n, unfinished](BodyWriter& body) -> Task<void> {
+          try {
+            for (std::uint64_t at = 0; at < n; at += kChunk) {
+              if (unfinished && at >= n / 2) co_return;
+              const std::size_t size = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, n - at));
+              co_await body.write(ByteBuf::copy_of(pattern(at, size)));
+              note_max(seen.peak_unsent, channel.pending_write_bytes());
+            }
+            co_await body.finish(http::HeaderBlock().add("X-Bytes", std::to_string(n)));
+          } catch (...) {
+            seen.error.set_value(error_name(std::current_exception()));
+          }
+        },
+        length);
   });
   // /hold: a first chunk, then the end once /fast has answered (on the same connection).
   router->get("/hold", [&seen](Request&) -> Task<HttpResponse> {
@@ -170,6 +174,9 @@ std::shared_ptr<http::Router> routes(Observed& seen) {
 Task<StreamedResponse> stream_of(HttpClient& client, std::string url) { co_return co_await client.stream("GET", url); }
 Task<Upload> upload_to(HttpClient& client, std::string url) { co_return client.upload("POST", url); }
 Task<http::HttpClientResponse> get_of(HttpClient& client, std::string url) { co_return co_await client.get(url); }
+Task<http::HttpClientResponse> head_of(HttpClient& client, std::string url) {
+  co_return co_await client.request("HEAD", url);
+}
 
 // A body read to its end (or its failure), on the test thread, a chunk per wait.
 struct Drained {
@@ -338,6 +345,16 @@ TEST_P(StreamedRoutesH2Test, AnUnreadBodyEndsItsStreamNotTheConnection) {
   EXPECT_EQ(response.head.status(), 200);
   EXPECT_EQ(drain(response.body).bytes, "ignored");
   up.body.abandon();
+  expect_the_connection_serves_on();
+}
+
+// HEAD of a streamed GET: the head only, its content-length when the route gave one; the producer
+// does not run, and the connection serves on.
+TEST_P(StreamedRoutesH2Test, HeadGetsTheHeadOnly) {
+  http::HttpClientResponse head = on_client(head_of(*client_, url("/download?bytes=100000&length")));
+  EXPECT_EQ(head.status(), 200);
+  EXPECT_EQ(head.header("content-length").value_or(""), "100000");
+  EXPECT_EQ(head.body().readable_bytes(), 0u);
   expect_the_connection_serves_on();
 }
 

@@ -866,7 +866,12 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
     return;
   }
   const bool has_data = !bodiless_status && !s.head_request && body_size != 0;
-  headers.build(response, bodiless_status ? std::nullopt : std::optional<std::size_t>(body_size));
+  std::optional<std::size_t> length = bodiless_status ? std::nullopt : std::optional<std::size_t>(body_size);
+  if (response.producer() && length) {  // HEAD of a streamed answer: its length if given; the producer is not run
+    length = response.stream_length() ? std::optional<std::size_t>(static_cast<std::size_t>(*response.stream_length()))
+                                      : std::nullopt;
+  }
+  headers.build(response, length);
   int rv;
   if (has_data) {
     if (response.file_body()) {
