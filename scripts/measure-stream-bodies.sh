@@ -8,6 +8,7 @@
 #   e.g. scripts/measure-stream-bodies.sh build/release 1024 loop coroutine
 # A slow peer on each side: STREAM_RATE=50M (curl --limit-rate) slows the upload's sender and the
 # download's reader; unset, both go as fast as the machine does (the server's bounds hold either way).
+# STREAM_HTTP=h2: over h2c instead (curl --http2-prior-knowledge; the upload's DATA frames as they come).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/measure-lib.sh
@@ -16,8 +17,9 @@ shift 2 2>/dev/null || shift $#
 modes=("$@")
 [ ${#modes[@]} -gt 0 ] || modes=(loop coroutine)
 size=$((mib * 1024 * 1024))
-rate=()
-[ -n "${STREAM_RATE:-}" ] && rate=(--limit-rate "$STREAM_RATE")
+curl_opts=()
+[ -n "${STREAM_RATE:-}" ] && curl_opts=(--limit-rate "$STREAM_RATE")
+[ "${STREAM_HTTP:-}" = h2 ] && curl_opts+=(--http2-prior-knowledge)
 tmp=$(mktemp -d)
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
@@ -48,10 +50,10 @@ for mode in "${modes[@]}"; do
     before=$(kib VmRSS "$server")
     start=$(date +%s.%N)
     if [ "$direction" = upload ]; then
-      answer=$(pattern "$size" | curl -s "${rate[@]}" -X POST -T - "http://127.0.0.1:$p/upload")
+      answer=$(pattern "$size" | curl -s "${curl_opts[@]}" -X POST -T - "http://127.0.0.1:$p/upload")
       check=$([ "${answer%% *}" = "$size" ] && echo "ok ($answer)" || echo "FAILED: $answer")
     else
-      if cmp -s <(curl -s "${rate[@]}" "http://127.0.0.1:$p/download?bytes=$size") <(pattern "$size"); then
+      if cmp -s <(curl -s "${curl_opts[@]}" "http://127.0.0.1:$p/download?bytes=$size") <(pattern "$size"); then
         check="ok (byte-exact)"
       else
         check=FAILED

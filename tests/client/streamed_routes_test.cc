@@ -1,8 +1,8 @@
 // weft's client against the server's streamed routes (docs/streaming.md), on every transport: a
 // proxy-shaped route that moves its BodyReader into the producer of its answer, so the request's
-// body is echoed chunk by chunk while it arrives (HTTP/1.1, full duplex), uploaded with
+// body is echoed chunk by chunk while it arrives (full duplex), uploaded with
 // HttpClient::upload and read back with the streamed response's ResponseBody, byte-exact; over h2c
-// the same route gets the body whole and its answer is collected (HTTP/2 is not streamed yet).
+// too (streamed both ways there as well; more in streamed_routes_h2_test.cc).
 
 #include <gtest/gtest.h>
 

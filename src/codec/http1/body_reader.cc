@@ -24,6 +24,29 @@ void BodySource::push(ByteBuf chunk) {
   buffered_ += n;
   if (buffered_ > peak_buffered_) peak_buffered_ = buffered_;
   queue_.push_back(std::move(chunk));
+  copied_tail_ = false;
+  if (waiting_) signal_.notify();
+}
+
+void BodySource::push_copy(const std::uint8_t* data, std::size_t n, ByteBufAllocator& allocator, std::size_t size) {
+  if (abandoned_ || ended() || n == 0) return;
+  ByteBuf* tail = copied_tail_ && !queue_.empty() ? &queue_[queue_.size() - 1] : nullptr;
+  if (tail == nullptr || tail->writable_bytes() < n) {
+    ByteBuf fresh = allocator.buffer(n > size ? n : size);
+    fresh.write_bytes(data, n);
+    push(std::move(fresh));
+    copied_tail_ = true;
+    return;
+  }
+  arrived_ += n;
+  if (arrived_ > limit_) {
+    fail(std::make_exception_ptr(
+        BodyTooLargeError("request body past its route's limit of " + std::to_string(limit_) + " bytes")));
+    return;
+  }
+  tail->write_bytes(data, n);
+  buffered_ += n;
+  if (buffered_ > peak_buffered_) peak_buffered_ = buffered_;
   if (waiting_) signal_.notify();
 }
 
@@ -38,6 +61,7 @@ void BodySource::fail(std::exception_ptr error) {
   if (ended()) return;
   error_ = std::move(error);
   queue_.clear();
+  copied_tail_ = false;
   buffered_ = 0;
   if (waiting_) signal_.notify();
 }
@@ -62,8 +86,10 @@ Task<std::optional<ByteBuf>> BodySource::next() {
   if (error_ != nullptr) std::rethrow_exception(error_);
   if (queue_.empty()) co_return std::nullopt;  // ended
   ByteBuf chunk = queue_.pop_front();
+  if (queue_.empty()) copied_tail_ = false;
   buffered_ -= chunk.readable_bytes();
   received_ += chunk.readable_bytes();
+  if (link_ != nullptr) link_->body_taken(*this, chunk.readable_bytes());
   if (codec_ != nullptr && drained()) codec_->body_taken(*this);
   co_return std::optional<ByteBuf>(std::move(chunk));
 }
@@ -84,8 +110,9 @@ void BodySource::abandon() noexcept {
   if (abandoned_) return;
   abandoned_ = true;
   queue_.clear();
-  buffered_ = 0;
+  const std::size_t dropped = std::exchange(buffered_, 0);
   if (codec_ != nullptr) codec_->body_abandoned(*this);  // still linked: the body has not arrived whole
+  if (link_ != nullptr) link_->body_abandoned(*this, dropped);
 }
 
 }  // namespace detail

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "weft/buffer/byte_buf.h"
+#include "weft/buffer/byte_buf_allocator.h"
 #include "weft/codec/http1/body_reader.h"
 #include "weft/core/inline_ring.h"
 #include "weft/core/loop_signal.h"
@@ -19,6 +20,20 @@ class ServerCodec;
 }
 
 namespace weft::http::detail {
+
+class BodySource;
+
+// What a codec other than HTTP/1.1's (HTTP/2's, per stream) hears from a BodySource's reader.
+class BodySourceLink {
+ public:
+  // The reader took `n` bytes (HTTP/2 returns them to the stream's flow-control window).
+  virtual void body_taken(BodySource& source, std::size_t n) = 0;
+  // The reader let go before the end; `dropped` bytes were waiting for it.
+  virtual void body_abandoned(BodySource& source, std::size_t dropped) = 0;
+
+ protected:
+  ~BodySourceLink() = default;
+};
 
 class BodySource {
  public:
@@ -34,8 +49,13 @@ class BodySource {
     sequence_ = sequence;
     continue_owed_ = continue_owed;
   }
+  // Links another codec (HTTP/2's stream), which hears of takes and letting go.
+  void attach(BodySourceLink& link) noexcept { link_ = &link; }
   // The codec no longer feeds the body (it ended, failed, or the codec went away).
-  void detach() noexcept { codec_ = nullptr; }
+  void detach() noexcept {
+    codec_ = nullptr;
+    link_ = nullptr;
+  }
   // Whether the codec should stop handing chunks over (and stop reading).
   bool full() const noexcept { return buffered_ >= kStreamBodyBufferBound || queue_.size() >= kStreamBodyMaxChunks; }
   // Whether it may read again: down to half of both bounds.
@@ -48,6 +68,9 @@ class BodySource {
   // Whether 100 Continue is still owed (the reader never asked for the body).
   bool continue_owed() const noexcept { return continue_owed_; }
   void push(ByteBuf chunk);
+  // Appends `n` bytes by copy: to the last chunk when a copy made it and it has room, else to a
+  // new buffer of at least `size` bytes from `allocator` (small DATA payloads gathered).
+  void push_copy(const std::uint8_t* data, std::size_t n, ByteBufAllocator& allocator, std::size_t size);
   void end(std::string trailer_block);
   void fail(std::exception_ptr error);
 
@@ -73,12 +96,14 @@ class BodySource {
   std::size_t peak_buffered_ = 0;
   std::uint64_t sequence_ = 0;
   ServerCodec* codec_ = nullptr;
+  BodySourceLink* link_ = nullptr;
   std::exception_ptr error_;
   std::string trailers_;
   bool ended_ = false;
   bool abandoned_ = false;
   bool waiting_ = false;
   bool continue_owed_ = false;
+  bool copied_tail_ = false;  // the last chunk was made by push_copy: it may take more
 };
 
 }  // namespace weft::http::detail

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "body_sink.h"
-#include "weft/buffer/byte_buf_allocator.h"
 #include "weft/codec/http1/server_codec.h"
 #include "weft/core/log.h"
 #include "weft/core/spawn.h"
@@ -21,16 +20,24 @@ Task<void> BodySink::write(ByteBuf chunk) {
   if (content_length_ && written_ + n > *content_length_) {
     throw std::length_error("BodyWriter::write past the declared content length");
   }
-  if (codec_ == nullptr) {
-    if (was_attached_) throw ChannelClosedError("the response's connection is gone");
-    if (collected_.readable_bytes() + n > collect_bound_) {
-      throw std::length_error("a streamed response collected for HTTP/2 grew past its bound");
-    }
-    if (!collected_.has_storage()) collected_ = default_allocator().buffer(n, collect_bound_);
-    collected_.write_bytes(chunk.read_ptr(), n);
+  if (link_ != nullptr) {
     written_ += n;
+    busy_ = true;
+    if (!link_->sink_write(std::move(chunk))) {
+      while (link_ != nullptr && !link_->sink_writable()) {
+        try {
+          co_await signal_.wait();
+        } catch (...) {
+          busy_ = false;
+          throw;
+        }
+      }
+    }
+    busy_ = false;
+    if (link_ == nullptr) throw ChannelClosedError("the response's stream is gone");
     co_return;
   }
+  if (codec_ == nullptr) throw ChannelClosedError("the response's connection is gone");
   written_ += n;
   busy_ = true;
   const bool writable = codec_->stream_write(std::move(chunk));
@@ -54,9 +61,13 @@ Task<void> BodySink::finish(const HeaderBlock& trailers) {
   if (content_length_ && written_ != *content_length_) {
     throw std::length_error("BodyWriter::finish short of the declared content length");
   }
-  if (codec_ == nullptr && was_attached_) throw ChannelClosedError("the response's connection is gone");
+  if (codec_ == nullptr && link_ == nullptr) throw ChannelClosedError("the response's connection is gone");
   finished_ = true;
-  if (codec_ != nullptr) codec_->stream_finish(trailers.bytes());
+  if (link_ != nullptr) {
+    link_->sink_finish(trailers);
+  } else {
+    codec_->stream_finish(trailers.bytes());
+  }
   co_return;
 }
 

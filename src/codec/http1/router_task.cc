@@ -5,9 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "body_sink.h"
 #include "body_source.h"
-#include "weft/codec/http1/body_writer.h"
 #include "weft/codec/http1/router.h"
 #include "weft/core/frame_pool.h"
 #include "weft/core/log.h"
@@ -16,11 +14,8 @@
 namespace weft::http {
 namespace {
 
-// HTTP/2 for now: a streamed answer's body is collected up to this and sent whole.
-constexpr std::size_t kCollectedBodyBound = 16u << 20;
-
-// The body of `message` for a streamed route: as the HTTP/1.1 codec streams it, or (HTTP/2, or a
-// router not behind weft's HTTP/1.1 codec) the whole body it came with, ended.
+// The body of `message` for a streamed route: as the HTTP/1.1 or HTTP/2 codec streams it, or (a
+// router behind neither) the whole body it came with, ended.
 std::shared_ptr<detail::BodySource> body_source_of(HttpRequest& message, EventLoop& loop) {
   if (message.body_stream() != nullptr) return std::move(message.body_stream());
   const std::optional<std::uint64_t> length = message.header("transfer-encoding").has_value()
@@ -30,28 +25,6 @@ std::shared_ptr<detail::BodySource> body_source_of(HttpRequest& message, EventLo
   if (message.body().is_readable()) source->push(std::move(message.body()));
   source->end({});
   return source;
-}
-
-// Runs a streamed answer's producer into a collecting sink: `response` then carries the body whole,
-// or becomes a 500 when the producer failed or went past kCollectedBodyBound.
-Task<void> collect_stream(EventLoop& loop, HttpResponse& response, const Router::ErrorPageFn& error_page,
-                          Request& request) {
-  auto sink = std::make_shared<detail::BodySink>(loop, nullptr, response.stream_length(), kCollectedBodyBound);
-  std::shared_ptr<const BodyProducer> producer = response.producer();
-  bool failed = false;
-  try {
-    BodyWriter writer(sink);
-    co_await (*producer)(writer);
-  } catch (const std::exception& e) {
-    log(LogLevel::warn, "channel {}: {} {}: a streamed answer's body failed: {}", request.channel().id(),
-        request.method(), request.path(), e.what());
-    failed = true;
-  }
-  if (failed || !sink->finished()) {
-    response = error_page ? error_page(500, request) : HttpResponse(500);
-    co_return;
-  }
-  response.body(std::move(sink->collected()));
 }
 
 // Set while the router's channel_read that started a task is on the stack: a task that ends
@@ -122,9 +95,6 @@ Router::RouteTask Router::run_task(const Router& router, std::shared_ptr<const R
   // Let go of the body before answering: an unread rest decides whether the connection goes on.
   body = BodyReader();
   router.run_after(request, *response, passed);
-  if (response->producer() && message.version() == Version::http2) [[unlikely]] {
-    co_await collect_stream(channel->loop(), *response, router.error_page_, request);
-  }
   response->for_request(message.sequence());
   try {
     if (self.start != nullptr) {

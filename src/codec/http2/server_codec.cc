@@ -10,7 +10,9 @@
 #include <random>
 #include <stdexcept>
 
+#include "../http1/body_sink.h"
 #include "response_headers.h"
+#include "route_body.h"
 #include "session.h"
 #include "stream.h"
 #include "stream_channel_allocator.h"
@@ -91,8 +93,9 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
 
   int on_header(const detail::FrameInfo& frame, std::string_view n, std::string_view v) override {
     if (!frame.request) {
-      // Trailers: kept for a stream served as a channel, dropped for one served whole.
+      // Trailers: kept for a stream served as a channel or a streamed route, dropped for one served whole.
       Stream* s = static_cast<Stream*>(frame.user_data);
+      if (s != nullptr && s->route && s->route->in) return c.route_trailer(*s, n, v);
       if (s == nullptr || !s->child) return 0;
       return c.child_trailer(*s, n, v);
     }
@@ -123,6 +126,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
   int on_data_chunk(const detail::FrameInfo& frame, const std::uint8_t* data, std::size_t len) override {
     const std::int32_t stream_id = frame.stream_id;
     Stream* s = static_cast<Stream*>(frame.user_data);
+    if (s != nullptr && s->route && s->route->in) return c.route_data(*s, data, len);
     if (c.streams_enabled_) {
       // Windows are returned by hand: a child's stream as it reads; the rest at once.
       if (s != nullptr && s->child) return c.child_data(*s, data, len);
@@ -187,6 +191,19 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
           const int rv = c.open_child(*s, whole);
           if (rv != 0) return rv;
           if (s->child) break;
+        }
+        if (s->route) {  // a streamed route's body: DATA or its trailers
+          if (whole) {
+            s->complete = true;
+            c.end_route_body(*s);
+          }
+          break;
+        }
+        if (frame.type == detail::FrameType::headers && frame.request && !whole && !s->tunnel && s->error_status == 0 &&
+            c.wants_streamed_body(*s)) {
+          const int rv = c.open_route_body(*s);  // dispatched now, its body following
+          if (rv != 0) return rv;
+          break;
         }
         if (whole) s->complete = true;
         // An extended CONNECT goes to the pipeline at its HEADERS: its stream stays open both ways.
@@ -295,6 +312,8 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     try {
       if (s.child) {
         write_child_frame(c, s, *s.child, framehd, length, frame.padlen);
+      } else if (s.route && s.route->streaming) {
+        write_route_frame(c, *s.route, framehd, length, frame.padlen);
       } else {
         write_data_frame(c, s, framehd, length, frame.padlen);
       }
@@ -411,6 +430,62 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     return static_cast<ssize_t>(n);
   }
 
+  // A streamed response's DATA frame: the payload from the chunks its producer wrote.
+  static void write_route_frame(ServerCodec& c, RouteBody& r, const std::uint8_t* framehd, std::size_t length,
+                                std::size_t padding) {
+    c.reserve_out(9 + (padding > 0 ? 1 : 0));
+    c.out_.write_bytes(framehd, 9);
+    if (padding > 0) c.out_.write_u8(static_cast<std::uint8_t>(padding - 1));
+    std::size_t left = length;
+    while (left > 0) {
+      ByteBuf& front = r.out_data[0];
+      const std::size_t take = std::min(left, front.readable_bytes());
+      if (take >= kCopyBodyBelow) {
+        if (c.out_.is_readable()) c.ctx_->write(std::move(c.out_));
+        c.ctx_->write(front.read_slice(take));
+      } else {
+        c.reserve_out(take);
+        c.out_.write_bytes(front.read_ptr(), take);
+        front.skip_bytes(take);
+      }
+      if (!front.is_readable()) r.out_data.drop_front();
+      left -= take;
+    }
+    if (padding > 1) {
+      c.reserve_out(padding - 1);
+      for (std::size_t i = 1; i < padding; ++i) c.out_.write_u8(0);
+    }
+    r.out_bytes -= length;
+    r.out_promised -= length;
+    if (r.out != nullptr && r.out_bytes < detail::kRouteOutBound) r.out->writable();  // the producer may go on
+    if (length > 0) c.earn_window_updates(kCreditPerDataFrame, length + padding);
+    c.spill_if_large();
+  }
+
+  // A streamed response's body: what its producer has written; DEFERRED until more comes.
+  static ssize_t read_route(std::int32_t stream_id, std::size_t length, std::uint32_t* flags, void* source) {
+    RouteBody& r = *static_cast<Stream*>(source)->route;
+    const std::size_t n = std::min(length, r.out_bytes - r.out_promised);
+    if (n == 0 && !r.out_ended) {
+      r.deferred = true;
+      return detail::Result::deferred;
+    }
+    r.out_promised += n;
+    if (n > 0) *flags |= detail::DataFlag::no_copy;
+    if (r.out_ended && r.out_promised == r.out_bytes) {
+      *flags |= detail::DataFlag::eof;
+      if (r.out_trailers) {
+        *flags |= detail::DataFlag::no_end_stream;
+        detail::ResponseHeaders& headers = response_headers();
+        headers.build_fields(*r.out_trailers);
+        const int rv = r.codec.session_->submit_trailer(stream_id, headers.data(), headers.size());
+        r.out_trailers.reset();
+        if (rv != 0) return detail::Result::end_session;
+      }
+    }
+    return static_cast<ssize_t>(n);
+  }
+
   static ssize_t read_body(std::int32_t, std::size_t length, std::uint32_t* flags, void* source) {
     Stream& s = *static_cast<Stream*>(source);
     const std::size_t available = s.out_remaining() - s.out_promised;
@@ -478,6 +553,7 @@ void ServerCodec::handler_removed(Context& ctx) {
   streams_closed_ += static_cast<std::uint32_t>(live_streams_);  // the streams still open end with the codec
   record_answers(ctx);                                           // answers never flushed still count
   detach_children();
+  close_route_bodies();
   stop_deadline(ctx);
   reading_.release(ctx.channel());
   out_.release();
@@ -532,6 +608,7 @@ void ServerCodec::drop_body(Stream& s) noexcept {
 }
 
 void ServerCodec::release_stream(Stream* s) noexcept {
+  if (s->route) s->route->close();  // its reader or writer, if still there, fails
   drop_body(*s);
   s->reset();
   free_streams_.push_back(s);  // within the capacity reserved in acquire_stream
@@ -602,6 +679,7 @@ void ServerCodec::dispatch(Context& ctx, Stream& s) {
   fill_head(s, detail::RequestAccess::head(request));
   if (s.body.has_storage()) body_bytes_ -= s.body.capacity();  // the application's from here
   detail::RequestAccess::fill(request, std::move(s.fields), std::move(s.body), static_cast<std::uint64_t>(s.id));
+  if (s.route && s.route->in) request.body_stream() = s.route->in;  // a streamed route's body, to come
   s.dispatched = true;
   // Streams dispatched long ago and since answered out of turn are dropped once they pile up.
   if (unanswered_.size() >= 2 * settings_.max_concurrent_streams + 16) compact_unanswered();
@@ -783,8 +861,17 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
   const bool bodiless_status = status == 204 || status == 304;
   const std::string_view body = response.body_bytes();
   const std::size_t body_size = response.body_size();
+  if (response.producer() && !bodiless_status && !s.head_request) {
+    submit_streamed(ctx, s, response);
+    return;
+  }
   const bool has_data = !bodiless_status && !s.head_request && body_size != 0;
-  headers.build(response, bodiless_status ? std::nullopt : std::optional<std::size_t>(body_size));
+  std::optional<std::size_t> length = bodiless_status ? std::nullopt : std::optional<std::size_t>(body_size);
+  if (response.producer() && length) {  // HEAD of a streamed answer: its length if given; the producer is not run
+    length = response.stream_length() ? std::optional<std::size_t>(static_cast<std::size_t>(*response.stream_length()))
+                                      : std::nullopt;
+  }
+  headers.build(response, length);
   int rv;
   if (has_data) {
     if (response.file_body()) {
@@ -823,6 +910,36 @@ void ServerCodec::submit(Context& ctx, Stream& s, http::HttpResponse& response) 
     s.out_view = {};
     s.out_view_sent = 0;
   }
+}
+
+// A streamed answer: its HEADERS now, its DATA as the producer writes them (read_route).
+void ServerCodec::submit_streamed(Context& ctx, Stream& s, http::HttpResponse& response) {
+  if (!s.route) s.route = std::make_unique<RouteBody>(*this, s.id);
+  RouteBody& r = *s.route;
+  auto sink = std::make_shared<http::detail::BodySink>(ctx.loop(), static_cast<http::detail::BodySinkLink&>(r),
+                                                       response.stream_length());
+  r.out = sink;
+  r.streaming = true;
+  detail::ResponseHeaders& headers = response_headers();
+  const std::optional<std::uint64_t> length = response.stream_length();
+  headers.build(response, length ? std::optional<std::size_t>(static_cast<std::size_t>(*length)) : std::nullopt);
+  const detail::DataSource source{&s, Callbacks::read_route};
+  const int rv = session_->submit_response(s.id, headers.data(), headers.size(), &source);
+  if (rv != 0) {
+    log(LogLevel::debug, "channel {}: HTTP/2 streamed response on stream {} not submitted: {}", ctx.channel().id(),
+        s.id, detail::describe(rv));
+    r.out.reset();
+    r.streaming = false;
+    sink->detach();
+    return;
+  }
+  if (response.closes_connection()) submit_goaway();
+  send_pending(ctx);
+  http::detail::start_producer(ctx.loop(), response.producer(), std::move(sink),
+                               [weak = std::weak_ptr<http::detail::BodySink>(r.out)](bool finished) {
+                                 std::shared_ptr<http::detail::BodySink> held = weak.lock();
+                                 if (held != nullptr && held->link() != nullptr) held->link()->sink_ended(finished);
+                               });
 }
 
 void ServerCodec::submit_goaway() {
@@ -984,6 +1101,7 @@ void ServerCodec::writability_changed(Context& ctx) {
     unwritable_since_ = {};
     reading_.release(ctx.channel());
     if (!finished_) flush(ctx);  // what waited for the channel to drain
+    wake_route_writers();
   }
   ctx.fire_writability_changed();
 }
@@ -1149,6 +1267,7 @@ void ServerCodec::channel_inactive(Context& ctx) {
   stop_deadline(ctx);
   detach_later();
   finished_ = true;
+  close_route_bodies();
   out_.release();
   ctx.fire_channel_inactive();
 }

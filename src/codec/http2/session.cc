@@ -156,6 +156,7 @@ struct Session::Stream {
   bool end_received = false;     // half-closed (remote)
   bool end_sent = false;         // half-closed (local), once the END_STREAM frame left
   bool tunnel = false;           // each side ends on its own (keep_open_after_end): no RST_STREAM(NO_ERROR)
+  bool manual = false;           // its window is returned by consume_stream (manual_window_for)
   bool final_head = false;       // a final response's HEADERS is queued
   bool resetting = false;        // RST_STREAM queued: nothing more is sent
   bool has_source = false;
@@ -727,7 +728,7 @@ ssize_t Session::read_frames(const std::uint8_t* p, std::size_t n) {
                 return rv;
               }
             } else {
-              if (!manual_window_) {
+              if (!manual_window_ && !s->manual) {
                 conn_consumed_ += take;
                 s->consumed += take;
               }
@@ -923,7 +924,7 @@ int Session::end_data_frame() {
     frame_.user_data = s->user_data;
     if (const int rv = hooks_.on_frame_recv(frame_); rv != 0) return rv;
     if (!manual_window_) {
-      if (Stream* again = find(id); again != nullptr && !again->end_received) {
+      if (Stream* again = find(id); again != nullptr && !again->end_received && !again->manual) {
         returned(again->consumed, id, static_cast<std::int32_t>(local_initial_window_));
       }
     }
@@ -1643,6 +1644,10 @@ void Session::sent_end_stream(Stream& s) {
   } else if (!client_ && !s.tunnel) {
     submit_rst_stream(s.id, ErrorCode::no_error);
   }
+}
+
+void Session::manual_window_for(std::int32_t id) noexcept {
+  if (Stream* s = find(id)) s->manual = true;
 }
 
 void Session::keep_open_after_end(std::int32_t id) noexcept {

@@ -164,6 +164,9 @@ class Session {
   // RFC 8441: a tunnel whose sides end on their own), so the response's END_STREAM does not ask the
   // client to stop with RST_STREAM(NO_ERROR) (sent_end_stream).
   void keep_open_after_end(std::int32_t id) noexcept;
+  // Without manual_window: stream `id`'s DATA (the stream's window and the connection's) is
+  // returned by consume_*() as with manual_window, not at once.
+  void manual_window_for(std::int32_t id) noexcept;
   // manual_window: bytes the application has consumed.
   void consume_connection(std::size_t n);
   void consume_stream(std::int32_t id, std::size_t n);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include "route_body.h"
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/file_region.h"
 #include "weft/codec/http2/server_codec.h"
@@ -54,6 +55,9 @@ struct ServerCodec::Stream {
   // An extended CONNECT (RFC 8441, :protocol): dispatched at its HEADERS; its DATA is kept (body)
   // until the route serves it as a channel (serve_as_channel) or answers it (then it is dropped).
   bool tunnel = false;
+  // A Router's streamed route's request body (dispatched at its HEADERS), or a streamed response
+  // body (HttpResponse::stream): null for a stream served whole.
+  std::unique_ptr<RouteBody> route;
 
   std::size_t out_remaining() const noexcept {
     if (out_file) return static_cast<std::size_t>(out_file.length());
@@ -114,6 +118,7 @@ struct ServerCodec::Stream {
     out_view_sent = out_promised = 0;
     out_file = FileRegion();
     if (child) child.reset();
+    if (route) route.reset();
     cancelled = false;
     tunnel = false;
   }

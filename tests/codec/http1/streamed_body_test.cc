@@ -466,8 +466,8 @@ TEST_P(StreamedBodyTest, ABodyPastTheRoutesLimitGets413) {
   }
 }
 
-// The same routes over h2c with curl: HTTP/2 hands the reader the whole body and collects the
-// producer's (not streamed yet, docs/streaming.md), byte-exact both ways.
+// The same routes over h2c with curl: streamed both ways there too (more in
+// tests/client/streamed_routes_h2_test.cc), byte-exact both ways.
 TEST_P(StreamedBodyTest, Http2WithCurlGetsTheBodiesWhole) {
   if (on_executor()) GTEST_SKIP() << "the router's placement is HTTP/1.1's concern here";
   std::shared_ptr<Router> router = routes(seen_);

@@ -27,9 +27,17 @@
 /// past it, or a chunked body that goes on past it), or a body whose 100 Continue was never sent,
 /// closes the connection after the answer (`Connection: close`) instead.
 ///
-/// HTTP/2 (and a router not behind weft's HTTP/1.1 codec): the codec hands the request whole,
-/// bounded by its max_body; next() then gives that body in one chunk. Loop thread of the request's
-/// channel only (a route's task runs there).
+/// HTTP/2 (weft's http2::ServerCodec): the request is handed over at its HEADERS and next() gives
+/// its DATA as they arrive; the stream's flow-control window is returned only as the reader takes
+/// (the connection's at once), so at most the stream's initial window (Settings::initial_window_size)
+/// waits for a reader that does not read, and peak_buffered_bytes() stays within it. max_body does
+/// not apply; limit() does. trailer_block() gives the trailing HEADERS as "name: value\r\n" lines.
+/// A RST_STREAM from the client or the connection's end fails a waiting next() with
+/// ChannelClosedError (as a reset connection does on HTTP/1.1). Letting go before the end drops
+/// the rest (its window returned); the stream is reset with NO_ERROR once the answer has ended.
+///
+/// A router behind neither codec: next() gives the body the request came with, in one chunk.
+/// Loop thread of the request's channel only (a route's task runs there).
 
 #include <cstddef>
 #include <cstdint>

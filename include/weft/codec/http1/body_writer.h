@@ -27,8 +27,13 @@
 /// ChannelClosedError. A producer that ends without finish() (it returned or threw) leaves the body
 /// unfinished: the connection is closed without the last chunk, so the client sees a failed body.
 ///
-/// HTTP/2: not streamed yet. The router collects the body (at most Limits::max_body by default,
-/// then the stream is answered 500) and sends it whole. Loop thread of the channel only.
+/// HTTP/2: each write() leaves as DATA frames as the stream's and the connection's send windows let
+/// it; write() completes while fewer than 64 KiB of the stream's wait unframed and the channel is
+/// writable (so a slow client holds at most that, one chunk and the channel's high water mark per
+/// stream). finish(trailers) sends them as trailing HEADERS; a length given to stream() is sent as
+/// content-length. A RST_STREAM from the client or the connection's end fails write() and finish()
+/// with ChannelClosedError; a producer that ends without finish() resets the stream
+/// (RST_STREAM(INTERNAL_ERROR)). Loop thread of the channel only.
 
 #include <cstdint>
 #include <memory>

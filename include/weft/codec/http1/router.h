@@ -17,8 +17,8 @@
 ///
 /// Routes: a callback `HttpResponse(Request&)`, a coroutine `Task<HttpResponse>(Request&)`, a
 /// coroutine that reads its request's body as a stream `Task<HttpResponse>(Request&, BodyReader&)`
-/// (body_reader.h: weft's HTTP/1.1 codec finds the router in its pipeline and asks it which
-/// requests to hand over at their head), or the
+/// (body_reader.h: weft's HTTP/1.1 and HTTP/2 codecs find the router in their pipeline and ask it
+/// which requests to hand over at their head), or the
 /// low-level form that writes its answer itself, `void(Context&, HttpRequest&[, const RouteParams&])`
 /// (not wrapped by the middleware). A coroutine route's request runs as a task of its own on the
 /// channel's loop: the requests of one HTTP/2 connection run concurrently (as many as the codec's

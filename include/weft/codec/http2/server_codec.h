@@ -19,7 +19,7 @@
 /// Requests: the pseudo-headers become the head (:method, :path as target, path and query,
 /// :authority as authority and, when the client sent no Host, as a "host" header); header names
 /// are lowercase (HTTP/2 requires it; HttpRequest::header() is case-insensitive anyway); version()
-/// is http::Version::http2. Trailers are dropped.
+/// is http::Version::http2. Trailers are dropped (but for streamed routes' bodies, below).
 ///
 /// Responses: the header names of HttpResponse and HeaderBlock are sent in lowercase, and the
 /// connection-specific ones (Connection, Keep-Alive, Transfer-Encoding, Upgrade, Proxy-Connection)
@@ -35,6 +35,12 @@
 /// Backpressure: frames are serialised only while the channel is writable, and reading stops while
 /// it is not, so a client that never reads costs a bounded amount of memory; response bodies follow
 /// the client's flow-control windows.
+///
+/// A Router's streamed routes (body_reader.h, body_writer.h): when the pipeline holds a Router
+/// with StreamFn routes, a request for one is handed over at its HEADERS with its body to come
+/// (HttpRequest::body_stream()), its stream's window returned as the route reads; a response made
+/// with HttpResponse::stream() is sent as DATA frames as its producer writes, its trailers as
+/// trailing HEADERS.
 ///
 /// Streams as channels: with Settings::stream_initializer set, the streams it chooses are served as
 /// http2::StreamChannel children (request body in chunks, response body streamed, trailers,
@@ -59,6 +65,10 @@
 #include "weft/core/event_loop.h"
 #include "weft/core/inline_ring.h"
 #include "weft/core/loop_callback.h"
+
+namespace weft::http {
+class Router;
+}  // namespace weft::http
 
 namespace weft::http2 {
 
@@ -141,6 +151,7 @@ class ServerCodec final : public Handler {
  private:
   struct Stream;
   struct Callbacks;  // the session's callbacks (server_codec.cc)
+  struct RouteBody;  // a stream's streamed bodies for a Router (route_body.h)
   friend class StreamChannel;
 
   // ---- streams served as channels (stream_channel.cc holds the child's side)
@@ -174,6 +185,16 @@ class ServerCodec final : public Handler {
   void child_flush(StreamChannel& child);
   void child_closed(StreamChannel& child);
   int tunnel_data(Stream& s, const std::uint8_t* data, std::size_t len);
+
+  // ---- a Router's streamed bodies (server_codec_route.cc)
+  bool wants_streamed_body(const Stream& s);
+  int open_route_body(Stream& s);
+  int route_data(Stream& s, const std::uint8_t* data, std::size_t len);
+  int route_trailer(Stream& s, std::string_view name, std::string_view value);
+  void end_route_body(Stream& s);
+  void submit_streamed(Context& ctx, Stream& s, http::HttpResponse& response);
+  void wake_route_writers() noexcept;
+  void close_route_bodies() noexcept;
 
   Stream* stream(std::int32_t id) const noexcept;
   Stream* acquire_stream(std::int32_t id);
@@ -234,6 +255,10 @@ class ServerCodec final : public Handler {
   std::vector<Stream*> free_streams_;
   // Streams as channels (empty unless Settings::stream_initializer is set).
   bool streams_enabled_ = false;        // windows are returned by hand (Session::consume)
+  // The first Router in the pipeline with StreamFn routes (looked for at the first request): the
+  // bodies of its streamed routes are handed over as they arrive.
+  std::shared_ptr<const http::Router> router_;
+  bool router_looked_ = false;
   bool draining_ = false;               // asked to shut down: children get ConnectionDrainingEvent
   bool running_children_ = false;       // run_children() is on the stack
   bool in_read_ = false;                // read_message is on the stack: children's flushes wait for its end

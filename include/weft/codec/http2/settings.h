@@ -43,7 +43,8 @@ struct Settings {
   /// Headers a request may have (pseudo-headers not counted); more: 431. At most
   /// http::RequestHead::kInlineHeaders.
   std::size_t max_headers = 64;
-  /// The largest request body (aggregated in memory); larger: 413.
+  /// The largest request body (aggregated in memory); larger: 413. A Router's streamed route's
+  /// body (Router::StreamFn) is not aggregated: its bound is the stream's window, not this.
   std::size_t max_body = 1024 * 1024;
   /// The bodies of the codec's own error answers (413, 431, 408, 503...); empty (the default): none.
   http::ErrorBodyFn error_body;
