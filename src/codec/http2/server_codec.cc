@@ -372,15 +372,17 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
     s.out_file.advance(length);
   }
 
-  // A child's DATA frame: the payload from its queued chunks (large pieces by reference).
-  static void write_child_frame(ServerCodec& c, Stream& s, StreamChannel& ch, const std::uint8_t* framehd,
-                                std::size_t length, std::size_t padding) {
+  // A DATA frame whose `length` payload bytes are taken from the front of `queued` (a child's or a
+  // streamed answer's chunks): large pieces by reference, small ones copied into the frame's bytes.
+  template <class Queue>
+  static void write_queued_frame(ServerCodec& c, Queue& queued, const std::uint8_t* framehd, std::size_t length,
+                                 std::size_t padding) {
     c.reserve_out(9 + (padding > 0 ? 1 : 0));
     c.out_.write_bytes(framehd, 9);
     if (padding > 0) c.out_.write_u8(static_cast<std::uint8_t>(padding - 1));
     std::size_t left = length;
     while (left > 0) {
-      ByteBuf& front = ch.out_data_[0];
+      ByteBuf& front = queued[0];
       const std::size_t take = std::min(left, front.readable_bytes());
       if (take >= kCopyBodyBelow) {
         if (c.out_.is_readable()) c.ctx_->write(std::move(c.out_));
@@ -390,13 +392,19 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
         c.out_.write_bytes(front.read_ptr(), take);
         front.skip_bytes(take);
       }
-      if (!front.is_readable()) ch.out_data_.drop_front();
+      if (!front.is_readable()) queued.drop_front();
       left -= take;
     }
     if (padding > 1) {
       c.reserve_out(padding - 1);
       for (std::size_t i = 1; i < padding; ++i) c.out_.write_u8(0);
     }
+  }
+
+  // A child's DATA frame: the payload from its queued chunks (large pieces by reference).
+  static void write_child_frame(ServerCodec& c, Stream& s, StreamChannel& ch, const std::uint8_t* framehd,
+                                std::size_t length, std::size_t padding) {
+    write_queued_frame(c, ch.out_data_, framehd, length, padding);
     ch.out_bytes_ -= length;
     ch.out_promised_ -= length;
     ch.out_framed_ += length;  // given back to the child's writability once send() returns
@@ -433,28 +441,7 @@ struct ServerCodec::Callbacks final : detail::SessionHooks {
   // A streamed response's DATA frame: the payload from the chunks its producer wrote.
   static void write_route_frame(ServerCodec& c, RouteBody& r, const std::uint8_t* framehd, std::size_t length,
                                 std::size_t padding) {
-    c.reserve_out(9 + (padding > 0 ? 1 : 0));
-    c.out_.write_bytes(framehd, 9);
-    if (padding > 0) c.out_.write_u8(static_cast<std::uint8_t>(padding - 1));
-    std::size_t left = length;
-    while (left > 0) {
-      ByteBuf& front = r.out_data[0];
-      const std::size_t take = std::min(left, front.readable_bytes());
-      if (take >= kCopyBodyBelow) {
-        if (c.out_.is_readable()) c.ctx_->write(std::move(c.out_));
-        c.ctx_->write(front.read_slice(take));
-      } else {
-        c.reserve_out(take);
-        c.out_.write_bytes(front.read_ptr(), take);
-        front.skip_bytes(take);
-      }
-      if (!front.is_readable()) r.out_data.drop_front();
-      left -= take;
-    }
-    if (padding > 1) {
-      c.reserve_out(padding - 1);
-      for (std::size_t i = 1; i < padding; ++i) c.out_.write_u8(0);
-    }
+    write_queued_frame(c, r.out_data, framehd, length, padding);
     r.out_bytes -= length;
     r.out_promised -= length;
     if (r.out != nullptr && r.out_bytes < detail::kRouteOutBound) r.out->writable();  // the producer may go on
