@@ -72,16 +72,6 @@ bool is_timeout(const std::exception_ptr& error) {
   }
 }
 
-std::string what(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
 // The backend's body, and its first chunk when it was read already, piped into the client's.
 struct Pipe {
   client::ResponseBody upstream;
@@ -210,8 +200,8 @@ Task<http::HttpResponse> ReverseProxy::forward(http::Request& request, http::Bod
     if (attempt + 1 < backends_.size()) counters_.next_backend.fetch_add(1, std::memory_order_relaxed);
   }
   if (!answer) {
-    log(LogLevel::debug, "weft-proxy: {} {}: {}", request.method(), request.path(), what(error));
-    co_return error_answer(is_timeout(error) ? 504 : 502, what(error));
+    log(LogLevel::debug, "weft-proxy: {} {}: {}", request.method(), request.path(), describe_exception(error));
+    co_return error_answer(is_timeout(error) ? 504 : 502, describe_exception(error));
   }
 
   const http::ResponseHead& head = answer->head.head();
@@ -243,7 +233,7 @@ Task<http::HttpResponse> ReverseProxy::forward(http::Request& request, http::Bod
     } catch (...) {
       failed = std::current_exception();
     }
-    if (failed) co_return error_answer(is_timeout(failed) ? 504 : 502, what(failed));
+    if (failed) co_return error_answer(is_timeout(failed) ? 504 : 502, describe_exception(failed));
     if (!chunk) {
       if (*length == 0) co_return response;
       co_return error_answer(502, "the backend's body ended before its Content-Length");
