@@ -25,4 +25,4 @@ wait "$load"
 callgrind_control -i off "$vg" >/dev/null 2>&1
 kill -INT "$vg"
 wait "$vg" || true
-python3 scripts/callgrind-per-request.py build/callgrind.proxy.out '.*ReverseProxy::forward\('
+python3 scripts/callgrind-per-request.py build/callgrind.proxy.out 'weft::proxy::ReverseProxy::backend_request\('

@@ -5,6 +5,7 @@
 # proxies take turns within each round, and each figure is the median of the rounds.
 #
 #   scripts/measure-http-proxy.sh [BUILD_DIR] [ROUNDS] [SECONDS]     (default build/release 5 10)
+#   WEFT_PROXY_ARGS="--transport io_uring" scripts/measure-http-proxy.sh ...   (weft-proxy's extra flags)
 #
 # Needs nginx-light, haproxy and wrk (scripts/install-deps.sh), and ../shared/peers.
 set -euo pipefail
@@ -24,7 +25,7 @@ wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/n
 taskset -c 1 "$bin/weft-hello" --port $backend_port --host 127.0.0.1 --loops 1 >/dev/null 2>&1 &
 pids+=($!)
 wait_port $backend_port
-taskset -c 0 "$bin/weft-proxy" --listen $weft_port --host 127.0.0.1 --loops 1 --backend http://127.0.0.1:$backend_port >/dev/null 2>&1 &
+taskset -c 0 "$bin/weft-proxy" --listen $weft_port --host 127.0.0.1 --loops 1 ${WEFT_PROXY_ARGS:-} --backend http://127.0.0.1:$backend_port >/dev/null 2>&1 &
 weft_pid=$!
 pids+=($weft_pid)
 nginx_pid=$("$peers/serve-peer.sh" nginx-proxy $nginx_port $backend_port)

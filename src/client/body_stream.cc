@@ -76,8 +76,7 @@ void BodyStream::serve() {
   }
   if (!chunks_.empty()) {
     waiting_.reset();
-    ByteBuf chunk = std::move(chunks_.front());
-    chunks_.pop_front();
+    ByteBuf chunk = chunks_.pop();
     const std::size_t n = chunk.readable_bytes();
     buffered_ -= n;
     consumed(n);
@@ -97,7 +96,7 @@ void BodyStream::deliver(ByteBuf chunk) {
   if (over() || !chunk.is_readable()) return;
   last_byte_ = loop_.now();
   buffered_ += chunk.readable_bytes();
-  chunks_.push_back(std::move(chunk));
+  chunks_.push(std::move(chunk));
   serve();
 }
 
@@ -142,7 +141,7 @@ void BodyStream::idle_due() {
     arm_idle(idle_ - quiet);
     return;
   }
-  fail(std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url_)));
+  fail(std::make_exception_ptr(TimeoutError(TimeoutError::Kind::idle, url_.to_string())));
   abort();
 }
 

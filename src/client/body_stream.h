@@ -15,6 +15,7 @@
 
 #include "weft/buffer/byte_buf.h"
 #include "weft/channel/channel.h"
+#include "weft/client/url.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/codec/http2/client_stream.h"
 #include "weft/codec/http2/stream_channel.h"
@@ -22,15 +23,51 @@
 #include "weft/core/event_loop.h"
 #include "weft/core/future.h"
 #include "weft/core/task.h"
+#include "weft/core/unique_function.h"
 
 namespace weft::client::detail {
+
+// The chunks fetched and not yet read, in order. The first waits inline: a typical answer is one
+// chunk, and a body then costs no allocation for its queue; the rest wait in a deque made once a
+// second chunk waits.
+class ChunkQueue {
+ public:
+  bool empty() const noexcept { return !first_.has_value(); }  // rest_ holds chunks only behind first_
+  void push(ByteBuf chunk) {
+    if (!first_) {
+      first_.emplace(std::move(chunk));
+      return;
+    }
+    if (!rest_) rest_ = std::make_unique<std::deque<ByteBuf>>();
+    rest_->push_back(std::move(chunk));
+  }
+  // The first chunk; not empty().
+  ByteBuf pop() {
+    ByteBuf out = std::move(*first_);
+    if (rest_ && !rest_->empty()) {
+      *first_ = std::move(rest_->front());
+      rest_->pop_front();
+    } else {
+      first_.reset();
+    }
+    return out;
+  }
+  void clear() noexcept {
+    first_.reset();
+    if (rest_) rest_->clear();
+  }
+
+ private:
+  std::optional<ByteBuf> first_;
+  std::unique_ptr<std::deque<ByteBuf>> rest_;
+};
 
 class BodyStream : public std::enable_shared_from_this<BodyStream> {
  public:
   // On `loop` (the connection's); `idle` (zero: none) bounds the time without a body byte while
-  // bytes are expected; `url` names the request in a TimeoutError.
-  BodyStream(EventLoop& loop, Duration idle, std::string url) noexcept
-      : loop_(loop), idle_(idle), url_(std::move(url)) {}
+  // bytes are expected; `url` names the request in a TimeoutError (kept parsed: written out only
+  // for the error, not for every request).
+  BodyStream(EventLoop& loop, Duration idle, Url url) noexcept : loop_(loop), idle_(idle), url_(std::move(url)) {}
   virtual ~BodyStream() = default;
   BodyStream(const BodyStream&) = delete;
   BodyStream& operator=(const BodyStream&) = delete;
@@ -72,8 +109,8 @@ class BodyStream : public std::enable_shared_from_this<BodyStream> {
 
   EventLoop& loop_;
   const Duration idle_;
-  const std::string url_;
-  std::deque<ByteBuf> chunks_;
+  const Url url_;
+  ChunkQueue chunks_;
   std::size_t buffered_ = 0;
   std::optional<Promise<std::optional<ByteBuf>>> waiting_;
   std::exception_ptr error_;
@@ -90,12 +127,12 @@ class BodyStream : public std::enable_shared_from_this<BodyStream> {
 // the next answer).
 class Http1Body final : public BodyStream, public http::ResponseBodySink {
  public:
-  Http1Body(const ChannelPtr& channel, Duration idle, std::string url)
+  Http1Body(const ChannelPtr& channel, Duration idle, Url url)
       : BodyStream(channel->loop(), idle, std::move(url)), channel_(channel) {}
   // Loop thread only: the head has come; the body is owed from now on.
   void start() { expect_bytes(true); }
   // Loop thread only: called once the body has ended whole (set before the request is written).
-  std::function<void()> on_end;
+  UniqueFunction<void()> on_end;
 
   void body_data(ByteBuf bytes) override;
   void body_end(std::string_view trailer_block) override;
@@ -115,7 +152,7 @@ class Http1Body final : public BodyStream, public http::ResponseBodySink {
 class Http2Body final : public BodyStream {
  public:
   // `stream`: shared with the request's streamed body (UploadStream's sink), if any; destroyed on `loop`.
-  Http2Body(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, Duration idle, std::string url)
+  Http2Body(EventLoop& loop, std::shared_ptr<http2::ClientStream> stream, Duration idle, Url url)
       : BodyStream(loop, idle, std::move(url)), stream_(std::move(stream)) {}
 
  private:

@@ -72,12 +72,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // `url`: a Url (moved) or a const Url& (copied once, into the request's exchange). `timeout`: the
   // request's own request timeout (HttpClientRequest::timeout), else the options'.
   template <class U>
-  Future<http::HttpClientResponse> start(U&& url, std::string_view method, std::string_view header_block, ByteBuf body,
+  Future<http::HttpClientResponse> start(U&& url, std::string_view method, std::string header_block, ByteBuf body,
                                          std::optional<Duration> timeout = {}) {
     Promise<http::HttpClientResponse> result(answer_loop());
     Future<http::HttpClientResponse> future = result.future();
     auto x = make_exchange(std::forward<U>(url), method, std::move(result));
-    if (!header_block.empty()) x->header_block = header_block;  // an empty one assigned is still a call
+    if (!header_block.empty()) x->header_block = std::move(header_block);  // an empty one assigned is still a call
     x->timeout = timeout;
     x->body = std::move(body);
     launch(std::move(x));

@@ -31,7 +31,17 @@ Future<http::HttpClientResponse> HttpClient::request(std::string_view method, co
 Future<http::HttpClientResponse> HttpClient::request(http::HttpClientRequest request) {
   try {
     Url url = Url::parse(request.target());
-    return core_->start(std::move(url), request.method(), request.header_block(), std::move(request.owned_body()),
+    return core_->start(std::move(url), request.method(), request.take_header_block(), std::move(request.owned_body()),
+                        request.timeout());
+  } catch (const UrlError&) {
+    return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
+  }
+}
+
+Future<http::HttpClientResponse> HttpClient::request(const Url& origin, http::HttpClientRequest request) {
+  try {
+    Url url = origin.with_target(request.target());
+    return core_->start(std::move(url), request.method(), request.take_header_block(), std::move(request.owned_body()),
                         request.timeout());
   } catch (const UrlError&) {
     return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
@@ -49,8 +59,18 @@ Future<StreamedResponse> HttpClient::stream(std::string_view method, std::string
 Future<StreamedResponse> HttpClient::stream(http::HttpClientRequest request) {
   try {
     Url url = Url::parse(request.target());
-    return core_->stream(std::move(url), request.method(), std::string(request.header_block()),
-                         std::move(request.owned_body()), request.timeout());
+    return core_->stream(std::move(url), request.method(), request.take_header_block(), std::move(request.owned_body()),
+                         request.timeout());
+  } catch (const UrlError&) {
+    return make_failed_future<StreamedResponse>(std::current_exception(), EventLoop::current());
+  }
+}
+
+Future<StreamedResponse> HttpClient::stream(const Url& origin, http::HttpClientRequest request) {
+  try {
+    Url url = origin.with_target(request.target());
+    return core_->stream(std::move(url), request.method(), request.take_header_block(), std::move(request.owned_body()),
+                         request.timeout());
   } catch (const UrlError&) {
     return make_failed_future<StreamedResponse>(std::current_exception(), EventLoop::current());
   }
@@ -75,7 +95,18 @@ Upload HttpClient::upload(std::string_view method, std::string_view url, std::op
 Upload HttpClient::upload(http::HttpClientRequest request, std::optional<std::uint64_t> content_length) {
   try {
     Url url = Url::parse(request.target());
-    return core_->upload(std::move(url), request.method(), std::string(request.header_block()), content_length,
+    return core_->upload(std::move(url), request.method(), request.take_header_block(), content_length,
+                         request.timeout());
+  } catch (const UrlError&) {
+    return failed_upload(std::current_exception());
+  }
+}
+
+Upload HttpClient::upload(const Url& origin, http::HttpClientRequest request,
+                          std::optional<std::uint64_t> content_length) {
+  try {
+    Url url = origin.with_target(request.target());
+    return core_->upload(std::move(url), request.method(), request.take_header_block(), content_length,
                          request.timeout());
   } catch (const UrlError&) {
     return failed_upload(std::current_exception());

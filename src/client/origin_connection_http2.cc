@@ -146,11 +146,12 @@ namespace {
 
 // What a streamed HTTP/2 request sends, copied off the pool loop's Exchange.
 struct StreamedCall {
+  explicit StreamedCall(Url u) : url(std::move(u)) {}
   std::string method;
   std::string target;
   std::string header_block;
   ByteBuf body;
-  std::string url;
+  Url url;
   Duration idle;
   bool upload = false;                         // the body is written as it goes
   std::optional<std::uint64_t> upload_length;  // its declared length
@@ -344,7 +345,7 @@ void OriginConnection::stream_http2(std::shared_ptr<Exchange> x) {
   x->h2_call = ++h2_calls_made_;
   auto self = std::static_pointer_cast<OriginConnection>(shared_from_this());
   const bool reused = served > 0;
-  StreamedCall call;
+  StreamedCall call(x->url);
   call.calls = &h2_calls_;
   call.number = x->h2_call;
   call.keep = self;
@@ -352,7 +353,6 @@ void OriginConnection::stream_http2(std::shared_ptr<Exchange> x) {
   call.target = x->url.target();
   call.header_block = x->header_block;
   call.body = x->body.slice();
-  call.url = x->url.to_string();
   call.idle = options_.idle_timeout;
   if (x->upload) {
     call.upload = true;

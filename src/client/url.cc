@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstdint>
 
 namespace weft::client {
 namespace {
@@ -33,24 +35,34 @@ const char* part_name(UrlError::Part part) {
   return "?";
 }
 
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-bool is_unreserved(char c) { return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_' || c == '~'; }
-bool is_sub_delim(char c) { return std::string_view("!$&'()*+,;=").find(c) != std::string_view::npos; }
-bool is_pchar(char c) { return is_unreserved(c) || is_sub_delim(c) || c == ':' || c == '@'; }
+constexpr bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
-// Whether `text` holds only pchars, `extra` characters and well-formed %HH escapes.
-bool valid_component(std::string_view text, std::string_view extra) {
+// The bytes a path, query or fragment may hold as they are (RFC 3986 3.3-3.5): pchar, that is
+// unreserved, sub-delims, ':' and '@', then '/' and '?' (kPath: '/' only). '%' starts an escape.
+enum : std::uint8_t { kPath = 1, kQuery = 2 };
+constexpr std::array<std::uint8_t, 256> make_component_bytes() {
+  std::array<std::uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    const char ch = static_cast<char>(c);
+    const bool pchar =
+        is_alpha(ch) || is_digit(ch) || std::string_view("-._~!$&'()*+,;=:@").find(ch) != std::string_view::npos;
+    if (pchar || ch == '/') t[c] |= kPath | kQuery;
+    if (ch == '?') t[c] |= kQuery;
+  }
+  return t;
+}
+constexpr std::array<std::uint8_t, 256> kComponentBytes = make_component_bytes();
+
+// Whether `text` holds only the bytes `kind` allows (kPath, or kQuery for queries and fragments)
+// and well-formed %HH escapes.
+bool valid_component(std::string_view text, std::uint8_t kind) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (c == '%') {
-      if (i + 2 >= text.size()) return false;
-      if (!is_hex(text[i + 1]) || !is_hex(text[i + 2])) return false;
-      i += 2;
-    } else if (!is_pchar(c) && extra.find(c) == std::string_view::npos) {
-      return false;
-    }
+    if (kComponentBytes[static_cast<unsigned char>(c)] & kind) continue;
+    if (c != '%' || i + 2 >= text.size() || !is_hex(text[i + 1]) || !is_hex(text[i + 2])) return false;
+    i += 2;
   }
   return true;
 }
@@ -88,20 +100,20 @@ Url Url::parse(std::string_view text) {
     fragment = rest.substr(hash + 1);
     rest = rest.substr(0, hash);
   }
-  if (!valid_component(fragment, "/?")) throw UrlError(UrlError::Part::fragment, text, "a character not allowed");
+  if (!valid_component(fragment, kQuery)) throw UrlError(UrlError::Part::fragment, text, "a character not allowed");
   std::string_view query;
   if (const std::size_t q = rest.find('?'); q != std::string_view::npos) {
     query = rest.substr(q + 1);
     rest = rest.substr(0, q);
     url.has_query_ = true;
   }
-  if (!valid_component(query, "/?")) throw UrlError(UrlError::Part::query, text, "a character not allowed");
+  if (!valid_component(query, kQuery)) throw UrlError(UrlError::Part::query, text, "a character not allowed");
   url.query_ = std::string(query);
   const std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
     const std::string_view path = rest.substr(slash);
-    if (!valid_component(path, "/")) throw UrlError(UrlError::Part::path, text, "a character not allowed");
+    if (!valid_component(path, kPath)) throw UrlError(UrlError::Part::path, text, "a character not allowed");
     url.path_ = std::string(path);
   }
 
@@ -173,6 +185,26 @@ Url Url::resolve(std::string_view reference) const {
   if (reference.front() == '#') return parse(base + target());
   // A relative path: merged with the base path's directory.
   return parse(base + path_.substr(0, path_.rfind('/') + 1) + std::string(reference));
+}
+
+Url Url::with_target(std::string_view target) const {
+  if (target.size() > kMaxLength) throw UrlError(UrlError::Part::syntax, target, "longer than 8192 bytes");
+  if (target.empty() || target.front() != '/')
+    throw UrlError(UrlError::Part::syntax, target, "not an origin-form target");
+  std::string_view path = target.substr(0, target.find('#'));
+  std::string_view query;
+  const std::size_t q = path.find('?');
+  if (q != std::string_view::npos) {
+    query = path.substr(q + 1);
+    path = path.substr(0, q);
+  }
+  if (!valid_component(path, kPath)) throw UrlError(UrlError::Part::path, target, "a character not allowed");
+  if (!valid_component(query, kQuery)) throw UrlError(UrlError::Part::query, target, "a character not allowed");
+  Url out = *this;
+  out.path_.assign(path);
+  out.query_.assign(query);
+  out.has_query_ = q != std::string_view::npos;
+  return out;
 }
 
 std::string Url::target() const { return has_query_ ? path_ + "?" + query_ : path_; }

@@ -89,7 +89,8 @@ void deallocate(void* block, std::size_t size) noexcept {
     return;
   }
   const std::size_t cls = class_of(size);
-  if (lists.exiting || lists.count[cls] >= max_cached(cls)) {
+  if (lists.exiting || lists.count[cls] >= max_cached(cls) ||
+      lists.cached_bytes + class_size(cls) > kMaxCachedBytesPerThread) {
     ::operator delete(block);
     return;
   }

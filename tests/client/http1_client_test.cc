@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <deque>
+#include <stdexcept>
 #include <thread>
 
 #include "client/origin_servers.h"
@@ -74,6 +76,41 @@ TEST_P(Http1ClientTest, PostsABodyAndReadsItBack) {
   http::HttpClientRequest request("POST", test::url_of(server, "http", "/echo"));
   request.header("X-Test", "1").body(ByteBuf::copy_of("abc"));
   EXPECT_EQ(test::answer_of(client.request(std::move(request))).body_view(), "abc");
+}
+
+// The value of `f` once it completes (moved out: StreamedResponse is move-only).
+template <class T>
+T taken(const Future<T>& f) {
+  if (!f.wait_for(std::chrono::seconds(60))) throw std::runtime_error("no answer within 60 s");
+  return f.take();
+}
+
+// A request whose target is origin-form goes to the origin it is given (its path is not used):
+// whole, streamed and uploaded; an absolute-form target fails typed, before anything is sent.
+TEST_P(Http1ClientTest, ARequestGoesToTheOriginItIsGiven) {
+  ChannelPtr server = test::serve_origin(servers_, OriginKind::http1, accepted_);
+  HttpClient client(clients_);
+  const client::Url origin = client::Url::parse(test::url_of(server, "http", "/not-this-path"));
+  http::HttpClientRequest post("POST", "/echo");
+  post.header("X-Test", "1").body(ByteBuf::copy_of("abc"));
+  EXPECT_EQ(test::answer_of(client.request(origin, std::move(post))).body_view(), "abc");
+
+  client::StreamedResponse streamed = taken(client.stream(origin, http::HttpClientRequest("GET", "/hello")));
+  EXPECT_EQ(streamed.head.status(), 200);
+  std::string body;
+  while (std::optional<ByteBuf> chunk = taken(streamed.body.next())) body += chunk->to_string();
+  EXPECT_EQ(body, "hello");
+
+  client::Upload up = client.upload(origin, http::HttpClientRequest("POST", "/echo"), 2);
+  up.body.write(ByteBuf::copy_of("hi")).get();
+  up.body.finish().get();
+  client::StreamedResponse echoed = taken(up.response);
+  std::string echoed_body;
+  while (std::optional<ByteBuf> chunk = taken(echoed.body.next())) echoed_body += chunk->to_string();
+  EXPECT_EQ(echoed_body, "hi");
+
+  EXPECT_THROW(client.request(origin, http::HttpClientRequest("GET", "http://other/x")).get(), client::UrlError);
+  EXPECT_THROW(taken(client.stream(origin, http::HttpClientRequest("GET", "/a b"))), client::UrlError);
 }
 
 // Requests by parsed URLs from the caller's loop, alternating between two origins: each answer's

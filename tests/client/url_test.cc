@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace weft::client {
@@ -125,6 +126,37 @@ TEST(Url, ResolvesRedirectLocations) {
   EXPECT_THROW(base.resolve("ftp://x/"), UrlError);
   EXPECT_THROW(base.resolve("/a b"), UrlError);
   EXPECT_THROW(base.resolve("http://u@h/"), UrlError);
+}
+
+TEST(Url, TakesAnOriginFormTargetOnItsOrigin) {
+  const Url origin = Url::parse("https://[::1]:8443/base?old=1");
+  const Url url = origin.with_target("/x/y%20z?q=a/b?c#frag");
+  EXPECT_EQ(url.to_string(), "https://[::1]:8443/x/y%20z?q=a/b?c");  // the fragment is dropped
+  EXPECT_EQ(url, Url::parse("https://[::1]:8443/x/y%20z?q=a/b?c"));
+  EXPECT_FALSE(origin.with_target("/p").has_query());
+  EXPECT_EQ(origin.with_target("/p?").target(), "/p?");            // an empty query is still one
+  EXPECT_EQ(origin.to_string(), "https://[::1]:8443/base?old=1");  // the origin's own is unchanged
+
+  const std::vector<std::pair<std::string, UrlError::Part>> bad = {
+      {"", UrlError::Part::syntax},
+      {"*", UrlError::Part::syntax},
+      {"http://other/x", UrlError::Part::syntax},  // absolute-form: the origin is this URL's
+      {"p", UrlError::Part::syntax},
+      {"/a b", UrlError::Part::path},
+      {"/a%2", UrlError::Part::path},
+      {"/a\r\nX: y", UrlError::Part::path},
+      {"/a?b c", UrlError::Part::query},
+      {"/" + std::string(Url::kMaxLength, 'a'), UrlError::Part::syntax},
+  };
+  for (const auto& [target, part] : bad) {
+    SCOPED_TRACE(target.substr(0, 40));
+    try {
+      (void)origin.with_target(target);
+      ADD_FAILURE() << "accepted";
+    } catch (const UrlError& e) {
+      EXPECT_EQ(e.part(), part);
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "support/sanitizers.h"
 
@@ -21,6 +23,35 @@ TEST(FramePool, AFreedBlockServesTheNextAllocationOfItsClass) {
   EXPECT_EQ(second, first);
   EXPECT_EQ(frame_pool::thread_stats().hits, before.hits + 1);
   frame_pool::deallocate(second, 250);
+}
+
+// A burst of frees is kept up to the class's bound (a loop's next burst of requests takes them
+// back without the heap), and all of a thread's lists together up to the thread's bound.
+TEST(FramePool, ListsKeepABurstUpToTheClassAndThreadBounds) {
+  std::thread([] {  // a thread of its own: its lists start empty
+    auto burst = [](std::size_t size, std::size_t n) {
+      std::vector<void*> blocks;
+      for (std::size_t i = 0; i < n; ++i) blocks.push_back(frame_pool::allocate(size));
+      for (void* b : blocks) frame_pool::deallocate(b, size);
+    };
+    constexpr std::size_t kSize = 1024;
+    burst(kSize, 256);  // within the class's bound: all kept
+    EXPECT_EQ(frame_pool::thread_stats().cached_bytes, 256 * kSize);
+    const std::uint64_t misses = frame_pool::thread_stats().misses;
+    burst(kSize, 256);  // served from the list
+    EXPECT_EQ(frame_pool::thread_stats().misses, misses);
+
+    burst(kSize, frame_pool::kMaxCachedBytesPerClass / kSize + 100);
+    EXPECT_EQ(frame_pool::thread_stats().cached_bytes, frame_pool::kMaxCachedBytesPerClass);
+
+    // Bursts in other classes, past the thread's bound in all.
+    for (std::size_t size = 1280; size <= 8192; size += 256) {  // 28 classes of 512 KiB
+      burst(size, frame_pool::kMaxCachedBytesPerClass / size);
+    }
+    EXPECT_LE(frame_pool::thread_stats().cached_bytes, frame_pool::kMaxCachedBytesPerThread);
+    EXPECT_GT(frame_pool::thread_stats().cached_bytes, frame_pool::kMaxCachedBytesPerThread - 8192);
+  })
+      .join();
 }
 
 #if defined(WEFT_TEST_ASAN)

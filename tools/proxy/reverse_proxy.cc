@@ -103,10 +103,10 @@ ReverseProxy::ReverseProxy(EventLoopGroup& client_loops, ProxyOptions options)
     : options_(std::move(options)), client_(client_loops, client_options(options_)) {
   if (options_.backends.empty()) throw std::invalid_argument("weft-proxy: no backend");
   for (const std::string& text : options_.backends) {
-    const client::Url url = client::Url::parse(text);  // throws client::UrlError, an invalid_argument
-    std::string prefix = std::string(url.scheme_name()) + "://" + url.authority() + url.path();
+    client::Url url = client::Url::parse(text);  // throws client::UrlError, an invalid_argument
+    std::string prefix = url.path();
     while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-    backends_.push_back(Backend{std::move(prefix)});
+    backends_.push_back(Backend{std::move(url), std::move(prefix)});
   }
 }
 
@@ -128,11 +128,11 @@ ProxyStats ReverseProxy::stats() const noexcept {
 
 http::HttpClientRequest ReverseProxy::backend_request(const http::Request& request, std::size_t backend) const {
   const http::HttpRequest& in = request.message();
-  std::string target = backends_[backend].prefix;
-  target.append(in.target().empty() || in.target().front() != '/' ? in.path() : in.target());
-  if (in.target().empty() || in.target().front() != '/') {
-    if (!in.query().empty()) target.append("?").append(in.query());
-  }
+  // Origin-form as it came; another form (absolute, HTTP/2's :path is origin-form) by its parts.
+  const bool origin_form = !in.target().empty() && in.target().front() == '/';
+  std::string target = backends_[backend].path_prefix;
+  target.append(origin_form ? in.target() : in.path());
+  if (!origin_form && !in.query().empty()) target.append("?").append(in.query());
   http::HttpClientRequest out(std::string(in.method()), std::move(target));
   const std::string ip = client_ip(request.channel().remote_address());
   const Origin origin{ip, options_.scheme_in, in.version() == http::Version::http2 ? "2 weft-proxy" : "1.1 weft-proxy"};
@@ -151,11 +151,11 @@ http::HttpResponse ReverseProxy::error_answer(int status, std::string_view why) 
 Task<client::StreamedResponse> ReverseProxy::send(const http::Request& request, http::BodyReader& body,
                                                   std::optional<ByteBuf> first, std::size_t backend) {
   http::HttpClientRequest out = backend_request(request, backend);
-  if (!first) co_return co_await client_.stream(std::move(out));
+  if (!first) co_return co_await client_.stream(backends_[backend].origin, std::move(out));
   // A body: streamed to the backend as the client sends it. The head is owed within
   // response_timeout of the body's end, not of its start (a long upload is no timeout).
   out.timeout(Duration::zero());
-  client::Upload up = client_.upload(std::move(out), body.content_length());
+  client::Upload up = client_.upload(backends_[backend].origin, std::move(out), body.content_length());
   ByteBuf chunk = std::move(*first);
   bool backend_stopped = false;
   for (;;) {
@@ -220,14 +220,14 @@ Task<http::HttpResponse> ReverseProxy::forward(http::Request& request, http::Bod
     }
     co_return response;
   }
-  auto pipe = std::make_shared<Pipe>(Pipe{std::move(answer->body), ByteBuf(), &counters_.failed_mid_body});
+  ByteBuf first_chunk;
   if (length && *length <= kWholeAnswerBound) {
     // Nothing is sent yet: a backend that fails here gets the client a 502.
     std::optional<ByteBuf> chunk;
     std::exception_ptr failed;
     try {
-      chunk = co_await pipe->upstream.next();
-      if (chunk && chunk->readable_bytes() == *length && !co_await pipe->upstream.next()) {
+      chunk = co_await answer->body.next();
+      if (chunk && chunk->readable_bytes() == *length && !co_await answer->body.next()) {
         co_return std::move(response.body(std::move(*chunk)));  // one piece, the whole body
       }
     } catch (...) {
@@ -238,8 +238,9 @@ Task<http::HttpResponse> ReverseProxy::forward(http::Request& request, http::Bod
       if (*length == 0) co_return response;
       co_return error_answer(502, "the backend's body ended before its Content-Length");
     }
-    pipe->first = std::move(*chunk);
+    first_chunk = std::move(*chunk);
   }
+  auto pipe = std::make_shared<Pipe>(Pipe{std::move(answer->body), std::move(first_chunk), &counters_.failed_mid_body});
   response.stream([pipe](http::BodyWriter& out) { return pipe_body(pipe, out); }, length);
   co_return response;
 }

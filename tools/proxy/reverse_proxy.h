@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "weft/client/http_client.h"
+#include "weft/client/url.h"
 #include "weft/codec/http1/body_reader.h"
 #include "weft/codec/http1/router.h"
 #include "weft/core/clock.h"
@@ -72,7 +73,8 @@ class ReverseProxy {
 
  private:
   struct Backend {
-    std::string prefix;  // "http://host:port/prefix", without a trailing '/'
+    client::Url origin;       // parsed once: requests go to its scheme, host and port
+    std::string path_prefix;  // its path without a trailing '/' ("/api"; empty for "/")
   };
   struct Counters {
     std::atomic<std::uint64_t> requests{0}, bad_gateway{0}, gateway_timeout{0}, failed_mid_body{0}, next_backend{0};

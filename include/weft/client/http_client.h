@@ -75,6 +75,11 @@ class HttpClient {
   /// (Host, when it has none, is the URL's authority). Its timeout(), when set, replaces
   /// ClientOptions::request_timeout for it (so in stream() and upload() too).
   Future<http::HttpClientResponse> request(http::HttpClientRequest request);
+  /// `request`, whose target is origin-form ("/path?query"), sent to `origin`'s scheme, host and port
+  /// (its path and query are not used): a client that sends many requests to one origin, a proxy,
+  /// parses it once. Otherwise as request(http::HttpClientRequest); a target that is not
+  /// origin-form fails the future with UrlError.
+  Future<http::HttpClientResponse> request(const Url& origin, http::HttpClientRequest request);
   /// As request(method, url, body), but the future completes with the response's head, and its body
   /// is read as it comes, with backpressure (ResponseBody, response_body.h): no bound on its size,
   /// memory bounded whatever the reader's pace. request_timeout covers the request until the head;
@@ -82,6 +87,8 @@ class HttpClient {
   Future<StreamedResponse> stream(std::string_view method, std::string_view url, ByteBuf body = {});
   /// As stream(method, url, body) for `request` (see request(http::HttpClientRequest)).
   Future<StreamedResponse> stream(http::HttpClientRequest request);
+  /// As stream(http::HttpClientRequest), sent to `origin` (see request(const Url&, HttpClientRequest)).
+  Future<StreamedResponse> stream(const Url& origin, http::HttpClientRequest request);
 
   /// `method` on `url`, its body written as it goes, with backpressure (RequestBody,
   /// request_body.h): `content_length` declared, or chunked (HTTP/1.1) / DATA until the end
@@ -89,6 +96,9 @@ class HttpClient {
   Upload upload(std::string_view method, std::string_view url, std::optional<std::uint64_t> content_length = {});
   /// As upload(method, url, content_length) for `request` (its headers; its body must be empty).
   Upload upload(http::HttpClientRequest request, std::optional<std::uint64_t> content_length = {});
+  /// As upload(http::HttpClientRequest, content_length), sent to `origin` (see
+  /// request(const Url&, HttpClientRequest)).
+  Upload upload(const Url& origin, http::HttpClientRequest request, std::optional<std::uint64_t> content_length = {});
 
   /// Opens a WebSocket to `url` ("ws://host[:port]/path?query" or "wss://..."; RFC 6455 over
   /// HTTP/1.1) on a connection of its own -- it leaves HTTP and never returns to a pool -- or, as

@@ -61,6 +61,12 @@ class Url {
   /// path) names from this one (RFC 3986 5.2, without dot-segment removal); throws UrlError.
   Url resolve(std::string_view reference) const;
 
+  /// This URL's origin (scheme, host, port) with `target` -- origin-form, "/path[?query]" -- in
+  /// place of its path and query: one parse for an origin that many requests go to (a proxy's
+  /// backend). A fragment is dropped; throws UrlError (Part::syntax when `target` does not start
+  /// with '/', Part::path or Part::query for a character those cannot hold).
+  Url with_target(std::string_view target) const;
+
   /// http or https.
   Scheme scheme() const noexcept { return scheme_; }
   /// "http" or "https".

@@ -23,6 +23,16 @@ inline std::size_t find_invalid_value_byte(const char* p, std::size_t n) noexcep
     __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), ctl), _mm_cmpeq_epi8(v, del));
     if (int mask = _mm_movemask_epi8(bad)) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
   }
+  if (i < n && n >= 16) {
+    // The last 16 bytes in one load, overlapping what was scanned: no byte-by-byte tail.
+    const std::size_t last = n - 16;
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + last));
+    __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v);
+    __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), ctl), _mm_cmpeq_epi8(v, del));
+    if (int mask = _mm_movemask_epi8(bad))
+      return last + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    return n;
+  }
 #endif
   for (; i < n; ++i) {
     auto c = static_cast<unsigned char>(p[i]);

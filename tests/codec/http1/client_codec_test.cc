@@ -36,6 +36,24 @@ TEST(ClientCodecTest, EncodesRequests) {
   EXPECT_THROW(HttpClientRequest("GET", "/").header("X", "a\r\nb"), std::invalid_argument);
 }
 
+// The value scan reads 16 bytes at a time and its tail in one overlapping load: a control at any
+// position of any length is refused, a tab anywhere is not.
+TEST(ClientCodecTest, AControlAnywhereInAHeaderValueIsRefused) {
+  for (std::size_t length = 1; length <= 48; ++length) {
+    for (std::size_t at = 0; at < length; ++at) {
+      for (char bad : {'\r', '\n', '\0', '\x01', '\x7f'}) {
+        std::string value(length, 'v');
+        value[at] = bad;
+        EXPECT_THROW(HttpClientRequest("GET", "/").header("X", value), std::invalid_argument)
+            << "length " << length << ", at " << at << ", byte " << int(bad);
+      }
+      std::string tabbed(length, 'v');
+      tabbed[at] = '\t';
+      EXPECT_NO_THROW(HttpClientRequest("GET", "/").header("X", tabbed)) << "length " << length << ", at " << at;
+    }
+  }
+}
+
 TEST(ClientCodecTest, StreamedRequestBodiesAreFramedChunkedOrSized) {
   Fixture f;
   HttpClientRequest chunked("POST", "/up");

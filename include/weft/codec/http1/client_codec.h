@@ -63,9 +63,12 @@ class ResponseBodySink {
 struct RequestBodyEnd {};
 
 }  // namespace weft::http
-namespace weft::client::detail {
+namespace weft::client {
+class HttpClient;
+namespace detail {
 struct Exchange;
 }
+}  // namespace weft::client
 namespace weft::http {
 
 /// A request to send. Header rules as HttpResponse (no CR/LF in values). The encoder adds
@@ -130,9 +133,12 @@ class HttpClientRequest {
 
  private:
   friend struct client::detail::Exchange;
+  friend class client::HttpClient;
   // The HTTP client's copy of a request it was given: `lines` were that request's header_block(),
   // checked as they were added there, so they are appended whole, unchecked.
   HttpClientRequest& append_checked_lines(std::string_view lines);
+  // The HTTP client takes the header lines of a request handed to it, without a copy.
+  std::string take_header_block() noexcept { return std::move(headers_); }
 
   std::string method_;
   std::string target_;
