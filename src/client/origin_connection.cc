@@ -259,7 +259,8 @@ void OriginConnection::send(std::shared_ptr<Exchange> x) {
   if (x->upload) request.stream_body(x->upload->length());
   std::shared_ptr<Http1Body> body;
   if (x->streamed) {
-    body = std::make_shared<Http1Body>(channel_, options_.idle_timeout, x->url);
+    body = std::allocate_shared<Http1Body>(weft::detail::FramePoolAllocator<Http1Body>(), channel_,
+                                           options_.idle_timeout, x->url);
     std::weak_ptr<OriginConnection> weak = std::static_pointer_cast<OriginConnection>(shared_from_this());
     body->on_end = [weak] {
       if (auto c = weak.lock()) c->http1_body_done();

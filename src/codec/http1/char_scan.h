@@ -11,27 +11,53 @@
 
 namespace weft::http::detail {
 
+#if defined(__SSE2__)
+// The bytes of `v` not allowed in a field value, as a 16-bit mask (bit i: byte i).
+inline unsigned invalid_value_bytes(__m128i v) noexcept {
+  const __m128i below_space = _mm_set1_epi8(0x1f), tab = _mm_set1_epi8('\t'), del = _mm_set1_epi8(0x7f);
+  const __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v);  // v <= 0x1f, unsigned
+  const __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), ctl), _mm_cmpeq_epi8(v, del));
+  return static_cast<unsigned>(_mm_movemask_epi8(bad));
+}
+#endif
+
 // Index of the first byte of [p, p + n) not allowed in a field value (a control other than HTAB,
 // or DEL; CR, LF and NUL included), or n.
 inline std::size_t find_invalid_value_byte(const char* p, std::size_t n) noexcept {
   std::size_t i = 0;
 #if defined(__SSE2__)
-  const __m128i below_space = _mm_set1_epi8(0x1f), tab = _mm_set1_epi8('\t'), del = _mm_set1_epi8(0x7f);
-  for (; i + 16 <= n; i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v);  // v <= 0x1f, unsigned
-    __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), ctl), _mm_cmpeq_epi8(v, del));
-    if (int mask = _mm_movemask_epi8(bad)) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-  }
-  if (i < n && n >= 16) {
+  if (n >= 16) {
+    for (; i + 16 <= n; i += 16) {
+      if (unsigned mask = invalid_value_bytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)))) {
+        return i + static_cast<std::size_t>(__builtin_ctz(mask));
+      }
+    }
+    if (i == n) return n;
     // The last 16 bytes in one load, overlapping what was scanned: no byte-by-byte tail.
     const std::size_t last = n - 16;
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + last));
-    __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v);
-    __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), ctl), _mm_cmpeq_epi8(v, del));
-    if (int mask = _mm_movemask_epi8(bad))
-      return last + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-    return n;
+    const unsigned mask = invalid_value_bytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + last)));
+    return mask != 0 ? last + static_cast<std::size_t>(__builtin_ctz(mask)) : n;
+  }
+  // Shorter (most values a program adds): two loads that overlap in the middle, in one register.
+  // The first load's bits come first, so the lowest bit set is the first bad byte.
+  if (n >= 8) {
+    const __m128i head = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m128i tail = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + n - 8));
+    const unsigned mask = invalid_value_bytes(_mm_unpacklo_epi64(head, tail));
+    if (mask == 0) return n;
+    const auto bit = static_cast<std::size_t>(__builtin_ctz(mask));
+    return bit < 8 ? bit : n - 16 + bit;
+  }
+  if (n >= 4) {
+    std::uint32_t head = 0, tail = 0;
+    __builtin_memcpy(&head, p, 4);
+    __builtin_memcpy(&tail, p + n - 4, 4);
+    // Bytes 8..15 are zero (NUL, a bad byte): only the low 8 bits count.
+    const unsigned mask =
+        invalid_value_bytes(_mm_set_epi32(0, 0, static_cast<int>(tail), static_cast<int>(head))) & 0xffu;
+    if (mask == 0) return n;
+    const auto bit = static_cast<std::size_t>(__builtin_ctz(mask));
+    return bit < 4 ? bit : n - 8 + bit;
   }
 #endif
   for (; i < n; ++i) {

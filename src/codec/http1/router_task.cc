@@ -21,7 +21,7 @@ std::shared_ptr<detail::BodySource> body_source_of(HttpRequest& message, EventLo
   const std::optional<std::uint64_t> length = message.header("transfer-encoding").has_value()
                                                   ? std::nullopt
                                                   : std::optional<std::uint64_t>(message.body().readable_bytes());
-  auto source = std::make_shared<detail::BodySource>(loop, length);
+  auto source = detail::make_body_source(loop, length);
   if (message.body().is_readable()) source->push(std::move(message.body()));
   source->end({});
   return source;

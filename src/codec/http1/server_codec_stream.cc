@@ -44,7 +44,7 @@ bool ServerCodec::start_body_stream(Context& ctx, HttpRequest& request, bool sen
   const RequestHead& head = request.head_;
   const std::optional<std::uint64_t> length =
       head.chunked ? std::nullopt : std::optional<std::uint64_t>(head.content_length.value_or(0));
-  auto source = std::make_shared<detail::BodySource>(ctx.loop(), length);
+  auto source = detail::make_body_source(ctx.loop(), length);
   source->attach(*this, front_sequence_ + pending_.size(), send_continue);
   if (length) {
     body_decoder_.start_fixed(*length);

@@ -56,7 +56,7 @@ bool ServerCodec::wants_streamed_body(const Stream& s) {
 int ServerCodec::open_route_body(Stream& s) {
   try {
     auto body = std::make_unique<RouteBody>(*this, s.id);
-    body->in = std::make_shared<http::detail::BodySource>(ctx_->loop(), s.content_length);
+    body->in = http::detail::make_body_source(ctx_->loop(), s.content_length);
     body->in->attach(static_cast<http::detail::BodySourceLink&>(*body));
     s.route = std::move(body);
     ready_.push_back(s.id);
