@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -90,7 +91,8 @@ namespace {
 ByteBufStorage* refill_and_take(PooledByteBufAllocator* self, pool::ThreadCache* tc, std::size_t cls) {
   pool::Bin& b = tc->bins[cls];
   tc->misses.store(tc->misses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  const std::uint32_t want = std::max<std::uint32_t>(1, b.max / 2);
+  ++tc->sweep_state[cls].misses_since_sweep;
+  const std::uint32_t want = std::max<std::uint32_t>(1, b.max() / 2);
   pool::Arena* arena = tc->arena;
   std::uint32_t got = 0;
   {
@@ -105,7 +107,7 @@ ByteBufStorage* refill_and_take(PooledByteBufAllocator* self, pool::ThreadCache*
   }
   if (got == 0) throw std::bad_alloc();
   ByteBufStorage* s = b.slots[got - 1];
-  b.count.store(got - 1, std::memory_order_relaxed);
+  b.set_count(got - 1);
   if (--tc->ops_until_sweep == 0) [[unlikely]]
     pool::sweep(tc);
   return s;
@@ -119,21 +121,23 @@ ByteBufStorage* refill_and_take(PooledByteBufAllocator* self, pool::ThreadCache*
 
 }  // namespace
 
-// The fast path is a leaf: a cached class, this thread's cache for this allocator (t_fast) and a bin
-// that is not empty (a sweep, when due, is a tail call). Everything else (a thread's first use, a
-// refill) goes to allocate_miss, which does the same bookkeeping the long way.
+// The fast path is a leaf: a cached class (one table load), this thread's cache for this allocator
+// (t_fast) and a bin that is not empty: a pop, the bin's hit count, the block's count set to 1 and
+// the sweep countdown (a sweep, when due, is a tail call). A cached block carries no leak record
+// (ByteBuf untracks a block before it returns it). Everything else (a thread's first use, a refill)
+// goes to allocate_miss, which does the same bookkeeping the long way.
 ByteBufStorage* PooledByteBufAllocator::allocate_storage(std::size_t min_capacity) {
   if (min_capacity <= kMaxCachedCapacity && pool::t_fast.id == id_) [[likely]] {
     pool::ThreadCache* tc = pool::t_fast.cache;  // never null while t_fast.id names an allocator
-    pool::Bin& b = tc->bins[pool::class_index(min_capacity)];
-    const std::uint32_t count = b.count.load(std::memory_order_relaxed);
-    if (count != 0) [[likely]] {
-      ++b.allocs_since_sweep;
-      b.count.store(count - 1, std::memory_order_relaxed);
-      tc->hits.store(tc->hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      ByteBufStorage* s = b.slots[count - 1];
+    pool::Bin& b = tc->bins[pool::cached_class(min_capacity)];
+    ByteBufStorage** top = b.top.load(std::memory_order_relaxed);
+    if (top != b.slots) [[likely]] {
+      --top;
+      ByteBufStorage* s = *top;
+      b.top.store(top, std::memory_order_relaxed);
+      b.hits.store(b.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       s->refs.store(1, std::memory_order_relaxed);
-      s->leak_record = nullptr;
+      assert(s->leak_record == nullptr);
       if (--tc->ops_until_sweep == 0) [[unlikely]]
         return sweep_then_return(tc, s);
       return s;
@@ -144,18 +148,17 @@ ByteBufStorage* PooledByteBufAllocator::allocate_storage(std::size_t min_capacit
 
 [[gnu::noinline]] ByteBufStorage* PooledByteBufAllocator::allocate_miss(std::size_t min_capacity) {
   if (min_capacity <= kMaxCachedCapacity) [[likely]] {
-    const std::size_t cls = pool::class_index(min_capacity);
+    const std::size_t cls = pool::cached_class(min_capacity);
     pool::ThreadCache* tc = pool::cache_for(state_, id_);
     if (tc != nullptr) [[likely]] {
       pool::Bin& b = tc->bins[cls];
-      const std::uint32_t count = b.count.load(std::memory_order_relaxed);
-      ++b.allocs_since_sweep;
+      const std::uint32_t count = b.count();
       if (count == 0) [[unlikely]] return refill_and_take(this, tc, cls);
       ByteBufStorage* s = b.slots[count - 1];
-      b.count.store(count - 1, std::memory_order_relaxed);
-      tc->hits.store(tc->hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      b.set_count(count - 1);
+      b.hits.store(b.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       s->refs.store(1, std::memory_order_relaxed);
-      s->leak_record = nullptr;
+      assert(s->leak_record == nullptr);
       if (--tc->ops_until_sweep == 0) [[unlikely]]
         pool::sweep(tc);
       return s;
@@ -227,10 +230,10 @@ void PooledByteBufAllocator::free_storage(ByteBufStorage* storage) noexcept {
   if (tag < pool::kCachedClasses && pool::t_fast.id == id_) [[likely]] {
     pool::ThreadCache* tc = pool::t_fast.cache;  // never null while t_fast.id names an allocator
     pool::Bin& b = tc->bins[tag];
-    const std::uint32_t count = b.count.load(std::memory_order_relaxed);
-    if (count != b.max) [[likely]] {
-      b.slots[count] = storage;
-      b.count.store(count + 1, std::memory_order_relaxed);
+    ByteBufStorage** top = b.top.load(std::memory_order_relaxed);
+    if (top != b.limit) [[likely]] {
+      *top = storage;
+      b.top.store(top + 1, std::memory_order_relaxed);
       if (--tc->ops_until_sweep == 0) [[unlikely]]
         pool::sweep(tc);
       return;
@@ -245,10 +248,10 @@ void PooledByteBufAllocator::free_storage(ByteBufStorage* storage) noexcept {
     pool::ThreadCache* tc = pool::cache_for(state_, id_);
     if (tc != nullptr) {
       pool::Bin& b = tc->bins[tag];
-      if (b.count.load(std::memory_order_relaxed) == b.max) pool::flush_bin(b, b.max / 2);
-      const std::uint32_t count = b.count.load(std::memory_order_relaxed);
+      if (b.count() == b.max()) pool::flush_bin(b, b.max() / 2);
+      const std::uint32_t count = b.count();
       b.slots[count] = storage;
-      b.count.store(count + 1, std::memory_order_relaxed);
+      b.set_count(count + 1);
       if (tc->ops_until_sweep == 0 || --tc->ops_until_sweep == 0) pool::sweep(tc);
       return;
     }
@@ -288,11 +291,18 @@ void PooledByteBufAllocator::trim() noexcept {
   }
 }
 
-PooledByteBufAllocator& pooled_allocator() noexcept {
+namespace detail {
+
+constinit std::atomic<PooledByteBufAllocator*> g_pooled_allocator{nullptr};
+
+PooledByteBufAllocator& make_pooled_allocator() noexcept {
   // Constructed once, never destroyed: buffers held by static objects may be released after main().
   alignas(PooledByteBufAllocator) static unsigned char memory[sizeof(PooledByteBufAllocator)];
   static PooledByteBufAllocator* const instance = new (memory) PooledByteBufAllocator();
+  g_pooled_allocator.store(instance, std::memory_order_release);
   return *instance;
 }
+
+}  // namespace detail
 
 }  // namespace weft

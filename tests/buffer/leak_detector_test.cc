@@ -112,6 +112,29 @@ TEST_F(LeakDetectorTest, SimpleSamplesAndDisabledTracksNothing) {
   bufs.clear();
 }
 
+// PooledByteBufAllocator::buffer() calls its fast path directly, and that path leaves a cached block's
+// record alone (ByteBuf drops it on release): a tracked block that comes back from the thread cache is
+// tracked again.
+TEST_F(LeakDetectorTest, PooledBufferTracksABlockAgainWhenTheThreadCacheHandsItOutAgain) {
+  LeakDetector::set_level(LeakDetectionLevel::paranoid);
+  PooledByteBufAllocator alloc;
+  const std::uint64_t since = LeakDetector::checkpoint();
+  const std::uint8_t* first;
+  {
+    ByteBuf b = alloc.buffer(300);
+    first = b.data();
+    EXPECT_EQ(LeakDetector::live_count(since), 1u);
+  }
+  EXPECT_EQ(LeakDetector::live_count(since), 0u);
+  ByteBuf again = alloc.buffer(300);
+  ASSERT_EQ(again.data(), first);  // the same block, from the thread cache
+  auto live = LeakDetector::live_buffers(since);
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].allocator, &alloc);
+  again.release();
+  EXPECT_EQ(LeakDetector::live_count(since), 0u);
+}
+
 TEST_F(LeakDetectorTest, CapturedReportsDoNotCountAsFailures) {
   LeakDetector::set_level(LeakDetectionLevel::paranoid);
   const std::uint64_t before = LeakDetector::reported_count();

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <new>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -532,6 +533,17 @@ TEST(PooledByteBufAllocatorTest, BuffersReleasedAfterTheAllocatorIsGoneTouchNoFr
   ByteBuf b = next.buffer(100);
   b.write_bytes("fresh");
   EXPECT_EQ(b.view(), "fresh");
+}
+
+// The pooled type's own buffer() (a direct call of its fast path) keeps the base's argument rules.
+TEST(PooledByteBufAllocatorTest, BufferOnThePooledTypeChecksItsArgumentsAsTheBaseDoes) {
+  PooledByteBufAllocator alloc;
+  EXPECT_THROW(alloc.buffer(100, 99), std::invalid_argument);
+  ByteBuf b = alloc.buffer(100, std::size_t{1} << 40);
+  EXPECT_EQ(b.max_capacity(), kMaxCapacityLimit);
+  ByteBuf capped = alloc.buffer(100, 104);  // the class's capacity (112) is cut to max_capacity
+  EXPECT_EQ(capped.capacity(), 104u);
+  EXPECT_EQ(capped.max_capacity(), 104u);
 }
 
 TEST(PooledByteBufAllocatorTest, ProcessWideAllocatorIsPooled) {

@@ -30,18 +30,12 @@ class ByteBufAllocator {
   /// Thread-safe. An empty buffer (indices 0) with at least initial_capacity writable bytes that may
   /// grow up to max_capacity (clamped to kMaxCapacityLimit). Throws std::invalid_argument if
   /// initial_capacity > max_capacity, std::bad_alloc if the allocator has no memory.
-  // Inline, so that a call on a final allocator (pooled_allocator().buffer()) calls its
-  // allocate_storage directly; the rare parts are out of line.
+  // Inline, the rare parts out of line. A final allocator may hide it with the same steps around a
+  // direct (non-virtual) call of its allocate_storage (PooledByteBufAllocator::buffer()).
   ByteBuf buffer(std::size_t initial_capacity = kDefaultInitialCapacity,
                  std::size_t max_capacity = kDefaultMaxCapacity) {
-    if (max_capacity > kMaxCapacityLimit) max_capacity = kMaxCapacityLimit;
-    if (initial_capacity > max_capacity) [[unlikely]]
-      throw_capacity_error(initial_capacity, max_capacity);
-    ByteBufStorage* storage = allocate_storage(initial_capacity);
-    if (detail::leak_tracking_enabled()) [[unlikely]]
-      track_new(storage);
-    const std::size_t capacity = storage->capacity < max_capacity ? storage->capacity : max_capacity;
-    return ByteBuf(storage, storage->data, 0, 0, capacity, max_capacity);
+    max_capacity = checked_max_capacity(initial_capacity, max_capacity);
+    return wrap_new(allocate_storage(initial_capacity), max_capacity);
   }
 
   /// Thread-safe. The capacity a buffer grows to when it needs min_new_capacity bytes: the next power
@@ -51,6 +45,23 @@ class ByteBufAllocator {
 
  protected:
   ByteBufAllocator() = default;
+
+  // buffer()'s steps, for allocators that hide it: max_capacity clamped to kMaxCapacityLimit, and
+  // std::invalid_argument if initial_capacity exceeds it.
+  static std::size_t checked_max_capacity(std::size_t initial_capacity, std::size_t max_capacity) {
+    if (max_capacity > kMaxCapacityLimit) max_capacity = kMaxCapacityLimit;
+    if (initial_capacity > max_capacity) [[unlikely]]
+      throw_capacity_error(initial_capacity, max_capacity);
+    return max_capacity;
+  }
+  // The new block's handle, after the leak detector's look at it (always inlined: track_new records
+  // the address it returns to, i.e. the code that called buffer()).
+  [[gnu::always_inline]] static ByteBuf wrap_new(ByteBufStorage* storage, std::size_t max_capacity) noexcept {
+    if (detail::leak_tracking_enabled()) [[unlikely]]
+      track_new(storage);
+    const std::size_t capacity = storage->capacity < max_capacity ? storage->capacity : max_capacity;
+    return ByteBuf(storage, storage->data, 0, 0, capacity, max_capacity);
+  }
 
   /// Thread-safe (called from any thread). A new block with refs == 1, allocator == this and
   /// capacity >= min_capacity (its contents unspecified). Throws (std::bad_alloc) on failure.

@@ -31,6 +31,7 @@
 /// thread, touches no freed memory: pooled blocks stay mapped with their chunks until the process
 /// ends, mapped (large) buffers are unmapped when released.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -110,6 +111,14 @@ class PooledByteBufAllocator final : public ByteBufAllocator {
   /// buffers still alive.
   ~PooledByteBufAllocator() override;
 
+  /// Thread-safe. ByteBufAllocator::buffer() (same arguments, result and errors), calling this
+  /// allocator's fast path directly rather than through the virtual allocate_storage.
+  ByteBuf buffer(std::size_t initial_capacity = kDefaultInitialCapacity,
+                 std::size_t max_capacity = kDefaultMaxCapacity) {
+    max_capacity = checked_max_capacity(initial_capacity, max_capacity);
+    return wrap_new(PooledByteBufAllocator::allocate_storage(initial_capacity), max_capacity);
+  }
+
   /// Thread-safe. A snapshot of every arena and thread cache.
   PooledAllocatorMetrics metrics() const;
   /// Thread-safe. Returns memory now: flushes the calling thread's cache, asks every other cache to
@@ -158,8 +167,20 @@ class PooledByteBufAllocator final : public ByteBufAllocator {
   State* state_;
 };
 
+namespace detail {
+// pooled_allocator()'s instance, set by the first call (make_pooled_allocator).
+extern std::atomic<PooledByteBufAllocator*> g_pooled_allocator;
+PooledByteBufAllocator& make_pooled_allocator() noexcept;
+}  // namespace detail
+
 /// Thread-safe. The process-wide pooled allocator (default options); channels of the epoll transport
-/// read into it and encoders write into it (Context::allocator()). Never destroyed.
-PooledByteBufAllocator& pooled_allocator() noexcept;
+/// read into it and encoders write into it (Context::allocator()). Never destroyed. Inline: after
+/// the first call, one load and a test.
+inline PooledByteBufAllocator& pooled_allocator() noexcept {
+  PooledByteBufAllocator* const p = detail::g_pooled_allocator.load(std::memory_order_acquire);
+  if (p != nullptr) [[likely]]
+    return *p;
+  return detail::make_pooled_allocator();
+}
 
 }  // namespace weft

@@ -42,11 +42,11 @@ PooledAllocatorMetrics PooledByteBufAllocator::metrics() const {
       PoolThreadCacheMetrics cm;
       cm.arena = tc->arena->index;
       for (std::size_t cls = 0; cls < pool::kCachedClasses; ++cls) {
-        const std::size_t n = tc->bins[cls].count.load(std::memory_order_relaxed);
+        const std::size_t n = tc->bins[cls].count();
         cm.cached_buffers += n;
         cm.cached_bytes += n * pool::kClassInfo[cls].capacity;
       }
-      cm.hits = tc->hits.load(std::memory_order_relaxed);
+      cm.hits = tc->hits();
       cm.misses = tc->misses.load(std::memory_order_relaxed);
       m.cache_hits += cm.hits;
       m.cache_misses += cm.misses;

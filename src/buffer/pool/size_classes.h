@@ -50,6 +50,31 @@ static_assert(class_index(PooledByteBufAllocator::kMaxPooledCapacity) == kClasse
 inline constexpr std::size_t kCachedClasses = class_index(PooledByteBufAllocator::kMaxCachedCapacity) + 1;
 static_assert(class_capacity(kCachedClasses - 1) == PooledByteBufAllocator::kMaxCachedCapacity);
 
+// The allocation fast path's class lookup for cached sizes: one byte load instead of class_index's
+// arithmetic. Every class capacity up to kMaxCachedCapacity is a multiple of 16, so all n in
+// (16 (u - 1), 16 u] share a class, and cached_class(n) reads entry u = ceil(n / 16).
+inline constexpr std::size_t kCachedClassUnits = PooledByteBufAllocator::kMaxCachedCapacity / 16 + 1;
+constexpr std::array<std::uint8_t, kCachedClassUnits> make_cached_class_table() {
+  std::array<std::uint8_t, kCachedClassUnits> t{};
+  for (std::size_t u = 0; u < kCachedClassUnits; ++u) t[u] = static_cast<std::uint8_t>(class_index(16 * u));
+  return t;
+}
+inline constexpr std::array<std::uint8_t, kCachedClassUnits> kCachedClassOf16 = make_cached_class_table();
+// n <= kMaxCachedCapacity.
+constexpr std::size_t cached_class(std::size_t n) noexcept { return kCachedClassOf16[(n + 15) >> 4]; }
+
+constexpr bool cached_class_matches_class_index() {
+  for (std::size_t i = 0; i < kCachedClasses; ++i) {
+    const std::size_t cap = class_capacity(i);
+    if (cap % 16 != 0) return false;
+    if (cached_class(cap) != i || cached_class(cap - 1) != i ||
+        (i + 1 < kCachedClasses && cached_class(cap + 1) != i + 1))
+      return false;
+  }
+  return cached_class(0) == 0 && cached_class(1) == 0;
+}
+static_assert(cached_class_matches_class_index());
+
 struct ClassInfo {
   std::uint32_t capacity;
   std::uint32_t stride;  // header + capacity

@@ -38,11 +38,11 @@ void flush_slots(ByteBufStorage** items, std::size_t n) noexcept {
 void flush_all(ThreadCache* tc) noexcept {
   for (std::size_t cls = 0; cls < kCachedClasses; ++cls) {
     Bin& b = tc->bins[cls];
-    const std::uint32_t n = b.count.load(std::memory_order_relaxed);
+    const std::uint32_t n = b.count();
     if (n == 0) continue;
     flush_slots(b.slots, n);
-    b.count.store(0, std::memory_order_relaxed);
-    b.allocs_since_sweep = 0;
+    b.set_count(0);
+    tc->sweep_state[cls] = {b.hits.load(std::memory_order_relaxed), 0};
   }
 }
 
@@ -62,7 +62,7 @@ struct TlsCaches {
           tc->owner->caches = tc->reg_next;
         if (tc->reg_next != nullptr) tc->reg_next->reg_prev = tc->reg_prev;
         tc->arena->threads.fetch_sub(1, std::memory_order_relaxed);
-        tc->owner->retired_hits += tc->hits.load(std::memory_order_relaxed);
+        tc->owner->retired_hits += tc->hits();
         tc->owner->retired_misses += tc->misses.load(std::memory_order_relaxed);
       }
       delete tc;
@@ -81,8 +81,10 @@ ThreadCache* create_cache(PooledByteBufAllocator::State* st) {
   tc->memory = std::make_unique<ByteBufStorage*[]>(total);
   std::size_t offset = 0;
   for (std::size_t cls = 0; cls < kCachedClasses; ++cls) {
-    tc->bins[cls].slots = tc->memory.get() + offset;
-    tc->bins[cls].max = kClassInfo[cls].cache_max;
+    Bin& b = tc->bins[cls];
+    b.slots = tc->memory.get() + offset;
+    b.limit = b.slots + kClassInfo[cls].cache_max;
+    b.set_count(0);
     offset += kClassInfo[cls].cache_max;
   }
   tc->ops_until_sweep = st->options.cache_trim_interval;
@@ -100,12 +102,12 @@ ThreadCache* create_cache(PooledByteBufAllocator::State* st) {
 }  // namespace
 
 void flush_bin(Bin& b, std::uint32_t n) noexcept {
-  const std::uint32_t count = b.count.load(std::memory_order_relaxed);
+  const std::uint32_t count = b.count();
   n = std::min(n, count);
   if (n == 0) return;
   flush_slots(b.slots, n);
   std::memmove(b.slots, b.slots + n, (count - n) * sizeof(ByteBufStorage*));
-  b.count.store(count - n, std::memory_order_relaxed);
+  b.set_count(count - n);
 }
 
 void sweep(ThreadCache* tc) noexcept {
@@ -116,10 +118,14 @@ void sweep(ThreadCache* tc) noexcept {
   tc->seen_trim_epoch = epoch;
   for (std::size_t cls = 0; cls < kCachedClasses; ++cls) {
     Bin& b = tc->bins[cls];
-    const std::uint32_t count = b.count.load(std::memory_order_relaxed);
-    const std::uint32_t unused = count > b.allocs_since_sweep ? count - b.allocs_since_sweep : 0;
+    BinSweep& sw = tc->sweep_state[cls];
+    const std::uint64_t hits = b.hits.load(std::memory_order_relaxed);
+    const std::uint64_t allocs = hits - sw.hits_at_sweep + sw.misses_since_sweep;
+    const std::uint32_t count = b.count();
+    const std::uint32_t unused = count > allocs ? static_cast<std::uint32_t>(count - allocs) : 0;
     flush_bin(b, flush_everything ? count : unused);
-    b.allocs_since_sweep = 0;
+    sw.hits_at_sweep = hits;
+    sw.misses_since_sweep = 0;
   }
 }
 
@@ -186,13 +192,13 @@ std::size_t detach_thread_caches(PooledByteBufAllocator::State* st, std::unorder
     for (ThreadCache* tc = st->caches; tc != nullptr; tc = tc->reg_next) {
       for (std::size_t cls = 0; cls < kCachedClasses; ++cls) {
         const Bin& b = tc->bins[cls];
-        const std::uint32_t n = b.count.load(std::memory_order_relaxed);
+        const std::uint32_t n = b.count();
         cached += n * kClassInfo[cls].capacity;
         cached_blocks.insert(b.slots, b.slots + n);
       }
       tc->owner = nullptr;  // the thread deletes it at its next lookup or at exit
       tc->arena->threads.fetch_sub(1, std::memory_order_relaxed);
-      st->retired_hits += tc->hits.load(std::memory_order_relaxed);
+      st->retired_hits += tc->hits();
       st->retired_misses += tc->misses.load(std::memory_order_relaxed);
     }
     st->caches = nullptr;

@@ -22,25 +22,49 @@
 
 namespace weft::pool {
 
+// One cached size class: a LIFO stack of free blocks in slots[0, top), the oldest at slots[0] (flushes
+// take those). The fast paths touch only this 32-byte struct: a pop reads top and the slot below it,
+// a push writes the slot at top; neither keeps a count beside the pointer.
 struct Bin {
-  ByteBufStorage** slots = nullptr;
-  std::atomic<std::uint32_t> count{0};  // relaxed: written by the owner thread only, read by metrics
-  std::uint32_t max = 0;
-  std::uint32_t allocs_since_sweep = 0;
+  std::atomic<ByteBufStorage**> top{nullptr};  // relaxed: written by the owner thread only, read by metrics
+  ByteBufStorage** slots = nullptr;            // the bottom of the stack
+  ByteBufStorage** limit = nullptr;            // slots + the bin's size: a push needs top != limit
+  std::atomic<std::uint64_t> hits{0};          // relaxed: owner-written; pops that found a block
+
+  std::uint32_t count() const noexcept {
+    return static_cast<std::uint32_t>(top.load(std::memory_order_relaxed) - slots);
+  }
+  std::uint32_t max() const noexcept { return static_cast<std::uint32_t>(limit - slots); }
+  void set_count(std::uint32_t n) noexcept { top.store(slots + n, std::memory_order_relaxed); }
+};
+static_assert(sizeof(Bin) == 32, "the fast paths index bins with a shift");
+
+// What a sweep needs per bin, off the fast path: the allocations since the last sweep are the hits
+// since then plus the refills' allocations.
+struct BinSweep {
+  std::uint64_t hits_at_sweep = 0;
+  std::uint32_t misses_since_sweep = 0;
 };
 
 struct ThreadCache {
+  Bin bins[kCachedClasses];
+  std::uint32_t ops_until_sweep = 0;
   PooledByteBufAllocator::State* owner = nullptr;  // null once the allocator is gone (registry mutex)
   std::uint64_t owner_id = 0;
   Arena* arena = nullptr;
   ThreadCache* reg_prev = nullptr;  // in the owner's registry (registry mutex)
   ThreadCache* reg_next = nullptr;
-  std::uint32_t ops_until_sweep = 0;
   std::uint64_t seen_trim_epoch = 0;
-  std::atomic<std::uint64_t> hits{0};
-  std::atomic<std::uint64_t> misses{0};
+  std::atomic<std::uint64_t> misses{0};  // relaxed: owner-written, read by metrics
   std::unique_ptr<ByteBufStorage*[]> memory;
-  Bin bins[kCachedClasses];
+  BinSweep sweep_state[kCachedClasses];
+
+  // Allocations served from the bins so far (metrics; any thread, relaxed).
+  std::uint64_t hits() const noexcept {
+    std::uint64_t n = 0;
+    for (const Bin& b : bins) n += b.hits.load(std::memory_order_relaxed);
+    return n;
+  }
 };
 
 // Guards the links between thread caches and allocators (creation, thread exit, allocator
