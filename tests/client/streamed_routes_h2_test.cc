@@ -5,7 +5,9 @@
 // the reader; a client that resets its stream fails the reader or the writer with
 // ChannelClosedError and the connection serves on; an unread body ends its stream, not the
 // connection; limit() gets 413; a producer that ends without
-// finish() resets the stream; a slow streamed route does not hold a fast request on its connection.
+// finish() resets the stream; a slow streamed route does not hold a fast request on its connection;
+// with a short Settings::request_timeout, a stalled upload fails its reader with 408 while a reader
+// that holds a full window is never timed.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include "support/transports.h"
 #include "weft/client/http_client.h"
 #include "weft/codec/http1/body_writer.h"
+#include "weft/codec/http1/client_codec.h"
 #include "weft/codec/http1/query.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http2/client_stream.h"
@@ -66,6 +69,8 @@ std::string error_name(std::exception_ptr error) {
     std::rethrow_exception(error);
   } catch (const ChannelClosedError&) {
     return "ChannelClosedError";
+  } catch (const http::HttpProtocolError& e) {
+    return "HttpProtocolError " + std::to_string(e.status());
   } catch (const std::exception& e) {
     return std::string("other: ") + e.what();
   }
@@ -89,7 +94,9 @@ struct Observed {
   Promise<void> released;  // /fast has answered: /hold's producer may end
   std::atomic<bool> released_set{false};
   std::mutex mutex;
-  std::string trailers;  // the upload's trailer block (under mutex)
+  std::string trailers;        // the upload's trailer block (under mutex)
+  Promise<void> held;          // /held has begun (and reads nothing until released)
+  Promise<void> release_held;  // /held may read
 };
 
 std::shared_ptr<http::Router> routes(Observed& seen) {
@@ -115,6 +122,19 @@ std::shared_ptr<http::Router> routes(Observed& seen) {
     {
       std::lock_guard lock(seen.mutex);
       seen.trailers = std::string(body.trailer_block());
+    }
+    co_return HttpResponse(200).body(std::to_string(bytes) + " " + std::to_string(hash));
+  });
+  // Reads nothing until released, then the whole body; answers "<bytes> <hash>".
+  router->post("/held", [&seen](Request&, BodyReader& body) -> Task<HttpResponse> {
+    Future<void> released = seen.release_held.future();
+    seen.held.set_value();
+    co_await released;
+    std::uint64_t hash = fnv({});
+    std::uint64_t bytes = 0;
+    while (std::optional<ByteBuf> chunk = co_await body.next()) {
+      hash = fnv(chunk->view(), hash);
+      bytes += chunk->readable_bytes();
     }
     co_return HttpResponse(200).body(std::to_string(bytes) + " " + std::to_string(hash));
   });
@@ -205,6 +225,8 @@ enum class RouterOn { loop, executor };
 
 class StreamedRoutesH2Test : public ::testing::TestWithParam<std::tuple<Transport*, RouterOn>> {
  protected:
+  // The server's HTTP/2 settings (the defaults; a timeout test shortens request_timeout).
+  virtual http2::Settings server_settings() const { return {}; }
   Transport& transport() const { return *std::get<0>(GetParam()); }
   bool blocking() const { return transport().name() == "blocking"; }
 
@@ -217,8 +239,8 @@ class StreamedRoutesH2Test : public ::testing::TestWithParam<std::tuple<Transpor
     ExecutorGroup* executors = executors_ ? &*executors_ : nullptr;
     server_ = ServerBootstrap()
                   .group(*servers_)
-                  .child_handler([router, executors](Channel& ch) {
-                    ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>());
+                  .child_handler([router, executors, settings = server_settings()](Channel& ch) {
+                    ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
                     if (executors != nullptr) {
                       ch.pipeline().add_last(*executors, "router", router);
                     } else {
@@ -408,12 +430,67 @@ TEST_P(StreamedRoutesH2Test, NghttpUploadsWithTrailersAndDownloads) {
   EXPECT_TRUE(downloaded == pattern(0, 1000000));
 }
 
+// Settings::request_timeout for a streamed route's body: a client that stalls mid-body fails the
+// reader; a reader that leaves bytes unread is not the client's fault.
+class StreamedRoutesH2TimeoutTest : public StreamedRoutesH2Test {
+ protected:
+  http2::Settings server_settings() const override {
+    http2::Settings settings;
+    settings.request_timeout = 200ms;
+    return settings;
+  }
+};
+
+// HEADERS and 1000 bytes, then nothing: the reader's next() fails with HttpProtocolError(408), which
+// the route lets go: the stream is answered 408 (and reset, CANCEL), the client's next write fails,
+// and the connection serves on.
+TEST_P(StreamedRoutesH2TimeoutTest, AStalledUploadFailsItsReaderWith408) {
+  Upload up = on_client(upload_to(*client_, url("/upload")));
+  ASSERT_TRUE(up.body.write(ByteBuf::copy_of(pattern(0, 1000))).wait_for(kWait));
+  EXPECT_EQ(route_error(), "HttpProtocolError 408");
+  ASSERT_TRUE(up.response.wait_for(kWait));
+  ASSERT_FALSE(up.response.error());
+  StreamedResponse response = up.response.take();
+  EXPECT_EQ(response.head.status(), 408);
+  Future<void> more = up.body.write(ByteBuf::copy_of(pattern(1000, 1000)));
+  ASSERT_TRUE(more.wait_for(kWait));
+  EXPECT_TRUE(more.error());
+  expect_the_connection_serves_on();
+  EXPECT_EQ(seen_.plain_channel.load(), seen_.upload_channel.load());
+}
+
+// /held reads nothing while its window is full (the client sent all it may): no timeout, though a
+// stalled upload opened after it on the same connection (its deadline later) times out meanwhile;
+// once released, the reader gets the whole body.
+TEST_P(StreamedRoutesH2TimeoutTest, AReaderThatHoldsAFullWindowIsNotTimedOut) {
+  constexpr std::size_t kHeld = 3 * 65535;  // three windows: the client waits for the reader
+  Upload held = on_client(upload_to(*client_, url("/held")));
+  Future<void> written = held.body.write(ByteBuf::copy_of(pattern(0, kHeld)));
+  ASSERT_TRUE(seen_.held.future().wait_for(kWait));
+  Upload stalled = on_client(upload_to(*client_, url("/upload")));
+  ASSERT_TRUE(stalled.body.write(ByteBuf::copy_of(pattern(0, 1000))).wait_for(kWait));
+  EXPECT_EQ(route_error(), "HttpProtocolError 408");
+  seen_.release_held.set_value();
+  ASSERT_TRUE(written.wait_for(kWait));
+  ASSERT_FALSE(written.error());
+  ASSERT_TRUE(held.body.finish().wait_for(kWait));
+  ASSERT_TRUE(held.response.wait_for(kWait));
+  StreamedResponse response = held.response.take();
+  EXPECT_EQ(response.head.status(), 200);
+  EXPECT_EQ(drain(response.body).bytes, std::to_string(kHeld) + " " + std::to_string(fnv(pattern(0, kHeld))));
+}
+
 std::string config_name(const ::testing::TestParamInfo<std::tuple<Transport*, RouterOn>>& info) {
   return std::string(std::get<0>(info.param)->name()) +
          (std::get<1>(info.param) == RouterOn::loop ? "_loop" : "_executor");
 }
 
 INSTANTIATE_TEST_SUITE_P(On, StreamedRoutesH2Test,
+                         ::testing::Combine(::testing::Values(&epoll(), &io_uring(), &blocking()),
+                                            ::testing::Values(RouterOn::loop, RouterOn::executor)),
+                         config_name);
+
+INSTANTIATE_TEST_SUITE_P(On, StreamedRoutesH2TimeoutTest,
                          ::testing::Combine(::testing::Values(&epoll(), &io_uring(), &blocking()),
                                             ::testing::Values(RouterOn::loop, RouterOn::executor)),
                          config_name);
