@@ -1203,8 +1203,8 @@ bool ServerCodec::end_if_aged(Context& ctx, TimePoint now) {
 
 // Settings::request_timeout: requests served whole that are still arriving past it are answered
 // 408 (which stops their upload); streamed routes' bodies that the client let stall (nothing
-// unread waits) fail with 408 (time_out_route_body). Returns when the next one is due
-// (TimePoint::max(): none).
+// unread waits) fail their reader with 408. Returns when the next one is due (TimePoint::max():
+// none).
 TimePoint ServerCodec::time_out_requests(Context& ctx, TimePoint now) {
   TimePoint next = TimePoint::max();
   if (settings_.request_timeout <= Duration::zero() || live_streams_ == 0) return next;
