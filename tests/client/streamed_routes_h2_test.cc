@@ -94,9 +94,7 @@ struct Observed {
   Promise<void> released;  // /fast has answered: /hold's producer may end
   std::atomic<bool> released_set{false};
   std::mutex mutex;
-  std::string trailers;        // the upload's trailer block (under mutex)
-  Promise<void> held;          // /held has begun (and reads nothing until released)
-  Promise<void> release_held;  // /held may read
+  std::string trailers;  // the upload's trailer block (under mutex)
 };
 
 std::shared_ptr<http::Router> routes(Observed& seen) {
@@ -122,19 +120,6 @@ std::shared_ptr<http::Router> routes(Observed& seen) {
     {
       std::lock_guard lock(seen.mutex);
       seen.trailers = std::string(body.trailer_block());
-    }
-    co_return HttpResponse(200).body(std::to_string(bytes) + " " + std::to_string(hash));
-  });
-  // Reads nothing until released, then the whole body; answers "<bytes> <hash>".
-  router->post("/held", [&seen](Request&, BodyReader& body) -> Task<HttpResponse> {
-    Future<void> released = seen.release_held.future();
-    seen.held.set_value();
-    co_await released;
-    std::uint64_t hash = fnv({});
-    std::uint64_t bytes = 0;
-    while (std::optional<ByteBuf> chunk = co_await body.next()) {
-      hash = fnv(chunk->view(), hash);
-      bytes += chunk->readable_bytes();
     }
     co_return HttpResponse(200).body(std::to_string(bytes) + " " + std::to_string(hash));
   });
@@ -431,7 +416,9 @@ TEST_P(StreamedRoutesH2Test, NghttpUploadsWithTrailersAndDownloads) {
 }
 
 // Settings::request_timeout for a streamed route's body: a client that stalls mid-body fails the
-// reader; a reader that leaves bytes unread is not the client's fault.
+// reader. (That a reader leaving bytes unread is not timed is tested on a manual clock, in
+// tests/codec/http2/route_body_timeout_test.cc: over a real connection it would assume the
+// client's DATA arrive within the timeout, which a loaded machine does not promise.)
 class StreamedRoutesH2TimeoutTest : public StreamedRoutesH2Test {
  protected:
   http2::Settings server_settings() const override {
@@ -457,27 +444,6 @@ TEST_P(StreamedRoutesH2TimeoutTest, AStalledUploadFailsItsReaderWith408) {
   EXPECT_TRUE(more.error());
   expect_the_connection_serves_on();
   EXPECT_EQ(seen_.plain_channel.load(), seen_.upload_channel.load());
-}
-
-// /held reads nothing while its window is full (the client sent all it may): no timeout, though a
-// stalled upload opened after it on the same connection (its deadline later) times out meanwhile;
-// once released, the reader gets the whole body.
-TEST_P(StreamedRoutesH2TimeoutTest, AReaderThatHoldsAFullWindowIsNotTimedOut) {
-  constexpr std::size_t kHeld = 3 * 65535;  // three windows: the client waits for the reader
-  Upload held = on_client(upload_to(*client_, url("/held")));
-  Future<void> written = held.body.write(ByteBuf::copy_of(pattern(0, kHeld)));
-  ASSERT_TRUE(seen_.held.future().wait_for(kWait));
-  Upload stalled = on_client(upload_to(*client_, url("/upload")));
-  ASSERT_TRUE(stalled.body.write(ByteBuf::copy_of(pattern(0, 1000))).wait_for(kWait));
-  EXPECT_EQ(route_error(), "HttpProtocolError 408");
-  seen_.release_held.set_value();
-  ASSERT_TRUE(written.wait_for(kWait));
-  ASSERT_FALSE(written.error());
-  ASSERT_TRUE(held.body.finish().wait_for(kWait));
-  ASSERT_TRUE(held.response.wait_for(kWait));
-  StreamedResponse response = held.response.take();
-  EXPECT_EQ(response.head.status(), 200);
-  EXPECT_EQ(drain(response.body).bytes, std::to_string(kHeld) + " " + std::to_string(fnv(pattern(0, kHeld))));
 }
 
 std::string config_name(const ::testing::TestParamInfo<std::tuple<Transport*, RouterOn>>& info) {
