@@ -5,7 +5,9 @@
 // the reader; a client that resets its stream fails the reader or the writer with
 // ChannelClosedError and the connection serves on; an unread body ends its stream, not the
 // connection; limit() gets 413; a producer that ends without
-// finish() resets the stream; a slow streamed route does not hold a fast request on its connection.
+// finish() resets the stream; a slow streamed route does not hold a fast request on its connection;
+// with a short Settings::request_timeout, a stalled upload fails its reader with 408 while a reader
+// that holds a full window is never timed.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include "support/transports.h"
 #include "weft/client/http_client.h"
 #include "weft/codec/http1/body_writer.h"
+#include "weft/codec/http1/client_codec.h"
 #include "weft/codec/http1/query.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http2/client_stream.h"
@@ -66,6 +69,8 @@ std::string error_name(std::exception_ptr error) {
     std::rethrow_exception(error);
   } catch (const ChannelClosedError&) {
     return "ChannelClosedError";
+  } catch (const http::HttpProtocolError& e) {
+    return "HttpProtocolError " + std::to_string(e.status());
   } catch (const std::exception& e) {
     return std::string("other: ") + e.what();
   }
@@ -205,6 +210,8 @@ enum class RouterOn { loop, executor };
 
 class StreamedRoutesH2Test : public ::testing::TestWithParam<std::tuple<Transport*, RouterOn>> {
  protected:
+  // The server's HTTP/2 settings (the defaults; a timeout test shortens request_timeout).
+  virtual http2::Settings server_settings() const { return {}; }
   Transport& transport() const { return *std::get<0>(GetParam()); }
   bool blocking() const { return transport().name() == "blocking"; }
 
@@ -217,8 +224,8 @@ class StreamedRoutesH2Test : public ::testing::TestWithParam<std::tuple<Transpor
     ExecutorGroup* executors = executors_ ? &*executors_ : nullptr;
     server_ = ServerBootstrap()
                   .group(*servers_)
-                  .child_handler([router, executors](Channel& ch) {
-                    ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>());
+                  .child_handler([router, executors, settings = server_settings()](Channel& ch) {
+                    ch.pipeline().add_last("http2", std::make_shared<http2::ServerCodec>(settings));
                     if (executors != nullptr) {
                       ch.pipeline().add_last(*executors, "router", router);
                     } else {
@@ -408,12 +415,48 @@ TEST_P(StreamedRoutesH2Test, NghttpUploadsWithTrailersAndDownloads) {
   EXPECT_TRUE(downloaded == pattern(0, 1000000));
 }
 
+// Settings::request_timeout for a streamed route's body: a client that stalls mid-body fails the
+// reader. (That a reader leaving bytes unread is not timed is tested on a manual clock, in
+// tests/codec/http2/route_body_timeout_test.cc: over a real connection it would assume the
+// client's DATA arrive within the timeout, which a loaded machine does not promise.)
+class StreamedRoutesH2TimeoutTest : public StreamedRoutesH2Test {
+ protected:
+  http2::Settings server_settings() const override {
+    http2::Settings settings;
+    settings.request_timeout = 200ms;
+    return settings;
+  }
+};
+
+// HEADERS and 1000 bytes, then nothing: the reader's next() fails with HttpProtocolError(408), which
+// the route lets go: the stream is answered 408 (and reset, CANCEL), the client's next write fails,
+// and the connection serves on.
+TEST_P(StreamedRoutesH2TimeoutTest, AStalledUploadFailsItsReaderWith408) {
+  Upload up = on_client(upload_to(*client_, url("/upload")));
+  ASSERT_TRUE(up.body.write(ByteBuf::copy_of(pattern(0, 1000))).wait_for(kWait));
+  EXPECT_EQ(route_error(), "HttpProtocolError 408");
+  ASSERT_TRUE(up.response.wait_for(kWait));
+  ASSERT_FALSE(up.response.error());
+  StreamedResponse response = up.response.take();
+  EXPECT_EQ(response.head.status(), 408);
+  Future<void> more = up.body.write(ByteBuf::copy_of(pattern(1000, 1000)));
+  ASSERT_TRUE(more.wait_for(kWait));
+  EXPECT_TRUE(more.error());
+  expect_the_connection_serves_on();
+  EXPECT_EQ(seen_.plain_channel.load(), seen_.upload_channel.load());
+}
+
 std::string config_name(const ::testing::TestParamInfo<std::tuple<Transport*, RouterOn>>& info) {
   return std::string(std::get<0>(info.param)->name()) +
          (std::get<1>(info.param) == RouterOn::loop ? "_loop" : "_executor");
 }
 
 INSTANTIATE_TEST_SUITE_P(On, StreamedRoutesH2Test,
+                         ::testing::Combine(::testing::Values(&epoll(), &io_uring(), &blocking()),
+                                            ::testing::Values(RouterOn::loop, RouterOn::executor)),
+                         config_name);
+
+INSTANTIATE_TEST_SUITE_P(On, StreamedRoutesH2TimeoutTest,
                          ::testing::Combine(::testing::Values(&epoll(), &io_uring(), &blocking()),
                                             ::testing::Values(RouterOn::loop, RouterOn::executor)),
                          config_name);

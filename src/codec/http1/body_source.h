@@ -67,6 +67,8 @@ class BodySource {
   bool abandoned() const noexcept { return abandoned_; }
   bool ended() const noexcept { return ended_ || error_ != nullptr; }
   bool failed() const noexcept { return error_ != nullptr; }
+  // Whether `error` is the very error the body failed with (what its reader's next() threw).
+  bool failed_with(const std::exception_ptr& error) const noexcept { return error_ != nullptr && error == error_; }
   // Whether 100 Continue is still owed (the reader never asked for the body).
   bool continue_owed() const noexcept { return continue_owed_; }
   void push(ByteBuf chunk);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "body_source.h"
+#include "weft/codec/http1/client_codec.h"
 #include "weft/codec/http1/router.h"
 #include "weft/core/frame_pool.h"
 #include "weft/core/log.h"
@@ -25,6 +26,17 @@ std::shared_ptr<detail::BodySource> body_source_of(HttpRequest& message, EventLo
   if (message.body().is_readable()) source->push(std::move(message.body()));
   source->end({});
   return source;
+}
+
+// The status of an HttpProtocolError; 0 for another error.
+int protocol_status(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const HttpProtocolError& e) {
+    return e.status();
+  } catch (...) {
+    return 0;
+  }
 }
 
 // Set while the router's channel_read that started a task is on the stack: a task that ends
@@ -71,7 +83,11 @@ Router::RouteTask Router::run_task(const Router& router, std::shared_ptr<const R
   Router::RouteTask::promise_type& self = co_await RouteTask::OwnPromise{};
   Request request(*channel, message, params, pattern);
   BodyReader body;
-  if (target.streamed) body = BodyReader(body_source_of(message, channel->loop()));
+  std::shared_ptr<detail::BodySource> source;  // (kept to tell the body's own failure from the route's)
+  if (target.streamed) {
+    source = body_source_of(message, channel->loop());
+    body = BodyReader(source);
+  }
   if (!router.middleware_.empty()) request.set_received(std::chrono::system_clock::now());
   std::size_t passed = 0;
   std::optional<HttpResponse> response;
@@ -91,7 +107,15 @@ Router::RouteTask Router::run_task(const Router& router, std::shared_ptr<const R
     error = std::current_exception();
   }
   if (too_large) response.emplace(router.error_response(413, request));
-  if (error) response.emplace(router.failed(request, error));
+  // The body's reader failed with the client's fault (408: it stalled, 400: bad chunked framing)
+  // and the route let it go: answered with that status, not as the route's failure.
+  const int client_fault = error && source != nullptr && source->failed_with(error) ? protocol_status(error) : 0;
+  if (client_fault != 0) {
+    response.emplace(router.error_response(client_fault, request));
+  } else if (error) {
+    response.emplace(router.failed(request, error));
+  }
+  source.reset();
   // Let go of the body before answering: an unread rest decides whether the connection goes on.
   body = BodyReader();
   router.run_after(request, *response, passed);

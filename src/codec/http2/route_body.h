@@ -15,6 +15,7 @@
 #include "weft/buffer/byte_buf.h"
 #include "weft/codec/http2/server_codec.h"
 #include "weft/codec/http2/stream_channel.h"
+#include "weft/core/clock.h"
 #include "weft/core/inline_ring.h"
 
 namespace weft::http2 {
@@ -52,6 +53,9 @@ struct ServerCodec::RouteBody final : http::detail::BodySourceLink, http::detail
   std::shared_ptr<http::detail::BodySource> in;
   std::size_t in_retained = 0;  // capacity of the read buffers its slices keep alive
   std::string in_trailers;      // "name: value\r\n" each, handed over at the end
+  // Since when the client owes body bytes (its HEADERS, then the reader's last take): with nothing
+  // waiting unread, Settings::request_timeout after it the body fails with 408 (time_out_requests).
+  TimePoint in_owed_since{};
   // The response's body: chunks written and not yet framed (out_bytes of them), out_promised of
   // those handed to the session's data source.
   std::shared_ptr<http::detail::BodySink> out;

@@ -19,6 +19,7 @@
 #include "weft/buffer/byte_buf_allocator.h"
 #include "weft/channel/events.h"
 #include "weft/codec/codec_error.h"
+#include "weft/codec/http1/client_codec.h"
 #include "weft/core/error.h"
 #include "weft/core/log.h"
 #include "weft/metrics/http2_metrics.h"
@@ -1201,12 +1202,40 @@ bool ServerCodec::end_if_aged(Context& ctx, TimePoint now) {
 }
 
 // Settings::request_timeout: requests served whole that are still arriving past it are answered
-// 408 (which stops their upload). Returns when the next one is due (TimePoint::max(): none).
+// 408 (which stops their upload); streamed routes' bodies that the client let stall (nothing
+// unread waits) fail their reader with 408. Returns when the next one is due (TimePoint::max():
+// none).
 TimePoint ServerCodec::time_out_requests(Context& ctx, TimePoint now) {
   TimePoint next = TimePoint::max();
   if (settings_.request_timeout <= Duration::zero() || live_streams_ == 0) return next;
+  bool reset = false;
   for (const auto& owned : streams_) {
     Stream& s = *owned;
+    if (s.live && s.route && s.route->in) {
+      const http::detail::BodySource& in = *s.route->in;
+      // Ended, let go, or bytes wait for a slow reader (its take restarts the clock): untimed.
+      if (in.ended() || in.abandoned() || in.buffered_bytes() > 0) continue;
+      const TimePoint due = s.route->in_owed_since + settings_.request_timeout;
+      if (due > now) {
+        next = std::min(next, due);
+      } else {
+        // The reader's next() fails, the rest of the body is dropped as it comes (route_data), and
+        // the stream is reset with CANCEL after the route's answer (at once if it answered already).
+        log(LogLevel::debug, "channel {}: HTTP/2 stream {}: streamed request body stalled for {} ms; 408",
+            ctx.channel().id(), s.id,
+            std::chrono::duration_cast<std::chrono::milliseconds>(settings_.request_timeout).count());
+        s.route->in->fail(std::make_exception_ptr(http::HttpProtocolError(408, "request body timeout")));
+        s.route->in->detach();
+        s.cancelled = true;  // the server's own reset: no glitch
+        if (s.answered) {
+          session_->submit_rst_stream(s.id, detail::ErrorCode::cancel);
+          reset = true;
+        } else {
+          session_->reset_after_end(s.id, detail::ErrorCode::cancel);
+        }
+      }
+      continue;
+    }
     if (!s.live || s.complete || s.dispatched || s.child || s.error_status != 0) continue;
     const TimePoint due = s.began + settings_.request_timeout;
     if (due > now) {
@@ -1219,10 +1248,9 @@ TimePoint ServerCodec::time_out_requests(Context& ctx, TimePoint now) {
     drop_body(s);
     ready_.push_back(s.id);
   }
-  if (!ready_.empty()) {
-    dispatch_ready(ctx);
-    if (!finished_) flush(ctx);
-  }
+  const bool answering = !ready_.empty();
+  if (answering) dispatch_ready(ctx);
+  if ((answering || reset) && !finished_) flush(ctx);
   return next;
 }
 

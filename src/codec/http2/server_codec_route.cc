@@ -58,6 +58,7 @@ int ServerCodec::open_route_body(Stream& s) {
     auto body = std::make_unique<RouteBody>(*this, s.id);
     body->in = http::detail::make_body_source(ctx_->loop(), s.content_length);
     body->in->attach(static_cast<http::detail::BodySourceLink&>(*body));
+    body->in_owed_since = s.began;  // (acquire_stream armed the deadline for it)
     s.route = std::move(body);
     ready_.push_back(s.id);
   } catch (const std::exception&) {
@@ -117,6 +118,10 @@ void ServerCodec::end_route_body(Stream& s) {
 void ServerCodec::RouteBody::body_taken(http::detail::BodySource& source, std::size_t n) {
   if (source.buffered_bytes() == 0) in_retained = 0;
   codec.consume_stream(id, n);
+  if (codec.ctx_ != nullptr && codec.settings_.request_timeout > Duration::zero()) {
+    in_owed_since = codec.ctx_->loop().turn_time();  // the window is back: bytes are owed again
+    codec.want_deadline(*codec.ctx_, in_owed_since + codec.settings_.request_timeout);
+  }
   if (codec.session_ != nullptr && !codec.finished_ && codec.session_->want_write()) codec.post_flush();
 }
 

@@ -157,6 +157,7 @@ struct Session::Stream {
   bool end_sent = false;         // half-closed (local), once the END_STREAM frame left
   bool tunnel = false;           // each side ends on its own (keep_open_after_end): no RST_STREAM(NO_ERROR)
   bool manual = false;           // its window is returned by consume_stream (manual_window_for)
+  std::uint32_t end_reset_code = ErrorCode::no_error;  // the RST_STREAM after the response (reset_after_end)
   bool final_head = false;       // a final response's HEADERS is queued
   bool resetting = false;        // RST_STREAM queued: nothing more is sent
   bool has_source = false;
@@ -1642,8 +1643,12 @@ void Session::sent_end_stream(Stream& s) {
   if (s.end_received) {
     close(s, ErrorCode::no_error, StreamFate::ended);
   } else if (!client_ && !s.tunnel) {
-    submit_rst_stream(s.id, ErrorCode::no_error);
+    submit_rst_stream(s.id, s.end_reset_code);
   }
+}
+
+void Session::reset_after_end(std::int32_t id, std::uint32_t error_code) noexcept {
+  if (Stream* s = find(id)) s->end_reset_code = error_code;
 }
 
 void Session::manual_window_for(std::int32_t id) noexcept {

@@ -164,6 +164,9 @@ class Session {
   // RFC 8441: a tunnel whose sides end on their own), so the response's END_STREAM does not ask the
   // client to stop with RST_STREAM(NO_ERROR) (sent_end_stream).
   void keep_open_after_end(std::int32_t id) noexcept;
+  // Server: the RST_STREAM that the response's END_STREAM sends while the request still arrives
+  // (sent_end_stream) carries `error_code` rather than NO_ERROR (a request body timed out: CANCEL).
+  void reset_after_end(std::int32_t id, std::uint32_t error_code) noexcept;
   // Without manual_window: stream `id`'s DATA (the stream's window and the connection's) is
   // returned by consume_*() as with manual_window, not at once.
   void manual_window_for(std::int32_t id) noexcept;

@@ -51,7 +51,7 @@ struct ServerCodec::Stream {
   // A stream served as a channel (Settings::stream_initializer): its child, which holds the
   // body's chunks both ways. Null for a stream served whole.
   std::shared_ptr<StreamChannel> child;
-  bool cancelled = false;  // reset by the server for its child's close (not a glitch)
+  bool cancelled = false;  // reset by the server for its child's close or a body timeout (not a glitch)
   // An extended CONNECT (RFC 8441, :protocol): dispatched at its HEADERS; its DATA is kept (body)
   // until the route serves it as a channel (serve_as_channel) or answers it (then it is dropped).
   bool tunnel = false;

@@ -452,6 +452,18 @@ TEST_P(StreamedBodyTest, HeadGetsTheHeadOnly) {
   EXPECT_EQ(reader.reply().body, "plain");
 }
 
+// Bad chunked framing mid-body fails the reader's next() with HttpProtocolError; a route that lets
+// it go is answered with its status (400), not as a route's failure (500).
+TEST_P(StreamedBodyTest, BadFramingThatEscapesTheRouteIsAnswered400) {
+  BlockingClient client(port());
+  Reader reader(client);
+  ASSERT_TRUE(
+      client.send_all("POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n"));
+  EXPECT_EQ(route_error(), "HttpProtocolError");
+  const Reply r = reader.reply();
+  EXPECT_EQ(r.head.substr(0, 12), "HTTP/1.1 400") << r.head;
+}
+
 // A body past the route's limit() is answered 413.
 TEST_P(StreamedBodyTest, ABodyPastTheRoutesLimitGets413) {
   BlockingClient client(port());

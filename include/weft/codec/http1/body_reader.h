@@ -18,9 +18,9 @@
 ///
 /// The end: next() gives nullopt once the whole body has arrived. A body that cannot end fails
 /// next() with a typed error, never a truncated success: ChannelClosedError (the client closed or
-/// reset the connection mid-body), HttpProtocolError (malformed chunked framing; the codec answers
-/// 400), BodyTooLargeError (past limit(); the router answers 413 when it escapes the route),
-/// TimeoutError (no byte for Limits::request_timeout while the reader waited).
+/// reset the connection mid-body), HttpProtocolError (400: malformed chunked framing; 408: no byte
+/// for Limits::request_timeout while bytes were owed; the router answers its status when it
+/// escapes the route), BodyTooLargeError (past limit(); the router answers 413 when it escapes).
 ///
 /// Letting go before the end (the route returns without reading all): the rest is read and
 /// dropped, up to kStreamBodyDiscardBound bytes, as nginx does; a longer rest (a declared length
@@ -33,8 +33,10 @@
 /// waits for a reader that does not read, and peak_buffered_bytes() stays within it. max_body does
 /// not apply; limit() does. trailer_block() gives the trailing HEADERS as "name: value\r\n" lines.
 /// A RST_STREAM from the client or the connection's end fails a waiting next() with
-/// ChannelClosedError (as a reset connection does on HTTP/1.1). Letting go before the end drops
-/// the rest (its window returned); the stream is reset with NO_ERROR once the answer has ended.
+/// ChannelClosedError (as a reset connection does on HTTP/1.1). A client that owes bytes and sends
+/// none for Settings::request_timeout (from the HEADERS, then from each take) fails it with
+/// HttpProtocolError(408); the stream is then reset with CANCEL after the answer. Letting go before
+/// the end drops the rest (its window returned); the stream is reset with NO_ERROR once the answer has ended.
 ///
 /// A router behind neither codec: next() gives the body the request came with, in one chunk.
 /// Loop thread of the request's channel only (a route's task runs there).

@@ -55,8 +55,13 @@ struct Settings {
   /// Zero (the default): 4 x max_body; at least max_body.
   std::size_t max_connection_body = 0;
   /// A request served whole (head and body) that has not arrived whole this long after its HEADERS
-  /// began is answered 408 and its upload stopped; the connection serves on. Streams served as
-  /// channels (stream_initializer) are the application's to time. Zero: no limit.
+  /// began is answered 408 and its upload stopped; the connection serves on. A Router's streamed
+  /// route's body (Router::StreamFn) is bounded alike from its HEADERS and again from each take of
+  /// its reader: a client owing bytes (none waiting unread) that sends none for this long fails the
+  /// reader's next() with http::HttpProtocolError(408) (answered 408 if the route lets it escape), the
+  /// rest is dropped and the stream reset with RST_STREAM(CANCEL) after its answer; a slow reader is
+  /// never timed. Streams served as channels (stream_initializer) are the application's to time.
+  /// Zero: no limit.
   Duration request_timeout = std::chrono::seconds(60);
   /// The client's connection preface (its magic and first SETTINGS frame) must have arrived this
   /// long after the connection began, however slowly it trickles in; else the connection is closed.
