@@ -21,25 +21,11 @@ inline unsigned invalid_value_bytes(__m128i v) noexcept {
 }
 #endif
 
-// Index of the first byte of [p, p + n) not allowed in a field value (a control other than HTAB,
-// or DEL; CR, LF and NUL included), or n.
-inline std::size_t find_invalid_value_byte(const char* p, std::size_t n) noexcept {
-  std::size_t i = 0;
+// find_invalid_byte_in_value for n < 16 (most values a program adds): two loads that overlap in the
+// middle, in one register; the first load's bits come first, so the lowest bit set is the first
+// bad byte.
+inline std::size_t find_invalid_value_byte_short(const char* p, std::size_t n) noexcept {
 #if defined(__SSE2__)
-  if (n >= 16) {
-    for (; i + 16 <= n; i += 16) {
-      if (unsigned mask = invalid_value_bytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)))) {
-        return i + static_cast<std::size_t>(__builtin_ctz(mask));
-      }
-    }
-    if (i == n) return n;
-    // The last 16 bytes in one load, overlapping what was scanned: no byte-by-byte tail.
-    const std::size_t last = n - 16;
-    const unsigned mask = invalid_value_bytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + last)));
-    return mask != 0 ? last + static_cast<std::size_t>(__builtin_ctz(mask)) : n;
-  }
-  // Shorter (most values a program adds): two loads that overlap in the middle, in one register.
-  // The first load's bits come first, so the lowest bit set is the first bad byte.
   if (n >= 8) {
     const __m128i head = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
     const __m128i tail = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + n - 8));
@@ -60,11 +46,51 @@ inline std::size_t find_invalid_value_byte(const char* p, std::size_t n) noexcep
     return bit < 4 ? bit : n - 8 + bit;
   }
 #endif
+  for (std::size_t i = 0; i < n; ++i) {
+    auto c = static_cast<unsigned char>(p[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return i;
+  }
+  return n;
+}
+
+// Index of the first byte of [p, p + n) not allowed in a field value (a control other than HTAB,
+// or DEL; CR, LF and NUL included), or n. The parser's form: it scans the rest of its input for the
+// CR that ends a line, which it finds in the first 16 bytes or so.
+inline std::size_t find_invalid_value_byte(const char* p, std::size_t n) noexcept {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 16 <= n; i += 16) {
+    if (unsigned mask = invalid_value_bytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)))) {
+      return i + static_cast<std::size_t>(__builtin_ctz(mask));
+    }
+  }
+#endif
   for (; i < n; ++i) {
     auto c = static_cast<unsigned char>(p[i]);
     if ((c < 0x20 && c != '\t') || c == 0x7f) return i;
   }
   return n;
+}
+
+// As find_invalid_value_byte, for a whole value a program adds (HttpResponse::header,
+// HttpClientRequest::header): no byte-by-byte tail, and a short value in one register.
+inline std::size_t find_invalid_byte_in_value(const char* p, std::size_t n) noexcept {
+#if defined(__SSE2__)
+  if (n < 16) return find_invalid_value_byte_short(p, n);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    if (unsigned mask = invalid_value_bytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)))) {
+      return i + static_cast<std::size_t>(__builtin_ctz(mask));
+    }
+  }
+  if (i == n) return n;
+  // The last 16 bytes in one load, overlapping what was scanned.
+  const std::size_t last = n - 16;
+  const unsigned mask = invalid_value_bytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + last)));
+  return mask != 0 ? last + static_cast<std::size_t>(__builtin_ctz(mask)) : n;
+#else
+  return find_invalid_value_byte(p, n);
+#endif
 }
 
 // Where a request target ends -- the first byte of [p, p + n) not allowed in one (controls, space,

@@ -20,7 +20,7 @@ namespace {
 constexpr std::size_t kTypicalHeaderBytes = 256;
 
 void check_header_value(std::string_view name, std::string_view value) {
-  if (detail::find_invalid_value_byte(value.data(), value.size()) != value.size()) {
+  if (detail::find_invalid_byte_in_value(value.data(), value.size()) != value.size()) {
     throw std::invalid_argument("HTTP header value of '" + std::string(name) + "' contains CR, LF, NUL or another control");
   }
 }

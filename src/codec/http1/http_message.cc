@@ -13,7 +13,7 @@ namespace {
 
 void check_header(std::string_view name, std::string_view value) {
   if (!detail::all_tchar(name)) throw std::invalid_argument("HTTP header name is not a token: '" + std::string(name) + "'");
-  if (detail::find_invalid_value_byte(value.data(), value.size()) != value.size()) {
+  if (detail::find_invalid_byte_in_value(value.data(), value.size()) != value.size()) {
     throw std::invalid_argument("HTTP header value of '" + std::string(name) + "' contains CR, LF, NUL or another control");
   }
 }

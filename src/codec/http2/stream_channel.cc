@@ -21,7 +21,7 @@ Fields& Fields::add(std::string_view name, std::string_view value) & {
   if (name.empty() || !http::detail::all_tchar(name)) {
     throw std::invalid_argument("HTTP/2 field name is not a token: '" + std::string(name) + "'");
   }
-  if (http::detail::find_invalid_value_byte(value.data(), value.size()) != value.size()) {
+  if (http::detail::find_invalid_byte_in_value(value.data(), value.size()) != value.size()) {
     throw std::invalid_argument("HTTP/2 field value of '" + std::string(name) +
                                 "' contains CR, LF, NUL or another control");
   }
