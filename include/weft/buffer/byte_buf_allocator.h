@@ -46,16 +46,16 @@ class ByteBufAllocator {
  protected:
   ByteBufAllocator() = default;
 
-  // buffer()'s steps, for allocators that hide it: max_capacity clamped to kMaxCapacityLimit, and
-  // std::invalid_argument if initial_capacity exceeds it.
+  /// Thread-safe. buffer()'s first step, for allocators that hide it: max_capacity clamped to
+  /// kMaxCapacityLimit; std::invalid_argument if initial_capacity exceeds it.
   static std::size_t checked_max_capacity(std::size_t initial_capacity, std::size_t max_capacity) {
     if (max_capacity > kMaxCapacityLimit) max_capacity = kMaxCapacityLimit;
     if (initial_capacity > max_capacity) [[unlikely]]
       throw_capacity_error(initial_capacity, max_capacity);
     return max_capacity;
   }
-  // The new block's handle, after the leak detector's look at it (always inlined: track_new records
-  // the address it returns to, i.e. the code that called buffer()).
+  /// Thread-safe. buffer()'s last step: the new block's handle, after the leak detector's look at it
+  /// (always inlined: track_new records the address it returns to, i.e. the code that called buffer()).
   [[gnu::always_inline]] static ByteBuf wrap_new(ByteBufStorage* storage, std::size_t max_capacity) noexcept {
     if (detail::leak_tracking_enabled()) [[unlikely]]
       track_new(storage);
