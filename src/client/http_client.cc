@@ -1,5 +1,6 @@
 #include "weft/client/http_client.h"
 
+#include <string>
 #include <utility>
 
 #include "client_core.h"
@@ -16,6 +17,79 @@ HttpClient::~HttpClient() {
   if (EventLoop::current() == nullptr) closed.wait();
 }
 
+namespace {
+
+// Where a request object goes: its absolute target, or its origin-form target on `origin`. Throws
+// UrlError.
+Url url_of(const http::HttpClientRequest& request, const Url* origin) {
+  return origin != nullptr ? origin->with_target(request.target()) : Url::parse(request.target());
+}
+
+Upload failed_upload(std::exception_ptr error) {
+  return Upload{RequestBody(), make_failed_future<StreamedResponse>(std::move(error), EventLoop::current())};
+}
+
+// The request-object forms of request(), stream() and upload(): its header lines (`lines`, taken
+// from it by HttpClient, its friend) and body move into the request's exchange.
+Future<http::HttpClientResponse> start_request(detail::ClientCore& core, const Url* origin,
+                                               http::HttpClientRequest& request, std::string lines) {
+  try {
+    Url url = url_of(request, origin);
+    return core.start(std::move(url), request.method(), std::move(lines), std::move(request.owned_body()),
+                      request.timeout());
+  } catch (const UrlError&) {
+    return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
+  }
+}
+
+Future<StreamedResponse> stream_request(detail::ClientCore& core, const Url* origin, http::HttpClientRequest& request,
+                                        std::string lines) {
+  try {
+    Url url = url_of(request, origin);
+    return core.stream(std::move(url), request.method(), std::move(lines), std::move(request.owned_body()),
+                       request.timeout());
+  } catch (const UrlError&) {
+    return make_failed_future<StreamedResponse>(std::current_exception(), EventLoop::current());
+  }
+}
+
+Upload upload_request(detail::ClientCore& core, const Url* origin, http::HttpClientRequest& request, std::string lines,
+                      std::optional<std::uint64_t> content_length) {
+  try {
+    Url url = url_of(request, origin);
+    return core.upload(std::move(url), request.method(), std::move(lines), content_length, request.timeout());
+  } catch (const UrlError&) {
+    return failed_upload(std::current_exception());
+  }
+}
+
+}  // namespace
+
+Future<http::HttpClientResponse> HttpClient::request(http::HttpClientRequest request) {
+  return start_request(*core_, nullptr, request, request.take_header_block());
+}
+
+Future<http::HttpClientResponse> HttpClient::request(const Url& origin, http::HttpClientRequest request) {
+  return start_request(*core_, &origin, request, request.take_header_block());
+}
+
+Future<StreamedResponse> HttpClient::stream(http::HttpClientRequest request) {
+  return stream_request(*core_, nullptr, request, request.take_header_block());
+}
+
+Future<StreamedResponse> HttpClient::stream(const Url& origin, http::HttpClientRequest request) {
+  return stream_request(*core_, &origin, request, request.take_header_block());
+}
+
+Upload HttpClient::upload(http::HttpClientRequest request, std::optional<std::uint64_t> content_length) {
+  return upload_request(*core_, nullptr, request, request.take_header_block(), content_length);
+}
+
+Upload HttpClient::upload(const Url& origin, http::HttpClientRequest request,
+                          std::optional<std::uint64_t> content_length) {
+  return upload_request(*core_, &origin, request, request.take_header_block(), content_length);
+}
+
 Future<http::HttpClientResponse> HttpClient::request(std::string_view method, std::string_view url, ByteBuf body) {
   try {
     return core_->start(Url::parse(url), method, {}, std::move(body));
@@ -28,26 +102,6 @@ Future<http::HttpClientResponse> HttpClient::request(std::string_view method, co
   return core_->start(url, method, {}, std::move(body));
 }
 
-Future<http::HttpClientResponse> HttpClient::request(http::HttpClientRequest request) {
-  try {
-    Url url = Url::parse(request.target());
-    return core_->start(std::move(url), request.method(), request.take_header_block(), std::move(request.owned_body()),
-                        request.timeout());
-  } catch (const UrlError&) {
-    return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
-  }
-}
-
-Future<http::HttpClientResponse> HttpClient::request(const Url& origin, http::HttpClientRequest request) {
-  try {
-    Url url = origin.with_target(request.target());
-    return core_->start(std::move(url), request.method(), request.take_header_block(), std::move(request.owned_body()),
-                        request.timeout());
-  } catch (const UrlError&) {
-    return make_failed_future<http::HttpClientResponse>(std::current_exception(), EventLoop::current());
-  }
-}
-
 Future<StreamedResponse> HttpClient::stream(std::string_view method, std::string_view url, ByteBuf body) {
   try {
     return core_->stream(Url::parse(url), std::string(method), {}, std::move(body));
@@ -56,58 +110,9 @@ Future<StreamedResponse> HttpClient::stream(std::string_view method, std::string
   }
 }
 
-Future<StreamedResponse> HttpClient::stream(http::HttpClientRequest request) {
-  try {
-    Url url = Url::parse(request.target());
-    return core_->stream(std::move(url), request.method(), request.take_header_block(), std::move(request.owned_body()),
-                         request.timeout());
-  } catch (const UrlError&) {
-    return make_failed_future<StreamedResponse>(std::current_exception(), EventLoop::current());
-  }
-}
-
-Future<StreamedResponse> HttpClient::stream(const Url& origin, http::HttpClientRequest request) {
-  try {
-    Url url = origin.with_target(request.target());
-    return core_->stream(std::move(url), request.method(), request.take_header_block(), std::move(request.owned_body()),
-                         request.timeout());
-  } catch (const UrlError&) {
-    return make_failed_future<StreamedResponse>(std::current_exception(), EventLoop::current());
-  }
-}
-
-namespace {
-
-Upload failed_upload(std::exception_ptr error) {
-  return Upload{RequestBody(), make_failed_future<StreamedResponse>(std::move(error), EventLoop::current())};
-}
-
-}  // namespace
-
 Upload HttpClient::upload(std::string_view method, std::string_view url, std::optional<std::uint64_t> content_length) {
   try {
     return core_->upload(Url::parse(url), std::string(method), {}, content_length);
-  } catch (const UrlError&) {
-    return failed_upload(std::current_exception());
-  }
-}
-
-Upload HttpClient::upload(http::HttpClientRequest request, std::optional<std::uint64_t> content_length) {
-  try {
-    Url url = Url::parse(request.target());
-    return core_->upload(std::move(url), request.method(), request.take_header_block(), content_length,
-                         request.timeout());
-  } catch (const UrlError&) {
-    return failed_upload(std::current_exception());
-  }
-}
-
-Upload HttpClient::upload(const Url& origin, http::HttpClientRequest request,
-                          std::optional<std::uint64_t> content_length) {
-  try {
-    Url url = origin.with_target(request.target());
-    return core_->upload(std::move(url), request.method(), request.take_header_block(), content_length,
-                         request.timeout());
   } catch (const UrlError&) {
     return failed_upload(std::current_exception());
   }
