@@ -11,6 +11,8 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "client/origin_servers.h"
 #include "support/dns_servers.h"
@@ -96,6 +98,43 @@ TEST(WeftFetchTest, TheBinary) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << out;
   EXPECT_NE(out.find("ERR 0 "), std::string::npos) << out;
   EXPECT_NE(out.find("scheme"), std::string::npos) << out;
+}
+
+TEST(WeftFetchTest, AListTakesOneUrlALineWithoutBlanksOrComments) {
+  const std::string text = "http://a/1\n\n# a comment\n  http://b/2 \t\r\n\t\r\nhttp://c/#frag\nhttp://d/4";
+  const std::vector<std::string_view> urls = fetch::url_lines(text);
+  EXPECT_EQ(urls, (std::vector<std::string_view>{"http://a/1", "http://b/2", "http://c/#frag", "http://d/4"}));
+  EXPECT_TRUE(fetch::url_lines("").empty());
+  EXPECT_TRUE(fetch::url_lines("\n# only\n   \n").empty());
+}
+
+TEST(WeftFetchTest, TheBinaryReadsItsUrlsFromAFileOrStandardInput) {
+  EventLoopGroup servers(epoll(), 1);
+  auto accepted = std::make_shared<std::atomic<int>>(0);
+  ChannelPtr server = test::serve_origin(servers, test::OriginKind::http1, accepted);
+  const std::string url = test::url_of(server, "http", "/hello");
+  const std::string list = ::testing::TempDir() + "weft-fetch-urls.txt";
+  {
+    std::FILE* f = std::fopen(list.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "# three of them\n%s\n\n%s\r\n%s\n", url.c_str(), url.c_str(), url.c_str());
+    std::fclose(f);
+  }
+  int status = 0;
+  // The file's URLs and an argument's, together.
+  std::string out = test::run_shell(std::string(WEFT_FETCH_BIN) + " -c 2 --input " + list + " " + url, status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_EQ(lines_for(out, "200", url), 4) << out;
+  out = test::run_shell(std::string(WEFT_FETCH_BIN) + " -i - < " + list, status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_EQ(lines_for(out, "200", url), 3) << out;
+  out = test::run_shell(std::string(WEFT_FETCH_BIN) + " --input " + list + ".missing 2>&1", status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << out;
+  EXPECT_NE(out.find("No such file"), std::string::npos) << out;
+  out = test::run_shell(std::string(WEFT_FETCH_BIN) + " --input /dev/null 2>&1", status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << out;
+  EXPECT_NE(out.find("no URLs"), std::string::npos) << out;
+  std::remove(list.c_str());
 }
 
 TEST(WeftFetchTest, FetchesByNameThroughTheGivenDnsServer) {

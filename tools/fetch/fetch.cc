@@ -178,6 +178,19 @@ class Fetcher {
 
 }  // namespace
 
+std::vector<std::string_view> url_lines(std::string_view text) {
+  std::vector<std::string_view> urls;
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+    if (!line.empty() && line.front() != '#') urls.push_back(line);
+  }
+  return urls;
+}
+
 int run_fetch(const FetchOptions& options, std::FILE* out) {
   client::ClientOptions client_options;
   client_options.http2 = options.http2;

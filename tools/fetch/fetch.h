@@ -27,4 +27,8 @@ struct FetchOptions {
 // std::invalid_argument for a DNS server that is not ADDRESS:PORT.
 int run_fetch(const FetchOptions& options, std::FILE* out);
 
+// The URLs of a list (weft-fetch --input): one per line, the spaces and tabs around it dropped; blank
+// lines and lines that start with '#' skipped; CRLF line ends taken. Views into `text`.
+std::vector<std::string_view> url_lines(std::string_view text);
+
 }  // namespace weft::fetch

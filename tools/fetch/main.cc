@@ -2,8 +2,11 @@
 // a summary; the exit status is non-zero when any failed. See docs/client.md.
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,10 +17,27 @@ namespace {
 // Whether `arg`, an option, takes the next argument as its value ("--timeout 5", "-c 16", "-kc 16").
 bool takes_next(std::string_view arg) {
   if (arg.starts_with("--")) {
-    return arg == "--concurrency" || arg == "--timeout" || arg == "--dns-server";
+    return arg == "--concurrency" || arg == "--timeout" || arg == "--dns-server" || arg == "--input";
   }
-  const std::size_t c = arg.find('c', 1);  // -c is the one short option with a value: "-c16" holds it
-  return c == arg.size() - 1;
+  // -c and -i are the short options with a value, last in a group ("-kc 16"); "-c16" holds its own.
+  return arg.back() == 'c' || arg.back() == 'i';
+}
+
+// The whole of `path` ("-": standard input) into `text`; false, with errno's message in `error`, when it
+// cannot be read.
+bool read_all(const std::string& path, std::string& text, std::string& error) {
+  std::FILE* in = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (in == nullptr) {
+    error = std::strerror(errno);
+    return false;
+  }
+  char block[64 * 1024];
+  std::size_t n = 0;
+  while ((n = std::fread(block, 1, sizeof block, in)) > 0) text.append(block, n);
+  const bool ok = std::ferror(in) == 0;
+  if (!ok) error = std::strerror(errno);
+  if (in != stdin) std::fclose(in);
+  return ok;
 }
 
 // Splits argv: the URLs go to `urls` as they are (views of argv), the options (and their values) to `options` for
@@ -53,14 +73,28 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--dns-server", options.dns_servers,
                  "a DNS server to resolve names with, ADDRESS:PORT (repeatable; default: /etc/resolv.conf's)");
+  std::string input;
+  app.add_option("--input,-i", input, "a file of URLs, one per line ('#' comments; \"-\": standard input)");
   std::vector<std::string> more_urls;  // none: split_arguments took them (here for --help)
   app.add_option("urls", more_urls, "the URLs (after \"--\": every argument)");
   try {
     app.parse(static_cast<int>(option_args.size()), option_args.data());
     options.urls.insert(options.urls.end(), more_urls.begin(), more_urls.end());
-    if (options.urls.empty()) throw CLI::RequiredError("urls");
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  std::string listed;  // --input's text: options.urls views it until the end
+  if (!input.empty()) {
+    std::string error;
+    if (!read_all(input, listed, error)) {
+      std::fprintf(stderr, "weft-fetch: --input %s: %s\n", input.c_str(), error.c_str());
+      return 2;
+    }
+    for (std::string_view url : weft::fetch::url_lines(listed)) options.urls.push_back(url);
+  }
+  if (options.urls.empty()) {
+    std::fprintf(stderr, "weft-fetch: no URLs (give them as arguments or with --input)\n");
+    return 2;
   }
   try {
     return weft::fetch::run_fetch(options, stdout);
