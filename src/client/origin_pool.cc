@@ -76,11 +76,10 @@ bool OriginPool::expired(const PooledConnection& c, TimePoint now) const noexcep
 PooledConnection* OriginPool::pick(bool fresh_only) {
   // The clock is read only where connections age (expired() is false without a maximum age).
   const TimePoint now = options_.max_connection_age > Duration::zero() ? loop_.now() : TimePoint{};
-  // The one that answered last is as good as any idle one, and found without a scan.
-  PooledConnection* h = std::exchange(idle_hint_, nullptr);
-  if (h != nullptr && h->ready && !h->dead && h->in_flight == 0 && !(fresh_only && h->served > 0) &&
-      !expired(*h, now)) {
-    return h;
+  // The one that became idle last is as good as any idle one, and found without a scan (a retry
+  // needs one that has served nothing: the scan finds it).
+  if (!fresh_only) {
+    if (PooledConnection* idle = pop_idle(now)) return idle;
   }
   PooledConnection* best = nullptr;
   for (std::size_t i = 0; i < connections_.size(); ++i) {
@@ -97,6 +96,22 @@ PooledConnection* OriginPool::pick(bool fresh_only) {
     if (best->in_flight == 0) break;  // none is better: the rest are not looked at (nor aged: sweep() does)
   }
   return best;
+}
+
+PooledConnection* OriginPool::pop_idle(TimePoint now) {
+  while (!idle_.empty()) {
+    PooledConnection* c = idle_.back();
+    idle_.pop_back();
+    c->in_idle_stack = false;
+    if (!c->ready || c->dead || c->in_flight > 0) continue;  // handed out by a scan since, or dying
+    if (expired(*c, now)) {
+      c->dead = true;  // as pick()'s scan does
+      reap_due_ = true;
+      continue;
+    }
+    return c;
+  }
+  return nullptr;
 }
 
 void OriginPool::reap() {
@@ -182,7 +197,10 @@ void OriginPool::adopt(std::shared_ptr<PooledConnection> c) {
 void OriginPool::remove(PooledConnection& c) {
   auto it = std::find_if(connections_.begin(), connections_.end(), [&](const auto& p) { return p.get() == &c; });
   if (it == connections_.end()) return;
-  if (idle_hint_ == &c) idle_hint_ = nullptr;
+  if (c.in_idle_stack) {
+    idle_.erase(std::find(idle_.begin(), idle_.end(), &c));
+    c.in_idle_stack = false;
+  }
   connections_.erase(it);
   StatsCounters::bump(stats_.open_connections, -1);
 }
@@ -231,8 +249,6 @@ void OriginPool::answered(PooledConnection& c, std::shared_ptr<Exchange> x, http
     auto keep = c.shared_from_this();
     remove(c);
     c.close();
-  } else {
-    idle_hint_ = &c;
   }
   dispatch();
   arm_sweep();
@@ -282,7 +298,8 @@ void OriginPool::close_all(std::exception_ptr error) {
   pending_.clear();
   auto connections = std::move(connections_);
   connections_.clear();
-  idle_hint_ = nullptr;
+  for (PooledConnection* c : idle_) c->in_idle_stack = false;
+  idle_.clear();
   StatsCounters::bump(stats_.open_connections, -static_cast<std::int64_t>(connections.size()));
   for (auto& c : connections) c->close();
   for (auto& x : waiting) {

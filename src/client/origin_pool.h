@@ -70,8 +70,16 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   void dispatch();
   void dispatch_once();
   void reap();  // closes the ready connections marked dead with nothing in flight (when reap_due_)
-  // A connection reporting: when it is dead, the next reap() looks for those it can close.
-  void note(const PooledConnection& c) noexcept { reap_due_ = reap_due_ || c.dead; }
+  // A connection reporting: when it is dead, the next reap() looks for those it can close; when it
+  // is idle, pick() finds it on top of idle_.
+  void note(PooledConnection& c) {
+    reap_due_ = reap_due_ || c.dead;
+    if (c.ready && !c.dead && c.in_flight == 0 && !c.in_idle_stack) {
+      c.in_idle_stack = true;
+      idle_.push_back(&c);
+    }
+  }
+  PooledConnection* pop_idle(TimePoint now);  // the last one that became idle and still is, or null
   PooledConnection* pick(bool fresh_only);
   void open();
   void remove(PooledConnection& c);
@@ -97,9 +105,10 @@ class OriginPool : public std::enable_shared_from_this<OriginPool> {
   // A connection may be dead, ready and idle: set where one is marked dead (pick) or reports while
   // dead (each of its in_flight drops is reported), so that reap() scans only then.
   bool reap_due_ = false;
-  // The connection that answered last, when it may be idle: pick() tries it first (one of
-  // connections_, else null: remove() and close_all() clear it).
-  PooledConnection* idle_hint_ = nullptr;
+  // The connections that became idle, the latest on top: pick() takes one without a scan. An entry
+  // may have been handed out since (pop_idle() skips it); each is one of connections_ (remove()
+  // takes it out) and is here at most once (in_idle_stack).
+  std::vector<PooledConnection*> idle_;
   std::optional<TimerId> sweep_timer_;
 };
 

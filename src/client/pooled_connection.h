@@ -40,6 +40,7 @@ class PooledConnection : public std::enable_shared_from_this<PooledConnection> {
   std::size_t served = 0;  // requests answered on it
   TimePoint opened_at{};   // when it became ready (max_connection_age counts from it)
   TimePoint idle_since{};
+  bool in_idle_stack = false;  // OriginPool's stack of idle connections holds it
 
  protected:
   // Runs `fn` on the pool's loop: now when this is it, else posted (dropped once it terminated,

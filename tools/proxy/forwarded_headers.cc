@@ -3,7 +3,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <array>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -15,8 +14,42 @@ namespace {
 
 using http::iequals;
 
-constexpr std::array<std::string_view, 8> kHopByHop = {
-    "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length"};
+// What a field is to the proxy.
+enum class Field {
+  other,
+  hop_by_hop,
+  expect,
+  date,
+  via,
+  x_forwarded_for,
+  forwarded,
+  x_forwarded_proto,
+  x_forwarded_host
+};
+
+// The field `name` is: by its length first, then the one or two names of that length (a walk of
+// every name with iequals was a tenth of the proxy's header work).
+Field classify(std::string_view name) noexcept {
+  switch (name.size()) {
+    case 2: return iequals(name, "te") ? Field::hop_by_hop : Field::other;
+    case 3: return iequals(name, "via") ? Field::via : Field::other;
+    case 4: return iequals(name, "date") ? Field::date : Field::other;
+    case 6: return iequals(name, "expect") ? Field::expect : Field::other;
+    case 7: return iequals(name, "trailer") || iequals(name, "upgrade") ? Field::hop_by_hop : Field::other;
+    case 9: return iequals(name, "forwarded") ? Field::forwarded : Field::other;
+    case 10: return iequals(name, "connection") || iequals(name, "keep-alive") ? Field::hop_by_hop : Field::other;
+    case 14:  // the framing the next hop sets itself
+      return iequals(name, "content-length") ? Field::hop_by_hop : Field::other;
+    case 15: return iequals(name, "x-forwarded-for") ? Field::x_forwarded_for : Field::other;
+    case 16:
+      if (iequals(name, "proxy-connection")) return Field::hop_by_hop;
+      return iequals(name, "x-forwarded-host") ? Field::x_forwarded_host : Field::other;
+    case 17:
+      if (iequals(name, "transfer-encoding")) return Field::hop_by_hop;
+      return iequals(name, "x-forwarded-proto") ? Field::x_forwarded_proto : Field::other;
+    default: return Field::other;
+  }
+}
 
 std::string_view trim(std::string_view s) noexcept {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -50,10 +83,7 @@ std::string forwarded_for(std::string_view ip) {
 }  // namespace
 
 bool is_hop_by_hop(std::string_view name, std::string_view connection) noexcept {
-  for (std::string_view h : kHopByHop) {
-    if (iequals(name, h)) return true;
-  }
-  return !connection.empty() && lists(connection, name);
+  return classify(name) == Field::hop_by_hop || (!connection.empty() && lists(connection, name));
 }
 
 std::string client_ip(const SocketAddress& peer) {
@@ -80,17 +110,18 @@ void forward_request_headers(const http::RequestHead& in, const Origin& origin, 
   bool has_proto = false, has_host = false;
   for (std::size_t i = 0; i < in.header_count; ++i) {
     const http::Header& h = in.inline_headers[i];
-    if (is_hop_by_hop(h.name, connection) || iequals(h.name, "expect")) continue;
-    if (iequals(h.name, "x-forwarded-for")) {
-      xff.append(xff.empty() ? "" : ", ").append(h.value);
-    } else if (iequals(h.name, "forwarded")) {
-      forwarded.append(forwarded.empty() ? "" : ", ").append(h.value);
-    } else if (iequals(h.name, "via")) {
-      via.append(via.empty() ? "" : ", ").append(h.value);
-    } else {
-      has_proto = has_proto || iequals(h.name, "x-forwarded-proto");
-      has_host = has_host || iequals(h.name, "x-forwarded-host");
-      out.header(h.name, h.value);
+    const Field kind = classify(h.name);
+    if (kind == Field::hop_by_hop || kind == Field::expect || (!connection.empty() && lists(connection, h.name))) {
+      continue;
+    }
+    switch (kind) {
+      case Field::x_forwarded_for: xff.append(xff.empty() ? "" : ", ").append(h.value); break;
+      case Field::forwarded: forwarded.append(forwarded.empty() ? "" : ", ").append(h.value); break;
+      case Field::via: via.append(via.empty() ? "" : ", ").append(h.value); break;
+      default:
+        has_proto = has_proto || kind == Field::x_forwarded_proto;
+        has_host = has_host || kind == Field::x_forwarded_host;
+        out.header(h.name, h.value);
     }
   }
   xff.append(xff.empty() ? "" : ", ").append(origin.client_ip);
@@ -110,8 +141,11 @@ void forward_response_headers(const http::ResponseHead& in, std::string_view via
   std::string vias;
   for (std::size_t i = 0; i < in.header_count; ++i) {
     const http::Header& h = in.inline_headers[i];
-    if (is_hop_by_hop(h.name, connection) || iequals(h.name, "date")) continue;
-    if (iequals(h.name, "via")) {
+    const Field kind = classify(h.name);
+    if (kind == Field::hop_by_hop || kind == Field::date || (!connection.empty() && lists(connection, h.name))) {
+      continue;
+    }
+    if (kind == Field::via) {
       vias.append(vias.empty() ? "" : ", ").append(h.value);
     } else {
       out.header(h.name, h.value);

@@ -168,6 +168,38 @@ inline TargetScan scan_target(const char* p, std::size_t n) noexcept {
   return i;
 }
 
+// Whether every byte of [p, p + n) is a letter, a digit or '-' (nearly every field name a program
+// gives): 16 bytes a load, the last 16 overlapping; under 16, two overlapping loads in one register,
+// as find_invalid_value_byte_short. False: some byte is another one (perhaps still a token byte).
+inline bool only_name_bytes(const char* p, std::size_t n) noexcept {
+#if defined(__SSE2__)
+  auto all = [](__m128i v, unsigned lanes) { return (name_byte_mask(v) & lanes) == lanes; };
+  if (n >= 16) {
+    for (std::size_t i = 0; i + 16 <= n; i += 16) {
+      if (!all(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), 0xffffu)) return false;
+    }
+    return all(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16)), 0xffffu);
+  }
+  if (n >= 8) {
+    const __m128i head = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m128i tail = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + n - 8));
+    return all(_mm_unpacklo_epi64(head, tail), 0xffffu);
+  }
+  if (n >= 4) {
+    std::uint32_t head = 0, tail = 0;
+    __builtin_memcpy(&head, p, 4);
+    __builtin_memcpy(&tail, p + n - 4, 4);
+    return all(_mm_set_epi32(0, 0, static_cast<int>(tail), static_cast<int>(head)), 0xffu);
+  }
+#endif
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(p[i]);
+    const auto lower = static_cast<unsigned char>(c | 0x20);
+    if (!((lower >= 'a' && lower <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
 // Whether [p, p + n) is letters, digits, '.' and '-' (a host name or an IPv4 address), perhaps then
 // ':' and digits (a port): the Host value of nearly every request. False: it may still be valid, by
 // the rest of the grammar. With SSE2, a value of up to 16 bytes is one load, without a loop: the 16

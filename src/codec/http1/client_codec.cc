@@ -45,7 +45,18 @@ HttpClientRequest& HttpClientRequest::header(std::string_view name, std::string_
   if (!detail::all_tchar(name)) throw std::invalid_argument("HTTP header name is not a token: '" + std::string(name) + "'");
   check_header_value(name, value);
   if (headers_.empty()) headers_.reserve(kTypicalHeaderBytes);  // one allocation for the usual few lines
-  headers_.append(name).append(": ").append(value).append("\r\n");
+  // The line grown once and written in place: four appends checked the capacity four times.
+  const std::size_t at = headers_.size();
+  headers_.resize(at + name.size() + value.size() + 4);
+  char* p = headers_.data() + at;
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  *p++ = ':';
+  *p++ = ' ';
+  if (!value.empty()) std::memcpy(p, value.data(), value.size());  // an empty one's data() may be null
+  p += value.size();
+  *p++ = '\r';
+  *p = '\n';
   if (iequals(name, "Host")) has_host_ = true;
   return *this;
 }

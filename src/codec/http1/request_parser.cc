@@ -15,6 +15,7 @@ namespace detail {
 
 bool all_tchar(std::string_view s) noexcept {
   if (s.empty()) return false;
+  if (only_name_bytes(s.data(), s.size())) return true;  // the usual name, without the table walk
   for (unsigned char c : s) {
     if (!kTchar[c]) return false;
   }

@@ -54,6 +54,42 @@ TEST(ClientCodecTest, AControlAnywhereInAHeaderValueIsRefused) {
   }
 }
 
+// A name is checked 16 bytes (or two overlapping 8 or 4) at a time for the usual bytes, then by
+// the token table: every byte value at every position of every length up to 40 is taken exactly
+// when it is a token byte (RFC 9110 5.6.2), in HttpClientRequest and HttpResponse alike.
+TEST(ClientCodecTest, ANameIsTakenExactlyWhenEveryByteIsATokenByte) {
+  const std::string_view specials = "!#$%&'*+-.^_`|~";
+  auto is_token_byte = [&](unsigned char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           specials.find(static_cast<char>(c)) != std::string_view::npos;
+  };
+  for (std::size_t length = 1; length <= 40; ++length) {
+    for (std::size_t at = 0; at < length; ++at) {
+      for (int c = 0; c < 256; ++c) {
+        std::string name(length, ' ');
+        for (std::size_t i = 0; i < length; ++i) name[i] = "Xa-9z"[i % 5];
+        name[at] = static_cast<char>(c);
+        const bool token = is_token_byte(static_cast<unsigned char>(c));
+        bool taken = true;
+        try {
+          HttpClientRequest("GET", "/").header(name, "v");
+        } catch (const std::invalid_argument&) {
+          taken = false;
+        }
+        ASSERT_EQ(taken, token) << "length " << length << ", at " << at << ", byte " << c;
+        taken = true;
+        try {
+          HttpResponse(200).header(name, "v");
+        } catch (const std::invalid_argument&) {
+          taken = false;
+        }
+        ASSERT_EQ(taken, token) << "response: length " << length << ", at " << at << ", byte " << c;
+      }
+    }
+  }
+  EXPECT_THROW(HttpClientRequest("GET", "/").header("", "v"), std::invalid_argument);
+}
+
 TEST(ClientCodecTest, StreamedRequestBodiesAreFramedChunkedOrSized) {
   Fixture f;
   HttpClientRequest chunked("POST", "/up");
