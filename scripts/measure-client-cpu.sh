@@ -3,11 +3,11 @@
 # HTTP/1.1 server on one core, the client on another: curl --parallel, weft-fetch and weft-load's raw
 # client, each at 16 connections; the median of RUNS runs each. (docs/client.md, "Performance")
 #   scripts/measure-client-cpu.sh [BUILD] [N] [RUNS] [SERVER]
-#   e.g. scripts/measure-client-cpu.sh build/release 20000 5 weft-hello    (or SERVER=nginx: ../shared/peers/nginx.conf)
+#   e.g. scripts/measure-client-cpu.sh build/release 100000 5 weft-hello    (or SERVER=nginx: ../shared/peers/nginx.conf)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/measure-lib.sh
-build=${1:-build/release} n=${2:-20000} runs=${3:-5} server=${4:-weft-hello}
+build=${1:-build/release} n=${2:-100000} runs=${3:-5} server=${4:-weft-hello}
 tmp=$(mktemp -d)
 pids+=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
