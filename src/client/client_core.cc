@@ -64,43 +64,27 @@ TlsContextPtr ClientCore::tls() {
 
 Future<StreamedResponse> ClientCore::stream(Url url, std::string method, std::string header_block, ByteBuf body,
                                             std::optional<Duration> timeout) {
-  Promise<http::HttpClientResponse> head;  // no loop: its listener runs where the head is given, the pool's loop
-  auto x = make_exchange(std::move(url), method, head);
+  Promise<StreamedResponse> result(answer_loop());
+  Future<StreamedResponse> future = result.future();
+  auto x = make_exchange(std::move(url), method, std::move(result));
   x->header_block = std::move(header_block);
   x->timeout = timeout;
   x->body = std::move(body);
-  Future<StreamedResponse> future = streamed(x, std::move(head));
   launch(std::move(x));
   return future;
 }
 
 Upload ClientCore::upload(Url url, std::string method, std::string header_block, std::optional<std::uint64_t> length,
                           std::optional<Duration> timeout) {
-  Promise<http::HttpClientResponse> head;
-  auto x = make_exchange(std::move(url), method, head);
+  Promise<StreamedResponse> result(answer_loop());
+  Future<StreamedResponse> future = result.future();
+  auto x = make_exchange(std::move(url), method, std::move(result));
   x->header_block = std::move(header_block);
   x->timeout = timeout;
   x->upload = std::make_shared<UploadStream>(home().loop(), length, x->url.to_string());
-  Upload out{RequestBody(x->upload), streamed(x, std::move(head))};
+  Upload out{RequestBody(x->upload), std::move(future)};
   launch(std::move(x));
   return out;
-}
-
-Future<StreamedResponse> ClientCore::streamed(std::shared_ptr<Exchange> x, Promise<http::HttpClientResponse> head) {
-  Promise<StreamedResponse> result(answer_loop());
-  Future<StreamedResponse> future = result.future();
-  x->streamed = true;
-  std::weak_ptr<Exchange> weak = x;  // the pool holds it while it answers
-  head.future().add_listener([weak, result](const Future<http::HttpClientResponse>& f) mutable {
-    if (auto error = f.error()) {
-      result.set_error(error);
-      return;
-    }
-    std::shared_ptr<BodyStream> body;
-    if (auto strong = weak.lock()) body = std::move(strong->body_stream);
-    result.set_value(StreamedResponse{f.take(), ResponseBody(std::move(body))});
-  });
-  return future;
 }
 
 LoopClient& ClientCore::home() const {
@@ -323,7 +307,7 @@ void LoopClient::answered(std::shared_ptr<Exchange> x, http::HttpClientResponse&
   if (x->upload && x->upload->active() && response.status() >= 300) {
     x->upload->stop(std::make_exception_ptr(RequestBodyError(RequestBodyError::Kind::answered, x->url.to_string())));
   }
-  x->result.set_value(std::move(response));
+  x->result.set_value(std::move(response), x->body_stream);
 }
 
 void LoopClient::failed(std::shared_ptr<Exchange> x, std::exception_ptr error) {

@@ -122,7 +122,6 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void track_websocket(Channel& channel);    // thread-safe
   void launch(std::shared_ptr<Exchange> x);  // on home()'s loop
   LoopClient& home() const;                  // the caller's loop of the group, else the next one
-  Future<StreamedResponse> streamed(std::shared_ptr<Exchange> x, Promise<http::HttpClientResponse> head);
 
   EventLoopGroup& group_;
   std::shared_ptr<const ClientOptions> options_;

@@ -8,8 +8,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "weft/buffer/byte_buf.h"
+#include "weft/client/response_body.h"
 #include "weft/client/url.h"
 #include "weft/codec/http1/client_codec.h"
 #include "weft/core/clock.h"
@@ -40,12 +42,42 @@ class RequestDeadlines;
 class TunnelOpener;
 class UploadStream;
 
+// What an exchange's caller waits for: the response (whole, or an extended CONNECT's head), or a
+// StreamedResponse (HttpClient::stream and upload), made when the head comes from it and the
+// exchange's body stream. One promise either way: a streamed answer is not passed through a head's
+// future first. Pool loop only (the promises deliver where their futures' loops are).
+class ExchangeResult {
+ public:
+  explicit ExchangeResult(Promise<http::HttpClientResponse> whole) noexcept : promise_(std::move(whole)) {}
+  explicit ExchangeResult(Promise<StreamedResponse> streamed) noexcept : promise_(std::move(streamed)) {}
+
+  bool is_streamed() const noexcept { return promise_.index() == 1; }
+  // The answer; a StreamedResponse takes `body` (null: an empty body) with it.
+  void set_value(http::HttpClientResponse&& response, std::shared_ptr<BodyStream>& body) {
+    if (auto* whole = std::get_if<0>(&promise_)) {
+      whole->set_value(std::move(response));
+    } else {
+      std::get<1>(promise_).set_value(StreamedResponse{std::move(response), ResponseBody(std::move(body))});
+    }
+  }
+  void set_error(std::exception_ptr error) {
+    std::visit([&](auto& promise) { promise.set_error(std::move(error)); }, promise_);
+  }
+  template <class E>
+  void fail(E&& error) {
+    set_error(std::make_exception_ptr(std::forward<E>(error)));
+  }
+
+ private:
+  std::variant<Promise<http::HttpClientResponse>, Promise<StreamedResponse>> promise_;
+};
+
 struct Exchange : std::enable_shared_from_this<Exchange> {
   Url url;
   std::string method;
   std::string header_block;  // the caller's header lines ("Name: value\r\n" each)
   ByteBuf body;              // kept whole: each attempt sends a slice of it
-  Promise<http::HttpClientResponse> result;
+  ExchangeResult result;
   std::size_t redirects = 0;
   bool retried = false;            // a retry was spent
   bool fresh_only = false;         // the retry: only a connection that has served nothing takes it
@@ -65,9 +97,10 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
   Exchange* deadline_next = nullptr;
 
   // `u`: a Url or a const Url&, copied or moved once, into place.
-  template <class U>
-  Exchange(U&& u, std::string_view m, Promise<http::HttpClientResponse>&& r)
-      : url(std::forward<U>(u)), method(m), result(std::move(r)) {}
+  template <class U, class P>
+  Exchange(U&& u, std::string_view m, P&& r) : url(std::forward<U>(u)), method(m), result(std::forward<P>(r)) {
+    streamed = result.is_streamed();
+  }
   ~Exchange();
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
@@ -85,8 +118,9 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
 };
 
 // A new exchange, its memory from the per-thread frame pool (one per request: no trip to the heap).
-template <class U>
-std::shared_ptr<Exchange> make_exchange(U&& url, std::string_view method, Promise<http::HttpClientResponse> result) {
+// `result`: a Promise<http::HttpClientResponse>, or a Promise<StreamedResponse> (streamed).
+template <class U, class P>
+std::shared_ptr<Exchange> make_exchange(U&& url, std::string_view method, P result) {
   return std::allocate_shared<Exchange>(weft::detail::FramePoolAllocator<Exchange>(), std::forward<U>(url), method,
                                         std::move(result));
 }
