@@ -408,6 +408,30 @@ TEST_P(FileRegionTest, WithoutAPipeIoUringReadsTheFileInstead) {
   EXPECT_TRUE(c.probe->first_error() == nullptr);
 }
 
+// A splice into the socket that answers -EAGAIN (the socket full when the round starts; forced
+// here, the small-window test above meets it by chance) waits for room: the connection goes on.
+TEST_P(FileRegionTest, ASpliceAnsweredEagainIsRetriedNotAFailure) {
+  if (!is_io_uring()) GTEST_SKIP() << "io_uring's splices";
+  Connection c(*this);
+  ASSERT_NO_FATAL_FAILURE(c.open());
+  const std::string content = pattern(kFileSize);
+  TempFile file(content);
+  std::promise<void> injected;
+  c.ch->loop().execute([&] {
+    IoUringDriver::of(c.ch->loop()).eagain_splices_for_testing(3);
+    injected.set_value();
+  });
+  injected.get_future().wait();
+  c.ch->write(FileRegion::open(file.path, 0, 100000));
+  c.ch->write(ByteBuf::copy_of("|"));
+  c.ch->write_and_flush(FileRegion::open(file.path, 0, content.size()));
+  const std::string expected = content.substr(0, 100000) + "|" + content;
+  const std::string received = c.client.recv_exact(expected.size(), 60s).value_or("");
+  EXPECT_TRUE(received == expected) << "got " << received.size() << " of " << expected.size() << " bytes";
+  EXPECT_TRUE(c.probe->first_error() == nullptr) << "the channel failed";
+  c.expect_spliced(100000 + content.size());
+}
+
 WEFT_ON_EVERY_TRANSPORT(FileRegionTest);
 
 }  // namespace

@@ -90,6 +90,11 @@ class IoUringDriver final : public IoDriver {
   void fail_pipes_for_testing(int n) noexcept { failing_pipes_ = n; }
   // Loop thread only. Whether the next pipe must fail (counts the injected failures down).
   bool pipe_must_fail() noexcept { return failing_pipes_ > 0 && failing_pipes_-- > 0; }
+  // Loop thread only; for tests. The next `n` rounds of a file's splices that start with an empty
+  // pipe first splice from it alone, which answers -EAGAIN as a splice into a full socket does.
+  void eagain_splices_for_testing(int n) noexcept { eagain_splices_ = n; }
+  // Loop thread only. Whether the next round must start so (counts the injected rounds down).
+  bool splice_must_eagain() noexcept { return eagain_splices_ > 0 && eagain_splices_-- > 0; }
 
   static constexpr unsigned short kBufferGroup = 1;
   const IoUringOptions& options() const noexcept { return options_; }
@@ -121,6 +126,7 @@ class IoUringDriver final : public IoDriver {
   bool wake_arm_failing_ = false;  // logged once per streak of failed re-arms
   int failing_wake_arms_ = 0;
   int failing_pipes_ = 0;
+  int eagain_splices_ = 0;
   std::atomic<std::uint64_t> file_bytes_spliced_{0};
   std::atomic<std::uint64_t> file_bytes_read_{0};
   WakeOp wake_op_{*this};
