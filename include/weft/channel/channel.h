@@ -225,8 +225,9 @@ class Channel : public std::enable_shared_from_this<Channel>, public LoopResourc
   /// read, write or close it: the transport owns it.
   virtual int native_fd() const noexcept { return -1; }
   /// Thread-safe. Whether the transport sends a FileRegion written to the channel itself, from the
-  /// file to the socket without copying it through buffers (sendfile: epoll and blocking). Else a
-  /// FileRegion reaching the channel is refused, and FileRegionWriter reads it into buffers.
+  /// file to the socket without copying it through buffers (sendfile: epoll and blocking; splice
+  /// through the channel's pipe: io_uring). Else a FileRegion reaching the channel is refused, and
+  /// FileRegionWriter reads it into buffers.
   virtual bool sends_files() const noexcept { return false; }
 
   /// Loop thread only. Notes why the channel is about to close (see CloseReason); the first reason

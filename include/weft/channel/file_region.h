@@ -8,7 +8,8 @@
 /// when they first write a file): it reads the file in bounded chunks into pooled buffers while the
 /// channel is writable, so serving a large file to a slow reader holds a bounded amount of memory;
 /// or, on a transport that sends files itself (Channel::sends_files()) with no TLS handler in the
-/// way, it passes the region whole to the channel's write queue, sent with sendfile(2).
+/// way, it passes the region whole to the channel's write queue, sent with sendfile(2) (epoll,
+/// blocking) or splice(2) through a pipe (io_uring).
 
 #include <sys/types.h>
 

@@ -8,12 +8,12 @@
 ///
 /// Works on every transport and under TLS (it sits above the TLS handler: the chunks are encrypted
 /// as they pass). Where the transport sends files itself (Channel::sends_files(): sendfile on epoll
-/// and blocking) and nothing stands between the writer and the socket (Context::writes_to_channel():
-/// no TLS handler), a file is not read here: it goes whole, in its turn, into the channel's write
-/// queue, which counts its bytes toward writability and closes it once sent or dropped. A file that
-/// ends before its region does (truncated while being served) closes the channel: the peer sees a
-/// short body, never a hang. The HTTP server codecs add one before
-/// themselves, named kName, the first time they write a file.
+/// and blocking, splice through a pipe on io_uring) and nothing stands between the writer and the
+/// socket (Context::writes_to_channel(): no TLS handler), a file is not read here: it goes whole, in
+/// its turn, into the channel's write queue, which counts its bytes toward writability and closes it
+/// once sent or dropped. A file that ends before its region does (truncated while being served)
+/// closes the channel: the peer sees a short body, never a hang. The HTTP server codecs add one
+/// before themselves, named kName, the first time they write a file.
 ///
 /// Outbound ByteBuf or FileRegion in, ByteBuf out. Loop thread only; one per channel.
 

@@ -8,7 +8,7 @@
 /// two slots are inline (a server usually has one buffer queued at a time, and a heap ring would be
 /// one more cache line per write on a cold connection).
 ///
-/// A FileRegion (for a transport that sends files itself, with sendfile) takes a slot of the ring
+/// A FileRegion (for a transport that sends files itself, with sendfile or splice) takes a slot of the ring
 /// as an empty ByteBuf, its marker -- a queued ByteBuf is never empty -- and sits in a ring of its
 /// own, allocated with the first file: the ByteBuf path keeps its layout and its cost.
 /// collect_iovecs() stops at a marker; the transport then sends flushed_file() and reports it with

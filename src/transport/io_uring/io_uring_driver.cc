@@ -181,6 +181,13 @@ io_uring_sqe* IoUringDriver::prepare(IoUringOp& op) {
   return sqe;
 }
 
+void IoUringDriver::reserve(unsigned n) {
+  while (io_uring_sq_space_left(&ring_) < n) {
+    int rc = io_uring_submit(&ring_);
+    if (rc < 0 && rc != -EINTR && rc != -EBUSY) throw IoError(-rc, "io_uring_submit");
+  }
+}
+
 void IoUringDriver::cancel(IoUringOp& op) {
   io_uring_sqe* sqe = next_sqe();
   io_uring_prep_cancel(sqe, &op, 0);

@@ -6,6 +6,7 @@
 
 #include <liburing.h>
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -55,6 +56,9 @@ class IoUringDriver final : public IoDriver {
   // Loop thread only. A cleared submission entry whose completions go to `op`; submitted by the next
   // poll (or earlier when the queue is full). Never null. Counts `op` in flight until its last completion.
   io_uring_sqe* prepare(IoUringOp& op);
+  // Loop thread only. Makes room for `n` submission entries (submitting what is queued when there
+  // is not), so that the next `n` prepare() calls form one chain when linked (IOSQE_IO_LINK).
+  void reserve(unsigned n);
   // Loop thread only. Asks the kernel to cancel `op`; its completions still arrive (with -ECANCELED
   // when it had not finished).
   void cancel(IoUringOp& op);
@@ -70,6 +74,27 @@ class IoUringDriver final : public IoDriver {
   void fail_wake_arms_for_testing(int n) noexcept { failing_wake_arms_ = n; }
   // Loop thread only. Whether the wake-up read is armed (a failed re-arm is retried by every poll).
   bool wake_read_armed() const noexcept { return wake_armed_; }
+
+  // Which path this loop's channels sent files by, in bytes of FileRegions that reached the socket:
+  // through a channel's pipe (splice), or read into a buffer because no pipe could be made. Counted on
+  // the loop thread; thread-safe to read (for tests and diagnostics).
+  std::uint64_t file_bytes_spliced() const noexcept { return file_bytes_spliced_.load(std::memory_order_relaxed); }
+  std::uint64_t file_bytes_read() const noexcept { return file_bytes_read_.load(std::memory_order_relaxed); }
+  // Loop thread only.
+  void count_file_bytes(std::size_t n, bool spliced) noexcept {
+    auto& counter = spliced ? file_bytes_spliced_ : file_bytes_read_;
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  // Loop thread only; for tests. The next `n` pipes that channels of this loop make for files fail
+  // as with EMFILE.
+  void fail_pipes_for_testing(int n) noexcept { failing_pipes_ = n; }
+  // Loop thread only. Whether the next pipe must fail (counts the injected failures down).
+  bool pipe_must_fail() noexcept { return failing_pipes_ > 0 && failing_pipes_-- > 0; }
+  // Loop thread only; for tests. The next `n` rounds of a file's splices that start with an empty
+  // pipe first splice from it alone, which answers -EAGAIN as a splice into a full socket does.
+  void eagain_splices_for_testing(int n) noexcept { eagain_splices_ = n; }
+  // Loop thread only. Whether the next round must start so (counts the injected rounds down).
+  bool splice_must_eagain() noexcept { return eagain_splices_ > 0 && eagain_splices_-- > 0; }
 
   static constexpr unsigned short kBufferGroup = 1;
   const IoUringOptions& options() const noexcept { return options_; }
@@ -100,6 +125,10 @@ class IoUringDriver final : public IoDriver {
   bool wake_armed_ = false;
   bool wake_arm_failing_ = false;  // logged once per streak of failed re-arms
   int failing_wake_arms_ = 0;
+  int failing_pipes_ = 0;
+  int eagain_splices_ = 0;
+  std::atomic<std::uint64_t> file_bytes_spliced_{0};
+  std::atomic<std::uint64_t> file_bytes_read_{0};
   WakeOp wake_op_{*this};
   io_uring_buf_ring* buffer_ring_ = nullptr;
   std::size_t buffer_ring_bytes_ = 0;

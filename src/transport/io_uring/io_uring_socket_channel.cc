@@ -29,11 +29,15 @@ IoUringSocketChannel::IoUringSocketChannel(EventLoop& loop, const ChannelConfig&
 IoUringSocketChannel::~IoUringSocketChannel() {
   if (fd_ >= 0) ::close(fd_);
   if (closing_fd_ >= 0) ::close(closing_fd_);
+  close_pipe();
 }
 
 ChannelPtr IoUringSocketChannel::op_finished() noexcept {
   ChannelPtr last = in_flight_.finished();
-  if (in_flight_.idle() && closing_fd_ >= 0) ::close(std::exchange(closing_fd_, -1));
+  if (in_flight_.idle() && closing_fd_ >= 0) {
+    ::close(std::exchange(closing_fd_, -1));
+    close_pipe();  // no splice names it any more
+  }
   return last;
 }
 
@@ -220,6 +224,10 @@ void IoUringSocketChannel::do_flush() {
 
 void IoUringSocketChannel::start_send() {
   if (!outbound().has_flushed()) return;
+  if (outbound().flushed_file() != nullptr) {
+    start_file_send();
+    return;
+  }
   iovec* iov = inline_iov_;
   int max_iov = kInlineIovecs;
   if (outbound().flushed_entries() > static_cast<std::size_t>(kInlineIovecs)) {
@@ -261,7 +269,13 @@ void IoUringSocketChannel::hold_send_buffers() {
 void IoUringSocketChannel::on_send(int result, unsigned flags) {
   ChannelPtr keep = is_last(flags) ? op_finished() : ChannelPtr();
   if ((flags & IORING_CQE_F_NOTIF) == 0 && !send_detached_ && is_open()) {
-    if (result >= 0) {
+    if (result >= 0 && sending_chunk_) {
+      const FileRegion* file = outbound().flushed_file();
+      if (file != nullptr && file->length() == static_cast<std::uint64_t>(result)) reading_front_file_ = false;
+      file_chunk_.skip_bytes(static_cast<std::size_t>(result));
+      driver_->count_file_bytes(static_cast<std::size_t>(result), false);
+      on_file_bytes_written(static_cast<std::size_t>(result));
+    } else if (result >= 0) {
       on_bytes_written(static_cast<std::size_t>(result));
     } else if (result != -EAGAIN && result != -EINTR && result != -ENOBUFS && result != -ECANCELED) {
       fail_and_close(std::make_exception_ptr(IoError(-result, "write")));
@@ -269,6 +283,9 @@ void IoUringSocketChannel::on_send(int result, unsigned flags) {
   }
   if (!is_last(flags)) return;  // a zero-copy send: its notification follows
   send_in_flight_ = false;
+  if (std::exchange(sending_chunk_, false) && (send_detached_ || file_chunk_.readable_bytes() == 0)) {
+    file_chunk_ = ByteBuf();  // sent, or the file left the queue (close, shutdown)
+  }
   send_detached_ = false;
   send_hold_.clear();
   if (is_open() && !is_output_shutdown()) start_send();
@@ -361,12 +378,17 @@ void IoUringSocketChannel::do_close() {
     // The outbound buffer is cleared after this returns; the kernel may still read the send's buffers.
     hold_send_buffers();
     send_detached_ = true;
-    driver_->cancel(send_op_);
+    // A splice may be blocked in an io_uring worker on a full socket: the cancel interrupts it.
+    if (splice_in_flight_) driver_->cancel(splice_in_op_);
+    if (splice_out_in_flight_) driver_->cancel(splice_out_op_);
+    if (writable_wait_in_flight_) driver_->cancel(writable_op_);
+    if (!splice_in_flight_ && !splice_out_in_flight_ && !writable_wait_in_flight_) driver_->cancel(send_op_);
   }
   parked_.clear();
   if (fd_ >= 0) {
     if (in_flight_.idle()) {
       ::close(fd_);
+      close_pipe();
     } else {
       closing_fd_ = fd_;  // see op_finished
     }
