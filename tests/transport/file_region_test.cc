@@ -379,6 +379,17 @@ TEST_P(FileRegionTest, ClosingWithASendInFlightLetsEveryDescriptorGo) {
   }
 }
 
+// Runs `fn` with `loop`'s io_uring driver on the loop's thread, and waits for it.
+template <class F>
+void on_driver(EventLoop& loop, F fn) {
+  std::promise<void> done;
+  loop.execute([&] {
+    fn(IoUringDriver::of(loop));
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
 // io_uring without a pipe (EMFILE): the region is read into buffers instead, byte-exact, and the
 // response does not fail; the next region gets a pipe.
 TEST_P(FileRegionTest, WithoutAPipeIoUringReadsTheFileInstead) {
@@ -387,12 +398,7 @@ TEST_P(FileRegionTest, WithoutAPipeIoUringReadsTheFileInstead) {
   ASSERT_NO_FATAL_FAILURE(c.open());
   const std::string content = pattern(kFileSize);
   TempFile file(content);
-  std::promise<void> injected;
-  c.ch->loop().execute([&] {
-    IoUringDriver::of(c.ch->loop()).fail_pipes_for_testing(1);
-    injected.set_value();
-  });
-  injected.get_future().wait();
+  on_driver(c.ch->loop(), [](IoUringDriver& driver) { driver.fail_pipes_for_testing(1); });
   c.ch->write(ByteBuf::copy_of("a"));
   c.ch->write(FileRegion::open(file.path, 3, content.size() - 3));
   c.ch->write_and_flush(ByteBuf::copy_of("b"));
@@ -416,12 +422,7 @@ TEST_P(FileRegionTest, ASpliceAnsweredEagainIsRetriedNotAFailure) {
   ASSERT_NO_FATAL_FAILURE(c.open());
   const std::string content = pattern(kFileSize);
   TempFile file(content);
-  std::promise<void> injected;
-  c.ch->loop().execute([&] {
-    IoUringDriver::of(c.ch->loop()).eagain_splices_for_testing(3);
-    injected.set_value();
-  });
-  injected.get_future().wait();
+  on_driver(c.ch->loop(), [](IoUringDriver& driver) { driver.eagain_splices_for_testing(3); });
   c.ch->write(FileRegion::open(file.path, 0, 100000));
   c.ch->write(ByteBuf::copy_of("|"));
   c.ch->write_and_flush(FileRegion::open(file.path, 0, content.size()));
