@@ -1,5 +1,6 @@
 #include "weft/codec/websocket/frame.h"
 
+#include <immintrin.h>
 #include <openssl/rand.h>
 
 #include <cstring>
@@ -13,23 +14,79 @@ bool is_valid_close_code(std::uint16_t code) noexcept {
   return code >= 3000 && code <= 4999;
 }
 
-void apply_mask(std::uint8_t* data, std::size_t n, const std::uint8_t key[4], std::uint64_t offset) noexcept {
+namespace {
+
+// XORs the whole 64-byte blocks at `data` with the key word repeated; returns the bytes done.
+std::size_t mask_blocks_sse2(std::uint8_t* data, std::size_t n, std::uint32_t word_key) noexcept {
+  const __m128i k = _mm_set1_epi32(static_cast<int>(word_key));
   std::size_t i = 0;
-  // To a word boundary of the key's cycle, then eight bytes at a time.
-  for (; i < n && ((offset + i) & 3) != 0; ++i) data[i] ^= key[(offset + i) & 3];
-  if (n - i >= 8) {
-    std::uint8_t k8[8];
-    for (int j = 0; j < 8; ++j) k8[j] = key[j & 3];
-    std::uint64_t word_key;
-    std::memcpy(&word_key, k8, 8);
-    for (; n - i >= 8; i += 8) {
-      std::uint64_t word;
-      std::memcpy(&word, data + i, 8);
-      word ^= word_key;
-      std::memcpy(data + i, &word, 8);
-    }
+  for (; n - i >= 64; i += 64) {
+    auto* at = reinterpret_cast<__m128i*>(data + i);
+    const __m128i a = _mm_xor_si128(_mm_loadu_si128(at), k);
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128(at + 1), k);
+    const __m128i c = _mm_xor_si128(_mm_loadu_si128(at + 2), k);
+    const __m128i d = _mm_xor_si128(_mm_loadu_si128(at + 3), k);
+    _mm_storeu_si128(at, a);
+    _mm_storeu_si128(at + 1, b);
+    _mm_storeu_si128(at + 2, c);
+    _mm_storeu_si128(at + 3, d);
   }
-  for (; i < n; ++i) data[i] ^= key[(offset + i) & 3];
+  return i;
+}
+
+__attribute__((target("avx2"))) std::size_t mask_blocks_avx2(std::uint8_t* data, std::size_t n,
+                                                             std::uint32_t word_key) noexcept {
+  const __m256i k = _mm256_set1_epi32(static_cast<int>(word_key));
+  std::size_t i = 0;
+  for (; n - i >= 64; i += 64) {
+    auto* at = reinterpret_cast<__m256i*>(data + i);
+    const __m256i a = _mm256_xor_si256(_mm256_loadu_si256(at), k);
+    const __m256i b = _mm256_xor_si256(_mm256_loadu_si256(at + 1), k);
+    _mm256_storeu_si256(at, a);
+    _mm256_storeu_si256(at + 1, b);
+  }
+  return i;
+}
+
+bool cpu_has_avx2() noexcept {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
+
+}  // namespace
+
+namespace {
+
+void mask(std::uint8_t* data, std::size_t n, const std::uint8_t key[4], std::uint64_t offset, bool avx2) noexcept {
+  // The key turned to start `offset` bytes into its cycle: byte i of the data takes cycled[i & 3].
+  std::uint8_t cycled[4];
+  for (int j = 0; j < 4; ++j) cycled[j] = key[(offset + j) & 3];
+  std::uint32_t word_key;
+  std::memcpy(&word_key, cycled, 4);
+  // 64 bytes a turn, in two AVX2 or four SSE2 registers: a 16 KiB message took ~8,300 instructions
+  // eight bytes at a time, most of a large message's user time.
+  std::size_t i = 0;
+  if (n >= 64) i = avx2 ? mask_blocks_avx2(data, n, word_key) : mask_blocks_sse2(data, n, word_key);
+  const std::uint64_t word_key8 = (static_cast<std::uint64_t>(word_key) << 32) | word_key;
+  for (; n - i >= 8; i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, data + i, 8);
+    word ^= word_key8;
+    std::memcpy(data + i, &word, 8);
+  }
+  for (; i < n; ++i) data[i] ^= cycled[i & 3];
+}
+
+}  // namespace
+
+void apply_mask(std::uint8_t* data, std::size_t n, const std::uint8_t key[4], std::uint64_t offset) noexcept {
+  static const bool avx2 = cpu_has_avx2();
+  mask(data, n, key, offset, avx2 && n >= 64);
+}
+
+void detail::apply_mask_sse2(std::uint8_t* data, std::size_t n, const std::uint8_t key[4],
+                             std::uint64_t offset) noexcept {
+  mask(data, n, key, offset, false);
 }
 
 FrameDecoder::Status FrameDecoder::fail(std::uint16_t code, std::string_view reason) noexcept {

@@ -155,4 +155,10 @@ class FrameEncoder {
 /// key's cycle. Thread-safe.
 void apply_mask(std::uint8_t* data, std::size_t n, const std::uint8_t key[4], std::uint64_t offset) noexcept;
 
+namespace detail {
+/// apply_mask without AVX2, as a CPU without it runs it (apply_mask takes AVX2 where the CPU has
+/// it), so that tests check both on any machine. Thread-safe.
+void apply_mask_sse2(std::uint8_t* data, std::size_t n, const std::uint8_t key[4], std::uint64_t offset) noexcept;
+}  // namespace detail
+
 }  // namespace weft::ws
