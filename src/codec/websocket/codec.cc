@@ -297,6 +297,13 @@ void Codec::end(Context& ctx, std::uint16_t code, std::string_view reason) {
   graceful_ = true;
   if (ping_timer_ != 0) ctx.loop().cancel(ping_timer_);
   ping_timer_ = 0;
+  // The application hears how the WebSocket ended before the connection closes: a channel that
+  // closes at once (its input had ended, or the shutdown failed) would otherwise tell it 1006 first.
+  if (!ended_) {
+    ended_ = true;
+    ctx.fire_read(Message::close(code, reason));
+  }
+  if (!ctx.channel().is_open()) return;
   if (role_ == Role::client) {
     // RFC 6455 7.1.1: the server closes TCP first; a client that waits in vain closes it itself.
     close_timer_ = ctx.loop().schedule(options_.close_timeout, [this, &ctx] {
@@ -307,10 +314,6 @@ void Codec::end(Context& ctx, std::uint16_t code, std::string_view reason) {
     });
   } else {
     ctx.channel().close_gracefully(options_.close_timeout, options_.close_timeout);
-  }
-  if (!ended_) {
-    ended_ = true;
-    ctx.fire_read(Message::close(code, reason));
   }
 }
 

@@ -329,8 +329,8 @@ PerMessageDeflate::Config server(bool client_no_context_takeover = false, bool s
   return c;
 }
 
-// The server sent a close with `code`, and the application heard the end (an EmbeddedChannel closes
-// at once: the application hears 1006, as when a connection ends without a close).
+// The server sent a close with `code`, and the application heard the end with it (also on an
+// EmbeddedChannel, which closes at once).
 void expect_failed_with(Conn& c, std::uint16_t code) {
   const std::vector<Sent> sent = c.written();
   ASSERT_FALSE(sent.empty());
@@ -339,6 +339,7 @@ void expect_failed_with(Conn& c, std::uint16_t code) {
   std::vector<ws::Message> got = c.messages();
   ASSERT_FALSE(got.empty());
   EXPECT_TRUE(got.back().is_close());
+  EXPECT_EQ(got.back().close_code(), code);
 }
 
 struct Example {

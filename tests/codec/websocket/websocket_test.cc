@@ -24,6 +24,7 @@
 #include "weft/channel/embedded_channel.h"
 #include "weft/codec/http1/router.h"
 #include "weft/codec/http1/server_codec.h"
+#include "weft/codec/websocket/codec.h"
 #include "weft/codec/websocket/frame.h"
 #include "weft/codec/websocket/upgrade.h"
 #include "weft/codec/websocket/utf8.h"
@@ -443,6 +444,38 @@ TEST_P(WebSocketTest, TheApplicationSeesHowEachConnectionEnded) {
   }
   EXPECT_TRUE(test::eventually([&] { return closes_.load() == 2; }, 10000ms));
   EXPECT_EQ(last_close_code_.load(), 1006);
+}
+
+// The application hears the code the WebSocket ended with, also when the channel closes at once as
+// the codec ends it (an EmbeddedChannel's does, as a socket's does when its input had ended):
+// the close reached the application only after the channel's close, which had told it 1006 first.
+// Found by tests/fuzz/websocket_server_fuzz.cc.
+TEST(WebSocketCloseTest, TheApplicationHearsTheEndingCodeWhenTheChannelClosesAtOnce) {
+  struct Ending {
+    std::string input;
+    std::uint16_t code;
+  };
+  Frame unmasked = text("hi");
+  unmasked.masked = false;
+  const std::vector<Ending> endings = {
+      {bytes(unmasked), ws::close_code::protocol_error},
+      {bytes(text("\xff")), ws::close_code::invalid_payload},
+      {bytes(close_frame(4002, "bye")), 4002},
+      {bytes(Frame{8, ""}), ws::close_code::no_status},
+  };
+  for (const Ending& e : endings) {
+    SCOPED_TRACE(e.code);
+    EmbeddedChannel ch;
+    ch.pipeline().add_last("websocket", std::make_shared<ws::Codec>());
+    ch.write_inbound(ByteBuf::copy_of(e.input));
+    EXPECT_FALSE(ch.is_open());
+    std::vector<ws::Message> heard;
+    while (auto m = ch.read_inbound<ws::Message>()) heard.push_back(std::move(*m));
+    ASSERT_EQ(heard.size(), 1u);
+    ASSERT_TRUE(heard[0].is_close());
+    EXPECT_EQ(heard[0].close_code(), e.code);
+    if (e.code == 4002) EXPECT_EQ(heard[0].reason(), "bye");
+  }
 }
 
 TEST_P(WebSocketTest, PythonWebsocketsEchoesTextAndBinary) {
