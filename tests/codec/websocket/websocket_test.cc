@@ -474,7 +474,9 @@ TEST(WebSocketCloseTest, TheApplicationHearsTheEndingCodeWhenTheChannelClosesAtO
     ASSERT_EQ(heard.size(), 1u);
     ASSERT_TRUE(heard[0].is_close());
     EXPECT_EQ(heard[0].close_code(), e.code);
-    if (e.code == 4002) EXPECT_EQ(heard[0].reason(), "bye");
+    if (e.code == 4002) {
+      EXPECT_EQ(heard[0].reason(), "bye");
+    }
   }
 }
 
