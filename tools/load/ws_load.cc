@@ -55,21 +55,6 @@ class MaskKeys {
   std::uint64_t state_ = 0;
 };
 
-// Copies n bytes from `src` to `dst`, masked with `key` (RFC 6455 section 5.3), eight at a time.
-void masked_copy(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, std::uint32_t key) noexcept {
-  std::uint64_t key8 = (static_cast<std::uint64_t>(key) << 32) | key;
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    std::uint64_t word;
-    std::memcpy(&word, src + i, 8);
-    word ^= key8;
-    std::memcpy(dst + i, &word, 8);
-  }
-  std::uint8_t k[4];
-  std::memcpy(k, &key, 4);
-  for (; i < n; ++i) dst[i] = src[i] ^ k[i & 3];
-}
-
 std::size_t masked_header_size(std::size_t length) noexcept {
   return 2 + (length < 126 ? 0 : length < 65536 ? 2 : 8) + 4;
 }
@@ -92,8 +77,9 @@ void write_masked_frame(ByteBuf& out, std::uint8_t first_byte, std::string_view 
       p[h++] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(n) >> shift);
   }
   std::memcpy(p + h, &key, 4);
+  const std::uint8_t* key_bytes = p + h;
   h += 4;
-  masked_copy(p + h, reinterpret_cast<const std::uint8_t*>(payload.data()), n, key);
+  ws::copy_masked(p + h, reinterpret_cast<const std::uint8_t*>(payload.data()), n, key_bytes);
   out.advance_writer(h + n);
 }
 

@@ -1,9 +1,7 @@
 #include "weft/codec/websocket/frame.h"
 
-#include <immintrin.h>
 #include <openssl/rand.h>
 
-#include <bit>
 #include <cstring>
 #include <stdexcept>
 
@@ -13,83 +11,6 @@ bool is_valid_close_code(std::uint16_t code) noexcept {
   if (code >= 1000 && code <= 1003) return true;
   if (code >= 1007 && code <= 1011) return true;
   return code >= 3000 && code <= 4999;
-}
-
-namespace {
-
-// XORs the whole 64-byte blocks at `data` with the key word repeated; returns the bytes done.
-std::size_t mask_blocks_sse2(std::uint8_t* data, std::size_t n, std::uint32_t word_key) noexcept {
-  const __m128i k = _mm_set1_epi32(static_cast<int>(word_key));
-  std::size_t i = 0;
-  for (; n - i >= 64; i += 64) {
-    auto* at = reinterpret_cast<__m128i*>(data + i);
-    const __m128i a = _mm_xor_si128(_mm_loadu_si128(at), k);
-    const __m128i b = _mm_xor_si128(_mm_loadu_si128(at + 1), k);
-    const __m128i c = _mm_xor_si128(_mm_loadu_si128(at + 2), k);
-    const __m128i d = _mm_xor_si128(_mm_loadu_si128(at + 3), k);
-    _mm_storeu_si128(at, a);
-    _mm_storeu_si128(at + 1, b);
-    _mm_storeu_si128(at + 2, c);
-    _mm_storeu_si128(at + 3, d);
-  }
-  return i;
-}
-
-__attribute__((target("avx2"))) std::size_t mask_blocks_avx2(std::uint8_t* data, std::size_t n,
-                                                             std::uint32_t word_key) noexcept {
-  const __m256i k = _mm256_set1_epi32(static_cast<int>(word_key));
-  std::size_t i = 0;
-  for (; n - i >= 64; i += 64) {
-    auto* at = reinterpret_cast<__m256i*>(data + i);
-    const __m256i a = _mm256_xor_si256(_mm256_loadu_si256(at), k);
-    const __m256i b = _mm256_xor_si256(_mm256_loadu_si256(at + 1), k);
-    _mm256_storeu_si256(at, a);
-    _mm256_storeu_si256(at + 1, b);
-  }
-  return i;
-}
-
-bool cpu_has_avx2() noexcept {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
-
-}  // namespace
-
-namespace {
-
-[[gnu::always_inline]] inline void mask(std::uint8_t* data, std::size_t n, const std::uint8_t key[4],
-                                        std::uint64_t offset, bool avx2) noexcept {
-  // The key turned to start `offset` bytes into its cycle (little-endian: byte i of the data takes
-  // byte i & 3 of the word).
-  std::uint32_t word_key;
-  std::memcpy(&word_key, key, 4);
-  word_key = std::rotr(word_key, static_cast<int>(8 * (offset & 3)));
-  // 64 bytes a turn, in two AVX2 or four SSE2 registers: a 16 KiB message took ~8,300 instructions
-  // eight bytes at a time, most of a large message's user time.
-  std::size_t i = 0;
-  if (n >= 64) i = avx2 ? mask_blocks_avx2(data, n, word_key) : mask_blocks_sse2(data, n, word_key);
-  const std::uint64_t word_key8 = (static_cast<std::uint64_t>(word_key) << 32) | word_key;
-  for (; n - i >= 8; i += 8) {
-    std::uint64_t word;
-    std::memcpy(&word, data + i, 8);
-    word ^= word_key8;
-    std::memcpy(data + i, &word, 8);
-  }
-  for (; i < n; ++i) data[i] ^= static_cast<std::uint8_t>(word_key >> (8 * (i & 3)));
-}
-
-}  // namespace
-
-void apply_mask(std::uint8_t* data, std::size_t n, const std::uint8_t key[4], std::uint64_t offset) noexcept {
-  if (n < 64) return mask(data, n, key, offset, false);  // no whole block: the CPU's question not asked
-  static const bool avx2 = cpu_has_avx2();
-  mask(data, n, key, offset, avx2);
-}
-
-void detail::apply_mask_sse2(std::uint8_t* data, std::size_t n, const std::uint8_t key[4],
-                             std::uint64_t offset) noexcept {
-  mask(data, n, key, offset, false);
 }
 
 FrameDecoder::Status FrameDecoder::fail(std::uint16_t code, std::string_view reason) noexcept {
@@ -227,9 +148,7 @@ void FrameEncoder::encode(ByteBuf& out, Opcode opcode, bool fin, std::string_vie
   next_key(key);
   out.write_bytes(key, 4);
   out.ensure_writable(payload.size());
-  std::uint8_t* at = out.write_ptr();
-  if (!payload.empty()) std::memcpy(at, payload.data(), payload.size());
-  apply_mask(at, payload.size(), key, 0);
+  copy_masked(out.write_ptr(), reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(), key);
   out.advance_writer(payload.size());
 }
 

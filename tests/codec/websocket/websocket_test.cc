@@ -725,5 +725,29 @@ TEST(WebSocketFrameMask, EveryLengthOffsetAndAlignmentMatchesTheBytewiseXor) {
   }
 }
 
+// copy_masked (a client's frames: the message copied into the frame as it is masked) gives what a
+// copy and apply_mask give, on both paths, for every length and alignment of either side, and
+// writes nothing past the n bytes.
+TEST(WebSocketFrameMask, ACopyMaskedIsTheCopyWithTheMaskApplied) {
+  const std::uint8_t key[4] = {0x91, 0x04, 0xe2, 0x5b};
+  std::vector<std::uint8_t> source(300 + 16);
+  for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<std::uint8_t>(i * 71 + 3);
+  for (auto* copy : {&ws::copy_masked, &ws::detail::copy_masked_sse2}) {
+    for (std::size_t from = 0; from < 16; from += 3) {
+      for (std::size_t to = 0; to < 16; to += 5) {
+        for (std::size_t n = 0; n <= 300; ++n) {
+          std::vector<std::uint8_t> out(300 + 32, 0xAA);
+          copy(out.data() + to, source.data() + from, n, key);
+          for (std::size_t i = 0; i < out.size(); ++i) {
+            const bool inside = i >= to && i < to + n;
+            const std::uint8_t want = inside ? source[from + i - to] ^ key[(i - to) & 3] : 0xAA;
+            ASSERT_EQ(out[i], want) << "byte " << i << ", n " << n << ", from " << from << ", to " << to;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft::websocket_test

@@ -155,10 +155,16 @@ class FrameEncoder {
 /// key's cycle. Thread-safe.
 void apply_mask(std::uint8_t* data, std::size_t n, const std::uint8_t key[4], std::uint64_t offset) noexcept;
 
+/// Writes `n` bytes from `src` to `dst` masked with `key` from the start of its cycle: a copy and
+/// apply_mask in one pass over the bytes. `dst` and `src` do not overlap. Thread-safe.
+void copy_masked(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, const std::uint8_t key[4]) noexcept;
+
 namespace detail {
 /// apply_mask without AVX2, as a CPU without it runs it (apply_mask takes AVX2 where the CPU has
 /// it), so that tests check both on any machine. Thread-safe.
 void apply_mask_sse2(std::uint8_t* data, std::size_t n, const std::uint8_t key[4], std::uint64_t offset) noexcept;
+/// copy_masked without AVX2 (see apply_mask_sse2). Thread-safe.
+void copy_masked_sse2(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, const std::uint8_t key[4]) noexcept;
 }  // namespace detail
 
 }  // namespace weft::ws
