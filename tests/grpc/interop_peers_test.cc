@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,8 +64,21 @@ const Peer& grpcpp_peer() {
   return built;
 }
 
-// Python grpcio's interop client: its command up to the flags (stubs made once, by grpc_python_plugin).
+// A directory of this test process's own, removed when the process exits.
+struct OwnDirectory {
+  std::string path;
+  ~OwnDirectory() {
+    std::error_code ignored;
+    if (!path.empty()) std::filesystem::remove_all(path, ignored);
+  }
+};
+
+// Python grpcio's interop client: its command up to the flags (stubs made once per process, by
+// grpc_python_plugin, in a directory of the process's own: ctest runs these tests as processes side
+// by side, and one that rewrote shared stubs while another imported them failed the other with
+// "module 'grpc.testing.empty_pb2' has no attribute 'Empty'").
 const Peer& python_peer() {
+  static OwnDirectory stubs_dir;
   static const Peer made = [] {
     Peer p;
     int status = -1;
@@ -74,13 +88,19 @@ const Peer& python_peer() {
       p.why = "Python grpcio is not installed (apt-get install python3-grpcio protobuf-compiler-grpc)";
       return p;
     }
-    const std::string stubs = peer_out() + "/python";
-    const std::string log =
-        shell("mkdir -p " + stubs + " && protoc -I " + kProtos + " --python_out=" + stubs +
-                  " --grpc_python_out=" + stubs + " --plugin=protoc-gen-grpc_python=$(command -v grpc_python_plugin) " +
-                  kProtos + "/grpc/testing/empty.proto " + kProtos + "/grpc/testing/messages.proto " + kProtos +
-                  "/grpc/testing/test.proto",
-              status);
+    std::string pattern = peer_out() + "/python-XXXXXX";
+    shell("mkdir -p " + peer_out(), status);
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      p.why = "mkdtemp " + pattern + " failed";
+      return p;
+    }
+    stubs_dir.path = pattern;
+    const std::string& stubs = stubs_dir.path;
+    const std::string log = shell("protoc -I " + kProtos + " --python_out=" + stubs + " --grpc_python_out=" + stubs +
+                                      " --plugin=protoc-gen-grpc_python=$(command -v grpc_python_plugin) " + kProtos +
+                                      "/grpc/testing/empty.proto " + kProtos + "/grpc/testing/messages.proto " +
+                                      kProtos + "/grpc/testing/test.proto",
+                                  status);
     if (status != 0) p.why = "protoc failed: " + log;
     p.client = "/usr/bin/python3 " + kPeerSources + "/client.py " + stubs;
     return p;
